@@ -1,0 +1,82 @@
+# sbx build. `make` builds bin/sbx and lib/libsbx.{a,so}; `make test` runs the
+# whole suite; `make asan` the suite under ASan+UBSan; `make bench` the
+# benchmarks against peers. `make deps` installs Debian build dependencies.
+CC ?= cc
+BUILD ?= build
+O ?= -O2
+SAN ?=
+CFLAGS_BASE := -std=gnu11 $(O) -g -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow \
+	-Wno-missing-field-initializers -Wstrict-prototypes -Wformat=2 -fvisibility=hidden \
+	-fstack-protector-strong -fPIC -D_GNU_SOURCE -Iinclude -Isrc $(SAN)
+ifeq ($(SAN),)
+CFLAGS_BASE += -D_FORTIFY_SOURCE=2
+endif
+LIBS := -lseccomp -ljansson -lm
+LDFLAGS += $(SAN)
+
+LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c)
+CLI_SRC := $(wildcard src/cli/*.c)
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+HELPER_SRC := $(wildcard tests/helpers/*.c)
+HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
+
+.PHONY: all clean test unit asan bench fuzz format deps demo check-format
+all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN)
+	@ln -sfn $(BUILD)/bin bin
+
+$(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC $<"
+	@$(CC) $(CFLAGS_BASE) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/lib/libsbx.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/lib/libsbx.so: $(LIB_OBJ) src/libsbx.lds
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=src/libsbx.lds $(LDFLAGS) $(LIBS)
+
+$(BUILD)/bin/sbx: $(CLI_OBJ) $(BUILD)/lib/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libsbx.a $(LDFLAGS) $(LIBS)
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/unit.h $(BUILD)/lib/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/unit -o $@ $< $(BUILD)/lib/libsbx.a $(LDFLAGS) $(LIBS)
+
+# In-sandbox probes are static so they run in any rootfs (busybox, debootstrap).
+$(BUILD)/helpers/%: tests/helpers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O1 -Wall -Werror -static -o $@ $<
+
+test: all
+	tests/run
+
+unit: $(UNIT_BIN)
+	tests/run --unit
+
+asan:
+	$(MAKE) BUILD=build-asan O=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+	SBX_BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run
+
+bench: all
+	bench/run
+
+fuzz:
+	tests/fuzz/run
+
+format:
+	clang-format -i $(LIB_SRC) $(CLI_SRC) $(wildcard src/*/*.h include/*.h tests/unit/*.c tests/helpers/*.c)
+
+deps:
+	scripts/deps.sh build
+
+demo: all
+	examples/demo.sh
+
+clean:
+	rm -rf build build-asan bin

@@ -1,0 +1,184 @@
+/* sbx: sandboxed environments for AI agents. The one public API.
+ *
+ * Every front end (the sbx CLI, the MCP server, C programs) calls these
+ * functions; none reimplements a feature.
+ *
+ * Conventions (docs/conventions.md):
+ *  - Fallible functions return a negative int (or NULL) on failure and fill
+ *    *err (if err is non-NULL) with an sbx_err that the caller frees with
+ *    sbx_err_free(). Out-parameters (ret_*) are set only on success.
+ *  - Option structs are versioned: initialise them with their *_INIT macro
+ *    so that fields added later get their defaults.
+ *  - Structured results are jansson objects (json_t *), shaped exactly like the
+ *    MCP tools' structuredContent in API.md; the caller owns the reference.
+ */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- errors ------------------------------------------------------------ */
+
+typedef enum sbx_code {
+	SBX_OK = 0,
+	SBX_E_NOT_FOUND,
+	SBX_E_INVALID_ARGUMENT,
+	SBX_E_LIMIT_EXCEEDED,
+	SBX_E_CONFLICT,
+	SBX_E_UNAVAILABLE,
+	SBX_E_INTERNAL,
+} sbx_code;
+
+typedef struct sbx_err sbx_err;
+
+const char *sbx_err_message(const sbx_err *e); /* "what: why: why" */
+sbx_code sbx_err_code(const sbx_err *e);
+int sbx_err_errno(const sbx_err *e);          /* 0 if none */
+const char *sbx_code_name(sbx_code c);        /* "not_found", ... as in API.md */
+void sbx_err_free(sbx_err *e);                /* accepts NULL */
+
+/* ---- context ----------------------------------------------------------- */
+
+/* A context names the store (SBX_ROOT) and runtime directory (SBX_RUN) and
+ * knows whether we run privileged (real root in the initial user namespace)
+ * or rootless. Defaults: root: /var/lib/sbx and /run/sbx; otherwise
+ * $XDG_DATA_HOME/sbx (~/.local/share/sbx) and $XDG_RUNTIME_DIR/sbx
+ * (or /tmp/sbx-<uid>). The environment variables override both. */
+typedef struct sbx_ctx sbx_ctx;
+
+int sbx_ctx_open(sbx_ctx **ret, sbx_err **err);
+void sbx_ctx_free(sbx_ctx *ctx);
+const char *sbx_ctx_root(const sbx_ctx *ctx);
+const char *sbx_ctx_run(const sbx_ctx *ctx);
+bool sbx_ctx_rootless(const sbx_ctx *ctx);
+
+/* ---- environments ------------------------------------------------------ */
+
+typedef struct sbx_volume {
+	const char *host; /* absolute host path */
+	const char *path; /* absolute path inside */
+	bool readonly;
+} sbx_volume;
+
+#define SBX_CREATE_OPTS_VERSION 1
+typedef struct sbx_create_opts {
+	unsigned version;
+	const char *template_spec; /* "host" (default), "dir:PATH" */
+	const char *name;          /* optional unique name */
+	const char *const *env;    /* NULL-terminated "K=V" list, may be NULL */
+	const sbx_volume *volumes;
+	size_t n_volumes;
+	int64_t memory_bytes; /* 0: default; -1: unlimited */
+	int64_t pids;         /* 0: default; -1: unlimited */
+	double cpus;          /* 0: unlimited */
+	int64_t timeout_ms;   /* default per-command timeout; 0: none */
+	int64_t ttl_ms;       /* idle lifetime; 0: none */
+	int64_t output_bytes; /* default captured output cap per stream; 0: default */
+	const char *network;  /* "none" (default) */
+	bool ephemeral;       /* writable layer on tmpfs, removed with the env */
+} sbx_create_opts;
+#define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
+
+/* Creates a live environment (supervisor + init) and returns its id (12 hex
+ * characters) in *ret_id (caller frees). The environment outlives the
+ * calling process; remove it with sbx_env_remove(). If ret_warnings is
+ * non-NULL it receives a JSON array of strings naming isolation walls that
+ * this host could not provide (caller decrefs). */
+int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *opts, char **ret_id,
+		   json_t **ret_warnings, sbx_err **err);
+
+/* Resolves an id, unique id prefix or name to the full id. */
+int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err);
+
+/* Stops and removes an environment: every process in it is killed, its
+ * cgroups and files removed. */
+int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err);
+
+/* {"environments":[{environment_id,name,state,created_at,snapshot_id,...}]} */
+int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+
+/* Full description: ids, state, template, limits, isolation walls in force
+ * and missing, usage counters. */
+int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+
+/* {"processes":[{pid,ppid,state,argv}]} with pids as seen inside. */
+int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+
+/* Removes what no live environment reaches: environments whose supervisor
+ * died, their processes, cgroups and files. {"removed":[ids...]} */
+int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+
+/* ---- execution --------------------------------------------------------- */
+
+enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
+
+typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
+
+#define SBX_EXEC_OPTS_VERSION 1
+typedef struct sbx_exec_opts {
+	unsigned version;
+	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
+	const char *const *env;  /* extra "K=V" on top of the environment's */
+	const char *cwd;         /* default "/root" (or "/" if missing) */
+	int64_t timeout_ms;      /* 0: environment default; -1: none */
+	bool tty;                /* run on a pty allocated inside */
+	/* Streaming: host fds to relay (-1 for none). With tty, stdin_fd and
+	 * stdout_fd are the terminal; the caller sets raw mode. */
+	int stdin_fd, stdout_fd, stderr_fd;
+	/* Or feed stdin from memory (when stdin_fd < 0). */
+	const char *stdin_data;
+	size_t stdin_len;
+	/* Capture output into the result (in addition to any fds). */
+	bool capture;
+	int64_t output_bytes; /* cap per stream: 0 = environment default, -1 = none */
+	sbx_output_fn on_output; /* called with each chunk, may be NULL */
+	void *userdata;
+	int cancel_fd; /* -1, or an fd that becomes readable to cancel */
+} sbx_exec_opts;
+#define SBX_EXEC_OPTS_INIT                                                                         \
+	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \
+	 .cancel_fd = -1}
+
+typedef struct sbx_exec_result {
+	int exit_code;   /* -1 if killed by a signal */
+	int signal;      /* 0 or the signal number */
+	bool timed_out;  /* killed by the timeout */
+	bool oom_killed; /* the memory limit was hit during the command */
+	bool cancelled;
+	char *stdout_buf, *stderr_buf; /* with capture; NUL-terminated */
+	size_t stdout_len, stderr_len;
+	bool stdout_truncated, stderr_truncated;
+	int64_t duration_ms;
+	double duration_us;
+} sbx_exec_result;
+
+/* Runs a command in a live environment and waits for it. Returns 0 when the
+ * command ran (whatever its exit status); failure means it could not be run.
+ * A command that is not found gives SBX_E_NOT_FOUND with errno ENOENT, one
+ * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC. */
+int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts,
+		 sbx_exec_result *ret, sbx_err **err);
+void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
+
+/* The result as API.md's environment_execute structuredContent. */
+json_t *sbx_exec_result_json(const sbx_exec_result *r);
+
+/* ---- parsing helpers shared by front ends ------------------------------ */
+
+/* "512m", "2G", "1048576" -> bytes. */
+int sbx_parse_size(const char *s, int64_t *ret, sbx_err **err);
+/* "500ms", "30s", "5m", "1h", "250" (ms) -> milliseconds. */
+int sbx_parse_duration(const char *s, int64_t *ret, sbx_err **err);
+/* "HOST:PATH[:ro|rw]" */
+int sbx_parse_volume(const char *s, char **ret_host, char **ret_path, bool *ret_ro, sbx_err **err);
+
+const char *sbx_version(void);
+
+#ifdef __cplusplus
+}
+#endif

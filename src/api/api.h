@@ -1,0 +1,16 @@
+/* Internal helpers shared by the src/api files. */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "api/ctx.h"
+#include "util/err.h"
+
+int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret);
+bool env_is_live(const sbx_ctx *ctx, const char *id);
+char **env_list_ids(const sbx_ctx *ctx);
+/* Connects to the environment's control socket. */
+int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
+/* Sends one request and returns the single reply (errors become *err). */
+int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
+int api_err_from_json(const json_t *m, sbx_err **err);

@@ -1,0 +1,17 @@
+/* The library context (internal layout of sbx_ctx). */
+#pragma once
+#include <stdbool.h>
+#include <sys/types.h>
+#include "sbx.h"
+
+struct sbx_ctx {
+	char *root;     /* SBX_ROOT: store and per-environment state */
+	char *run;      /* SBX_RUN: sockets, locks, staging mounts */
+	bool rootless;  /* not real root in the initial user namespace */
+	uid_t uid;
+	gid_t gid;
+};
+
+/* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */
+char *ctx_env_dir(const sbx_ctx *ctx, const char *id);
+char *ctx_run_dir(const sbx_ctx *ctx, const char *id);

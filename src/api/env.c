@@ -1,0 +1,666 @@
+/* sbx_env_*: environments as the API sees them. State lives in
+ * $SBX_ROOT/envs/<id>/state.json (written atomically); liveness is the
+ * supervisor's flock on $SBX_RUN/<id>/lock. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "runtime/runtime.h"
+#include "util/fd.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define DEFAULT_MEMORY (1LL << 30)
+#define DEFAULT_PIDS 1024
+#define DEFAULT_OUTPUT (10LL << 20)
+
+void env_config_free(env_config *c)
+{
+	if (!c)
+		return;
+	free(c->name);
+	free(c->hostname);
+	free(c->env_dir);
+	free(c->run_dir);
+	free(c->template_spec);
+	strv_free(c->lowers);
+	mask_free(c->mask);
+	for (size_t i = 0; i < c->n_volumes; i++) {
+		free(c->volumes[i].host);
+		free(c->volumes[i].path);
+	}
+	free(c->volumes);
+	strv_free(c->env);
+	strv_free(c->warnings);
+	free(c->network);
+	safe_close(c->lock_fd);
+	free(c);
+}
+static void env_config_freep(env_config **c) { env_config_free(*c); }
+
+static bool valid_id(const char *s)
+{
+	if (strlen(s) != ENV_ID_LEN)
+		return false;
+	for (; *s; s++)
+		if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
+			return false;
+	return true;
+}
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 63 || !isalnum((unsigned char)s[0]))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
+			return false;
+	return true;
+}
+
+int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
+	_cleanup_free_ char *buf = NULL;
+	int r = fs_read_file(p, 1 << 20, &buf, NULL);
+	if (r < 0)
+		return r;
+	json_t *j = json_loads(buf, 0, NULL);
+	if (!j)
+		return -EBADMSG;
+	*ret = j;
+	return 0;
+}
+
+static int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
+	_cleanup_free_ char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!s)
+		return -ENOMEM;
+	return fs_write_atomic(p, s, strlen(s), 0644);
+}
+
+/* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
+bool env_is_live(const sbx_ctx *ctx, const char *id)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%s/lock", ctx->run, id);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+char **env_list_ids(const sbx_ctx *ctx)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/envs", ctx->root);
+	size_t n = 0, cap = 16;
+	char **v = calloc(cap + 1, sizeof(char *));
+	DIR *d = opendir(p);
+	struct dirent *de;
+	while (v && d && (de = readdir(d))) {
+		if (!valid_id(de->d_name))
+			continue;
+		if (n == cap) {
+			char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
+			if (!nv)
+				break;
+			v = nv;
+			cap *= 2;
+		}
+		v[n++] = strdup(de->d_name);
+		v[n] = NULL;
+	}
+	if (d)
+		closedir(d);
+	return v;
+}
+
+_public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err)
+{
+	if (!ref || !*ref)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty environment id");
+	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	const char *match = NULL;
+	int matches = 0;
+	for (char **p = ids; p && *p; p++) {
+		if (streq(*p, ref)) {
+			*ret_id = strdup(*p);
+			return *ret_id ? 0 : -ENOMEM;
+		}
+		_cleanup_json_ json_t *st = NULL;
+		if (env_state_read(ctx, *p, &st) == 0 && json_str(st, "name") && streq(json_str(st, "name"), ref)) {
+			*ret_id = strdup(*p);
+			return *ret_id ? 0 : -ENOMEM;
+		}
+		if (strlen(ref) >= 3 && startswith(*p, ref)) {
+			match = *p;
+			matches++;
+		}
+	}
+	if (matches == 1) {
+		*ret_id = strdup(match);
+		return *ret_id ? 0 : -ENOMEM;
+	}
+	if (matches > 1)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s' (see `sbx ls`)", ref);
+}
+
+int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/ctl.sock", ctx->run, id);
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return err_errno(err, "socket");
+	if (RETRY_EINTR(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0) {
+		int e = errno;
+		safe_close(fd);
+		if (e == ENOENT || e == ECONNREFUSED)
+			return err_set(err, SBX_E_UNAVAILABLE, e,
+				       "environment '%s' is not running (its supervisor exited; `sbx rm` or `sbx gc` removes it)",
+				       id);
+		return err_errnum(err, e, "connect to environment '%s'", id);
+	}
+	return fd;
+}
+
+/* One request, one reply. */
+int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err)
+{
+	_cleanup_close_ int fd = env_connect(ctx, id, err);
+	if (fd < 0)
+		return -1;
+	int r = json_send(fd, req, NULL, 0);
+	if (r < 0)
+		return err_errnum(err, r, "send request to environment '%s'", id);
+	_cleanup_json_ json_t *m = NULL;
+	r = json_recv(fd, &m, NULL, NULL);
+	if (r <= 0)
+		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
+	if (streq(json_str(m, "ev") ?: "", "error"))
+		return api_err_from_json(m, err);
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+int api_err_from_json(const json_t *m, sbx_err **err)
+{
+	const char *code = json_str(m, "code") ?: "internal";
+	sbx_code cc = SBX_E_INTERNAL;
+	for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
+		if (streq(code, sbx_code_name(k)))
+			cc = k;
+	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
+}
+
+static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err **err)
+{
+	if (!spec || streq(spec, "host")) {
+		if (mask_host_layer(ctx->root, ctx->run, &c->mask, err) < 0)
+			return -1;
+		c->lowers = calloc(2, sizeof(char *));
+		if (!c->lowers || !(c->lowers[0] = strdup("/")))
+			return -ENOMEM;
+		c->n_lowers = 1;
+		return 0;
+	}
+	if (startswith(spec, "dir:")) {
+		const char *p = spec + 4;
+		char *real = realpath(p, NULL);
+		struct stat st;
+		if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			int e = real ? ENOTDIR : errno;
+			free(real);
+			return err_set(err, e == ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, e,
+				       "template '%s': '%s' is not a directory: %s", spec, p, strerror(e));
+		}
+		if (streq(real, "/")) {
+			free(real);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "template 'dir:/' would expose the whole host: use the 'host' template");
+		}
+		c->lowers = calloc(2, sizeof(char *));
+		if (!c->lowers) {
+			free(real);
+			return -ENOMEM;
+		}
+		c->lowers[0] = real;
+		c->n_lowers = 1;
+		return 0;
+	}
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "unknown template '%s': expected 'host' or 'dir:PATH'", spec);
+}
+
+static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
+{
+	if (o->n_volumes == 0)
+		return 0;
+	c->volumes = calloc(o->n_volumes, sizeof(env_volume));
+	if (!c->volumes)
+		return -ENOMEM;
+	for (size_t i = 0; i < o->n_volumes; i++) {
+		const sbx_volume *v = &o->volumes[i];
+		if (!v->host || !v->path || v->path[0] != '/')
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "volume %zu: host and absolute path required", i);
+		char *real = realpath(v->host, NULL);
+		if (!real)
+			return err_errno(err, "volume '%s'", v->host);
+		c->volumes[c->n_volumes].host = real;
+		c->volumes[c->n_volumes].readonly = v->readonly;
+		c->volumes[c->n_volumes].path = strdup(v->path);
+		c->n_volumes++;
+		if (!c->volumes[c->n_volumes - 1].path)
+			return -ENOMEM;
+		char *h, *p;
+		bool ro;
+		_cleanup_free_ char *spec = NULL;
+		if (asprintf(&spec, "/x:%s", v->path) < 0)
+			return -ENOMEM;
+		if (sbx_parse_volume(spec, &h, &p, &ro, NULL) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "volume target '%s' must be an absolute path without '..'", v->path);
+		free(h);
+		free(p);
+	}
+	return 0;
+}
+
+static void remove_env_files(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
+	_cleanup_json_ json_t *st = NULL;
+	if (env_state_read(ctx, id, &st) == 0 && json_int(st, "uid_slot", -1) >= 0)
+		userns_slot_free(ctx->root, (unsigned)json_int(st, "uid_slot", 0));
+	/* Rename first so a concurrent reader never sees half an environment. */
+	char trash[4200];
+	unsigned rnd = 0;
+	(void)!getrandom(&rnd, sizeof(rnd), 0);
+	snprintf(trash, sizeof(trash), "%s/envs/.trash-%s-%08x", ctx->root, id, rnd);
+	if (dir && rename(dir, trash) == 0)
+		fs_rm_rf(trash);
+	else if (dir)
+		fs_rm_rf(dir);
+	if (run)
+		fs_rm_rf(run);
+}
+
+static int64_t now_ms_real(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void iso_time(int64_t ms, char *buf, size_t n)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+_public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
+			    sbx_err **err)
+{
+	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
+	if (!o)
+		o = &defaults;
+	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	c->lock_fd = -1;
+	if (o->name && !valid_name(o->name))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
+			       o->name);
+	if (o->network && !streq(o->network, "none"))
+		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
+			       "network '%s' is not available yet: only 'none' (loopback only) is implemented", o->network);
+	if (o->memory_bytes > 0 && o->memory_bytes < (4LL << 20))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "memory limit too small: at least 4m");
+	if (o->cpus < 0 || o->cpus > 1024 || o->pids < -1 || o->timeout_ms < 0 || o->ttl_ms < 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid limit");
+	for (const char *const *e = o->env; e && *e; e++)
+		if (!strchr(*e, '=') || **e == '=')
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+
+	/* Identity. */
+	unsigned char rnd[ENV_ID_LEN / 2];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return err_errno(err, "getrandom");
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
+	c->name = o->name ? strdup(o->name) : NULL;
+	if (asprintf(&c->hostname, "%s", o->name ? o->name : "sbx") < 0)
+		c->hostname = NULL;
+	c->env_dir = ctx_env_dir(ctx, c->id);
+	c->run_dir = ctx_run_dir(ctx, c->id);
+	c->template_spec = strdup(o->template_spec ? o->template_spec : "host");
+	c->network = strdup("none");
+	c->rootless = ctx->rootless;
+	c->ephemeral = o->ephemeral;
+	c->env = calloc(1, sizeof(char *));
+	if (!c->name && o->name)
+		return -ENOMEM;
+	if (!c->hostname || !c->env_dir || !c->run_dir || !c->template_spec || !c->network || !c->env)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	strv_free(c->env);
+	c->env = NULL;
+	if (o->env) {
+		size_t n = 0;
+		while (o->env[n])
+			n++;
+		c->env = calloc(n + 1, sizeof(char *));
+		for (size_t i = 0; c->env && i < n; i++)
+			c->env[i] = strdup(o->env[i]);
+	}
+	c->limits.memory_bytes = o->memory_bytes == 0 ? DEFAULT_MEMORY : o->memory_bytes;
+	c->limits.pids = o->pids == 0 ? DEFAULT_PIDS : o->pids;
+	c->limits.cpus = o->cpus;
+	c->timeout_ms = o->timeout_ms;
+	c->ttl_ms = o->ttl_ms;
+	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
+	if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
+		return err_ret(err);
+
+	/* Names are unique: checked and recorded under the store lock. */
+	char lockp[4200];
+	snprintf(lockp, sizeof(lockp), "%s/lock", ctx->root);
+	_cleanup_close_ int storelock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (storelock < 0 || flock(storelock, LOCK_EX) < 0)
+		return err_errno(err, "lock '%s'", lockp);
+	if (o->name) {
+		_cleanup_free_ char *other = NULL;
+		if (sbx_env_resolve(ctx, o->name, &other, NULL) == 0 && !(strlen(o->name) == ENV_ID_LEN && !streq(other, o->name)))
+			return err_set(err, SBX_E_CONFLICT, EEXIST, "an environment named '%s' already exists (%s)", o->name,
+				       other);
+	}
+	unsigned slot = 0;
+	char **warnings = NULL;
+	_cleanup_json_ json_t *st = NULL, *info = NULL;
+	if (!c->rootless) {
+		if (userns_slot_alloc(ctx->root, c->id, &slot, err) < 0)
+			return -1;
+		c->host_uid = userns_slot_base(slot);
+		c->host_gid = c->host_uid;
+		c->id_count = ENV_UID_COUNT;
+	} else {
+		c->host_uid = ctx->uid;
+		c->host_gid = ctx->gid;
+		c->id_count = 1;
+	}
+	int r;
+	char p[4300];
+	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0 || (r = fs_mkdir_p(c->run_dir, 0711)) < 0) {
+		err_errnum(err, r, "create environment directories");
+		goto fail;
+	}
+	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"}};
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		if (c->ephemeral && i < 2)
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
+		if (mkdir(p, 0755) < 0 || (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
+			err_errno(err, "create '%s'", p);
+			goto fail;
+		}
+	}
+	char created[32];
+	int64_t now = now_ms_real();
+	iso_time(now, created, sizeof(created));
+	st = json_pack(
+		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s}", "environment_id",
+		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
+		"created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral", c->ephemeral, "uid_slot",
+		c->rootless ? -1 : (int)slot, "host_uid", (json_int_t)c->host_uid, "id_count", (json_int_t)c->id_count,
+		"limits", "memory_bytes", (json_int_t)c->limits.memory_bytes, "pids", (json_int_t)c->limits.pids, "cpus",
+		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
+		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
+		"network", c->network);
+	for (size_t i = 0; st && i < c->n_volumes; i++)
+		json_array_append_new(json_object_get(st, "volumes"),
+				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
+						"readonly", c->volumes[i].readonly));
+	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
+		err_errnum(err, st ? r : ENOMEM, "write environment state");
+		goto fail;
+	}
+	/* Liveness lock, taken before the supervisor exists so that gc never
+	 * sees a half-created environment as dead. */
+	snprintf(p, sizeof(p), "%s/lock", c->run_dir);
+	c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0) {
+		err_errno(err, "lock '%s'", p);
+		goto fail;
+	}
+	storelock = safe_close(storelock);
+
+	if (supervisor_start(c, &warnings, &info, err) < 0) {
+		err_wrap(err, "create environment");
+		goto fail;
+	}
+	json_object_set_new(st, "state", json_string("running"));
+	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
+	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
+	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
+	(void)env_state_write(ctx, c->id, st);
+	if (ret_warnings)
+		*ret_warnings = json_incref(json_object_get(st, "warnings"));
+	strv_free(warnings);
+	*ret_id = strdup(c->id);
+	return 0;
+fail:
+	remove_env_files(ctx, c->id);
+	if (!c->rootless)
+		userns_slot_free(ctx->root, slot);
+	return err_ret(err);
+}
+
+/* Stops the supervisor (if alive) and waits until it has cleaned up. */
+static void stop_supervisor(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
+	if (fd >= 0) {
+		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "stop");
+		if (req && json_send(fd, req, NULL, 0) == 0) {
+			/* The reply (or EOF) comes after teardown. */
+			struct pollfd p = {.fd = fd, .events = POLLIN};
+			if (poll(&p, 1, 15000) > 0) {
+				json_t *m = NULL;
+				if (json_recv(fd, &m, NULL, NULL) > 0)
+					json_decref(m);
+			}
+		}
+	}
+	/* Whatever is left (a dead supervisor's cgroup and processes) goes too. */
+	sbx_cgroup *cg = NULL;
+	if (cgroup_open(id, &cg, NULL) == 0) {
+		(void)cgroup_destroy(cg, NULL);
+		cgroup_free(cg);
+	}
+	/* Wait for the supervisor to release its lock (it exits right after). */
+	for (int i = 0; i < 2000 && env_is_live(ctx, id); i++)
+		usleep(1000);
+}
+
+_public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	stop_supervisor(ctx, id);
+	if (env_is_live(ctx, id))
+		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	remove_env_files(ctx, id);
+	return 0;
+}
+
+static json_t *summary(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_json_ json_t *st = NULL;
+	if (env_state_read(ctx, id, &st) < 0)
+		return NULL;
+	bool live = env_is_live(ctx, id);
+	const char *state = live ? "running" : "exited";
+	if (!json_str(st, "state"))
+		state = live ? "creating" : "failed";
+	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
+			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
+			 json_null(), "template", json_object_get(st, "template") ?: json_null());
+}
+
+_public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	json_t *a = json_array();
+	for (char **p = ids; p && *p; p++) {
+		json_t *s = summary(ctx, *p);
+		if (s)
+			json_array_append_new(a, s);
+	}
+	*ret = json_pack("{s:o}", "environments", a);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+_public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *st = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	json_t *s = summary(ctx, id);
+	if (!s)
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
+	json_object_update_missing(s, st);
+	json_object_del(s, "created_ms");
+	bool rootless = json_bool(st, "rootless", false);
+	int abi = (int)json_int(st, "landlock_abi", 0);
+	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
+				"ipc", "cgroup", "uid_map", "", "rootless", rootless, "seccomp", "deny-list (libseccomp), foreign ABIs killed",
+				"no_new_privs", 1, "landlock_abi", abi, "landlock", abi > 0);
+	json_array_append_new(json_object_get(iso, "namespaces"), json_string("time"));
+	char map[64];
+	snprintf(map, sizeof(map), "0 %lld %lld", (long long)json_int(st, "host_uid", 0), (long long)json_int(st, "id_count", 0));
+	json_object_set_new(iso, "uid_map", json_string(map));
+	json_object_set_new(iso, "capabilities",
+			    json_pack("[sssssssssss]", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+				      "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "SETFCAP"));
+	json_object_set_new(iso, "network", json_string("loopback only"));
+	json_object_set_new(iso, "cgroup", json_string(cgroup_host_mode()));
+	json_object_set(iso, "missing", json_object_get(st, "warnings") ?: json_array());
+	json_object_set_new(s, "isolation", iso);
+	json_object_del(s, "warnings");
+	if (env_is_live(ctx, id)) {
+		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "info"), *info = NULL;
+		if (env_call(ctx, id, req, &info, NULL) == 0) {
+			json_object_del(info, "ev");
+			json_object_del(info, "warnings");
+			json_object_update(s, info);
+		}
+	}
+	*ret = s;
+	return 0;
+}
+
+_public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "ps");
+	json_t *m = NULL;
+	if (env_call(ctx, id, req, &m, err) < 0)
+		return -1;
+	json_object_del(m, "ev");
+	*ret = m;
+	return 0;
+}
+
+_public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	json_t *removed = json_array();
+	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	for (char **p = ids; p && *p; p++) {
+		if (env_is_live(ctx, *p))
+			continue;
+		stop_supervisor(ctx, *p);
+		remove_env_files(ctx, *p);
+		json_array_append_new(removed, json_string(*p));
+	}
+	/* Cgroups, run dirs and uid slots that no environment owns. */
+	_cleanup_strv_free_ char **cgs = cgroup_list_ids();
+	for (char **p = cgs; p && *p; p++) {
+		_cleanup_free_ char *dir = ctx_env_dir(ctx, *p);
+		if (dir && fs_exists(dir))
+			continue;
+		sbx_cgroup *cg = NULL;
+		if (cgroup_open(*p, &cg, NULL) == 0) {
+			(void)cgroup_destroy(cg, NULL);
+			cgroup_free(cg);
+		}
+	}
+	DIR *d = opendir(ctx->run);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!valid_id(de->d_name))
+			continue;
+		_cleanup_free_ char *dir = ctx_env_dir(ctx, de->d_name), *run = ctx_run_dir(ctx, de->d_name);
+		if (dir && run && !fs_exists(dir) && !env_is_live(ctx, de->d_name))
+			fs_rm_rf(run);
+	}
+	if (d)
+		closedir(d);
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/envs", ctx->root);
+	d = opendir(p);
+	while (d && (de = readdir(d)))
+		if (startswith(de->d_name, ".trash-")) {
+			_cleanup_free_ char *t = fs_path_join(p, de->d_name);
+			if (t)
+				fs_rm_rf(t);
+		}
+	if (d)
+		closedir(d);
+	snprintf(p, sizeof(p), "%s/uidslots", ctx->root);
+	d = opendir(p);
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		_cleanup_free_ char *owner = NULL, *sp = fs_path_join(p, de->d_name);
+		if (!sp || fs_read_file(sp, 64, &owner, NULL) < 0)
+			continue;
+		_cleanup_free_ char *dir = ctx_env_dir(ctx, owner);
+		if (dir && valid_id(owner) && !fs_exists(dir))
+			unlink(sp);
+	}
+	if (d)
+		closedir(d);
+	*ret = json_pack("{s:o}", "removed", removed);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}

@@ -1,0 +1,480 @@
+/* sbx create | run | exec | ls | inspect | ps | rm | gc */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "util/macro.h"
+
+typedef struct opts {
+	sbx_create_opts create;
+	sbx_exec_opts exec;
+	const char *envs[256];
+	size_t n_envs;
+	sbx_volume vols[64];
+	size_t n_vols;
+	char *vol_strs[128];
+	size_t n_vol_strs;
+	bool interactive, have_timeout;
+	int64_t timeout;
+	char **positional;
+	int n_positional;
+	char **cmd; /* after -- (or the rest) */
+	int n_cmd;
+} opts;
+
+static void opts_free(opts *o)
+{
+	for (size_t i = 0; i < o->n_vol_strs; i++)
+		free(o->vol_strs[i]);
+}
+
+enum { F_CREATE = 1, F_EXEC = 2 };
+
+/* Takes "--name value" or "--name=value". */
+static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+{
+	size_t n = strlen(name);
+	*matched = false;
+	if (strncmp(argv[*i], name, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=') {
+		*matched = true;
+		return argv[*i] + n + 1;
+	}
+	if (argv[*i][n] != 0)
+		return NULL;
+	*matched = true;
+	if (*i + 1 >= argc)
+		return NULL;
+	return argv[++*i];
+}
+
+static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o, int max_positional)
+{
+	sbx_create_opts ci = SBX_CREATE_OPTS_INIT;
+	sbx_exec_opts ei = SBX_EXEC_OPTS_INIT;
+	o->create = ci;
+	o->exec = ei;
+	sbx_err *e = NULL;
+	int i;
+	for (i = 1; i < argc; i++) {
+		char *a = argv[i];
+		bool m;
+		const char *v;
+		if (streq(a, "--")) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || streq(a, "-")) {
+			if (o->n_positional >= max_positional)
+				break; /* the command starts here */
+			if (!o->positional)
+				o->positional = argv + i;
+			o->n_positional++;
+			continue;
+		}
+#define VALUE(nm)                                                                                  \
+	(v = opt_value(argc, argv, &i, nm, &m), m && !v ? (cli_usage_error(cmd, "%s needs a value", nm), (const char *)-1) \
+							: v)
+#define BAD(v) ((v) == (const char *)-1)
+		if ((flags & F_CREATE) && (v = VALUE("--template"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.template_spec = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--name"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.name = v;
+		} else if ((flags & F_CREATE) && ((v = VALUE("--volume"), m) || (v = VALUE("-v"), m))) {
+			if (BAD(v))
+				return EXIT_SBX;
+			if (o->n_vols >= ARRAY_SIZE(o->vols))
+				return cli_usage_error(cmd, "too many volumes");
+			char *h, *p;
+			bool ro;
+			if (sbx_parse_volume(v, &h, &p, &ro, &e) < 0)
+				return cli_fail(cmd, e);
+			o->vol_strs[o->n_vol_strs++] = h;
+			o->vol_strs[o->n_vol_strs++] = p;
+			o->vols[o->n_vols++] = (sbx_volume){.host = h, .path = p, .readonly = ro};
+		} else if ((v = VALUE("--env"), m) || (v = VALUE("-e"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			if (!strchr(v, '=') || v[0] == '=')
+				return cli_usage_error(cmd, "invalid --env '%s': expected K=V", v);
+			if (o->n_envs >= ARRAY_SIZE(o->envs) - 1)
+				return cli_usage_error(cmd, "too many --env");
+			o->envs[o->n_envs++] = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--network"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.network = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--memory"), m)) {
+			if (BAD(v) || sbx_parse_size(v, &o->create.memory_bytes, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+		} else if ((flags & F_CREATE) && (v = VALUE("--pids"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			char *end;
+			errno = 0;
+			long long n = strtoll(v, &end, 10);
+			if (errno || *end || n <= 0 || n > 4194304)
+				return cli_usage_error(cmd, "invalid --pids '%s': expected a number from 1 to 4194304", v);
+			o->create.pids = n;
+		} else if ((flags & F_CREATE) && (v = VALUE("--cpus"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			char *end;
+			errno = 0;
+			double x = strtod(v, &end);
+			if (errno || *end || !(x > 0.0) || x > 1024)
+				return cli_usage_error(cmd, "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
+			o->create.cpus = x;
+		} else if ((flags & F_CREATE) && (v = VALUE("--ttl"), m)) {
+			if (BAD(v) || sbx_parse_duration(v, &o->create.ttl_ms, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+		} else if ((v = VALUE("--output-limit"), m)) {
+			int64_t n;
+			if (BAD(v) || sbx_parse_size(v, &n, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			o->create.output_bytes = n;
+			o->exec.output_bytes = n;
+		} else if ((v = VALUE("--timeout"), m)) {
+			if (BAD(v) || sbx_parse_duration(v, &o->timeout, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			if (o->timeout == 0)
+				return cli_usage_error(cmd, "--timeout must be greater than zero");
+			o->have_timeout = true;
+		} else if ((flags & F_EXEC) && (v = VALUE("--cwd"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->exec.cwd = v;
+		} else if ((flags & F_EXEC) && (streq(a, "-i") || streq(a, "--interactive"))) {
+			o->interactive = true;
+		} else if ((flags & F_EXEC) && (streq(a, "-t") || streq(a, "--tty"))) {
+			o->exec.tty = true;
+		} else if ((flags & F_EXEC) && (streq(a, "-it") || streq(a, "-ti"))) {
+			o->interactive = o->exec.tty = true;
+		} else if ((flags & F_CREATE) && ((v = VALUE("--snapshot"), m) || (v = VALUE("--policy"), m))) {
+			return cli_usage_error(cmd, "%s is not available yet (snapshots and policies are in progress)", a);
+		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
+			return cli_usage_error(cmd, "--trace is not available yet (tracing is in progress)");
+		} else {
+			return cli_usage_error(cmd, "unknown option '%s'", a);
+		}
+	}
+	o->cmd = argv + i;
+	o->n_cmd = argc - i;
+	o->envs[o->n_envs] = NULL;
+	if (o->n_vols) {
+		o->create.volumes = o->vols;
+		o->create.n_volumes = o->n_vols;
+	}
+	return 0;
+}
+
+static void print_warnings(json_t *w)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(w, i, v) fprintf(stderr, "sbx: warning: %s\n", json_string_value(v));
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int cmd_create(cli *c, int argc, char **argv)
+{
+	opts o = {0};
+	int r = parse("create", argc, argv, F_CREATE, &o, 0);
+	if (r || (r = cli_open_ctx(c)))
+		goto out;
+	if (o.n_cmd > 0) {
+		r = cli_usage_error("create", "unexpected argument '%s'", o.cmd[0]);
+		goto out;
+	}
+	o.create.env = o.n_envs ? o.envs : NULL;
+	if (o.have_timeout)
+		o.create.timeout_ms = o.timeout;
+	char *id = NULL;
+	json_t *w = NULL;
+	sbx_err *e = NULL;
+	double t0 = now_ms();
+	if (sbx_env_create(c->ctx, &o.create, &id, &w, &e) < 0) {
+		r = cli_fail("create", e);
+		goto out;
+	}
+	double t1 = now_ms();
+	if (c->json) {
+		json_t *j = json_pack("{s:s,s:n,s:f,s:O}", "environment_id", id, "snapshot_id", "create_ms", t1 - t0,
+				      "warnings", w);
+		cli_print_json(j);
+	} else {
+		print_warnings(w);
+		printf("%s\n", id);
+	}
+	json_decref(w);
+	free(id);
+out:
+	opts_free(&o);
+	return r;
+}
+
+static struct termios saved_tio;
+static bool tio_saved;
+
+static void tty_restore(void)
+{
+	if (tio_saved)
+		tcsetattr(0, TCSADRAIN, &saved_tio);
+}
+
+/* Runs o->cmd in env `id` and turns the result into an exit status. */
+static int do_exec(cli *c, const char *id, opts *o)
+{
+	sbx_exec_opts *x = &o->exec;
+	x->argv = (const char *const *)o->cmd;
+	x->env = o->n_envs ? o->envs : NULL;
+	x->timeout_ms = o->have_timeout ? o->timeout : 0;
+	if (c->json) {
+		x->capture = true;
+		if (o->interactive)
+			x->stdin_fd = 0;
+	} else {
+		x->stdout_fd = 1;
+		x->stderr_fd = 2;
+		if (o->interactive || x->tty)
+			x->stdin_fd = o->interactive ? 0 : -1;
+		if (x->tty && o->interactive && isatty(0) && tcgetattr(0, &saved_tio) == 0) {
+			struct termios raw = saved_tio;
+			cfmakeraw(&raw);
+			tio_saved = tcsetattr(0, TCSANOW, &raw) == 0;
+			atexit(tty_restore);
+		}
+	}
+	sbx_exec_result res = {0};
+	sbx_err *e = NULL;
+	int r = sbx_env_exec(c->ctx, id, x, &res, &e);
+	tty_restore();
+	tio_saved = false;
+	if (r < 0) {
+		int en = sbx_err_errno(e);
+		sbx_code code = sbx_err_code(e);
+		bool spawn = code == SBX_E_NOT_FOUND && en == ENOENT && strstr(sbx_err_message(e), "command not found");
+		bool noexec = code == SBX_E_INVALID_ARGUMENT && (en == EACCES || en == ENOEXEC);
+		if (c->json) {
+			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code), "message", sbx_err_message(e));
+			cli_print_json(j);
+			sbx_err_free(e);
+			return spawn ? 127 : noexec ? 126 : EXIT_SBX;
+		}
+		cli_fail("exec", e);
+		return spawn ? 127 : noexec ? 126 : EXIT_SBX;
+	}
+	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
+	if (c->json) {
+		cli_print_json(sbx_exec_result_json(&res));
+	} else {
+		if (res.timed_out)
+			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n", (long long)x->timeout_ms);
+		else if (res.oom_killed)
+			fprintf(stderr, "sbx: exec: command was killed: out of memory (the environment's memory limit)\n");
+		if (res.stdout_truncated || res.stderr_truncated)
+			fprintf(stderr, "sbx: exec: output truncated at the output limit\n");
+	}
+	sbx_exec_result_free(&res);
+	return status;
+}
+
+int cmd_exec(cli *c, int argc, char **argv)
+{
+	opts o = {0};
+	int r = parse("exec", argc, argv, F_EXEC, &o, 1);
+	if (r || (r = cli_open_ctx(c)))
+		goto out;
+	if (o.n_positional < 1) {
+		r = cli_usage_error("exec", "missing environment id");
+		goto out;
+	}
+	if (o.n_cmd < 1) {
+		r = cli_usage_error("exec", "missing command (sbx exec ID -- CMD [ARG...])");
+		goto out;
+	}
+	r = do_exec(c, o.positional[0], &o);
+out:
+	opts_free(&o);
+	return r;
+}
+
+int cmd_run(cli *c, int argc, char **argv)
+{
+	opts o = {0};
+	int r = parse("run", argc, argv, F_CREATE | F_EXEC, &o, 0);
+	if (r || (r = cli_open_ctx(c)))
+		goto out;
+	if (o.n_cmd < 1) {
+		r = cli_usage_error("run", "missing command (sbx run [OPTIONS] -- CMD [ARG...])");
+		goto out;
+	}
+	o.create.env = o.n_envs ? o.envs : NULL;
+	o.create.ephemeral = true;
+	char *id = NULL;
+	json_t *w = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_create(c->ctx, &o.create, &id, &w, &e) < 0) {
+		r = cli_fail("run", e);
+		goto out;
+	}
+	if (!c->json)
+		print_warnings(w);
+	json_decref(w);
+	size_t saved_envs = o.n_envs;
+	o.n_envs = 0; /* already in the environment */
+	r = do_exec(c, id, &o);
+	o.n_envs = saved_envs;
+	if (sbx_env_remove(c->ctx, id, &e) < 0) {
+		cli_fail("run: remove environment", e);
+		if (r == 0)
+			r = EXIT_SBX;
+	}
+	free(id);
+out:
+	opts_free(&o);
+	return r;
+}
+
+static int simple_args(const char *cmd, int argc, char **argv, int min, int max)
+{
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-' && argv[i][1])
+			return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
+	if (argc - 1 < min)
+		return cli_usage_error(cmd, "missing environment id");
+	if (max >= 0 && argc - 1 > max)
+		return cli_usage_error(cmd, "too many arguments");
+	return 0;
+}
+
+int cmd_ls(cli *c, int argc, char **argv)
+{
+	int r = simple_args("ls", argc, argv, 0, 0);
+	if (r || (r = cli_open_ctx(c)))
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_list(c->ctx, &j, &e) < 0)
+		return cli_fail("ls", e);
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	printf("%-14s %-20s %-9s %-21s %s\n", "ID", "NAME", "STATE", "CREATED", "TEMPLATE");
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "environments"), i, v)
+	{
+		const char *name = json_string_value(json_object_get(v, "name"));
+		printf("%-14s %-20s %-9s %-21s %s\n", json_string_value(json_object_get(v, "environment_id")),
+		       name ? name : "-", json_string_value(json_object_get(v, "state")),
+		       json_string_value(json_object_get(v, "created_at")) ?: "-",
+		       json_string_value(json_object_get(v, "template")) ?: "-");
+	}
+	json_decref(j);
+	return 0;
+}
+
+int cmd_inspect(cli *c, int argc, char **argv)
+{
+	int r = simple_args("inspect", argc, argv, 1, 1);
+	if (r || (r = cli_open_ctx(c)))
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_inspect(c->ctx, argv[1], &j, &e) < 0)
+		return cli_fail("inspect", e);
+	cli_print_json(j); /* inspect is JSON either way, like docker inspect */
+	return 0;
+}
+
+int cmd_ps(cli *c, int argc, char **argv)
+{
+	int r = simple_args("ps", argc, argv, 1, 1);
+	if (r || (r = cli_open_ctx(c)))
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_ps(c->ctx, argv[1], &j, &e) < 0)
+		return cli_fail("ps", e);
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	printf("%7s %7s %-2s %s\n", "PID", "PPID", "S", "COMMAND");
+	size_t i, k;
+	json_t *v, *a;
+	json_array_foreach(json_object_get(j, "processes"), i, v)
+	{
+		printf("%7lld %7lld %-2s", (long long)json_integer_value(json_object_get(v, "pid")),
+		       (long long)json_integer_value(json_object_get(v, "ppid")),
+		       json_string_value(json_object_get(v, "state")));
+		json_t *argvj = json_object_get(v, "argv");
+		if (json_array_size(argvj) == 0)
+			printf(" [%s]", json_string_value(json_object_get(v, "comm")));
+		json_array_foreach(argvj, k, a) printf(" %s", json_string_value(a));
+		printf("\n");
+	}
+	json_decref(j);
+	return 0;
+}
+
+int cmd_rm(cli *c, int argc, char **argv)
+{
+	int r = simple_args("rm", argc, argv, 1, -1);
+	if (r || (r = cli_open_ctx(c)))
+		return r;
+	json_t *removed = json_array();
+	for (int i = 1; i < argc; i++) {
+		sbx_err *e = NULL;
+		if (sbx_env_remove(c->ctx, argv[i], &e) < 0) {
+			char what[300];
+			snprintf(what, sizeof(what), "rm '%s'", argv[i]);
+			r = cli_fail(what, e);
+			continue;
+		}
+		json_array_append_new(removed, json_string(argv[i]));
+		if (!c->json)
+			printf("%s\n", argv[i]);
+	}
+	if (c->json)
+		cli_print_json(json_pack("{s:o}", "removed", removed));
+	else
+		json_decref(removed);
+	return r;
+}
+
+int cmd_gc(cli *c, int argc, char **argv)
+{
+	int r = simple_args("gc", argc, argv, 0, 0);
+	if (r || (r = cli_open_ctx(c)))
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_gc(c->ctx, &j, &e) < 0)
+		return cli_fail("gc", e);
+	if (c->json)
+		cli_print_json(j);
+	else {
+		printf("removed %zu environment(s)\n", json_array_size(json_object_get(j, "removed")));
+		json_decref(j);
+	}
+	return 0;
+}

@@ -1,0 +1,134 @@
+/* sbx: entry point and subcommand table. */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "util/macro.h"
+
+static const cli_cmd commands[] = {
+	{"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] -- CMD [ARG...]",
+	 "Create an environment, run one command in it, destroy it. Exits with the command's status."},
+	{"create", cmd_create, "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
+	{"exec", cmd_exec, "sbx exec [EXEC-OPTS] ID -- CMD [ARG...]",
+	 "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N)."},
+	{"ls", cmd_ls, "sbx ls", "List environments."},
+	{"inspect", cmd_inspect, "sbx inspect ID", "Show an environment: limits, isolation walls in force and missing, usage."},
+	{"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
+	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
+	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
+};
+
+static const char options_help[] =
+	"CREATE-OPTS:\n"
+	"  --template T        host (default: the host's OS tree, read-only, secrets hidden) or dir:PATH\n"
+	"  --name N            a unique name usable wherever an id is\n"
+	"  -v, --volume H:P[:ro|rw]  bind host directory H at P inside\n"
+	"  --env K=V           environment variable for every command (repeatable)\n"
+	"  --network none      loopback only (the default; allowlists come with the egress proxy)\n"
+	"  --memory SIZE       memory limit (default 1g; e.g. 512m)\n"
+	"  --pids N            process limit (default 1024)\n"
+	"  --cpus X            CPU limit in cores (e.g. 0.5)\n"
+	"  --timeout DURATION  default per-command timeout (e.g. 30s)\n"
+	"  --ttl DURATION      destroy the environment after it has been idle this long\n"
+	"  --output-limit SIZE cap on captured output per stream (default 10m)\n"
+	"EXEC-OPTS:\n"
+	"  --cwd DIR           working directory (default /root)\n"
+	"  --env K=V           extra environment variable (repeatable)\n"
+	"  --timeout DURATION  kill the command after this long (reported as timed out)\n"
+	"  -i                  pass stdin to the command\n"
+	"  -t                  allocate a pty inside the environment\n"
+	"Every command accepts --json for machine-readable output.\n"
+	"Environment: SBX_ROOT (state, default /var/lib/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
+	"SBX_DEBUG=1 (debug log).\n";
+
+static void usage(FILE *f)
+{
+	fprintf(f, "sbx %s: sandboxed environments for AI agents\n\nUsage: sbx COMMAND [OPTIONS]\n\nCommands:\n",
+		sbx_version());
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
+	fprintf(f, "\n%s\nRun 'sbx COMMAND --help' for one command.\n", options_help);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "sbx: %s: ", cmd);
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, " (see 'sbx %s --help')\n", cmd);
+	va_end(ap);
+	return EXIT_SBX;
+}
+
+int cli_fail(const char *what, sbx_err *e)
+{
+	fprintf(stderr, "sbx: %s: %s\n", what, sbx_err_message(e));
+	sbx_err_free(e);
+	return EXIT_SBX;
+}
+
+void cli_print_json(json_t *j)
+{
+	if (!j)
+		return;
+	char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+	if (s) {
+		puts(s);
+		free(s);
+	}
+	json_decref(j);
+}
+
+int cli_open_ctx(cli *c)
+{
+	sbx_err *e = NULL;
+	if (sbx_ctx_open(&c->ctx, &e) < 0)
+		return cli_fail("open state directory", e);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return EXIT_SBX;
+	}
+	const char *name = argv[1];
+	if (streq(name, "--help") || streq(name, "-h") || streq(name, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (streq(name, "--version") || streq(name, "version")) {
+		printf("sbx %s\n", sbx_version());
+		return 0;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (!streq(commands[i].name, name))
+			continue;
+		for (int k = 2; k < argc && !streq(argv[k], "--"); k++)
+			if (streq(argv[k], "--help") || streq(argv[k], "-h")) {
+				printf("Usage: %s\n\n%s\n\n%s", commands[i].usage, commands[i].help, options_help);
+				return 0;
+			}
+		cli c = {0};
+		/* --json anywhere before "--" */
+		for (int k = 2; k < argc && !streq(argv[k], "--"); k++)
+			if (streq(argv[k], "--json")) {
+				c.json = true;
+				memmove(argv + k, argv + k + 1, (size_t)(argc - k) * sizeof(char *));
+				argc--;
+				k--;
+			}
+		int r = commands[i].run(&c, argc - 1, argv + 1);
+		sbx_ctx_free(c.ctx);
+		return r;
+	}
+	fprintf(stderr, "sbx: unknown command '%s' (see 'sbx --help')\n", name);
+	return EXIT_SBX;
+}

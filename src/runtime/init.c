@@ -1,0 +1,336 @@
+/* Init: pid 1 inside the environment. It reaps every process and spawns
+ * commands on the supervisor's request; all restrictions were applied to it
+ * once (setup.c) and are inherited by what it spawns. It holds no host fd
+ * other than its socket to the supervisor and the stdio it is handed. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "runtime/runtime.h"
+#include "util/fd.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/syscalls.h"
+
+#define INIT_MAX_EXECS 4096
+
+typedef struct init_exec {
+	int64_t id;
+	pid_t pid;
+} init_exec;
+
+static init_exec execs[INIT_MAX_EXECS];
+static size_t n_execs;
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"USER=root",
+	"LOGNAME=root",
+	"LANG=C.UTF-8",
+	"SHELL=/bin/sh",
+	NULL,
+};
+
+/* Builds the command's environment: defaults, then the environment's own,
+ * then the exec's; a later K=V replaces an earlier K. */
+static char **build_env(const env_config *c, char **extra, bool tty)
+{
+	size_t n = ARRAY_SIZE(default_env) + 4;
+	for (char **p = c->env; p && *p; p++)
+		n++;
+	for (char **p = extra; p && *p; p++)
+		n++;
+	char **v = calloc(n, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	char host[300];
+	snprintf(host, sizeof(host), "HOSTNAME=%s", c->hostname);
+	const char *const *lists[] = {default_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
+				      (const char *const *)c->env, (const char *const *)extra};
+	for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
+		for (const char *const *p = lists[l]; p && *p; p++) {
+			const char *eq = strchr(*p, '=');
+			if (!eq)
+				continue;
+			size_t keylen = (size_t)(eq - *p) + 1;
+			size_t j;
+			for (j = 0; j < k; j++)
+				if (strncmp(v[j], *p, keylen) == 0)
+					break;
+			v[j] = (char *)*p;
+			if (j == k)
+				k++;
+		}
+	v[k] = NULL;
+	return v;
+}
+
+typedef struct spawn_err {
+	int stage; /* 0 exec, 1 cwd, 2 stdio/tty */
+	int errnum;
+} spawn_err;
+
+_noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int in, int out, int errfd,
+				  const char *tty_path, int errpipe)
+{
+	spawn_err se = {2, 0};
+	sigset_t all;
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int s = 1; s < NSIG; s++)
+		signal(s, SIG_DFL);
+	setsid();
+	if (tty_path) {
+		int t = open(tty_path, O_RDWR | O_NOCTTY);
+		if (t < 0 || ioctl(t, TIOCSCTTY, 0) < 0)
+			goto fail;
+		in = out = errfd = t;
+	}
+	int null = -1;
+	if (in < 0 || out < 0 || errfd < 0) {
+		null = open("/dev/null", O_RDWR);
+		if (null < 0)
+			goto fail;
+	}
+	int src[3] = {in >= 0 ? in : null, out >= 0 ? out : null, errfd >= 0 ? errfd : null};
+	/* Lift sources out of 0..2 first so the dup2s cannot clobber each other. */
+	for (int i = 0; i < 3; i++)
+		if (src[i] <= 2 && (src[i] = fcntl(src[i], F_DUPFD, 3)) < 0)
+			goto fail;
+	for (int i = 0; i < 3; i++)
+		if (dup2(src[i], i) < 0)
+			goto fail;
+	/* Every other descriptor goes, except the error pipe (close-on-exec). */
+	if (errpipe > 3)
+		sys_close_range(3, (unsigned)errpipe - 1, 0);
+	sys_close_range((unsigned)errpipe + 1, ~0U, 0);
+	se.stage = 1;
+	if (chdir(cwd) < 0)
+		goto fail;
+	umask(022);
+	se.stage = 0;
+	extern char **environ;
+	environ = envp;
+	execvp(argv[0], argv);
+fail:
+	se.errnum = errno;
+	(void)!write(errpipe, &se, sizeof(se));
+	_exit(127);
+}
+
+static void reply_error(int sock, int64_t id, int stage, int errnum, const char *what)
+{
+	char msg[512];
+	if (stage == 1)
+		snprintf(msg, sizeof(msg), "working directory '%s': %s", what, strerror(errnum));
+	else if (stage == 2)
+		snprintf(msg, sizeof(msg), "set up stdio: %s", strerror(errnum));
+	else
+		snprintf(msg, sizeof(msg), "%s: %s", what,
+			 errnum == ENOENT ? "command not found" : errnum == EACCES ? "permission denied (not executable)" : strerror(errnum));
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", "ev", "spawn_failed", "id", (json_int_t)id,
+					     "errno", errnum, "stage", stage, "message", msg);
+	if (m)
+		(void)json_send(sock, m, NULL, 0);
+}
+
+static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_fds)
+{
+	int64_t id = json_int(m, "id", -1);
+	int64_t ki = json_int(m, "stdin", -1), ko = json_int(m, "stdout", -1), ke = json_int(m, "stderr", -1);
+	int in = ki >= 0 && (size_t)ki < n_fds ? fds[ki] : -1;
+	int out = ko >= 0 && (size_t)ko < n_fds ? fds[ko] : -1;
+	int errfd = ke >= 0 && (size_t)ke < n_fds ? fds[ke] : -1;
+	bool tty = json_bool(m, "tty", false);
+	const char *cwd = json_str(m, "cwd");
+	_cleanup_strv_free_ char **argv = json_to_strv(json_object_get(m, "argv"));
+	_cleanup_strv_free_ char **extra = json_to_strv(json_object_get(m, "env"));
+	_cleanup_free_ char **envp = build_env(c, extra, tty);
+	_cleanup_close_ int master = -1;
+	char tty_path[64] = {0};
+	if (!argv || !argv[0] || !envp || n_execs >= INIT_MAX_EXECS) {
+		reply_error(sock, id, 2, !argv || !argv[0] ? EINVAL : n_execs >= INIT_MAX_EXECS ? EAGAIN : ENOMEM,
+			    "request");
+		return;
+	}
+	if (!cwd)
+		cwd = access("/root", X_OK) == 0 ? "/root" : "/";
+	if (tty) {
+		master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+		int unlock = 0, ptn = -1;
+		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &ptn) < 0) {
+			reply_error(sock, id, 2, errno, "pty");
+			return;
+		}
+		snprintf(tty_path, sizeof(tty_path), "/dev/pts/%d", ptn);
+		struct winsize ws = {.ws_row = (unsigned short)json_int(m, "rows", 24),
+				     .ws_col = (unsigned short)json_int(m, "cols", 80)};
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+	}
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		reply_error(sock, id, 2, errno, "pipe");
+		return;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		int e = errno;
+		safe_close(ep[0]);
+		safe_close(ep[1]);
+		reply_error(sock, id, 2, e, e == EAGAIN ? "fork (pid limit reached)" : "fork");
+		return;
+	}
+	if (pid == 0) {
+		safe_close(ep[0]);
+		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1]);
+	}
+	safe_close(ep[1]);
+	spawn_err se;
+	ssize_t n = RETRY_EINTR(read(ep[0], &se, sizeof(se)));
+	safe_close(ep[0]);
+	if (n == (ssize_t)sizeof(se)) {
+		/* The child reported and exits 127; it is reaped untracked. */
+		reply_error(sock, id, se.stage, se.errnum, se.stage == 1 ? cwd : argv[0]);
+		return;
+	}
+	execs[n_execs++] = (init_exec){id, pid};
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", "ev", "spawned", "id", (json_int_t)id, "pid", (int)pid);
+	if (r)
+		(void)json_send(sock, r, tty ? &master : NULL, tty ? 1 : 0);
+}
+
+static void handle_signal(json_t *m)
+{
+	int64_t id = json_int(m, "id", -1);
+	int sig = (int)json_int(m, "sig", SIGKILL);
+	for (size_t i = 0; i < n_execs; i++)
+		if (execs[i].id == id) {
+			/* The command leads its own session and process group. */
+			if (kill(-execs[i].pid, sig) < 0)
+				(void)kill(execs[i].pid, sig);
+		}
+}
+
+static json_t *read_proc(const char *pid)
+{
+	char path[320];
+	_cleanup_free_ char *stat = NULL, *cmd = NULL;
+	size_t cmdlen = 0;
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if (fs_read_file(path, 4096, &stat, NULL) < 0)
+		return NULL;
+	char *rp = strrchr(stat, ')'), *lp = strchr(stat, '(');
+	if (!rp || !lp)
+		return NULL;
+	*rp = 0;
+	char state = 0;
+	int ppid = 0;
+	if (sscanf(rp + 2, "%c %d", &state, &ppid) != 2)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	json_t *argv = json_array();
+	if (fs_read_file(path, 65536, &cmd, &cmdlen) == 0)
+		for (size_t o = 0; o < cmdlen; o += strlen(cmd + o) + 1)
+			json_array_append_new(argv, json_string(cmd + o));
+	return json_pack("{s:i,s:i,s:s#,s:s,s:o}", "pid", atoi(pid), "ppid", ppid, "state", &state, (size_t)1,
+			 "comm", lp + 1, "argv", argv);
+}
+
+static void handle_ps(int sock)
+{
+	json_t *procs = json_array();
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (de->d_name[0] >= '1' && de->d_name[0] <= '9') {
+			json_t *p = read_proc(de->d_name);
+			if (p)
+				json_array_append_new(procs, p);
+		}
+	if (d)
+		closedir(d);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:o}", "ev", "ps", "processes", procs);
+	if (r)
+		(void)json_send(sock, r, NULL, 0);
+}
+
+static void reap(int sock)
+{
+	for (;;) {
+		int status;
+		pid_t pid = waitpid(-1, &status, WNOHANG);
+		if (pid <= 0)
+			return;
+		for (size_t i = 0; i < n_execs; i++) {
+			if (execs[i].pid != pid)
+				continue;
+			_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", "ev", "exited", "id",
+							     (json_int_t)execs[i].id, "status", status);
+			if (m)
+				(void)json_send(sock, m, NULL, 0);
+			execs[i] = execs[--n_execs];
+			break;
+		}
+	}
+}
+
+_noreturn_ void init_main(env_config *c, int sock)
+{
+	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		_exit(1);
+	for (;;) {
+		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (p[1].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof(si)) > 0)
+				;
+			reap(sock);
+		}
+		if (p[0].revents & POLLIN) {
+			int fds[FD_MSG_MAX_FDS];
+			size_t n = FD_MSG_MAX_FDS;
+			json_t *m = NULL;
+			int r = json_recv(sock, &m, fds, &n);
+			if (r == 0)
+				_exit(0); /* supervisor gone: the pid namespace dies with us */
+			if (r < 0)
+				continue;
+			const char *op = json_str(m, "op") ?: "";
+			if (streq(op, "spawn"))
+				handle_spawn(c, sock, m, fds, n);
+			else if (streq(op, "signal"))
+				handle_signal(m);
+			else if (streq(op, "ps"))
+				handle_ps(sock);
+			for (size_t i = 0; i < n; i++)
+				safe_close(fds[i]);
+			json_decref(m);
+		} else if (p[0].revents & (POLLHUP | POLLERR))
+			_exit(0);
+	}
+}

@@ -1,0 +1,26 @@
+/* The mask layer of the `host` template (see mask.c). */
+#pragma once
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+#include "util/err.h"
+
+typedef struct mask_entry {
+	char type; /* 'd' mirrored directory, 'o' opaque (empty) directory, 'w' whiteout */
+	unsigned mode;
+	uid_t uid;
+	gid_t gid;
+	struct timespec mtime;
+	char *path; /* relative to the root, "." for the root itself */
+} mask_entry;
+
+typedef struct mask_list {
+	mask_entry *e;
+	size_t n, cap;
+} mask_list;
+
+/* Loads (or computes and caches) the mask for this host. */
+int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, sbx_err **err);
+/* Creates the mask's entries under directory dfd (a fresh tmpfs). */
+int mask_replay(const mask_list *m, int dfd, bool chown_ok);
+void mask_free(mask_list *m);

@@ -1,0 +1,28 @@
+/* Assembling an environment's root filesystem, inside its mount namespace. */
+#pragma once
+#include <stdbool.h>
+#include "runtime/runtime.h"
+
+/* Makes every mount in our namespace private (nothing propagates to the host). */
+int mount_make_private(sbx_err **err);
+/* A detached clone of host directory `path` (in our mount namespace). */
+int mount_clone_tree(const char *path, sbx_err **err);
+/* Attaches detached tree `tree_fd` at `dir` (relative to cwd or absolute). */
+int mount_attach(int tree_fd, const char *dir, sbx_err **err);
+/* Mounts the overlay root at `stage`/root. stage is a fresh tmpfs the caller
+ * mounted; lower_trees[i] (topmost first) are attached at stage/l<i>.
+ * mask_dir (may be NULL) is the topmost lower layer.
+ * upper_fd/work_fd (O_PATH) are used when not ephemeral; otherwise upper and
+ * work live on stage's tmpfs. */
+int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, size_t n_lowers, int upper_fd,
+		 int work_fd, bool ephemeral, sbx_err **err);
+/* /proc (with masked and read-only parts), /dev, /tmp under `root`. */
+int mount_dev(const char *root, bool rootless, sbx_err **err);
+int mount_proc(const char *root, sbx_err **err);
+int mount_tmp(const char *root, sbx_err **err);
+/* Attaches volume tree `tree_fd` at `path` inside `root`, created if missing
+ * (resolved with RESOLVE_IN_ROOT so a symlink in the rootfs cannot redirect
+ * it outside). */
+int mount_volume(const char *root, int tree_fd, const char *path, bool readonly, bool is_dir, sbx_err **err);
+/* pivot_root into `root` and detach the old root. */
+int mount_pivot(const char *root, sbx_err **err);

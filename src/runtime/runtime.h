@@ -1,0 +1,81 @@
+/* The runtime: what a live environment is made of and the entry points that
+ * the API layer (src/api) calls. The supervisor is forked from the creating
+ * process and inherits `env_config` in memory; init is cloned from the
+ * supervisor and inherits it too, so no configuration crosses a socket. */
+#pragma once
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "runtime/cgroup.h"
+#include "runtime/mask.h"
+#include "util/err.h"
+
+#define ENV_ID_LEN 12
+#define ENV_UID_COUNT 65536u
+
+typedef struct env_volume {
+	char *host;
+	char *path;
+	bool readonly;
+} env_volume;
+
+typedef struct env_config {
+	char id[ENV_ID_LEN + 1];
+	char *name;     /* may be NULL */
+	char *hostname;
+	char *env_dir;  /* $SBX_ROOT/envs/<id>: upper/, work/, state.json */
+	char *run_dir;  /* $SBX_RUN/<id>: ctl.sock, lock, mnt/ */
+	char *template_spec;
+	bool rootless;
+	bool ephemeral; /* writable layer on a tmpfs inside the environment */
+	uid_t host_uid; /* rootless: the caller; root: the base of the range */
+	gid_t host_gid;
+	uint32_t id_count; /* 65536 with root, 1 rootless */
+	mask_list *mask; /* host template: replayed into a tmpfs as the top lower layer */
+	char **lowers;  /* host directories, topmost first (below the mask) */
+	size_t n_lowers;
+	env_volume *volumes;
+	size_t n_volumes;
+	char **env;     /* base environment "K=V" for every command */
+	cgroup_limits limits;
+	int64_t timeout_ms;
+	int64_t output_bytes;
+	int64_t ttl_ms;
+	char *network;
+	int lock_fd;    /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
+	/* Filled in while starting: */
+	char **warnings; /* isolation walls this host could not provide */
+} env_config;
+
+void env_config_free(env_config *c);
+
+/* Starts the supervisor for `c` (fork + setsid + fork). Returns once the
+ * environment is ready (init running, all walls up) or failed; on success
+ * *ret_warnings gets what could not be provided (strv, may be NULL). The
+ * supervisor process never returns from this call. */
+int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx_err **err);
+
+/* Inside the cloned child: the ordered privilege sequence, then init's loop.
+ * Never returns. `sock` talks to the supervisor; `tree_fds` are the lower
+ * layers and volumes prepared by the supervisor (-1 where the child must
+ * open them itself). */
+_noreturn_ void setup_child(env_config *c, int sock);
+
+/* Init's loop (pid 1 inside). Never returns. */
+_noreturn_ void init_main(env_config *c, int sock);
+
+/* The unprivileged host uid range of slot n (root mode). */
+uid_t userns_slot_base(unsigned slot);
+/* Reserves a free slot for `id` under $SBX_ROOT/uidslots; *ret_slot. */
+int userns_slot_alloc(const char *root, const char *id, unsigned *ret_slot, sbx_err **err);
+int userns_slot_free(const char *root, unsigned slot);
+/* Writes uid_map/gid_map (and setgroups for rootless) of pid. */
+int userns_write_maps(pid_t pid, const env_config *c, sbx_err **err);
+/* An fd of a fresh user namespace mapping host uid/gid `inner` to the
+ * environment's root (for idmapping a volume so that the environment's root
+ * writes as the volume's owner). */
+int userns_make_idmap_ns(uid_t inner_uid, gid_t inner_gid, uid_t outer_uid, gid_t outer_gid, sbx_err **err);
+

@@ -1,0 +1,214 @@
+/* The privilege sequence: what the cloned child does, in order, between
+ * clone() and becoming init. Read it top to bottom; each step says why it
+ * sits where it does. On any failure the child reports the error to the
+ * supervisor and exits: nothing it did is visible outside its namespaces. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/caps.h"
+#include "runtime/landlock.h"
+#include "runtime/mount.h"
+#include "runtime/netns.h"
+#include "runtime/runtime.h"
+#include "runtime/seccomp.h"
+#include "util/fd.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/syscalls.h"
+
+typedef struct setup_fds {
+	int upper, work;
+	int lowers[FD_MSG_MAX_FDS];
+	size_t n_lowers;
+	int volumes[FD_MSG_MAX_FDS];
+	size_t n_volumes;
+} setup_fds;
+
+_noreturn_ static void fail(int sock, sbx_err *e)
+{
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", "ev", "error", "code",
+					     sbx_code_name(sbx_err_code(e)), "message", sbx_err_message(e), "errno",
+					     sbx_err_errno(e));
+	if (m)
+		(void)json_send(sock, m, NULL, 0);
+	_exit(1);
+}
+
+/* Waits for the supervisor's "go": maps written, cgroup joined, and the
+ * prepared mount trees attached as fds. */
+static int wait_go(int sock, setup_fds *f, sbx_err **err)
+{
+	int fds[FD_MSG_MAX_FDS];
+	size_t n = FD_MSG_MAX_FDS;
+	_cleanup_json_ json_t *m = NULL;
+	int r = json_recv(sock, &m, fds, &n);
+	if (r <= 0)
+		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
+	if (!streq(json_str(m, "op") ?: "", "go"))
+		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
+	int64_t u = json_int(m, "upper", -1), w = json_int(m, "work", -1);
+	f->upper = u >= 0 && (size_t)u < n ? fds[u] : -1;
+	f->work = w >= 0 && (size_t)w < n ? fds[w] : -1;
+	json_t *a = json_object_get(m, "lowers"), *v;
+	size_t i;
+	f->n_lowers = 0;
+	json_array_foreach(a, i, v)
+	{
+		int64_t k = json_integer_value(v);
+		f->lowers[f->n_lowers++] = k >= 0 && (size_t)k < n ? fds[k] : -1;
+	}
+	a = json_object_get(m, "volumes");
+	f->n_volumes = 0;
+	json_array_foreach(a, i, v)
+	{
+		int64_t k = json_integer_value(v);
+		f->volumes[f->n_volumes++] = k >= 0 && (size_t)k < n ? fds[k] : -1;
+	}
+	return 0;
+}
+
+/* Landlock grants on the environment's own root: every host directory that
+ * might still be reachable (a leaked fd, a magic link) is outside it. */
+static int apply_landlock(sbx_err **err)
+{
+	static const landlock_rule rules[] = {{"/", LL_READ | LL_EXEC | LL_WRITE | LL_DEV}};
+	return landlock_restrict(rules, ARRAY_SIZE(rules), err);
+}
+
+_noreturn_ void setup_child(env_config *c, int sock)
+{
+	sbx_err *e = NULL;
+	setup_fds f = {0};
+	char stage[4200], root[4300];
+
+	/* 0. Die with the supervisor; it is the only one who can clean up. Keep
+	 *    no descriptor but our socket (clone copied the supervisor's). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
+		_exit(1);
+	if (sock != 3 && (dup3(sock, 3, O_CLOEXEC) < 0 || (sock = 3) < 0))
+		_exit(1);
+	sys_close_range(4, ~0U, 0);
+
+	/* 1. Wait until the supervisor wrote our uid/gid maps and put us in the
+	 *    environment's cgroup. Until then we have no identity. */
+	if (wait_go(sock, &f, &e) < 0)
+		fail(sock, e);
+
+	/* 2. Become root of our user namespace; drop supplementary groups
+	 *    where the kernel lets us (not rootless: setgroups is denied). */
+	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+		err_errno(&e, "become root in the user namespace"), fail(sock, e);
+	if (!c->rootless && setgroups(0, NULL) < 0)
+		err_errno(&e, "setgroups"), fail(sock, e);
+
+	/* 3. A cgroup namespace rooted at the environment's cgroup (we were
+	 *    moved into it before "go"), and a time namespace for the commands. */
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
+	if (unshare(CLONE_NEWTIME) < 0 && errno != EINVAL)
+		err_errno(&e, "unshare time namespace"), fail(sock, e);
+
+	/* 4. Nothing we mount may propagate back to the host. */
+	if (mount_make_private(&e) < 0)
+		fail(sock, e);
+
+	/* 5. Assemble the root in a private staging tmpfs: lower layers (idmapped
+	 *    by the supervisor, or cloned here when rootless), the overlay, then
+	 *    /dev, /proc, /tmp and the volumes. */
+	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
+	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") < 0)
+		err_errno(&e, "mount staging tmpfs on '%s'", stage), fail(sock, e);
+	for (size_t i = 0; i < c->n_lowers; i++)
+		if (i >= f.n_lowers || f.lowers[i] < 0) {
+			f.lowers[i] = mount_clone_tree(c->lowers[i], &e);
+			if (f.lowers[i] < 0)
+				fail(sock, e);
+		}
+	char mask_dir[4300];
+	if (c->mask) {
+		snprintf(mask_dir, sizeof(mask_dir), "%s/mask", stage);
+		_cleanup_close_ int mfd = -1;
+		int q = mkdir(mask_dir, 0755) < 0 ? -errno : 0;
+		if (q == 0 && (mfd = open(mask_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			q = -errno;
+		if (q == 0)
+			q = mask_replay(c->mask, mfd, !c->rootless);
+		if (q < 0)
+			err_errnum(&e, q, "build the mask layer in '%s'", mask_dir), fail(sock, e);
+	}
+	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, c->n_lowers, f.upper, f.work, c->ephemeral, &e) < 0)
+		fail(sock, e);
+	snprintf(root, sizeof(root), "%s/root", stage);
+	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
+		fail(sock, e);
+	for (size_t i = 0; i < c->n_volumes; i++) {
+		env_volume *v = &c->volumes[i];
+		int t = i < f.n_volumes ? f.volumes[i] : -1;
+		if (t < 0 && (t = mount_clone_tree(v->host, &e)) < 0)
+			fail(sock, e);
+		struct stat st;
+		bool is_dir = fstat(t, &st) < 0 || S_ISDIR(st.st_mode);
+		if (mount_volume(root, t, v->path, v->readonly, is_dir, &e) < 0)
+			err_wrap(&e, "volume '%s'", v->host), fail(sock, e);
+		safe_close(t);
+	}
+
+	/* 6. Switch root; the host tree is detached and unreachable by path. */
+	if (mount_pivot(root, &e) < 0)
+		fail(sock, e);
+
+	/* 7. Identity and network: our own hostname, loopback only. */
+	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
+		err_errno(&e, "sethostname"), fail(sock, e);
+	if (netns_loopback_up(&e) < 0)
+		fail(sock, e);
+
+	/* 8. Resource limits that cgroups do not cover: no core dumps (a piped
+	 *    core_pattern runs on the host), a bound on open files. */
+	struct rlimit nocore = {0, 0}, files = {65536, 65536};
+	if (setrlimit(RLIMIT_CORE, &nocore) < 0)
+		err_errno(&e, "setrlimit core"), fail(sock, e);
+	(void)!setrlimit(RLIMIT_NOFILE, &files);
+
+	/* 9. Capabilities: keep only the documented safe set. After this,
+	 *    nothing below may need CAP_SYS_ADMIN. */
+	if (caps_drop(&e) < 0)
+		fail(sock, e);
+
+	/* 10. no_new_privs: setuid/setcap binaries gain nothing; also what lets
+	 *     Landlock and seccomp be applied without CAP_SYS_ADMIN. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		err_errno(&e, "no_new_privs"), fail(sock, e);
+
+	/* 11. Landlock: a second wall tied to the new root's inode. */
+	int abi = apply_landlock(&e);
+	if (abi < 0)
+		fail(sock, e);
+
+	/* 12. seccomp last: it denies mount and friends that the steps above used. */
+	if (seccomp_apply(&e) < 0)
+		fail(sock, e);
+
+	/* 13. Init is not dumpable: no ptrace, no /proc/1/mem from commands. */
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+	for (size_t i = 0; i < f.n_lowers; i++)
+		safe_close(f.lowers[i]);
+	safe_close(f.upper);
+	safe_close(f.work);
+
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
+	if (!ready || json_send(sock, ready, NULL, 0) < 0)
+		_exit(1);
+	init_main(c, sock);
+}

@@ -1,0 +1,728 @@
+/* The supervisor: one per live environment, outside it (like conmon).
+ * It creates the namespaces and cgroup, prepares the mount trees that need
+ * host privilege, starts init, owns the control socket $SBX_RUN/<id>/ctl.sock,
+ * enforces timeouts and the idle TTL, and cleans everything up when the
+ * environment is stopped or init dies. Single-threaded epoll loop. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/mount.h"
+#include "runtime/runtime.h"
+#include "util/fd.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/log.h"
+#include "util/syscalls.h"
+
+#define MAX_CONNS 1024
+#define MAX_SUP_EXECS 1024
+
+typedef struct sup_exec {
+	int64_t id;
+	int conn;     /* client connection fd, -1 once the client is gone */
+	int timer;    /* timerfd for the timeout, -1 if none */
+	bool started, timed_out;
+	int64_t oom_before;
+	struct timespec start;
+} sup_exec;
+
+typedef struct supervisor {
+	env_config *c;
+	int ep, listen_fd, init_sock, sig_fd, ttl_fd;
+	pid_t init_pid;
+	int init_pidfd;
+	sbx_cgroup *cg;
+	sup_exec execs[MAX_SUP_EXECS];
+	size_t n_execs;
+	int64_t next_id;
+	int ps_waiters[64];
+	size_t n_ps_waiters;
+	int landlock_abi;
+	json_t *warnings;
+	bool stopping;
+	int stop_conn; /* replied to once everything is cleaned up */
+} supervisor;
+
+static void ep_add(supervisor *s, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+	(void)epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static void ep_del(supervisor *s, int fd) { (void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL); }
+
+static void send_json(int fd, json_t *m, const int *fds, size_t n)
+{
+	if (fd >= 0 && m)
+		(void)json_send(fd, m, fds, n);
+	json_decref(m);
+}
+
+static json_t *err_json(const sbx_err *e)
+{
+	return json_pack("{s:s,s:s,s:s,s:i}", "ev", "error", "code", sbx_code_name(sbx_err_code(e)), "message",
+			 sbx_err_message(e), "errno", sbx_err_errno(e));
+}
+
+static void arm_ttl(supervisor *s)
+{
+	if (s->ttl_fd < 0)
+		return;
+	struct itimerspec it = {0};
+	if (s->n_execs == 0) {
+		it.it_value.tv_sec = s->c->ttl_ms / 1000;
+		it.it_value.tv_nsec = (s->c->ttl_ms % 1000) * 1000000;
+	}
+	(void)timerfd_settime(s->ttl_fd, 0, &it, NULL);
+}
+
+static void close_conn(supervisor *s, int fd)
+{
+	ep_del(s, fd);
+	safe_close(fd);
+}
+
+static sup_exec *find_exec(supervisor *s, int64_t id)
+{
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].id == id)
+			return &s->execs[i];
+	return NULL;
+}
+
+static void drop_exec(supervisor *s, sup_exec *x)
+{
+	if (x->timer >= 0) {
+		ep_del(s, x->timer);
+		safe_close(x->timer);
+	}
+	if (x->conn >= 0)
+		close_conn(s, x->conn);
+	*x = s->execs[--s->n_execs];
+	arm_ttl(s);
+}
+
+static void signal_exec(supervisor *s, int64_t id, int sig)
+{
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", "op", "signal", "id", (json_int_t)id, "sig", sig);
+	if (m)
+		(void)json_send(s->init_sock, m, NULL, 0);
+}
+
+static int64_t oom_count(supervisor *s)
+{
+	cgroup_stats st;
+	if (!s->cg || cgroup_stats_read(s->cg, &st) < 0)
+		return -1;
+	return st.oom_kills;
+}
+
+/* ---- client requests ---------------------------------------------------- */
+
+static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_fds)
+{
+	if (s->n_execs >= MAX_SUP_EXECS) {
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many commands running in this environment");
+		send_json(conn, err_json(e), NULL, 0);
+		close_conn(s, conn);
+		return;
+	}
+	sup_exec *x = &s->execs[s->n_execs++];
+	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1, .oom_before = oom_count(s)};
+	clock_gettime(CLOCK_MONOTONIC, &x->start);
+	int64_t timeout = json_int(m, "timeout_ms", 0);
+	if (timeout == 0)
+		timeout = s->c->timeout_ms;
+	if (timeout > 0) {
+		x->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+		struct itimerspec it = {.it_value = {timeout / 1000, (timeout % 1000) * 1000000}};
+		if (x->timer >= 0 && timerfd_settime(x->timer, 0, &it, NULL) == 0)
+			ep_add(s, x->timer);
+	}
+	if (s->ttl_fd >= 0)
+		arm_ttl(s);
+	/* Forward to init: same document, our exec id, the client's fds. */
+	json_object_set_new(m, "op", json_string("spawn"));
+	json_object_set_new(m, "id", json_integer(x->id));
+	if (json_send(s->init_sock, m, fds, n_fds) < 0) {
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
+		send_json(conn, err_json(e), NULL, 0);
+		drop_exec(s, x);
+	}
+}
+
+static json_t *info_json(supervisor *s)
+{
+	json_t *j = json_pack("{s:i,s:i,s:i,s:O}", "supervisor_pid", (int)getpid(), "init_pid", (int)s->init_pid,
+			      "landlock_abi", s->landlock_abi, "warnings", s->warnings);
+	cgroup_stats st;
+	if (s->cg && cgroup_stats_read(s->cg, &st) == 0)
+		json_object_set_new(j, "usage",
+				    json_pack("{s:I,s:I,s:I,s:I,s:I}", "memory_bytes", (json_int_t)st.memory_current,
+					      "memory_peak_bytes", (json_int_t)st.memory_peak, "oom_kills",
+					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
+					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
+	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
+	json_object_set_new(j, "ev", json_string("info"));
+	return j;
+}
+
+static void begin_stop(supervisor *s, int conn)
+{
+	s->stopping = true;
+	s->stop_conn = conn;
+}
+
+static void client_request(supervisor *s, int conn)
+{
+	int fds[FD_MSG_MAX_FDS];
+	size_t n = FD_MSG_MAX_FDS;
+	json_t *m = NULL;
+	int r = json_recv(conn, &m, fds, &n);
+	if (r <= 0) {
+		/* Client gone. A command it was waiting for is cancelled. */
+		for (size_t i = 0; i < s->n_execs; i++)
+			if (s->execs[i].conn == conn) {
+				s->execs[i].conn = -1;
+				signal_exec(s, s->execs[i].id, SIGKILL);
+			}
+		close_conn(s, conn);
+		return;
+	}
+	const char *op = json_str(m, "op") ?: "";
+	bool keep = false;
+	if (streq(op, "exec")) {
+		client_exec(s, conn, m, fds, n);
+		keep = true;
+	} else if (streq(op, "signal")) {
+		for (size_t i = 0; i < s->n_execs; i++)
+			if (s->execs[i].conn == conn)
+				signal_exec(s, s->execs[i].id, (int)json_int(m, "sig", SIGTERM));
+		keep = true;
+	} else if (streq(op, "ps") && s->n_ps_waiters < ARRAY_SIZE(s->ps_waiters)) {
+		_cleanup_json_ json_t *q = json_pack("{s:s}", "op", "ps");
+		s->ps_waiters[s->n_ps_waiters++] = conn;
+		(void)json_send(s->init_sock, q, NULL, 0);
+		keep = true;
+	} else if (streq(op, "info")) {
+		send_json(conn, info_json(s), NULL, 0);
+	} else if (streq(op, "stop")) {
+		begin_stop(s, conn);
+		keep = true;
+	} else {
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown request '%s'", op);
+		send_json(conn, err_json(e), NULL, 0);
+	}
+	for (size_t i = 0; i < n; i++)
+		safe_close(fds[i]);
+	json_decref(m);
+	if (!keep)
+		close_conn(s, conn);
+}
+
+/* ---- init events -------------------------------------------------------- */
+
+static void init_event(supervisor *s)
+{
+	int fds[FD_MSG_MAX_FDS];
+	size_t n = FD_MSG_MAX_FDS;
+	json_t *m = NULL;
+	int r = json_recv(s->init_sock, &m, fds, &n);
+	if (r <= 0) {
+		if (r == 0 || r == -ECONNRESET) {
+			ep_del(s, s->init_sock);
+			begin_stop(s, -1); /* init died: the environment is over */
+		}
+		return;
+	}
+	const char *ev = json_str(m, "ev") ?: "";
+	sup_exec *x = find_exec(s, json_int(m, "id", -1));
+	if (streq(ev, "ps")) {
+		if (s->n_ps_waiters > 0) {
+			int conn = s->ps_waiters[0];
+			memmove(s->ps_waiters, s->ps_waiters + 1, --s->n_ps_waiters * sizeof(int));
+			json_object_set_new(m, "ev", json_string("ps"));
+			(void)json_send(conn, m, NULL, 0);
+			close_conn(s, conn);
+		}
+	} else if (x && streq(ev, "spawned")) {
+		x->started = true;
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:I}", "ev", "started", "pid", (json_int_t)json_int(m, "pid", 0));
+		if (x->conn >= 0 && o)
+			(void)json_send(x->conn, o, fds, n);
+		else
+			signal_exec(s, x->id, SIGKILL);
+	} else if (x && streq(ev, "spawn_failed")) {
+		int e = (int)json_int(m, "errno", EIO);
+		int stage = (int)json_int(m, "stage", 0);
+		sbx_code code = stage == 0 && e == ENOENT	       ? SBX_E_NOT_FOUND
+				: stage == 0 && (e == EACCES || e == ENOEXEC) ? SBX_E_INVALID_ARGUMENT
+				: stage == 1			       ? SBX_E_INVALID_ARGUMENT
+				: e == EAGAIN			       ? SBX_E_LIMIT_EXCEEDED
+								       : SBX_E_INTERNAL;
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", "ev", "error", "code", sbx_code_name(code),
+						     "message", json_str(m, "message") ?: "spawn failed", "errno", e,
+						     "stage", stage);
+		if (x->conn >= 0 && o)
+			(void)json_send(x->conn, o, NULL, 0);
+		drop_exec(s, x);
+	} else if (x && streq(ev, "exited")) {
+		int status = (int)json_int(m, "status", 0);
+		int64_t oom_after = oom_count(s);
+		bool oom = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !x->timed_out && x->oom_before >= 0 &&
+			   oom_after > x->oom_before;
+		struct timespec end;
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I}", "ev", "exit", "status", status, "timed_out",
+						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us);
+		if (x->conn >= 0 && o)
+			(void)json_send(x->conn, o, NULL, 0);
+		drop_exec(s, x);
+	}
+	for (size_t i = 0; i < n; i++)
+		safe_close(fds[i]);
+	json_decref(m);
+}
+
+static void timer_event(supervisor *s, int fd)
+{
+	uint64_t ticks;
+	(void)!read(fd, &ticks, sizeof(ticks));
+	for (size_t i = 0; i < s->n_execs; i++) {
+		sup_exec *x = &s->execs[i];
+		if (x->timer != fd)
+			continue;
+		x->timed_out = true;
+		signal_exec(s, x->id, SIGKILL);
+		ep_del(s, fd);
+		safe_close(x->timer);
+		x->timer = -1;
+	}
+}
+
+/* ---- teardown ----------------------------------------------------------- */
+
+static void teardown(supervisor *s)
+{
+	/* Killing init kills every process of its pid namespace; the mount,
+	 * network and other namespaces vanish with the last of them. */
+	if (s->init_pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
+	else if (s->init_pid > 0)
+		(void)kill(s->init_pid, SIGKILL);
+	if (s->init_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	if (s->cg) {
+		(void)cgroup_destroy(s->cg, NULL);
+		cgroup_free(s->cg);
+		s->cg = NULL;
+	}
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/ctl.sock", s->c->run_dir);
+	(void)unlink(path);
+}
+
+/* ---- start -------------------------------------------------------------- */
+
+static void add_warning(supervisor *s, const char *fmt, ...) _printf_(2, 3);
+static void add_warning(supervisor *s, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_array_append_new(s->warnings, json_string(buf));
+}
+
+/* A detached, read-only clone of host path `path`, idmapped through userns
+ * `userns_fd` when >= 0. Falls back to no idmapping (with a warning) where
+ * the filesystem does not support it. */
+static int prepare_tree(supervisor *s, const char *path, int userns_fd, bool readonly, sbx_err **err)
+{
+	_cleanup_close_ int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (t < 0)
+		return err_errno(err, "clone mount of '%s'", path);
+	struct sbx_mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0)};
+	if (userns_fd >= 0) {
+		a.attr_set |= MOUNT_ATTR_IDMAP;
+		a.userns_fd = (uint64_t)userns_fd;
+		if (sys_mount_setattr(t, "", AT_EMPTY_PATH, &a) == 0)
+			return TAKE_FD(t);
+		add_warning(s, "idmapped mount of '%s' unavailable (%s): its files appear owned by nobody", path,
+			    strerror(errno));
+		a.attr_set &= ~(uint64_t)MOUNT_ATTR_IDMAP;
+		a.userns_fd = 0;
+	}
+	if (sys_mount_setattr(t, "", AT_EMPTY_PATH, &a) < 0)
+		return err_errno(err, "set attributes of '%s'", path);
+	return TAKE_FD(t);
+}
+
+/* Sends "go" to the child: lower trees, volume trees, upper and work. */
+static int send_go(supervisor *s, sbx_err **err)
+{
+	env_config *c = s->c;
+	int fds[FD_MSG_MAX_FDS];
+	size_t n = 0;
+	int r = -1;
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[]}", "op", "go", "lowers", "volumes");
+	_cleanup_close_ int userns = -1;
+	if (!m)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (c->n_lowers + c->n_volumes + 2 > FD_MSG_MAX_FDS)
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers and volumes (at most %d)",
+			       FD_MSG_MAX_FDS - 2);
+	if (!c->rootless) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)s->init_pid);
+		userns = open(p, O_RDONLY | O_CLOEXEC);
+		if (userns < 0)
+			return err_errno(err, "open '%s'", p);
+	}
+	for (size_t i = 0; i < c->n_lowers; i++) {
+		int idx = -1;
+		if (!c->rootless) {
+			int t = prepare_tree(s, c->lowers[i], userns, true, err);
+			if (t < 0)
+				goto out;
+			idx = (int)n;
+			fds[n++] = t;
+		}
+		json_array_append_new(json_object_get(m, "lowers"), json_integer(idx));
+	}
+	for (size_t i = 0; i < c->n_volumes; i++) {
+		int idx = -1;
+		if (!c->rootless) {
+			struct stat st;
+			if (stat(c->volumes[i].host, &st) < 0) {
+				err_errno(err, "volume '%s'", c->volumes[i].host);
+				goto out;
+			}
+			/* Idmap the volume so the environment's root reads and writes
+			 * as the owner of the host directory, never as host root. */
+			_cleanup_close_ int ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
+			if (ns < 0)
+				goto out;
+			int t = prepare_tree(s, c->volumes[i].host, ns, c->volumes[i].readonly, err);
+			if (t < 0)
+				goto out;
+			idx = (int)n;
+			fds[n++] = t;
+		}
+		json_array_append_new(json_object_get(m, "volumes"), json_integer(idx));
+	}
+	if (!c->ephemeral) {
+		const char *names[] = {"upper", "work"};
+		for (int i = 0; i < 2; i++) {
+			char p[4200];
+			snprintf(p, sizeof(p), "%s/%s", c->env_dir, names[i]);
+			int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				err_errno(err, "open '%s'", p);
+				goto out;
+			}
+			json_object_set_new(m, names[i], json_integer((json_int_t)n));
+			fds[n++] = fd;
+		}
+	}
+	r = json_send(s->init_sock, m, fds, n);
+	if (r < 0)
+		err_errnum(err, r, "start the environment");
+out:
+	for (size_t i = 0; i < n; i++)
+		safe_close(fds[i]);
+	return r;
+}
+
+static int start_init(supervisor *s, sbx_err **err)
+{
+	env_config *c = s->c;
+	int sp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return err_errno(err, "socketpair");
+	int pidfd = -1;
+	struct sbx_clone_args args = {
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
+			 CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	pid_t pid = sys_clone3(&args);
+	if (pid < 0) {
+		int e = errno;
+		safe_close(sp[0]);
+		safe_close(sp[1]);
+		if (e == EPERM || e == EACCES || e == ENOSPC || e == EUSERS)
+			return err_set(err, SBX_E_UNAVAILABLE, e,
+				       "create namespaces: %s (unprivileged user namespaces are disabled or exhausted on "
+				       "this host; run as root, or allow them with sysctl user.max_user_namespaces / "
+				       "kernel.apparmor_restrict_unprivileged_userns=0)",
+				       strerror(e));
+		return err_errnum(err, e, "create namespaces");
+	}
+	if (pid == 0) {
+		safe_close(sp[0]);
+		setup_child(c, sp[1]);
+	}
+	safe_close(sp[1]);
+	s->init_sock = sp[0];
+	s->init_pid = pid;
+	s->init_pidfd = pidfd;
+	if (userns_write_maps(pid, c, err) < 0)
+		return -1;
+	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
+		return -1;
+	if (send_go(s, err) < 0)
+		return -1;
+	/* Wait for the child's verdict: ready, or the step that failed. */
+	_cleanup_json_ json_t *m = NULL;
+	int r = json_recv(s->init_sock, &m, NULL, NULL);
+	if (r <= 0)
+		return err_set(err, SBX_E_INTERNAL, r ? -r : EPIPE, "environment init died during setup");
+	const char *ev = json_str(m, "ev") ?: "";
+	if (streq(ev, "error")) {
+		const char *code = json_str(m, "code") ?: "internal";
+		sbx_code cc = SBX_E_INTERNAL;
+		for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
+			if (streq(code, sbx_code_name(k)))
+				cc = k;
+		return err_set(err, cc, (int)json_int(m, "errno", 0), "set up environment: %s",
+			       json_str(m, "message") ?: "unknown error");
+	}
+	s->landlock_abi = (int)json_int(m, "landlock_abi", 0);
+	if (s->landlock_abi == 0)
+		add_warning(s, "Landlock unavailable on this kernel: filesystem second wall missing");
+	return 0;
+}
+
+static int listen_ctl(supervisor *s, sbx_err **err)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int n = snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/ctl.sock", s->c->run_dir);
+	if (n >= (int)sizeof(sa.sun_path))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, ENAMETOOLONG, "socket path too long");
+	(void)unlink(sa.sun_path);
+	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s->listen_fd < 0)
+		return err_errno(err, "socket");
+	mode_t old = umask(0077);
+	int r = bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0)
+		return err_errno(err, "bind '%s'", sa.sun_path);
+	if (listen(s->listen_fd, 128) < 0)
+		return err_errno(err, "listen");
+	return 0;
+}
+
+static void report(int fd, json_t *m)
+{
+	_cleanup_free_ char *t = json_dumps(m, JSON_COMPACT);
+	if (t)
+		(void)fd_write_all(fd, t, strlen(t));
+	json_decref(m);
+	safe_close(fd);
+}
+
+_noreturn_ static void supervisor_main(env_config *c, int ready_fd)
+{
+	supervisor S = {.c = c, .listen_fd = -1, .init_sock = -1, .init_pidfd = -1, .ttl_fd = -1, .stop_conn = -1};
+	supervisor *s = &S;
+	_cleanup_err_ sbx_err *e = NULL;
+	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
+	s->warnings = json_array();
+	for (char **w = c->warnings; w && *w; w++)
+		add_warning(s, "%s", *w);
+
+	/* The creator took $SBX_RUN/<id>/lock before forking us; we hold it
+	 * (fd 4) for our whole life: it says "alive" to gc and to the CLI. */
+	_cleanup_free_ char *missing = NULL;
+	if (cgroup_create(c->id, &c->limits, &s->cg, &missing, &e) < 0) {
+		if (!c->rootless)
+			goto fail;
+		add_warning(s, "%s", sbx_err_message(e));
+		sbx_err_free(e);
+		e = NULL;
+	} else if (missing)
+		add_warning(s, "limits not enforced on this host: %s", missing);
+	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0)
+		goto fail;
+
+	s->ep = epoll_create1(EPOLL_CLOEXEC);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	s->sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (s->ep < 0 || s->sig_fd < 0) {
+		err_errno(&e, "event loop");
+		goto fail;
+	}
+	ep_add(s, s->listen_fd);
+	ep_add(s, s->init_sock);
+	ep_add(s, s->sig_fd);
+	if (c->ttl_ms > 0 && (s->ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
+		ep_add(s, s->ttl_fd);
+		arm_ttl(s);
+	}
+	report(ready_fd, json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
+				   (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings));
+
+	while (!s->stopping) {
+		struct epoll_event evs[32];
+		int n = epoll_wait(s->ep, evs, 32, -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n && !s->stopping; i++) {
+			int fd = evs[i].data.fd;
+			if (fd == s->listen_fd) {
+				int conn;
+				while ((conn = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+					ep_add(s, conn);
+			} else if (fd == s->init_sock) {
+				init_event(s);
+			} else if (fd == s->sig_fd) {
+				struct signalfd_siginfo si;
+				while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
+					if (si.ssi_signo != SIGCHLD)
+						begin_stop(s, -1);
+				if (waitpid(s->init_pid, NULL, WNOHANG) == s->init_pid) {
+					s->init_pid = -1;
+					begin_stop(s, -1);
+				}
+			} else if (fd == s->ttl_fd) {
+				uint64_t t;
+				(void)!read(fd, &t, sizeof(t));
+				if (s->n_execs == 0)
+					begin_stop(s, -1);
+			} else {
+				bool is_timer = false;
+				for (size_t k = 0; k < s->n_execs; k++)
+					is_timer |= s->execs[k].timer == fd;
+				if (is_timer)
+					timer_event(s, fd);
+				else
+					client_request(s, fd);
+			}
+		}
+	}
+	/* Tell every waiting client, then clean up, then answer the stop. */
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].conn >= 0) {
+			_cleanup_err_ sbx_err *ge = NULL;
+			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH, "the environment was stopped while the command ran");
+			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
+		}
+	teardown(s);
+	if (s->stop_conn >= 0)
+		send_json(s->stop_conn, json_pack("{s:s}", "ev", "stopped"), NULL, 0);
+	/* An environment that ended by itself (init died, TTL) leaves its state
+	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */
+	_exit(0);
+
+fail:
+	teardown(s);
+	report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)), "message",
+				   sbx_err_message(e), "errno", sbx_err_errno(e)));
+	_exit(1);
+}
+
+int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx_err **err)
+{
+	int rp[2];
+	if (pipe2(rp, O_CLOEXEC) < 0)
+		return err_errno(err, "pipe");
+	pid_t pid = fork();
+	if (pid < 0) {
+		safe_close(rp[0]);
+		safe_close(rp[1]);
+		return err_errno(err, "fork");
+	}
+	if (pid == 0) {
+		/* Detach: new session, and a second fork so the supervisor is
+		 * not our child (it must outlive the caller and never be its
+		 * zombie). Only the ready pipe survives. */
+		safe_close(rp[0]);
+		if (setsid() < 0)
+			_exit(1);
+		pid_t p2 = fork();
+		if (p2 != 0)
+			_exit(p2 < 0);
+		/* Keep exactly: the ready pipe (fd 3) and the liveness lock (fd 4). */
+		int a = fcntl(rp[1], F_DUPFD_CLOEXEC, 5), b = fcntl(c->lock_fd, F_DUPFD_CLOEXEC, 5);
+		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)
+			_exit(1);
+		int fd = 3;
+		c->lock_fd = 4;
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		int logfd = -1;
+		if (log_debug_enabled) {
+			char lp[4200];
+			snprintf(lp, sizeof(lp), "%s/supervisor.log", c->run_dir);
+			logfd = open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+		}
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(logfd >= 0 ? logfd : null, 2);
+		if (null > 4)
+			safe_close(null);
+		if (logfd > 4)
+			safe_close(logfd);
+		sys_close_range(5, ~0U, 0);
+		(void)fd_set_cloexec(3, 1);
+		(void)fd_set_cloexec(4, 1);
+		for (int sig = 1; sig < NSIG; sig++)
+			signal(sig, SIG_DFL);
+		signal(SIGPIPE, SIG_IGN);
+		(void)!chdir("/");
+		supervisor_main(c, fd);
+	}
+	safe_close(rp[1]);
+	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
+	_cleanup_free_ char *buf = NULL;
+	int r = fd_read_all(rp[0], 1 << 20, &buf, NULL);
+	safe_close(rp[0]);
+	if (r < 0 || !buf || !*buf)
+		return err_set(err, SBX_E_INTERNAL, r < 0 ? -r : EPIPE, "supervisor died while starting the environment");
+	_cleanup_json_ json_t *m = json_loads(buf, 0, NULL);
+	if (!m)
+		return err_set(err, SBX_E_INTERNAL, EBADMSG, "supervisor sent a malformed reply");
+	if (!json_bool(m, "ok", false)) {
+		const char *code = json_str(m, "code") ?: "internal";
+		sbx_code cc = SBX_E_INTERNAL;
+		for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
+			if (streq(code, sbx_code_name(k)))
+				cc = k;
+		return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
+	}
+	if (ret_warnings)
+		*ret_warnings = json_to_strv(json_object_get(m, "warnings"));
+	if (ret_info)
+		*ret_info = json_incref(m);
+	return 0;
+}

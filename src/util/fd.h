@@ -1,0 +1,22 @@
+/* File descriptor helpers: whole reads/writes and SCM_RIGHTS messages. */
+#pragma once
+#include <stddef.h>
+#include <sys/types.h>
+
+#define FD_MSG_MAX_FDS 64
+/* Largest control message (one JSON document) on SOCK_SEQPACKET sockets. */
+#define FD_MSG_MAX (256 * 1024)
+
+ssize_t fd_write_all(int fd, const void *buf, size_t len);
+/* Reads until EOF or `max` bytes; *ret_buf is NUL-terminated (caller frees). */
+int fd_read_all(int fd, size_t max, char **ret_buf, size_t *ret_len);
+/* Sends one datagram carrying `len` bytes and n_fds descriptors. */
+int fd_send_msg(int sock, const void *buf, size_t len, const int *fds, size_t n_fds);
+/* Receives one datagram into buf (cap bytes, NUL-terminated, so cap-1 data).
+ * Received descriptors are O_CLOEXEC; *n_fds in/out. Returns the length,
+ * 0 on EOF, negative errno on failure; -EMSGSIZE if truncated (fds closed). */
+ssize_t fd_recv_msg(int sock, char *buf, size_t cap, int *fds, size_t *n_fds);
+int fd_set_nonblock(int fd, int on);
+int fd_set_cloexec(int fd, int on);
+/* Moves fd to >= 3 if it is 0..2 (so dup2 into 0..2 cannot clobber it). */
+int fd_move_above_stdio(int fd);

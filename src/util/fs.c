@@ -1,0 +1,147 @@
+#include "util/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fd.h"
+
+int fs_mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	if (!p)
+		return -ENOMEM;
+	for (char *s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = 0;
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
+{
+	_cleanup_free_ char *tmp = NULL;
+	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+		return -ENOMEM;
+	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = fd_write_all(fd, data, len);
+	if (n < 0 || fsync(fd) < 0) {
+		int e = n < 0 ? (int)-n : errno;
+		unlink(tmp);
+		return -e;
+	}
+	if (rename(tmp, path) < 0) {
+		int e = errno;
+		unlink(tmp);
+		return -e;
+	}
+	return 0;
+}
+
+int fs_write_stringat(int dfd, const char *path, const char *s)
+{
+	_cleanup_close_ int fd = openat(dfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	ssize_t n = fd_write_all(fd, s, strlen(s));
+	return n < 0 ? (int)n : 0;
+}
+
+int fs_write_string(const char *path, const char *s) { return fs_write_stringat(AT_FDCWD, path, s); }
+
+int fs_read_fileat(int dfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return fd_read_all(fd, max, ret, ret_len);
+}
+
+int fs_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	return fs_read_fileat(AT_FDCWD, path, max, ret, ret_len);
+}
+
+bool fs_exists(const char *path) { return access(path, F_OK) == 0; }
+
+char *fs_path_join(const char *a, const char *b)
+{
+	char *r = NULL;
+	size_t la = strlen(a);
+	while (*b == '/')
+		b++;
+	if (asprintf(&r, "%s%s%s", a, (la && a[la - 1] == '/') ? "" : "/", b) < 0)
+		return NULL;
+	return r;
+}
+
+static int rm_at(int dfd, const char *name, dev_t dev, int depth)
+{
+	if (depth > 4096)
+		return -ELOOP;
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return 0;
+	if (errno != EISDIR && errno != EPERM && errno != EACCES)
+		return -errno;
+	struct stat st;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -EPERM;
+	if (st.st_dev != dev)
+		return -EBUSY; /* a mount point: never descend */
+	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+		if (fchmodat(dfd, name, 0700, 0) < 0)
+			return -errno;
+		fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	if ((st.st_mode & 0700) != 0700)
+		(void)!fchmod(fd, 0700);
+	int dup = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (dup < 0)
+		return -errno;
+	DIR *d = fdopendir(dup);
+	if (!d) {
+		safe_close(dup);
+		return -errno;
+	}
+	int r = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		int q = rm_at(fd, de->d_name, dev, depth + 1);
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int fs_rm_rf(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	return rm_at(AT_FDCWD, path, st.st_dev, 0);
+}

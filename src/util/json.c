@@ -1,0 +1,87 @@
+#include "util/json.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "util/fd.h"
+
+json_t *json_from_strv(const char *const *v)
+{
+	json_t *a = json_array();
+	if (!a)
+		return NULL;
+	for (; v && *v; v++)
+		if (json_array_append_new(a, json_string(*v)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+char **json_to_strv(const json_t *a)
+{
+	if (!json_is_array(a))
+		return NULL;
+	size_t n = json_array_size(a);
+	char **v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_string_value(json_array_get(a, i));
+		if (!s || !(v[i] = strdup(s))) {
+			strv_free(v);
+			return NULL;
+		}
+	}
+	return v;
+}
+
+int json_send(int sock, const json_t *msg, const int *fds, size_t n_fds)
+{
+	_cleanup_free_ char *s = json_dumps(msg, JSON_COMPACT);
+	if (!s)
+		return -ENOMEM;
+	size_t len = strlen(s);
+	if (len >= FD_MSG_MAX)
+		return -E2BIG;
+	return fd_send_msg(sock, s, len, fds, n_fds);
+}
+
+int json_recv(int sock, json_t **ret, int *fds, size_t *n_fds)
+{
+	_cleanup_free_ char *buf = malloc(FD_MSG_MAX);
+	if (!buf)
+		return -ENOMEM;
+	ssize_t n = fd_recv_msg(sock, buf, FD_MSG_MAX, fds, n_fds);
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return 0;
+	json_error_t je;
+	json_t *j = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, &je);
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		if (n_fds)
+			for (size_t i = 0; i < *n_fds; i++)
+				safe_close(fds[i]);
+		if (n_fds)
+			*n_fds = 0;
+		return -EBADMSG;
+	}
+	*ret = j;
+	return 1;
+}
+
+const char *json_str(const json_t *obj, const char *key) { return json_string_value(json_object_get(obj, key)); }
+
+int64_t json_int(const json_t *obj, const char *key, int64_t dflt)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+bool json_bool(const json_t *obj, const char *key, bool dflt)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_boolean(v) ? json_is_true(v) : dflt;
+}

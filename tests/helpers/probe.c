@@ -1,0 +1,697 @@
+/* probe: one static binary that tries one attack from inside a sandbox and
+ * says what happened, for the integration tests (in the spirit of
+ * bubblewrap's try-syscall).
+ *
+ *   probe ATTACK [ARGS]   prints exactly one line and exits:
+ *     "BLOCKED: <attack>: <errno text or reason>"   exit 0, the attack failed
+ *     "ESCAPED: <attack>: <what happened>"          exit 1, the attack worked
+ *     usage errors go to stderr with exit 2
+ *   probe info            prints what the process sees of its walls, exit 0
+ *
+ * Plain libc only (no libseccomp): it must run in any rootfs. Attacks are
+ * written so that a success does as little as possible to the host: files
+ * under /proc/sys and /sys are only opened for writing, never written;
+ * mounts that succeed are undone; pivot_root is asked for something the
+ * kernel always refuses after the permission check, so EBUSY/EINVAL mean
+ * "got past the gate".
+ *
+ * x32: this kernel may be built without CONFIG_X86_X32_ABI, so outside a
+ * sandbox `probe x32` prints BLOCKED (ENOSYS); inside one, seccomp must kill
+ * the child with SIGSYS. Both count as blocked; the reason tells which. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *attack; /* the attack being run, for the result line */
+
+static int blocked(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int escaped(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int result(const char *verdict, int code, const char *fmt, va_list ap)
+{
+	printf("%s: %s: ", verdict, attack);
+	vprintf(fmt, ap);
+	putchar('\n');
+	fflush(stdout);
+	return code;
+}
+static int blocked(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = result("BLOCKED", 0, fmt, ap);
+	va_end(ap);
+	return r;
+}
+static int escaped(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = result("ESCAPED", 1, fmt, ap);
+	va_end(ap);
+	return r;
+}
+static int usage_error(const char *usage)
+{
+	fprintf(stderr, "usage: probe %s %s\n", attack, usage);
+	return 2;
+}
+
+/* errno values that mean "stopped at the permission gate". */
+static int gated(int e)
+{
+	return e == EPERM || e == EACCES || e == ENOSYS || e == EROFS;
+}
+
+/* Appends "what: strerror; " to a fixed buffer. */
+static void note(char *buf, size_t size, const char *what, int e)
+{
+	size_t len = strlen(buf);
+	snprintf(buf + len, size - len, "%s%s: %s", len ? "; " : "", what, e ? strerror(e) : "ok");
+}
+
+/* Reads "Field:\t..." from /proc/self/status into out (trimmed). */
+static int status_field(const char *field, char *out, size_t size)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	size_t len = strlen(field);
+	int found = -1;
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, field, len) == 0 && line[len] == ':') {
+			char *v = line + len + 1;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(out, size, "%s", v);
+			found = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+/* Forks; the child runs fn and exits with its return value. Returns the
+ * wait status, or -1. */
+static int in_child(int (*fn)(void *), void *arg)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		_exit(fn(arg));
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return st;
+}
+
+/* ---- the attacks ---- */
+
+static int probe_read(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("PATH");
+	int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return blocked("open %s: %s", argv[0], strerror(errno));
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf));
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return blocked("read %s: %s", argv[0], strerror(e));
+	return escaped("read %zd bytes from %s", n, argv[0]);
+}
+
+static int probe_write(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("PATH");
+	int fd = open(argv[0], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return blocked("open %s for writing: %s", argv[0], strerror(errno));
+	ssize_t n = write(fd, "probe\n", 6);
+	int e = errno;
+	close(fd);
+	if (n < 0)
+		return blocked("write %s: %s", argv[0], strerror(e));
+	return escaped("wrote %zd bytes to %s", n, argv[0]);
+}
+
+static int probe_mount(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	if (mount("probe", "/mnt", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m") == 0) {
+		got = 1;
+		note(why, sizeof(why), "tmpfs on /mnt", 0);
+		umount2("/mnt", MNT_DETACH);
+	} else
+		note(why, sizeof(why), "tmpfs on /mnt", errno);
+	if (mount("proc", "/mnt", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+		got = 1;
+		note(why, sizeof(why), "proc on /mnt", 0);
+		umount2("/mnt", MNT_DETACH);
+	} else
+		note(why, sizeof(why), "proc on /mnt", errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+static int probe_umount(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("PATH");
+	if (umount2(argv[0], MNT_DETACH) < 0)
+		return blocked("umount %s: %s", argv[0], strerror(errno));
+	return escaped("unmounted %s", argv[0]);
+}
+
+static int probe_mknod(int argc, char **argv)
+{
+	const char *path = "/tmp/probe-null";
+	if (mknod(path, S_IFCHR | 0666, makedev(1, 3)) < 0)
+		return blocked("mknod %s c 1 3: %s", path, strerror(errno));
+	/* Creating the node is one thing; being able to open it is the escape. */
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	int e = errno;
+	unlink(path);
+	if (fd < 0)
+		return escaped("created %s (c 1:3) though open failed: %s", path, strerror(e));
+	close(fd);
+	return escaped("created and opened %s (c 1:3)", path);
+}
+
+static int probe_ptrace(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("PID");
+	pid_t pid = (pid_t)atoi(argv[0]);
+	if (ptrace(PTRACE_ATTACH, pid, NULL, NULL) < 0)
+		return blocked("attach %d: %s", pid, strerror(errno));
+	int st;
+	waitpid(pid, &st, __WALL);
+	ptrace(PTRACE_DETACH, pid, NULL, NULL);
+	return escaped("attached to pid %d", pid);
+}
+
+static int probe_kill(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("PID");
+	pid_t pid = (pid_t)atoi(argv[0]);
+	if (kill(pid, 0) < 0)
+		return blocked("signal 0 to %d: %s", pid, strerror(errno));
+	return escaped("signal 0 delivered to pid %d", pid);
+}
+
+static int probe_module(int argc, char **argv)
+{
+	static const char garbage[64] = "\x7f"
+					"ELFnot-a-module";
+	char why[512] = "";
+	int passed = 0;
+	/* Each call checks CAP_SYS_MODULE before looking at its arguments, so any
+	 * error other than EPERM/ENOSYS means the gate was passed. */
+	errno = 0;
+	if (syscall(SYS_finit_module, -1, "", 0) == 0 || !gated(errno))
+		passed = 1;
+	note(why, sizeof(why), "finit_module", errno);
+	errno = 0;
+	if (syscall(SYS_init_module, garbage, sizeof(garbage), "") == 0 || !gated(errno))
+		passed = 1;
+	note(why, sizeof(why), "init_module", errno);
+	errno = 0;
+	if (syscall(SYS_delete_module, "x", O_NONBLOCK) == 0 || !gated(errno))
+		passed = 1;
+	note(why, sizeof(why), "delete_module", errno);
+	return passed ? escaped("past the permission check: %s", why) : blocked("%s", why);
+}
+
+static int probe_tiocsti(int argc, char **argv)
+{
+	char why[512] = "", c = 'x';
+	int got = 0;
+	for (int fd = 0; fd <= 2; fd++) {
+		char what[16];
+		snprintf(what, sizeof(what), "fd %d", fd);
+		if (ioctl(fd, TIOCSTI, &c) == 0)
+			got = 1;
+		note(why, sizeof(why), what, got ? 0 : errno);
+	}
+	int tty = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (tty < 0)
+		note(why, sizeof(why), "open /dev/tty", errno);
+	else {
+		int ok = ioctl(tty, TIOCSTI, &c) == 0;
+		note(why, sizeof(why), "/dev/tty", ok ? 0 : errno);
+		got |= ok;
+		close(tty);
+	}
+	return got ? escaped("injected a character: %s", why) : blocked("%s", why);
+}
+
+/* x32 and i386 run in a child: the expected outcome is its death by SIGSYS. */
+enum { CHILD_ENOSYS = 3, CHILD_OK = 4, CHILD_OTHER = 5 };
+
+static int child_x32(void *arg)
+{
+	long r = syscall(0x40000000 | 39); /* x32 getpid */
+	if (r < 0)
+		return errno == ENOSYS ? CHILD_ENOSYS : CHILD_OTHER;
+	return CHILD_OK;
+}
+
+static int child_i386(void *arg)
+{
+#if defined(__x86_64__)
+	long r;
+	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+	if (r < 0)
+		return r == -ENOSYS ? CHILD_ENOSYS : CHILD_OTHER;
+	return CHILD_OK;
+#else
+	return CHILD_ENOSYS;
+#endif
+}
+
+static int abi_verdict(int st, const char *what)
+{
+	if (st < 0)
+		return blocked("fork: %s", strerror(errno));
+	if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS)
+		return blocked("child killed by SIGSYS (seccomp)");
+	if (WIFSIGNALED(st))
+		return blocked("child killed by signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+	switch (WEXITSTATUS(st)) {
+	case CHILD_ENOSYS:
+		return blocked("ENOSYS (%s not enabled in this kernel)", what);
+	case CHILD_OK:
+		return escaped("%s getpid succeeded", what);
+	default:
+		return blocked("%s getpid failed with an error other than ENOSYS", what);
+	}
+}
+
+static int probe_x32(int argc, char **argv)
+{
+	return abi_verdict(in_child(child_x32, NULL), "x32 ABI");
+}
+
+static int probe_i386(int argc, char **argv)
+{
+#if !defined(__x86_64__)
+	return blocked("not applicable: not an x86_64 build");
+#endif
+	return abi_verdict(in_child(child_i386, NULL), "i386 ABI (int 0x80)");
+}
+
+static int child_unshare_userns(void *arg)
+{
+	return unshare(CLONE_NEWUSER) == 0 ? 0 : errno;
+}
+
+static int child_clone_userns(void *arg)
+{
+	long pid = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0)
+		return errno;
+	waitpid((pid_t)pid, NULL, 0);
+	return 0;
+}
+
+static int probe_userns(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	int st = in_child(child_unshare_userns, NULL);
+	int e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+	got |= e == 0;
+	note(why, sizeof(why), "unshare(CLONE_NEWUSER)", e);
+	st = in_child(child_clone_userns, NULL);
+	e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+	got |= e == 0;
+	note(why, sizeof(why), "clone(CLONE_NEWUSER)", e);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+static int probe_connect(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("IPV4 PORT");
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(argv[1]))};
+	if (inet_pton(AF_INET, argv[0], &sa.sin_addr) != 1)
+		return usage_error("IPV4 PORT (an IPv4 literal)");
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return blocked("socket: %s", strerror(errno));
+	int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r < 0 && errno == EINPROGRESS) {
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		r = poll(&p, 1, 3000);
+		if (r == 0) {
+			close(fd);
+			return blocked("connect %s:%s: timed out after 3s", argv[0], argv[1]);
+		}
+		int soerr = 0;
+		socklen_t len = sizeof(soerr);
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
+		errno = soerr;
+		r = soerr ? -1 : 0;
+	}
+	int e = errno;
+	close(fd);
+	if (r < 0)
+		return blocked("connect %s:%s: %s", argv[0], argv[1], strerror(e));
+	return escaped("connected to %s:%s", argv[0], argv[1]);
+}
+
+static int probe_fds(int argc, char **argv)
+{
+	DIR *d = opendir("/proc/self/fd");
+	if (!d)
+		return blocked("cannot list /proc/self/fd: %s", strerror(errno));
+	char list[2048] = "";
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name);
+		if (de->d_name[0] == '.' || fd <= 2 || fd == dirfd(d))
+			continue;
+		char link[64], target[256];
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		ssize_t len = readlink(link, target, sizeof(target) - 1);
+		target[len < 0 ? 0 : len] = '\0';
+		size_t used = strlen(list);
+		snprintf(list + used, sizeof(list) - used, "%s%d -> %s", n ? ", " : "", fd, target);
+		n++;
+	}
+	closedir(d);
+	if (n == 0)
+		return blocked("no open fds besides 0, 1, 2");
+	return escaped("%d inherited fd(s): %s", n, list);
+}
+
+static int probe_setuid(int argc, char **argv)
+{
+	if (geteuid() == 0)
+		return blocked("not applicable: already euid 0 here (run as a non-root user to test)");
+	char why[256] = "";
+	note(why, sizeof(why), "setuid(0)", setuid(0) == 0 ? 0 : errno);
+	note(why, sizeof(why), "setresuid(0,0,0)", setresuid(0, 0, 0) == 0 ? 0 : errno);
+	if (geteuid() == 0)
+		return escaped("euid is now 0: %s", why);
+	return blocked("euid stays %u: %s", (unsigned)geteuid(), why);
+}
+
+/* Opening for writing is the permission check for sysctl and sysfs files; we
+ * never write, so a success on the host changes nothing. */
+static int probe_open_for_write(const char *const *paths, size_t n)
+{
+	char why[1024] = "";
+	int got = 0;
+	for (size_t i = 0; i < n; i++) {
+		int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			got = 1;
+			close(fd);
+			note(why, sizeof(why), paths[i], 0);
+		} else
+			note(why, sizeof(why), paths[i], errno);
+	}
+	return got ? escaped("opened for writing: %s", why) : blocked("%s", why);
+}
+
+static int probe_sysctl(int argc, char **argv)
+{
+	static const char *const paths[] = {"/proc/sys/kernel/hostname", "/proc/sys/vm/drop_caches"};
+	return probe_open_for_write(paths, sizeof(paths) / sizeof(paths[0]));
+}
+
+static int probe_sysfs(int argc, char **argv)
+{
+	static const char *const paths[] = {
+	    "/sys/kernel/uevent_helper",
+	    "/sys/kernel/mm/transparent_hugepage/enabled",
+	    "/sys/kernel/mm/ksm/run",
+	    "/sys/kernel/profiling",
+	};
+	if (argc >= 1)
+		return probe_open_for_write((const char *const *)argv, 1);
+	return probe_open_for_write(paths, sizeof(paths) / sizeof(paths[0]));
+}
+
+static int probe_bpf(int argc, char **argv)
+{
+	struct bpf_insn prog[] = {
+	    {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0}, /* r0 = 0 */
+	    {.code = BPF_JMP | BPF_EXIT},					   /* return r0 */
+	};
+	union bpf_attr attr;
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_SOCKET_FILTER;
+	attr.insns = (uintptr_t)prog;
+	attr.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	attr.license = (uintptr_t) "GPL";
+	int fd = (int)syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return blocked("BPF_PROG_LOAD: %s", strerror(errno));
+	close(fd);
+	return escaped("loaded a socket filter program (fd %d)", fd);
+}
+
+static int probe_keyctl(int argc, char **argv)
+{
+	char why[256] = "";
+	long id = syscall(SYS_keyctl, 0 /* KEYCTL_GET_KEYRING_ID */, -3 /* session */, 0);
+	note(why, sizeof(why), "keyctl(GET_KEYRING_ID)", id < 0 ? errno : 0);
+	long key = syscall(SYS_add_key, "user", "probe", "x", 1, -2 /* process keyring */);
+	note(why, sizeof(why), "add_key", key < 0 ? errno : 0);
+	if (id >= 0 || key >= 0)
+		return escaped("%s", why);
+	return blocked("%s", why);
+}
+
+static int probe_iouring(int argc, char **argv)
+{
+	char params[120]; /* struct io_uring_params, zeroed */
+	memset(params, 0, sizeof(params));
+	int fd = (int)syscall(SYS_io_uring_setup, 1, params);
+	if (fd < 0)
+		return blocked("io_uring_setup: %s", strerror(errno));
+	close(fd);
+	return escaped("io_uring_setup returned an fd");
+}
+
+static int probe_perf(int argc, char **argv)
+{
+	struct perf_event_attr pa;
+	memset(&pa, 0, sizeof(pa));
+	pa.type = PERF_TYPE_SOFTWARE;
+	pa.size = sizeof(pa);
+	pa.config = PERF_COUNT_SW_CPU_CLOCK;
+	pa.disabled = 1;
+	int fd = (int)syscall(SYS_perf_event_open, &pa, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return blocked("perf_event_open: %s", strerror(errno));
+	close(fd);
+	return escaped("perf_event_open returned an fd");
+}
+
+static int probe_pivot_root(int argc, char **argv)
+{
+	/* pivot_root("/", "/") is refused (EBUSY/EINVAL) after the permission
+	 * check even when allowed, so it never changes anything. */
+	if (syscall(SYS_pivot_root, "/", "/") == 0)
+		return escaped("pivot_root succeeded");
+	if (gated(errno))
+		return blocked("pivot_root: %s", strerror(errno));
+	return escaped("past the permission check (%s)", strerror(errno));
+}
+
+static int child_chroot_escape(void *arg)
+{
+	const char *marker = arg;
+	char dir[] = "/tmp/probe-chroot-XXXXXX";
+	if (chdir("/tmp") < 0 || !mkdtemp(dir))
+		return 10;
+	/* cwd stays outside the new root: the classic mistake a chroot makes. */
+	if (chroot(dir) < 0) {
+		int e = errno;
+		rmdir(dir);
+		return e == EPERM ? 11 : 12;
+	}
+	for (int i = 0; i < 256; i++)
+		if (chdir("..") < 0)
+			break;
+	if (chroot(".") < 0)
+		return 13;
+	/* dir is now at "tmp/<name>" of whatever root we reached; best effort. */
+	rmdir(dir);
+	return access(marker, F_OK) == 0 ? 0 : 14;
+}
+
+static int probe_chroot_escape(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("MARKER_PATH (a file that exists only outside the sandbox)");
+	int st = in_child(child_chroot_escape, argv[0]);
+	if (st < 0 || !WIFEXITED(st))
+		return blocked("child failed");
+	switch (WEXITSTATUS(st)) {
+	case 0:
+		return escaped("%s is visible after breaking out of a chroot", argv[0]);
+	case 10:
+		return blocked("cannot create a directory under /tmp");
+	case 11:
+		return blocked("chroot: Operation not permitted");
+	case 12:
+		return blocked("chroot failed");
+	case 13:
+		return blocked("second chroot failed");
+	default:
+		return blocked("%s not visible from the outermost root reachable", argv[0]);
+	}
+}
+
+static const struct {
+	int bit;
+	const char *name;
+} dangerous_caps[] = {
+    {21, "SYS_ADMIN"}, {12, "NET_ADMIN"}, {16, "SYS_MODULE"}, {19, "SYS_PTRACE"}, {17, "SYS_RAWIO"}};
+
+static int probe_caps(int argc, char **argv)
+{
+	char eff[64] = "?", bnd[64] = "?", held[128] = "";
+	if (status_field("CapEff", eff, sizeof(eff)) < 0)
+		return blocked("cannot read /proc/self/status: %s", strerror(errno));
+	status_field("CapBnd", bnd, sizeof(bnd));
+	unsigned long long e = strtoull(eff, NULL, 16);
+	for (size_t i = 0; i < sizeof(dangerous_caps) / sizeof(dangerous_caps[0]); i++)
+		if (e & (1ULL << dangerous_caps[i].bit)) {
+			size_t len = strlen(held);
+			snprintf(held + len, sizeof(held) - len, " %s", dangerous_caps[i].name);
+		}
+	if (held[0])
+		return escaped("CapEff=%s CapBnd=%s holds%s", eff, bnd, held);
+	return blocked("CapEff=%s CapBnd=%s (no SYS_ADMIN, NET_ADMIN, SYS_MODULE, SYS_PTRACE, SYS_RAWIO)",
+		       eff, bnd);
+}
+
+static int probe_nnp(int argc, char **argv)
+{
+	int v = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0);
+	if (v == 1)
+		return blocked("no_new_privs is set");
+	return escaped("no_new_privs is %d", v);
+}
+
+static int probe_seccomp(int argc, char **argv)
+{
+	char mode[16] = "?";
+	if (status_field("Seccomp", mode, sizeof(mode)) == 0 && strcmp(mode, "2") == 0)
+		return blocked("Seccomp: 2 (filter mode)");
+	return escaped("Seccomp: %s (no filter)", mode);
+}
+
+static int probe_info(int argc, char **argv)
+{
+	char host[256] = "?", buf[64];
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+	getresuid(&ru, &eu, &su);
+	getresgid(&rg, &eg, &sg);
+	gethostname(host, sizeof(host));
+	printf("uid: %u %u %u\ngid: %u %u %u\n", ru, eu, su, rg, eg, sg);
+	printf("hostname: %s\npid: %d\nppid: %d\n", host, (int)getpid(), (int)getppid());
+	static const char *const fields[] = {"CapInh", "CapPrm",     "CapEff",	"CapBnd",
+					     "CapAmb", "NoNewPrivs", "Seccomp", "Seccomp_filters"};
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (status_field(fields[i], buf, sizeof(buf)) == 0)
+			printf("%s: %s\n", fields[i], buf);
+	printf("no_new_privs: %d\n", prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0));
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1 /* LANDLOCK_CREATE_RULESET_VERSION */);
+	if (abi < 0)
+		printf("landlock: unavailable (%s)\n", strerror(errno));
+	else
+		printf("landlock: ABI %ld available (whether this process is restricted is not observable)\n",
+		       abi);
+	return 0;
+}
+
+static const struct probe_attack {
+	const char *name;
+	int (*fn)(int argc, char **argv); /* argv: the arguments after the name */
+} attacks[] = {
+    {"read", probe_read},
+    {"write", probe_write},
+    {"mount", probe_mount},
+    {"umount", probe_umount},
+    {"mknod", probe_mknod},
+    {"ptrace", probe_ptrace},
+    {"kill", probe_kill},
+    {"module", probe_module},
+    {"tiocsti", probe_tiocsti},
+    {"x32", probe_x32},
+    {"i386", probe_i386},
+    {"userns", probe_userns},
+    {"connect", probe_connect},
+    {"fds", probe_fds},
+    {"setuid", probe_setuid},
+    {"sysctl", probe_sysctl},
+    {"sysfs", probe_sysfs},
+    {"bpf", probe_bpf},
+    {"keyctl", probe_keyctl},
+    {"iouring", probe_iouring},
+    {"perf", probe_perf},
+    {"pivot_root", probe_pivot_root},
+    {"chroot_escape", probe_chroot_escape},
+    {"caps", probe_caps},
+    {"nnp", probe_nnp},
+    {"seccomp", probe_seccomp},
+    {"info", probe_info},
+};
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2)
+		for (size_t i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++)
+			if (strcmp(argv[1], attacks[i].name) == 0) {
+				attack = attacks[i].name;
+				return attacks[i].fn(argc - 2, argv + 2);
+			}
+	fprintf(stderr, "usage: probe ATTACK [ARGS]\nattacks:");
+	for (size_t i = 0; i < sizeof(attacks) / sizeof(attacks[0]); i++)
+		fprintf(stderr, " %s", attacks[i].name);
+	fputc('\n', stderr);
+	return 2;
+}
