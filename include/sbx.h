@@ -168,6 +168,22 @@ void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
 /* The result as API.md's environment_execute structuredContent. */
 json_t *sbx_exec_result_json(const sbx_exec_result *r);
 
+/* ---- files inside a live environment ----------------------------------- */
+
+/* Paths are resolved by init, inside the environment, with every wall in
+ * force: a path (or a symlink in it) can never reach outside. Relative paths
+ * are taken from /root. */
+
+/* Reads at most max_bytes (<= 0: 10 MiB) of a regular file. *ret_data is
+ * NUL-terminated (caller frees); *ret_size is the file's full size. */
+int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes, char **ret_data,
+		      size_t *ret_len, int64_t *ret_size, bool *ret_truncated, sbx_err **err);
+/* Creates or replaces a regular file (parents must exist); mode < 0: 0644. */
+int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const void *data, size_t len, int mode,
+		       sbx_err **err);
+/* {"entries":[{"name","type":"file|dir|symlink|other","size","mode"}]} */
+int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t **ret, sbx_err **err);
+
 /* ---- parsing helpers shared by front ends ------------------------------ */
 
 /* "512m", "2G", "1048576" -> bytes. */

@@ -243,7 +243,9 @@ static json_t *read_proc(const char *pid)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
 	json_t *argv = json_array();
-	if (fs_read_file(path, 65536, &cmd, &cmdlen) == 0)
+	if (streq(pid, "1"))
+		json_array_append_new(argv, json_string("sbx-init")); /* its argv is the creator's */
+	else if (fs_read_file(path, 65536, &cmd, &cmdlen) == 0)
 		for (size_t o = 0; o < cmdlen; o += strlen(cmd + o) + 1)
 			json_array_append_new(argv, json_string(cmd + o));
 	return json_pack("{s:i,s:i,s:s#,s:s,s:o}", "pid", atoi(pid), "ppid", ppid, "state", &state, (size_t)1,
@@ -264,6 +266,90 @@ static void handle_ps(int sock)
 	if (d)
 		closedir(d);
 	_cleanup_json_ json_t *r = json_pack("{s:s,s:o}", "ev", "ps", "processes", procs);
+	if (r)
+		(void)json_send(sock, r, NULL, 0);
+}
+
+/* File operations for the API (read_file, write_file, list_files). Init is
+ * inside the environment with every wall up, so a path resolves exactly as
+ * it would for a command and can never leave the environment. Read and
+ * write return an fd of the opened regular file to the client. */
+static void file_reply_error(int sock, int errnum, const char *what, const char *path)
+{
+	char msg[4400];
+	const char *why = errnum == ENOENT ? "no such file or directory" : errnum == EISDIR ? "is a directory"
+			  : errnum == ENOTDIR ? "not a directory" : errnum == EINVAL ? "not a regular file" : strerror(errnum);
+	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", errnum, "message", msg);
+	if (m)
+		(void)json_send(sock, m, NULL, 0);
+}
+
+static void handle_file(int sock, json_t *m)
+{
+	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
+	char path[4200];
+	if (!p || !*p || strlen(p) > 4000) {
+		file_reply_error(sock, EINVAL, "path", p ? p : "");
+		return;
+	}
+	snprintf(path, sizeof(path), "%s%s", p[0] == '/' ? "" : "/root/", p);
+	if (streq(action, "read") || streq(action, "write")) {
+		bool w = streq(action, "write");
+		int mode = (int)json_int(m, "mode", -1);
+		_cleanup_close_ int fd = open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+					      mode >= 0 ? mode & 07777 : 0644);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			file_reply_error(sock, errno, w ? "write" : "read", p);
+			return;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			file_reply_error(sock, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, w ? "write" : "read", p);
+			return;
+		}
+		if (w && (ftruncate(fd, 0) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode & 07777) < 0))) {
+			file_reply_error(sock, errno, "write", p);
+			return;
+		}
+		(void)fd_set_nonblock(fd, 0);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", "ev", "file", "ok", 1, "size", (json_int_t)st.st_size);
+		if (r)
+			(void)json_send(sock, r, &fd, 1);
+		return;
+	}
+	if (!streq(action, "list")) {
+		file_reply_error(sock, EINVAL, "file operation", action);
+		return;
+	}
+	DIR *d = opendir(path);
+	if (!d) {
+		file_reply_error(sock, errno, "list", p);
+		return;
+	}
+	json_t *entries = json_array();
+	size_t bytes = 0;
+	bool truncated = false;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		bytes += strlen(de->d_name) + 64;
+		if (bytes > FD_MSG_MAX - 4096) {
+			truncated = true;
+			break;
+		}
+		const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : S_ISLNK(st.st_mode) ? "symlink" : "other";
+		json_t *e = json_pack("{s:s,s:s,s:I,s:i}", "name", de->d_name, "type", type, "size", (json_int_t)st.st_size,
+				      "mode", (int)(st.st_mode & 07777));
+		if (e)
+			json_array_append_new(entries, e);
+	}
+	closedir(d);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", "ev", "file", "ok", 1, "entries", entries, "truncated", truncated);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -327,6 +413,8 @@ _noreturn_ void init_main(env_config *c, int sock)
 				handle_signal(m);
 			else if (streq(op, "ps"))
 				handle_ps(sock);
+			else if (streq(op, "file"))
+				handle_file(sock, m);
 			for (size_t i = 0; i < n; i++)
 				safe_close(fds[i]);
 			json_decref(m);

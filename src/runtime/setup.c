@@ -134,6 +134,16 @@ _noreturn_ void setup_child(env_config *c, int sock)
 			if (f.lowers[i] < 0)
 				fail(sock, e);
 		}
+	/* upper/ and work/ are opened here, in our mount namespace: overlay
+	 * refuses layers whose mount belongs to another namespace. */
+	if (!c->ephemeral) {
+		snprintf(root, sizeof(root), "%s/upper", c->env_dir);
+		f.upper = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		snprintf(root, sizeof(root), "%s/work", c->env_dir);
+		f.work = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (f.upper < 0 || f.work < 0)
+			err_errno(&e, "open '%s'", root), fail(sock, e);
+	}
 	char mask_dir[4300];
 	if (c->mask) {
 		snprintf(mask_dir, sizeof(mask_dir), "%s/mask", stage);

@@ -52,8 +52,9 @@ typedef struct supervisor {
 	sup_exec execs[MAX_SUP_EXECS];
 	size_t n_execs;
 	int64_t next_id;
-	int ps_waiters[64];
-	size_t n_ps_waiters;
+	/* Clients waiting for init's in-order replies (ps, file operations). */
+	int waiters[256];
+	size_t n_waiters;
 	int landlock_abi;
 	json_t *warnings;
 	bool stopping;
@@ -205,6 +206,9 @@ static void client_request(supervisor *s, int conn)
 				s->execs[i].conn = -1;
 				signal_exec(s, s->execs[i].id, SIGKILL);
 			}
+		for (size_t i = 0; i < s->n_waiters; i++)
+			if (s->waiters[i] == conn)
+				s->waiters[i] = -1;
 		close_conn(s, conn);
 		return;
 	}
@@ -218,11 +222,12 @@ static void client_request(supervisor *s, int conn)
 			if (s->execs[i].conn == conn)
 				signal_exec(s, s->execs[i].id, (int)json_int(m, "sig", SIGTERM));
 		keep = true;
-	} else if (streq(op, "ps") && s->n_ps_waiters < ARRAY_SIZE(s->ps_waiters)) {
-		_cleanup_json_ json_t *q = json_pack("{s:s}", "op", "ps");
-		s->ps_waiters[s->n_ps_waiters++] = conn;
-		(void)json_send(s->init_sock, q, NULL, 0);
-		keep = true;
+	} else if ((streq(op, "ps") || streq(op, "file")) && s->n_waiters < ARRAY_SIZE(s->waiters)) {
+		/* Init answers these in order; the reply goes to the oldest waiter. */
+		if (json_send(s->init_sock, m, NULL, 0) == 0) {
+			s->waiters[s->n_waiters++] = conn;
+			keep = true;
+		}
 	} else if (streq(op, "info")) {
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, "stop")) {
@@ -257,13 +262,14 @@ static void init_event(supervisor *s)
 	}
 	const char *ev = json_str(m, "ev") ?: "";
 	sup_exec *x = find_exec(s, json_int(m, "id", -1));
-	if (streq(ev, "ps")) {
-		if (s->n_ps_waiters > 0) {
-			int conn = s->ps_waiters[0];
-			memmove(s->ps_waiters, s->ps_waiters + 1, --s->n_ps_waiters * sizeof(int));
-			json_object_set_new(m, "ev", json_string("ps"));
-			(void)json_send(conn, m, NULL, 0);
-			close_conn(s, conn);
+	if (streq(ev, "ps") || streq(ev, "file")) {
+		if (s->n_waiters > 0) {
+			int conn = s->waiters[0];
+			memmove(s->waiters, s->waiters + 1, --s->n_waiters * sizeof(int));
+			if (conn >= 0) {
+				(void)json_send(conn, m, fds, n);
+				close_conn(s, conn);
+			}
 		}
 	} else if (x && streq(ev, "spawned")) {
 		x->started = true;
@@ -380,7 +386,7 @@ static int prepare_tree(supervisor *s, const char *path, int userns_fd, bool rea
 	return TAKE_FD(t);
 }
 
-/* Sends "go" to the child: lower trees, volume trees, upper and work. */
+/* Sends "go" to the child with the lower and volume trees. */
 static int send_go(supervisor *s, sbx_err **err)
 {
 	env_config *c = s->c;
@@ -432,20 +438,6 @@ static int send_go(supervisor *s, sbx_err **err)
 			fds[n++] = t;
 		}
 		json_array_append_new(json_object_get(m, "volumes"), json_integer(idx));
-	}
-	if (!c->ephemeral) {
-		const char *names[] = {"upper", "work"};
-		for (int i = 0; i < 2; i++) {
-			char p[4200];
-			snprintf(p, sizeof(p), "%s/%s", c->env_dir, names[i]);
-			int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0) {
-				err_errno(err, "open '%s'", p);
-				goto out;
-			}
-			json_object_set_new(m, names[i], json_integer((json_int_t)n));
-			fds[n++] = fd;
-		}
 	}
 	r = json_send(s->init_sock, m, fds, n);
 	if (r < 0)

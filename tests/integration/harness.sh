@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs every t_* function of one integration test file, each in a subshell
+# with a fresh SBX_ROOT/SBX_RUN, and writes "passed failed skipped" to $2.
+# A test fails by returning non-zero (use the helpers in lib.sh); it skips by
+# calling `skip "reason"` (exit 77). Leftover processes, mounts and cgroups
+# of the test's environments are checked after each test.
+set -u
+file=$1
+result=$2
+source "$(dirname "$0")/lib.sh"
+source "$file"
+passed=0 failed=0 skipped=0
+tests=$(declare -F | awk '{print $3}' | grep '^t_' || true)
+for t in $tests; do
+	[ -n "${SBX_TEST_ONLY:-}" ] && [[ "$t" != *"$SBX_TEST_ONLY"* ]] && continue
+	tmp=$(mktemp -d /tmp/sbxtest.XXXXXX)
+	chmod 755 "$tmp"
+	start=$(date +%s.%N)
+	(
+		export SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" TMPDIR_TEST="$tmp"
+		set -e
+		$t
+	) > "$tmp/out" 2>&1
+	rc=$?
+	# Hygiene: after the test, gc must leave nothing behind.
+	if [ $rc = 0 ]; then
+		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" check_clean "$tmp" >> "$tmp/out" 2>&1 || rc=1
+	else
+		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" gc > /dev/null 2>&1 || true
+	fi
+	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}')
+	if [ $rc = 0 ]; then
+		passed=$((passed + 1))
+		echo "ok   $t (${secs}s)"
+	elif [ $rc = 77 ]; then
+		if [ "${SBX_TEST_STRICT:-0}" = 1 ] && ! grep -q 'SKIP-OK' "$tmp/out"; then
+			failed=$((failed + 1))
+			echo "FAIL $t (skipped in strict mode: $(tail -n 1 "$tmp/out"))"
+		else
+			skipped=$((skipped + 1))
+			echo "SKIP $t: $(tail -n 1 "$tmp/out")"
+		fi
+	else
+		failed=$((failed + 1))
+		echo "FAIL $t (${secs}s)"
+		sed 's/^/     | /' "$tmp/out" | tail -n 40
+	fi
+	rm -rf "$tmp" 2>/dev/null || { chmod -R u+rwX "$tmp" 2>/dev/null; rm -rf "$tmp"; }
+done
+echo "$passed $failed $skipped" > "$result"

@@ -1,0 +1,65 @@
+# Helpers for integration tests. Tests run with `set -e`; each helper fails
+# the test (non-zero) with a message on stderr.
+sbx() { timeout "${SBX_TIMEOUT:-60}" "$SBX_BIN" "$@"; }
+
+fail() { echo "FAIL: $*" >&2; return 1; }
+skip() { echo "$*"; exit 77; }
+# skip_ok: a skip that is fine even in strict CI (the machine cannot do it).
+skip_ok() { echo "SKIP-OK $*"; exit 77; }
+
+assert_eq() { [ "$1" == "$2" ] || fail "expected '$2', got '$1'${3:+ ($3)}"; }
+assert_contains() { [[ "$1" == *"$2"* ]] || fail "expected output to contain '$2', got: $1"; }
+assert_not_contains() { [[ "$1" != *"$2"* ]] || fail "expected output not to contain '$2', got: $1"; }
+# expect_status N CMD...: runs CMD, checks its exit status; output in $OUT/$ERR.
+expect_status() {
+	local want=$1
+	shift
+	local o e
+	o=$(mktemp) e=$(mktemp)
+	set +e
+	"$@" > "$o" 2> "$e"
+	local got=$?
+	set -e
+	OUT=$(cat "$o") ERR=$(cat "$e")
+	rm -f "$o" "$e"
+	[ "$got" == "$want" ] || fail "'$*' exited $got, expected $want; stdout: $OUT; stderr: $ERR"
+}
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# Runs the rest as the unprivileged test user (created by tests setup).
+as_user() { setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env env PATH="$PATH" SBX_BIN="$SBX_BIN" "$@"; }
+
+probe_volume() { echo "$SBX_HELPERS:/probe:ro"; }
+
+# Nothing of this test's environments may remain once gc has run.
+check_clean() {
+	local tmp=$1
+	timeout 30 "$SBX_BIN" gc > /dev/null || { echo "gc failed"; return 1; }
+	local ids
+	ids=$(ls "$SBX_ROOT/envs" 2>/dev/null | grep -E '^[0-9a-f]{12}$' || true)
+	# Environments still running are the test's own business only if it
+	# deliberately left them; by convention tests remove what they create.
+	for id in $ids; do
+		timeout 30 "$SBX_BIN" rm "$id" > /dev/null 2>&1 || true
+	done
+	if grep -q "$tmp" /proc/self/mountinfo; then
+		echo "leaked mount under $tmp"
+		return 1
+	fi
+	for id in $ids; do
+		if ls -d /sys/fs/cgroup/*/sbx/"$id" 2>/dev/null | grep -q .; then
+			echo "leaked cgroup for $id"
+			return 1
+		fi
+	done
+	if pgrep -f "sbx-supervisor" > /dev/null && [ -n "$ids" ]; then
+		for id in $ids; do
+			if [ -S "$SBX_RUN/$id/ctl.sock" ]; then
+				echo "leaked supervisor for $id"
+				return 1
+			fi
+		done
+	fi
+	return 0
+}
