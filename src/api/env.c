@@ -293,7 +293,7 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
 	_cleanup_json_ json_t *st = NULL;
 	if (env_state_read(ctx, id, &st) == 0 && json_int(st, "uid_slot", -1) >= 0)
-		userns_slot_free(ctx->root, (unsigned)json_int(st, "uid_slot", 0));
+		userns_slot_free((unsigned)json_int(st, "uid_slot", 0));
 	/* Rename first so a concurrent reader never sees half an environment. */
 	char trash[4200];
 	unsigned rnd = 0;
@@ -399,11 +399,29 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 				       other);
 	}
 	unsigned slot = 0;
+	bool have_slot = false;
 	char **warnings = NULL;
 	_cleanup_json_ json_t *st = NULL, *info = NULL;
+	int r;
+	char p[4300];
+	/* Liveness lock first, before anything exists on disk, so that a
+	 * concurrent gc never takes a half-created environment for dead. */
+	if ((r = fs_mkdir_p(c->run_dir, 0711)) < 0)
+		return err_errnum(err, r, "create '%s'", c->run_dir);
+	snprintf(p, sizeof(p), "%s/lock", c->run_dir);
+	c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0) {
+		err_errno(err, "lock '%s'", p);
+		goto fail;
+	}
+	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0) {
+		err_errnum(err, r, "create '%s'", c->env_dir);
+		goto fail;
+	}
 	if (!c->rootless) {
-		if (userns_slot_alloc(ctx->root, c->id, &slot, err) < 0)
-			return -1;
+		if (userns_slot_alloc(c->env_dir, &slot, err) < 0)
+			goto fail;
+		have_slot = true;
 		c->host_uid = userns_slot_base(slot);
 		c->host_gid = c->host_uid;
 		c->id_count = ENV_UID_COUNT;
@@ -411,12 +429,6 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		c->host_uid = ctx->uid;
 		c->host_gid = ctx->gid;
 		c->id_count = 1;
-	}
-	int r;
-	char p[4300];
-	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0 || (r = fs_mkdir_p(c->run_dir, 0711)) < 0) {
-		err_errnum(err, r, "create environment directories");
-		goto fail;
 	}
 	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
@@ -448,14 +460,6 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
 	}
-	/* Liveness lock, taken before the supervisor exists so that gc never
-	 * sees a half-created environment as dead. */
-	snprintf(p, sizeof(p), "%s/lock", c->run_dir);
-	c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0) {
-		err_errno(err, "lock '%s'", p);
-		goto fail;
-	}
 	storelock = safe_close(storelock);
 
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
@@ -474,8 +478,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	return 0;
 fail:
 	remove_env_files(ctx, c->id);
-	if (!c->rootless)
-		userns_slot_free(ctx->root, slot);
+	if (have_slot)
+		userns_slot_free(slot);
 	return err_ret(err);
 }
 
@@ -613,26 +617,23 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		remove_env_files(ctx, *p);
 		json_array_append_new(removed, json_string(*p));
 	}
-	/* Cgroups, run dirs and uid slots that no environment owns. */
-	_cleanup_strv_free_ char **cgs = cgroup_list_ids();
-	for (char **p = cgs; p && *p; p++) {
-		_cleanup_free_ char *dir = ctx_env_dir(ctx, *p);
-		if (dir && fs_exists(dir))
-			continue;
-		sbx_cgroup *cg = NULL;
-		if (cgroup_open(*p, &cg, NULL) == 0) {
-			(void)cgroup_destroy(cg, NULL);
-			cgroup_free(cg);
-		}
-	}
+	/* Run dirs (and their cgroups) of environments whose creation died
+	 * before the state was written. Only this store's: other stores'
+	 * environments share the host's cgroup tree. */
 	DIR *d = opendir(ctx->run);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
 		if (!valid_id(de->d_name))
 			continue;
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, de->d_name), *run = ctx_run_dir(ctx, de->d_name);
-		if (dir && run && !fs_exists(dir) && !env_is_live(ctx, de->d_name))
+		if (dir && run && !fs_exists(dir) && !env_is_live(ctx, de->d_name)) {
+			sbx_cgroup *cg = NULL;
+			if (cgroup_open(de->d_name, &cg, NULL) == 0) {
+				(void)cgroup_destroy(cg, NULL);
+				cgroup_free(cg);
+			}
 			fs_rm_rf(run);
+		}
 	}
 	if (d)
 		closedir(d);
@@ -647,16 +648,13 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		}
 	if (d)
 		closedir(d);
-	snprintf(p, sizeof(p), "%s/uidslots", ctx->root);
-	d = opendir(p);
-	while (d && (de = readdir(d))) {
+	/* Host uid ranges whose owner no longer exists (any store). */
+	d = opendir(USERNS_SLOT_DIR);
+	while (!ctx->rootless && d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
-		_cleanup_free_ char *owner = NULL, *sp = fs_path_join(p, de->d_name);
-		if (!sp || fs_read_file(sp, 64, &owner, NULL) < 0)
-			continue;
-		_cleanup_free_ char *dir = ctx_env_dir(ctx, owner);
-		if (dir && valid_id(owner) && !fs_exists(dir))
+		_cleanup_free_ char *owner = NULL, *sp = fs_path_join(USERNS_SLOT_DIR, de->d_name);
+		if (sp && fs_read_file(sp, 8192, &owner, NULL) == 0 && owner[0] == '/' && !fs_exists(owner))
 			unlink(sp);
 	}
 	if (d)

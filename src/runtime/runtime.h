@@ -69,9 +69,12 @@ _noreturn_ void init_main(env_config *c, int sock);
 
 /* The unprivileged host uid range of slot n (root mode). */
 uid_t userns_slot_base(unsigned slot);
-/* Reserves a free slot for `id` under $SBX_ROOT/uidslots; *ret_slot. */
-int userns_slot_alloc(const char *root, const char *id, unsigned *ret_slot, sbx_err **err);
-int userns_slot_free(const char *root, unsigned slot);
+/* Host uid ranges are a host-wide resource, whatever SBX_ROOT a caller
+ * uses: a slot is a file in this directory (on tmpfs: ranges are free
+ * again after a reboot), holding its owner's environment directory. */
+#define USERNS_SLOT_DIR "/run/sbx-uidslots"
+int userns_slot_alloc(const char *owner_env_dir, unsigned *ret_slot, sbx_err **err);
+int userns_slot_free(unsigned slot);
 /* Writes uid_map/gid_map (and setgroups for rootless) of pid. */
 int userns_write_maps(pid_t pid, const env_config *c, sbx_err **err);
 /* An fd of a fresh user namespace mapping host uid/gid `inner` to the

@@ -22,11 +22,9 @@
 
 uid_t userns_slot_base(unsigned slot) { return SLOT_BASE + slot * ENV_UID_COUNT; }
 
-int userns_slot_alloc(const char *root, const char *id, unsigned *ret_slot, sbx_err **err)
+int userns_slot_alloc(const char *owner, unsigned *ret_slot, sbx_err **err)
 {
-	_cleanup_free_ char *dir = fs_path_join(root, "uidslots");
-	if (!dir)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	const char *dir = USERNS_SLOT_DIR;
 	int r = fs_mkdir_p(dir, 0700);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", dir);
@@ -47,17 +45,17 @@ int userns_slot_alloc(const char *root, const char *id, unsigned *ret_slot, sbx_
 				continue;
 			return err_errno(err, "reserve uid slot in '%s'", dir);
 		}
-		(void)fd_write_all(fd, id, strlen(id));
+		(void)fd_write_all(fd, owner, strlen(owner));
 		*ret_slot = slot;
 		return 0;
 	}
 	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOSPC, "no free uid range: %u environments exist", SLOT_COUNT);
 }
 
-int userns_slot_free(const char *root, unsigned slot)
+int userns_slot_free(unsigned slot)
 {
 	char path[4200];
-	snprintf(path, sizeof(path), "%s/uidslots/%u", root, slot);
+	snprintf(path, sizeof(path), "%s/%u", USERNS_SLOT_DIR, slot);
 	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install what bench/run needs to compare sbx against its peers (Debian/Ubuntu, as root).
+# bench/run itself never installs anything; it tells you to run this instead.
+set -euo pipefail
+if [[ $(id -u) -ne 0 ]]; then
+	echo "bench/deps.sh: run as root (it calls apt-get install)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y --no-install-recommends bubblewrap crun busybox-static hyperfine python3 util-linux procps

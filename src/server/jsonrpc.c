@@ -1,0 +1,169 @@
+/* JSON-RPC 2.0 framing and validation (see jsonrpc.h). Pure: no I/O. */
+#include "server/jsonrpc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/macro.h"
+
+json_t *jsonrpc_result(const json_t *id, json_t *result)
+{
+	json_t *m = json_object();
+	if (!m) {
+		json_decref(result);
+		return NULL;
+	}
+	json_object_set_new(m, "jsonrpc", json_string("2.0"));
+	json_object_set_new(m, "id", id ? json_deep_copy(id) : json_null());
+	json_object_set_new(m, "result", result ? result : json_object());
+	return m;
+}
+
+json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data)
+{
+	json_t *e = json_object();
+	json_t *m = json_object();
+	if (!e || !m) {
+		json_decref(e);
+		json_decref(m);
+		json_decref(data);
+		return NULL;
+	}
+	json_object_set_new(e, "code", json_integer(code));
+	/* The message may carry bytes from the peer: never let invalid UTF-8
+	 * make the reply unsendable. */
+	json_t *s = json_string(message ? message : "error");
+	json_object_set_new(e, "message", s ? s : json_string("error (message not valid UTF-8)"));
+	if (data)
+		json_object_set_new(e, "data", data);
+	json_object_set_new(m, "jsonrpc", json_string("2.0"));
+	json_object_set_new(m, "id", id ? json_deep_copy(id) : json_null());
+	json_object_set_new(m, "error", e);
+	return m;
+}
+
+json_t *jsonrpc_errorf(const json_t *id, int code, json_t *data, const char *fmt, ...)
+{
+	char *msg = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	json_t *m = jsonrpc_error(id, code, n >= 0 ? msg : "error", data);
+	if (n >= 0)
+		free(msg);
+	return m;
+}
+
+json_t *jsonrpc_notification(const char *method, json_t *params)
+{
+	json_t *m = json_object();
+	if (!m) {
+		json_decref(params);
+		return NULL;
+	}
+	json_object_set_new(m, "jsonrpc", json_string("2.0"));
+	json_object_set_new(m, "method", json_string(method));
+	if (params)
+		json_object_set_new(m, "params", params);
+	return m;
+}
+
+json_t *jsonrpc_too_large(size_t len)
+{
+	return jsonrpc_errorf(NULL, JSONRPC_INVALID_REQUEST, NULL,
+			      "message too large: %zu bytes or more; the limit is %zu bytes (send large file content "
+			      "in several smaller writes)",
+			      len, JSONRPC_MAX_MESSAGE);
+}
+
+char *jsonrpc_dump(const json_t *msg)
+{
+	/* JSON_COMPACT never emits a raw newline: strings escape it. */
+	return json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
+int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
+{
+	*ret = NULL;
+	*ret_error = NULL;
+	if (len > JSONRPC_MAX_MESSAGE) {
+		*ret_error = jsonrpc_too_large(len);
+		return JSONRPC_INVALID_REQUEST;
+	}
+	size_t i = 0;
+	while (i < len && buf[i] && strchr(" \t\r\n", buf[i]))
+		i++;
+	if (i == len)
+		return 1;
+	json_error_t je;
+	/* Trailing garbage is a parse error (no JSON_DISABLE_EOF_CHECK); so is
+	 * \u0000 in a string (no JSON_ALLOW_NUL), which C strings would cut. */
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	if (!j) {
+		*ret_error = jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
+					    "parse error: %s at line %d column %d; send one JSON-RPC 2.0 object "
+					    "per line",
+					    je.text, je.line, je.column);
+		return JSONRPC_PARSE_ERROR;
+	}
+	if (json_is_array(j)) {
+		json_decref(j);
+		*ret_error = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+					   "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send "
+					   "one message per line",
+					   NULL);
+		return JSONRPC_INVALID_REQUEST;
+	}
+	if (!json_is_object(j)) {
+		json_decref(j);
+		*ret_error = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+					   "invalid request: a JSON-RPC message must be a JSON object", NULL);
+		return JSONRPC_INVALID_REQUEST;
+	}
+	*ret = j;
+	return 0;
+}
+
+static bool id_valid(const json_t *id) { return json_is_string(id) || json_is_integer(id); }
+
+int jsonrpc_classify(json_t *msg, jsonrpc_msg *ret, json_t **ret_error)
+{
+	*ret_error = NULL;
+	json_t *id = json_object_get(msg, "id");
+	json_t *method = json_object_get(msg, "method");
+	json_t *params = json_object_get(msg, "params");
+	const json_t *reply_id = id_valid(id) ? id : NULL;
+	const char *why = NULL;
+
+	if (!json_is_object(msg))
+		why = "a JSON-RPC message must be a JSON object";
+	else if (!json_is_string(json_object_get(msg, "jsonrpc")) ||
+		 !streq(json_string_value(json_object_get(msg, "jsonrpc")), "2.0"))
+		why = "\"jsonrpc\" must be the string \"2.0\"";
+	else if (!method) {
+		/* A response to a request we sent. */
+		json_t *result = json_object_get(msg, "result"), *error = json_object_get(msg, "error");
+		if (!id_valid(id) || (!result == !error) || (error && !json_is_object(error)))
+			return JSONRPC_INVALID_REQUEST; /* never answer a reply */
+		*ret = (jsonrpc_msg){.kind = JSONRPC_RESPONSE, .id = id};
+		return 0;
+	} else if (!json_is_string(method))
+		why = "\"method\" must be a string";
+	else if (id && !id_valid(id))
+		why = "\"id\" must be a string or an integer";
+	else if (params && !json_is_object(params) && !json_is_array(params))
+		why = "\"params\" must be an object or an array";
+	if (why) {
+		*ret_error = jsonrpc_errorf(reply_id, JSONRPC_INVALID_REQUEST, NULL, "invalid request: %s", why);
+		return JSONRPC_INVALID_REQUEST;
+	}
+	*ret = (jsonrpc_msg){
+		.kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION,
+		.method = json_string_value(method),
+		.id = id,
+		.params = params,
+	};
+	return 0;
+}

@@ -1,0 +1,118 @@
+# Exec semantics: stdio, exit codes, signals, env, cwd, timeouts, pty.
+
+setup_env() { ID=$(sbx create "$@"); }
+
+t_exit_codes_and_signals() {
+	setup_env
+	expect_status 7 sbx exec "$ID" -- sh -c 'exit 7'
+	expect_status 137 sbx exec "$ID" -- sh -c 'kill -9 $$'
+	expect_status 143 sbx exec "$ID" -- sh -c 'kill -TERM $$'
+	sbx rm "$ID"
+}
+
+t_not_found_and_not_executable() {
+	setup_env
+	expect_status 127 sbx exec "$ID" -- /no/such/thing
+	assert_contains "$ERR" "sbx: "
+	assert_contains "$ERR" "not found"
+	sbx exec "$ID" -- sh -c 'echo "#!/bin/sh" > /root/noexec; chmod 644 /root/noexec'
+	expect_status 126 sbx exec "$ID" -- /root/noexec
+	assert_contains "$ERR" "permission denied"
+	sbx rm "$ID"
+}
+
+t_stdin_is_streamed() {
+	setup_env
+	out=$(printf 'line1\nline2\n' | sbx exec -i "$ID" -- wc -l)
+	assert_eq "$out" "2"
+	# Without -i the command gets /dev/null.
+	out=$(echo ignored | sbx exec "$ID" -- cat)
+	assert_eq "$out" ""
+	# Large stdin and stdout round trip.
+	head -c 3000000 /dev/urandom > "$TMPDIR_TEST/big"
+	sum=$(sbx exec -i "$ID" -- sha256sum < "$TMPDIR_TEST/big" | cut -d' ' -f1)
+	assert_eq "$sum" "$(sha256sum < "$TMPDIR_TEST/big" | cut -d' ' -f1)"
+	n=$(sbx exec "$ID" -- head -c 5000000 /dev/zero | wc -c)
+	assert_eq "$n" "5000000"
+	sbx rm "$ID"
+}
+
+t_stdout_stderr_separate() {
+	setup_env
+	sbx exec "$ID" -- sh -c 'echo out; echo err >&2' > "$TMPDIR_TEST/o" 2> "$TMPDIR_TEST/e"
+	assert_eq "$(cat "$TMPDIR_TEST/o")" "out"
+	assert_eq "$(cat "$TMPDIR_TEST/e")" "err"
+	sbx rm "$ID"
+}
+
+t_env_and_cwd() {
+	setup_env --env A=1 --env B=2
+	out=$(sbx exec --env B=3 --env C=4 --cwd /tmp "$ID" -- sh -c 'echo $A $B $C $(pwd) $HOME')
+	assert_eq "$out" "1 3 4 /tmp /root"
+	expect_status 125 sbx exec --cwd /nonexistent "$ID" -- true
+	assert_contains "$ERR" "/nonexistent"
+	sbx rm "$ID"
+}
+
+t_timeout_kills_and_reports() {
+	setup_env
+	expect_status 137 sbx exec --timeout 500ms "$ID" -- sleep 10
+	assert_contains "$ERR" "timed out"
+	out=$(sbx exec --json --timeout 300ms "$ID" -- sh -c 'echo before; sleep 10' || true)
+	echo "$out"
+	python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['timed_out'] is True and r['exit_code'] is None and r['signal']==9 and r['stdout']=='before\n', r" "$out"
+	# The environment stays usable.
+	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
+	sbx rm "$ID"
+}
+
+t_default_timeout_from_create() {
+	setup_env --timeout 400ms
+	expect_status 137 sbx exec "$ID" -- sleep 5
+	assert_contains "$ERR" "timed out"
+	sbx rm "$ID"
+}
+
+t_background_children_do_not_hang_exec() {
+	setup_env
+	start=$(date +%s)
+	out=$(sbx exec "$ID" -- sh -c 'sleep 20 & echo done')
+	assert_eq "$out" "done"
+	[ $(($(date +%s) - start)) -lt 10 ] || fail "exec waited for a background child"
+	sbx rm "$ID"
+}
+
+t_client_killed_cancels_command() {
+	setup_env
+	"$SBX_BIN" exec "$ID" -- sleep 300 &
+	pid=$!
+	sleep 0.5
+	kill -9 $pid
+	sleep 0.5
+	sbx ps "$ID" | grep -q "sleep 300" && fail "command survived its client"
+	sbx rm "$ID"
+}
+
+t_pty() {
+	command -v script > /dev/null || skip "script(1) is not installed"
+	setup_env
+	# script gives sbx a terminal; -t allocates a pty inside.
+	out=$(script -qec "$SBX_BIN exec -t $ID -- sh -c 'tty; test -t 0 && echo is-a-tty'" /dev/null)
+	assert_contains "$out" "/dev/pts/"
+	assert_contains "$out" "is-a-tty"
+	sbx rm "$ID"
+}
+
+t_output_limit_truncates() {
+	setup_env --output-limit 1k
+	out=$(sbx exec --json "$ID" -- head -c 100000 /dev/zero)
+	python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['stdout_truncated'] is True and len(r['stdout'])==1024, (r['stdout_truncated'], len(r['stdout']))" "$out"
+	sbx rm "$ID"
+}
+
+t_binary_output_in_json() {
+	setup_env
+	out=$(sbx exec --json "$ID" -- printf 'a\377b\000c')
+	python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['stdout']=='a\ufffdb\ufffdc', repr(r['stdout'])" "$out"
+	sbx rm "$ID"
+}

@@ -1,0 +1,166 @@
+# Lifecycle of live environments through the real CLI.
+
+t_run_echo() {
+	out=$(sbx run -- echo hello)
+	assert_eq "$out" "hello"
+}
+
+t_run_exit_status() {
+	expect_status 3 sbx run -- sh -c 'exit 3'
+	expect_status 0 sbx run -- true
+}
+
+t_create_exec_rm() {
+	id=$(sbx create)
+	[[ "$id" =~ ^[0-9a-f]{12}$ ]] || fail "bad id '$id'"
+	assert_eq "$(sbx exec "$id" -- echo hi)" "hi"
+	# State persists between execs in one environment.
+	sbx exec "$id" -- sh -c 'echo data > /root/file'
+	assert_eq "$(sbx exec "$id" -- cat /root/file)" "data"
+	# The environment outlives the CLI call that created it.
+	sbx ls | grep -q "$id.*running" || fail "not listed as running"
+	sbx rm "$id"
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "state dir left behind"
+	[ ! -e "$SBX_RUN/$id" ] || fail "run dir left behind"
+	expect_status 125 sbx exec "$id" -- true
+	assert_contains "$ERR" "no such environment"
+}
+
+t_name_and_prefix() {
+	id=$(sbx create --name web-1)
+	assert_eq "$(sbx exec web-1 -- hostname)" "web-1"
+	assert_eq "$(sbx exec "${id:0:6}" -- echo ok)" "ok"
+	expect_status 125 sbx create --name web-1
+	assert_contains "$ERR" "already exists"
+	sbx rm web-1
+}
+
+t_json_outputs() {
+	out=$(sbx create --json)
+	id=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["environment_id"])')
+	out=$(sbx exec --json "$id" -- sh -c 'echo out; echo err >&2; exit 4' || true)
+	python3 - "$out" <<'PY'
+import json, sys
+r = json.loads(sys.argv[1])
+assert r["exit_code"] == 4, r
+assert r["stdout"] == "out\n" and r["stderr"] == "err\n", r
+assert r["timed_out"] is False and r["stdout_truncated"] is False, r
+assert isinstance(r["duration_ms"], int), r
+PY
+	sbx ls --json | python3 -c "import json,sys; e=json.load(sys.stdin)['environments']; assert any(x['environment_id']=='$id' and x['state']=='running' for x in e), e"
+	sbx inspect "$id" | python3 -c "
+import json,sys
+i=json.load(sys.stdin)
+assert i['environment_id']=='$id'
+iso=i['isolation']
+assert set(['user','mount','pid','net','uts','ipc','cgroup','time']) <= set(iso['namespaces']), iso
+assert i['supervisor_pid'] > 0 and i['init_pid'] > 0
+"
+	sbx ps --json "$id" | python3 -c "import json,sys; p=json.load(sys.stdin)['processes']; assert p[0]['pid']==1 and p[0]['argv']==['sbx-init'], p"
+	sbx rm --json "$id" | grep -q removed
+}
+
+t_ps_shows_running_commands() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'sleep 30 & echo started' > /dev/null
+	sbx ps "$id" | grep -q "sleep 30" || fail "sleep not in ps: $(sbx ps "$id")"
+	sbx rm "$id"
+}
+
+t_concurrent_execs() {
+	id=$(sbx create)
+	start=$(date +%s%N)
+	for i in 1 2 3 4; do sbx exec "$id" -- sh -c "sleep 1; echo $i" > "$TMPDIR_TEST/o$i" & done
+	wait
+	end=$(date +%s%N)
+	for i in 1 2 3 4; do assert_eq "$(cat "$TMPDIR_TEST/o$i")" "$i"; done
+	[ $(((end - start) / 1000000)) -lt 3500 ] || fail "execs did not run concurrently"
+	sbx rm "$id"
+}
+
+t_concurrent_cli_calls_safe() {
+	id=$(sbx create)
+	for i in $(seq 1 10); do sbx exec "$id" -- true & done
+	for i in 1 2 3; do sbx inspect "$id" > /dev/null & done
+	wait
+	# Two removals racing: one wins, the other reports not found or succeeds; nothing left.
+	sbx rm "$id" & sbx rm "$id" &
+	wait || true
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "state left"
+}
+
+t_dir_template_busybox() {
+	[ -x /bin/busybox ] || skip "busybox-static is not installed"
+	rootfs="$TMPDIR_TEST/rootfs"
+	mkdir -p "$rootfs/bin" "$rootfs/etc"
+	cp /bin/busybox "$rootfs/bin/busybox"
+	for c in sh echo cat ls id hostname; do ln -s busybox "$rootfs/bin/$c"; done
+	echo "root:x:0:0:root:/root:/bin/sh" > "$rootfs/etc/passwd"
+	out=$(sbx run --template "dir:$rootfs" -- sh -c 'echo from-busybox; ls /')
+	assert_contains "$out" "from-busybox"
+	assert_contains "$out" "proc"
+	# Writes land in the environment, never in the template directory.
+	id=$(sbx create --template "dir:$rootfs")
+	sbx exec "$id" -- sh -c 'echo x > /bin/newfile'
+	[ ! -e "$rootfs/bin/newfile" ] || fail "write reached the template"
+	sbx rm "$id"
+}
+
+t_host_template_is_writable_privately() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo changed >> /etc/hostname; echo new > /usr/local/newfile'
+	assert_contains "$(sbx exec "$id" -- cat /etc/hostname)" "changed"
+	grep -q changed /etc/hostname && fail "write reached the host"
+	[ ! -e /usr/local/newfile ] || fail "write reached the host /usr"
+	sbx rm "$id"
+}
+
+t_volumes() {
+	d="$TMPDIR_TEST/vol"
+	mkdir -p "$d"
+	echo host-data > "$d/in"
+	id=$(sbx create -v "$d:/data" -v "$d:/ro:ro")
+	assert_eq "$(sbx exec "$id" -- cat /data/in)" "host-data"
+	sbx exec "$id" -- sh -c 'echo from-env > /data/out'
+	assert_eq "$(cat "$d/out")" "from-env"
+	# Files written through a volume belong to the directory's owner, never to host root
+	# unless root owns the directory.
+	assert_eq "$(stat -c %u "$d/out")" "$(stat -c %u "$d")"
+	expect_status 2 sbx exec "$id" -- sh -c 'echo x > /ro/x'
+	assert_contains "$ERR" "Read-only"
+	sbx rm "$id"
+}
+
+t_gc_after_kill9_supervisor() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'sleep 1000 &' > /dev/null
+	spid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
+	kill -9 "$spid"
+	sleep 0.3
+	# init dies with its supervisor, and with it every process inside.
+	pgrep -f "sleep 1000" > /dev/null && { pgrep -af "sleep 1000"; fail "process survived its supervisor"; }
+	sbx ls | grep -q "$id.*exited" || fail "not shown as exited: $(sbx ls)"
+	expect_status 125 sbx exec "$id" -- true
+	assert_contains "$ERR" "not running"
+	sbx gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc left the state dir"
+	ls -d /sys/fs/cgroup/*/sbx/"$id" 2>/dev/null && fail "gc left a cgroup"
+	true
+}
+
+t_kill9_init_stops_environment() {
+	id=$(sbx create)
+	ipid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["init_pid"])')
+	kill -9 "$ipid"
+	for i in $(seq 50); do sbx ls | grep -q "$id.*exited" && break; sleep 0.1; done
+	sbx ls | grep -q "$id.*exited" || fail "environment not exited after init was killed"
+	sbx rm "$id"
+}
+
+t_ttl_idle_destroys() {
+	id=$(sbx create --ttl 1s)
+	sbx exec "$id" -- true
+	sleep 2.5
+	sbx ls | grep -q "$id.*running" && fail "idle environment still running after its TTL"
+	sbx rm "$id" > /dev/null 2>&1 || true
+}
