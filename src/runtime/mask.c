@@ -32,7 +32,7 @@
 #include "runtime/mask.h"
 #include "util/fs.h"
 
-#define MASK_VERSION "5"
+#define MASK_VERSION "6"
 #define MASK_MAX_ENTRIES 400000
 
 static const char *const keep_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "var", "opt", NULL};
@@ -258,6 +258,10 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 			st.st_mode = S_IFDIR | 01777;
 		r = add(m, 'o', empty_top[i], &st);
 	}
+	/* Shared host scratch space is not the environment's business either. */
+	struct stat vt;
+	if (r >= 0 && lstat("/var/tmp", &vt) == 0 && S_ISDIR(vt.st_mode) && (r = mirror_path(m, "var")) >= 0)
+		r = add(m, 'o', "var/tmp", &vt);
 	if (r >= 0)
 		r = hide_path(m, sbx_root);
 	if (r >= 0)

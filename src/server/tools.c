@@ -1,0 +1,855 @@
+/* The MCP tools (see tools.h): one row per tool whose capability exists.
+ *
+ * Tools whose capability has not landed (snapshot, restore, diff, replay,
+ * snapshot_list) are not listed at all: a client must never see a tool that
+ * can only fail. Arguments of such capabilities on listed tools ("snapshot"
+ * and "policy" on create, "trace" on execute) are accepted by the validator
+ * and answered with an `unavailable` tool error that says what to do. */
+#include "server/tools.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/err.h"
+#include "util/json.h"
+#include "util/macro.h"
+
+/* ---- schemas ------------------------------------------------------------
+ * Written with single quotes for readability; tools_init() turns them into
+ * double quotes, so no text inside may contain an apostrophe. */
+
+#define ENV_ID_PROP                                                                                \
+	"'environment_id':{'type':'string','minLength':1,'description':'Id (or unique name) of a live "  \
+	"environment, as returned by environment_create or environment_list.'}"
+
+#define ERROR_PROP                                                                                 \
+	"'error':{'type':'object','description':'Set only when isError is true.','properties':{"      \
+	"'code':{'type':'string','enum':['not_found','invalid_argument','limit_exceeded','conflict',"    \
+	"'unavailable','internal']},'message':{'type':'string'}},'required':['code','message']}"
+
+/* Output schemas accept either the result or the error object, because
+ * clients validate structuredContent of error results too. */
+#define OUTPUT(props, req)                                                                         \
+	"{'type':'object','properties':{" props "," ERROR_PROP "},'anyOf':[{'required':[" req           \
+	"]},{'required':['error']}]}"
+
+static const char create_in[] =
+	"{'type':'object','additionalProperties':false,'properties':{"
+	"'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
+	"read-only, under a private writable layer) or dir:/absolute/path.'},"
+	"'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
+	"environment_id is.'},"
+	"'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
+	"variables for every command, as {NAME: value}.'},"
+	"'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
+	"ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output).',"
+	"'properties':{"
+	"'memory_bytes':{'type':'integer','minimum':-1,'description':'Memory limit in bytes (-1: none).'},"
+	"'pids':{'type':'integer','minimum':-1,'description':'Maximum number of processes (-1: none).'},"
+	"'cpus':{'type':'number','minimum':0,'description':'CPU limit in cores, e.g. 0.5 (0: none).'},"
+	"'timeout_ms':{'type':'integer','minimum':0,'description':'Default timeout of each command in "
+	"milliseconds (0: none).'},"
+	"'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
+	"idle this many milliseconds (0: never).'},"
+	"'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
+	"per command, each (-1: none).'}}},"
+	"'network':{'type':'string','enum':['none'],'description':'Network access: none (loopback only) "
+	"is the only mode available now.'},"
+	"'volumes':{'type':'array','description':'Host directories to bind inside.','items':{'type':"
+	"'object','additionalProperties':false,'required':['host','path'],'properties':{"
+	"'host':{'type':'string','description':'Absolute host path.'},"
+	"'path':{'type':'string','description':'Absolute path inside the environment.'},"
+	"'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}}}";
+
+static const char create_out[] =
+	OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
+	       "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}}",
+	       "'environment_id','create_ms'");
+
+static const char execute_in[] =
+	"{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
+	","
+	"'command':{'type':'string','minLength':1,'description':'Shell command, run by /bin/sh -c. Give "
+	"either command or argv.'},"
+	"'argv':{'type':'array','minItems':1,'items':{'type':'string'},'description':'Program and "
+	"arguments, run without a shell (argv[0] looked up in PATH). Give either command or argv.'},"
+	"'cwd':{'type':'string','description':'Absolute working directory (default /root).'},"
+	"'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Extra environment "
+	"variables for this command, as {NAME: value}.'},"
+	"'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
+	"empty, closed).'},"
+	"'timeout_ms':{'type':'integer','minimum':-1,'description':'Kill the command after this many "
+	"milliseconds and report timed_out (0 or absent: the environment default; -1: none).'}}}";
+
+static const char execute_out[] =
+	OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
+	       "signal'},'signal':{'type':'integer'},'stdout':{'type':'string'},'stderr':{'type':'string'},"
+	       "'stdout_truncated':{'type':'boolean'},'stderr_truncated':{'type':'boolean'},"
+	       "'timed_out':{'type':'boolean'},'duration_ms':{'type':'number'},"
+	       "'oom_killed':{'type':'boolean'},'cancelled':{'type':'boolean'},"
+	       "'trace_id':{'type':['string','null']}",
+	       "'exit_code','stdout','stderr','timed_out','duration_ms'");
+
+static const char env_only_in[] = "{'type':'object','additionalProperties':false,'required':['environment_id'],"
+				  "'properties':{" ENV_ID_PROP "}}";
+
+static const char destroy_out[] =
+	OUTPUT("'destroyed':{'type':'boolean'},'environment_id':{'type':'string'}", "'destroyed'");
+
+static const char list_in[] = "{'type':'object','additionalProperties':false,'properties':{}}";
+
+static const char list_out[] =
+	OUTPUT("'environments':{'type':'array','items':{'type':'object','properties':{"
+	       "'environment_id':{'type':'string'},'name':{'type':['string','null']},'state':{'type':'string'},"
+	       "'created_at':{},'snapshot_id':{'type':['string','null']}}}}",
+	       "'environments'");
+
+static const char read_in[] =
+	"{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
+	","
+	"'path':{'type':'string','minLength':1,'description':'File to read; relative paths are taken from "
+	"/root.'},"
+	"'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) for text, "
+	"base64 for binary files.'},"
+	"'max_bytes':{'type':'integer','minimum':1,'description':'Read at most this many bytes (default "
+	"10 MiB); truncated tells whether the file is longer.'}}}";
+
+static const char read_out[] = OUTPUT("'content':{'type':'string'},'encoding':{'type':'string'},"
+				      "'size':{'type':'integer'},'truncated':{'type':'boolean'}",
+				      "'content','encoding','size','truncated'");
+
+static const char write_in[] =
+	"{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],"
+	"'properties':{" ENV_ID_PROP ","
+	"'path':{'type':'string','minLength':1,'description':'File to create or replace (its directory "
+	"must exist); relative paths are taken from /root.'},"
+	"'content':{'type':'string','description':'The new content, encoded as encoding says.'},"
+	"'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) or base64 "
+	"for binary content.'},"
+	"'mode':{'type':'integer','minimum':0,'maximum':4095,'description':'Permission bits as a number, "
+	"e.g. 493 for 0755 (default 420, i.e. 0644).'}}}";
+
+static const char write_out[] = OUTPUT("'bytes_written':{'type':'integer'}", "'bytes_written'");
+
+static const char list_files_in[] =
+	"{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
+	","
+	"'path':{'type':'string','minLength':1,'description':'Directory to list; relative paths are taken "
+	"from /root.'}}}";
+
+static const char list_files_out[] =
+	OUTPUT("'entries':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
+	       "'type':{'type':'string'},'size':{'type':'integer'},'mode':{'type':'integer'}}}}",
+	       "'entries'");
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static int bad_params(tool_call *c, const char *fmt, ...) _printf_(2, 3);
+static int bad_params(tool_call *c, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	free(c->bad_params);
+	if (vasprintf(&c->bad_params, fmt, ap) < 0)
+		c->bad_params = strdup("invalid params");
+	va_end(ap);
+	return -EINVAL;
+}
+
+static void err_pass(sbx_err **err, sbx_err *e)
+{
+	if (err && !*err)
+		*err = e;
+	else
+		sbx_err_free(e);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Resolves an id or name; a miss gets a message that tells a model what to do. */
+static int resolve_env(tool_call *c, char **ret_id, sbx_err **err)
+{
+	const char *ref = json_str(c->args, "environment_id");
+	sbx_err *e = NULL;
+	if (sbx_env_resolve(c->ctx, ref, ret_id, &e) >= 0)
+		return 0;
+	if (sbx_err_code(e) == SBX_E_NOT_FOUND) {
+		sbx_err_free(e);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+			       "environment '%s' not found; call environment_list to see the live environments or "
+			       "environment_create to make one",
+			       ref);
+	}
+	err_pass(err, e);
+	return -1;
+}
+
+/* {K: V} -> NULL-terminated "K=V" vector (NULL for an absent object). */
+static int env_strv(tool_call *c, const char *field, char ***ret)
+{
+	json_t *o = json_object_get(c->args, field);
+	*ret = NULL;
+	if (!o)
+		return 0;
+	char **v = calloc(json_object_size(o) + 1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	size_t n = 0;
+	const char *k;
+	json_t *val;
+	json_object_foreach(o, k, val)
+	{
+		if (!*k || strchr(k, '=')) {
+			strv_free(v);
+			return bad_params(c, "'%s' has an invalid variable name '%s': names must be non-empty and "
+					     "contain no '='",
+					  field, k);
+		}
+		if (asprintf(&v[n], "%s=%s", k, json_string_value(val)) < 0) {
+			v[n] = NULL;
+			strv_free(v);
+			return -ENOMEM;
+		}
+		n++;
+	}
+	*ret = v;
+	return 0;
+}
+
+static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static char *b64_encode(const unsigned char *p, size_t n)
+{
+	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
+			     (i + 2 < n ? p[i + 2] : 0);
+		*o++ = b64_alphabet[v >> 18 & 63];
+		*o++ = b64_alphabet[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64_alphabet[v & 63] : '=';
+	}
+	*o = 0;
+	return out;
+}
+
+/* Decodes standard base64 (whitespace ignored, padding optional). Returns
+ * 0, or -EINVAL for anything else. */
+static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+	unsigned char *out = malloc(len / 4 * 3 + 3), *o = out;
+	if (!out)
+		return -ENOMEM;
+	uint32_t acc = 0;
+	int bits = 0, pad = 0;
+	for (size_t i = 0; i < len; i++) {
+		char ch = s[i];
+		if (strchr(" \t\r\n", ch) && ch)
+			continue;
+		if (ch == '=') {
+			pad++;
+			continue;
+		}
+		const char *q = ch ? strchr(b64_alphabet, ch) : NULL;
+		if (!q || pad) {
+			free(out);
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)(q - b64_alphabet);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*o++ = (unsigned char)(acc >> bits);
+		}
+	}
+	if (pad > 2 || bits >= 6) {
+		free(out);
+		return -EINVAL;
+	}
+	*ret_len = (size_t)(o - out);
+	*ret = out;
+	return 0;
+}
+
+/* ---- handlers ------------------------------------------------------------ */
+
+static int t_create(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const json_t *a = c->args;
+	if (json_object_get(a, "snapshot"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
+			       "snapshots are not available yet in this sbx; omit 'snapshot' and start from a "
+			       "'template' instead");
+	if (json_object_get(a, "policy"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
+			       "policies are not available yet in this sbx; omit 'policy' and use 'limits', "
+			       "'network' and 'volumes' instead");
+	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+	o.template_spec = json_str(a, "template");
+	o.name = json_str(a, "name");
+	o.network = json_str(a, "network");
+	_cleanup_strv_free_ char **env = NULL;
+	int r = env_strv(c, "env", &env);
+	if (r < 0)
+		return c->bad_params ? r : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	o.env = (const char *const *)env;
+	json_t *lim = json_object_get(a, "limits");
+	o.memory_bytes = json_int(lim, "memory_bytes", 0);
+	o.pids = json_int(lim, "pids", 0);
+	o.cpus = json_is_number(json_object_get(lim, "cpus")) ? json_number_value(json_object_get(lim, "cpus")) : 0;
+	o.timeout_ms = json_int(lim, "timeout_ms", 0);
+	o.ttl_ms = json_int(lim, "ttl_ms", 0);
+	o.output_bytes = json_int(lim, "output_bytes", 0);
+	json_t *vols = json_object_get(a, "volumes");
+	_cleanup_free_ sbx_volume *v = NULL;
+	if (json_array_size(vols) > 0) {
+		v = calloc(json_array_size(vols), sizeof(*v));
+		if (!v)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		size_t i;
+		json_t *vol;
+		json_array_foreach(vols, i, vol)
+		{
+			v[i] = (sbx_volume){.host = json_str(vol, "host"),
+					    .path = json_str(vol, "path"),
+					    .readonly = json_bool(vol, "readonly", false)};
+		}
+		o.volumes = v;
+		o.n_volumes = json_array_size(vols);
+	}
+	_cleanup_free_ char *id = NULL;
+	_cleanup_json_ json_t *warnings = NULL;
+	int64_t t0 = now_us();
+	if (sbx_env_create(c->ctx, &o, &id, &warnings, err) < 0)
+		return -1;
+	double ms = (double)(now_us() - t0) / 1000.0;
+	json_t *res = json_pack("{s:s,s:n,s:f}", "environment_id", id, "snapshot_id", "create_ms", ms);
+	if (!res)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (json_array_size(warnings) > 0)
+		json_object_set(res, "warnings", warnings);
+	*ret = res;
+	return 0;
+}
+
+static void t_create_undo(tool_call *c, const json_t *result)
+{
+	const char *id = json_str(result, "environment_id");
+	if (id)
+		(void)sbx_env_remove(c->ctx, id, NULL);
+}
+
+static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const json_t *a = c->args;
+	if (json_object_get(a, "trace"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
+			       "tracing is not available yet in this sbx; omit 'trace'");
+	const char *command = json_str(a, "command");
+	json_t *argv_j = json_object_get(a, "argv");
+	if (command && argv_j)
+		return bad_params(c, "give either 'command' (a shell command string) or 'argv' (an array of "
+				     "strings), not both");
+	if (!command && !argv_j)
+		return bad_params(c, "missing 'command' (a shell command string, run by /bin/sh -c) or 'argv' "
+				     "(an array of strings)");
+	_cleanup_strv_free_ char **argv = NULL;
+	if (command) {
+		argv = calloc(4, sizeof(char *));
+		if (!argv || !(argv[0] = strdup("/bin/sh")) || !(argv[1] = strdup("-c")) ||
+		    !(argv[2] = strdup(command)))
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	} else if (!(argv = json_to_strv(argv_j)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	_cleanup_strv_free_ char **env = NULL;
+	int r = env_strv(c, "env", &env);
+	if (r < 0)
+		return c->bad_params ? r : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.argv = (const char *const *)argv;
+	o.env = (const char *const *)env;
+	o.cwd = json_str(a, "cwd");
+	o.timeout_ms = json_int(a, "timeout_ms", 0);
+	json_t *in = json_object_get(a, "stdin");
+	if (in) {
+		o.stdin_data = json_string_value(in);
+		o.stdin_len = json_string_length(in);
+	}
+	o.capture = true;
+	o.on_output = c->on_output;
+	o.userdata = c->userdata;
+	o.cancel_fd = c->cancel_fd;
+	sbx_exec_result res = {0};
+	if (sbx_env_exec(c->ctx, id, &o, &res, err) < 0)
+		return -1;
+	*ret = sbx_exec_result_json(&res);
+	sbx_exec_result_free(&res);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	if (sbx_env_remove(c->ctx, id, err) < 0)
+		return -1;
+	*ret = json_pack("{s:b,s:s}", "destroyed", 1, "environment_id", id);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+static int t_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_env_list(c->ctx, ret, err); }
+
+static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *path = json_str(c->args, "path");
+	const char *enc = json_str(c->args, "encoding") ?: "utf8";
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	int64_t size = 0;
+	bool truncated = false;
+	if (sbx_env_read_file(c->ctx, id, path, json_int(c->args, "max_bytes", 0), &data, &len, &size, &truncated,
+			      err) < 0)
+		return -1;
+	json_t *content;
+	if (streq(enc, "base64")) {
+		_cleanup_free_ char *b = b64_encode((const unsigned char *)data, len);
+		content = b ? json_string(b) : NULL;
+	} else {
+		/* A cut may split a multi-byte character: drop its first bytes. */
+		if (truncated)
+			for (size_t k = 1; k <= 3 && k <= len; k++) {
+				unsigned char ch = (unsigned char)data[len - k];
+				if ((ch & 0xC0) == 0x80)
+					continue;
+				size_t need = ch >= 0xF0 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC0 ? 2 : 1;
+				if (need > k)
+					len -= k;
+				break;
+			}
+		content = json_stringn(data, len);
+		if (!content)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EILSEQ,
+				       "'%s' is not UTF-8 text; read it again with encoding \"base64\"", path);
+	}
+	*ret = json_pack("{s:o,s:s,s:I,s:b}", "content", content, "encoding", enc, "size", (json_int_t)size,
+			 "truncated", truncated);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+static int t_write_file(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *path = json_str(c->args, "path");
+	const char *enc = json_str(c->args, "encoding") ?: "utf8";
+	json_t *content = json_object_get(c->args, "content");
+	const char *data = json_string_value(content);
+	size_t len = json_string_length(content);
+	_cleanup_free_ unsigned char *decoded = NULL;
+	if (streq(enc, "base64")) {
+		int r = b64_decode(data, len, &decoded, &len);
+		if (r == -EINVAL)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "'content' is not valid base64; encode the bytes with standard base64 "
+				       "(A-Z a-z 0-9 + /, = padding) or use encoding \"utf8\" for text");
+		if (r < 0)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		data = (const char *)decoded;
+	}
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	if (sbx_env_write_file(c->ctx, id, path, data, len, (int)json_int(c->args, "mode", -1), err) < 0)
+		return -1;
+	*ret = json_pack("{s:I}", "bytes_written", (json_int_t)len);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+static int t_list_files(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_list_files(c->ctx, id, json_str(c->args, "path"), ret, err);
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const char *const create_reserved[] = {"snapshot", "policy", NULL};
+static const char *const execute_reserved[] = {"trace", NULL};
+
+static const tool tools[] = {
+	{
+		.name = "environment_create",
+		.alias = "environment.create",
+		.title = "Create a sandboxed environment",
+		.description =
+			"Create a new isolated Linux environment (its own filesystem view, processes, and no "
+			"network) and return its environment_id. Pass that id to environment_execute, the file "
+			"tools and environment_destroy. Environments persist across calls until destroyed: reuse "
+			"one for related steps, and destroy it when done. By default the root filesystem is the "
+			"host OS, read-only, under a private writable layer, so installed tools are available and "
+			"changes stay inside.",
+		.input_schema = create_in,
+		.output_schema = create_out,
+		.reserved = create_reserved,
+		.run = t_create,
+		.undo = t_create_undo,
+	},
+	{
+		.name = "environment_execute",
+		.alias = "environment.execute",
+		.title = "Run a command in an environment",
+		.description =
+			"Run a command inside a live environment and wait for it. Give command (a shell string "
+			"run by /bin/sh -c, so pipes and redirections work) or argv (no shell). Returns "
+			"exit_code, stdout, stderr, timed_out and duration_ms. A command that exits non-zero is "
+			"still a successful call: read exit_code and stderr. Files written persist for later "
+			"calls in the same environment. Long-running commands report output as progress when "
+			"the request carries a progressToken.",
+		.input_schema = execute_in,
+		.output_schema = execute_out,
+		.reserved = execute_reserved,
+		.destructive = true,
+		.run = t_execute,
+	},
+	{
+		.name = "environment_destroy",
+		.alias = "environment.destroy",
+		.title = "Destroy an environment",
+		.description = "Destroy a live environment: kill every process in it and delete its files. The "
+			       "environment_id is invalid afterwards.",
+		.input_schema = env_only_in,
+		.output_schema = destroy_out,
+		.destructive = true,
+		.idempotent = true,
+		.run = t_destroy,
+	},
+	{
+		.name = "environment_list",
+		.alias = "environment.list",
+		.title = "List environments",
+		.description = "List the environments that exist, with their environment_id, name, state and "
+			       "creation time. Use it to find an id again or to clean up.",
+		.input_schema = list_in,
+		.output_schema = list_out,
+		.read_only = true,
+		.idempotent = true,
+		.run = t_list,
+	},
+	{
+		.name = "environment_read_file",
+		.alias = "environment.read_file",
+		.title = "Read a file in an environment",
+		.description = "Read a regular file inside a live environment. Text comes back as UTF-8; use "
+			       "encoding base64 for binary files. size is the full file size and truncated "
+			       "tells whether max_bytes cut it.",
+		.input_schema = read_in,
+		.output_schema = read_out,
+		.read_only = true,
+		.idempotent = true,
+		.run = t_read_file,
+	},
+	{
+		.name = "environment_write_file",
+		.alias = "environment.write_file",
+		.title = "Write a file in an environment",
+		.description = "Create or replace a regular file inside a live environment (its parent directory "
+			       "must exist; create it with environment_execute and mkdir -p). Use this rather "
+			       "than shell quoting for file content.",
+		.input_schema = write_in,
+		.output_schema = write_out,
+		.destructive = true,
+		.idempotent = true,
+		.run = t_write_file,
+	},
+	{
+		.name = "environment_list_files",
+		.alias = "environment.list_files",
+		.title = "List a directory in an environment",
+		.description = "List the entries of a directory inside a live environment: name, type (file, "
+			       "dir, symlink, other), size and mode.",
+		.input_schema = list_files_in,
+		.output_schema = list_files_out,
+		.read_only = true,
+		.idempotent = true,
+		.run = t_list_files,
+	},
+};
+
+static json_t *schemas[ARRAY_SIZE(tools)][2];
+static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
+static int schemas_ok = -1;
+
+static json_t *load_schema(const char *text)
+{
+	_cleanup_free_ char *s = strdup(text);
+	if (!s)
+		return NULL;
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	return json_loads(s, JSON_REJECT_DUPLICATES, NULL);
+}
+
+static void schemas_load(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
+		schemas[i][0] = load_schema(tools[i].input_schema);
+		schemas[i][1] = load_schema(tools[i].output_schema);
+		if (!schemas[i][0] || !schemas[i][1])
+			return;
+	}
+	schemas_ok = 0;
+}
+
+int tools_init(void)
+{
+	pthread_once(&schemas_once, schemas_load);
+	return schemas_ok;
+}
+
+const tool *tools_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(tools); i++)
+		if (streq(tools[i].name, name) || streq(tools[i].alias, name))
+			return &tools[i];
+	return NULL;
+}
+
+json_t *tools_list_json(void)
+{
+	if (tools_init() < 0)
+		return NULL;
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < ARRAY_SIZE(tools); i++) {
+		const tool *t = &tools[i];
+		json_t *ann = json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", t->title, "readOnlyHint", t->read_only,
+					"destructiveHint", t->destructive, "idempotentHint", t->idempotent,
+					"openWorldHint", t->open_world);
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title", t->title,
+						   "description", t->description, "inputSchema", schemas[i][0],
+						   "outputSchema", schemas[i][1], "annotations", ann));
+	}
+	return a;
+}
+
+/* ---- argument validation: the subset of JSON Schema the tables use ------- */
+
+static bool type_is(const char *type, const json_t *v)
+{
+	if (streq(type, "object"))
+		return json_is_object(v);
+	if (streq(type, "array"))
+		return json_is_array(v);
+	if (streq(type, "string"))
+		return json_is_string(v);
+	if (streq(type, "integer"))
+		return json_is_integer(v);
+	if (streq(type, "number"))
+		return json_is_number(v);
+	if (streq(type, "boolean"))
+		return json_is_boolean(v);
+	if (streq(type, "null"))
+		return json_is_null(v);
+	return false;
+}
+
+static const char *type_noun(const char *type)
+{
+	if (streq(type, "object"))
+		return "an object";
+	if (streq(type, "array"))
+		return "an array";
+	if (streq(type, "integer"))
+		return "an integer";
+	if (streq(type, "null"))
+		return "null";
+	return streq(type, "string") ? "a string" : streq(type, "number") ? "a number" : "a boolean";
+}
+
+static const char *json_noun(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+		return "an integer";
+	case JSON_REAL:
+		return "a non-integer number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	default:
+		return "null";
+	}
+}
+
+static int fail(char **msg, const char *fmt, ...) _printf_(2, 3);
+static int fail(char **msg, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(msg, fmt, ap) < 0)
+		*msg = NULL;
+	va_end(ap);
+	return -1;
+}
+
+static int check(const json_t *s, const json_t *v, const char *path, const char *const *reserved, char **msg)
+{
+	json_t *type = json_object_get(s, "type");
+	if (json_is_string(type) && !type_is(json_string_value(type), v))
+		return fail(msg, "'%s' must be %s, not %s", path, type_noun(json_string_value(type)), json_noun(v));
+	if (json_is_array(type)) {
+		bool ok = false;
+		size_t i;
+		json_t *t;
+		json_array_foreach(type, i, t) ok = ok || type_is(json_string_value(t) ?: "", v);
+		if (!ok)
+			return fail(msg, "'%s' has the wrong type (%s)", path, json_noun(v));
+	}
+	json_t *en = json_object_get(s, "enum");
+	if (en) {
+		bool ok = false;
+		size_t i;
+		json_t *e;
+		json_array_foreach(en, i, e) ok = ok || json_equal(e, v);
+		if (!ok) {
+			_cleanup_free_ char *list = json_dumps(en, JSON_COMPACT);
+			return fail(msg, "'%s' must be one of %s", path, list ? list : "the listed values");
+		}
+	}
+	if (json_is_number(v)) {
+		json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
+		if (mn && json_number_value(v) < json_number_value(mn))
+			return fail(msg, "'%s' must be at least %g", path, json_number_value(mn));
+		if (mx && json_number_value(v) > json_number_value(mx))
+			return fail(msg, "'%s' must be at most %g", path, json_number_value(mx));
+	}
+	if (json_is_string(v) && json_object_get(s, "minLength") &&
+	    json_string_length(v) < (size_t)json_int(s, "minLength", 0))
+		return fail(msg, "'%s' must not be empty", path);
+	if (json_is_array(v)) {
+		if (json_array_size(v) < (size_t)json_int(s, "minItems", 0))
+			return fail(msg, "'%s' must not be empty", path);
+		json_t *items = json_object_get(s, "items");
+		size_t i;
+		json_t *e;
+		if (items)
+			json_array_foreach(v, i, e)
+			{
+				_cleanup_free_ char *p = NULL;
+				if (asprintf(&p, "%s[%zu]", path, i) < 0)
+					return fail(msg, "out of memory");
+				if (check(items, e, p, NULL, msg) < 0)
+					return -1;
+			}
+	}
+	if (json_is_object(v)) {
+		json_t *props = json_object_get(s, "properties"), *addl = json_object_get(s, "additionalProperties");
+		size_t i;
+		json_t *r;
+		json_array_foreach(json_object_get(s, "required"), i, r)
+		{
+			const char *k = json_string_value(r);
+			if (k && !json_object_get(v, k)) {
+				if (!*path)
+					return fail(msg, "missing required argument '%s'", k);
+				return fail(msg, "'%s' is missing its required field '%s'", path, k);
+			}
+		}
+		const char *k;
+		json_t *e;
+		json_object_foreach((json_t *)v, k, e)
+		{
+			_cleanup_free_ char *p = NULL;
+			if (asprintf(&p, "%s%s%s", path, *path ? "." : "", k) < 0)
+				return fail(msg, "out of memory");
+			json_t *ps = json_object_get(props, k);
+			if (!ps && json_is_object(addl))
+				ps = addl;
+			if (ps) {
+				if (check(ps, e, p, NULL, msg) < 0)
+					return -1;
+				continue;
+			}
+			bool ok = !json_is_false(addl);
+			for (const char *const *q = reserved; !ok && q && *q; q++)
+				ok = streq(*q, k);
+			if (!ok) {
+				_cleanup_free_ char *known = NULL;
+				size_t len = 0;
+				FILE *f = open_memstream(&known, &len);
+				const char *pk;
+				json_t *pv;
+				bool first = true;
+				if (f) {
+					json_object_foreach(props, pk, pv)
+					{
+						fprintf(f, "%s%s", first ? "" : ", ", pk);
+						first = false;
+					}
+					fclose(f);
+				}
+				return fail(msg, "unknown argument '%s' (accepted: %s)", p,
+					    known && *known ? known : "none");
+			}
+		}
+	}
+	return 0;
+}
+
+int tools_validate(const tool *t, const json_t *args, char **ret_msg)
+{
+	if (tools_init() < 0)
+		return fail(ret_msg, "internal error: tool schemas failed to load");
+	size_t i = (size_t)(t - tools);
+	if (!json_is_object(args))
+		return fail(ret_msg, "'arguments' must be an object, not %s", json_noun(args));
+	return check(schemas[i][0], args, "", t->reserved, ret_msg);
+}
+
+/* ---- results ------------------------------------------------------------- */
+
+static json_t *call_result(json_t *structured, bool is_error)
+{
+	if (!structured)
+		return NULL;
+	_cleanup_free_ char *text = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_t *r = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text ? text : "{}",
+			      "structuredContent", structured, "isError", is_error);
+	return r;
+}
+
+json_t *tools_result(json_t *structured) { return call_result(structured, false); }
+
+json_t *tools_error_result(sbx_code code, const char *message)
+{
+	json_t *m = json_string(message ? message : "unknown error");
+	if (!m)
+		m = json_string("error (message not valid UTF-8)");
+	return call_result(json_pack("{s:{s:s,s:o}}", "error", "code", sbx_code_name(code), "message", m), true);
+}

@@ -1,0 +1,96 @@
+# Bad input: one line "sbx: ..." on stderr, exit 125, nothing left behind.
+
+nothing_left() {
+	local n
+	n=$(ls "$SBX_ROOT/envs" 2>/dev/null | grep -cE '^[0-9a-f]{12}$' || true)
+	[ "$n" = 0 ] || fail "an environment was left behind: $(ls "$SBX_ROOT/envs")"
+}
+
+one_line_error() {
+	[ "$(echo "$ERR" | wc -l)" = 1 ] || fail "expected one line on stderr, got: $ERR"
+	assert_contains "$ERR" "sbx: "
+}
+
+t_unknown_id() {
+	expect_status 125 sbx exec nosuchenv -- true
+	one_line_error
+	assert_contains "$ERR" "no such environment"
+	expect_status 125 sbx rm nosuchenv
+	expect_status 125 sbx inspect nosuchenv
+	expect_status 125 sbx ps nosuchenv
+}
+
+t_bad_template() {
+	expect_status 125 sbx create --template dir:/no/such/dir
+	one_line_error
+	expect_status 125 sbx create --template nonsense
+	assert_contains "$ERR" "unknown template"
+	expect_status 125 sbx run --template dir:/etc/passwd -- true
+	assert_contains "$ERR" "not a directory"
+	nothing_left
+}
+
+t_bad_volume() {
+	expect_status 125 sbx create -v /no/such:/x
+	one_line_error
+	expect_status 125 sbx create -v relative:/x
+	expect_status 125 sbx create -v /tmp:relative
+	expect_status 125 sbx create -v /tmp:/x:rx
+	expect_status 125 sbx create -v /tmp:/../etc
+	nothing_left
+}
+
+t_bad_sizes_and_durations() {
+	for a in "--memory lots" "--memory -5m" "--memory 1k" "--pids 0" "--pids x" "--cpus -1" "--cpus abc" "--ttl forever" "--timeout 5x"; do
+		# shellcheck disable=SC2086
+		expect_status 125 sbx create $a
+		one_line_error
+	done
+	nothing_left
+}
+
+t_usage_errors() {
+	expect_status 125 sbx
+	expect_status 125 sbx frobnicate
+	assert_contains "$ERR" "unknown command"
+	expect_status 125 sbx create --bogus
+	assert_contains "$ERR" "unknown option"
+	expect_status 125 sbx run
+	assert_contains "$ERR" "missing command"
+	expect_status 125 sbx create --name "bad name!"
+	assert_contains "$ERR" "invalid name"
+	expect_status 125 sbx exec
+	expect_status 0 sbx --help
+	assert_contains "$OUT" "Usage"
+	expect_status 0 sbx exec --help
+	assert_contains "$OUT" "sbx exec"
+	nothing_left
+}
+
+t_bad_env() {
+	expect_status 125 sbx create --env NOEQUALS
+	id=$(sbx create)
+	expect_status 125 sbx exec --env =x "$id" -- true
+	expect_status 125 sbx exec --cwd relative "$id" -- true
+	sbx rm "$id"
+}
+
+t_not_yet_available_is_clear() {
+	expect_status 125 sbx create --network open
+	assert_contains "$ERR" "not available yet"
+	expect_status 125 sbx create --snapshot sha256:abc
+	assert_contains "$ERR" "not available yet"
+	nothing_left
+}
+
+t_corrupt_state_is_an_error_not_a_crash() {
+	id=$(sbx create)
+	echo '{not json' > "$SBX_ROOT/envs/$id/state.json"
+	set +e
+	timeout 10 "$SBX_BIN" ls > /dev/null 2>&1
+	rc=$?
+	set -e
+	[ $rc -lt 128 ] || fail "sbx ls crashed (rc $rc) on a corrupt state file"
+	sbx rm "$id" || true
+	sbx gc > /dev/null
+}

@@ -1,0 +1,167 @@
+# Escape attempts from inside an environment. Every attack must fail; a test
+# fails if the attack works. The probe (tests/helpers/probe.c) prints
+# "BLOCKED: ..." (exit 0) or "ESCAPED: ..." (exit 1).
+
+PROBE=/probe/probe
+
+with_env() { ID=$(sbx create -v "$(probe_volume)" "$@"); }
+
+# probe ATTACK [ARGS] inside $ID, as the environment's root.
+attack() {
+	local out
+	set +e
+	out=$(sbx exec "$ID" -- $PROBE "$@" 2>&1)
+	local rc=$?
+	set -e
+	echo "$out"
+	[ $rc = 0 ] && [[ "$out" == BLOCKED* ]] || fail "attack '$*' was not blocked (rc $rc): $out"
+}
+
+t_kernel_interfaces_blocked() {
+	with_env
+	for a in mount "umount /proc" mknod module bpf keyctl iouring perf pivot_root userns x32 i386 sysctl sysfs; do
+		# shellcheck disable=SC2086
+		attack $a
+	done
+	sbx rm "$ID"
+}
+
+t_privileges_dropped() {
+	with_env
+	attack caps
+	attack nnp
+	attack seccomp
+	sbx rm "$ID"
+}
+
+t_tiocsti_blocked() {
+	with_env
+	attack tiocsti
+	command -v script > /dev/null || { sbx rm "$ID"; skip "script(1) missing for the pty case"; }
+	out=$(script -qec "$SBX_BIN exec -t $ID -- $PROBE tiocsti" /dev/null)
+	assert_contains "$out" "BLOCKED"
+	sbx rm "$ID"
+}
+
+t_host_secrets_invisible() {
+	with_env
+	for f in /etc/shadow /etc/gshadow /root/.bash_history /etc/ssl/private; do
+		attack read "$f"
+	done
+	# A secret planted in a host home directory and in /root.
+	is_root || skip_ok "planting a secret in /root needs root"
+	secret=/root/.sbx-test-secret-$$
+	echo "TOPSECRET" > "$secret"
+	chmod 600 "$secret"
+	out=$(sbx exec "$ID" -- sh -c "cat $secret 2>/dev/null; ls -a /root /home" 2>&1 || true)
+	rm -f "$secret"
+	assert_not_contains "$out" "TOPSECRET"
+	assert_not_contains "$out" ".sbx-test-secret"
+	attack read "$secret"
+	sbx rm "$ID"
+}
+
+t_state_dir_and_other_envs_invisible() {
+	with_env
+	other=$(sbx create)
+	sbx exec "$other" -- sh -c 'echo OTHER-ENV-SECRET > /root/secret'
+	out=$(sbx exec "$ID" -- sh -c "ls -a $SBX_ROOT $SBX_RUN /var/lib/sbx /run/sbx 2>/dev/null; cat $SBX_ROOT/envs/$other/upper/root/secret 2>/dev/null; grep -r OTHER-ENV-SECRET /tmp /root /var /run 2>/dev/null" || true)
+	assert_not_contains "$out" "OTHER-ENV-SECRET"
+	assert_not_contains "$out" "$other"
+	assert_not_contains "$out" "envs"
+	attack read "$SBX_ROOT/envs/$other/upper/root/secret"
+	sbx rm "$other" "$ID"
+}
+
+t_host_loopback_unreachable() {
+	with_env
+	port=$((20000 + RANDOM % 20000))
+	python3 -m http.server "$port" --bind 127.0.0.1 > /dev/null 2>&1 &
+	srv=$!
+	sleep 0.5
+	# Reachable from the host (so the test can fail), not from inside.
+	python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 2)" || { kill $srv; fail "test server not up"; }
+	attack connect 127.0.0.1 "$port"
+	attack connect 10.0.2.2 80
+	kill $srv
+	sbx rm "$ID"
+}
+
+t_no_network_but_loopback() {
+	with_env
+	out=$(sbx exec "$ID" -- cat /proc/net/dev)
+	n=$(echo "$out" | grep -c ':' || true)
+	assert_eq "$n" "1" "only lo: $out"
+	sbx rm "$ID"
+}
+
+t_processes_outside_invisible() {
+	with_env
+	sleep 300 &
+	host_pid=$!
+	out=$(sbx exec "$ID" -- ps -e -o pid,comm 2>&1 || sbx exec "$ID" -- ls /proc)
+	assert_not_contains "$out" "sbx-supervisor"
+	# pid 1 is init, not ptraceable; host pids do not exist here.
+	attack ptrace 1
+	attack kill "$host_pid"
+	kill $host_pid
+	sbx rm "$ID"
+}
+
+t_inherited_fds_closed() {
+	with_env
+	exec 7< /etc/passwd 8> "$TMPDIR_TEST/fdtest"
+	attack fds
+	exec 7<&- 8>&-
+	sbx rm "$ID"
+}
+
+t_setuid_gains_nothing() {
+	with_env
+	sbx exec "$ID" -- sh -c "cp $PROBE /root/suid && chmod 4755 /root/suid"
+	out=$(sbx exec "$ID" -- setpriv --reuid 1000 --regid 1000 --clear-groups /root/suid setuid 2>&1 || true)
+	assert_contains "$out" "BLOCKED"
+	sbx rm "$ID"
+}
+
+t_chroot_escape_fails() {
+	with_env
+	is_root || skip_ok "needs root to plant the marker"
+	marker=/root/.sbx-host-marker-$$
+	touch "$marker"
+	set +e
+	out=$(sbx exec "$ID" -- $PROBE chroot_escape "$marker" 2>&1)
+	set -e
+	rm -f "$marker"
+	assert_contains "$out" "BLOCKED"
+	sbx rm "$ID"
+}
+
+t_proc_and_sys_readonly() {
+	with_env
+	out=$(sbx exec "$ID" -- sh -c '{ echo 1 > /proc/sys/kernel/domainname; } 2>&1; { echo 1 > /proc/sys/vm/drop_caches; } 2>&1; ls /sys | wc -l' || true)
+	assert_contains "$out" "Read-only"
+	assert_not_contains "$out" "drop_caches: Permission"
+	[ "$(echo "$out" | tail -n 1)" = 0 ] || fail "/sys is not empty: $out"
+	attack sysctl
+	attack sysfs
+	sbx rm "$ID"
+}
+
+t_env_root_is_unprivileged_on_host() {
+	is_root || skip_ok "uid ranges apply only with root"
+	with_env
+	sbx exec "$ID" -- sleep 30 &
+	sleep 0.5
+	pid=$(pgrep -f "^sleep 30$" | head -1)
+	[ -n "$pid" ] || fail "sleep not found"
+	uid=$(awk '/^Uid:/{print $2}' /proc/$pid/status)
+	[ "$uid" -ge 65536 ] || fail "environment root runs as host uid $uid"
+	# Two environments never share a host uid.
+	other=$(sbx create)
+	u1=$(sbx inspect "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["host_uid"])')
+	u2=$(sbx inspect "$other" | python3 -c 'import json,sys; print(json.load(sys.stdin)["host_uid"])')
+	[ "$u1" != "$u2" ] || fail "two environments share host uid $u1"
+	sbx rm "$ID" "$other"
+	wait || true
+}
