@@ -31,3 +31,4 @@ int cmd_inspect(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
 int cmd_gc(cli *c, int argc, char **argv);
+int cmd_mcp(cli *c, int argc, char **argv);

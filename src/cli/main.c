@@ -20,6 +20,7 @@ static const cli_cmd commands[] = {
 	{"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
+	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
 };
 
 static const char options_help[] =

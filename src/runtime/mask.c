@@ -32,7 +32,7 @@
 #include "runtime/mask.h"
 #include "util/fs.h"
 
-#define MASK_VERSION "6"
+#define MASK_VERSION "7"
 #define MASK_MAX_ENTRIES 400000
 
 static const char *const keep_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "var", "opt", NULL};
@@ -78,12 +78,15 @@ void mask_free(mask_list *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++)
+	for (size_t i = 0; i < m->n; i++) {
 		free(m->e[i].path);
+		free(m->e[i].target);
+	}
 	free(m->e);
 	free(m);
 }
 
+static int add_link(mask_list *m, const char *path, const char *target);
 static int add(mask_list *m, char type, const char *path, const struct stat *st)
 {
 	if (m->n == m->cap) {
@@ -105,6 +108,16 @@ static int add(mask_list *m, char type, const char *path, const struct stat *st)
 	if (!(e->path = strdup(path)))
 		return -ENOMEM;
 	m->n++;
+	return 0;
+}
+
+static int add_link(mask_list *m, const char *path, const char *target)
+{
+	int r = add(m, 'l', path, NULL);
+	if (r < 0)
+		return r;
+	if (!(m->e[m->n - 1].target = strdup(target)))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -243,9 +256,27 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 	struct dirent *de;
 	while (r >= 0 && (de = readdir(d))) {
 		const char *n = de->d_name;
-		if (streq(n, ".") || streq(n, "..") || in_list(keep_top, n) || in_list(empty_top, n) || strchr(n, '\n'))
+		if (streq(n, ".") || streq(n, "..") || in_list(empty_top, n) || strchr(n, '\n') || strchr(n, '\t'))
 			continue;
-		r = add(m, 'w', n, NULL);
+		if (!in_list(keep_top, n)) {
+			r = add(m, 'w', n, NULL);
+			continue;
+		}
+		/* Kept entries are recorded too, so that the mask alone is a
+		 * complete top level (rootless mode mounts each one separately). */
+		struct stat st;
+		char target[4096];
+		if (fstatat(host, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			r = add(m, 'd', n, &st);
+		else if (S_ISLNK(st.st_mode)) {
+			ssize_t k = readlinkat(host, n, target, sizeof(target) - 1);
+			if (k > 0) {
+				target[k] = 0;
+				r = add_link(m, n, target);
+			}
+		}
 	}
 	closedir(d);
 	for (int i = 0; r >= 0 && empty_top[i]; i++) {
@@ -284,9 +315,9 @@ static int save(const mask_list *m, const char *path)
 	for (size_t i = 0; i < m->n; i++) {
 		const mask_entry *e = &m->e[i];
 		for (;;) {
-			int n = snprintf(buf + len, cap - len, "%c %o %u %u %lld %ld %s\n", e->type, e->mode,
+			int n = snprintf(buf + len, cap - len, "%c %o %u %u %lld %ld %s%s%s\n", e->type, e->mode,
 					 (unsigned)e->uid, (unsigned)e->gid, (long long)e->mtime.tv_sec, e->mtime.tv_nsec,
-					 e->path);
+					 e->path, e->target ? "\t" : "", e->target ? e->target : "");
 			if (n >= 0 && (size_t)n < cap - len) {
 				len += (size_t)n;
 				break;
@@ -321,14 +352,22 @@ static int load(const char *path, mask_list **ret)
 		long nsec;
 		int off = 0;
 		if (sscanf(line, "%c %o %u %u %lld %ld %n", &type, &mode, &uid, &gid, &sec, &nsec, &off) != 6 || !off ||
-		    !strchr("dow", type)) {
+		    !strchr("dowl", type)) {
 			mask_free(m);
 			return -EBADMSG;
 		}
 		struct stat st = {.st_mode = mode, .st_uid = uid, .st_gid = gid};
 		st.st_mtim.tv_sec = (time_t)sec;
 		st.st_mtim.tv_nsec = nsec;
-		if ((r = add(m, type, line + off, type == 'w' ? NULL : &st)) < 0) {
+		char *tab = type == 'l' ? strchr(line + off, '\t') : NULL;
+		if (type == 'l' && !tab) {
+			mask_free(m);
+			return -EBADMSG;
+		}
+		if (tab)
+			*tab = 0;
+		r = tab ? add_link(m, line + off, tab + 1) : add(m, type, line + off, type == 'w' ? NULL : &st);
+		if (r < 0) {
 			mask_free(m);
 			return r;
 		}
@@ -375,6 +414,11 @@ int mask_replay(const mask_list *m, int dfd, bool chown_ok)
 				return -errno;
 			continue;
 		}
+		if (e->type == 'l') {
+			if (symlinkat(e->target, dfd, p) < 0 && errno != EEXIST)
+				return -errno;
+			continue;
+		}
 		if (!streq(p, ".") && mkdirat(dfd, p, 0755) < 0 && errno != EEXIST)
 			return -errno;
 		if (e->type == 'o') {
@@ -386,7 +430,7 @@ int mask_replay(const mask_list *m, int dfd, bool chown_ok)
 	/* Attributes last (children's creation would bump the mtimes), deepest first. */
 	for (size_t i = m->n; i-- > 0;) {
 		const mask_entry *e = &m->e[i];
-		if (e->type == 'w')
+		if (e->type == 'w' || e->type == 'l')
 			continue;
 		if (chown_ok)
 			(void)!fchownat(dfd, e->path, e->uid, e->gid, AT_SYMLINK_NOFOLLOW);
@@ -395,4 +439,15 @@ int mask_replay(const mask_list *m, int dfd, bool chown_ok)
 		(void)utimensat(dfd, e->path, ts, AT_SYMLINK_NOFOLLOW);
 	}
 	return 0;
+}
+
+char **mask_host_dirs(const mask_list *m)
+{
+	char **v = calloc(ARRAY_SIZE(keep_top) + 1, sizeof(char *));
+	size_t n = 0;
+	for (size_t i = 0; v && i < m->n; i++)
+		if (m->e[i].type == 'd' && !strchr(m->e[i].path, '/') && in_list(keep_top, m->e[i].path) &&
+		    n < ARRAY_SIZE(keep_top))
+			v[n++] = strdup(m->e[i].path);
+	return v;
 }

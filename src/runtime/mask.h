@@ -6,12 +6,14 @@
 #include "util/err.h"
 
 typedef struct mask_entry {
-	char type; /* 'd' mirrored directory, 'o' opaque (empty) directory, 'w' whiteout */
+	char type; /* 'd' mirrored directory, 'o' opaque (empty) directory, 'w' whiteout,
+		    * 'l' symlink (a top-level link such as bin -> usr/bin) */
 	unsigned mode;
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime;
 	char *path; /* relative to the root, "." for the root itself */
+	char *target; /* 'l' only */
 } mask_entry;
 
 typedef struct mask_list {
@@ -21,6 +23,10 @@ typedef struct mask_list {
 
 /* Loads (or computes and caches) the mask for this host. */
 int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, sbx_err **err);
+/* The top-level system directories that the host template shows (real
+ * directories, not links), NULL-terminated; for rootless mode, which must
+ * overlay each of them separately. */
+char **mask_host_dirs(const mask_list *m);
 /* Creates the mask's entries under directory dfd (a fresh tmpfs). */
 int mask_replay(const mask_list *m, int dfd, bool chown_ok);
 void mask_free(mask_list *m);

@@ -24,7 +24,9 @@ int mount_make_private(sbx_err **err) { return do_mount(NULL, "/", NULL, MS_REC 
 
 int mount_clone_tree(const char *path, sbx_err **err)
 {
-	int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	/* Recursive: without privilege over the host's mount namespace, a
+	 * subtree with (locked) submounts can only be cloned whole. */
+	int fd = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return err_errno(err, "clone mount of '%s'", path);
 	return fd;
@@ -37,30 +39,41 @@ int mount_attach(int tree_fd, const char *dir, sbx_err **err)
 	return 0;
 }
 
-int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, size_t n_lowers, int upper_fd,
-		 int work_fd, bool ephemeral, sbx_err **err)
+int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, const bool *is_tree,
+		 size_t n_lowers, int upper_fd, int work_fd, bool ephemeral, sbx_err **err)
 {
 	char path[4300], opts[4096];
 	size_t o = 0;
 	o += (size_t)snprintf(opts + o, sizeof(opts) - o, "userxattr,lowerdir=");
 	if (mask_dir)
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s:", mask_dir);
+		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s", mask_dir);
 	for (size_t i = 0; i < n_lowers; i++) {
+		const char *sep = i || mask_dir ? ":" : "";
+		if (!is_tree[i]) {
+			/* A directory fd of our own mount namespace: used in place. */
+			o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s/proc/self/fd/%d", sep, lower_trees[i]);
+			continue;
+		}
 		snprintf(path, sizeof(path), "%s/l%zu", stage, i);
 		if (mkdir(path, 0755) < 0)
 			return err_errno(err, "mkdir '%s'", path);
 		if (mount_attach(lower_trees[i], path, err) < 0)
 			return -1;
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s%s/l%zu", i ? ":" : "", stage, i);
+		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s%s/l%zu", sep, stage, i);
 	}
 	if (ephemeral) {
 		snprintf(path, sizeof(path), "%s/upper", stage);
 		if (mkdir(path, 0755) < 0)
 			return err_errno(err, "mkdir '%s'", path);
+		/* work/_root, so that per-directory overlays (rootless) can have
+		 * their work dirs beside it, never inside it. */
 		snprintf(path, sizeof(path), "%s/work", stage);
 		if (mkdir(path, 0700) < 0)
 			return err_errno(err, "mkdir '%s'", path);
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=%s/upper,workdir=%s/work", stage, stage);
+		snprintf(path, sizeof(path), "%s/work/_root", stage);
+		if (mkdir(path, 0700) < 0)
+			return err_errno(err, "mkdir '%s'", path);
+		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=%s/upper,workdir=%s/work/_root", stage, stage);
 	} else {
 		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
 				      upper_fd, work_fd);
@@ -79,6 +92,18 @@ static int ensure_dir(const char *root, const char *sub, mode_t mode, char *out,
 	if (mkdir(out, mode) < 0 && errno != EEXIST)
 		return err_errno(err, "mkdir '%s'", out);
 	return 0;
+}
+
+int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, int host_fd, const char *upper,
+		      const char *work, sbx_err **err)
+{
+	char target[4300], opts[4096];
+	snprintf(target, sizeof(target), "%s/%s", root, dir);
+	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s/%s:/proc/self/fd/%d,upperdir=%s,workdir=%s", mask_dir, dir,
+			 host_fd, upper, work);
+	if (n >= (int)sizeof(opts))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
+	return do_mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts, err);
 }
 
 int mount_dev(const char *root, bool rootless, sbx_err **err)

@@ -85,6 +85,30 @@ static int apply_landlock(sbx_err **err)
 	return landlock_restrict(rules, ARRAY_SIZE(rules), err);
 }
 
+static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir, sbx_err **err)
+{
+	_cleanup_strv_free_ char **dirs = mask_host_dirs(c->mask);
+	char base[4300], up[4400], wk[4400];
+	if (c->ephemeral)
+		snprintf(base, sizeof(base), "%s", stage);
+	else
+		snprintf(base, sizeof(base), "%s", c->env_dir);
+	for (char **d = dirs; d && *d; d++) {
+		snprintf(up, sizeof(up), "%s/upper/%s", base, *d);
+		snprintf(wk, sizeof(wk), "%s/work/%s", base, *d);
+		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(wk, 0700) < 0 && errno != EEXIST))
+			return err_errno(err, "create '%s'", up);
+		char host[4200];
+		snprintf(host, sizeof(host), "/%s", *d);
+		_cleanup_close_ int h = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (h < 0)
+			return err_errno(err, "open '%s'", host);
+		if (mount_overlay_dir(root, *d, mask_dir, h, up, wk, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 _noreturn_ void setup_child(env_config *c, int sock)
 {
 	sbx_err *e = NULL;
@@ -128,18 +152,20 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
 	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") < 0)
 		err_errno(&e, "mount staging tmpfs on '%s'", stage), fail(sock, e);
-	for (size_t i = 0; i < c->n_lowers; i++)
-		if (i >= f.n_lowers || f.lowers[i] < 0) {
-			f.lowers[i] = mount_clone_tree(c->lowers[i], &e);
-			if (f.lowers[i] < 0)
-				fail(sock, e);
-		}
+	bool is_tree[FD_MSG_MAX_FDS];
+	for (size_t i = 0; i < c->n_lowers; i++) {
+		is_tree[i] = i < f.n_lowers && f.lowers[i] >= 0;
+		if (!is_tree[i] && (f.lowers[i] = open(c->lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			err_errno(&e, "open lower layer '%s'", c->lowers[i]), fail(sock, e);
+	}
 	/* upper/ and work/ are opened here, in our mount namespace: overlay
 	 * refuses layers whose mount belongs to another namespace. */
 	if (!c->ephemeral) {
 		snprintf(root, sizeof(root), "%s/upper", c->env_dir);
 		f.upper = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		snprintf(root, sizeof(root), "%s/work", c->env_dir);
+		snprintf(root, sizeof(root), "%s/work%s", c->env_dir, c->rootless && c->mask ? "/_root" : "");
+		if (c->rootless && c->mask)
+			(void)mkdir(root, 0700);
 		f.work = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (f.upper < 0 || f.work < 0)
 			err_errno(&e, "open '%s'", root), fail(sock, e);
@@ -156,9 +182,15 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		if (q < 0)
 			err_errnum(&e, q, "build the mask layer in '%s'", mask_dir), fail(sock, e);
 	}
-	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, c->n_lowers, f.upper, f.work, c->ephemeral, &e) < 0)
+	/* Rootless host template: "/" cannot be a layer (see mount.h); the root
+	 * overlay gets the mask alone and each system directory its own. */
+	bool split = c->rootless && c->mask;
+	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, is_tree, split ? 0 : c->n_lowers, f.upper, f.work,
+			 c->ephemeral, &e) < 0)
 		fail(sock, e);
 	snprintf(root, sizeof(root), "%s/root", stage);
+	if (split && mount_split_dirs(c, stage, root, mask_dir, &e) < 0)
+		fail(sock, e);
 	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
 		fail(sock, e);
 	for (size_t i = 0; i < c->n_volumes; i++) {

@@ -100,7 +100,7 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	json_error_t je;
 	/* Trailing garbage is a parse error (no JSON_DISABLE_EOF_CHECK); so is
 	 * \u0000 in a string (no JSON_ALLOW_NUL), which C strings would cut. */
-	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!j) {
 		*ret_error = jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
 					    "parse error: %s at line %d column %d; send one JSON-RPC 2.0 object "
