@@ -72,10 +72,11 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
 
 json_t *jsonrpc_too_large(size_t len)
 {
-	return jsonrpc_errorf(NULL, JSONRPC_INVALID_REQUEST, NULL,
-			      "message too large: %zu bytes or more; the limit is %zu bytes (send large file content "
-			      "in several smaller writes)",
-			      len, JSONRPC_MAX_MESSAGE);
+	return jsonrpc_errorf(
+	    NULL, JSONRPC_INVALID_REQUEST, NULL,
+	    "message too large: %zu bytes or more; the limit is %zu bytes (send large file content "
+	    "in several smaller writes)",
+	    len, JSONRPC_MAX_MESSAGE);
 }
 
 char *jsonrpc_dump(const json_t *msg)
@@ -102,18 +103,20 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	 * \u0000 in a string (no JSON_ALLOW_NUL), which C strings would cut. */
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!j) {
-		*ret_error = jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
-					    "parse error: %s at line %d column %d; send one JSON-RPC 2.0 object "
-					    "per line",
-					    je.text, je.line, je.column);
+		*ret_error =
+		    jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
+				   "parse error: %s at line %d column %d; send one JSON-RPC 2.0 object "
+				   "per line",
+				   je.text, je.line, je.column);
 		return JSONRPC_PARSE_ERROR;
 	}
 	if (json_is_array(j)) {
 		json_decref(j);
-		*ret_error = jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
-					   "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send "
-					   "one message per line",
-					   NULL);
+		*ret_error =
+		    jsonrpc_error(NULL, JSONRPC_INVALID_REQUEST,
+				  "JSON-RPC batches are not supported (MCP 2025-06-18 removed them): send "
+				  "one message per line",
+				  NULL);
 		return JSONRPC_INVALID_REQUEST;
 	}
 	if (!json_is_object(j)) {
@@ -126,7 +129,10 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	return 0;
 }
 
-static bool id_valid(const json_t *id) { return json_is_string(id) || json_is_integer(id); }
+static bool id_valid(const json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id);
+}
 
 int jsonrpc_classify(json_t *msg, jsonrpc_msg *ret, json_t **ret_error)
 {
@@ -156,14 +162,15 @@ int jsonrpc_classify(json_t *msg, jsonrpc_msg *ret, json_t **ret_error)
 	else if (params && !json_is_object(params) && !json_is_array(params))
 		why = "\"params\" must be an object or an array";
 	if (why) {
-		*ret_error = jsonrpc_errorf(reply_id, JSONRPC_INVALID_REQUEST, NULL, "invalid request: %s", why);
+		*ret_error =
+		    jsonrpc_errorf(reply_id, JSONRPC_INVALID_REQUEST, NULL, "invalid request: %s", why);
 		return JSONRPC_INVALID_REQUEST;
 	}
 	*ret = (jsonrpc_msg){
-		.kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION,
-		.method = json_string_value(method),
-		.id = id,
-		.params = params,
+	    .kind = id ? JSONRPC_REQUEST : JSONRPC_NOTIFICATION,
+	    .method = json_string_value(method),
+	    .id = id,
+	    .params = params,
 	};
 	return 0;
 }

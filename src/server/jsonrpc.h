@@ -35,8 +35,8 @@ typedef enum jsonrpc_kind {
 typedef struct jsonrpc_msg {
 	jsonrpc_kind kind;
 	const char *method; /* requests and notifications */
-	json_t *id;         /* requests and responses: a string or integer */
-	json_t *params;     /* object or array, or NULL when absent */
+	json_t *id;	    /* requests and responses: a string or integer */
+	json_t *params;	    /* object or array, or NULL when absent */
 } jsonrpc_msg;
 
 /* Parses one message of len bytes (need not be NUL-terminated). On success
@@ -63,7 +63,7 @@ json_t *jsonrpc_result(const json_t *id, json_t *result);
 json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *data);
 /* Same with a printf-style message. */
 json_t *jsonrpc_errorf(const json_t *id, int code, json_t *data, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 /* {"jsonrpc":"2.0","method":method,"params":params}; steals params (may be NULL). */
 json_t *jsonrpc_notification(const char *method, json_t *params);
 /* The error for a message of len bytes that exceeds JSONRPC_MAX_MESSAGE

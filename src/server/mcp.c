@@ -27,13 +27,13 @@ static const char *const handshake_versions[] = {"2025-03-26", "2025-06-18", "20
 #define PROGRESS_MESSAGE_MAX (64 * 1024)
 
 static const char instructions[] =
-	"sbx gives you isolated Linux environments to run commands in. Call environment_create once "
-	"and keep its environment_id; then use environment_execute to run commands (a shell string in "
-	"'command'), environment_write_file / environment_read_file / environment_list_files for files. "
-	"State (files, installed packages) persists between calls in the same environment, so reuse it for "
-	"related steps and call environment_destroy when finished. A command that exits non-zero is a "
-	"normal result: read exit_code and stderr. isError results mean sbx could not do what was asked; "
-	"structuredContent.error.message says what to fix. Environments have no network access.";
+    "sbx gives you isolated Linux environments to run commands in. Call environment_create once "
+    "and keep its environment_id; then use environment_execute to run commands (a shell string in "
+    "'command'), environment_write_file / environment_read_file / environment_list_files for files. "
+    "State (files, installed packages) persists between calls in the same environment, so reuse it for "
+    "related steps and call environment_destroy when finished. A command that exits non-zero is a "
+    "normal result: read exit_code and stderr. isError results mean sbx could not do what was asked; "
+    "structuredContent.error.message says what to fix. Environments have no network access.";
 
 typedef struct mcp_call mcp_call;
 
@@ -55,7 +55,7 @@ struct mcp_call {
 	const tool *t;
 	bool as_method; /* a dotted JSON-RPC method: result = structuredContent */
 	bool stateless; /* 2026-07-28: results carry resultType */
-	json_t *args; /* owned */
+	json_t *args;	/* owned */
 	json_t *progress_token;
 	int cancel[2];
 	bool cancelled; /* under s->lock */
@@ -204,7 +204,8 @@ static void progress_flush(mcp_call *c, bool final)
 	json_t *msg = text_json(c->pend ? c->pend : "", n);
 	if (c->dropped) {
 		char note[96];
-		snprintf(note, sizeof(note), "%s[... %zu bytes of output not shown here; the result has them ...]\n",
+		snprintf(note, sizeof(note),
+			 "%s[... %zu bytes of output not shown here; the result has them ...]\n",
 			 n ? "\n" : "", c->dropped);
 		json_t *m2 = json_sprintf("%s%s", json_string_value(msg), note);
 		if (m2) {
@@ -262,11 +263,11 @@ static void call_run(mcp_call *c)
 {
 	mcp_server *s = c->s;
 	tool_call tc = {
-		.ctx = s->ctx,
-		.args = c->args,
-		.cancel_fd = c->cancel[0],
-		.on_output = c->progress_token ? on_output : NULL,
-		.userdata = c,
+	    .ctx = s->ctx,
+	    .args = c->args,
+	    .cancel_fd = c->cancel[0],
+	    .on_output = c->progress_token ? on_output : NULL,
+	    .userdata = c,
 	};
 	json_t *structured = NULL;
 	sbx_err *e = NULL;
@@ -295,19 +296,22 @@ static void call_run(mcp_call *c)
 		reply = jsonrpc_error(c->id, JSONRPC_TOOL_FAILED, sbx_err_message(e),
 				      json_pack("{s:s}", "code", sbx_code_name(code)));
 	} else if (r < 0) {
-		reply = jsonrpc_result(c->id, with_result_type(tools_error_result(e ? sbx_err_code(e) : SBX_E_INTERNAL,
-										  sbx_err_message(e)),
-							       c->stateless));
+		reply = jsonrpc_result(
+		    c->id, with_result_type(
+			       tools_error_result(e ? sbx_err_code(e) : SBX_E_INTERNAL, sbx_err_message(e)),
+			       c->stateless));
 	} else if (c->as_method) {
 		reply = jsonrpc_result(c->id, with_result_type(json_incref(structured), c->stateless));
 	} else {
-		reply = jsonrpc_result(c->id, with_result_type(tools_result(json_incref(structured)), c->stateless));
+		reply = jsonrpc_result(c->id,
+				       with_result_type(tools_result(json_incref(structured)), c->stateless));
 	}
 	if (!cancelled) {
 		if (c->progress_token && (c->pend_len || c->dropped))
 			progress_flush(c, true);
 		if (!reply)
-			reply = jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR, "out of memory building the result", NULL);
+			reply = jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
+					      "out of memory building the result", NULL);
 		send_msg(&c->sink, reply);
 	}
 	json_decref(structured);
@@ -331,8 +335,8 @@ static void *call_thread(void *arg)
 static void call_start(mcp_server *s, mcp_call *c)
 {
 	if (pipe2(c->cancel, O_CLOEXEC | O_NONBLOCK) < 0) {
-		send_msg(&c->sink, jsonrpc_errorf(c->id, JSONRPC_INTERNAL_ERROR, NULL, "cannot start the call: %s",
-						  strerror(errno)));
+		send_msg(&c->sink, jsonrpc_errorf(c->id, JSONRPC_INTERNAL_ERROR, NULL,
+						  "cannot start the call: %s", strerror(errno)));
 		call_free(c);
 		return;
 	}
@@ -340,9 +344,11 @@ static void call_start(mcp_server *s, mcp_call *c)
 	if (s->n_inflight >= MCP_MAX_INFLIGHT) {
 		pthread_mutex_unlock(&s->lock);
 		json_t *res;
-		const char *msg = "too many calls in flight (the limit is 64): wait for some to finish, then retry";
+		const char *msg =
+		    "too many calls in flight (the limit is 64): wait for some to finish, then retry";
 		if (c->as_method)
-			res = jsonrpc_error(c->id, JSONRPC_TOOL_FAILED, msg, json_pack("{s:s}", "code", "limit_exceeded"));
+			res = jsonrpc_error(c->id, JSONRPC_TOOL_FAILED, msg,
+					    json_pack("{s:s}", "code", "limit_exceeded"));
 		else
 			res = jsonrpc_result(c->id, tools_error_result(SBX_E_LIMIT_EXCEEDED, msg));
 		send_msg(&c->sink, res);
@@ -375,22 +381,25 @@ static json_t *server_info(void)
 			 sbx_version());
 }
 
-static json_t *capabilities(void) { return json_pack("{s:{s:b}}", "tools", "listChanged", 0); }
+static json_t *capabilities(void)
+{
+	return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+}
 
 static json_t *m_initialize(const json_t *params, char **ret_msg)
 {
 	json_t *v = json_object_get(params, "protocolVersion");
 	if (!json_is_string(v)) {
-		*ret_msg = strdup("initialize needs 'protocolVersion' (a string such as \"" LATEST_HANDSHAKE_VERSION
-				  "\")");
+		*ret_msg = strdup(
+		    "initialize needs 'protocolVersion' (a string such as \"" LATEST_HANDSHAKE_VERSION "\")");
 		return NULL;
 	}
 	const char *want = json_string_value(v), *got = LATEST_HANDSHAKE_VERSION;
 	for (size_t i = 0; i < ARRAY_SIZE(handshake_versions); i++)
 		if (streq(want, handshake_versions[i]))
 			got = handshake_versions[i];
-	return json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", got, "capabilities", capabilities(), "serverInfo",
-			 server_info(), "instructions", instructions);
+	return json_pack("{s:s,s:o,s:o,s:s}", "protocolVersion", got, "capabilities", capabilities(),
+			 "serverInfo", server_info(), "instructions", instructions);
 }
 
 static json_t *m_discover(void)
@@ -400,8 +409,8 @@ static json_t *m_discover(void)
 		json_array_append_new(versions, json_string(handshake_versions[i]));
 	json_array_append_new(versions, json_string(MCP_STATELESS_VERSION));
 	return json_pack("{s:s,s:o,s:s,s:o,s:o,s:s}", "resultType", "complete", "supportedVersions", versions,
-			 "protocolVersion", MCP_STATELESS_VERSION, "capabilities", capabilities(), "serverInfo",
-			 server_info(), "instructions", instructions);
+			 "protocolVersion", MCP_STATELESS_VERSION, "capabilities", capabilities(),
+			 "serverInfo", server_info(), "instructions", instructions);
 }
 
 /* A 2026-07-28 request: its own _meta names the revision, no handshake. */
@@ -445,16 +454,18 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		return;
 	}
 	if (!atomic_load(&s->initialized) && !stateless) {
-		send_msg(sink, jsonrpc_errorf(id, JSONRPC_SERVER_NOT_INITIALIZED, NULL,
-					      "server not initialized: send 'initialize' first (or use protocol "
-					      "revision %s, with _meta {\"%s\": \"%s\"} in each request)",
-					      MCP_STATELESS_VERSION, META_PROTOCOL_VERSION, MCP_STATELESS_VERSION));
+		send_msg(sink,
+			 jsonrpc_errorf(id, JSONRPC_SERVER_NOT_INITIALIZED, NULL,
+					"server not initialized: send 'initialize' first (or use protocol "
+					"revision %s, with _meta {\"%s\": \"%s\"} in each request)",
+					MCP_STATELESS_VERSION, META_PROTOCOL_VERSION, MCP_STATELESS_VERSION));
 		return;
 	}
 	if (streq(method, "tools/list")) {
 		json_t *tl = tools_list_json();
-		send_msg(sink, tl ? jsonrpc_result(id, with_result_type(json_pack("{s:o}", "tools", tl), stateless))
-				  : jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "cannot list the tools", NULL));
+		send_msg(sink,
+			 tl ? jsonrpc_result(id, with_result_type(json_pack("{s:o}", "tools", tl), stateless))
+			    : jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "cannot list the tools", NULL));
 		return;
 	}
 
@@ -465,23 +476,26 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 	if (streq(method, "tools/call")) {
 		json_t *name = json_object_get(params, "name");
 		if (!json_is_string(name)) {
-			send_msg(sink, jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-						     "invalid params for tools/call: 'name' must be a string naming a "
-						     "tool from tools/list",
-						     NULL));
+			send_msg(sink, jsonrpc_error(
+					   id, JSONRPC_INVALID_PARAMS,
+					   "invalid params for tools/call: 'name' must be a string naming a "
+					   "tool from tools/list",
+					   NULL));
 			return;
 		}
 		t = tools_find(json_string_value(name));
 		if (!t) {
-			send_msg(sink, jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
-						      "Unknown tool: '%s'; call tools/list for the available tools",
-						      json_string_value(name)));
+			send_msg(sink,
+				 jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
+						"Unknown tool: '%s'; call tools/list for the available tools",
+						json_string_value(name)));
 			return;
 		}
 		args = json_object_get(params, "arguments");
 		if (args && !json_is_object(args)) {
-			send_msg(sink, jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
-						      "invalid params for tools/call: 'arguments' must be an object"));
+			send_msg(sink, jsonrpc_errorf(
+					   id, JSONRPC_INVALID_PARAMS, NULL,
+					   "invalid params for tools/call: 'arguments' must be an object"));
 			return;
 		}
 		if (args)
@@ -495,10 +509,11 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		if (args)
 			json_object_del(args, "_meta");
 	} else {
-		send_msg(sink, jsonrpc_errorf(id, JSONRPC_METHOD_NOT_FOUND, NULL,
-					      "method not found: '%s' (this server implements initialize, ping, "
-					      "server/discover, tools/list, tools/call and the environment.* methods)",
-					      method));
+		send_msg(sink, jsonrpc_errorf(
+				   id, JSONRPC_METHOD_NOT_FOUND, NULL,
+				   "method not found: '%s' (this server implements initialize, ping, "
+				   "server/discover, tools/list, tools/call and the environment.* methods)",
+				   method));
 		return;
 	}
 	if (!args) {
@@ -507,8 +522,9 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 	}
 	_cleanup_free_ char *why = NULL;
 	if (tools_validate(t, args, &why) < 0) {
-		send_msg(sink, jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
-					      t->name, why ? why : "out of memory"));
+		send_msg(sink,
+			 jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
+					t->name, why ? why : "out of memory"));
 		json_decref(args);
 		return;
 	}
@@ -519,15 +535,15 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		return;
 	}
 	*c = (mcp_call){
-		.s = s,
-		.sink = *sink,
-		.msg = json_incref(msg),
-		.id = id,
-		.t = t,
-		.as_method = as_method,
-		.stateless = stateless,
-		.args = args,
-		.cancel = {-1, -1},
+	    .s = s,
+	    .sink = *sink,
+	    .msg = json_incref(msg),
+	    .id = id,
+	    .t = t,
+	    .as_method = as_method,
+	    .stateless = stateless,
+	    .args = args,
+	    .cancel = {-1, -1},
 	};
 	json_t *token = json_object_get(meta, "progressToken");
 	if (json_is_string(token) || json_is_integer(token))

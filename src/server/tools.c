@@ -22,129 +22,130 @@
  * Written with single quotes for readability; tools_init() turns them into
  * double quotes, so no text inside may contain an apostrophe. */
 
-#define ENV_ID_PROP                                                                                \
-	"'environment_id':{'type':'string','minLength':1,'description':'Id (or unique name) of a live "  \
+#define ENV_ID_PROP                                                                                          \
+	"'environment_id':{'type':'string','minLength':1,'description':'Id (or unique name) of a live "      \
 	"environment, as returned by environment_create or environment_list.'}"
 
-#define ERROR_PROP                                                                                 \
-	"'error':{'type':'object','description':'Set only when isError is true.','properties':{"      \
-	"'code':{'type':'string','enum':['not_found','invalid_argument','limit_exceeded','conflict',"    \
+#define ERROR_PROP                                                                                           \
+	"'error':{'type':'object','description':'Set only when isError is true.','properties':{"             \
+	"'code':{'type':'string','enum':['not_found','invalid_argument','limit_exceeded','conflict',"        \
 	"'unavailable','internal']},'message':{'type':'string'}},'required':['code','message']}"
 
 /* Output schemas accept either the result or the error object, because
  * clients validate structuredContent of error results too. */
-#define OUTPUT(props, req)                                                                         \
-	"{'type':'object','properties':{" props "," ERROR_PROP "},'anyOf':[{'required':[" req           \
+#define OUTPUT(props, req)                                                                                   \
+	"{'type':'object','properties':{" props "," ERROR_PROP "},'anyOf':[{'required':[" req                \
 	"]},{'required':['error']}]}"
 
 static const char create_in[] =
-	"{'type':'object','additionalProperties':false,'properties':{"
-	"'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
-	"read-only, under a private writable layer) or dir:/absolute/path.'},"
-	"'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
-	"environment_id is.'},"
-	"'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
-	"variables for every command, as {NAME: value}.'},"
-	"'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
-	"ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output).',"
-	"'properties':{"
-	"'memory_bytes':{'type':'integer','minimum':-1,'description':'Memory limit in bytes (-1: none).'},"
-	"'pids':{'type':'integer','minimum':-1,'description':'Maximum number of processes (-1: none).'},"
-	"'cpus':{'type':'number','minimum':0,'description':'CPU limit in cores, e.g. 0.5 (0: none).'},"
-	"'timeout_ms':{'type':'integer','minimum':0,'description':'Default timeout of each command in "
-	"milliseconds (0: none).'},"
-	"'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
-	"idle this many milliseconds (0: never).'},"
-	"'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
-	"per command, each (-1: none).'}}},"
-	"'network':{'type':'string','enum':['none'],'description':'Network access: none (loopback only) "
-	"is the only mode available now.'},"
-	"'volumes':{'type':'array','description':'Host directories to bind inside.','items':{'type':"
-	"'object','additionalProperties':false,'required':['host','path'],'properties':{"
-	"'host':{'type':'string','description':'Absolute host path.'},"
-	"'path':{'type':'string','description':'Absolute path inside the environment.'},"
-	"'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}}}";
+    "{'type':'object','additionalProperties':false,'properties':{"
+    "'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
+    "read-only, under a private writable layer) or dir:/absolute/path.'},"
+    "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
+    "environment_id is.'},"
+    "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
+    "variables for every command, as {NAME: value}.'},"
+    "'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
+    "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output).',"
+    "'properties':{"
+    "'memory_bytes':{'type':'integer','minimum':-1,'description':'Memory limit in bytes (-1: none).'},"
+    "'pids':{'type':'integer','minimum':-1,'description':'Maximum number of processes (-1: none).'},"
+    "'cpus':{'type':'number','minimum':0,'description':'CPU limit in cores, e.g. 0.5 (0: none).'},"
+    "'timeout_ms':{'type':'integer','minimum':0,'description':'Default timeout of each command in "
+    "milliseconds (0: none).'},"
+    "'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
+    "idle this many milliseconds (0: never).'},"
+    "'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
+    "per command, each (-1: none).'}}},"
+    "'network':{'type':'string','description':'Network access: none (the default: loopback only) is "
+    "the only mode available now.'},"
+    "'volumes':{'type':'array','description':'Host directories to bind inside.','items':{'type':"
+    "'object','additionalProperties':false,'required':['host','path'],'properties':{"
+    "'host':{'type':'string','description':'Absolute host path.'},"
+    "'path':{'type':'string','description':'Absolute path inside the environment.'},"
+    "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}}}";
 
 static const char create_out[] =
-	OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
-	       "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}}",
-	       "'environment_id','create_ms'");
+    OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
+	   "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}}",
+	   "'environment_id','create_ms'");
 
 static const char execute_in[] =
-	"{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
-	","
-	"'command':{'type':'string','minLength':1,'description':'Shell command, run by /bin/sh -c. Give "
-	"either command or argv.'},"
-	"'argv':{'type':'array','minItems':1,'items':{'type':'string'},'description':'Program and "
-	"arguments, run without a shell (argv[0] looked up in PATH). Give either command or argv.'},"
-	"'cwd':{'type':'string','description':'Absolute working directory (default /root).'},"
-	"'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Extra environment "
-	"variables for this command, as {NAME: value}.'},"
-	"'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
-	"empty, closed).'},"
-	"'timeout_ms':{'type':'integer','minimum':-1,'description':'Kill the command after this many "
-	"milliseconds and report timed_out (0 or absent: the environment default; -1: none).'}}}";
+    "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
+    ","
+    "'command':{'type':'string','minLength':1,'description':'Shell command, run by /bin/sh -c. Give "
+    "either command or argv.'},"
+    "'argv':{'type':'array','minItems':1,'items':{'type':'string'},'description':'Program and "
+    "arguments, run without a shell (argv[0] looked up in PATH). Give either command or argv.'},"
+    "'cwd':{'type':'string','description':'Absolute working directory (default /root).'},"
+    "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Extra environment "
+    "variables for this command, as {NAME: value}.'},"
+    "'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
+    "empty, closed).'},"
+    "'timeout_ms':{'type':'integer','minimum':-1,'description':'Kill the command after this many "
+    "milliseconds and report timed_out (0 or absent: the environment default; -1: none).'}}}";
 
 static const char execute_out[] =
-	OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
-	       "signal'},'signal':{'type':'integer'},'stdout':{'type':'string'},'stderr':{'type':'string'},"
-	       "'stdout_truncated':{'type':'boolean'},'stderr_truncated':{'type':'boolean'},"
-	       "'timed_out':{'type':'boolean'},'duration_ms':{'type':'number'},"
-	       "'oom_killed':{'type':'boolean'},'cancelled':{'type':'boolean'},"
-	       "'trace_id':{'type':['string','null']}",
-	       "'exit_code','stdout','stderr','timed_out','duration_ms'");
+    OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
+	   "signal'},'signal':{'type':'integer'},'stdout':{'type':'string'},'stderr':{'type':'string'},"
+	   "'stdout_truncated':{'type':'boolean'},'stderr_truncated':{'type':'boolean'},"
+	   "'timed_out':{'type':'boolean'},'duration_ms':{'type':'number'},"
+	   "'oom_killed':{'type':'boolean'},'cancelled':{'type':'boolean'},"
+	   "'trace_id':{'type':['string','null']}",
+	   "'exit_code','stdout','stderr','timed_out','duration_ms'");
 
-static const char env_only_in[] = "{'type':'object','additionalProperties':false,'required':['environment_id'],"
-				  "'properties':{" ENV_ID_PROP "}}";
+static const char env_only_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id'],"
+    "'properties':{" ENV_ID_PROP "}}";
 
 static const char destroy_out[] =
-	OUTPUT("'destroyed':{'type':'boolean'},'environment_id':{'type':'string'}", "'destroyed'");
+    OUTPUT("'destroyed':{'type':'boolean'},'environment_id':{'type':'string'}", "'destroyed'");
 
 static const char list_in[] = "{'type':'object','additionalProperties':false,'properties':{}}";
 
 static const char list_out[] =
-	OUTPUT("'environments':{'type':'array','items':{'type':'object','properties':{"
-	       "'environment_id':{'type':'string'},'name':{'type':['string','null']},'state':{'type':'string'},"
-	       "'created_at':{},'snapshot_id':{'type':['string','null']}}}}",
-	       "'environments'");
+    OUTPUT("'environments':{'type':'array','items':{'type':'object','properties':{"
+	   "'environment_id':{'type':'string'},'name':{'type':['string','null']},'state':{'type':'string'},"
+	   "'created_at':{},'snapshot_id':{'type':['string','null']}}}}",
+	   "'environments'");
 
 static const char read_in[] =
-	"{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
-	","
-	"'path':{'type':'string','minLength':1,'description':'File to read; relative paths are taken from "
-	"/root.'},"
-	"'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) for text, "
-	"base64 for binary files.'},"
-	"'max_bytes':{'type':'integer','minimum':1,'description':'Read at most this many bytes (default "
-	"10 MiB); truncated tells whether the file is longer.'}}}";
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':"
+    "{" ENV_ID_PROP ","
+    "'path':{'type':'string','minLength':1,'description':'File to read; relative paths are taken from "
+    "/root.'},"
+    "'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) for text, "
+    "base64 for binary files.'},"
+    "'max_bytes':{'type':'integer','minimum':1,'description':'Read at most this many bytes (default "
+    "10 MiB); truncated tells whether the file is longer.'}}}";
 
 static const char read_out[] = OUTPUT("'content':{'type':'string'},'encoding':{'type':'string'},"
 				      "'size':{'type':'integer'},'truncated':{'type':'boolean'}",
 				      "'content','encoding','size','truncated'");
 
 static const char write_in[] =
-	"{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],"
-	"'properties':{" ENV_ID_PROP ","
-	"'path':{'type':'string','minLength':1,'description':'File to create or replace (its directory "
-	"must exist); relative paths are taken from /root.'},"
-	"'content':{'type':'string','description':'The new content, encoded as encoding says.'},"
-	"'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) or base64 "
-	"for binary content.'},"
-	"'mode':{'type':'integer','minimum':0,'maximum':4095,'description':'Permission bits as a number, "
-	"e.g. 493 for 0755 (default 420, i.e. 0644).'}}}";
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],"
+    "'properties':{" ENV_ID_PROP ","
+    "'path':{'type':'string','minLength':1,'description':'File to create or replace (its directory "
+    "must exist); relative paths are taken from /root.'},"
+    "'content':{'type':'string','description':'The new content, encoded as encoding says.'},"
+    "'encoding':{'type':'string','enum':['utf8','base64'],'description':'utf8 (default) or base64 "
+    "for binary content.'},"
+    "'mode':{'type':'integer','minimum':0,'maximum':4095,'description':'Permission bits as a number, "
+    "e.g. 493 for 0755 (default 420, i.e. 0644).'}}}";
 
 static const char write_out[] = OUTPUT("'bytes_written':{'type':'integer'}", "'bytes_written'");
 
 static const char list_files_in[] =
-	"{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
-	","
-	"'path':{'type':'string','minLength':1,'description':'Directory to list; relative paths are taken "
-	"from /root.'}}}";
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':"
+    "{" ENV_ID_PROP ","
+    "'path':{'type':'string','minLength':1,'description':'Directory to list; relative paths are taken "
+    "from /root.'}}}";
 
 static const char list_files_out[] =
-	OUTPUT("'entries':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
-	       "'type':{'type':'string'},'size':{'type':'integer'},'mode':{'type':'integer'}}}}",
-	       "'entries'");
+    OUTPUT("'entries':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
+	   "'type':{'type':'string'},'size':{'type':'integer'},'mode':{'type':'integer'}}}}",
+	   "'entries'");
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -184,10 +185,11 @@ static int resolve_env(tool_call *c, char **ret_id, sbx_err **err)
 		return 0;
 	if (sbx_err_code(e) == SBX_E_NOT_FOUND) {
 		sbx_err_free(e);
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "environment '%s' not found; call environment_list to see the live environments or "
-			       "environment_create to make one",
-			       ref);
+		return err_set(
+		    err, SBX_E_NOT_FOUND, ENOENT,
+		    "environment '%s' not found; call environment_list to see the live environments or "
+		    "environment_create to make one",
+		    ref);
 	}
 	err_pass(err, e);
 	return -1;
@@ -210,9 +212,11 @@ static int env_strv(tool_call *c, const char *field, char ***ret)
 	{
 		if (!*k || strchr(k, '=')) {
 			strv_free(v);
-			return bad_params(c, "'%s' has an invalid variable name '%s': names must be non-empty and "
-					     "contain no '='",
-					  field, k);
+			return bad_params(
+			    c,
+			    "'%s' has an invalid variable name '%s': names must be non-empty and "
+			    "contain no '='",
+			    field, k);
 		}
 		if (asprintf(&v[n], "%s=%s", k, json_string_value(val)) < 0) {
 			v[n] = NULL;
@@ -255,7 +259,7 @@ static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *re
 	int bits = 0, pad = 0;
 	for (size_t i = 0; i < len; i++) {
 		char ch = s[i];
-		if (strchr(" \t\r\n", ch) && ch)
+		if (ch && strchr(" \t\r\n", ch))
 			continue;
 		if (ch == '=') {
 			pad++;
@@ -288,9 +292,10 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
 	if (json_object_get(a, "snapshot"))
-		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
-			       "snapshots are not available yet in this sbx; omit 'snapshot' and start from a "
-			       "'template' instead");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, ENOTSUP,
+		    "snapshots are not available yet in this sbx; omit 'snapshot' and start from a "
+		    "'template' instead");
 	if (json_object_get(a, "policy"))
 		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
 			       "policies are not available yet in this sbx; omit 'policy' and use 'limits', "
@@ -307,7 +312,9 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	json_t *lim = json_object_get(a, "limits");
 	o.memory_bytes = json_int(lim, "memory_bytes", 0);
 	o.pids = json_int(lim, "pids", 0);
-	o.cpus = json_is_number(json_object_get(lim, "cpus")) ? json_number_value(json_object_get(lim, "cpus")) : 0;
+	o.cpus = json_is_number(json_object_get(lim, "cpus"))
+		     ? json_number_value(json_object_get(lim, "cpus"))
+		     : 0;
 	o.timeout_ms = json_int(lim, "timeout_ms", 0);
 	o.ttl_ms = json_int(lim, "ttl_ms", 0);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
@@ -362,8 +369,9 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		return bad_params(c, "give either 'command' (a shell command string) or 'argv' (an array of "
 				     "strings), not both");
 	if (!command && !argv_j)
-		return bad_params(c, "missing 'command' (a shell command string, run by /bin/sh -c) or 'argv' "
-				     "(an array of strings)");
+		return bad_params(c,
+				  "missing 'command' (a shell command string, run by /bin/sh -c) or 'argv' "
+				  "(an array of strings)");
 	_cleanup_strv_free_ char **argv = NULL;
 	if (command) {
 		argv = calloc(4, sizeof(char *));
@@ -412,7 +420,10 @@ static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 
-static int t_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_env_list(c->ctx, ret, err); }
+static int t_list(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_env_list(c->ctx, ret, err);
+}
 
 static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)
 {
@@ -425,8 +436,8 @@ static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)
 	size_t len = 0;
 	int64_t size = 0;
 	bool truncated = false;
-	if (sbx_env_read_file(c->ctx, id, path, json_int(c->args, "max_bytes", 0), &data, &len, &size, &truncated,
-			      err) < 0)
+	if (sbx_env_read_file(c->ctx, id, path, json_int(c->args, "max_bytes", 0), &data, &len, &size,
+			      &truncated, err) < 0)
 		return -1;
 	json_t *content;
 	if (streq(enc, "base64")) {
@@ -447,7 +458,8 @@ static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)
 		content = json_stringn(data, len);
 		if (!content)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EILSEQ,
-				       "'%s' is not UTF-8 text; read it again with encoding \"base64\"", path);
+				       "'%s' is not UTF-8 text; read it again with encoding \"base64\"",
+				       path);
 	}
 	*ret = json_pack("{s:o,s:s,s:I,s:b}", "content", content, "encoding", enc, "size", (json_int_t)size,
 			 "truncated", truncated);
@@ -495,102 +507,102 @@ static const char *const create_reserved[] = {"snapshot", "policy", NULL};
 static const char *const execute_reserved[] = {"trace", NULL};
 
 static const tool tools[] = {
-	{
-		.name = "environment_create",
-		.alias = "environment.create",
-		.title = "Create a sandboxed environment",
-		.description =
-			"Create a new isolated Linux environment (its own filesystem view, processes, and no "
-			"network) and return its environment_id. Pass that id to environment_execute, the file "
-			"tools and environment_destroy. Environments persist across calls until destroyed: reuse "
-			"one for related steps, and destroy it when done. By default the root filesystem is the "
-			"host OS, read-only, under a private writable layer, so installed tools are available and "
-			"changes stay inside.",
-		.input_schema = create_in,
-		.output_schema = create_out,
-		.reserved = create_reserved,
-		.run = t_create,
-		.undo = t_create_undo,
-	},
-	{
-		.name = "environment_execute",
-		.alias = "environment.execute",
-		.title = "Run a command in an environment",
-		.description =
-			"Run a command inside a live environment and wait for it. Give command (a shell string "
-			"run by /bin/sh -c, so pipes and redirections work) or argv (no shell). Returns "
-			"exit_code, stdout, stderr, timed_out and duration_ms. A command that exits non-zero is "
-			"still a successful call: read exit_code and stderr. Files written persist for later "
-			"calls in the same environment. Long-running commands report output as progress when "
-			"the request carries a progressToken.",
-		.input_schema = execute_in,
-		.output_schema = execute_out,
-		.reserved = execute_reserved,
-		.destructive = true,
-		.run = t_execute,
-	},
-	{
-		.name = "environment_destroy",
-		.alias = "environment.destroy",
-		.title = "Destroy an environment",
-		.description = "Destroy a live environment: kill every process in it and delete its files. The "
-			       "environment_id is invalid afterwards.",
-		.input_schema = env_only_in,
-		.output_schema = destroy_out,
-		.destructive = true,
-		.idempotent = true,
-		.run = t_destroy,
-	},
-	{
-		.name = "environment_list",
-		.alias = "environment.list",
-		.title = "List environments",
-		.description = "List the environments that exist, with their environment_id, name, state and "
-			       "creation time. Use it to find an id again or to clean up.",
-		.input_schema = list_in,
-		.output_schema = list_out,
-		.read_only = true,
-		.idempotent = true,
-		.run = t_list,
-	},
-	{
-		.name = "environment_read_file",
-		.alias = "environment.read_file",
-		.title = "Read a file in an environment",
-		.description = "Read a regular file inside a live environment. Text comes back as UTF-8; use "
-			       "encoding base64 for binary files. size is the full file size and truncated "
-			       "tells whether max_bytes cut it.",
-		.input_schema = read_in,
-		.output_schema = read_out,
-		.read_only = true,
-		.idempotent = true,
-		.run = t_read_file,
-	},
-	{
-		.name = "environment_write_file",
-		.alias = "environment.write_file",
-		.title = "Write a file in an environment",
-		.description = "Create or replace a regular file inside a live environment (its parent directory "
-			       "must exist; create it with environment_execute and mkdir -p). Use this rather "
-			       "than shell quoting for file content.",
-		.input_schema = write_in,
-		.output_schema = write_out,
-		.destructive = true,
-		.idempotent = true,
-		.run = t_write_file,
-	},
-	{
-		.name = "environment_list_files",
-		.alias = "environment.list_files",
-		.title = "List a directory in an environment",
-		.description = "List the entries of a directory inside a live environment: name, type (file, "
-			       "dir, symlink, other), size and mode.",
-		.input_schema = list_files_in,
-		.output_schema = list_files_out,
-		.read_only = true,
-		.idempotent = true,
-		.run = t_list_files,
-	},
+    {
+	.name = "environment_create",
+	.alias = "environment.create",
+	.title = "Create a sandboxed environment",
+	.description =
+	    "Create a new isolated Linux environment (its own filesystem view, processes, and no "
+	    "network) and return its environment_id. Pass that id to environment_execute, the file "
+	    "tools and environment_destroy. Environments persist across calls until destroyed: reuse "
+	    "one for related steps, and destroy it when done. By default the root filesystem is the "
+	    "host OS, read-only, under a private writable layer, so installed tools are available and "
+	    "changes stay inside.",
+	.input_schema = create_in,
+	.output_schema = create_out,
+	.reserved = create_reserved,
+	.run = t_create,
+	.undo = t_create_undo,
+    },
+    {
+	.name = "environment_execute",
+	.alias = "environment.execute",
+	.title = "Run a command in an environment",
+	.description =
+	    "Run a command inside a live environment and wait for it. Give command (a shell string "
+	    "run by /bin/sh -c, so pipes and redirections work) or argv (no shell). Returns "
+	    "exit_code, stdout, stderr, timed_out and duration_ms. A command that exits non-zero is "
+	    "still a successful call: read exit_code and stderr. Files written persist for later "
+	    "calls in the same environment. Long-running commands report output as progress when "
+	    "the request carries a progressToken.",
+	.input_schema = execute_in,
+	.output_schema = execute_out,
+	.reserved = execute_reserved,
+	.destructive = true,
+	.run = t_execute,
+    },
+    {
+	.name = "environment_destroy",
+	.alias = "environment.destroy",
+	.title = "Destroy an environment",
+	.description = "Destroy a live environment: kill every process in it and delete its files. The "
+		       "environment_id is invalid afterwards.",
+	.input_schema = env_only_in,
+	.output_schema = destroy_out,
+	.destructive = true,
+	.idempotent = true,
+	.run = t_destroy,
+    },
+    {
+	.name = "environment_list",
+	.alias = "environment.list",
+	.title = "List environments",
+	.description = "List the environments that exist, with their environment_id, name, state and "
+		       "creation time. Use it to find an id again or to clean up.",
+	.input_schema = list_in,
+	.output_schema = list_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_list,
+    },
+    {
+	.name = "environment_read_file",
+	.alias = "environment.read_file",
+	.title = "Read a file in an environment",
+	.description = "Read a regular file inside a live environment. Text comes back as UTF-8; use "
+		       "encoding base64 for binary files. size is the full file size and truncated "
+		       "tells whether max_bytes cut it.",
+	.input_schema = read_in,
+	.output_schema = read_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_read_file,
+    },
+    {
+	.name = "environment_write_file",
+	.alias = "environment.write_file",
+	.title = "Write a file in an environment",
+	.description = "Create or replace a regular file inside a live environment (its parent directory "
+		       "must exist; create it with environment_execute and mkdir -p). Use this rather "
+		       "than shell quoting for file content.",
+	.input_schema = write_in,
+	.output_schema = write_out,
+	.destructive = true,
+	.idempotent = true,
+	.run = t_write_file,
+    },
+    {
+	.name = "environment_list_files",
+	.alias = "environment.list_files",
+	.title = "List a directory in an environment",
+	.description = "List the entries of a directory inside a live environment: name, type (file, "
+		       "dir, symlink, other), size and mode.",
+	.input_schema = list_files_in,
+	.output_schema = list_files_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_list_files,
+    },
 };
 
 static json_t *schemas[ARRAY_SIZE(tools)][2];
@@ -642,12 +654,13 @@ json_t *tools_list_json(void)
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < ARRAY_SIZE(tools); i++) {
 		const tool *t = &tools[i];
-		json_t *ann = json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", t->title, "readOnlyHint", t->read_only,
-					"destructiveHint", t->destructive, "idempotentHint", t->idempotent,
-					"openWorldHint", t->open_world);
-		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title", t->title,
-						   "description", t->description, "inputSchema", schemas[i][0],
-						   "outputSchema", schemas[i][1], "annotations", ann));
+		json_t *ann = json_pack("{s:s,s:b,s:b,s:b,s:b}", "title", t->title, "readOnlyHint",
+					t->read_only, "destructiveHint", t->destructive, "idempotentHint",
+					t->idempotent, "openWorldHint", t->open_world);
+		json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:O,s:O,s:o}", "name", t->name, "title",
+						   t->title, "description", t->description, "inputSchema",
+						   schemas[i][0], "outputSchema", schemas[i][1],
+						   "annotations", ann));
 	}
 	return a;
 }
@@ -722,7 +735,8 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 {
 	json_t *type = json_object_get(s, "type");
 	if (json_is_string(type) && !type_is(json_string_value(type), v))
-		return fail(msg, "'%s' must be %s, not %s", path, type_noun(json_string_value(type)), json_noun(v));
+		return fail(msg, "'%s' must be %s, not %s", path, type_noun(json_string_value(type)),
+			    json_noun(v));
 	if (json_is_array(type)) {
 		bool ok = false;
 		size_t i;
@@ -769,7 +783,8 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 			}
 	}
 	if (json_is_object(v)) {
-		json_t *props = json_object_get(s, "properties"), *addl = json_object_get(s, "additionalProperties");
+		json_t *props = json_object_get(s, "properties"),
+		       *addl = json_object_get(s, "additionalProperties");
 		size_t i;
 		json_t *r;
 		json_array_foreach(json_object_get(s, "required"), i, r)
@@ -839,17 +854,21 @@ static json_t *call_result(json_t *structured, bool is_error)
 	if (!structured)
 		return NULL;
 	_cleanup_free_ char *text = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
-	json_t *r = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text", text ? text : "{}",
-			      "structuredContent", structured, "isError", is_error);
+	json_t *r = json_pack("{s:[{s:s,s:s}],s:o,s:b}", "content", "type", "text", "text",
+			      text ? text : "{}", "structuredContent", structured, "isError", is_error);
 	return r;
 }
 
-json_t *tools_result(json_t *structured) { return call_result(structured, false); }
+json_t *tools_result(json_t *structured)
+{
+	return call_result(structured, false);
+}
 
 json_t *tools_error_result(sbx_code code, const char *message)
 {
 	json_t *m = json_string(message ? message : "unknown error");
 	if (!m)
 		m = json_string("error (message not valid UTF-8)");
-	return call_result(json_pack("{s:{s:s,s:o}}", "error", "code", sbx_code_name(code), "message", m), true);
+	return call_result(json_pack("{s:{s:s,s:o}}", "error", "code", sbx_code_name(code), "message", m),
+			   true);
 }

@@ -12,8 +12,8 @@
 
 typedef struct tool_call {
 	sbx_ctx *ctx;
-	const json_t *args;      /* the arguments object, already validated against the input schema */
-	int cancel_fd;           /* -1, or an fd that becomes readable when the call is cancelled */
+	const json_t *args;	 /* the arguments object, already validated against the input schema */
+	int cancel_fd;		 /* -1, or an fd that becomes readable when the call is cancelled */
 	sbx_output_fn on_output; /* execute: output as it arrives (progress), may be NULL */
 	void *userdata;
 	char *bad_params; /* set (malloc'd) by a handler whose arguments are malformed: -32602 */

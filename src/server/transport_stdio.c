@@ -76,7 +76,8 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 	size_t skipping = 0; /* > 0: inside an oversized line, this many bytes so far */
 	bool stopped = false;
 	while (buf && !atomic_load(&out.broken)) {
-		struct pollfd p[2] = {{.fd = in_fd, .events = POLLIN}, {.fd = stop_pipe[0], .events = POLLIN}};
+		struct pollfd p[2] = {{.fd = in_fd, .events = POLLIN},
+				      {.fd = stop_pipe[0], .events = POLLIN}};
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;

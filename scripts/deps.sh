@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs what sbx needs on Debian 12: `scripts/deps.sh build` for building,
+# `scripts/deps.sh test` for the test suite too. As root it runs apt-get
+# (update first: a fresh machine may have empty package lists); otherwise it
+# names what is missing and fails.
+set -eu
+what=${1:-build}
+build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev"
+test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm"
+bench_pkgs="bubblewrap crun busybox-static hyperfine"
+case "$what" in
+build) pkgs="$build_pkgs" ;;
+test) pkgs="$build_pkgs $test_pkgs" ;;
+bench) pkgs="$build_pkgs $bench_pkgs" ;;
+*) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
+esac
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "sbx: missing Debian packages:$missing" >&2
+	echo "sbx: install them as root: apt-get update && apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "sbx: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >&2

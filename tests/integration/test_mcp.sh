@@ -1,0 +1,163 @@
+# The MCP server (`sbx mcp`): the official TypeScript SDK as a client over
+# stdio (tests/mcp/sdk_test.mjs), and raw JSON-RPC lines piped through the
+# binary, parsed with node (tests/mcp/jsonq.mjs; jq is not assumed).
+
+MCP_DIR="$SBX_SRC/tests/mcp"
+INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+META='"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+
+need_node() { command -v node > /dev/null || skip "node is not installed (needed to drive and parse MCP)"; }
+
+# The SDK lives in tests/mcp/node_modules, installed from package-lock.json.
+need_sdk() {
+	need_node
+	[ -f "$MCP_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
+	command -v npm > /dev/null || skip "npm is not installed (needed to install @modelcontextprotocol/sdk)"
+	(cd "$MCP_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error > /dev/null 2>&1) ||
+		skip "npm ci in tests/mcp failed (no access to the npm registry?)"
+}
+
+sdk() {
+	need_sdk
+	SBX_BIN="$SBX_BIN" timeout 120 node "$MCP_DIR/sdk_test.mjs" "$1"
+}
+
+# mcp_pipe < lines: runs one server over the lines, output in $TMPDIR_TEST/mcp.out.
+mcp_pipe() {
+	need_node
+	sbx mcp > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" || fail "sbx mcp exited $?: $(cat "$TMPDIR_TEST/mcp.err")"
+}
+q() { node "$MCP_DIR/jsonq.mjs" "$TMPDIR_TEST/mcp.out" "$1"; }
+
+t_mcp_sdk_tools_list() { sdk tools_list; }
+t_mcp_sdk_lifecycle_and_files() { sdk lifecycle; }
+t_mcp_sdk_errors() { sdk errors; }
+t_mcp_sdk_cancel() { sdk cancel; }
+t_mcp_sdk_progress() { sdk progress; }
+t_mcp_sdk_concurrency() { sdk concurrency; }
+
+t_mcp_raw_malformed_json_keeps_serving() {
+	printf '%s\n' 'this is not json' "$INIT" '{"jsonrpc":"2.0","id":1,' '5' '[]' \
+		'{"jsonrpc":"1.0","id":2,"method":"ping"}' '{"jsonrpc":"2.0","id":3,"method":7}' \
+		'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}' '{"jsonrpc":"2.0","id":4,"method":"ping","params":"x"}' \
+		'{"jsonrpc":"2.0","id":8,"method":"tools/list","params":[1]}' '{"jsonrpc":"2.0","id":5,"method":"ping"}' '{"jsonrpc":"2.0","id":6,"method":"no/such"}' \
+		'{"jsonrpc":"2.0","id":7,"result":{}}' | mcp_pipe
+	assert_eq "$(q 'msgs.filter(m => m.id === null).map(m => m.error.code).join(",")')" "-32700,-32700,-32600,-32600,-32600"
+	assert_eq "$(q 'id(0).result.protocolVersion')" "2025-11-25"
+	assert_eq "$(q 'id(2).error.code')" "-32600"
+	assert_eq "$(q 'id(3).error.code')" "-32600"
+	assert_eq "$(q 'id(4).error.code')" "-32600"
+	assert_eq "$(q 'id(8).error.code')" "-32602"
+	assert_eq "$(q 'JSON.stringify(id(5).result)')" "{}"
+	assert_eq "$(q 'id(6).error.code')" "-32601"
+	# A response from the client is never answered.
+	assert_eq "$(q 'msgs.length')" "12"
+}
+
+t_mcp_raw_before_initialize() {
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' \
+		'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"environment_list","arguments":{}}}' \
+		'{"jsonrpc":"2.0","id":3,"method":"ping"}' "$INIT" "$INITED" '{"jsonrpc":"2.0","id":4,"method":"tools/list"}' | mcp_pipe
+	assert_eq "$(q 'id(1).error.code')" "-32002"
+	assert_contains "$(q 'id(1).error.message')" "initialize"
+	assert_eq "$(q 'id(2).error.code')" "-32002"
+	assert_eq "$(q 'JSON.stringify(id(3).result)')" "{}"
+	assert_eq "$(q 'id(4).result.tools.length')" "7"
+}
+
+t_mcp_raw_version_negotiation() {
+	printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}' \
+		'{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{},"clientInfo":{"name":"a","version":"1"}}}' \
+		'{"jsonrpc":"2.0","id":3,"method":"initialize","params":{}}' | mcp_pipe
+	assert_eq "$(q 'id(1).result.protocolVersion')" "2025-03-26"
+	assert_eq "$(q 'id(2).result.protocolVersion')" "2025-11-25"
+	assert_eq "$(q 'id(2).result.serverInfo.name')" "sbx"
+	assert_eq "$(q 'id(2).result.capabilities.tools.listChanged')" "false"
+	assert_eq "$(q 'id(3).error.code')" "-32602"
+}
+
+t_mcp_raw_dotted_methods() {
+	local id
+	id=$(sbx create)
+	printf '%s\n' "$INIT" "$INITED" '{"jsonrpc":"2.0","id":1,"method":"environment.list"}' \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"environment.execute\",\"params\":{\"environment_id\":\"$id\",\"command\":\"echo dotted; exit 4\"}}" \
+		'{"jsonrpc":"2.0","id":3,"method":"environment.execute","params":{"environment_id":"nope","command":"true"}}' \
+		'{"jsonrpc":"2.0","id":4,"method":"environment.execute","params":{"environment_id":"nope","timeout_ms":"x","command":"true"}}' \
+		'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"environment.list","arguments":{}}}' | mcp_pipe
+	assert_contains "$(q 'id(1).result.environments.map(e => e.environment_id).join(" ")')" "$id"
+	assert_eq "$(q 'id(2).result.stdout')" "dotted"
+	assert_eq "$(q 'id(2).result.exit_code')" "4"
+	assert_eq "$(q 'id(3).error.data.code')" "not_found"
+	assert_contains "$(q 'id(3).error.message')" "environment_create"
+	assert_eq "$(q 'id(4).error.code')" "-32602"
+	assert_eq "$(q 'id(5).result.isError')" "false"
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"environment.destroy\",\"params\":{\"environment_id\":\"$id\"}}" | mcp_pipe
+	assert_eq "$(q 'id(1).result.destroyed')" "true"
+	expect_status 125 sbx inspect "$id"
+}
+
+t_mcp_raw_stateless_2026() {
+	printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\",\"params\":{$META}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\",\"params\":{$META}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{$META,\"name\":\"environment_list\",\"arguments\":{}}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"environment.list\",\"params\":{$META}}" \
+		'{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{}}' | mcp_pipe
+	assert_contains "$(q 'id(1).result.supportedVersions.join(" ")')" "2026-07-28"
+	assert_eq "$(q 'id(1).result.serverInfo.name')" "sbx"
+	assert_eq "$(q 'id(1).result.capabilities.tools.listChanged')" "false"
+	assert_eq "$(q 'id(2).result.tools.length')" "7"
+	assert_eq "$(q 'id(3).result.isError')" "false"
+	assert_eq "$(q 'Array.isArray(id(4).result.environments)')" "true"
+	# Without the _meta (and without initialize) it is still refused.
+	assert_eq "$(q 'id(5).error.code')" "-32002"
+}
+
+t_mcp_raw_oversized_line() {
+	need_node
+	{
+		echo "$INIT"
+		node -e 'process.stdout.write(JSON.stringify({jsonrpc:"2.0",id:1,method:"ping",params:{pad:"x".repeat(5<<20)}})+"\n")'
+		echo '{"jsonrpc":"2.0","id":2,"method":"ping"}'
+	} | mcp_pipe
+	assert_eq "$(q 'msgs.filter(m => m.id === null).map(m => m.error.code).join(",")')" "-32600"
+	assert_contains "$(q 'msgs.find(m => m.id === null).error.message')" "too large"
+	assert_eq "$(q 'JSON.stringify(id(2).result)')" "{}"
+	assert_eq "$(q 'id(1) === undefined')" "true"
+}
+
+t_mcp_raw_eof_waits_for_calls() {
+	local id
+	id=$(sbx create)
+	printf '%s\n' "$INIT" \
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 1; echo late\"}}}" | mcp_pipe
+	assert_eq "$(q 'id(1).result.structuredContent.stdout')" "late"
+	sbx rm "$id"
+}
+
+t_mcp_raw_sigterm_cancels_and_exits() {
+	need_node
+	local id fifo pid t0 rc
+	id=$(sbx create)
+	fifo="$TMPDIR_TEST/in"
+	mkfifo "$fifo"
+	"$SBX_BIN" mcp < "$fifo" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" &
+	pid=$!
+	exec 7> "$fifo"
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 30\"}}}" >&7
+	sleep 1
+	t0=$(date +%s)
+	kill -TERM "$pid"
+	set +e
+	timeout 10 tail --pid="$pid" -f /dev/null
+	wait "$pid"
+	rc=$?
+	set -e
+	exec 7>&-
+	assert_eq "$rc" "0" "exit status after SIGTERM"
+	[ $(($(date +%s) - t0)) -lt 8 ] || fail "sbx mcp took too long to stop"
+	assert_eq "$(q 'id(0).result.serverInfo.name')" "sbx"
+	out=$(sbx exec "$id" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')
+	assert_not_contains "$out" "sleep 30"
+	sbx rm "$id"
+}

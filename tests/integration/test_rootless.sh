@@ -1,0 +1,57 @@
+# The lifecycle, exec and escape tests again, as an unprivileged user
+# (setpriv), with the binaries copied where that user can read them.
+
+rootless_setup() {
+	is_root || skip_ok "already running unprivileged: the other files cover rootless mode"
+	id sbxtest > /dev/null 2>&1 || skip "user sbxtest is missing (scripts/test.sh creates it)"
+	command -v setpriv > /dev/null || skip "setpriv (util-linux) is missing"
+	RL="$TMPDIR_TEST/rl"
+	mkdir -p "$RL/bin" "$RL/helpers" "$RL/tests"
+	cp "$SBX_BIN" "$RL/bin/sbx"
+	cp "$SBX_HELPERS"/* "$RL/helpers/"
+	cp "$SBX_SRC"/tests/integration/*.sh "$RL/tests/"
+	chmod -R a+rX "$RL"
+	chmod 755 "$TMPDIR_TEST"
+}
+
+# Runs one integration file through the harness as sbxtest; all must pass.
+run_as_user() {
+	local file=$1 res="$RL/result-$1"
+	touch "$res"
+	chmod 666 "$res"
+	setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env \
+		env PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sbxtest SBX_BIN="$RL/bin/sbx" \
+		SBX_HELPERS="$RL/helpers" SBX_SRC="$RL" SBX_TEST_STRICT="${SBX_TEST_STRICT:-0}" \
+		timeout 600 bash "$RL/tests/harness.sh" "$RL/tests/$file" "$res" > "$RL/log" 2>&1 || true
+	cat "$RL/log"
+	read -r p f s < "$res" || fail "the harness did not finish"
+	[ "${p:-0}" -gt 0 ] || fail "no test passed as sbxtest"
+	[ "$f" = 0 ] || fail "$f failed as an unprivileged user"
+}
+
+t_rootless_lifecycle() {
+	rootless_setup
+	run_as_user test_lifecycle.sh
+}
+
+t_rootless_exec() {
+	rootless_setup
+	run_as_user test_exec.sh
+}
+
+t_rootless_escape() {
+	rootless_setup
+	run_as_user test_escape.sh
+}
+
+t_rootless_reports_missing_walls() {
+	rootless_setup
+	mkdir -p "$RL/w"
+	chmod 1777 "$RL/w"
+	out=$(setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env env HOME=/home/sbxtest \
+		SBX_ROOT="$RL/w/store" SBX_RUN="$RL/w/run" sh -c "
+		id=\$('$RL/bin/sbx' create 2>'$RL/w/warn'); '$RL/bin/sbx' inspect \$id; '$RL/bin/sbx' rm \$id >/dev/null; cat '$RL/w/warn'")
+	assert_contains "$out" '"rootless": true'
+	assert_contains "$out" "cgroup limits cannot be enforced"
+	assert_contains "$out" "sbx: warning:"
+}

@@ -1,0 +1,308 @@
+// MCP client tests for `sbx mcp`, driven through the official TypeScript SDK
+// over stdio. Usage: node sdk_test.mjs CASE (see `cases` below). Needs
+// SBX_BIN; SBX_ROOT/SBX_RUN pass through to the server. Exits non-zero with
+// a message on the first failed check. Every case destroys what it creates.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const EXPECTED_TOOLS = [
+	'environment_create',
+	'environment_destroy',
+	'environment_execute',
+	'environment_list',
+	'environment_list_files',
+	'environment_read_file',
+	'environment_write_file',
+];
+
+function check(cond, msg, extra) {
+	if (!cond) {
+		throw new Error(`check failed: ${msg}${extra === undefined ? '' : `: ${JSON.stringify(extra)}`}`);
+	}
+}
+
+async function connect() {
+	const transport = new StdioClientTransport({
+		command: process.env.SBX_BIN,
+		args: ['mcp'],
+		env: { ...process.env },
+		stderr: 'inherit',
+	});
+	const client = new Client({ name: 'sbx-tests', version: '1.0.0' });
+	await client.connect(transport);
+	return client;
+}
+
+async function call(client, name, args, opts) {
+	return client.callTool({ name, arguments: args }, undefined, opts);
+}
+
+// A successful call: returns structuredContent, checking the text item mirrors it.
+async function ok(client, name, args, opts) {
+	const r = await call(client, name, args, opts);
+	check(!r.isError, `${name} should succeed`, r);
+	check(r.structuredContent && typeof r.structuredContent === 'object', `${name}: structuredContent`, r);
+	check(r.content?.[0]?.type === 'text', `${name}: text content item`, r);
+	check(
+		JSON.stringify(JSON.parse(r.content[0].text)) === JSON.stringify(r.structuredContent),
+		`${name}: text content is the same JSON as structuredContent`,
+		r,
+	);
+	return r.structuredContent;
+}
+
+async function toolError(client, name, args) {
+	const r = await call(client, name, args);
+	check(r.isError === true, `${name} should be a tool error (isError)`, r);
+	const e = r.structuredContent?.error;
+	check(e && typeof e.code === 'string' && typeof e.message === 'string', `${name}: error {code,message}`, r);
+	return e;
+}
+
+async function protocolError(promise, code, what) {
+	try {
+		const r = await promise;
+		throw new Error(`check failed: ${what} should be a JSON-RPC error ${code}, got ${JSON.stringify(r)}`);
+	} catch (e) {
+		if (!(e instanceof McpError)) throw e;
+		check(e.code === code, `${what}: error code ${code}`, { code: e.code, message: e.message });
+		return e;
+	}
+}
+
+async function withEnv(client, fn, args = {}) {
+	const env = await ok(client, 'environment_create', args);
+	check(/^[0-9a-f]{12}$/.test(env.environment_id), 'environment_id is 12 hex digits', env);
+	check(env.snapshot_id === null, 'snapshot_id is null', env);
+	check(typeof env.create_ms === 'number', 'create_ms is a number', env);
+	try {
+		return await fn(env.environment_id);
+	} finally {
+		await call(client, 'environment_destroy', { environment_id: env.environment_id }).catch(() => {});
+	}
+}
+
+const cases = {
+	async tools_list(client) {
+		const info = client.getServerVersion();
+		check(info?.name === 'sbx', 'serverInfo.name', info);
+		check(client.getServerCapabilities()?.tools, 'tools capability', client.getServerCapabilities());
+		check(typeof client.getInstructions() === 'string', 'instructions');
+		const { tools } = await client.listTools();
+		const names = tools.map((t) => t.name).sort();
+		check(JSON.stringify(names) === JSON.stringify(EXPECTED_TOOLS), 'tool names', names);
+		for (const t of tools) {
+			check(/^[a-zA-Z0-9_-]+$/.test(t.name), 'tool name charset', t.name);
+			check(t.description && t.description.length > 40, `${t.name}: description`, t.description);
+			check(t.inputSchema?.type === 'object', `${t.name}: inputSchema is an object schema`, t.inputSchema);
+			check(t.outputSchema?.type === 'object', `${t.name}: outputSchema is an object schema`, t.outputSchema);
+			const a = t.annotations;
+			for (const k of ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'])
+				check(typeof a?.[k] === 'boolean', `${t.name}: annotations.${k}`, a);
+		}
+		const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+		check(byName.environment_list.annotations.readOnlyHint === true, 'environment_list is read-only');
+		check(byName.environment_destroy.annotations.destructiveHint === true, 'destroy is destructive');
+		check(!('snapshot' in byName.environment_create.inputSchema.properties), 'no snapshot argument yet');
+		check(byName.environment_execute.inputSchema.required.includes('environment_id'), 'execute requires id');
+	},
+
+	async lifecycle(client) {
+		let id;
+		await withEnv(client, async (envId) => {
+			id = envId;
+			const list = await ok(client, 'environment_list', {});
+			check(list.environments.some((e) => e.environment_id === id), 'environment_list shows it', list);
+
+			let r = await ok(client, 'environment_execute', { environment_id: id, command: 'echo hi' });
+			check(r.exit_code === 0 && r.stdout === 'hi\n' && r.stderr === '', 'echo hi', r);
+			check(r.timed_out === false && typeof r.duration_ms === 'number', 'echo hi: timing fields', r);
+
+			r = await ok(client, 'environment_execute', { environment_id: id, command: 'echo oops >&2; exit 3' });
+			check(r.exit_code === 3 && r.stderr === 'oops\n', 'exit 3 is a successful call', r);
+
+			r = await ok(client, 'environment_execute', { environment_id: id, argv: ['printf', '%s-%s', 'a b', 'c'] });
+			check(r.stdout === 'a b-c', 'argv runs without a shell', r);
+
+			r = await ok(client, 'environment_execute', {
+				environment_id: id,
+				command: 'cat; echo " $FOO"; pwd',
+				stdin: 'fed',
+				env: { FOO: 'bar' },
+				cwd: '/tmp',
+			});
+			check(r.stdout === 'fed bar\n/tmp\n', 'stdin, env and cwd', r);
+
+			const t0 = Date.now();
+			r = await ok(client, 'environment_execute', { environment_id: id, command: 'sleep 10', timeout_ms: 500 });
+			check(r.timed_out === true && r.exit_code === null, 'timeout: timed_out and exit_code null', r);
+			check(Date.now() - t0 < 5000, 'timeout returns promptly');
+
+			// Files.
+			r = await ok(client, 'environment_write_file', { environment_id: id, path: '/root/hello.txt', content: 'héllo\n' });
+			check(r.bytes_written === 7, 'bytes_written counts bytes', r);
+			r = await ok(client, 'environment_read_file', { environment_id: id, path: '/root/hello.txt' });
+			check(r.content === 'héllo\n' && r.encoding === 'utf8' && r.size === 7 && r.truncated === false, 'read back', r);
+			r = await ok(client, 'environment_execute', { environment_id: id, command: 'cat /root/hello.txt' });
+			check(r.stdout === 'héllo\n', 'the command sees the written file', r);
+			const bin = Buffer.from([0, 1, 2, 255, 254, 10]);
+			r = await ok(client, 'environment_write_file', {
+				environment_id: id,
+				path: 'bin.dat',
+				content: bin.toString('base64'),
+				encoding: 'base64',
+				mode: 0o600,
+			});
+			check(r.bytes_written === 6, 'binary bytes_written', r);
+			r = await ok(client, 'environment_read_file', { environment_id: id, path: '/root/bin.dat', encoding: 'base64' });
+			check(Buffer.from(r.content, 'base64').equals(bin), 'binary round trip', r);
+			r = await ok(client, 'environment_read_file', { environment_id: id, path: '/root/hello.txt', max_bytes: 2 });
+			check(r.truncated === true && r.size === 7 && r.content === 'h', 'max_bytes cuts at a character boundary', r);
+			const e = await toolError(client, 'environment_read_file', { environment_id: id, path: '/root/bin.dat' });
+			check(e.code === 'invalid_argument' && e.message.includes('base64'), 'binary as utf8 says use base64', e);
+			r = await ok(client, 'environment_list_files', { environment_id: id, path: '/root' });
+			const names = r.entries.map((x) => x.name);
+			check(names.includes('hello.txt') && names.includes('bin.dat'), 'list_files shows the files', r);
+			const ent = r.entries.find((x) => x.name === 'bin.dat');
+			check(ent.type === 'file' && ent.size === 6, 'list_files entry fields', ent);
+			const nf = await toolError(client, 'environment_read_file', { environment_id: id, path: '/root/nope' });
+			check(nf.code === 'not_found', 'missing file is not_found', nf);
+		});
+		const r = await ok(client, 'environment_list', {});
+		check(!r.environments.some((e) => e.environment_id === id), 'destroyed environment is gone', r);
+		const e = await toolError(client, 'environment_execute', { environment_id: id, command: 'true' });
+		check(e.code === 'not_found', 'execute after destroy: not_found', e);
+	},
+
+	async errors(client) {
+		let e = await toolError(client, 'environment_execute', { environment_id: 'nosuchenv', command: 'true' });
+		check(e.code === 'not_found', 'unknown environment: not_found', e);
+		check(e.message.includes('environment_list') && e.message.includes('nosuchenv'), 'message says what to do', e);
+		e = await toolError(client, 'environment_destroy', { environment_id: 'nosuchenv' });
+		check(e.code === 'not_found', 'destroy unknown: not_found', e);
+
+		e = await protocolError(call(client, 'no_such_tool', {}), -32602, 'unknown tool');
+		check(/unknown tool/i.test(e.message), 'unknown tool message', e.message);
+		e = await protocolError(
+			call(client, 'environment_execute', { environment_id: 'x', command: 'true', timeout_ms: 'soon' }),
+			-32602,
+			'timeout_ms as a string',
+		);
+		check(e.message.includes('timeout_ms'), 'message names the field', e.message);
+		e = await protocolError(call(client, 'environment_execute', { environment_id: 5, command: 'true' }), -32602, 'id as a number');
+		check(e.message.includes('environment_id'), 'message names environment_id', e.message);
+		e = await protocolError(call(client, 'environment_execute', { command: 'true' }), -32602, 'missing id');
+		check(e.message.includes('environment_id'), 'message names the missing field', e.message);
+		e = await protocolError(call(client, 'environment_execute', { environment_id: 'x' }), -32602, 'no command');
+		check(e.message.includes('command'), 'message asks for command or argv', e.message);
+		e = await protocolError(call(client, 'environment_create', { limits: { memory_bytes: '1g' } }), -32602, 'limits type');
+		check(e.message.includes('limits.memory_bytes'), 'message names the nested field', e.message);
+		e = await protocolError(call(client, 'environment_create', { bogus: 1 }), -32602, 'unknown argument');
+		check(e.message.includes('bogus'), 'message names the unknown argument', e.message);
+		e = await toolError(client, 'environment_create', { snapshot: 'sha256:00' });
+		check(e.code === 'unavailable' && e.message.includes('snapshot'), 'snapshot not available yet', e);
+		e = await toolError(client, 'environment_create', { template: 'nonsense' });
+		check(e.code === 'not_found' || e.code === 'invalid_argument', 'bad template', e);
+		e = await toolError(client, 'environment_create', { network: 'open' });
+		check(e.code === 'unavailable' && e.message.includes('none'), 'network open: unavailable, use none', e);
+		e = await protocolError(call(client, 'environment_create', { network: { allow: ['x'] } }), -32602, 'network object');
+		check(e.message.includes('network'), 'network message', e.message);
+		// Dotted alias through tools/call.
+		const r = await ok(client, 'environment.list', {});
+		check(Array.isArray(r.environments), 'dotted alias in tools/call', r);
+	},
+
+	async cancel(client) {
+		await withEnv(client, async (id) => {
+			const ac = new AbortController();
+			const t0 = Date.now();
+			const p = call(client, 'environment_execute', { environment_id: id, command: 'sleep 30' }, { signal: ac.signal });
+			setTimeout(() => ac.abort('test cancels'), 700);
+			let threw = false;
+			try {
+				await p;
+			} catch {
+				threw = true;
+			}
+			check(threw, 'aborted call rejects');
+			check(Date.now() - t0 < 5000, 'cancel returns quickly', Date.now() - t0);
+			// The environment stays usable and the sleep is gone.
+			const deadline = Date.now() + 5000;
+			let r;
+			do {
+				r = await ok(client, 'environment_execute', {
+					environment_id: id,
+					command: 'for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr "\\0" " "; echo; done',
+				});
+				if (!r.stdout.includes('sleep 30')) break;
+				await new Promise((res) => setTimeout(res, 200));
+			} while (Date.now() < deadline);
+			check(!r.stdout.includes('sleep 30'), 'the cancelled command was killed', r.stdout);
+			r = await ok(client, 'environment_execute', { environment_id: id, command: 'echo still-here' });
+			check(r.stdout === 'still-here\n', 'environment usable after cancel', r);
+		});
+	},
+
+	async progress(client) {
+		await withEnv(client, async (id) => {
+			const seen = [];
+			const r = await ok(
+				client,
+				'environment_execute',
+				{ environment_id: id, command: 'for i in 1 2 3 4 5 6; do echo line$i; sleep 0.2; done' },
+				{ onprogress: (p) => seen.push(p) },
+			);
+			check(r.stdout.split('\n').length === 7, 'all output in the result', r);
+			check(seen.length >= 2, 'several progress notifications', seen);
+			const text = seen.map((p) => p.message ?? '').join('');
+			check(text.includes('line1') && text.includes('line3'), 'progress messages carry the output', seen);
+			for (let i = 1; i < seen.length; i++) check(seen[i].progress > seen[i - 1].progress, 'progress increases', seen);
+		});
+	},
+
+	async concurrency(client) {
+		// A slow command in one environment must not hold up work elsewhere.
+		await withEnv(client, async (slowId) => {
+			const t0 = Date.now();
+			const slow = ok(client, 'environment_execute', { environment_id: slowId, command: 'sleep 4; echo slow' });
+			let fastDone;
+			await withEnv(client, async (id) => {
+				const r = await ok(client, 'environment_execute', { environment_id: id, command: 'echo fast' });
+				check(r.stdout === 'fast\n', 'fast command', r);
+				const r2 = await ok(client, 'environment_execute', { environment_id: slowId, command: 'echo same-env' });
+				check(r2.stdout === 'same-env\n', 'second command in the busy environment', r2);
+				fastDone = Date.now() - t0;
+			});
+			const s = await slow;
+			check(s.stdout === 'slow\n', 'slow command result', s);
+			check(fastDone < 3500, 'create + execute ran while the slow command was running', fastDone);
+			// Many at once.
+			const many = await Promise.all(
+				Array.from({ length: 8 }, (_, i) =>
+					ok(client, 'environment_execute', { environment_id: slowId, command: `sleep 1; echo ${i}` }),
+				),
+			);
+			many.forEach((r, i) => check(r.stdout === `${i}\n`, 'parallel result', r));
+			check(Date.now() - t0 < 12000, 'parallel calls overlap', Date.now() - t0);
+		});
+	},
+};
+
+const name = process.argv[2];
+if (!cases[name]) {
+	console.error(`usage: node sdk_test.mjs {${Object.keys(cases).join('|')}}`);
+	process.exit(2);
+}
+const client = await connect();
+let rc = 0;
+try {
+	await cases[name](client);
+	console.log(`ok ${name}`);
+} catch (e) {
+	console.error(e.stack || String(e));
+	rc = 1;
+} finally {
+	await client.close();
+}
+process.exit(rc);
