@@ -427,10 +427,20 @@ static int send_go(supervisor *s, sbx_err **err)
 				goto out;
 			}
 			/* Idmap the volume so the environment's root reads and writes
-			 * as the owner of the host directory, never as host root. */
-			_cleanup_close_ int ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
-			if (ns < 0)
-				goto out;
+			 * as the owner of the host directory. Never as host root: a
+			 * writable root-owned volume would let it plant setuid-root
+			 * files on the host, so those are mounted without idmap. */
+			_cleanup_close_ int ns = -1;
+			if (st.st_uid != 0) {
+				ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
+				if (ns < 0)
+					goto out;
+			} else if (!c->volumes[i].readonly)
+				add_warning(s,
+					    "volume '%s' is owned by host root: the environment cannot write to it (that "
+					    "would let it create setuid-root files on the host); use a directory owned by "
+					    "an unprivileged user",
+					    c->volumes[i].host);
 			int t = prepare_tree(s, c->volumes[i].host, ns, c->volumes[i].readonly, err);
 			if (t < 0)
 				goto out;

@@ -125,6 +125,8 @@ t_volumes() {
 	d="$TMPDIR_TEST/vol"
 	mkdir -p "$d"
 	echo host-data > "$d/in"
+	# An agent's workspace belongs to an unprivileged user.
+	is_root && chown -R 1000:1000 "$d"
 	id=$(sbx create -v "$d:/data" -v "$d:/ro:ro")
 	assert_eq "$(sbx exec "$id" -- cat /data/in)" "host-data"
 	sbx exec "$id" -- sh -c 'echo from-env > /data/out'
@@ -169,4 +171,17 @@ t_ttl_idle_destroys() {
 	sleep 2.5
 	sbx ls | grep -q "$id.*running" && fail "idle environment still running after its TTL"
 	sbx rm "$id" > /dev/null 2>&1 || true
+}
+
+t_root_owned_volume_is_not_writable() {
+	is_root || skip_ok "only root owns root-owned directories"
+	d="$TMPDIR_TEST/rootvol"
+	mkdir -p "$d"
+	echo data > "$d/in"
+	id=$(sbx create -v "$d:/data" 2> "$TMPDIR_TEST/warn")
+	assert_contains "$(cat "$TMPDIR_TEST/warn")" "owned by host root"
+	assert_eq "$(sbx exec "$id" -- cat /data/in)" "data"
+	expect_status 1 sbx exec "$id" -- sh -c 'cp /bin/sh /data/sh 2>/dev/null || exit 1'
+	[ ! -e "$d/sh" ] || fail "the environment wrote into a root-owned volume"
+	sbx rm "$id"
 }
