@@ -21,6 +21,7 @@
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/log.h"
 
 #define DEFAULT_MEMORY (1LL << 30)
 #define DEFAULT_PIDS 1024
@@ -93,7 +94,9 @@ static int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	_cleanup_free_ char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
 	if (!s)
 		return -ENOMEM;
-	return fs_write_atomic(p, s, strlen(s), 0644);
+	/* Runtime state, not store data: atomic (rename) but not fsync'd; after
+	 * a crash gc removes the environment anyway. */
+	return fs_write_atomic_flags(p, s, strlen(s), 0644, false);
 }
 
 /* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
@@ -141,31 +144,36 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 {
 	if (!ref || !*ref)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty environment id");
-	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	char p[4300], target[64];
+	/* A full id, then a name: one lookup each, whatever the number of environments. */
+	if (valid_id(ref)) {
+		snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, ref);
+		if (fs_exists(p))
+			return (*ret_id = strdup(ref)) ? 0 : -ENOMEM;
+	}
+	if (!strchr(ref, '/') && ref[0] != '.') {
+		snprintf(p, sizeof(p), "%s/names/%s", ctx->root, ref);
+		ssize_t n = readlink(p, target, sizeof(target) - 1);
+		if (n > 0 && (target[n] = 0, valid_id(target))) {
+			snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, target);
+			if (fs_exists(p))
+				return (*ret_id = strdup(target)) ? 0 : -ENOMEM;
+		}
+	}
+	/* A unique prefix of at least 3 characters. */
+	_cleanup_strv_free_ char **ids = strlen(ref) >= 3 ? env_list_ids(ctx) : NULL;
 	const char *match = NULL;
 	int matches = 0;
-	for (char **p = ids; p && *p; p++) {
-		if (streq(*p, ref)) {
-			*ret_id = strdup(*p);
-			return *ret_id ? 0 : -ENOMEM;
-		}
-		_cleanup_json_ json_t *st = NULL;
-		if (env_state_read(ctx, *p, &st) == 0 && json_str(st, "name") && streq(json_str(st, "name"), ref)) {
-			*ret_id = strdup(*p);
-			return *ret_id ? 0 : -ENOMEM;
-		}
-		if (strlen(ref) >= 3 && startswith(*p, ref)) {
-			match = *p;
+	for (char **i = ids; i && *i; i++)
+		if (startswith(*i, ref)) {
+			match = *i;
 			matches++;
 		}
-	}
-	if (matches == 1) {
-		*ret_id = strdup(match);
-		return *ret_id ? 0 : -ENOMEM;
-	}
+	if (matches == 1)
+		return (*ret_id = strdup(match)) ? 0 : -ENOMEM;
 	if (matches > 1)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s' (see `sbx ls`)", ref);
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
 }
 
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
@@ -214,6 +222,41 @@ int api_err_from_json(const json_t *m, sbx_err **err)
 		if (streq(code, sbx_code_name(k)))
 			cc = k;
 	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
+}
+
+/* Names: $SBX_ROOT/names/<name> is a symlink to the id. symlink() is the
+ * atomic test-and-set that makes names unique without a store lock. */
+static int name_register(sbx_ctx *ctx, const char *name, const char *id, sbx_err **err)
+{
+	char dir[4200], link[4300], target[64];
+	snprintf(dir, sizeof(dir), "%s/names", ctx->root);
+	(void)mkdir(dir, 0711);
+	snprintf(link, sizeof(link), "%s/%s", dir, name);
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (symlink(id, link) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return err_errno(err, "register name '%s'", name);
+		ssize_t n = readlink(link, target, sizeof(target) - 1);
+		if (n > 0) {
+			target[n] = 0;
+			_cleanup_free_ char *other = ctx_env_dir(ctx, target);
+			if (other && fs_exists(other))
+				return err_set(err, SBX_E_CONFLICT, EEXIST, "an environment named '%s' already exists (%s)",
+					       name, target);
+		}
+		(void)unlink(link); /* stale: its environment is gone */
+	}
+	return err_set(err, SBX_E_CONFLICT, EEXIST, "an environment named '%s' is being created", name);
+}
+
+static void name_unregister(sbx_ctx *ctx, const char *name, const char *id)
+{
+	char link[4300], target[64];
+	snprintf(link, sizeof(link), "%s/names/%s", ctx->root, name);
+	ssize_t n = readlink(link, target, sizeof(target) - 1);
+	if (n > 0 && (target[n] = 0, streq(target, id)))
+		(void)unlink(link);
 }
 
 static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err **err)
@@ -294,6 +337,8 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	_cleanup_json_ json_t *st = NULL;
 	if (env_state_read(ctx, id, &st) == 0 && json_int(st, "uid_slot", -1) >= 0)
 		userns_slot_free((unsigned)json_int(st, "uid_slot", 0));
+	if (st && json_str(st, "name"))
+		name_unregister(ctx, json_str(st, "name"), id);
 	/* Rename first so a concurrent reader never sees half an environment. */
 	char trash[4200];
 	unsigned rnd = 0;
@@ -386,18 +431,6 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
 		return err_ret(err);
 
-	/* Names are unique: checked and recorded under the store lock. */
-	char lockp[4200];
-	snprintf(lockp, sizeof(lockp), "%s/lock", ctx->root);
-	_cleanup_close_ int storelock = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (storelock < 0 || flock(storelock, LOCK_EX) < 0)
-		return err_errno(err, "lock '%s'", lockp);
-	if (o->name) {
-		_cleanup_free_ char *other = NULL;
-		if (sbx_env_resolve(ctx, o->name, &other, NULL) == 0 && !(strlen(o->name) == ENV_ID_LEN && !streq(other, o->name)))
-			return err_set(err, SBX_E_CONFLICT, EEXIST, "an environment named '%s' already exists (%s)", o->name,
-				       other);
-	}
 	unsigned slot = 0;
 	bool have_slot = false;
 	char **warnings = NULL;
@@ -430,6 +463,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		c->host_gid = ctx->gid;
 		c->id_count = 1;
 	}
+	if (c->name && name_register(ctx, c->name, c->id, err) < 0)
+		goto fail;
 	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		if (c->ephemeral && i < 2)
@@ -460,12 +495,13 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
 	}
-	storelock = safe_close(storelock);
 
+	log_debug("create: prepared, starting supervisor");
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
 		err_wrap(err, "create environment");
 		goto fail;
 	}
+	log_debug("create: supervisor ready");
 	json_object_set_new(st, "state", json_string("running"));
 	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
 	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
@@ -478,6 +514,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	return 0;
 fail:
 	remove_env_files(ctx, c->id);
+	if (c->name)
+		name_unregister(ctx, c->name, c->id);
 	if (have_slot)
 		userns_slot_free(slot);
 	return err_ret(err);
@@ -494,8 +532,15 @@ static void stop_supervisor(sbx_ctx *ctx, const char *id)
 			struct pollfd p = {.fd = fd, .events = POLLIN};
 			if (poll(&p, 1, 15000) > 0) {
 				json_t *m = NULL;
-				if (json_recv(fd, &m, NULL, NULL) > 0)
-					json_decref(m);
+				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, "ev") ?: "", "stopped");
+				json_decref(m);
+				/* It replies after teardown and exits right away: wait
+				 * for its lock without polling. */
+				char lp[4300];
+				snprintf(lp, sizeof(lp), "%s/%s/lock", ctx->run, id);
+				_cleanup_close_ int lk = stopped ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
+				if (lk >= 0 && flock(lk, LOCK_SH) == 0)
+					flock(lk, LOCK_UN);
 			}
 		}
 	}

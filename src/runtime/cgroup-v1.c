@@ -349,6 +349,10 @@ static size_t v1_kill_listed(v1 *v)
 static int v1_kill(cg_backend *b, sbx_err **err)
 {
 	v1 *v = V1(b);
+	/* Nothing listed: nothing to kill (the common case at teardown, after
+	 * the pid namespace died with init). */
+	if (v1_kill_listed(v) == 0)
+		return 0;
 	/* Frozen, the members cannot fork new ones between listing and killing.
 	 * A failed freeze only makes the loop below take more rounds. */
 	bool frozen = v1_set_freezer(v, true, NULL) == 0;

@@ -241,6 +241,9 @@ static void v2_kill_listed(v2 *v)
 static int v2_kill(cg_backend *b, sbx_err **err)
 {
 	v2 *v = V2(b);
+	int64_t empty = 1;
+	if (cg_read_keyat(v->fd, "cgroup.events", "populated", &empty) == 0 && empty == 0)
+		return 0; /* nothing to kill (the common case at teardown) */
 	int r = fs_write_stringat(v->fd, "cgroup.kill", "1");
 	bool fallback = r == -ENOENT && has(v->fd, "cgroup.procs"); /* before 5.14 */
 	if (r == -ENOENT && !fallback)

@@ -44,8 +44,8 @@ _noreturn_ static void fail(int sock, sbx_err *e)
 	_exit(1);
 }
 
-/* Waits for the supervisor's "go": maps written, cgroup joined, and the
- * prepared mount trees attached as fds. */
+/* Waits for the supervisor's "go": maps written, and the prepared mount
+ * trees attached as fds. */
 static int wait_go(int sock, setup_fds *f, sbx_err **err)
 {
 	int fds[FD_MSG_MAX_FDS];
@@ -74,6 +74,17 @@ static int wait_go(int sock, setup_fds *f, sbx_err **err)
 		int64_t k = json_integer_value(v);
 		f->volumes[f->n_volumes++] = k >= 0 && (size_t)k < n ? fds[k] : -1;
 	}
+	return 0;
+}
+
+static int wait_attached(int sock, sbx_err **err)
+{
+	_cleanup_json_ json_t *m = NULL;
+	int r = json_recv(sock, &m, NULL, NULL);
+	if (r <= 0)
+		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
+	if (!streq(json_str(m, "op") ?: "", "attached"))
+		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
 	return 0;
 }
 
@@ -123,10 +134,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		_exit(1);
 	sys_close_range(4, ~0U, 0);
 
-	/* 1. Wait until the supervisor wrote our uid/gid maps and put us in the
-	 *    environment's cgroup. Until then we have no identity. */
+	/* 1. Wait until the supervisor wrote our uid/gid maps. Until then we
+	 *    have no identity. */
 	if (wait_go(sock, &f, &e) < 0)
 		fail(sock, e);
+	log_debug("child: go");
 
 	/* 2. Become root of our user namespace; drop supplementary groups
 	 *    where the kernel lets us (not rootless: setgroups is denied). */
@@ -135,10 +147,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (!c->rootless && setgroups(0, NULL) < 0)
 		err_errno(&e, "setgroups"), fail(sock, e);
 
-	/* 3. A cgroup namespace rooted at the environment's cgroup (we were
-	 *    moved into it before "go"), and a time namespace for the commands. */
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
+	/* 3. A time namespace for the commands (init itself stays outside it). */
 	if (unshare(CLONE_NEWTIME) < 0 && errno != EINVAL)
 		err_errno(&e, "unshare time namespace"), fail(sock, e);
 
@@ -185,12 +194,14 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* Rootless host template: "/" cannot be a layer (see mount.h); the root
 	 * overlay gets the mask alone and each system directory its own. */
 	bool split = c->rootless && c->mask;
+	log_debug("child: mask replayed");
 	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, is_tree, split ? 0 : c->n_lowers, f.upper, f.work,
 			 c->ephemeral, &e) < 0)
 		fail(sock, e);
 	snprintf(root, sizeof(root), "%s/root", stage);
 	if (split && mount_split_dirs(c, stage, root, mask_dir, &e) < 0)
 		fail(sock, e);
+	log_debug("child: rootfs mounted");
 	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
 		fail(sock, e);
 	for (size_t i = 0; i < c->n_volumes; i++) {
@@ -205,6 +216,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		safe_close(t);
 	}
 
+	log_debug("child: dev, proc, tmp, volumes mounted");
 	/* 6. Switch root; the host tree is detached and unreachable by path. */
 	if (mount_pivot(root, &e) < 0)
 		fail(sock, e);
@@ -222,6 +234,14 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		err_errno(&e, "setrlimit core"), fail(sock, e);
 	(void)!setrlimit(RLIMIT_NOFILE, &files);
 
+	/* 8b. The supervisor moved us into the environment's cgroup while we
+	 *     built the root; once it says so, a cgroup namespace rooted there. */
+	if (wait_attached(sock, &e) < 0)
+		fail(sock, e);
+	log_debug("child: attached");
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
+
 	/* 9. Capabilities: keep only the documented safe set. After this,
 	 *    nothing below may need CAP_SYS_ADMIN. */
 	if (caps_drop(&e) < 0)
@@ -232,15 +252,18 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		err_errno(&e, "no_new_privs"), fail(sock, e);
 
+	log_debug("child: caps, nnp");
 	/* 11. Landlock: a second wall tied to the new root's inode. */
 	int abi = apply_landlock(&e);
 	if (abi < 0)
 		fail(sock, e);
 
+	log_debug("child: landlock");
 	/* 12. seccomp last: it denies mount and friends that the steps above used. */
 	if (seccomp_apply(&e) < 0)
 		fail(sock, e);
 
+	log_debug("child: seccomp");
 	/* 13. Init is not dumpable: no ptrace, no /proc/1/mem from commands. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 

@@ -494,10 +494,19 @@ static int start_init(supervisor *s, sbx_err **err)
 	s->init_pidfd = pidfd;
 	if (userns_write_maps(pid, c, err) < 0)
 		return -1;
-	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
-		return -1;
+	log_debug("supervisor: cloned, maps written");
 	if (send_go(s, err) < 0)
 		return -1;
+	/* Joining a cgroup can wait for an RCU grace period (milliseconds on
+	 * cgroup v1): do it while the child builds its root, and tell it when
+	 * it is done; it enters its cgroup namespace and runs nothing of the
+	 * user's before that. */
+	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
+		return -1;
+	log_debug("supervisor: go sent, attached");
+	_cleanup_json_ json_t *att = json_pack("{s:s}", "op", "attached");
+	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
+		return err_set(err, SBX_E_INTERNAL, EPIPE, "environment init died during setup");
 	/* Wait for the child's verdict: ready, or the step that failed. */
 	_cleanup_json_ json_t *m = NULL;
 	int r = json_recv(s->init_sock, &m, NULL, NULL);
@@ -569,6 +578,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		e = NULL;
 	} else if (missing)
 		add_warning(s, "limits not enforced on this host: %s", missing);
+	log_debug("supervisor: cgroup created");
 	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0)
 		goto fail;
 
@@ -592,6 +602,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		ep_add(s, s->ttl_fd);
 		arm_ttl(s);
 	}
+	log_debug("supervisor: ready");
 	report(ready_fd, json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
 				   (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings));
 

@@ -31,6 +31,11 @@ int fs_mkdir_p(const char *path, mode_t mode)
 
 int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 {
+	return fs_write_atomic_flags(path, data, len, mode, true);
+}
+
+int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable)
+{
 	_cleanup_free_ char *tmp = NULL;
 	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
 		return -ENOMEM;
@@ -38,7 +43,7 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 	if (fd < 0)
 		return -errno;
 	ssize_t n = fd_write_all(fd, data, len);
-	if (n < 0 || fsync(fd) < 0) {
+	if (n < 0 || (durable && fsync(fd) < 0)) {
 		int e = n < 0 ? (int)-n : errno;
 		unlink(tmp);
 		return -e;

@@ -11,6 +11,8 @@
 int fs_mkdir_p(const char *path, mode_t mode);
 /* Writes data to path atomically: temp file in the same dir, fsync, rename. */
 int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
+/* Same; without fsync when !durable (still atomic through rename). */
+int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable);
 /* Writes a short string to an existing file (sysfs, procfs, cgroupfs). */
 int fs_write_string(const char *path, const char *s);
 int fs_write_stringat(int dfd, const char *path, const char *s);
