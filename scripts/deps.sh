@@ -6,7 +6,7 @@
 set -eu
 what=${1:-build}
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev"
-test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm"
+test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm valgrind"
 bench_pkgs="bubblewrap crun busybox-static hyperfine"
 case "$what" in
 build) pkgs="$build_pkgs" ;;

@@ -472,6 +472,10 @@ static int start_init(supervisor *s, sbx_err **err)
 		.exit_signal = SIGCHLD,
 	};
 	pid_t pid = sys_clone3(&args);
+	if (pid < 0 && errno == ENOSYS)
+		/* clone3 filtered (Docker's default seccomp profile, valgrind): the
+		 * classic clone does the same here (fork-like, no new stack). */
+		pid = sys_clone_fork((unsigned long)args.flags | SIGCHLD, &pidfd);
 	if (pid < 0) {
 		int e = errno;
 		safe_close(sp[0]);

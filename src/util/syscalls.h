@@ -54,6 +54,13 @@ static inline pid_t sys_clone3(struct sbx_clone_args *args)
 	return (pid_t)syscall(SYS_clone3, args, sizeof(*args));
 }
 
+/* clone(2) without a new stack (returns twice like fork). With CLONE_PIDFD
+ * the pidfd lands in *pidfd (the parent_tid argument). x86_64/arm64 order. */
+static inline pid_t sys_clone_fork(unsigned long flags, int *pidfd)
+{
+	return (pid_t)syscall(SYS_clone, flags, 0, pidfd, 0, 0);
+}
+
 struct sbx_mount_attr {
 	uint64_t attr_set;
 	uint64_t attr_clr;
