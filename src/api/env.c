@@ -428,7 +428,30 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	c->timeout_ms = o->timeout_ms;
 	c->ttl_ms = o->ttl_ms;
 	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
-	if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
+	if (ctx->rootless && !userns_available()) {
+		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
+		c->degraded = true;
+		if (o->template_spec && !streq(o->template_spec, "host"))
+			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+				       "template '%s' needs user namespaces, which this host does not allow "
+				       "(only the 'host' template works without them)",
+				       o->template_spec);
+		if (o->n_volumes)
+			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+				       "volumes need user namespaces, which this host does not allow");
+		static const char *const missing[] = {
+			"user namespaces are not allowed on this host: running with Landlock + seccomp + no_new_privs only",
+			"no mount namespace: the host's system directories are visible read-only (Landlock); writes go to the "
+			"environment's own directory only",
+			"no pid namespace: host processes are visible in /proc (but cannot be signalled or traced)",
+			"no network namespace: IP sockets are denied by seccomp instead",
+			"no per-environment uid: commands run as the calling user",
+			NULL};
+		c->warnings = calloc(ARRAY_SIZE(missing), sizeof(char *));
+		for (size_t i = 0; c->warnings && missing[i]; i++)
+			c->warnings[i] = strdup(missing[i]);
+		c->template_spec = c->template_spec ? c->template_spec : strdup("host");
+	} else if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
 		return err_ret(err);
 
 	unsigned slot = 0;
@@ -465,9 +488,10 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	}
 	if (c->name && name_register(ctx, c->name, c->id, err) < 0)
 		goto fail;
-	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"}};
+	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"},
+				 {c->env_dir, "home"}, {c->env_dir, "tmp"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-		if (c->ephemeral && i < 2)
+		if ((c->ephemeral && i < 2) || (c->degraded ? i < 3 : i >= 3))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
 		if (mkdir(p, 0755) < 0 || (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
@@ -479,14 +503,14 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	int64_t now = now_ms_real();
 	iso_time(now, created, sizeof(created));
 	st = json_pack(
-		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s}", "environment_id",
+		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}", "environment_id",
 		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
 		"created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral", c->ephemeral, "uid_slot",
 		c->rootless ? -1 : (int)slot, "host_uid", (json_int_t)c->host_uid, "id_count", (json_int_t)c->id_count,
 		"limits", "memory_bytes", (json_int_t)c->limits.memory_bytes, "pids", (json_int_t)c->limits.pids, "cpus",
 		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
 		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
-		"network", c->network);
+		"network", c->network, "degraded", c->degraded);
 	for (size_t i = 0; st && i < c->n_volumes; i++)
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
@@ -621,6 +645,12 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 			    json_pack("[sssssssssss]", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
 				      "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "SETFCAP"));
 	json_object_set_new(iso, "network", json_string("loopback only"));
+	if (json_bool(st, "degraded", false)) {
+		json_object_set_new(iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
+		json_object_set_new(iso, "namespaces", json_array());
+		json_object_set_new(iso, "network", json_string("IP sockets denied by seccomp"));
+		json_object_set_new(iso, "uid_map", json_string("none"));
+	}
 	json_object_set_new(iso, "cgroup", json_string(cgroup_host_mode()));
 	json_object_set(iso, "missing", json_object_get(st, "warnings") ?: json_array());
 	json_object_set_new(s, "isolation", iso);

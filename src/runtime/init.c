@@ -32,6 +32,7 @@ typedef struct init_exec {
 } init_exec;
 
 static init_exec execs[INIT_MAX_EXECS];
+static const env_config *g_config; /* read-only; set once in init_main */
 static size_t n_execs;
 
 static const char *const default_env[] = {
@@ -48,7 +49,7 @@ static const char *const default_env[] = {
  * then the exec's; a later K=V replaces an earlier K. */
 static char **build_env(const env_config *c, char **extra, bool tty)
 {
-	size_t n = ARRAY_SIZE(default_env) + 4;
+	size_t n = ARRAY_SIZE(default_env) + 6;
 	for (char **p = c->env; p && *p; p++)
 		n++;
 	for (char **p = extra; p && *p; p++)
@@ -57,9 +58,13 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 	if (!v)
 		return NULL;
 	size_t k = 0;
-	char host[300];
+	char host[300], dhome[4300], dtmp[4300];
 	snprintf(host, sizeof(host), "HOSTNAME=%s", c->hostname);
+	snprintf(dhome, sizeof(dhome), "HOME=%s/home", c->env_dir);
+	snprintf(dtmp, sizeof(dtmp), "TMPDIR=%s/tmp", c->env_dir);
+	const char *const degraded_env[] = {dhome, dtmp, NULL};
 	const char *const *lists[] = {default_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
+				      c->degraded ? degraded_env : NULL,
 				      (const char *const *)c->env, (const char *const *)extra};
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
 		for (const char *const *p = lists[l]; p && *p; p++) {
@@ -167,8 +172,9 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 			    "request");
 		return;
 	}
+	_cleanup_free_ char *home = c->degraded ? degraded_home(c) : NULL;
 	if (!cwd)
-		cwd = access("/root", X_OK) == 0 ? "/root" : "/";
+		cwd = home ? home : access("/root", X_OK) == 0 ? "/root" : "/";
 	if (tty) {
 		master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 		int unlock = 0, ptn = -1;
@@ -243,7 +249,7 @@ static json_t *read_proc(const char *pid)
 		return NULL;
 	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
 	json_t *argv = json_array();
-	if (streq(pid, "1"))
+	if (atoi(pid) == getpid())
 		json_array_append_new(argv, json_string("sbx-init")); /* its argv is the creator's */
 	else if (fs_read_file(path, 65536, &cmd, &cmdlen) == 0)
 		for (size_t o = 0; o < cmdlen; o += strlen(cmd + o) + 1)
@@ -265,6 +271,26 @@ static void handle_ps(int sock)
 		}
 	if (d)
 		closedir(d);
+	if (g_config && g_config->degraded) {
+		/* No pid namespace: show init and its descendants only. */
+		json_t *mine = json_array();
+		size_t n = json_array_size(procs);
+		for (size_t i = 0; i < n; i++) {
+			json_t *p = json_array_get(procs, i);
+			int64_t cur = json_int(p, "pid", 0);
+			for (int depth = 0; depth < 4096 && cur > 1 && cur != getpid(); depth++) {
+				int64_t parent = 0;
+				for (size_t k = 0; k < n; k++)
+					if (json_int(json_array_get(procs, k), "pid", 0) == cur)
+						parent = json_int(json_array_get(procs, k), "ppid", 0);
+				cur = parent;
+			}
+			if (cur == getpid())
+				json_array_append(mine, p);
+		}
+		json_decref(procs);
+		procs = mine;
+	}
 	_cleanup_json_ json_t *r = json_pack("{s:s,s:o}", "ev", "ps", "processes", procs);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
@@ -293,7 +319,12 @@ static void handle_file(int sock, json_t *m)
 		file_reply_error(sock, EINVAL, "path", p ? p : "");
 		return;
 	}
-	snprintf(path, sizeof(path), "%s%s", p[0] == '/' ? "" : "/root/", p);
+	if (p[0] == '/')
+		snprintf(path, sizeof(path), "%s", p);
+	else if (g_config && g_config->degraded)
+		snprintf(path, sizeof(path), "%s/home/%s", g_config->env_dir, p);
+	else
+		snprintf(path, sizeof(path), "/root/%s", p);
 	if (streq(action, "read") || streq(action, "write")) {
 		bool w = streq(action, "write");
 		int mode = (int)json_int(m, "mode", -1);
@@ -376,6 +407,7 @@ static void reap(int sock)
 
 _noreturn_ void init_main(env_config *c, int sock)
 {
+	g_config = c;
 	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
 	sigset_t mask;
 	sigemptyset(&mask);

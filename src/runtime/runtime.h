@@ -31,6 +31,11 @@ typedef struct env_config {
 	char *template_spec;
 	bool rootless;
 	bool ephemeral; /* writable layer on a tmpfs inside the environment */
+	/* No user namespaces on this host (e.g. AppArmor's restriction on Ubuntu
+	 * 24.04): no namespaces at all; Landlock confines every process to the
+	 * system directories (read-only) and the environment's own directory
+	 * (env_dir/home, env_dir/tmp); seccomp denies IP sockets. */
+	bool degraded;
 	uid_t host_uid; /* rootless: the caller; root: the base of the range */
 	gid_t host_gid;
 	uint32_t id_count; /* 65536 with root, 1 rootless */
@@ -66,6 +71,12 @@ _noreturn_ void setup_child(env_config *c, int sock);
 
 /* Init's loop (pid 1 inside). Never returns. */
 _noreturn_ void init_main(env_config *c, int sock);
+
+/* Can this process create a user namespace? (probed once, by forking) */
+bool userns_available(void);
+
+/* Degraded mode helpers (setup.c, init.c). */
+char *degraded_home(const env_config *c); /* malloc'd env_dir/home */
 
 /* The unprivileged host uid range of slot n (root mode). */
 uid_t userns_slot_base(unsigned slot);

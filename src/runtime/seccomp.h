@@ -19,3 +19,7 @@ extern const size_t seccomp_deny_table_len;
  * no_new_privs or CAP_SYS_ADMIN. Foreign ABIs (i386, x32) kill the process.
  * Must be the last restriction applied: it denies mount, etc. */
 int seccomp_apply(sbx_err **err);
+/* Same, plus: SECCOMP_NO_INET denies IP and packet sockets (for environments
+ * without a network namespace). */
+#define SECCOMP_NO_INET 1u
+int seccomp_apply_flags(unsigned flags, sbx_err **err);

@@ -22,6 +22,7 @@
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
 #include "util/fd.h"
+#include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
 #include "util/syscalls.h"
@@ -120,6 +121,54 @@ static int mount_split_dirs(env_config *c, const char *stage, const char *root, 
 	return 0;
 }
 
+char *degraded_home(const env_config *c) { return fs_path_join(c->env_dir, "home"); }
+
+/* Degraded mode (no user namespaces on this host): the same sequence minus
+ * everything that needs namespaces. Landlock is the filesystem wall: the
+ * system directories read-only, the environment's own directory writable,
+ * nothing else (the user's home, /tmp, other environments). seccomp denies
+ * IP sockets since there is no network namespace. */
+_noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
+{
+	sbx_err *e = NULL;
+	char home[4300], tmp[4300];
+	snprintf(home, sizeof(home), "%s/home", c->env_dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", c->env_dir);
+	if (chdir(home) < 0)
+		err_errno(&e, "chdir '%s'", home), fail(sock, e);
+	if (wait_attached(sock, &e) < 0)
+		fail(sock, e);
+	struct rlimit nocore = {0, 0};
+	if (setrlimit(RLIMIT_CORE, &nocore) < 0)
+		err_errno(&e, "setrlimit core"), fail(sock, e);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		err_errno(&e, "no_new_privs"), fail(sock, e);
+	/* Init adopts orphans so that ps and teardown see the whole tree. */
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	const landlock_rule rules[] = {
+		{"/usr", LL_READ | LL_EXEC},   {"/bin", LL_READ | LL_EXEC},  {"/sbin", LL_READ | LL_EXEC},
+		{"/lib", LL_READ | LL_EXEC},   {"/lib32", LL_READ | LL_EXEC}, {"/lib64", LL_READ | LL_EXEC},
+		{"/libx32", LL_READ | LL_EXEC}, {"/etc", LL_READ},           {"/opt", LL_READ | LL_EXEC},
+		{"/var/lib", LL_READ},          {"/proc", LL_READ},           {"/dev", LL_READ | LL_WRITE | LL_DEV},
+		{home, LL_READ | LL_EXEC | LL_WRITE}, {tmp, LL_READ | LL_EXEC | LL_WRITE},
+	};
+	int abi = landlock_restrict(rules, ARRAY_SIZE(rules), &e);
+	if (abi < 0)
+		fail(sock, e);
+	if (abi == 0)
+		err_set(&e, SBX_E_UNAVAILABLE, ENOSYS,
+			"neither user namespaces nor Landlock are available: refusing to run without a filesystem wall"),
+			fail(sock, e);
+	if (seccomp_apply_flags(SECCOMP_NO_INET, &e) < 0)
+		fail(sock, e);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	*abi_out = abi;
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
+	if (!ready || json_send(sock, ready, NULL, 0) < 0)
+		_exit(1);
+	init_main(c, sock);
+}
+
 _noreturn_ void setup_child(env_config *c, int sock)
 {
 	sbx_err *e = NULL;
@@ -138,6 +187,10 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *    have no identity. */
 	if (wait_go(sock, &f, &e) < 0)
 		fail(sock, e);
+	if (c->degraded) {
+		int abi = 0;
+		setup_degraded(c, sock, &abi);
+	}
 	log_debug("child: go");
 
 	/* 2. Become root of our user namespace; drop supplementary groups

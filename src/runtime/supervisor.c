@@ -3,6 +3,7 @@
  * host privilege, starts init, owns the control socket $SBX_RUN/<id>/ctl.sock,
  * enforces timeouts and the idle TTL, and cleans everything up when the
  * environment is stopped or init dies. Single-threaded epoll loop. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -329,6 +330,65 @@ static void timer_event(supervisor *s, int fd)
 
 /* ---- teardown ----------------------------------------------------------- */
 
+/* SIGKILLs every descendant of this process (reparented orphans included,
+ * since we are their subreaper) until none is left, and reaps them. */
+static void kill_descendants(void)
+{
+	pid_t self = getpid();
+	for (int round = 0; round < 100; round++) {
+		size_t n = 0, cap = 0;
+		_cleanup_free_ pid_t *pids = NULL, *ppids = NULL;
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9')
+				continue;
+			char p[300];
+			_cleanup_free_ char *st = NULL;
+			snprintf(p, sizeof(p), "/proc/%s/stat", de->d_name);
+			if (fs_read_file(p, 4096, &st, NULL) < 0)
+				continue;
+			char *rp = strrchr(st, ')');
+			int ppid = 0;
+			if (!rp || sscanf(rp + 2, "%*c %d", &ppid) != 1)
+				continue;
+			if (n == cap) {
+				cap = cap ? cap * 2 : 256;
+				pid_t *a = realloc(pids, cap * sizeof(pid_t)), *b = a ? realloc(ppids, cap * sizeof(pid_t)) : NULL;
+				if (a)
+					pids = a;
+				if (!a || !b)
+					break;
+				ppids = b;
+			}
+			pids[n] = atoi(de->d_name);
+			ppids[n++] = ppid;
+		}
+		if (d)
+			closedir(d);
+		size_t killed = 0;
+		for (size_t i = 0; i < n; i++) {
+			/* Is `self` an ancestor of pids[i]? Walk the parent chain. */
+			pid_t p = ppids[i];
+			for (int depth = 0; depth < 4096 && p > 1 && p != self; depth++) {
+				size_t k;
+				for (k = 0; k < n && pids[k] != p; k++)
+					;
+				p = k < n ? ppids[k] : 0;
+			}
+			if (p == self && pids[i] != self) {
+				(void)kill(pids[i], SIGKILL);
+				killed++;
+			}
+		}
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (killed == 0)
+			return;
+		usleep(2000);
+	}
+}
+
 static void teardown(supervisor *s)
 {
 	/* Killing init kills every process of its pid namespace; the mount,
@@ -339,6 +399,10 @@ static void teardown(supervisor *s)
 		(void)kill(s->init_pid, SIGKILL);
 	if (s->init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	/* Without a pid namespace, init's death does not take its descendants
+	 * with it; as their subreaper we find and kill them all. */
+	if (s->c->degraded)
+		kill_descendants();
 	if (s->cg) {
 		(void)cgroup_destroy(s->cg, NULL);
 		cgroup_free(s->cg);
@@ -465,9 +529,15 @@ static int start_init(supervisor *s, sbx_err **err)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return err_errno(err, "socketpair");
 	int pidfd = -1;
+	uint64_t ns = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC;
+	if (c->degraded) {
+		/* No namespaces: we become the subreaper of everything the
+		 * environment starts, so that teardown can find it all. */
+		ns = 0;
+		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	}
 	struct sbx_clone_args args = {
-		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC |
-			 CLONE_PIDFD,
+		.flags = ns | CLONE_PIDFD,
 		.pidfd = (uint64_t)(uintptr_t)&pidfd,
 		.exit_signal = SIGCHLD,
 	};
@@ -496,7 +566,7 @@ static int start_init(supervisor *s, sbx_err **err)
 	s->init_sock = sp[0];
 	s->init_pid = pid;
 	s->init_pidfd = pidfd;
-	if (userns_write_maps(pid, c, err) < 0)
+	if (!c->degraded && userns_write_maps(pid, c, err) < 0)
 		return -1;
 	log_debug("supervisor: cloned, maps written");
 	if (send_go(s, err) < 0)
@@ -628,10 +698,14 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
 					if (si.ssi_signo != SIGCHLD)
 						begin_stop(s, -1);
-				if (waitpid(s->init_pid, NULL, WNOHANG) == s->init_pid) {
-					s->init_pid = -1;
-					begin_stop(s, -1);
-				}
+				/* Reap: init (then the environment is over) and, in
+				 * degraded mode, orphans we inherited as subreaper. */
+				pid_t dead;
+				while ((dead = waitpid(-1, NULL, WNOHANG)) > 0)
+					if (dead == s->init_pid) {
+						s->init_pid = -1;
+						begin_stop(s, -1);
+					}
 			} else if (fd == s->ttl_fd) {
 				uint64_t t;
 				(void)!read(fd, &t, sizeof(t));

@@ -129,3 +129,18 @@ out:
 	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
 	return ret;
 }
+
+bool userns_available(void)
+{
+	static int cached = -1;
+	if (cached >= 0)
+		return cached;
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+	int status = 0;
+	if (pid < 0 || RETRY_EINTR(waitpid(pid, &status, 0)) < 0)
+		return false;
+	cached = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	return cached;
+}
