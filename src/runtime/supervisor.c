@@ -40,7 +40,6 @@ typedef struct sup_exec {
 	int conn;     /* client connection fd, -1 once the client is gone */
 	int timer;    /* timerfd for the timeout, -1 if none */
 	bool started, timed_out;
-	int64_t oom_before;
 	struct timespec start;
 } sup_exec;
 
@@ -58,6 +57,7 @@ typedef struct supervisor {
 	size_t n_waiters;
 	int landlock_abi;
 	json_t *warnings;
+	int64_t oom_seen; /* OOM kills already attributed to a command */
 	bool stopping;
 	int stop_conn; /* replied to once everything is cleaned up */
 } supervisor;
@@ -148,7 +148,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 		return;
 	}
 	sup_exec *x = &s->execs[s->n_execs++];
-	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1, .oom_before = oom_count(s)};
+	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	int64_t timeout = json_int(m, "timeout_ms", 0);
 	if (timeout == 0)
@@ -295,9 +295,15 @@ static void init_event(supervisor *s)
 		drop_exec(s, x);
 	} else if (x && streq(ev, "exited")) {
 		int status = (int)json_int(m, "status", 0);
-		int64_t oom_after = oom_count(s);
-		bool oom = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !x->timed_out && x->oom_before >= 0 &&
-			   oom_after > x->oom_before;
+		/* An OOM kill is a SIGKILL; only then is the cgroup's counter read
+		 * (reading it on every exec costs more than the exec). */
+		bool oom = false;
+		if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && !x->timed_out) {
+			int64_t now = oom_count(s);
+			oom = now > s->oom_seen;
+			if (now >= 0)
+				s->oom_seen = now;
+		}
 		struct timespec end;
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
