@@ -264,10 +264,18 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 	if (!spec || streq(spec, "host")) {
 		if (mask_host_layer(ctx->root, ctx->run, &c->mask, err) < 0)
 			return -1;
-		c->lowers = calloc(2, sizeof(char *));
-		if (!c->lowers || !(c->lowers[0] = strdup("/")))
+		/* One lower per system directory (see setup.c, mount_split_dirs). */
+		_cleanup_strv_free_ char **dirs = mask_host_dirs(c->mask);
+		size_t n = 0;
+		while (dirs && dirs[n])
+			n++;
+		c->lowers = calloc(n + 1, sizeof(char *));
+		if (!c->lowers)
 			return -ENOMEM;
-		c->n_lowers = 1;
+		for (size_t i = 0; i < n; i++)
+			if (asprintf(&c->lowers[i], "/%s", dirs[i]) < 0)
+				return -ENOMEM;
+		c->n_lowers = n;
 		return 0;
 	}
 	if (startswith(spec, "dir:")) {

@@ -94,13 +94,13 @@ static int ensure_dir(const char *root, const char *sub, mode_t mode, char *out,
 	return 0;
 }
 
-int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, int host_fd, const char *upper,
+int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, const char *lower, const char *upper,
 		      const char *work, sbx_err **err)
 {
 	char target[4300], opts[4096];
 	snprintf(target, sizeof(target), "%s/%s", root, dir);
-	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s/%s:/proc/self/fd/%d,upperdir=%s,workdir=%s", mask_dir, dir,
-			 host_fd, upper, work);
+	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", mask_dir, dir, lower,
+			 upper, work);
 	if (n >= (int)sizeof(opts))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
 	return do_mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts, err);

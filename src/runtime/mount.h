@@ -16,10 +16,9 @@ int mount_attach(int tree_fd, const char *dir, sbx_err **err);
  * work live on stage's tmpfs. */
 int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, const bool *is_tree,
 		 size_t n_lowers, int upper_fd, int work_fd, bool ephemeral, sbx_err **err);
-/* Rootless host template: the host's root mount has locked submounts, so
- * overlay cannot take "/" as a layer; each top-level system directory gets
- * its own overlay at root/dir (lower: mask_dir/dir over host_fd). */
-int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, int host_fd, const char *upper,
+/* Host template: one top-level system directory gets its own overlay at
+ * root/dir (lower: mask_dir/dir over `lower`, a path). */
+int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, const char *lower, const char *upper,
 		      const char *work, sbx_err **err);
 /* /proc (with masked and read-only parts), /dev, /tmp under `root`. */
 int mount_dev(const char *root, bool rootless, sbx_err **err);

@@ -97,25 +97,33 @@ static int apply_landlock(sbx_err **err)
 	return landlock_restrict(rules, ARRAY_SIZE(rules), err);
 }
 
-static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir, sbx_err **err)
+/* The host template: overlayfs refuses a lower layer that contains another
+ * layer (the store, snapshot layers) or whose mount has locked submounts
+ * (rootless), so "/" is never a layer. The root overlay gets the mask alone;
+ * each system directory c->lowers[i] ("/usr", "/etc", ...) gets its own
+ * overlay (mask/<dir> over the host directory: an idmapped tree from the
+ * supervisor, or a directory fd of ours when rootless). Upper layout is the
+ * same as one overlay would give: upper/usr, upper/etc, ... */
+static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir,
+			    const int *lowers, const bool *is_tree, sbx_err **err)
 {
-	_cleanup_strv_free_ char **dirs = mask_host_dirs(c->mask);
-	char base[4300], up[4400], wk[4400];
-	if (c->ephemeral)
-		snprintf(base, sizeof(base), "%s", stage);
-	else
-		snprintf(base, sizeof(base), "%s", c->env_dir);
-	for (char **d = dirs; d && *d; d++) {
-		snprintf(up, sizeof(up), "%s/upper/%s", base, *d);
-		snprintf(wk, sizeof(wk), "%s/work/%s", base, *d);
+	char base[4300], up[4400], wk[4400], low[4400];
+	snprintf(base, sizeof(base), "%s", c->ephemeral ? stage : c->env_dir);
+	for (size_t i = 0; i < c->n_lowers; i++) {
+		const char *d = c->lowers[i] + 1;
+		snprintf(up, sizeof(up), "%s/upper/%s", base, d);
+		snprintf(wk, sizeof(wk), "%s/work/%s", base, d);
 		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(wk, 0700) < 0 && errno != EEXIST))
 			return err_errno(err, "create '%s'", up);
-		char host[4200];
-		snprintf(host, sizeof(host), "/%s", *d);
-		_cleanup_close_ int h = open(host, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (h < 0)
-			return err_errno(err, "open '%s'", host);
-		if (mount_overlay_dir(root, *d, mask_dir, h, up, wk, err) < 0)
+		if (!c->rootless)
+			(void)!chown(up, 0, 0); /* env root, not whoever created it */
+		if (is_tree[i]) {
+			snprintf(low, sizeof(low), "%s/l%zu", stage, i);
+			if (mkdir(low, 0755) < 0 || mount_attach(lowers[i], low, err) < 0)
+				return err_ret(err) ? err_ret(err) : err_errno(err, "mkdir '%s'", low);
+		} else
+			snprintf(low, sizeof(low), "/proc/self/fd/%d", lowers[i]);
+		if (mount_overlay_dir(root, d, mask_dir, low, up, wk, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -225,8 +233,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (!c->ephemeral) {
 		snprintf(root, sizeof(root), "%s/upper", c->env_dir);
 		f.upper = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		snprintf(root, sizeof(root), "%s/work%s", c->env_dir, c->rootless && c->mask ? "/_root" : "");
-		if (c->rootless && c->mask)
+		snprintf(root, sizeof(root), "%s/work%s", c->env_dir, c->mask ? "/_root" : "");
+		if (c->mask)
 			(void)mkdir(root, 0700);
 		f.work = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (f.upper < 0 || f.work < 0)
@@ -244,15 +252,14 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		if (q < 0)
 			err_errnum(&e, q, "build the mask layer in '%s'", mask_dir), fail(sock, e);
 	}
-	/* Rootless host template: "/" cannot be a layer (see mount.h); the root
-	 * overlay gets the mask alone and each system directory its own. */
-	bool split = c->rootless && c->mask;
+	/* Host template: "/" is never a layer (see mount_split_dirs). */
+	bool split = c->mask != NULL;
 	log_debug("child: mask replayed");
 	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, is_tree, split ? 0 : c->n_lowers, f.upper, f.work,
 			 c->ephemeral, &e) < 0)
 		fail(sock, e);
 	snprintf(root, sizeof(root), "%s/root", stage);
-	if (split && mount_split_dirs(c, stage, root, mask_dir, &e) < 0)
+	if (split && mount_split_dirs(c, stage, root, mask_dir, f.lowers, is_tree, &e) < 0)
 		fail(sock, e);
 	log_debug("child: rootfs mounted");
 	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
