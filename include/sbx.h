@@ -46,7 +46,7 @@ void sbx_err_free(sbx_err *e);                /* accepts NULL */
 
 /* A context names the store (SBX_ROOT) and runtime directory (SBX_RUN) and
  * knows whether we run privileged (real root in the initial user namespace)
- * or rootless. Defaults: root: /var/lib/sbx and /run/sbx; otherwise
+ * or rootless. Defaults: root: /srv/sbx and /run/sbx; otherwise
  * $XDG_DATA_HOME/sbx (~/.local/share/sbx) and $XDG_RUNTIME_DIR/sbx
  * (or /tmp/sbx-<uid>). The environment variables override both. */
 typedef struct sbx_ctx sbx_ctx;

@@ -25,8 +25,11 @@ static bool in_initial_userns(void)
 static char *default_dir(bool rootless, bool run)
 {
 	char *r = NULL;
+	/* Not /var/lib/sbx: the host template overlays /usr, /etc, /var and
+	 * /opt, and overlayfs refuses a layer (a snapshot's, stored here) that
+	 * lies inside another layer. /srv is hidden from environments anyway. */
 	if (!rootless)
-		return strdup(run ? "/run/sbx" : "/var/lib/sbx");
+		return strdup(run ? "/run/sbx" : "/srv/sbx");
 	if (run) {
 		const char *x = getenv("XDG_RUNTIME_DIR");
 		if (x && *x && access(x, W_OK) == 0)
