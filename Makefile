@@ -11,10 +11,13 @@ CFLAGS_BASE := -std=gnu11 $(O) -g -Wall -Wextra -Werror -Wno-unused-parameter -W
 ifeq ($(SAN),)
 CFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
-LIBS := -lseccomp -ljansson -lm
+LIBS := -lseccomp -ljansson -lcrypto -lm
+# The CLI links its libraries statically: every sbx command starts faster
+# (no dynamic loading of libseccomp, libjansson and libcrypto).
+CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -Wl,-Bdynamic -lm
 LDFLAGS += $(SAN)
 
-LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -42,7 +45,7 @@ $(BUILD)/lib/libsbx.so: $(LIB_OBJ) src/libsbx.lds
 
 $(BUILD)/bin/sbx: $(CLI_OBJ) $(BUILD)/lib/libsbx.a
 	@mkdir -p $(dir $@)
-	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libsbx.a $(LDFLAGS) $(LIBS)
+	$(CC) -o $@ $(CLI_OBJ) $(BUILD)/lib/libsbx.a $(LDFLAGS) $(CLI_LIBS)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c tests/unit/unit.h $(BUILD)/lib/libsbx.a
 	@mkdir -p $(dir $@)

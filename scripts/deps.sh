@@ -5,7 +5,7 @@
 # names what is missing and fails.
 set -eu
 what=${1:-build}
-build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev"
+build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev"
 test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm valgrind"
 bench_pkgs="bubblewrap crun busybox-static hyperfine"
 case "$what" in

@@ -32,3 +32,4 @@ int cmd_ps(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
 int cmd_gc(cli *c, int argc, char **argv);
 int cmd_mcp(cli *c, int argc, char **argv);
+int cmd_serve(cli *c, int argc, char **argv);

@@ -1,9 +1,12 @@
-/* sbx mcp: the MCP server on stdio (the protocol lives in src/server). */
+/* sbx mcp and sbx serve: the MCP server on stdio and over Streamable HTTP
+ * (the protocol lives in src/server). */
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "server/mcp.h"
+#include "server/transport_http.h"
 #include "util/macro.h"
 
 int cmd_mcp(cli *c, int argc, char **argv)
@@ -16,5 +19,59 @@ int cmd_mcp(cli *c, int argc, char **argv)
 	sbx_err *e = NULL;
 	if (mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e) < 0)
 		return cli_fail("mcp", e);
+	return 0;
+}
+
+typedef struct serve_ready {
+	bool has_token;
+} serve_ready;
+
+static void on_ready(const char *url, bool loopback, void *userdata)
+{
+	serve_ready *sr = userdata;
+	fprintf(stderr, "sbx: serving MCP on %s%s\n", url, sr->has_token ? " (bearer token required)" : "");
+	if (!loopback && !sr->has_token)
+		fprintf(stderr,
+			"sbx: warning: listening beyond loopback without --token-file: anyone who can "
+			"reach this port can run commands\n");
+	fflush(stderr);
+}
+
+int cmd_serve(cli *c, int argc, char **argv)
+{
+	const char *listen = NULL, *token_file = NULL;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = NULL;
+		const char *name = startswith(a, "--listen")	   ? "--listen"
+				   : startswith(a, "--token-file") ? "--token-file"
+								   : NULL;
+		if (!name)
+			return cli_usage_error("serve", "unexpected argument '%s'", a);
+		size_t n = strlen(name);
+		if (a[n] == '=')
+			v = a + n + 1;
+		else if (a[n] == 0 && i + 1 < argc)
+			v = argv[++i];
+		else if (a[n] == 0)
+			return cli_usage_error("serve", "%s needs a value", name);
+		else
+			return cli_usage_error("serve", "unexpected argument '%s'", a);
+		if (streq(name, "--listen"))
+			listen = v;
+		else
+			token_file = v;
+	}
+	if (!listen)
+		return cli_usage_error("serve",
+				       "--listen ADDR:PORT is required (e.g. --listen 127.0.0.1:7777)");
+	int r = cli_open_ctx(c);
+	if (r != 0)
+		return r;
+	serve_ready sr = {.has_token = token_file != NULL};
+	mcp_http_opts opts = {
+	    .listen = listen, .token_file = token_file, .on_ready = on_ready, .userdata = &sr};
+	sbx_err *e = NULL;
+	if (mcp_serve_http(c->ctx, &opts, &e) < 0)
+		return cli_fail("serve", e);
 	return 0;
 }

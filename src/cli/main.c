@@ -21,6 +21,7 @@ static const cli_cmd commands[] = {
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
+	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given."},
 };
 
 static const char options_help[] =
@@ -43,7 +44,7 @@ static const char options_help[] =
 	"  -i                  pass stdin to the command\n"
 	"  -t                  allocate a pty inside the environment\n"
 	"Every command accepts --json for machine-readable output.\n"
-	"Environment: SBX_ROOT (state, default /var/lib/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
+	"Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
 	"SBX_DEBUG=1 (debug log).\n";
 
 static void usage(FILE *f)

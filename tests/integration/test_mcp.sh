@@ -161,3 +161,136 @@ t_mcp_raw_sigterm_cancels_and_exits() {
 	assert_not_contains "$out" "sleep 30"
 	sbx rm "$id"
 }
+
+# ---- MCP over Streamable HTTP (`sbx serve`) -------------------------------------
+# http_start [ARGS...]: starts `sbx serve` on a free 127.0.0.1 port (port 0:
+# the kernel picks it; the server prints its URL), sets HTTP_URL and
+# HTTP_PID, and stops it when the test's subshell exits.
+http_start() {
+	timeout 300 "$SBX_BIN" serve --listen 127.0.0.1:0 "$@" 2> "$TMPDIR_TEST/serve.err" &
+	HTTP_PID=$!
+	trap http_stop EXIT
+	HTTP_URL=""
+	for _ in $(seq 100); do
+		HTTP_URL=$(sed -n 's/^sbx: serving MCP on \(http[^ ]*\).*/\1/p' "$TMPDIR_TEST/serve.err")
+		[ -n "$HTTP_URL" ] && return 0
+		kill -0 "$HTTP_PID" 2> /dev/null || fail "sbx serve exited: $(cat "$TMPDIR_TEST/serve.err")"
+		sleep 0.1
+	done
+	fail "sbx serve did not start: $(cat "$TMPDIR_TEST/serve.err")"
+}
+http_stop() {
+	[ -n "${HTTP_PID:-}" ] || return 0
+	kill -TERM "$HTTP_PID" 2> /dev/null || true
+	wait "$HTTP_PID" 2> /dev/null || true
+	HTTP_PID=""
+}
+# http CASE [TOKEN]: one case of tests/mcp/http_test.mjs against the server.
+http() {
+	need_sdk
+	timeout 120 node "$MCP_DIR/http_test.mjs" "$1" "$HTTP_URL" ${2:+"$2"}
+}
+# The server survived whatever the test did, and stops cleanly on SIGTERM.
+http_check_alive_and_stop() {
+	http alive "${1:-}"
+	kill -0 "$HTTP_PID" || fail "sbx serve died: $(cat "$TMPDIR_TEST/serve.err")"
+	local pid=$HTTP_PID rc
+	kill -TERM "$pid"
+	set +e
+	wait "$pid"
+	rc=$?
+	set -e
+	HTTP_PID=""
+	assert_eq "$rc" "0" "sbx serve exit status after SIGTERM"
+}
+
+t_http_sdk_session_lifecycle() {
+	need_sdk
+	http_start
+	http sdk
+	http_check_alive_and_stop
+}
+
+t_http_sdk_progress_sse() {
+	need_sdk
+	http_start
+	http progress
+	http_check_alive_and_stop
+}
+
+t_http_concurrency() {
+	need_sdk
+	http_start
+	http concurrency
+	http_check_alive_and_stop
+}
+
+t_http_cancel_and_disconnect() {
+	need_sdk
+	http_start
+	http cancel
+	http_check_alive_and_stop
+}
+
+t_http_raw_status_codes() {
+	need_sdk
+	http_start
+	http raw
+	http_check_alive_and_stop
+}
+
+t_http_stateless_2026() {
+	need_sdk
+	http_start
+	http stateless
+	http_check_alive_and_stop
+}
+
+t_http_bearer_token() {
+	need_sdk
+	local tf="$TMPDIR_TEST/token"
+	head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$tf"
+	chmod 644 "$tf"
+	expect_status 125 timeout 10 "$SBX_BIN" serve --listen 127.0.0.1:0 --token-file "$tf"
+	assert_contains "$ERR" "chmod 600"
+	expect_status 125 timeout 10 "$SBX_BIN" serve --listen 127.0.0.1:0 --token-file "$TMPDIR_TEST/missing"
+	assert_contains "$ERR" "token file"
+	chmod 600 "$tf"
+	http_start --token-file "$tf"
+	http auth "$(cat "$tf")"
+	http_check_alive_and_stop "$(cat "$tf")"
+}
+
+t_http_bad_listen() {
+	expect_status 125 timeout 10 "$SBX_BIN" serve --listen nonsense
+	assert_contains "$ERR" "ADDR:PORT"
+	expect_status 125 timeout 10 "$SBX_BIN" serve
+	assert_contains "$ERR" "--listen"
+}
+
+t_http_sigterm_cancels_calls() {
+	need_sdk
+	local id t0
+	id=$(sbx create)
+	http_start
+	curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"environment.execute\",\"params\":{\"environment_id\":\"$id\",\"command\":\"sleep 33\"}}" "$HTTP_URL" &
+	sleep 1
+	t0=$(date +%s)
+	http_stop
+	[ $(($(date +%s) - t0)) -lt 8 ] || fail "sbx serve took too long to stop"
+	out=$(sbx exec "$id" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')
+	assert_not_contains "$out" "sleep 33"
+	wait || true
+	sbx rm "$id"
+}
+
+t_mcp_example_agent_loop() {
+	need_sdk
+	local out
+	# ESM ignores NODE_PATH: run a copy next to the tests' node_modules.
+	cp "$SBX_SRC/examples/agent_loop.mjs" "$TMPDIR_TEST/"
+	ln -s "$MCP_DIR/node_modules" "$TMPDIR_TEST/node_modules"
+	out=$(SBX_BIN="$SBX_BIN" timeout 120 node "$TMPDIR_TEST/agent_loop.mjs")
+	assert_contains "$out" "hello from the sandbox"
+	assert_contains "$out" "destroyed"
+}

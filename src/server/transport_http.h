@@ -1,0 +1,25 @@
+/* MCP over Streamable HTTP: POST /mcp (one JSON-RPC message per body),
+ * DELETE /mcp (ends a session), GET /mcp -> 405 (no server-initiated
+ * stream). The same handlers as stdio (mcp.c) answer every message; this
+ * file adds sessions, the HTTP checks (Origin, bearer token, protocol
+ * version header, body cap) and SSE for calls that report progress. */
+#pragma once
+#include <stdbool.h>
+
+#include "sbx.h"
+
+typedef struct mcp_http_opts {
+	const char *listen;	/* "ADDR:PORT": 127.0.0.1:7777, [::1]:7777, localhost:0 (any free port) */
+	const char *token_file; /* NULL: no authentication; else a file holding the bearer token,
+				   which must not be readable by others */
+	/* Called once the socket listens, with the endpoint's URL ("http://127.0.0.1:7777/mcp")
+	 * and whether the address is loopback-only. May be NULL. */
+	void (*on_ready)(const char *url, bool loopback, void *userdata);
+	void *userdata;
+} mcp_http_opts;
+
+/* Serves until SIGINT, SIGTERM or SIGHUP, then cancels the calls in flight
+ * (undoing what they created), waits for them and returns 0 (the previous
+ * signal handlers are restored). Fails only if the server cannot start:
+ * a bad address, a port in use, an unusable token file. */
+int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err);
