@@ -1,0 +1,321 @@
+#include "store/layer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/storefs.h"
+#include "store/tarr.h"
+#include "store/tarw.h"
+#include "util/fs.h"
+
+void store_layer_ids(store_idmap *ret)
+{
+	if (geteuid() == 0)
+		*ret = (store_idmap){0, 0, STORE_LAYER_ID_COUNT};
+	else
+		*ret = (store_idmap){(uint32_t)geteuid(), (uint32_t)getegid(), 1};
+}
+
+char *store_layer_path(const char *store_root, const char *digest)
+{
+	const char *hex = store_digest_hex(digest);
+	char *p = NULL;
+	if (!hex || asprintf(&p, "%s/" STORE_DIR_LAYERS "/%s", store_root, hex) < 0)
+		return NULL;
+	return p;
+}
+
+char *store_blob_path(const char *store_root, const char *digest)
+{
+	const char *hex = store_digest_hex(digest);
+	char *p = NULL;
+	if (!hex || asprintf(&p, "%s/" STORE_DIR_OBJECTS "/%.2s/%s", store_root, hex, hex) < 0)
+		return NULL;
+	return p;
+}
+
+bool store_layer_exists(const char *store_root, const char *digest)
+{
+	_cleanup_free_ char *p = store_layer_path(store_root, digest);
+	struct stat st;
+	return p && lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+typedef struct sink {
+	int fd; /* -1: hash only */
+	store_hasher *h;
+} sink;
+
+static int sink_write(void *ud, const void *buf, size_t len, sbx_err **err)
+{
+	sink *s = ud;
+	int r = store_hasher_update(s->h, buf, len, err);
+	if (r < 0)
+		return r;
+	return s->fd >= 0 ? store_fs_write_all(s->fd, buf, len, err) : 0;
+}
+
+/* Puts the blob (the open temp file tmp_name in tmp/) at its address. */
+static int blob_commit(const char *store_root, const char *digest, int tmp_dfd, const char *tmp_name,
+		       sbx_err **err)
+{
+	_cleanup_free_ char *blob = store_blob_path(store_root, digest);
+	if (!blob)
+		return err_errnum(err, ENOMEM, "store");
+	_cleanup_free_ char *dir = strndup(blob, (size_t)(strrchr(blob, '/') - blob));
+	if (!dir)
+		return err_errnum(err, ENOMEM, "store");
+	int r = fs_mkdir_p(dir, 0700);
+	if (r < 0)
+		return err_errnum(err, r, "create '%s'", dir);
+	if (store_sys.renameat(tmp_dfd, tmp_name, AT_FDCWD, blob) < 0)
+		return err_errno(err, "rename blob into '%s'", blob);
+	return store_fs_fsync_dir(dir, err);
+}
+
+static int put(const char *store_root, int dir_fd, const store_idmap *ids, store_layer_info *ret,
+	       char *tmp_file, char *tmp_tree, sbx_err **err)
+{
+	int r = store_fs_init(store_root, err);
+	if (r < 0)
+		return r;
+	_cleanup_free_ char *tmpdir = store_fs_path(store_root, STORE_DIR_TMP);
+	if (!tmpdir)
+		return err_errnum(err, ENOMEM, "store");
+	_cleanup_close_ int tdfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tdfd < 0)
+		return err_errno(err, "open '%s'", tmpdir);
+
+	/* 1. The canonical tar, hashed as it is written. */
+	snprintf(tmp_file, 64, "blob-%d-%ld", (int)getpid(), random());
+	_cleanup_close_ int fd =
+	    openat(tdfd, tmp_file, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return err_errno(err, "create '%s/%s'", tmpdir, tmp_file);
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
+	if (!h)
+		return err_ret(err);
+	sink s = {fd, h};
+	store_tar_stats st;
+	r = store_tar_write_dir(dir_fd, ids, sink_write, &s, &st, err);
+	if (r < 0)
+		return err_wrap(err, "tar");
+	if (store_sys.fsync(fd) < 0)
+		return err_errno(err, "fsync tar");
+	store_layer_info info = {.size = st.bytes, .files = st.entries};
+	r = store_hasher_final(h, info.digest, err);
+	if (r < 0)
+		return r;
+
+	/* 2. A layer is stored once. */
+	if (store_layer_exists(store_root, info.digest)) {
+		_cleanup_free_ char *blob = store_blob_path(store_root, info.digest);
+		if (blob && !fs_exists(blob)) {
+			r = blob_commit(store_root, info.digest, tdfd, tmp_file, err);
+			if (r < 0)
+				return r;
+			tmp_file[0] = 0;
+		}
+		info.existed = true;
+		*ret = info;
+		return 0;
+	}
+
+	/* 3. The tree, extracted from the tar into tmp/ and renamed into place. */
+	snprintf(tmp_tree, 64, "layer-%d-%ld", (int)getpid(), random());
+	if (mkdirat(tdfd, tmp_tree, 0755) < 0)
+		return err_errno(err, "create '%s/%s'", tmpdir, tmp_tree);
+	_cleanup_close_ int tree = openat(tdfd, tmp_tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tree < 0)
+		return err_errno(err, "open '%s/%s'", tmpdir, tmp_tree);
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		return err_errno(err, "seek tar");
+	store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+	o.max_bytes = st.bytes;
+	o.max_entries = st.entries;
+	o.whiteouts = true;
+	o.keep_setid = true;
+	store_layer_ids(&o.ids);
+	o.chown = geteuid() == 0;
+	r = store_tar_extract(tree, store_tar_fd_read, &fd, &o, NULL, err);
+	if (r < 0)
+		return err_wrap(err, "extract layer");
+	if (store_sys.syncfs(tree) < 0)
+		return err_errno(err, "syncfs");
+
+	r = blob_commit(store_root, info.digest, tdfd, tmp_file, err);
+	if (r < 0)
+		return r;
+	tmp_file[0] = 0;
+
+	_cleanup_free_ char *dst = store_layer_path(store_root, info.digest);
+	if (!dst)
+		return err_errnum(err, ENOMEM, "store");
+	if (store_sys.renameat(tdfd, tmp_tree, AT_FDCWD, dst) < 0) {
+		if (errno != EEXIST && errno != ENOTEMPTY)
+			return err_errno(err, "rename layer into '%s'", dst);
+		info.existed = true; /* another writer won the race: same content */
+	} else
+		tmp_tree[0] = 0;
+	_cleanup_free_ char *ldir = store_fs_path(store_root, STORE_DIR_LAYERS);
+	if (!ldir)
+		return err_errnum(err, ENOMEM, "store");
+	r = store_fs_fsync_dir(ldir, err);
+	if (r < 0)
+		return r;
+	*ret = info;
+	return 0;
+}
+
+int store_layer_put_from_dir(const char *store_root, int dir_fd, const store_idmap *ids,
+			     store_layer_info *ret, sbx_err **err)
+{
+	char tmp_file[64] = "", tmp_tree[64] = "";
+	int r = put(store_root, dir_fd, ids, ret, tmp_file, tmp_tree, err);
+	/* Temp entries go now; after a crash, store_gc_clean_tmp() removes them. */
+	_cleanup_free_ char *tmpdir = store_fs_path(store_root, STORE_DIR_TMP);
+	if (tmpdir && tmp_file[0]) {
+		_cleanup_free_ char *p = fs_path_join(tmpdir, tmp_file);
+		if (p)
+			unlink(p);
+	}
+	if (tmpdir && tmp_tree[0]) {
+		_cleanup_free_ char *p = fs_path_join(tmpdir, tmp_tree);
+		if (p)
+			fs_rm_rf(p);
+	}
+	if (r < 0)
+		return err_wrap(err, "store layer");
+	return 0;
+}
+
+int store_blob_verify(const char *store_root, const char *digest, sbx_err **err)
+{
+	_cleanup_free_ char *p = store_blob_path(store_root, digest);
+	if (!p)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'", digest);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "blob %s is missing", digest);
+		return err_errno(err, "blob %s: open", digest);
+	}
+	char got[STORE_DIGEST_SIZE];
+	int r = store_digest_fd(fd, got, NULL, err);
+	if (r < 0)
+		return err_wrap(err, "blob %s", digest);
+	if (!streq(got, digest))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "blob %s is corrupt: its content hashes to %s", digest, got);
+	return 0;
+}
+
+int store_layer_verify(const char *store_root, const char *digest, sbx_err **err)
+{
+	_cleanup_free_ char *p = store_layer_path(store_root, digest);
+	if (!p)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'",
+			       digest ? digest : "");
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s is missing", digest);
+		return err_errno(err, "layer %s: open", digest);
+	}
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
+	if (!h)
+		return err_ret(err);
+	store_idmap ids;
+	store_layer_ids(&ids);
+	sink s = {-1, h};
+	int r = store_tar_write_dir(fd, &ids, sink_write, &s, NULL, err);
+	if (r < 0)
+		return err_wrap(err, "layer %s is corrupt", digest);
+	char got[STORE_DIGEST_SIZE];
+	r = store_hasher_final(h, got, err);
+	if (r < 0)
+		return r;
+	if (!streq(got, digest))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "layer %s is corrupt: its tree hashes to %s", digest, got);
+	_cleanup_free_ char *blob = store_blob_path(store_root, digest);
+	if (blob && fs_exists(blob))
+		return store_blob_verify(store_root, digest, err);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int store_layer_list(const char *store_root, char ***ret, sbx_err **err)
+{
+	_cleanup_free_ char *dir = store_fs_path(store_root, STORE_DIR_LAYERS);
+	if (!dir)
+		return err_errnum(err, ENOMEM, "store");
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return err_errnum(err, ENOMEM, "store");
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno != ENOENT)
+			return err_errno(err, "open '%s'", dir);
+		*ret = TAKE_PTR(v);
+		return 0;
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d))) {
+		if (!store_digest_hex_valid(de->d_name))
+			continue;
+		char **nv = realloc(v, (n + 2) * sizeof(char *));
+		if (!nv) {
+			r = err_errnum(err, ENOMEM, "store");
+			break;
+		}
+		v = nv;
+		if (asprintf(&v[n], STORE_DIGEST_PREFIX "%s", de->d_name) < 0) {
+			v[n] = NULL;
+			r = err_errnum(err, ENOMEM, "store");
+			break;
+		}
+		v[++n] = NULL;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	qsort(v, n, sizeof(char *), cmp_str);
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+int store_layer_remove(const char *store_root, const char *digest, sbx_err **err)
+{
+	_cleanup_free_ char *p = store_layer_path(store_root, digest);
+	_cleanup_free_ char *blob = store_blob_path(store_root, digest);
+	_cleanup_free_ char *tmp = NULL;
+	if (!p || !blob)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'",
+			       digest ? digest : "");
+	int r = store_fs_init(store_root, err);
+	if (r < 0)
+		return r;
+	if (asprintf(&tmp, "%s/" STORE_DIR_TMP "/rm-%s-%d", store_root, store_digest_hex(digest),
+		     (int)getpid()) < 0)
+		return err_errnum(err, ENOMEM, "store");
+	if (store_sys.renameat(AT_FDCWD, p, AT_FDCWD, tmp) < 0 && errno != ENOENT)
+		return err_errno(err, "remove layer %s", digest);
+	if (unlink(blob) < 0 && errno != ENOENT)
+		return err_errno(err, "remove blob %s", digest);
+	r = fs_rm_rf(tmp);
+	if (r < 0)
+		return err_errnum(err, r, "remove '%s'", tmp);
+	return 0;
+}

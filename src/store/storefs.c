@@ -1,0 +1,99 @@
+#include "store/storefs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/fs.h"
+
+static int sys_syncfs(int fd)
+{
+	return syncfs(fd);
+}
+
+store_syscalls store_sys = {
+    .write = write,
+    .fsync = fsync,
+    .syncfs = sys_syncfs,
+    .renameat = renameat,
+    .linkat = linkat,
+};
+
+char *store_fs_path(const char *root, const char *rel)
+{
+	return fs_path_join(root, rel);
+}
+
+int store_fs_init(const char *root, sbx_err **err)
+{
+	static const char *const dirs[] = {STORE_DIR_TMP, STORE_DIR_LAYERS, STORE_DIR_OBJECTS,
+					   STORE_DIR_SNAPSHOTS, STORE_DIR_LABELS};
+	for (size_t i = 0; i < ARRAY_SIZE(dirs); i++) {
+		_cleanup_free_ char *p = store_fs_path(root, dirs[i]);
+		if (!p)
+			return err_errnum(err, ENOMEM, "store");
+		int r = fs_mkdir_p(p, 0700);
+		if (r < 0)
+			return err_errnum(err, r, "create '%s'", p);
+	}
+	return 0;
+}
+
+int store_fs_fsync_dir(const char *path, sbx_err **err)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return err_errno(err, "open '%s'", path);
+	if (store_sys.fsync(fd) < 0)
+		return err_errno(err, "fsync '%s'", path);
+	return 0;
+}
+
+int store_fs_write_all(int fd, const void *buf, size_t len, sbx_err **err)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t n = store_sys.write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? err_errno(err, "write") : err_errnum(err, EIO, "write");
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int store_fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+			  sbx_err **err)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return err_errno(err, "open '%s'", dir);
+	char tmp[64 + NAME_MAX];
+	_cleanup_close_ int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		snprintf(tmp, sizeof(tmp), ".tmp-%.200s-%d-%ld", name, (int)getpid(), random());
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno != EEXIST)
+			return err_errno(err, "create '%s/%s'", dir, tmp);
+	}
+	if (fd < 0)
+		return err_errno(err, "create temp file in '%s'", dir);
+	int r = store_fs_write_all(fd, data, len, err);
+	if (r >= 0 && store_sys.fsync(fd) < 0)
+		r = err_errno(err, "fsync");
+	if (r >= 0 && store_sys.renameat(dfd, tmp, dfd, name) < 0)
+		r = err_errno(err, "rename into '%s/%s'", dir, name);
+	if (r < 0) {
+		unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	if (store_sys.fsync(dfd) < 0)
+		return err_errno(err, "fsync '%s'", dir);
+	return 0;
+}

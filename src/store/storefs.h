@@ -1,0 +1,41 @@
+/* The store's filesystem layer: its directory layout and every write that
+ * must survive a crash (temp + fsync + rename + fsync of the directory).
+ *
+ * The write, fsync, rename and link steps go through store_sys, which
+ * tests replace to fail at the N-th step (SQLite's aSyscall[] idea): after
+ * any such failure the store holds only what it held before plus entries
+ * under tmp/, which store_gc_clean_tmp() removes. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "util/err.h"
+
+#define STORE_DIR_TMP "tmp"
+#define STORE_DIR_LAYERS "layers/sha256"
+#define STORE_DIR_OBJECTS "objects/sha256"
+#define STORE_DIR_SNAPSHOTS "snapshots/sha256"
+#define STORE_DIR_LABELS "refs/labels"
+
+typedef struct store_syscalls {
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*fsync)(int fd);
+	int (*syncfs)(int fd);
+	int (*renameat)(int olddfd, const char *old, int newdfd, const char *new_);
+	int (*linkat)(int olddfd, const char *old, int newdfd, const char *new_, int flags);
+} store_syscalls;
+extern store_syscalls store_sys;
+
+/* Creates the store's directories under root (mode 0700 for new ones). */
+int store_fs_init(const char *root, sbx_err **err);
+/* fsyncs a directory by path. */
+int store_fs_fsync_dir(const char *path, sbx_err **err);
+/* Writes data to dir/name atomically and durably; the temp file is
+ * dir/.tmp-<name>-<random> (a name no reader lists). */
+int store_fs_write_atomic(const char *dir, const char *name, const void *data, size_t len, mode_t mode,
+			  sbx_err **err);
+/* Writes all of buf through store_sys.write. */
+int store_fs_write_all(int fd, const void *buf, size_t len, sbx_err **err);
+/* "<root>/<a>/<b>..." joined; NULL on ENOMEM. */
+char *store_fs_path(const char *root, const char *rel);

@@ -1,0 +1,22 @@
+/* The canonical tar writer: serializes a directory tree (an overlayfs upper
+ * directory or a store layer tree) into the one byte sequence that tree
+ * defines, so its SHA-256 is a stable layer id (the OCI diff_id).
+ *
+ * Canonical form (docs/store.md): depth-first, children in byte order of
+ * their tar names; ustar headers with empty uname/gname, ids shifted by
+ * -base; a pax header ("././@PaxHeader") only when needed (nanosecond mtime,
+ * xattrs, long names, large values); two zero blocks at the end, no record
+ * padding. Overlay whiteouts (char 0:0) become `.wh.<name>`, opaque
+ * directories (user.overlay.opaque=y) get a `.wh..wh..opq` entry first.
+ * Files sharing an inode inside the tree become hard-link entries to the
+ * first path. The root directory itself is not an entry. */
+#pragma once
+#include "store/tar.h"
+
+/* Writes the tree under dir_fd (not consumed, not followed if it is a
+ * symlink's target: only its contents are read, with O_NOFOLLOW at every
+ * step) through fn. Fails, naming the path, on: an owner outside ids, a
+ * name starting with ".wh." (not representable in an OCI layer), a socket,
+ * a file that changes size while read. ret_stats may be NULL. */
+int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn fn, void *userdata,
+			store_tar_stats *ret_stats, sbx_err **err);
