@@ -81,6 +81,7 @@ typedef struct sbx_create_opts {
 	int64_t output_bytes; /* default captured output cap per stream; 0: default */
 	const char *network;  /* "none" (default) */
 	bool ephemeral;       /* writable layer on tmpfs, removed with the env */
+	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -167,6 +168,20 @@ void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
 
 /* The result as API.md's environment_execute structuredContent. */
 json_t *sbx_exec_result_json(const sbx_exec_result *r);
+
+/* ---- snapshots ---------------------------------------------------------- */
+
+/* Captures the environment's filesystem (its processes frozen meanwhile)
+ * into a content-addressed layer and a snapshot manifest. `label` may be
+ * NULL. {"snapshot_id","size_bytes","new_bytes","files","snapshot_ms","layers"} */
+int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err);
+/* Rolls the environment back in place: its processes are ended and its
+ * filesystem becomes exactly the snapshot's. {"environment_id","snapshot_id","restore_ms"} */
+int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err);
+/* {"snapshots":[{"snapshot_id","label","labels","parent","created_at","size_bytes","layers"}]} */
+int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+/* A digest ("sha256:<hex>"), a unique hex prefix or a label -> the digest. */
+int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err);
 
 /* ---- files inside a live environment ----------------------------------- */
 

@@ -14,3 +14,10 @@ int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
 /* Sends one request and returns the single reply (errors become *err). */
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
 int api_err_from_json(const json_t *m, sbx_err **err);
+int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st);
+/* Stops the supervisor of `id` (if alive), waiting for its teardown. */
+void stop_supervisor(sbx_ctx *ctx, const char *id);
+struct store_snapshot;
+int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
+		    const struct store_snapshot *snap, const char *snap_id, char **ret_id, json_t **ret_warnings,
+		    sbx_err **err);

@@ -18,6 +18,8 @@
 
 #include "api/api.h"
 #include "runtime/runtime.h"
+#include "store/layer.h"
+#include "store/snapshot.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -37,6 +39,7 @@ void env_config_free(env_config *c)
 	free(c->run_dir);
 	free(c->template_spec);
 	strv_free(c->lowers);
+	strv_free(c->layers);
 	mask_free(c->mask);
 	for (size_t i = 0; i < c->n_volumes; i++) {
 		free(c->volumes[i].host);
@@ -87,7 +90,7 @@ int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret)
 	return 0;
 }
 
-static int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
+int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 {
 	char p[4200];
 	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
@@ -259,6 +262,63 @@ static void name_unregister(sbx_ctx *ctx, const char *name, const char *id)
 		(void)unlink(link);
 }
 
+/* The layer trees of a snapshot, topmost first, all present in the store. */
+static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap, sbx_err **err)
+{
+	size_t n = 0;
+	while (snap->layers && snap->layers[n])
+		n++;
+	c->layers = calloc(n + 1, sizeof(char *));
+	if (!c->layers)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		const char *d = snap->layers[n - 1 - i];
+		if (!store_layer_exists(ctx->root, d))
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s of the snapshot is missing from the store (run sbx fsck)", d);
+		if (!(c->layers[i] = store_layer_path(ctx->root, d)))
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	}
+	c->n_layers = n;
+	/* overlayfs refuses a layer inside another layer: the store must not
+	 * lie under a directory the template overlays. */
+	for (size_t i = 0; i < c->n_lowers; i++) {
+		size_t l = strlen(c->lowers[i]);
+		if (strncmp(ctx->root, c->lowers[i], l) == 0 && (ctx->root[l] == '/' || ctx->root[l] == 0))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "the store %s lies under %s, which the template overlays: snapshots cannot be "
+				       "mounted from there; move SBX_ROOT (e.g. to /srv/sbx)",
+				       ctx->root, c->lowers[i]);
+	}
+	return 0;
+}
+
+/* Each environment gets its own /etc/machine-id (a fork is not its parent). */
+static int write_machine_id(const env_config *c)
+{
+	char dir[4300], p[4400], id[33];
+	unsigned char rnd[16];
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		return -errno;
+	rnd[6] = (rnd[6] & 0x0f) | 0x40; /* a v4 UUID, as systemd-machine-id-setup makes */
+	rnd[8] = (rnd[8] & 0x3f) | 0x80;
+	for (int i = 0; i < 16; i++)
+		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(dir, sizeof(dir), "%s/upper/etc", c->env_dir);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (!c->rootless && chown(dir, c->host_uid, c->host_gid) < 0)
+		return -errno;
+	snprintf(p, sizeof(p), "%s/machine-id", dir);
+	char line[34];
+	snprintf(line, sizeof(line), "%s\n", id);
+	int r = fs_write_atomic_flags(p, line, strlen(line), 0444, false);
+	if (r < 0)
+		return r;
+	if (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)
+		return -errno;
+	return 0;
+}
+
 static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err **err)
 {
 	if (!spec || streq(spec, "host")) {
@@ -375,12 +435,15 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-_public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
-			    sbx_err **err)
+/* Creates an environment, or (restore_state != NULL) starts an existing one
+ * again under its own id, uid range and name, on the layers of `snap`. */
+int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
+		    const char *snap_id, char **ret_id, json_t **ret_warnings, sbx_err **err)
 {
 	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
 	if (!o)
 		o = &defaults;
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
 	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -401,11 +464,17 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
 
 	/* Identity. */
-	unsigned char rnd[ENV_ID_LEN / 2];
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		return err_errno(err, "getrandom");
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
+	if (restore_id) {
+		if (!valid_id(restore_id))
+			return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state: bad environment id");
+		snprintf(c->id, sizeof(c->id), "%s", restore_id);
+	} else {
+		unsigned char rnd[ENV_ID_LEN / 2];
+		if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return err_errno(err, "getrandom");
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
+	}
 	c->name = o->name ? strdup(o->name) : NULL;
 	if (asprintf(&c->hostname, "%s", o->name ? o->name : "sbx") < 0)
 		c->hostname = NULL;
@@ -461,6 +530,13 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		c->template_spec = c->template_spec ? c->template_spec : strdup("host");
 	} else if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
 		return err_ret(err);
+	if (snap) {
+		if (c->degraded || c->ephemeral)
+			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+				       "snapshots need user namespaces and a persistent writable layer");
+		if (setup_layers(ctx, c, snap, err) < 0)
+			return -1;
+	}
 
 	unsigned slot = 0;
 	bool have_slot = false;
@@ -482,7 +558,13 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		err_errnum(err, r, "create '%s'", c->env_dir);
 		goto fail;
 	}
-	if (!c->rootless) {
+	if (restore_id) {
+		/* Same uid range and name as before: the files are already theirs. */
+		slot = (unsigned)json_int(restore_state, "uid_slot", 0);
+		c->host_uid = (uid_t)json_int(restore_state, "host_uid", ctx->uid);
+		c->host_gid = c->rootless ? ctx->gid : c->host_uid;
+		c->id_count = (uint32_t)json_int(restore_state, "id_count", 1);
+	} else if (!c->rootless) {
 		if (userns_slot_alloc(c->env_dir, &slot, err) < 0)
 			goto fail;
 		have_slot = true;
@@ -494,7 +576,7 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		c->host_gid = ctx->gid;
 		c->id_count = 1;
 	}
-	if (c->name && name_register(ctx, c->name, c->id, err) < 0)
+	if (!restore_id && c->name && name_register(ctx, c->name, c->id, err) < 0)
 		goto fail;
 	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"},
 				 {c->env_dir, "home"}, {c->env_dir, "tmp"}};
@@ -502,14 +584,21 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		if ((c->ephemeral && i < 2) || (c->degraded ? i < 3 : i >= 3))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
-		if (mkdir(p, 0755) < 0 || (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
+		if ((mkdir(p, 0755) < 0 && !(restore_id && errno == EEXIST)) ||
+		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
 			err_errno(err, "create '%s'", p);
 			goto fail;
 		}
 	}
+	if (!restore_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
+		err_errnum(err, r, "write /etc/machine-id");
+		goto fail;
+	}
 	char created[32];
 	int64_t now = now_ms_real();
 	iso_time(now, created, sizeof(created));
+	if (restore_id && json_str(restore_state, "created_at"))
+		snprintf(created, sizeof(created), "%s", json_str(restore_state, "created_at"));
 	st = json_pack(
 		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}", "environment_id",
 		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
@@ -519,6 +608,10 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
 		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
 		"network", c->network, "degraded", c->degraded);
+	if (st && snap) {
+		json_object_set_new(st, "snapshot_id", json_string(snap_id));
+		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
+	}
 	for (size_t i = 0; st && i < c->n_volumes; i++)
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
@@ -545,6 +638,10 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	*ret_id = strdup(c->id);
 	return 0;
 fail:
+	if (restore_id) {
+		/* Keep the environment (stopped) so the user can retry or rm it. */
+		return err_ret(err);
+	}
 	remove_env_files(ctx, c->id);
 	if (c->name)
 		name_unregister(ctx, c->name, c->id);
@@ -553,8 +650,28 @@ fail:
 	return err_ret(err);
 }
 
+_public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
+			    sbx_err **err)
+{
+	if (!o || !o->snapshot)
+		return env_create_impl(ctx, o, NULL, NULL, NULL, ret_id, ret_warnings, err);
+	/* fork: a new environment from a snapshot (its template and layers). */
+	_cleanup_free_ char *digest = NULL;
+	_cleanup_snapshot_ store_snapshot *snap = NULL;
+	if (sbx_snapshot_resolve(ctx, o->snapshot, &digest, err) < 0 ||
+	    store_snapshot_read(ctx->root, digest, &snap, err) < 0)
+		return -1;
+	sbx_create_opts co = *o;
+	if (o->template_spec && snap->base_template && !streq(o->template_spec, snap->base_template))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "snapshot %s was taken from template '%s', not '%s'", digest, snap->base_template,
+			       o->template_spec);
+	co.template_spec = snap->base_template;
+	return env_create_impl(ctx, &co, NULL, snap, digest, ret_id, ret_warnings, err);
+}
+
 /* Stops the supervisor (if alive) and waits until it has cleaned up. */
-static void stop_supervisor(sbx_ctx *ctx, const char *id)
+void stop_supervisor(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
 	if (fd >= 0) {

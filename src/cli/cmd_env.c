@@ -160,8 +160,12 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			o->exec.tty = true;
 		} else if ((flags & F_EXEC) && (streq(a, "-it") || streq(a, "-ti"))) {
 			o->interactive = o->exec.tty = true;
-		} else if ((flags & F_CREATE) && ((v = VALUE("--snapshot"), m) || (v = VALUE("--policy"), m))) {
-			return cli_usage_error(cmd, "%s is not available yet (snapshots and policies are in progress)", a);
+		} else if ((flags & F_CREATE) && (v = VALUE("--snapshot"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.snapshot = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--policy"), m)) {
+			return cli_usage_error(cmd, "%s is not available yet (policies are in progress)", a);
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
 			return cli_usage_error(cmd, "--trace is not available yet (tracing is in progress)");
 		} else {
@@ -477,4 +481,22 @@ int cmd_gc(cli *c, int argc, char **argv)
 		json_decref(j);
 	}
 	return 0;
+}
+
+int cmd_fork(cli *c, int argc, char **argv)
+{
+	if (argc < 2 || argv[1][0] == '-')
+		return cli_usage_error("fork", "expected: sbx fork SNAPSHOT [CREATE-OPTS]");
+	/* sbx fork S [opts] == sbx create --snapshot S [opts] */
+	char **args = calloc((size_t)argc + 2, sizeof(char *));
+	if (!args)
+		return EXIT_SBX;
+	args[0] = argv[0];
+	args[1] = "--snapshot";
+	args[2] = argv[1];
+	for (int i = 2; i < argc; i++)
+		args[i + 1] = argv[i];
+	int r = cmd_create(c, argc + 1, args);
+	free(args);
+	return r;
 }

@@ -19,6 +19,12 @@ static const cli_cmd commands[] = {
 	{"inspect", cmd_inspect, "sbx inspect ID", "Show an environment: limits, isolation walls in force and missing, usage."},
 	{"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
+	{"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",
+	 "Capture an environment (frozen meanwhile) as a content-addressed snapshot; prints sha256:<hex>."},
+	{"restore", cmd_restore, "sbx restore ID SNAPSHOT",
+	 "Roll an environment back in place to a snapshot (digest, prefix or label); its processes end."},
+	{"fork", cmd_fork, "sbx fork SNAPSHOT [CREATE-OPTS]", "Create a new environment from a snapshot (as create --snapshot)."},
+	{"snapshots", cmd_snapshots, "sbx snapshots", "List snapshots with label, parent, time and size."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
 	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given."},
@@ -27,6 +33,7 @@ static const cli_cmd commands[] = {
 static const char options_help[] =
 	"CREATE-OPTS:\n"
 	"  --template T        host (default: the host's OS tree, read-only, secrets hidden) or dir:PATH\n"
+	"  --snapshot S        start from a snapshot (digest, prefix or label)\n"
 	"  --name N            a unique name usable wherever an id is\n"
 	"  -v, --volume H:P[:ro|rw]  bind host directory H at P inside\n"
 	"  --env K=V           environment variable for every command (repeatable)\n"

@@ -39,28 +39,10 @@ int mount_attach(int tree_fd, const char *dir, sbx_err **err)
 	return 0;
 }
 
-int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, const bool *is_tree,
-		 size_t n_lowers, int upper_fd, int work_fd, bool ephemeral, sbx_err **err)
+int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral, sbx_err **err)
 {
 	char path[4300], opts[4096];
-	size_t o = 0;
-	o += (size_t)snprintf(opts + o, sizeof(opts) - o, "userxattr,lowerdir=");
-	if (mask_dir)
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s", mask_dir);
-	for (size_t i = 0; i < n_lowers; i++) {
-		const char *sep = i || mask_dir ? ":" : "";
-		if (!is_tree[i]) {
-			/* A directory fd of our own mount namespace: used in place. */
-			o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s/proc/self/fd/%d", sep, lower_trees[i]);
-			continue;
-		}
-		snprintf(path, sizeof(path), "%s/l%zu", stage, i);
-		if (mkdir(path, 0755) < 0)
-			return err_errno(err, "mkdir '%s'", path);
-		if (mount_attach(lower_trees[i], path, err) < 0)
-			return -1;
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, "%s%s/l%zu", sep, stage, i);
-	}
+	size_t o = (size_t)snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s", lowerdir);
 	if (ephemeral) {
 		snprintf(path, sizeof(path), "%s/upper", stage);
 		if (mkdir(path, 0755) < 0)
@@ -94,13 +76,12 @@ static int ensure_dir(const char *root, const char *sub, mode_t mode, char *out,
 	return 0;
 }
 
-int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, const char *lower, const char *upper,
-		      const char *work, sbx_err **err)
+int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper, const char *work,
+		      sbx_err **err)
 {
 	char target[4300], opts[4096];
 	snprintf(target, sizeof(target), "%s/%s", root, dir);
-	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s/%s:%s,upperdir=%s,workdir=%s", mask_dir, dir, lower,
-			 upper, work);
+	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s,upperdir=%s,workdir=%s", lowerdir, upper, work);
 	if (n >= (int)sizeof(opts))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
 	return do_mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts, err);

@@ -9,17 +9,14 @@ int mount_make_private(sbx_err **err);
 int mount_clone_tree(const char *path, sbx_err **err);
 /* Attaches detached tree `tree_fd` at `dir` (relative to cwd or absolute). */
 int mount_attach(int tree_fd, const char *dir, sbx_err **err);
-/* Mounts the overlay root at `stage`/root. stage is a fresh tmpfs the caller
- * mounted; lower_trees[i] (topmost first) are attached at stage/l<i>.
- * mask_dir (may be NULL) is the topmost lower layer.
- * upper_fd/work_fd (O_PATH) are used when not ephemeral; otherwise upper and
- * work live on stage's tmpfs. */
-int mount_rootfs(const char *stage, const char *mask_dir, const int *lower_trees, const bool *is_tree,
-		 size_t n_lowers, int upper_fd, int work_fd, bool ephemeral, sbx_err **err);
-/* Host template: one top-level system directory gets its own overlay at
- * root/dir (lower: mask_dir/dir over `lower`, a path). */
-int mount_overlay_dir(const char *root, const char *dir, const char *mask_dir, const char *lower, const char *upper,
-		      const char *work, sbx_err **err);
+/* Mounts the overlay root at `stage`/root with the given lowerdir option
+ * (colon-separated, topmost first). upper_fd/work_fd (O_PATH, opened in our
+ * mount namespace) are used when not ephemeral; otherwise upper and work
+ * live on stage's tmpfs (work/_root). */
+int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral, sbx_err **err);
+/* One overlay at root/dir (the host template's per-directory overlays). */
+int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper, const char *work,
+		      sbx_err **err);
 /* /proc (with masked and read-only parts), /dev, /tmp under `root`. */
 int mount_dev(const char *root, bool rootless, sbx_err **err);
 int mount_proc(const char *root, sbx_err **err);

@@ -39,6 +39,8 @@ typedef struct env_config {
 	uid_t host_uid; /* rootless: the caller; root: the base of the range */
 	gid_t host_gid;
 	uint32_t id_count; /* 65536 with root, 1 rootless */
+	char **layers;  /* snapshot layer trees ($SBX_ROOT/layers/...), topmost first */
+	size_t n_layers;
 	mask_list *mask; /* host template: replayed into a tmpfs as the top lower layer */
 	char **lowers;  /* host directories, topmost first (below the mask) */
 	size_t n_lowers;

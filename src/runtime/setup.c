@@ -33,6 +33,8 @@ typedef struct setup_fds {
 	size_t n_lowers;
 	int volumes[FD_MSG_MAX_FDS];
 	size_t n_volumes;
+	int layers[FD_MSG_MAX_FDS];
+	size_t n_layers;
 } setup_fds;
 
 _noreturn_ static void fail(int sock, sbx_err *e)
@@ -68,6 +70,13 @@ static int wait_go(int sock, setup_fds *f, sbx_err **err)
 		int64_t k = json_integer_value(v);
 		f->lowers[f->n_lowers++] = k >= 0 && (size_t)k < n ? fds[k] : -1;
 	}
+	a = json_object_get(m, "layers");
+	f->n_layers = 0;
+	json_array_foreach(a, i, v)
+	{
+		int64_t k = json_integer_value(v);
+		f->layers[f->n_layers++] = k >= 0 && (size_t)k < n ? fds[k] : -1;
+	}
 	a = json_object_get(m, "volumes");
 	f->n_volumes = 0;
 	json_array_foreach(a, i, v)
@@ -97,17 +106,42 @@ static int apply_landlock(sbx_err **err)
 	return landlock_restrict(rules, ARRAY_SIZE(rules), err);
 }
 
+/* A lower layer as a path for overlay's options: a detached tree from the
+ * supervisor (idmapped) is attached under the staging tmpfs; a directory fd
+ * of our own mount namespace is used in place through /proc/self/fd. */
+static int lower_path(const char *stage, const char *prefix, size_t i, int fd, bool is_tree, char *out, size_t n,
+		      sbx_err **err)
+{
+	if (!is_tree) {
+		snprintf(out, n, "/proc/self/fd/%d", fd);
+		return 0;
+	}
+	snprintf(out, n, "%s/%s%zu", stage, prefix, i);
+	if (mkdir(out, 0755) < 0)
+		return err_errno(err, "mkdir '%s'", out);
+	return mount_attach(fd, out, err);
+}
+
+static int append(char *buf, size_t n, const char *part, sbx_err **err)
+{
+	size_t len = strlen(buf);
+	int k = snprintf(buf + len, n - len, "%s%s", len ? ":" : "", part);
+	if (k < 0 || (size_t)k >= n - len)
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers for one overlay mount");
+	return 0;
+}
+
 /* The host template: overlayfs refuses a lower layer that contains another
  * layer (the store, snapshot layers) or whose mount has locked submounts
- * (rootless), so "/" is never a layer. The root overlay gets the mask alone;
- * each system directory c->lowers[i] ("/usr", "/etc", ...) gets its own
- * overlay (mask/<dir> over the host directory: an idmapped tree from the
- * supervisor, or a directory fd of ours when rootless). Upper layout is the
- * same as one overlay would give: upper/usr, upper/etc, ... */
+ * (rootless), so "/" is never a layer. The root overlay gets the snapshot
+ * layers over the mask; each system directory c->lowers[i] ("/usr", ...)
+ * gets its own overlay: the layers' <dir> subtrees, mask/<dir>, the host
+ * directory. Upper layout is what one overlay would give: upper/usr, ... */
 static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir,
-			    const int *lowers, const bool *is_tree, sbx_err **err)
+			    char layer_paths[][4400], char lower_paths[][4400], sbx_err **err)
 {
-	char base[4300], up[4400], wk[4400], low[4400];
+	char base[4300], up[4400], wk[4400], part[4500];
+	static char lowerdir[16384];
 	snprintf(base, sizeof(base), "%s", c->ephemeral ? stage : c->env_dir);
 	for (size_t i = 0; i < c->n_lowers; i++) {
 		const char *d = c->lowers[i] + 1;
@@ -117,13 +151,18 @@ static int mount_split_dirs(env_config *c, const char *stage, const char *root, 
 			return err_errno(err, "create '%s'", up);
 		if (!c->rootless)
 			(void)!chown(up, 0, 0); /* env root, not whoever created it */
-		if (is_tree[i]) {
-			snprintf(low, sizeof(low), "%s/l%zu", stage, i);
-			if (mkdir(low, 0755) < 0 || mount_attach(lowers[i], low, err) < 0)
-				return err_ret(err) ? err_ret(err) : err_errno(err, "mkdir '%s'", low);
-		} else
-			snprintf(low, sizeof(low), "/proc/self/fd/%d", lowers[i]);
-		if (mount_overlay_dir(root, d, mask_dir, low, up, wk, err) < 0)
+		lowerdir[0] = 0;
+		for (size_t k = 0; k < c->n_layers; k++) {
+			struct stat st;
+			snprintf(part, sizeof(part), "%s/%s", layer_paths[k], d);
+			if (lstat(part, &st) == 0 && S_ISDIR(st.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
+				return -1;
+		}
+		snprintf(part, sizeof(part), "%s/%s", mask_dir, d);
+		if (append(lowerdir, sizeof(lowerdir), part, err) < 0 ||
+		    append(lowerdir, sizeof(lowerdir), lower_paths[i], err) < 0)
+			return -1;
+		if (mount_overlay_dir(root, d, lowerdir, up, wk, err) < 0)
 			return -1;
 	}
 	return 0;
@@ -222,11 +261,22 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
 	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") < 0)
 		err_errno(&e, "mount staging tmpfs on '%s'", stage), fail(sock, e);
-	bool is_tree[FD_MSG_MAX_FDS];
+	/* Lower layers as paths: the template's (trees from the supervisor, or
+	 * opened here when rootless) and the snapshot layers. */
+	static char lower_paths[FD_MSG_MAX_FDS][4400], layer_paths[FD_MSG_MAX_FDS][4400];
 	for (size_t i = 0; i < c->n_lowers; i++) {
-		is_tree[i] = i < f.n_lowers && f.lowers[i] >= 0;
-		if (!is_tree[i] && (f.lowers[i] = open(c->lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		bool tree = i < f.n_lowers && f.lowers[i] >= 0;
+		if (!tree && (f.lowers[i] = open(c->lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			err_errno(&e, "open lower layer '%s'", c->lowers[i]), fail(sock, e);
+		if (lower_path(stage, "l", i, f.lowers[i], tree, lower_paths[i], sizeof(lower_paths[i]), &e) < 0)
+			fail(sock, e);
+	}
+	for (size_t i = 0; i < c->n_layers; i++) {
+		bool tree = i < f.n_layers && f.layers[i] >= 0;
+		if (!tree && (f.layers[i] = open(c->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+			err_errno(&e, "open snapshot layer '%s'", c->layers[i]), fail(sock, e);
+		if (lower_path(stage, "s", i, f.layers[i], tree, layer_paths[i], sizeof(layer_paths[i]), &e) < 0)
+			fail(sock, e);
 	}
 	/* upper/ and work/ are opened here, in our mount namespace: overlay
 	 * refuses layers whose mount belongs to another namespace. */
@@ -252,14 +302,22 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		if (q < 0)
 			err_errnum(&e, q, "build the mask layer in '%s'", mask_dir), fail(sock, e);
 	}
-	/* Host template: "/" is never a layer (see mount_split_dirs). */
+	/* Host template: "/" is never a layer (see mount_split_dirs). The root
+	 * overlay: snapshot layers over the mask (host) or the template dir. */
 	bool split = c->mask != NULL;
+	static char lowerdir[16384];
+	lowerdir[0] = 0;
+	for (size_t i = 0; i < c->n_layers; i++)
+		if (append(lowerdir, sizeof(lowerdir), layer_paths[i], &e) < 0)
+			fail(sock, e);
+	for (size_t i = 0; i < (split ? 1 : c->n_lowers); i++)
+		if (append(lowerdir, sizeof(lowerdir), split ? mask_dir : lower_paths[i], &e) < 0)
+			fail(sock, e);
 	log_debug("child: mask replayed");
-	if (mount_rootfs(stage, c->mask ? mask_dir : NULL, f.lowers, is_tree, split ? 0 : c->n_lowers, f.upper, f.work,
-			 c->ephemeral, &e) < 0)
+	if (mount_rootfs(stage, lowerdir, f.upper, f.work, c->ephemeral, &e) < 0)
 		fail(sock, e);
 	snprintf(root, sizeof(root), "%s/root", stage);
-	if (split && mount_split_dirs(c, stage, root, mask_dir, f.lowers, is_tree, &e) < 0)
+	if (split && mount_split_dirs(c, stage, root, mask_dir, layer_paths, lower_paths, &e) < 0)
 		fail(sock, e);
 	log_debug("child: rootfs mounted");
 	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
@@ -327,8 +385,10 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 13. Init is not dumpable: no ptrace, no /proc/1/mem from commands. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 
-	for (size_t i = 0; i < f.n_lowers; i++)
+	for (size_t i = 0; i < c->n_lowers; i++)
 		safe_close(f.lowers[i]);
+	for (size_t i = 0; i < c->n_layers; i++)
+		safe_close(f.layers[i]);
 	safe_close(f.upper);
 	safe_close(f.work);
 

@@ -58,6 +58,8 @@ typedef struct supervisor {
 	int landlock_abi;
 	json_t *warnings;
 	int64_t oom_seen; /* OOM kills already attributed to a command */
+	int freeze_conn;  /* the snapshot client holding the freeze, or -1 */
+	bool frozen;
 	bool stopping;
 	int stop_conn; /* replied to once everything is cleaned up */
 } supervisor;
@@ -188,6 +190,14 @@ static json_t *info_json(supervisor *s)
 	return j;
 }
 
+static void thaw(supervisor *s)
+{
+	if (s->frozen && s->cg)
+		(void)cgroup_freeze(s->cg, false, NULL);
+	s->frozen = false;
+	s->freeze_conn = -1;
+}
+
 static void begin_stop(supervisor *s, int conn)
 {
 	s->stopping = true;
@@ -210,11 +220,21 @@ static void client_request(supervisor *s, int conn)
 		for (size_t i = 0; i < s->n_waiters; i++)
 			if (s->waiters[i] == conn)
 				s->waiters[i] = -1;
+		if (conn == s->freeze_conn)
+			thaw(s);
 		close_conn(s, conn);
 		return;
 	}
 	const char *op = json_str(m, "op") ?: "";
 	bool keep = false;
+	if (conn == s->freeze_conn && streq(op, "thaw")) {
+		thaw(s);
+		send_json(conn, json_pack("{s:s}", "ev", "thawed"), NULL, 0);
+		json_decref(m);
+		for (size_t i = 0; i < n; i++)
+			safe_close(fds[i]);
+		return;
+	}
 	if (streq(op, "exec")) {
 		client_exec(s, conn, m, fds, n);
 		keep = true;
@@ -229,6 +249,22 @@ static void client_request(supervisor *s, int conn)
 			s->waiters[s->n_waiters++] = conn;
 			keep = true;
 		}
+	} else if (streq(op, "freeze")) {
+		/* Held for as long as this connection lives: a client that dies
+		 * mid-snapshot never leaves the environment frozen. */
+		_cleanup_err_ sbx_err *fe = NULL;
+		bool frozen = false;
+		if (s->freeze_conn >= 0)
+			err_set(&fe, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is already in progress");
+		else if (s->cg && cgroup_freeze(s->cg, true, &fe) == 0)
+			frozen = true;
+		if (frozen || !fe || !s->cg) {
+			s->freeze_conn = conn;
+			s->frozen = frozen;
+			send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", frozen), NULL, 0);
+			keep = true;
+		} else
+			send_json(conn, err_json(fe), NULL, 0);
 	} else if (streq(op, "info")) {
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, "stop")) {
@@ -397,6 +433,7 @@ static void kill_descendants(void)
 
 static void teardown(supervisor *s)
 {
+	thaw(s); /* a v1-frozen task does not even die until thawed */
 	/* Killing init kills every process of its pid namespace; the mount,
 	 * network and other namespaces vanish with the last of them. */
 	if (s->init_pidfd >= 0)
@@ -463,11 +500,11 @@ static int send_go(supervisor *s, sbx_err **err)
 	int fds[FD_MSG_MAX_FDS];
 	size_t n = 0;
 	int r = -1;
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[]}", "op", "go", "lowers", "volumes");
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[],s:[]}", "op", "go", "lowers", "volumes", "layers");
 	_cleanup_close_ int userns = -1;
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if (c->n_lowers + c->n_volumes + 2 > FD_MSG_MAX_FDS)
+	if (c->n_lowers + c->n_volumes + c->n_layers + 2 > FD_MSG_MAX_FDS)
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers and volumes (at most %d)",
 			       FD_MSG_MAX_FDS - 2);
 	if (!c->rootless) {
@@ -487,6 +524,18 @@ static int send_go(supervisor *s, sbx_err **err)
 			fds[n++] = t;
 		}
 		json_array_append_new(json_object_get(m, "lowers"), json_integer(idx));
+	}
+	/* Snapshot layers: 0-based ownership on disk, idmapped like the template. */
+	for (size_t i = 0; i < c->n_layers; i++) {
+		int idx = -1;
+		if (!c->rootless) {
+			int t = prepare_tree(s, c->layers[i], userns, true, err);
+			if (t < 0)
+				goto out;
+			idx = (int)n;
+			fds[n++] = t;
+		}
+		json_array_append_new(json_object_get(m, "layers"), json_integer(idx));
 	}
 	for (size_t i = 0; i < c->n_volumes; i++) {
 		int idx = -1;
@@ -639,7 +688,8 @@ static void report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c, .listen_fd = -1, .init_sock = -1, .init_pidfd = -1, .ttl_fd = -1, .stop_conn = -1};
+	supervisor S = {.c = c,	       .listen_fd = -1, .init_sock = -1, .init_pidfd = -1,
+			.ttl_fd = -1, .stop_conn = -1,  .freeze_conn = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);

@@ -1,10 +1,10 @@
 /* The MCP tools (see tools.h): one row per tool whose capability exists.
  *
- * Tools whose capability has not landed (snapshot, restore, diff, replay,
- * snapshot_list) are not listed at all: a client must never see a tool that
- * can only fail. Arguments of such capabilities on listed tools ("snapshot"
- * and "policy" on create, "trace" on execute) are accepted by the validator
- * and answered with an `unavailable` tool error that says what to do. */
+ * Tools whose capability has not landed (diff, replay) are not listed at
+ * all: a client must never see a tool that can only fail. Arguments of such
+ * capabilities on listed tools ("policy" on create, "trace" on execute) are
+ * accepted by the validator and answered with an `unavailable` tool error
+ * that says what to do. */
 #include "server/tools.h"
 
 #include <errno.h>
@@ -41,6 +41,8 @@ static const char create_in[] =
     "{'type':'object','additionalProperties':false,'properties':{"
     "'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
     "read-only, under a private writable layer) or dir:/absolute/path.'},"
+    "'snapshot':{'type':'string','minLength':1,'description':'Start from this snapshot (a snapshot_id "
+    "from environment_snapshot or snapshot_list, or its label) instead of a fresh template: a fork.'},"
     "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
     "environment_id is.'},"
     "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
@@ -291,17 +293,16 @@ static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *re
 static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
-	if (json_object_get(a, "snapshot"))
-		return err_set(
-		    err, SBX_E_UNAVAILABLE, ENOTSUP,
-		    "snapshots are not available yet in this sbx; omit 'snapshot' and start from a "
-		    "'template' instead");
 	if (json_object_get(a, "policy"))
 		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
 			       "policies are not available yet in this sbx; omit 'policy' and use 'limits', "
 			       "'network' and 'volumes' instead");
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	o.template_spec = json_str(a, "template");
+	o.snapshot = json_str(a, "snapshot");
+	_cleanup_free_ char *base = NULL;
+	if (o.snapshot && sbx_snapshot_resolve(c->ctx, o.snapshot, &base, err) < 0)
+		return err_wrap(err, "snapshot '%s' (call snapshot_list to see the snapshots)", o.snapshot);
 	o.name = json_str(a, "name");
 	o.network = json_str(a, "network");
 	_cleanup_strv_free_ char **env = NULL;
@@ -341,7 +342,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (sbx_env_create(c->ctx, &o, &id, &warnings, err) < 0)
 		return -1;
 	double ms = (double)(now_us() - t0) / 1000.0;
-	json_t *res = json_pack("{s:s,s:n,s:f}", "environment_id", id, "snapshot_id", "create_ms", ms);
+	json_t *res = json_pack("{s:s,s:o,s:f}", "environment_id", id, "snapshot_id",
+				base ? json_string(base) : json_null(), "create_ms", ms);
 	if (!res)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (json_array_size(warnings) > 0)
@@ -501,9 +503,53 @@ static int t_list_files(tool_call *c, json_t **ret, sbx_err **err)
 	return sbx_env_list_files(c->ctx, id, json_str(c->args, "path"), ret, err);
 }
 
+static int t_snapshot(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_snapshot(c->ctx, id, json_str(c->args, "label"), ret, err);
+}
+
+static int t_restore(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	const char *snap = json_str(c->args, "snapshot_id");
+	if (sbx_env_restore(c->ctx, id, snap, ret, err) < 0)
+		return sbx_err_code(*err) == SBX_E_NOT_FOUND
+			       ? err_wrap(err, "restore (call snapshot_list to see the snapshots)")
+			       : -1;
+	return 0;
+}
+
+static int t_snapshot_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_snapshot_list(c->ctx, ret, err); }
+
+static const char snapshot_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
+    ",'label':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$','description':'Optional "
+    "name for the snapshot, usable wherever a snapshot_id is (moves if reused).'}}}";
+static const char snapshot_out[] =
+    OUTPUT("'snapshot_id':{'type':'string'},'size_bytes':{'type':'integer'},'new_bytes':{'type':'integer'},"
+	   "'files':{'type':'integer'},'snapshot_ms':{'type':'number'},'label':{'type':'string'}",
+	   "'snapshot_id','size_bytes','new_bytes','files','snapshot_ms'");
+static const char restore_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','snapshot_id'],'properties':{"
+    ENV_ID_PROP ",'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to roll back "
+    "to: a snapshot_id (or unique prefix) or a label.'}}}";
+static const char restore_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':'string'},'restore_ms':{'type':'number'}",
+	   "'environment_id','snapshot_id','restore_ms'");
+static const char snapshot_list_out[] =
+    OUTPUT("'snapshots':{'type':'array','items':{'type':'object','properties':{'snapshot_id':{'type':'string'},"
+	   "'label':{'type':['string','null']},'parent':{'type':['string','null']},'created_at':{'type':'string'},"
+	   "'size_bytes':{'type':'integer'}}}}",
+	   "'snapshots'");
+
 /* ---- the table ------------------------------------------------------------ */
 
-static const char *const create_reserved[] = {"snapshot", "policy", NULL};
+static const char *const create_reserved[] = {"policy", NULL};
 static const char *const execute_reserved[] = {"trace", NULL};
 
 static const tool tools[] = {
@@ -602,6 +648,44 @@ static const tool tools[] = {
 	.read_only = true,
 	.idempotent = true,
 	.run = t_list_files,
+    },
+    {
+	.name = "environment_snapshot",
+	.alias = "environment.snapshot",
+	.title = "Snapshot an environment",
+	.description = "Capture the filesystem of an environment (its processes are frozen meanwhile) as "
+		       "an immutable, content-addressed snapshot and return its snapshot_id. Take one "
+		       "before a risky step; environment_restore rolls back to it, and environment_create "
+		       "with snapshot starts new environments (forks) from it. Running processes are not "
+		       "part of a snapshot.",
+	.input_schema = snapshot_in,
+	.output_schema = snapshot_out,
+	.run = t_snapshot,
+    },
+    {
+	.name = "environment_restore",
+	.alias = "environment.restore",
+	.title = "Roll an environment back to a snapshot",
+	.description = "Roll a live environment back in place to a snapshot: every process in it is "
+		       "ended, and its filesystem becomes exactly the snapshot's. The environment_id "
+		       "stays the same.",
+	.input_schema = restore_in,
+	.output_schema = restore_out,
+	.destructive = true,
+	.idempotent = true,
+	.run = t_restore,
+    },
+    {
+	.name = "snapshot_list",
+	.alias = "snapshot.list",
+	.title = "List snapshots",
+	.description = "List the snapshots in the store: snapshot_id, label, parent, created_at and "
+		       "size_bytes.",
+	.input_schema = list_in,
+	.output_schema = snapshot_list_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_snapshot_list,
     },
 };
 

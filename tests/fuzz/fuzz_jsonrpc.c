@@ -112,6 +112,31 @@ int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t *
 	return 0;
 }
 
+int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:i,s:i,s:i,s:f}", "snapshot_id", "sha256:00", "size_bytes", 0, "new_bytes", 0, "files",
+			 0, "snapshot_ms", 0.0);
+	return 0;
+}
+
+int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", ref, "snapshot_id", snapshot, "restore_ms", 0.0);
+	return 0;
+}
+
+int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[]}", "snapshots");
+	return 0;
+}
+
+int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
+{
+	*ret_digest = strdup(ref);
+	return 0;
+}
+
 const char *sbx_version(void)
 {
 	return "fuzz";

@@ -33,6 +33,7 @@ q() { node "$MCP_DIR/jsonq.mjs" "$TMPDIR_TEST/mcp.out" "$1"; }
 t_mcp_sdk_tools_list() { sdk tools_list; }
 t_mcp_sdk_lifecycle_and_files() { sdk lifecycle; }
 t_mcp_sdk_errors() { sdk errors; }
+t_mcp_sdk_snapshots() { sdk snapshots; }
 t_mcp_sdk_cancel() { sdk cancel; }
 t_mcp_sdk_progress() { sdk progress; }
 t_mcp_sdk_concurrency() { sdk concurrency; }
@@ -63,7 +64,7 @@ t_mcp_raw_before_initialize() {
 	assert_contains "$(q 'id(1).error.message')" "initialize"
 	assert_eq "$(q 'id(2).error.code')" "-32002"
 	assert_eq "$(q 'JSON.stringify(id(3).result)')" "{}"
-	assert_eq "$(q 'id(4).result.tools.length')" "7"
+	assert_eq "$(q 'id(4).result.tools.length')" "10"
 }
 
 t_mcp_raw_version_negotiation() {
@@ -106,7 +107,7 @@ t_mcp_raw_stateless_2026() {
 	assert_contains "$(q 'id(1).result.supportedVersions.join(" ")')" "2026-07-28"
 	assert_eq "$(q 'id(1).result.serverInfo.name')" "sbx"
 	assert_eq "$(q 'id(1).result.capabilities.tools.listChanged')" "false"
-	assert_eq "$(q 'id(2).result.tools.length')" "7"
+	assert_eq "$(q 'id(2).result.tools.length')" "10"
 	assert_eq "$(q 'id(3).result.isError')" "false"
 	assert_eq "$(q 'Array.isArray(id(4).result.environments)')" "true"
 	# Without the _meta (and without initialize) it is still refused.

@@ -55,3 +55,8 @@ t_rootless_reports_missing_walls() {
 	assert_contains "$out" "cgroup limits cannot be enforced"
 	assert_contains "$out" "sbx: warning:"
 }
+
+t_rootless_snapshot() {
+	rootless_setup
+	run_as_user test_snapshot.sh
+}

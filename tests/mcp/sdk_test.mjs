@@ -13,7 +13,10 @@ const EXPECTED_TOOLS = [
 	'environment_list',
 	'environment_list_files',
 	'environment_read_file',
+	'environment_restore',
+	'environment_snapshot',
 	'environment_write_file',
+	'snapshot_list',
 ];
 
 function check(cond, msg, extra) {
@@ -104,8 +107,38 @@ const cases = {
 		const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
 		check(byName.environment_list.annotations.readOnlyHint === true, 'environment_list is read-only');
 		check(byName.environment_destroy.annotations.destructiveHint === true, 'destroy is destructive');
-		check(!('snapshot' in byName.environment_create.inputSchema.properties), 'no snapshot argument yet');
+		check('snapshot' in byName.environment_create.inputSchema.properties, 'create takes a snapshot (fork)');
+		check(byName.environment_restore.annotations.destructiveHint === true, 'restore is destructive');
+		check(byName.snapshot_list.annotations.readOnlyHint === true, 'snapshot_list is read-only');
 		check(byName.environment_execute.inputSchema.required.includes('environment_id'), 'execute requires id');
+	},
+
+	async snapshots(client) {
+		await withEnv(client, async (id) => {
+			await ok(client, 'environment_write_file', { environment_id: id, path: '/root/state.txt', content: 'v1\n' });
+			const snap = await ok(client, 'environment_snapshot', { environment_id: id, label: 'mcp-v1' });
+			check(/^sha256:[0-9a-f]{64}$/.test(snap.snapshot_id), 'snapshot_id is a digest', snap);
+			check(snap.new_bytes > 0 && typeof snap.snapshot_ms === 'number' && snap.files > 0, 'snapshot fields', snap);
+			await ok(client, 'environment_execute', { environment_id: id, command: 'echo v2 > /root/state.txt; touch /root/extra' });
+			const list = await ok(client, 'snapshot_list', {});
+			check(list.snapshots.some((s) => s.snapshot_id === snap.snapshot_id && s.label === 'mcp-v1'), 'listed with its label', list);
+			const rs = await ok(client, 'environment_restore', { environment_id: id, snapshot_id: 'mcp-v1' });
+			check(rs.environment_id === id && rs.snapshot_id === snap.snapshot_id, 'restore result', rs);
+			let r = await ok(client, 'environment_execute', { environment_id: id, command: 'cat /root/state.txt; ls /root' });
+			check(r.stdout === 'v1\nstate.txt\n', 'restored exactly', r);
+			const again = await ok(client, 'environment_snapshot', { environment_id: id });
+			check(again.new_bytes === 0, 'an unchanged environment adds no bytes', again);
+			const fork = await ok(client, 'environment_create', { snapshot: snap.snapshot_id });
+			check(fork.snapshot_id === snap.snapshot_id, 'fork reports its base', fork);
+			try {
+				r = await ok(client, 'environment_execute', { environment_id: fork.environment_id, command: 'cat /root/state.txt' });
+				check(r.stdout === 'v1\n', 'fork sees the snapshot', r);
+			} finally {
+				await ok(client, 'environment_destroy', { environment_id: fork.environment_id });
+			}
+			const e = await toolError(client, 'environment_restore', { environment_id: id, snapshot_id: 'no-such-label' });
+			check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'unknown snapshot names what to call', e);
+		});
 	},
 
 	async lifecycle(client) {
@@ -201,7 +234,7 @@ const cases = {
 		e = await protocolError(call(client, 'environment_create', { bogus: 1 }), -32602, 'unknown argument');
 		check(e.message.includes('bogus'), 'message names the unknown argument', e.message);
 		e = await toolError(client, 'environment_create', { snapshot: 'sha256:00' });
-		check(e.code === 'unavailable' && e.message.includes('snapshot'), 'snapshot not available yet', e);
+		check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'unknown snapshot: not_found, with what to call', e);
 		e = await toolError(client, 'environment_create', { template: 'nonsense' });
 		check(e.code === 'not_found' || e.code === 'invalid_argument', 'bad template', e);
 		e = await toolError(client, 'environment_create', { network: 'open' });

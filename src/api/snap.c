@@ -1,0 +1,328 @@
+/* Snapshots: sbx_env_snapshot, sbx_env_restore, sbx_snapshot_list,
+ * sbx_snapshot_resolve. The store (src/store) does the content-addressed
+ * work; this file freezes, reads the environment's writable layer, writes
+ * the manifest, and restarts environments on snapshot layers. */
+#include <ctype.h>
+#include <dirent.h>
+#include <sys/xattr.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "runtime/runtime.h"
+#include "store/layer.h"
+#include "store/snapshot.h"
+#include "util/fd.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+_public_ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
+{
+	if (!ref || !*ref)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty snapshot id");
+	char d[STORE_DIGEST_SIZE];
+	if (store_digest_valid(ref)) {
+		_cleanup_snapshot_ store_snapshot *s = NULL;
+		if (store_snapshot_read(ctx->root, ref, &s, err) < 0)
+			return -1;
+		return (*ret_digest = strdup(ref)) ? 0 : -ENOMEM;
+	}
+	if (store_label_valid(ref) && store_ref_get(ctx->root, ref, d, NULL) == 0)
+		return (*ret_digest = strdup(d)) ? 0 : -ENOMEM;
+	/* A unique prefix of the hex (with or without "sha256:"). */
+	const char *hex = startswith(ref, "sha256:") ? ref + 7 : ref;
+	size_t hl = strlen(hex);
+	bool is_hex = hl >= 6 && hl < 64;
+	for (size_t i = 0; is_hex && i < hl; i++)
+		is_hex = isxdigit((unsigned char)hex[i]) && !isupper((unsigned char)hex[i]);
+	if (is_hex) {
+		_cleanup_strv_free_ char **all = NULL;
+		if (store_snapshot_list(ctx->root, &all, NULL) == 0) {
+			const char *match = NULL;
+			int n = 0;
+			for (char **p = all; p && *p; p++)
+				if (strncmp(store_digest_hex(*p), hex, hl) == 0)
+					match = *p, n++;
+			if (n == 1)
+				return (*ret_digest = strdup(match)) ? 0 : -ENOMEM;
+			if (n > 1)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot prefix '%s' is ambiguous", ref);
+		}
+	}
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such snapshot: '%s' (not a digest, prefix or label)", ref);
+}
+
+static char *read_os_release(const char *env_dir)
+{
+	char p[4400];
+	_cleanup_free_ char *buf = NULL;
+	snprintf(p, sizeof(p), "%s/upper/etc/os-release", env_dir);
+	if (fs_read_file(p, 65536, &buf, NULL) < 0 && fs_read_file("/etc/os-release", 65536, &buf, NULL) < 0)
+		return NULL;
+	char *q = strstr(buf, "PRETTY_NAME=");
+	if (!q)
+		return NULL;
+	q += strlen("PRETTY_NAME=");
+	if (*q == '"')
+		q++;
+	size_t n = strcspn(q, "\"\n");
+	return strndup(q, n);
+}
+
+/* True if the tree holds nothing but plain directories: no file, link,
+ * whiteout or opaque marker, i.e. no change to capture. */
+static bool tree_is_empty(int dfd, int depth)
+{
+	if (depth > 64)
+		return false;
+	char v[8];
+	if (fgetxattr(dfd, "user.overlay.opaque", v, sizeof(v)) > 0)
+		return false;
+	int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
+	if (!d) {
+		safe_close(dup);
+		return false;
+	}
+	bool empty = true;
+	struct dirent *de;
+	while (empty && (de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		_cleanup_close_ int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		empty = sub >= 0 && tree_is_empty(sub, depth + 1);
+	}
+	closedir(d);
+	return empty;
+}
+
+_public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
+{
+	double t0 = now_ms();
+	_cleanup_free_ char *id = NULL;
+	if (label && !store_label_valid(label))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)", label);
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	_cleanup_json_ json_t *st = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
+			       "namespaces have no persistent writable layer)",
+			       id);
+
+	/* Freeze for a consistent capture; the freeze lasts as long as this
+	 * connection, so a crash here thaws it. Not live: nothing to freeze. */
+	_cleanup_close_ int fc = env_is_live(ctx, id) ? env_connect(ctx, id, NULL) : -1;
+	bool frozen = false;
+	if (fc >= 0) {
+		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "freeze"), *rep = NULL;
+		if (json_send(fc, req, NULL, 0) < 0 || json_recv(fc, &rep, NULL, NULL) <= 0)
+			return err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped answering", id);
+		if (streq(json_str(rep, "ev") ?: "", "error"))
+			return api_err_from_json(rep, err);
+		frozen = json_bool(rep, "frozen", false);
+	}
+
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
+	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ufd < 0)
+		return err_errno(err, "open '%s'", p);
+	store_idmap ids = {.uid_base = (uid_t)json_int(st, "host_uid", 0),
+			   .gid_base = (gid_t)json_int(st, "host_uid", 0),
+			   .count = (uint32_t)json_int(st, "id_count", 1)};
+	if (json_bool(st, "rootless", false)) {
+		ids.uid_base = ctx->uid;
+		ids.gid_base = ctx->gid;
+		ids.count = 1;
+	}
+	store_layer_info li = {.existed = true};
+	/* Nothing changed since the environment's base: no new layer at all. */
+	bool unchanged = json_array_size(json_object_get(st, "layers")) > 0 && tree_is_empty(ufd, 0);
+	r = unchanged ? 0 : store_layer_put_from_dir(ctx->root, ufd, &ids, &li, err);
+	if (fc >= 0) {
+		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "thaw"), *rep = NULL;
+		if (json_send(fc, req, NULL, 0) == 0)
+			(void)json_recv(fc, &rep, NULL, NULL);
+	}
+	if (r < 0)
+		return err_wrap(err, "snapshot '%s'", id);
+
+	/* Manifest: the environment's base layers plus this one (bottom first). */
+	store_snapshot snap = {0};
+	json_t *base = json_object_get(st, "layers");
+	size_t nb = json_array_size(base);
+	_cleanup_free_ char **layers = calloc(nb + 2, sizeof(char *));
+	_cleanup_strv_free_ char **env = json_to_strv(json_object_get(st, "env"));
+	if (!layers)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	for (size_t i = 0; i < nb; i++)
+		layers[i] = (char *)json_string_value(json_array_get(base, i));
+	layers[nb] = unchanged ? NULL : li.digest;
+	char envdir[4300];
+	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
+	_cleanup_free_ char *osr = read_os_release(envdir);
+	char created[32];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	char *labels[2] = {(char *)label, NULL};
+	static char *empty[] = {NULL};
+	snap.parent = (char *)json_str(st, "snapshot_id");
+	snap.layers = layers;
+	snap.base_template = (char *)json_str(st, "template");
+	snap.env = env ? env : empty;
+	snap.cwd = "/root";
+	snap.user = "root";
+	snap.os_release = osr;
+	snap.labels = label ? labels : empty;
+	snap.created_at = created;
+	uint64_t total = 0;
+	for (size_t i = 0; layers[i]; i++) {
+		/* Size: the sum of the layers' tar sizes (blob sizes). */
+		_cleanup_free_ char *bp = store_blob_path(ctx->root, layers[i]);
+		struct stat bs;
+		if (bp && stat(bp, &bs) == 0)
+			total += (uint64_t)bs.st_size;
+	}
+	snap.size_bytes = total;
+	char sid[STORE_DIGEST_SIZE];
+	if (store_snapshot_write(ctx->root, &snap, sid, err) < 0)
+		return err_wrap(err, "snapshot '%s'", id);
+	if (label && store_ref_set(ctx->root, label, sid, err) < 0)
+		return err_wrap(err, "label snapshot %s", sid);
+	*ret = json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o}", "snapshot_id", sid, "size_bytes", (json_int_t)total,
+			 "new_bytes", (json_int_t)(li.existed ? 0 : li.size), "files", (json_int_t)li.files, "snapshot_ms",
+			 now_ms() - t0, "layer", nb + !unchanged ? layers[nb + !unchanged - 1] : "", "frozen", frozen, "layers",
+			 json_from_strv((const char *const *)layers));
+	if (label && *ret)
+		json_object_set_new(*ret, "label", json_string(label));
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+/* Rebuilds create options from an environment's recorded state. */
+static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env)
+{
+	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
+	*o = d;
+	json_t *l = json_object_get(st, "limits");
+	o->name = json_str(st, "name");
+	o->template_spec = json_str(st, "template");
+	o->memory_bytes = json_int(l, "memory_bytes", 0);
+	o->pids = json_int(l, "pids", 0);
+	json_t *cpus = json_object_get(l, "cpus");
+	o->cpus = json_is_number(cpus) ? json_number_value(cpus) : 0;
+	o->timeout_ms = json_int(l, "timeout_ms", 0);
+	o->ttl_ms = json_int(l, "ttl_ms", 0);
+	o->output_bytes = json_int(l, "output_bytes", 0);
+	*env = json_to_strv(json_object_get(st, "env"));
+	o->env = (const char *const *)*env;
+	json_t *vs = json_object_get(st, "volumes"), *v;
+	size_t i;
+	json_array_foreach(vs, i, v)
+	{
+		if (i >= max_vols)
+			return -E2BIG;
+		vols[i] = (sbx_volume){.host = json_str(v, "host"), .path = json_str(v, "path"),
+				       .readonly = json_bool(v, "readonly", false)};
+	}
+	o->volumes = vols;
+	o->n_volumes = json_array_size(vs);
+	return 0;
+}
+
+_public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	double t0 = now_ms();
+	_cleanup_free_ char *id = NULL, *digest = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0 || sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
+		return -1;
+	_cleanup_snapshot_ store_snapshot *snap = NULL;
+	if (store_snapshot_read(ctx->root, digest, &snap, err) < 0)
+		return -1;
+	for (char **l = snap->layers; l && *l; l++)
+		if (!store_layer_exists(ctx->root, *l))
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l, digest);
+	_cleanup_json_ json_t *st = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM, "environment '%s' cannot be restored (no persistent writable layer)", id);
+	sbx_create_opts o;
+	sbx_volume vols[64];
+	_cleanup_strv_free_ char **env = NULL;
+	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env) < 0)
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state of '%s'", id);
+	if (snap->base_template)
+		o.template_spec = snap->base_template;
+
+	/* Every process ends with the old root; then the writable layer is
+	 * emptied and the environment starts again on the snapshot's layers. */
+	stop_supervisor(ctx, id);
+	if (env_is_live(ctx, id))
+		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	char p[4300];
+	const char *subs[] = {"upper", "work"};
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
+		r = fs_rm_rf(p);
+		if (r < 0)
+			return err_errnum(err, r, "empty '%s'", p);
+	}
+	_cleanup_free_ char *nid = NULL;
+	_cleanup_json_ json_t *w = NULL;
+	if (env_create_impl(ctx, &o, st, snap, digest, &nid, &w, err) < 0)
+		return err_wrap(err, "restore '%s' to %s", id, digest);
+	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms", now_ms() - t0);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+_public_ int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	_cleanup_strv_free_ char **all = NULL, **refs = NULL;
+	if (store_snapshot_list(ctx->root, &all, err) < 0)
+		return -1;
+	(void)store_ref_list(ctx->root, &refs, NULL);
+	json_t *a = json_array();
+	for (char **p = all; p && *p; p++) {
+		_cleanup_snapshot_ store_snapshot *s = NULL;
+		if (store_snapshot_read(ctx->root, *p, &s, NULL) < 0)
+			continue;
+		json_t *labels = json_array();
+		for (char **l = refs; l && *l; l++) {
+			char d[STORE_DIGEST_SIZE];
+			if (store_ref_get(ctx->root, *l, d, NULL) == 0 && streq(d, *p))
+				json_array_append_new(labels, json_string(*l));
+		}
+		json_t *e = json_pack("{s:s,s:O,s:o,s:s?,s:s?,s:I,s:o,s:s?}", "snapshot_id", *p, "label",
+				      json_array_size(labels) ? json_array_get(labels, 0) : json_null(), "labels", labels,
+				      "parent", s->parent, "created_at", s->created_at, "size_bytes",
+				      (json_int_t)s->size_bytes, "layers", json_from_strv((const char *const *)s->layers),
+				      "template", s->base_template);
+		if (e)
+			json_array_append_new(a, e);
+	}
+	*ret = json_pack("{s:o}", "snapshots", a);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}

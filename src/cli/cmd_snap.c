@@ -1,0 +1,95 @@
+/* sbx snapshot | restore | fork | snapshots */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/macro.h"
+
+int cmd_snapshot(cli *c, int argc, char **argv)
+{
+	const char *id = NULL, *label = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (streq(argv[i], "--label") || streq(argv[i], "-l")) {
+			if (i + 1 >= argc)
+				return cli_usage_error("snapshot", "--label needs a value");
+			label = argv[++i];
+		} else if (startswith(argv[i], "--label="))
+			label = argv[i] + 8;
+		else if (argv[i][0] == '-')
+			return cli_usage_error("snapshot", "unknown option '%s'", argv[i]);
+		else if (!id)
+			id = argv[i];
+		else
+			return cli_usage_error("snapshot", "too many arguments");
+	}
+	if (!id)
+		return cli_usage_error("snapshot", "missing environment id");
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_snapshot(c->ctx, id, label, &j, &e) < 0)
+		return cli_fail("snapshot", e);
+	if (c->json)
+		cli_print_json(j);
+	else {
+		printf("%s\n", json_string_value(json_object_get(j, "snapshot_id")));
+		json_decref(j);
+	}
+	return 0;
+}
+
+int cmd_restore(cli *c, int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (argv[i][0] == '-')
+			return cli_usage_error("restore", "unknown option '%s'", argv[i]);
+	if (argc != 3)
+		return cli_usage_error("restore", "expected: sbx restore ID SNAPSHOT");
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_restore(c->ctx, argv[1], argv[2], &j, &e) < 0)
+		return cli_fail("restore", e);
+	if (c->json)
+		cli_print_json(j);
+	else {
+		printf("%s\n", json_string_value(json_object_get(j, "environment_id")));
+		json_decref(j);
+	}
+	return 0;
+}
+
+int cmd_snapshots(cli *c, int argc, char **argv)
+{
+	if (argc > 1)
+		return cli_usage_error("snapshots", "unexpected argument '%s'", argv[1]);
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_snapshot_list(c->ctx, &j, &e) < 0)
+		return cli_fail("snapshots", e);
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	printf("%-20s %-16s %-20s %-21s %10s\n", "SNAPSHOT", "LABEL", "PARENT", "CREATED", "SIZE");
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "snapshots"), i, v)
+	{
+		const char *sid = json_string_value(json_object_get(v, "snapshot_id"));
+		const char *label = json_string_value(json_object_get(v, "label"));
+		const char *parent = json_string_value(json_object_get(v, "parent"));
+		printf("%-20.19s %-16s %-20.19s %-21s %10lld\n", sid, label ? label : "-", parent ? parent : "-",
+		       json_string_value(json_object_get(v, "created_at")) ?: "-",
+		       (long long)json_integer_value(json_object_get(v, "size_bytes")));
+	}
+	json_decref(j);
+	return 0;
+}

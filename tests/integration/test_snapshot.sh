@@ -1,0 +1,168 @@
+# Snapshots: capture, in-place restore, fork, labels, dedup.
+
+# A python program that builds a random tree (seeded) or prints a manifest of
+# one: type, mode, owner, size, content digest, symlink target, xattrs, and
+# which paths share an inode (the hard-link structure).
+TREE_PY='
+import os, sys, random, hashlib, stat
+cmd, root = sys.argv[1], sys.argv[2]
+if cmd == "make":
+    r = random.Random(int(sys.argv[3]))
+    os.makedirs(root, exist_ok=True)
+    dirs = [root]
+    files = []
+    for i in range(int(sys.argv[4])):
+        d = r.choice(dirs)
+        k = r.random()
+        p = os.path.join(d, "n%d" % i)
+        if k < 0.15:
+            os.mkdir(p); dirs.append(p)
+        elif k < 0.55:
+            with open(p, "wb") as f: f.write(os.urandom(r.randint(0, 5000)))
+            os.chmod(p, r.choice([0o644, 0o600, 0o755, 0o444, 0o4755 & 0o777]))
+            files.append(p)
+        elif k < 0.65 and files:
+            os.link(r.choice(files), p)
+        elif k < 0.75:
+            os.symlink(r.choice(["../x", "/etc/passwd", "n1", "dangling/target"]), p)
+        elif k < 0.8:
+            os.mkfifo(p)
+        elif k < 0.9:
+            os.mkdir(p)  # stays empty
+        else:
+            with open(p, "w") as f: f.write("x")
+            try: os.setxattr(p, "user.sbx", b"v%d" % i)
+            except OSError: pass
+    sys.exit(0)
+inodes = {}
+out = []
+for dp, dn, fn in os.walk(root):
+    dn.sort()
+    for name in sorted(dn + fn):
+        p = os.path.join(dp, name)
+        st = os.lstat(p)
+        rel = os.path.relpath(p, root)
+        line = [rel, stat.filemode(st.st_mode), str(st.st_uid), str(st.st_gid)]
+        if stat.S_ISREG(st.st_mode):
+            line += [str(st.st_size), hashlib.sha256(open(p, "rb").read()).hexdigest()[:16]]
+            if st.st_nlink > 1:
+                inodes.setdefault(st.st_ino, []).append(rel)
+        elif stat.S_ISLNK(st.st_mode):
+            line.append("-> " + os.readlink(p))
+        try:
+            line += ["%s=%s" % (x, os.getxattr(p, x, follow_symlinks=False)) for x in sorted(os.listxattr(p, follow_symlinks=False)) if x.startswith("user.")]
+        except OSError:
+            pass
+        out.append(" ".join(line))
+for ino, paths in sorted(inodes.items(), key=lambda kv: sorted(kv[1])):
+    out.append("LINKS " + " ".join(sorted(paths)))
+print("\n".join(out))
+'
+
+tree() { sbx exec "$ID" -- python3 -c "$TREE_PY" "$@"; }
+
+t_roundtrip_random_trees() {
+	ID=$(sbx create)
+	for seed in 1 2 3; do
+		tree make /root/t$seed $seed 150
+		before=$(tree manifest /root/t$seed)
+		snap=$(sbx snapshot "$ID")
+		# Change everything: delete, rewrite, chmod, add, replace a dir by a file.
+		sbx exec "$ID" -- sh -c "rm -rf /root/t$seed/n1* ; find /root/t$seed -type f | head -20 | xargs -r -I{} sh -c 'echo changed > {}'; find /root/t$seed -maxdepth 2 -type d | head -5 | xargs -r chmod 700; touch /root/t$seed/new-file; mkdir -p /root/t$seed/new-dir/deep; rm -f /etc/hostname"
+		[ "$(tree manifest /root/t$seed)" != "$before" ] || fail "mutation changed nothing"
+		sbx restore "$ID" "$snap" > /dev/null
+		after=$(tree manifest /root/t$seed)
+		if [ "$before" != "$after" ]; then
+			diff <(echo "$before") <(echo "$after") | head -20
+			fail "seed $seed: the restored tree differs from the snapshot"
+		fi
+		sbx exec "$ID" -- test -e /etc/hostname || fail "a deletion after the snapshot survived the restore"
+	done
+	sbx rm "$ID"
+}
+
+t_restore_ends_processes_and_keeps_identity() {
+	ID=$(sbx create --name keepme)
+	snap=$(sbx snapshot keepme --label base)
+	sbx exec keepme -- sh -c 'sleep 300 > /dev/null 2>&1 &'
+	sbx ps keepme | grep -q "sleep 300" || fail "sleep not running"
+	out=$(sbx restore --json keepme base)
+	assert_contains "$out" "\"environment_id\": \"$ID\""
+	assert_contains "$out" "$snap"
+	sbx ps keepme | grep -q "sleep 300" && fail "a process survived the restore"
+	assert_eq "$(sbx exec keepme -- hostname)" "keepme"
+	sbx rm keepme
+}
+
+t_fork_is_independent_with_own_identity() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'echo parent > /root/who'
+	snap=$(sbx snapshot "$ID" --label forkbase)
+	a=$(sbx fork forkbase --name fork-a)
+	b=$(sbx create --snapshot "$snap" --name fork-b)
+	assert_eq "$(sbx exec fork-a -- cat /root/who)" "parent"
+	sbx exec fork-a -- sh -c 'echo a > /root/who'
+	assert_eq "$(sbx exec fork-b -- cat /root/who)" "parent"
+	assert_eq "$(sbx exec "$ID" -- cat /root/who)" "parent"
+	ma=$(sbx exec fork-a -- cat /etc/machine-id)
+	mb=$(sbx exec fork-b -- cat /etc/machine-id)
+	mp=$(sbx exec "$ID" -- cat /etc/machine-id)
+	[ "$ma" != "$mb" ] && [ "$ma" != "$mp" ] || fail "forks share a machine-id ($ma $mb $mp)"
+	assert_eq "$(sbx exec fork-a -- hostname)" "fork-a"
+	# A fork of a fork keeps the whole history.
+	s2=$(sbx snapshot fork-a)
+	c=$(sbx fork "$s2")
+	assert_eq "$(sbx exec "$c" -- cat /root/who)" "a"
+	sbx snapshots --json | python3 -c "
+import json,sys
+s={x['snapshot_id']: x for x in json.load(sys.stdin)['snapshots']}
+assert s['$s2']['parent'] == '$snap', s['$s2']
+assert len(s['$s2']['layers']) == 2, s['$s2']
+"
+	sbx rm "$ID" "$a" "$b" "$c"
+}
+
+t_snapshot_dedup_and_fields() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'head -c 200000 /dev/urandom > /root/data'
+	j1=$(sbx snapshot --json "$ID")
+	j2=$(sbx snapshot --json "$ID")
+	python3 - "$j1" "$j2" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+for k in ("snapshot_id", "size_bytes", "new_bytes", "files", "snapshot_ms"):
+    assert k in a, (k, a)
+assert a["new_bytes"] >= 200000, a
+assert b["new_bytes"] == 0, b          # same content: stored once
+assert a["layer"] == b["layer"], (a, b)
+PY
+	sbx rm "$ID"
+}
+
+t_snapshot_while_writing() {
+	ID=$(sbx create)
+	"$SBX_BIN" exec "$ID" -- sh -c 'while true; do echo x >> /root/counter; done' > /dev/null 2>&1 &
+	sleep 0.3
+	snap=$(sbx snapshot "$ID")
+	# The writer keeps running after the snapshot (thawed).
+	v1=$(sbx exec "$ID" -- sh -c 'wc -l < /root/counter')
+	sleep 0.2
+	v2=$(sbx exec "$ID" -- sh -c 'wc -l < /root/counter')
+	[ "$v2" -gt "$v1" ] || fail "the environment stayed frozen ($v1 -> $v2 lines)"
+	f=$(sbx fork "$snap")
+	sbx exec "$f" -- sh -c 'test -s /root/counter' || fail "snapshot missed the file"
+	sbx rm "$f" "$ID"
+	wait || true
+}
+
+t_snapshot_bad_input() {
+	ID=$(sbx create)
+	expect_status 125 sbx restore "$ID" sha256:0000000000000000000000000000000000000000000000000000000000000000
+	assert_contains "$ERR" "snapshot"
+	expect_status 125 sbx restore "$ID" nolabel
+	expect_status 125 sbx fork nolabel
+	expect_status 125 sbx snapshot "$ID" --label "bad label"
+	assert_contains "$ERR" "invalid label"
+	expect_status 125 sbx snapshot nosuchenv
+	sbx rm "$ID"
+}
