@@ -68,6 +68,8 @@ asan:
 
 bench: all
 	bench/run
+	bench/snapshot
+	bench/mcp
 
 fuzz:
 	tests/fuzz/run
