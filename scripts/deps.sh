@@ -7,7 +7,7 @@ set -eu
 what=${1:-build}
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev"
 test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm valgrind"
-bench_pkgs="bubblewrap crun busybox-static hyperfine"
+bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm"
 case "$what" in
 build) pkgs="$build_pkgs" ;;
 test) pkgs="$build_pkgs $test_pkgs" ;;
