@@ -179,6 +179,18 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
 }
 
+int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	int r = env_state_read(ctx, id, ret_state);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	*ret_id = TAKE_PTR(id);
+	return 0;
+}
+
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
 {
 	struct sockaddr_un sa = {.sun_family = AF_UNIX};
@@ -746,12 +758,9 @@ _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
 	_cleanup_json_ json_t *st = NULL;
-	int r = env_state_read(ctx, id, &st);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
+	if (env_load(ctx, ref, &id, &st, err) < 0)
+		return -1;
 	json_t *s = summary(ctx, id);
 	if (!s)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);

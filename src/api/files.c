@@ -38,9 +38,11 @@ static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, i
 		int e = (int)json_int(m, "errno", EIO);
 		return err_set(err, err_code_from_errno(e), e, "%s", json_str(m, "message") ?: "file operation failed");
 	}
-	if (ret_fd)
-		*ret_fd = n ? fds[0] : -1;
-	else
+	if (ret_fd) {
+		if (n == 0)
+			return err_set(err, SBX_E_INTERNAL, EPROTO, "no file descriptor from the environment");
+		*ret_fd = fds[0];
+	} else
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
 	*ret = TAKE_PTR(m);
@@ -60,8 +62,6 @@ _public_ int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, 
 	_cleanup_close_ int fd = -1;
 	if (file_call(ctx, ref, req, &m, &fd, err) < 0)
 		return -1;
-	if (fd < 0)
-		return err_set(err, SBX_E_INTERNAL, EPROTO, "no file descriptor from the environment");
 	size_t cap = (size_t)max_bytes;
 	_cleanup_free_ char *buf = malloc(cap + 1);
 	if (!buf)
@@ -107,8 +107,6 @@ _public_ int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path,
 	_cleanup_close_ int fd = -1;
 	if (file_call(ctx, ref, req, &m, &fd, err) < 0)
 		return -1;
-	if (fd < 0)
-		return err_set(err, SBX_E_INTERNAL, EPROTO, "no file descriptor from the environment");
 	ssize_t n = fd_write_all(fd, data, len);
 	if (n < 0)
 		return err_errnum(err, (int)n, "write '%s'", path);

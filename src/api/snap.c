@@ -116,12 +116,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	if (label && !store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)", label);
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
 	_cleanup_json_ json_t *st = NULL;
-	int r = env_state_read(ctx, id, &st);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
+	if (env_load(ctx, ref, &id, &st, err) < 0)
+		return -1;
+	int r;
 	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
