@@ -111,7 +111,8 @@ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
 /* Removes what no live environment reaches: environments whose supervisor
- * died, their processes, cgroups and files. {"removed":[ids...]} */
+ * died, their processes, cgroups and files; then store objects that no
+ * snapshot or environment reaches. {"removed":[ids...],"layers_removed":[digests],...} */
 int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 
 /* ---- execution --------------------------------------------------------- */
@@ -182,6 +183,33 @@ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t 
 int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* A digest ("sha256:<hex>"), a unique hex prefix or a label -> the digest. */
 int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err);
+/* What changed in an environment since `snapshot` (digest, prefix or label;
+ * NULL: the environment's base, i.e. the layers it started from):
+ * {"added":[paths],"modified":[paths],"deleted":[paths]} (absolute paths
+ * inside, sorted). A point-in-time read: a live environment is not frozen. */
+int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err);
+/* The manifest of a snapshot (digest, prefix or label) as stored (schema 1). */
+int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* Verifies every digest and reference in the store:
+ * {"ok","problems":[{"object","problem"}],"layers","blobs","snapshots","refs","tmp_entries"}.
+ * Fails only when it cannot check; problems found are a successful result. */
+int sbx_fsck(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+
+/* ---- OCI images and templates -------------------------------------------- */
+
+/* Writes the snapshot as an OCI image into the layout DIR ("oci:DIR[:TAG]"
+ * or "DIR"; tag default "latest"): gzip layers, config, manifest, index.json.
+ * {"snapshot_id","oci_dir","tag","manifest_digest","config_digest","layers":[{diff_id,digest,size,mediaType}],"size_bytes"} */
+int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err);
+/* Imports "oci:DIR[:TAG]" into the store as a template named `name` (default
+ * the tag, else DIR's basename). {"snapshot_id","name","ref","layers","diff_ids","manifest_digest","size_bytes"} */
+int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret, sbx_err **err);
+/* source: oci:DIR[:TAG], dir:PATH, host, or a snapshot. {"name","snapshot_id","ref","source"} */
+int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t **ret, sbx_err **err);
+/* {"templates":[{"name","snapshot_id","base_template","layers","created_at","size_bytes"}]} */
+int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+/* A template name (or oci:DIR[:TAG], imported first) -> its snapshot digest. */
+int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_err **err);
 
 /* ---- files inside a live environment ----------------------------------- */
 

@@ -374,7 +374,19 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 		c->n_lowers = 1;
 		return 0;
 	}
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "unknown template '%s': expected 'host' or 'dir:PATH'", spec);
+	/* OCI: an imported template (a name, or oci:DIR[:TAG]): no host, no dir;
+	 * the lowers are exactly its snapshot's layers, which sbx_env_create (or
+	 * restore) passes as `snap` (setup_layers). */
+	if (startswith(spec, "oci:") || store_label_valid(spec)) {
+		c->lowers = calloc(1, sizeof(char *));
+		if (!c->lowers)
+			return -ENOMEM;
+		c->n_lowers = 0;
+		c->mask = NULL;
+		return 0;
+	}
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+		       "unknown template '%s': expected 'host', 'dir:PATH', 'oci:DIR[:TAG]' or a template name", spec);
 }
 
 static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
@@ -665,6 +677,33 @@ fail:
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
 {
+	/* OCI: a template that is neither host nor dir:PATH is an imported image
+	 * (a template name, or oci:DIR[:TAG] imported first): create from its
+	 * snapshot, as a fork, with the image's Env before the caller's. */
+	if (o && !o->snapshot && o->template_spec && !streq(o->template_spec, "host") &&
+	    !startswith(o->template_spec, "dir:")) {
+		_cleanup_free_ char *tdigest = NULL;
+		_cleanup_snapshot_ store_snapshot *tsnap = NULL;
+		if (sbx_template_resolve(ctx, o->template_spec, &tdigest, err) < 0 ||
+		    store_snapshot_read(ctx->root, tdigest, &tsnap, err) < 0)
+			return -1;
+		sbx_create_opts co = *o;
+		co.template_spec = tsnap->base_template ? tsnap->base_template : o->template_spec;
+		size_t ne = 0, no = 0;
+		while (tsnap->env && tsnap->env[ne])
+			ne++;
+		while (o->env && o->env[no])
+			no++;
+		_cleanup_free_ const char **tenv = calloc(ne + no + 1, sizeof(char *));
+		if (!tenv)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		for (size_t i = 0; i < ne; i++)
+			tenv[i] = tsnap->env[i];
+		for (size_t i = 0; i < no; i++)
+			tenv[ne + i] = o->env[i];
+		co.env = tenv;
+		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, ret_id, ret_warnings, err);
+	}
 	if (!o || !o->snapshot)
 		return env_create_impl(ctx, o, NULL, NULL, NULL, ret_id, ret_warnings, err);
 	/* fork: a new environment from a snapshot (its template and layers). */
@@ -869,5 +908,13 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	if (d)
 		closedir(d);
 	*ret = json_pack("{s:o}", "removed", removed);
-	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (!*ret)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	/* Store objects nothing reaches (src/api/store_admin.c). */
+	int store_admin_gc(sbx_ctx *, json_t *, sbx_err **);
+	if (store_admin_gc(ctx, *ret, err) < 0) {
+		json_decref(TAKE_PTR(*ret));
+		return -1;
+	}
+	return 0;
 }

@@ -25,7 +25,13 @@ static const cli_cmd commands[] = {
 	 "Roll an environment back in place to a snapshot (digest, prefix or label); its processes end."},
 	{"fork", cmd_fork, "sbx fork SNAPSHOT [CREATE-OPTS]", "Create a new environment from a snapshot (as create --snapshot)."},
 	{"snapshots", cmd_snapshots, "sbx snapshots", "List snapshots with label, parent, time and size."},
+	{"diff", cmd_diff, "sbx diff ID [SNAPSHOT]",
+	 "Show what changed in an environment since its base or a snapshot: A/M/D lines, sorted by path."},
+	{"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]", "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
+	{"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]", "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
+	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
+	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
 	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given."},
 };

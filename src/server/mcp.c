@@ -383,7 +383,8 @@ static json_t *server_info(void)
 
 static json_t *capabilities(void)
 {
-	return json_pack("{s:{s:b}}", "tools", "listChanged", 0);
+	return json_pack("{s:{s:b},s:{s:b,s:b}}", "tools", "listChanged", 0, "resources", "subscribe", 0, "listChanged",
+			 0);
 }
 
 static json_t *m_initialize(const json_t *params, char **ret_msg)
@@ -419,6 +420,91 @@ static bool is_stateless(const json_t *params)
 	json_t *meta = json_object_get(params, "_meta");
 	const char *v = json_str(meta, META_PROTOCOL_VERSION);
 	return v && streq(v, MCP_STATELESS_VERSION);
+}
+
+/* ---- resources: snapshot manifests as sbx://snapshots/<digest> ------------------ */
+
+#define SNAPSHOT_URI_PREFIX "sbx://snapshots/"
+#define MCP_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown uri */
+
+static json_t *m_resources_list(mcp_server *s, json_t *id)
+{
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_snapshot_list(s->ctx, &j, &e) < 0) {
+		json_t *r = jsonrpc_errorf(id, JSONRPC_INTERNAL_ERROR, NULL, "cannot list the snapshots: %s",
+					   sbx_err_message(e));
+		sbx_err_free(e);
+		return r;
+	}
+	json_t *a = json_array();
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "snapshots"), i, v)
+	{
+		const char *sid = json_str(v, "snapshot_id"), *label = json_str(v, "label");
+		if (!sid || strlen(sid) < 19)
+			continue;
+		char name[160], desc[512];
+		snprintf(name, sizeof(name), "%s", label ? label : sid + 7);
+		if (!label)
+			name[12] = 0;
+		snprintf(desc, sizeof(desc),
+			 "Snapshot manifest (layers, template, env, parent, created_at) of %s, created %s, %lld bytes. "
+			 "Pass its snapshot_id to environment_create (fork), environment_restore or environment_diff.",
+			 sid, json_str(v, "created_at") ?: "?", (long long)json_int(v, "size_bytes", 0));
+		json_t *r = json_pack("{s:s++,s:s,s:s,s:s}", "uri", SNAPSHOT_URI_PREFIX, sid, "", "name", name,
+				      "mimeType", "application/json", "description", desc);
+		if (r) {
+			json_object_set_new(r, "title", json_sprintf("Snapshot %s", name));
+			json_array_append_new(a, r);
+		}
+	}
+	json_decref(j);
+	return jsonrpc_result(id, json_pack("{s:o}", "resources", a));
+}
+
+static json_t *m_resources_templates(json_t *id)
+{
+	return jsonrpc_result(
+	    id, json_pack("{s:[{s:s,s:s,s:s,s:s,s:s}]}", "resourceTemplates", "uriTemplate",
+			  SNAPSHOT_URI_PREFIX "{snapshot_id}", "name", "snapshot", "title", "Snapshot manifest", "mimeType",
+			  "application/json", "description",
+			  "The manifest of a snapshot, by snapshot_id (sha256:<hex>), as listed by snapshot_list."));
+}
+
+static bool digest_ok(const char *d)
+{
+	if (!startswith(d, "sha256:") || strlen(d) != 71)
+		return false;
+	for (const char *p = d + 7; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return false;
+	return true;
+}
+
+static json_t *m_resources_read(mcp_server *s, json_t *id, const json_t *params)
+{
+	json_t *uri = json_object_get(params, "uri");
+	if (!json_is_string(uri))
+		return jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
+				     "invalid params for resources/read: 'uri' must be a string (from resources/list)",
+				     NULL);
+	const char *u = json_string_value(uri);
+	json_t *man = NULL;
+	sbx_err *e = NULL;
+	if (!startswith(u, SNAPSHOT_URI_PREFIX) || !digest_ok(u + strlen(SNAPSHOT_URI_PREFIX)) ||
+	    sbx_snapshot_manifest(s->ctx, u + strlen(SNAPSHOT_URI_PREFIX), &man, &e) < 0) {
+		json_t *r = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found", json_pack("{s:O}", "uri", uri));
+		sbx_err_free(e);
+		return r;
+	}
+	_cleanup_free_ char *text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(man);
+	if (!text)
+		return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+	return jsonrpc_result(id, json_pack("{s:[{s:O,s:s,s:s}]}", "contents", "uri", uri, "mimeType",
+					    "application/json", "text", text));
 }
 
 static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, const mcp_sink *sink)
@@ -469,6 +555,18 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		return;
 	}
 
+	if (streq(method, "resources/list") || streq(method, "resources/templates/list") ||
+	    streq(method, "resources/read")) {
+		json_t *r = streq(method, "resources/list")	      ? m_resources_list(s, id)
+			    : streq(method, "resources/read") ? m_resources_read(s, id, params)
+							      : m_resources_templates(id);
+		json_t *res = json_object_get(r, "result");
+		if (res)
+			with_result_type(res, stateless);
+		send_msg(sink, r ? r : jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL));
+		return;
+	}
+
 	const tool *t = NULL;
 	json_t *args = NULL;
 	bool as_method = false;
@@ -512,7 +610,8 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		send_msg(sink, jsonrpc_errorf(
 				   id, JSONRPC_METHOD_NOT_FOUND, NULL,
 				   "method not found: '%s' (this server implements initialize, ping, "
-				   "server/discover, tools/list, tools/call and the environment.* methods)",
+				   "server/discover, tools/list, tools/call, resources/list, resources/read, "
+				   "resources/templates/list and the environment.* methods)",
 				   method));
 		return;
 	}

@@ -1,6 +1,6 @@
 /* The MCP tools (see tools.h): one row per tool whose capability exists.
  *
- * Tools whose capability has not landed (diff, replay) are not listed at
+ * Tools whose capability has not landed (replay) are not listed at
  * all: a client must never see a tool that can only fail. Arguments of such
  * capabilities on listed tools ("policy" on create, "trace" on execute) are
  * accepted by the validator and answered with an `unavailable` tool error
@@ -547,6 +547,29 @@ static const char snapshot_list_out[] =
 	   "'size_bytes':{'type':'integer'}}}}",
 	   "'snapshots'");
 
+static int t_diff(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	const char *snap = json_str(c->args, "snapshot_id");
+	if (sbx_env_diff(c->ctx, id, snap, ret, err) < 0)
+		return snap && sbx_err_code(*err) == SBX_E_NOT_FOUND
+			       ? err_wrap(err, "diff (call snapshot_list to see the snapshots)")
+			       : -1;
+	return 0;
+}
+
+static const char diff_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
+    ",'snapshot_id':{'type':'string','minLength':1,'description':'Compare with this snapshot (a snapshot_id, "
+    "unique prefix or label) instead of the environment base (what it was created or last restored from).'}}}";
+static const char diff_out[] =
+    OUTPUT("'added':{'type':'array','items':{'type':'string'}},'modified':{'type':'array','items':{'type':'string'}},"
+	   "'deleted':{'type':'array','items':{'type':'string'}},'environment_id':{'type':'string'},"
+	   "'snapshot_id':{'type':['string','null']}",
+	   "'added','modified','deleted'");
+
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *const create_reserved[] = {"policy", NULL};
@@ -674,6 +697,21 @@ static const tool tools[] = {
 	.destructive = true,
 	.idempotent = true,
 	.run = t_restore,
+    },
+    {
+	.name = "environment_diff",
+	.alias = "environment.diff",
+	.title = "Show what changed in an environment",
+	.description = "List the files and directories that were added, modified or deleted in an "
+		       "environment (absolute paths, sorted), since its base (what it was created or last "
+		       "restored from) or since a given snapshot_id. Use it to review what a command "
+		       "changed before snapshotting or restoring. A live environment is read as it is at "
+		       "that moment.",
+	.input_schema = diff_in,
+	.output_schema = diff_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_diff,
     },
     {
 	.name = "snapshot_list",

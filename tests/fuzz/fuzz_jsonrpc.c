@@ -137,6 +137,18 @@ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_e
 	return 0;
 }
 
+int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[s],s:[],s:[]}", "added", "/root/x", "modified", "deleted");
+	return 0;
+}
+
+int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:i}", "snapshot_id", ref, "schema", 1);
+	return 0;
+}
+
 const char *sbx_version(void)
 {
 	return "fuzz";

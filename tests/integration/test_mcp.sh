@@ -37,6 +37,8 @@ t_mcp_sdk_snapshots() { sdk snapshots; }
 t_mcp_sdk_cancel() { sdk cancel; }
 t_mcp_sdk_progress() { sdk progress; }
 t_mcp_sdk_concurrency() { sdk concurrency; }
+t_mcp_sdk_diff() { sdk diff; }
+t_mcp_sdk_resources() { sdk resources; }
 
 t_mcp_raw_malformed_json_keeps_serving() {
 	printf '%s\n' 'this is not json' "$INIT" '{"jsonrpc":"2.0","id":1,' '5' '[]' \
@@ -64,7 +66,7 @@ t_mcp_raw_before_initialize() {
 	assert_contains "$(q 'id(1).error.message')" "initialize"
 	assert_eq "$(q 'id(2).error.code')" "-32002"
 	assert_eq "$(q 'JSON.stringify(id(3).result)')" "{}"
-	assert_eq "$(q 'id(4).result.tools.length')" "10"
+	assert_eq "$(q 'id(4).result.tools.length')" "11"
 }
 
 t_mcp_raw_version_negotiation() {
@@ -107,7 +109,7 @@ t_mcp_raw_stateless_2026() {
 	assert_contains "$(q 'id(1).result.supportedVersions.join(" ")')" "2026-07-28"
 	assert_eq "$(q 'id(1).result.serverInfo.name')" "sbx"
 	assert_eq "$(q 'id(1).result.capabilities.tools.listChanged')" "false"
-	assert_eq "$(q 'id(2).result.tools.length')" "10"
+	assert_eq "$(q 'id(2).result.tools.length')" "11"
 	assert_eq "$(q 'id(3).result.isError')" "false"
 	assert_eq "$(q 'Array.isArray(id(4).result.environments)')" "true"
 	# Without the _meta (and without initialize) it is still refused.

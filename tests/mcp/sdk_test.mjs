@@ -9,6 +9,7 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 const EXPECTED_TOOLS = [
 	'environment_create',
 	'environment_destroy',
+	'environment_diff',
 	'environment_execute',
 	'environment_list',
 	'environment_list_files',
@@ -138,6 +139,58 @@ const cases = {
 			}
 			const e = await toolError(client, 'environment_restore', { environment_id: id, snapshot_id: 'no-such-label' });
 			check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'unknown snapshot names what to call', e);
+		});
+	},
+
+	async diff(client) {
+		await withEnv(client, async (id) => {
+			await ok(client, 'environment_execute', {
+				environment_id: id,
+				command: 'echo new > /root/added.txt; echo changed > /etc/hostname; rm -f /etc/motd; mkdir -p /opt/newdir',
+			});
+			let d = await ok(client, 'environment_diff', { environment_id: id });
+			check(d.added.includes('/root/added.txt') && d.added.includes('/opt/newdir'), 'diff: added', d);
+			check(d.modified.includes('/etc/hostname'), 'diff: modified', d);
+			check(d.deleted.includes('/etc/motd'), 'diff: deleted', d);
+			for (const k of ['added', 'modified', 'deleted'])
+				check(JSON.stringify([...d[k]].sort()) === JSON.stringify(d[k]), `diff: ${k} sorted`, d);
+			const snap = await ok(client, 'environment_snapshot', { environment_id: id });
+			await ok(client, 'environment_execute', { environment_id: id, command: 'rm /root/added.txt; echo 2 > /root/two' });
+			d = await ok(client, 'environment_diff', { environment_id: id, snapshot_id: snap.snapshot_id });
+			check(
+				JSON.stringify(d.added) === '["/root/two"]' && JSON.stringify(d.deleted) === '["/root/added.txt"]' && d.modified.length === 0,
+				'diff against a snapshot',
+				d,
+			);
+			const e = await toolError(client, 'environment_diff', { environment_id: id, snapshot_id: 'no-such-label' });
+			check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'diff: unknown snapshot', e);
+			const { tools } = await client.listTools();
+			const t = tools.find((x) => x.name === 'environment_diff');
+			check(t.annotations.readOnlyHint === true && t.annotations.idempotentHint === true, 'diff annotations', t);
+		});
+		const e = await toolError(client, 'environment_diff', { environment_id: 'nosuchenv' });
+		check(e.code === 'not_found', 'diff: unknown environment', e);
+	},
+
+	async resources(client) {
+		check(client.getServerCapabilities()?.resources, 'resources capability', client.getServerCapabilities());
+		await withEnv(client, async (id) => {
+			await ok(client, 'environment_write_file', { environment_id: id, path: '/root/r.txt', content: 'r\n' });
+			const snap = await ok(client, 'environment_snapshot', { environment_id: id, label: 'mcp-res' });
+			const uri = `sbx://snapshots/${snap.snapshot_id}`;
+			const { resources } = await client.listResources();
+			const r = resources.find((x) => x.uri === uri);
+			check(r && r.name === 'mcp-res' && r.mimeType === 'application/json', 'listed snapshot resource', resources);
+			const read = await client.readResource({ uri });
+			check(read.contents.length === 1 && read.contents[0].uri === uri, 'read: one content item', read);
+			const man = JSON.parse(read.contents[0].text);
+			check(man.snapshot_id === snap.snapshot_id && Array.isArray(man.layers) && man.layers.length > 0, 'read: the manifest', man);
+			check(man.labels.includes('mcp-res'), 'manifest labels', man);
+			const { resourceTemplates } = await client.listResourceTemplates();
+			check(resourceTemplates.some((t) => t.uriTemplate === 'sbx://snapshots/{snapshot_id}'), 'resource template', resourceTemplates);
+			const err = await protocolError(client.readResource({ uri: 'sbx://snapshots/sha256:' + '0'.repeat(64) }), -32002, 'unknown resource');
+			check(/not found/i.test(err.message), 'resource not found message', err.message);
+			await protocolError(client.readResource({ uri: 'file:///etc/passwd' }), -32002, 'foreign uri');
 		});
 	},
 

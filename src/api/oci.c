@@ -1,0 +1,385 @@
+/* OCI interop and templates: sbx_snapshot_export, sbx_image_import,
+ * sbx_template_add, sbx_template_list, sbx_template_resolve.
+ *
+ * A template is a label ref "template.<name>" (refs/labels/template.<name>)
+ * naming a snapshot: an imported image's snapshot (base_template NULL, the
+ * image's layers) or, for `template add NAME dir:PATH|host`, a snapshot
+ * without layers whose base_template is that spec. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "store/layer.h"
+#include "store/oci.h"
+#include "store/snapshot.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+#define TEMPLATE_PREFIX "template."
+#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static void now_rfc3339(char buf[32])
+{
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int template_label(const char *name, char ret[160], sbx_err **err)
+{
+	if (!name || !store_label_valid(name) || strlen(name) > 128 - strlen(TEMPLATE_PREFIX) || streq(name, "host"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid template name '%s': use letters, digits, '.', '_' or '-' (at most %zu), not 'host'",
+			       name ? name : "", 128 - strlen(TEMPLATE_PREFIX));
+	snprintf(ret, 160, TEMPLATE_PREFIX "%s", name);
+	return 0;
+}
+
+/* ---- export -------------------------------------------------------------- */
+
+_public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *digest = NULL, *dir = NULL, *tag = NULL;
+	if (!oci_dir || !*oci_dir)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "missing destination oci:DIR[:TAG]");
+	if (startswith(oci_dir, "oci:")) {
+		if (oci_ref_parse(oci_dir, &dir, &tag, err) < 0)
+			return -1;
+	} else if (!(dir = strdup(oci_dir)))
+		return err_errnum(err, ENOMEM, "export");
+	if (sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
+		return -1;
+	_cleanup_snapshot_ store_snapshot *snap = NULL;
+	if (store_snapshot_read(ctx->root, digest, &snap, err) < 0)
+		return -1;
+	const char *base = snap->base_template;
+	size_t nl = 0;
+	while (snap->layers && snap->layers[nl])
+		nl++;
+	/* The layers to export, bottom first: a dir: template's tree becomes the bottom layer. */
+	_cleanup_strv_free_ char **layers = calloc(nl + 2, sizeof(char *));
+	if (!layers)
+		return err_errnum(err, ENOMEM, "export");
+	size_t n = 0;
+	if (!base || !*base) {
+		/* An imported image: its layers are the whole tree. */
+	} else if (streq(base, "host"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "snapshot %s: snapshots of the host template cannot be exported: their base is the host's OS; "
+			       "use a dir: template or an imported image",
+			       digest);
+	else if (startswith(base, "dir:")) {
+		_cleanup_close_ int dfd = open(base + 4, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return err_errno(err, "snapshot %s: template '%s'", digest, base);
+		store_idmap ids;
+		store_layer_ids(&ids);
+		store_layer_info li;
+		if (store_layer_put_from_dir(ctx->root, dfd, &ids, &li, err) < 0)
+			return err_wrap(err, "snapshot %s: store template '%s' as a layer", digest, base);
+		if (!(layers[n++] = strdup(li.digest)))
+			return err_errnum(err, ENOMEM, "export");
+	} else {
+		/* A template name (or oci:...): an imported image whose layers the snapshot lists. */
+		char d[STORE_DIGEST_SIZE], label[160];
+		bool known = startswith(base, "oci:") ||
+			     (template_label(base, label, NULL) == 0 && store_ref_get(ctx->root, label, d, NULL) == 0);
+		if (!known && nl == 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot %s: unknown base template '%s'", digest,
+				       base);
+	}
+	for (size_t i = 0; i < nl; i++)
+		if (!(layers[n++] = strdup(snap->layers[i])))
+			return err_errnum(err, ENOMEM, "export");
+
+	oci_layout l = {.dfd = -1, .sha_fd = -1};
+	if (oci_layout_open(dir, true, &l, err) < 0)
+		return err_wrap(err, "export to '%s'", dir);
+	_cleanup_free_ oci_descriptor *descs = calloc(n + 1, sizeof(oci_descriptor));
+	int r = descs ? 0 : err_errnum(err, ENOMEM, "export");
+	uint64_t total = 0;
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		_cleanup_free_ char *blob = store_blob_path(ctx->root, layers[i]);
+		if (!blob || !fs_exists(blob)) {
+			r = err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s: its blob is missing from the store (run sbx fsck)",
+				    layers[i]);
+			break;
+		}
+		descs[i].media_type = OCI_MT_LAYER_GZIP;
+		r = oci_blob_write_layer(&l, blob, true, &descs[i], err);
+		total += (uint64_t)descs[i].size;
+	}
+	/* Config: the environment's variables (with a PATH), its working directory. */
+	size_t ne = 0;
+	bool has_path = false;
+	for (char **e = snap->env; e && *e; e++, ne++)
+		has_path |= startswith(*e, "PATH=");
+	_cleanup_free_ const char **env = calloc(ne + 2, sizeof(char *));
+	if (r == 0 && !env)
+		r = err_errnum(err, ENOMEM, "export");
+	size_t k = 0;
+	if (env && !has_path)
+		env[k++] = DEFAULT_PATH;
+	for (size_t i = 0; env && i < ne; i++)
+		env[k++] = snap->env[i];
+	_cleanup_free_ char *cfg = NULL, *man = NULL, *old = NULL, *idx = NULL;
+	oci_descriptor cd = {.media_type = OCI_MT_CONFIG}, md = {.media_type = OCI_MT_MANIFEST};
+	if (r == 0 && !(cfg = oci_config_build(oci_host_arch(), env, snap->cwd, (const char *const *)layers,
+					       snap->created_at)))
+		r = err_errnum(err, ENOMEM, "export");
+	if (r == 0 && (r = oci_blob_write(&l, cfg, strlen(cfg), cd.digest, err)) == 0) {
+		cd.size = (int64_t)strlen(cfg);
+		if (!(man = oci_manifest_build(&cd, descs, n, snap->created_at)))
+			r = err_errnum(err, ENOMEM, "export");
+	}
+	if (r == 0 && (r = oci_blob_write(&l, man, strlen(man), md.digest, err)) == 0) {
+		md.size = (int64_t)strlen(man);
+		size_t ol = 0;
+		struct stat st;
+		bool have = fstatat(l.dfd, "index.json", &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (have && (r = oci_layout_read_index(&l, &old, &ol, err)) < 0)
+			r = err_wrap(err, "existing index.json");
+		if (r == 0)
+			r = oci_index_add(old, ol, &md, tag ? tag : "latest", &idx, err);
+		if (r == 0)
+			r = oci_layout_write_index(&l, idx, err);
+	}
+	oci_layout_close(&l);
+	if (r < 0)
+		return err_wrap(err, "export %s to '%s'", digest, dir);
+	json_t *ls = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(ls, json_pack("{s:s,s:s,s:I,s:s}", "diff_id", layers[i], "digest", descs[i].digest,
+						    "size", (json_int_t)descs[i].size, "mediaType", descs[i].media_type));
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:I}", "snapshot_id", digest, "oci_dir", dir, "tag", tag ? tag : "latest",
+			 "manifest_digest", md.digest, "config_digest", cd.digest, "layers", ls, "size_bytes",
+			 (json_int_t)(total + cd.size + md.size));
+	return *ret ? 0 : err_errnum(err, ENOMEM, "export");
+}
+
+/* ---- import -------------------------------------------------------------- */
+
+/* index.json -> (nested indexes) -> the image manifest. */
+static int find_manifest(oci_layout *l, const char *tag, oci_manifest **ret, char ret_digest[STORE_DIGEST_SIZE],
+			 sbx_err **err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	if (oci_layout_read_index(l, &buf, &len, err) < 0)
+		return -1;
+	const char *arch = oci_host_arch();
+	_cleanup_(oci_index_freep) oci_index *ix = NULL;
+	if (oci_index_parse(buf, len, &ix, err) < 0)
+		return err_wrap(err, "index.json");
+	const oci_descriptor *d = NULL;
+	if (oci_index_select(ix, tag, arch, &d, err) < 0)
+		return err_wrap(err, "index.json");
+	for (int depth = 0;; depth++) {
+		oci_descriptor cur = *d; /* shallow: strings stay owned by ix */
+		free(buf);
+		buf = NULL;
+		if (oci_blob_read(l, &cur, &buf, &len, err) < 0)
+			return -1;
+		bool is_index = oci_media_is_index(cur.media_type);
+		if (!cur.media_type) {
+			_cleanup_json_ json_t *j = json_loadb(buf, len, 0, NULL);
+			is_index = oci_media_is_index(json_str(j, "mediaType")) || json_object_get(j, "manifests");
+		}
+		if (!is_index) {
+			if (cur.media_type && !oci_media_is_manifest(cur.media_type))
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: media type '%.100s' is not an image manifest",
+					       cur.digest, cur.media_type);
+			if (oci_manifest_parse(buf, len, ret, err) < 0)
+				return err_wrap(err, "manifest %s", cur.digest);
+			memcpy(ret_digest, cur.digest, STORE_DIGEST_SIZE);
+			return 0;
+		}
+		if (depth >= OCI_MAX_INDEX_DEPTH)
+			return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "image indexes nested deeper than %d", OCI_MAX_INDEX_DEPTH);
+		_cleanup_(oci_index_freep) oci_index *sub = NULL;
+		if (oci_index_parse(buf, len, &sub, err) < 0)
+			return err_wrap(err, "image index %s", cur.digest);
+		const oci_descriptor *sd = NULL;
+		if (oci_index_select(sub, NULL, arch, &sd, err) < 0)
+			return err_wrap(err, "image index %s", cur.digest);
+		/* Keep sub alive: swap it into ix. */
+		oci_index_free(ix);
+		ix = TAKE_PTR(sub);
+		d = sd;
+	}
+}
+
+_public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *dir = NULL, *tag = NULL, *bn = NULL;
+	if (oci_ref && !startswith(oci_ref, "oci:"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s' is not oci:DIR[:TAG]", oci_ref);
+	if (oci_ref_parse(oci_ref, &dir, &tag, err) < 0)
+		return -1;
+	if (!name) {
+		if (tag)
+			name = tag;
+		else {
+			_cleanup_free_ char *tmp = strdup(dir);
+			if (!tmp || !(bn = strdup(basename(tmp))))
+				return err_errnum(err, ENOMEM, "import");
+			name = bn;
+		}
+	}
+	char label[160];
+	if (template_label(name, label, err) < 0)
+		return -1;
+
+	oci_layout l = {.dfd = -1, .sha_fd = -1};
+	if (oci_layout_open(dir, false, &l, err) < 0)
+		return err_wrap(err, "import '%s'", oci_ref);
+	_cleanup_(oci_manifest_freep) oci_manifest *m = NULL;
+	_cleanup_(oci_config_freep) oci_config *cfg = NULL;
+	_cleanup_free_ char *cbuf = NULL;
+	_cleanup_strv_free_ char **layers = NULL;
+	char mdigest[STORE_DIGEST_SIZE] = "";
+	size_t clen = 0;
+	int r = find_manifest(&l, tag, &m, mdigest, err);
+	if (r == 0 && (r = oci_blob_read(&l, &m->config, &cbuf, &clen, err)) == 0 &&
+	    (r = oci_config_parse(cbuf, clen, &cfg, err)) < 0)
+		r = err_wrap(err, "config %s", m->config.digest);
+	if (r == 0 && cfg->n_diff_ids != m->n_layers)
+		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
+			    m->n_layers, cfg->n_diff_ids);
+	if (r == 0 && cfg->arch && !streq(cfg->arch, oci_host_arch()))
+		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
+			    cfg->arch, oci_host_arch());
+	if (r == 0 && !(layers = calloc(m->n_layers + 1, sizeof(char *))))
+		r = err_errnum(err, ENOMEM, "import");
+	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
+	uint64_t size = 0;
+	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
+		store_layer_info li;
+		r = store_layer_put_from_oci_blob(ctx->root, &l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget, &li,
+						  err);
+		if (r == 0 && !(layers[i] = strdup(li.digest)))
+			r = err_errnum(err, ENOMEM, "import");
+		size += li.size;
+	}
+	oci_layout_close(&l);
+	if (r < 0)
+		return err_wrap(err, "import '%s'", oci_ref);
+
+	/* The snapshot, then the ref: a template appears whole or not at all. */
+	char created[32], sid[STORE_DIGEST_SIZE];
+	now_rfc3339(created);
+	static char *empty[] = {NULL};
+	store_snapshot s = {.layers = layers,
+			    .env = cfg->env,
+			    .cwd = cfg->cwd && cfg->cwd[0] ? cfg->cwd : "/",
+			    .user = cfg->user && cfg->user[0] ? cfg->user : "root",
+			    .labels = empty,
+			    .created_at = created,
+			    .size_bytes = size};
+	if (store_snapshot_write(ctx->root, &s, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
+		return err_wrap(err, "import '%s'", oci_ref);
+	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
+			 json_from_strv((const char *const *)layers), "diff_ids",
+			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
+			 (json_int_t)size);
+	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
+}
+
+/* ---- templates ------------------------------------------------------------ */
+
+_public_ int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_err **err)
+{
+	if (!spec || !*spec)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty template");
+	if (startswith(spec, "oci:")) {
+		_cleanup_json_ json_t *j = NULL;
+		if (sbx_image_import(ctx, spec, NULL, &j, err) < 0)
+			return -1;
+		return (*ret_digest = strdup(json_str(j, "snapshot_id"))) ? 0 : err_errnum(err, ENOMEM, "template");
+	}
+	char label[160], d[STORE_DIGEST_SIZE];
+	if (template_label(spec, label, NULL) < 0 || store_ref_get(ctx->root, label, d, NULL) < 0)
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+			       "unknown template '%s': expected host, dir:PATH, oci:DIR[:TAG] or a template name (sbx template ls)",
+			       spec);
+	return (*ret_digest = strdup(d)) ? 0 : err_errnum(err, ENOMEM, "template");
+}
+
+_public_ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t **ret, sbx_err **err)
+{
+	char label[160];
+	if (template_label(name, label, err) < 0)
+		return -1;
+	if (!source || !*source)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "missing template source");
+	if (startswith(source, "oci:"))
+		return sbx_image_import(ctx, source, name, ret, err);
+	_cleanup_free_ char *spec = NULL, *digest = NULL;
+	if (streq(source, "host")) {
+		spec = strdup("host");
+	} else if (startswith(source, "dir:")) {
+		_cleanup_free_ char *real = realpath(source + 4, NULL);
+		struct stat st;
+		if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
+			return err_set(err, SBX_E_NOT_FOUND, real ? ENOTDIR : errno, "template source '%s' is not a directory",
+				       source);
+		if (streq(real, "/"))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "template 'dir:/' would expose the whole host");
+		if (asprintf(&spec, "dir:%s", real) < 0)
+			spec = NULL;
+	} else {
+		/* A snapshot (digest, prefix or label) becomes a template as is. */
+		if (sbx_snapshot_resolve(ctx, source, &digest, NULL) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "template source '%s': expected oci:DIR[:TAG], dir:PATH, host or a snapshot", source);
+	}
+	if (!digest) {
+		if (!spec)
+			return err_errnum(err, ENOMEM, "template");
+		char created[32], sid[STORE_DIGEST_SIZE];
+		now_rfc3339(created);
+		static char *empty[] = {NULL};
+		store_snapshot s = {.layers = empty, .base_template = spec, .env = empty, .cwd = "/root", .user = "root",
+				    .labels = empty, .created_at = created};
+		if (store_snapshot_write(ctx->root, &s, sid, err) < 0)
+			return err_wrap(err, "template '%s'", name);
+		if (!(digest = strdup(sid)))
+			return err_errnum(err, ENOMEM, "template");
+	}
+	if (store_ref_set(ctx->root, label, digest, err) < 0)
+		return err_wrap(err, "template '%s'", name);
+	*ret = json_pack("{s:s,s:s,s:s,s:s}", "name", name, "snapshot_id", digest, "ref", label, "source", source);
+	return *ret ? 0 : err_errnum(err, ENOMEM, "template");
+}
+
+_public_ int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	_cleanup_strv_free_ char **refs = NULL;
+	if (store_ref_list(ctx->root, &refs, err) < 0)
+		return -1;
+	json_t *a = json_array();
+	for (char **p = refs; p && *p; p++) {
+		if (!startswith(*p, TEMPLATE_PREFIX))
+			continue;
+		char d[STORE_DIGEST_SIZE];
+		_cleanup_snapshot_ store_snapshot *s = NULL;
+		if (store_ref_get(ctx->root, *p, d, NULL) < 0)
+			continue;
+		(void)store_snapshot_read(ctx->root, d, &s, NULL);
+		json_t *e = json_pack("{s:s,s:s,s:s?,s:o,s:s?,s:I}", "name", *p + strlen(TEMPLATE_PREFIX), "snapshot_id", d,
+				      "base_template", s ? s->base_template : NULL, "layers",
+				      s ? json_from_strv((const char *const *)s->layers) : json_array(), "created_at",
+				      s ? s->created_at : NULL, "size_bytes", (json_int_t)(s ? s->size_bytes : 0));
+		if (e)
+			json_array_append_new(a, e);
+	}
+	*ret = json_pack("{s:o}", "templates", a);
+	return *ret ? 0 : err_errnum(err, ENOMEM, "template list");
+}

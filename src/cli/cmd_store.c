@@ -1,0 +1,107 @@
+/* sbx diff | fsck */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "util/macro.h"
+
+typedef struct line {
+	char kind;
+	const char *path;
+} line;
+
+static int line_cmp(const void *a, const void *b)
+{
+	const line *x = a, *y = b;
+	int c = strcmp(x->path, y->path);
+	return c ? c : x->kind - y->kind;
+}
+
+int cmd_diff(cli *c, int argc, char **argv)
+{
+	const char *id = NULL, *snap = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (argv[i][0] == '-')
+			return cli_usage_error("diff", "unknown option '%s'", argv[i]);
+		if (!id)
+			id = argv[i];
+		else if (!snap)
+			snap = argv[i];
+		else
+			return cli_usage_error("diff", "too many arguments");
+	}
+	if (!id)
+		return cli_usage_error("diff", "expected: sbx diff ID [SNAPSHOT]");
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_diff(c->ctx, id, snap, &j, &e) < 0)
+		return cli_fail("diff", e);
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	static const struct {
+		const char *key;
+		char kind;
+	} kinds[] = {{"added", 'A'}, {"modified", 'M'}, {"deleted", 'D'}};
+	size_t n = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++)
+		n += json_array_size(json_object_get(j, kinds[k].key));
+	line *v = calloc(n + 1, sizeof(*v));
+	if (!v) {
+		json_decref(j);
+		fprintf(stderr, "sbx: diff: out of memory\n");
+		return EXIT_SBX;
+	}
+	n = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(kinds); k++) {
+		size_t i;
+		json_t *p;
+		json_array_foreach(json_object_get(j, kinds[k].key), i, p)
+		{
+			v[n++] = (line){kinds[k].kind, json_string_value(p) ?: ""};
+		}
+	}
+	qsort(v, n, sizeof(*v), line_cmp);
+	for (size_t i = 0; i < n; i++)
+		printf("%c %s\n", v[i].kind, v[i].path);
+	free(v);
+	json_decref(j);
+	return 0;
+}
+
+int cmd_fsck(cli *c, int argc, char **argv)
+{
+	if (argc > 1)
+		return cli_usage_error("fsck", "unexpected argument '%s'", argv[1]);
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_fsck(c->ctx, &j, &e) < 0)
+		return cli_fail("fsck", e);
+	bool ok = json_is_true(json_object_get(j, "ok"));
+	if (c->json) {
+		cli_print_json(j);
+		return ok ? 0 : 1;
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(j, "problems"), i, p)
+	{
+		printf("corrupt %s: %s\n", json_string_value(json_object_get(p, "object")) ?: "?",
+		       json_string_value(json_object_get(p, "problem")) ?: "?");
+	}
+	if (ok)
+		printf("ok: %lld layer(s), %lld snapshot(s), %lld label(s) verified\n",
+		       (long long)json_integer_value(json_object_get(j, "layers")),
+		       (long long)json_integer_value(json_object_get(j, "snapshots")),
+		       (long long)json_integer_value(json_object_get(j, "refs")));
+	json_decref(j);
+	return ok ? 0 : 1;
+}

@@ -1,0 +1,790 @@
+/* Policy documents: parse, validate, compose (see policy.h). */
+#include "policy/policy.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "util/err.h"
+#include "util/fd.h"
+#include "util/json.h"
+
+#define POLICY_PATH_MAX 4096
+#define POLICY_LIST_MAX 256
+
+static int bad(sbx_err **err, const char *field, const char *fmt, ...) _printf_(3, 4);
+static int bad(sbx_err **err, const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", field, msg);
+}
+
+static int oom(sbx_err **err) { return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory"); }
+
+policy *policy_free(policy *p)
+{
+	if (!p)
+		return NULL;
+	free(p->name);
+	strv_free(p->allow);
+	for (size_t i = 0; i < p->n_volumes; i++) {
+		free(p->volumes[i].host);
+		free(p->volumes[i].path);
+	}
+	free(p->volumes);
+	strv_free(p->hidden);
+	strv_free(p->env);
+	for (size_t i = 0; i < p->n_secrets; i++) {
+		free(p->secrets[i].name);
+		free(p->secrets[i].file);
+	}
+	free(p->secrets);
+	strv_free(p->plugins);
+	free(p);
+	return NULL;
+}
+
+static policy *policy_new(void)
+{
+	policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->net_mode = POLICY_NET_UNSET;
+	p->limits = (policy_limits){-1, -1, -1, -1, -1, -1, -1};
+	return p;
+}
+
+/* A JSON string without NUL bytes, at most max bytes; NULL otherwise. */
+static const char *jstr(const json_t *v, size_t max)
+{
+	const char *s = json_string_value(v);
+	if (!s || strlen(s) != json_string_length(v) || strlen(s) > max)
+		return NULL;
+	return s;
+}
+
+/* Absolute, normalized enough: no "..", no empty name. */
+static const char *path_invalid(const char *s)
+{
+	if (s[0] != '/')
+		return "must be an absolute path";
+	for (const char *p = s; *p;) {
+		while (*p == '/')
+			p++;
+		const char *e = strchrnul(p, '/');
+		if (e - p == 2 && p[0] == '.' && p[1] == '.')
+			return "must not contain '..'";
+		p = e;
+	}
+	return NULL;
+}
+
+static size_t strv_len(char *const *v)
+{
+	size_t n = 0;
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+static bool strv_has(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
+
+/* Appends a copy of s (v may be NULL). Returns 0 or -ENOMEM. */
+static int strv_push(char ***v, const char *s)
+{
+	size_t n = strv_len(*v);
+	char **nv = realloc(*v, (n + 2) * sizeof(char *));
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	if (!(nv[n] = strdup(s))) {
+		nv[n] = NULL;
+		return -ENOMEM;
+	}
+	nv[n + 1] = NULL;
+	return 0;
+}
+
+static int strv_copy(char *const *src, char ***ret)
+{
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return -ENOMEM;
+	for (; src && *src; src++)
+		if (strv_push(&v, *src) < 0)
+			return -ENOMEM;
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+static int check_keys(const json_t *obj, const char *field, const char *const *known, sbx_err **err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)obj, k, v)
+	{
+		bool ok = false;
+		for (const char *const *q = known; *q; q++)
+			ok |= streq(*q, k);
+		if (!ok)
+			return bad(err, field, "unknown field '%.64s'", k);
+	}
+	return 0;
+}
+
+static int parse_paths(const json_t *a, const char *field, bool so, char ***ret, sbx_err **err)
+{
+	if (!json_is_array(a))
+		return bad(err, field, "must be an array of absolute paths");
+	if (json_array_size(a) > POLICY_LIST_MAX)
+		return bad(err, field, "more than %d entries", POLICY_LIST_MAX);
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return oom(err);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e)
+	{
+		char f[96];
+		snprintf(f, sizeof(f), "%s[%zu]", field, i);
+		const char *s = jstr(e, POLICY_PATH_MAX);
+		if (!s)
+			return bad(err, f, "must be a path string (at most %d bytes, no NUL)", POLICY_PATH_MAX);
+		const char *why = path_invalid(s);
+		if (why)
+			return bad(err, f, "'%.200s' %s", s, why);
+		if (so && (strlen(s) < 4 || strcmp(s + strlen(s) - 3, ".so") != 0))
+			return bad(err, f, "'%.200s' is not a shared object (.so)", s);
+		if (strv_push(&v, s) < 0)
+			return oom(err);
+	}
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+static int parse_network(const json_t *n, policy *p, sbx_err **err)
+{
+	static const char *const keys[] = {"mode", "allow", NULL};
+	if (!json_is_object(n))
+		return bad(err, "network", "must be an object");
+	if (check_keys(n, "network", keys, err) < 0)
+		return -EINVAL;
+	json_t *m = json_object_get(n, "mode");
+	if (m) {
+		const char *s = json_string_value(m);
+		if (s && streq(s, "none"))
+			p->net_mode = POLICY_NET_NONE;
+		else if (s && streq(s, "allow"))
+			p->net_mode = POLICY_NET_ALLOW;
+		else if (s && streq(s, "open"))
+			p->net_mode = POLICY_NET_OPEN;
+		else
+			return bad(err, "network.mode", "must be \"none\", \"allow\" or \"open\"");
+	}
+	json_t *a = json_object_get(n, "allow");
+	if (!a)
+		return 0;
+	if (!json_is_array(a))
+		return bad(err, "network.allow", "must be an array of host[:port] patterns");
+	if (json_array_size(a) > EGRESS_RULES_MAX)
+		return bad(err, "network.allow", "more than %d patterns", EGRESS_RULES_MAX);
+	if (p->net_mode == POLICY_NET_NONE && json_array_size(a) > 0)
+		return bad(err, "network.allow", "network mode \"none\" allows no hosts; use mode \"allow\"");
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return oom(err);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e)
+	{
+		char f[64];
+		snprintf(f, sizeof(f), "network.allow[%zu]", i);
+		const char *s = jstr(e, EGRESS_PATTERN_MAX);
+		if (!s)
+			return bad(err, f, "must be a host[:port] string of at most %d bytes", EGRESS_PATTERN_MAX);
+		egress_rule r;
+		_cleanup_err_ sbx_err *e2 = NULL;
+		if (egress_rule_parse(s, &r, &e2) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", f, sbx_err_message(e2));
+		if (strv_push(&v, r.text) < 0)
+			return oom(err);
+	}
+	p->allow = TAKE_PTR(v);
+	if (p->net_mode == POLICY_NET_UNSET)
+		p->net_mode = POLICY_NET_ALLOW;
+	return 0;
+}
+
+static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
+{
+	static const char *const keys[] = {"volumes", "hidden", NULL};
+	if (!json_is_object(f))
+		return bad(err, "filesystem", "must be an object");
+	if (check_keys(f, "filesystem", keys, err) < 0)
+		return -EINVAL;
+	json_t *h = json_object_get(f, "hidden");
+	if (h && parse_paths(h, "filesystem.hidden", false, &p->hidden, err) < 0)
+		return -EINVAL;
+	json_t *vs = json_object_get(f, "volumes");
+	if (!vs)
+		return 0;
+	if (!json_is_array(vs))
+		return bad(err, "filesystem.volumes", "must be an array of {host, path, readonly}");
+	if (json_array_size(vs) > POLICY_LIST_MAX)
+		return bad(err, "filesystem.volumes", "more than %d entries", POLICY_LIST_MAX);
+	p->volumes = calloc(json_array_size(vs) + 1, sizeof(policy_volume));
+	if (!p->volumes)
+		return oom(err);
+	p->volumes_set = true;
+	size_t i;
+	json_t *v;
+	json_array_foreach(vs, i, v)
+	{
+		static const char *const vkeys[] = {"host", "path", "readonly", NULL};
+		char fld[64];
+		snprintf(fld, sizeof(fld), "filesystem.volumes[%zu]", i);
+		if (!json_is_object(v))
+			return bad(err, fld, "must be an object {host, path, readonly}");
+		if (check_keys(v, fld, vkeys, err) < 0)
+			return -EINVAL;
+		const char *host = jstr(json_object_get(v, "host"), POLICY_PATH_MAX);
+		const char *path = jstr(json_object_get(v, "path"), POLICY_PATH_MAX);
+		json_t *ro = json_object_get(v, "readonly");
+		if (!host)
+			return bad(err, fld, "host must be a path string");
+		if (!path)
+			return bad(err, fld, "path must be a path string");
+		const char *why = path_invalid(host);
+		if (why)
+			return bad(err, fld, "host '%.200s' %s", host, why);
+		if ((why = path_invalid(path)))
+			return bad(err, fld, "path '%.200s' %s", path, why);
+		if (ro && !json_is_boolean(ro))
+			return bad(err, fld, "readonly must be true or false");
+		for (size_t j = 0; j < p->n_volumes; j++)
+			if (streq(p->volumes[j].path, path))
+				return bad(err, fld, "path '%.200s' is mounted twice", path);
+		policy_volume *pv = &p->volumes[p->n_volumes];
+		pv->readonly = ro ? json_is_true(ro) : true; /* read-only unless asked */
+		if (!(pv->host = strdup(host)) || !(pv->path = strdup(path))) {
+			free(pv->host);
+			pv->host = NULL;
+			return oom(err);
+		}
+		p->n_volumes++;
+	}
+	return 0;
+}
+
+static int parse_limits(const json_t *l, policy *p, sbx_err **err)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} ints[] = {
+		{"memory_bytes", offsetof(policy_limits, memory_bytes)},
+		{"pids", offsetof(policy_limits, pids)},
+		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
+		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
+		{"output_bytes", offsetof(policy_limits, output_bytes)},
+		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
+	};
+	static const char *const keys[] = {"memory_bytes", "pids",	   "cpus",	 "timeout_ms",
+					   "ttl_ms",	   "output_bytes", "disk_bytes", NULL};
+	if (!json_is_object(l))
+		return bad(err, "limits", "must be an object");
+	if (check_keys(l, "limits", keys, err) < 0)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
+		json_t *v = json_object_get(l, ints[i].key);
+		if (!v)
+			continue;
+		char f[64];
+		snprintf(f, sizeof(f), "limits.%s", ints[i].key);
+		if (!json_is_integer(v) || json_integer_value(v) <= 0)
+			return bad(err, f, "must be a positive integer");
+		*(int64_t *)((char *)&p->limits + ints[i].off) = (int64_t)json_integer_value(v);
+	}
+	json_t *c = json_object_get(l, "cpus");
+	if (c) {
+		double d = json_number_value(c);
+		if (!json_is_number(c) || !(d > 0) || d > 4096 || !isfinite(d))
+			return bad(err, "limits.cpus", "must be a number greater than 0 (at most 4096)");
+		p->limits.cpus = d;
+	}
+	return 0;
+}
+
+static bool env_name_ok(const char *k)
+{
+	if (!*k || strlen(k) > 255 || !(isalpha((unsigned char)k[0]) || k[0] == '_'))
+		return false;
+	for (const char *q = k; *q; q++)
+		if (!(isalnum((unsigned char)*q) || *q == '_'))
+			return false;
+	return true;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int parse_env(const json_t *e, policy *p, sbx_err **err)
+{
+	if (!json_is_object(e))
+		return bad(err, "env", "must be an object of \"NAME\": \"value\"");
+	if (json_object_size(e) > POLICY_LIST_MAX)
+		return bad(err, "env", "more than %d variables", POLICY_LIST_MAX);
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return oom(err);
+	const char *k;
+	json_t *val;
+	json_object_foreach((json_t *)e, k, val)
+	{
+		char f[300];
+		snprintf(f, sizeof(f), "env.%.64s", k);
+		if (!env_name_ok(k))
+			return bad(err, f, "invalid variable name (letters, digits and '_', not starting with a digit)");
+		const char *s = jstr(val, 128 * 1024);
+		if (!s)
+			return bad(err, f, "value must be a string without NUL bytes (at most 128 KiB)");
+		_cleanup_free_ char *kv = NULL;
+		if (asprintf(&kv, "%s=%s", k, s) < 0 || strv_push(&v, kv) < 0)
+			return oom(err);
+	}
+	qsort(v, strv_len(v), sizeof(char *), cmp_str);
+	p->env = TAKE_PTR(v);
+	return 0;
+}
+
+static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
+{
+	if (!json_is_object(s))
+		return bad(err, "secrets", "must be an object of \"NAME\": {\"env\": true} or {\"file\": \"/path\"}");
+	if (json_object_size(s) > POLICY_LIST_MAX)
+		return bad(err, "secrets", "more than %d secrets", POLICY_LIST_MAX);
+	p->secrets = calloc(json_object_size(s) + 1, sizeof(policy_secret));
+	if (!p->secrets)
+		return oom(err);
+	p->secrets_set = true;
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)s, k, v)
+	{
+		static const char *const keys[] = {"env", "file", NULL};
+		char f[300];
+		snprintf(f, sizeof(f), "secrets.%.64s", k);
+		if (!env_name_ok(k))
+			return bad(err, f, "invalid secret name (letters, digits and '_', not starting with a digit)");
+		if (!json_is_object(v))
+			return bad(err, f, "must be {\"env\": true} or {\"file\": \"/path\"}; values are never stored in a policy");
+		if (check_keys(v, f, keys, err) < 0)
+			return -EINVAL;
+		json_t *ev = json_object_get(v, "env"), *fv = json_object_get(v, "file");
+		if (ev && !json_is_true(ev))
+			return bad(err, f, "env must be true (take the value from the host variable of that name)");
+		if (!!ev == !!fv)
+			return bad(err, f, "set exactly one of env or file");
+		policy_secret *ps = &p->secrets[p->n_secrets];
+		if (fv) {
+			const char *path = jstr(fv, POLICY_PATH_MAX), *why;
+			if (!path)
+				return bad(err, f, "file must be a path string");
+			if ((why = path_invalid(path)))
+				return bad(err, f, "file '%.200s' %s", path, why);
+			if (!(ps->file = strdup(path)))
+				return oom(err);
+		}
+		ps->from_env = ev != NULL;
+		if (!(ps->name = strdup(k))) {
+			free(ps->file);
+			ps->file = NULL;
+			return oom(err);
+		}
+		p->n_secrets++;
+	}
+	return 0;
+}
+
+int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
+{
+	static const char *const keys[] = {"name", "override", "network", "filesystem", "limits",
+					   "env",  "secrets",  "plugins", NULL};
+	if (!json_is_object(doc))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: must be a JSON object");
+	_cleanup_policy_ policy *p = policy_new();
+	if (!p)
+		return oom(err);
+	if (check_keys(doc, "policy", keys, err) < 0)
+		return -EINVAL;
+	json_t *v;
+	if ((v = json_object_get(doc, "name"))) {
+		const char *s = jstr(v, 128);
+		if (!s || !*s)
+			return bad(err, "name", "must be a non-empty string of at most 128 bytes");
+		for (const char *q = s; *q; q++)
+			if (!(isalnum((unsigned char)*q) || strchr("-_.+", *q)))
+				return bad(err, "name", "only letters, digits and '-_.+'");
+		if (!(p->name = strdup(s)))
+			return oom(err);
+	}
+	if ((v = json_object_get(doc, "override"))) {
+		if (!json_is_boolean(v))
+			return bad(err, "override", "must be true or false");
+		p->override = json_is_true(v);
+	}
+	if ((v = json_object_get(doc, "network")) && parse_network(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "filesystem")) && parse_filesystem(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "limits")) && parse_limits(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "env")) && parse_env(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "secrets")) && parse_secrets(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "plugins")) && parse_paths(v, "plugins", true, &p->plugins, err) < 0)
+		return -EINVAL;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int policy_parse(const char *json, size_t len, policy **ret, sbx_err **err)
+{
+	json_error_t je;
+	_cleanup_json_ json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
+	if (!doc)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: invalid JSON at line %d: %s", je.line,
+			       je.text);
+	return policy_from_json(doc, ret, err);
+}
+
+/* ---- profiles ----------------------------------------------------------- */
+
+static const char PROFILE_STRICT[] =
+	"{\"name\":\"strict\",\"network\":{\"mode\":\"none\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+	"\"limits\":{\"memory_bytes\":536870912,\"pids\":256,\"cpus\":1,\"timeout_ms\":600000,"
+	"\"ttl_ms\":3600000,\"output_bytes\":16777216,\"disk_bytes\":1073741824},"
+	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+static const char PROFILE_DEV[] =
+	"{\"name\":\"dev\",\"network\":{\"mode\":\"allow\",\"allow\":["
+	"\"deb.debian.org\",\"security.debian.org\",\"pypi.org\",\"files.pythonhosted.org\","
+	"\"registry.npmjs.org\",\"github.com\",\"objects.githubusercontent.com\",\"crates.io\","
+	"\"static.crates.io\",\"proxy.golang.org\",\"sum.golang.org\"]},"
+	"\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+	"\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
+	"\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
+	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+/* Unsafe: any public host and port through the proxy (internal addresses stay blocked). */
+static const char PROFILE_OPEN[] =
+	"{\"name\":\"open\",\"network\":{\"mode\":\"open\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+	"\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
+	"\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
+	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+
+int policy_profile(const char *name, policy **ret, sbx_err **err)
+{
+	const char *doc = !name || streq(name, "strict") ? PROFILE_STRICT
+			  : streq(name, "dev")		 ? PROFILE_DEV
+			  : streq(name, "open")		 ? PROFILE_OPEN
+							 : NULL;
+	if (!doc)
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "unknown policy profile '%.64s' (strict, dev, open)", name);
+	return policy_parse(doc, strlen(doc), ret, err);
+}
+
+/* ---- merge ---------------------------------------------------------------- */
+
+static const char *mode_name(policy_net_mode m)
+{
+	return m == POLICY_NET_OPEN ? "open" : m == POLICY_NET_ALLOW ? "allow" : "none";
+}
+
+#define WIDEN_HINT "; set \"override\": true to widen"
+
+int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err **err)
+{
+	bool ov = later->override;
+	_cleanup_policy_ policy *m = policy_new();
+	if (!m)
+		return oom(err);
+	const char *name = later->name ? later->name : base->name;
+	if (name && !(m->name = strdup(name)))
+		return oom(err);
+
+	/* network */
+	policy_net_mode bm = base->net_mode == POLICY_NET_UNSET ? POLICY_NET_NONE : base->net_mode;
+	policy_net_mode lm = later->net_mode == POLICY_NET_UNSET ? bm : later->net_mode;
+	if (!ov && lm > bm)
+		return bad(err, "network.mode", "\"%s\" is wider than the base's \"%s\"" WIDEN_HINT, mode_name(lm),
+			   mode_name(bm));
+	m->net_mode = lm;
+	char *const *allow = later->allow ? later->allow : base->allow;
+	if (!ov && later->allow && lm == POLICY_NET_ALLOW && bm == POLICY_NET_ALLOW) {
+		for (size_t i = 0; later->allow[i]; i++) {
+			egress_rule li;
+			if (egress_rule_parse(later->allow[i], &li, NULL) < 0)
+				return bad(err, "network.allow", "invalid pattern");
+			bool covered = false;
+			for (size_t j = 0; base->allow && base->allow[j] && !covered; j++) {
+				egress_rule bj;
+				covered = egress_rule_parse(base->allow[j], &bj, NULL) == 0 && egress_rule_covers(&bj, &li);
+			}
+			if (!covered)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "network.allow[%zu]: '%s' is not allowed by the base policy" WIDEN_HINT, i,
+					       later->allow[i]);
+		}
+	}
+	if (lm != POLICY_NET_NONE && allow && strv_copy(allow, &m->allow) < 0)
+		return oom(err);
+
+	/* limits */
+	static const struct {
+		const char *key;
+		size_t off;
+	} ints[] = {
+		{"memory_bytes", offsetof(policy_limits, memory_bytes)},
+		{"pids", offsetof(policy_limits, pids)},
+		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
+		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
+		{"output_bytes", offsetof(policy_limits, output_bytes)},
+		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
+		int64_t b = *(const int64_t *)((const char *)&base->limits + ints[i].off);
+		int64_t l = *(const int64_t *)((const char *)&later->limits + ints[i].off);
+		if (!ov && l > 0 && b > 0 && l > b)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "limits.%s: %lld is larger than the base's %lld" WIDEN_HINT, ints[i].key,
+				       (long long)l, (long long)b);
+		*(int64_t *)((char *)&m->limits + ints[i].off) = l > 0 ? l : b;
+	}
+	if (!ov && later->limits.cpus > 0 && base->limits.cpus > 0 && later->limits.cpus > base->limits.cpus)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "limits.cpus: %g is larger than the base's %g" WIDEN_HINT, later->limits.cpus,
+			       base->limits.cpus);
+	m->limits.cpus = later->limits.cpus > 0 ? later->limits.cpus : base->limits.cpus;
+
+	/* volumes: later may drop volumes or make them read-only */
+	const policy *vsrc = later->volumes_set ? later : base;
+	if (!ov && later->volumes_set)
+		for (size_t i = 0; i < later->n_volumes; i++) {
+			const policy_volume *lv = &later->volumes[i];
+			const policy_volume *bv = NULL;
+			for (size_t j = 0; j < base->n_volumes && !bv; j++)
+				if (streq(base->volumes[j].host, lv->host) && streq(base->volumes[j].path, lv->path))
+					bv = &base->volumes[j];
+			if (!bv)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "filesystem.volumes[%zu]: '%.200s' is not mounted by the base policy" WIDEN_HINT,
+					       i, lv->path);
+			if (bv->readonly && !lv->readonly)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "filesystem.volumes[%zu]: '%.200s' is read-only in the base policy" WIDEN_HINT,
+					       i, lv->path);
+		}
+	m->volumes_set = vsrc->volumes_set;
+	if (vsrc->n_volumes) {
+		m->volumes = calloc(vsrc->n_volumes, sizeof(policy_volume));
+		if (!m->volumes)
+			return oom(err);
+		for (size_t i = 0; i < vsrc->n_volumes; i++) {
+			m->volumes[i].readonly = vsrc->volumes[i].readonly;
+			m->volumes[i].host = strdup(vsrc->volumes[i].host);
+			m->volumes[i].path = strdup(vsrc->volumes[i].path);
+			m->n_volumes++;
+			if (!m->volumes[i].host || !m->volumes[i].path)
+				return oom(err);
+		}
+	}
+
+	/* hidden: union (hiding more only narrows) */
+	if (base->hidden || later->hidden) {
+		if (strv_copy(base->hidden, &m->hidden) < 0)
+			return oom(err);
+		for (char *const *h = later->hidden; h && *h; h++)
+			if (!strv_has(m->hidden, *h) && strv_push(&m->hidden, *h) < 0)
+				return oom(err);
+	}
+
+	/* env: union, later wins */
+	if (base->env || later->env) {
+		if (strv_copy(later->env, &m->env) < 0)
+			return oom(err);
+		for (char *const *e = base->env; e && *e; e++) {
+			size_t kl = strcspn(*e, "=");
+			bool dup = false;
+			for (char *const *q = later->env; q && *q && !dup; q++)
+				dup = strncmp(*q, *e, kl + 1) == 0;
+			if (!dup && strv_push(&m->env, *e) < 0)
+				return oom(err);
+		}
+		qsort(m->env, strv_len(m->env), sizeof(char *), cmp_str);
+	}
+
+	/* secrets: later may only keep a subset, from the same source */
+	const policy *ssrc = later->secrets_set ? later : base;
+	if (!ov && later->secrets_set)
+		for (size_t i = 0; i < later->n_secrets; i++) {
+			const policy_secret *ls = &later->secrets[i];
+			bool ok = false;
+			for (size_t j = 0; j < base->n_secrets && !ok; j++) {
+				const policy_secret *bs = &base->secrets[j];
+				ok = streq(bs->name, ls->name) && bs->from_env == ls->from_env &&
+				     (!bs->file) == (!ls->file) && (!bs->file || streq(bs->file, ls->file));
+			}
+			if (!ok)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "secrets.%.64s: not granted by the base policy" WIDEN_HINT, ls->name);
+		}
+	m->secrets_set = ssrc->secrets_set;
+	if (ssrc->n_secrets) {
+		m->secrets = calloc(ssrc->n_secrets, sizeof(policy_secret));
+		if (!m->secrets)
+			return oom(err);
+		for (size_t i = 0; i < ssrc->n_secrets; i++) {
+			m->secrets[i].from_env = ssrc->secrets[i].from_env;
+			m->secrets[i].name = strdup(ssrc->secrets[i].name);
+			m->secrets[i].file = ssrc->secrets[i].file ? strdup(ssrc->secrets[i].file) : NULL;
+			m->n_secrets++;
+			if (!m->secrets[i].name || (ssrc->secrets[i].file && !m->secrets[i].file))
+				return oom(err);
+		}
+	}
+
+	/* plugins: host code loaded into the supervisor; only a subset */
+	if (!ov && later->plugins)
+		for (size_t i = 0; later->plugins[i]; i++)
+			if (!strv_has(base->plugins, later->plugins[i]))
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "plugins[%zu]: '%.200s' is not loaded by the base policy" WIDEN_HINT, i,
+					       later->plugins[i]);
+	char *const *plugins = later->plugins ? later->plugins : base->plugins;
+	if (plugins && strv_copy(plugins, &m->plugins) < 0)
+		return oom(err);
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+json_t *policy_to_json(const policy *p)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	if (p->name)
+		json_object_set_new(o, "name", json_string(p->name));
+	if (p->override)
+		json_object_set_new(o, "override", json_true());
+	if (p->net_mode != POLICY_NET_UNSET || p->allow) {
+		json_t *n = json_object();
+		if (p->net_mode != POLICY_NET_UNSET)
+			json_object_set_new(n, "mode", json_string(mode_name(p->net_mode)));
+		if (p->allow && p->net_mode != POLICY_NET_NONE)
+			json_object_set_new(n, "allow", json_from_strv((const char *const *)p->allow));
+		json_object_set_new(o, "network", n);
+	}
+	if (p->volumes_set || p->hidden) {
+		json_t *f = json_object();
+		if (p->volumes_set) {
+			json_t *a = json_array();
+			for (size_t i = 0; i < p->n_volumes; i++)
+				json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "host", p->volumes[i].host, "path",
+								   p->volumes[i].path, "readonly", p->volumes[i].readonly));
+			json_object_set_new(f, "volumes", a);
+		}
+		if (p->hidden)
+			json_object_set_new(f, "hidden", json_from_strv((const char *const *)p->hidden));
+		json_object_set_new(o, "filesystem", f);
+	}
+	json_t *l = json_object();
+	const policy_limits *L = &p->limits;
+	const struct {
+		const char *k;
+		int64_t v;
+	} lims[] = {{"memory_bytes", L->memory_bytes}, {"pids", L->pids},		  {"timeout_ms", L->timeout_ms},
+		    {"ttl_ms", L->ttl_ms},		 {"output_bytes", L->output_bytes}, {"disk_bytes", L->disk_bytes}};
+	for (size_t i = 0; i < ARRAY_SIZE(lims); i++)
+		if (lims[i].v > 0)
+			json_object_set_new(l, lims[i].k, json_integer(lims[i].v));
+	if (L->cpus > 0)
+		json_object_set_new(l, "cpus", json_real(L->cpus));
+	if (json_object_size(l))
+		json_object_set_new(o, "limits", l);
+	else
+		json_decref(l);
+	if (p->env) {
+		json_t *e = json_object();
+		for (char *const *kv = p->env; *kv; kv++) {
+			const char *eq = strchr(*kv, '=');
+			_cleanup_free_ char *k = strndup(*kv, (size_t)(eq - *kv));
+			if (k)
+				json_object_set_new(e, k, json_string(eq + 1));
+		}
+		json_object_set_new(o, "env", e);
+	}
+	if (p->secrets_set) {
+		json_t *s = json_object();
+		for (size_t i = 0; i < p->n_secrets; i++)
+			json_object_set_new(s, p->secrets[i].name,
+					    p->secrets[i].file ? json_pack("{s:s}", "file", p->secrets[i].file)
+							       : json_pack("{s:b}", "env", 1));
+		json_object_set_new(o, "secrets", s);
+	}
+	if (p->plugins)
+		json_object_set_new(o, "plugins", json_from_strv((const char *const *)p->plugins));
+	return o;
+}
+
+int policy_egress_allowlist(const policy *p, egress_allowlist **ret, sbx_err **err)
+{
+	if (p->net_mode == POLICY_NET_UNSET || p->net_mode == POLICY_NET_NONE) {
+		*ret = NULL;
+		return 0;
+	}
+	int r = p->net_mode == POLICY_NET_OPEN
+			? egress_allowlist_parse_open((const char *const *)p->allow, ret, err)
+			: egress_allowlist_parse((const char *const *)p->allow, ret, err);
+	return r < 0 ? err_wrap(err, "network.allow") : 0;
+}
+
+int policy_secret_value(const policy_secret *s, char **ret, sbx_err **err)
+{
+	if (s->from_env) {
+		const char *v = getenv(s->name);
+		if (!v)
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "secret %s: host variable %s is not set", s->name,
+				       s->name);
+		char *d = strdup(v);
+		if (!d)
+			return oom(err);
+		*ret = d;
+		return 0;
+	}
+	_cleanup_close_ int fd = open(s->file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return err_errno(err, "secret %s: open '%s'", s->name, s->file);
+	char *buf = NULL;
+	size_t len = 0;
+	int r = fd_read_all(fd, 1024 * 1024, &buf, &len);
+	if (r < 0)
+		return err_errnum(err, r, "secret %s: read '%s'", s->name, s->file);
+	*ret = buf;
+	return 0;
+}

@@ -1,0 +1,330 @@
+# OCI interop: import an image built here (no network), run it, export a
+# snapshot, check it with umoci and skopeo, round-trip the layer digests, and
+# refuse a corpus of hostile image layouts.
+
+# ociimg.py: builds OCI image layouts (gzip/zstd/plain layers) from a directory
+# or from hand-crafted tar entries.
+oci_py() {
+	cat > "$TMPDIR_TEST/ociimg.py" <<'PY'
+import gzip, hashlib, io, json, os, subprocess, tarfile
+
+def sha(b):
+    return "sha256:" + hashlib.sha256(b).hexdigest()
+
+def init(layout):
+    os.makedirs(os.path.join(layout, "blobs", "sha256"), exist_ok=True)
+    with open(os.path.join(layout, "oci-layout"), "w") as f:
+        f.write('{"imageLayoutVersion":"1.0.0"}')
+
+def put(layout, data):
+    d = sha(data)
+    with open(os.path.join(layout, "blobs", "sha256", d[7:]), "wb") as f:
+        f.write(data)
+    return d
+
+def tar_dir(root):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+        for dp, dn, fn in os.walk(root):
+            dn.sort()
+            for name in sorted(dn + fn):
+                p = os.path.join(dp, name)
+                ti = t.gettarinfo(p, os.path.relpath(p, root))
+                ti.uid = ti.gid = 0
+                ti.uname = ti.gname = ""
+                if ti.isreg():
+                    with open(p, "rb") as f:
+                        t.addfile(ti, f)
+                else:
+                    t.addfile(ti)
+    return buf.getvalue()
+
+def tar_entries(entries):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+        for e in entries:
+            ti = tarfile.TarInfo(e["name"])
+            ty = e.get("type", "file")
+            ti.mode = e.get("mode", 0o755 if ty == "dir" else 0o644)
+            data = e.get("data", b"")
+            if ty == "dir":
+                ti.type = tarfile.DIRTYPE
+            elif ty == "sym":
+                ti.type = tarfile.SYMTYPE; ti.linkname = e["link"]
+            elif ty == "hard":
+                ti.type = tarfile.LNKTYPE; ti.linkname = e["link"]
+            elif ty == "chr":
+                ti.type = tarfile.CHRTYPE; ti.devmajor, ti.devminor = e.get("dev", (1, 3))
+            elif ty == "blk":
+                ti.type = tarfile.BLKTYPE; ti.devmajor, ti.devminor = e.get("dev", (8, 0))
+            if ty == "file":
+                ti.size = len(data)
+                t.addfile(ti, io.BytesIO(data))
+            else:
+                t.addfile(ti)
+    return buf.getvalue()
+
+def compress(raw, comp):
+    if comp == "gzip":
+        return gzip.compress(raw, mtime=0), "application/vnd.oci.image.layer.v1.tar+gzip"
+    if comp == "zstd":
+        out = subprocess.run(["zstd", "-q", "-c"], input=raw, stdout=subprocess.PIPE, check=True).stdout
+        return out, "application/vnd.oci.image.layer.v1.tar+zstd"
+    if comp == "docker":
+        return gzip.compress(raw, mtime=0), "application/vnd.docker.image.rootfs.diff.tar.gzip"
+    return raw, "application/vnd.oci.image.layer.v1.tar"
+
+def image(layout, tag, tars, comp="gzip", env=None, cwd="/", diff_ids=None, blobs=None, extra_layers=0,
+          layer_digest=None):
+    """blobs: pre-made compressed blobs (list of (bytes, mediaType)) instead of compressing tars."""
+    init(layout)
+    layers, ids = [], []
+    for i, raw in enumerate(tars):
+        ids.append(sha(raw))
+        blob, mt = blobs[i] if blobs else compress(raw, comp)
+        layers.append({"mediaType": mt, "digest": put(layout, blob), "size": len(blob)})
+    for i in range(extra_layers):
+        layers.append(dict(layers[-1])); ids.append(ids[-1])
+    if layer_digest:
+        layers[0]["digest"] = layer_digest
+    cfg = {"architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine),
+           "os": "linux", "config": {"Env": env or ["PATH=/bin", "IMG=1"], "WorkingDir": cwd},
+           "rootfs": {"type": "layers", "diff_ids": diff_ids if diff_ids is not None else ids}}
+    cb = json.dumps(cfg).encode()
+    man = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+           "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(layout, cb), "size": len(cb)},
+           "layers": layers}
+    mb = json.dumps(man).encode()
+    md = put(layout, mb)
+    idx = {"schemaVersion": 2, "manifests": [
+        {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": len(mb),
+         "annotations": {"org.opencontainers.image.ref.name": tag}}]}
+    with open(os.path.join(layout, "index.json"), "w") as f:
+        json.dump(idx, f)
+    return md
+PY
+}
+
+# A busybox rootfs: /bin/busybox (static) and a few applet links.
+busybox_rootfs() {
+	local r=$1 bb
+	bb=$(command -v busybox || true)
+	[ -n "$bb" ] && file -L "$bb" 2>/dev/null | grep -q static || bb=/bin/busybox
+	[ -x "$bb" ] || skip "busybox-static is not installed"
+	mkdir -p "$r"/bin "$r"/root "$r"/tmp "$r"/proc "$r"/dev "$r"/sys "$r"/etc
+	cp "$bb" "$r/bin/busybox"
+	for a in sh echo cat ls test; do ln -s busybox "$r/bin/$a"; done
+	echo "root:x:0:0:root:/root:/bin/sh" > "$r/etc/passwd"
+}
+
+# python3 -c with ociimg importable.
+py() { PYTHONPATH="$TMPDIR_TEST" python3 -c "$@"; }
+
+make_busybox_image() { # LAYOUT TAG [COMP]
+	oci_py
+	busybox_rootfs "$TMPDIR_TEST/rootfs"
+	py "import ociimg; ociimg.image('$1', '$2', [ociimg.tar_dir('$TMPDIR_TEST/rootfs')], comp='${3:-gzip}')"
+}
+
+template_refs() { ls "$SBX_ROOT/refs/labels" 2>/dev/null | grep '^template\.' || true; }
+
+t_import_run_export_roundtrip() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	local L=$TMPDIR_TEST/img
+	make_busybox_image "$L" bb
+	out=$(sbx import "oci:$L:bb")
+	assert_contains "$out" "bb sha256:"
+	sbx template ls | grep -q '^bb ' || fail "template ls does not list bb"
+	ID=$(sbx create --template bb)
+	assert_eq "$(sbx exec "$ID" -- busybox echo hi)" "hi"
+	# Exactly the image's layers: no host tree.
+	sbx exec "$ID" -- test -e /usr/bin && fail "the host's /usr is visible in an image environment"
+	assert_eq "$(sbx exec "$ID" -- sh -c 'echo $IMG')" "1" "image Env"
+	sbx exec "$ID" -- sh -c 'echo exported-data > /root/file'
+	SNAP=$(sbx snapshot "$ID")
+	sbx rm "$ID" > /dev/null
+	local E=$TMPDIR_TEST/exp
+	sbx export "$SNAP" "oci:$E:snap" > /dev/null
+	[ -f "$E/oci-layout" ] && [ -f "$E/index.json" ] || fail "no image layout written"
+	if command -v umoci > /dev/null; then
+		timeout 60 umoci unpack --rootless --image "$E:snap" "$TMPDIR_TEST/bundle" > /dev/null
+		assert_eq "$(cat "$TMPDIR_TEST/bundle/rootfs/root/file")" "exported-data" "umoci unpack"
+		[ -x "$TMPDIR_TEST/bundle/rootfs/bin/busybox" ] || fail "umoci: busybox missing"
+	else
+		echo "umoci not installed: unpack not checked"
+	fi
+	if command -v skopeo > /dev/null; then
+		timeout 60 skopeo copy "oci:$E:snap" "docker-archive:$TMPDIR_TEST/x.tar" > /dev/null
+		[ -s "$TMPDIR_TEST/x.tar" ] || fail "skopeo wrote nothing"
+	else
+		echo "skopeo not installed: copy not checked"
+	fi
+	# Round trip: the re-imported image has exactly the snapshot's layers.
+	want=$(sbx snapshots --json | python3 -c "import json,sys; print(' '.join([s for s in json.load(sys.stdin)['snapshots'] if s['snapshot_id']=='$SNAP'][0]['layers']))")
+	got=$(sbx import --json "oci:$E:snap" --name rt | python3 -c "import json,sys; print(' '.join(json.load(sys.stdin)['layers']))")
+	assert_eq "$got" "$want" "round-trip layer digests"
+	ID2=$(sbx create --template rt)
+	assert_eq "$(sbx exec "$ID2" -- cat /root/file)" "exported-data"
+	sbx rm "$ID2" > /dev/null
+	timeout 60 "$SBX_BIN" fsck > /dev/null || fail "fsck found problems after import/export"
+	command -v umoci > /dev/null && command -v skopeo > /dev/null || skip "umoci/skopeo missing: partly checked"
+}
+
+t_template_oci_spec_and_zstd() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	command -v zstd > /dev/null || skip "zstd is not installed"
+	local L=$TMPDIR_TEST/zimg
+	make_busybox_image "$L" z zstd
+	ID=$(sbx create --template "oci:$L:z")
+	assert_eq "$(sbx exec "$ID" -- busybox echo zstd-ok)" "zstd-ok"
+	sbx rm "$ID" > /dev/null
+	[ "$(template_refs)" = "template.z" ] || fail "oci: template did not register 'z': $(template_refs)"
+	# Plain tar and docker media types too.
+	local P=$TMPDIR_TEST/pimg D=$TMPDIR_TEST/dimg
+	py "import ociimg; ociimg.image('$P', 'p', [ociimg.tar_dir('$TMPDIR_TEST/rootfs')], comp='none')"
+	py "import ociimg; ociimg.image('$D', 'd', [ociimg.tar_dir('$TMPDIR_TEST/rootfs')], comp='docker')"
+	sbx import "oci:$P:p" > /dev/null
+	sbx import "oci:$D" --name dock > /dev/null
+	sbx template ls | grep -q '^dock ' || fail "import --name dock"
+}
+
+t_template_add_dir_and_ls() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	oci_py
+	busybox_rootfs "$TMPDIR_TEST/rootfs"
+	sbx template add mydir "dir:$TMPDIR_TEST/rootfs" > /dev/null
+	sbx template ls --json | grep -q '"mydir"' || fail "template ls --json"
+	ID=$(sbx create --template mydir)
+	assert_eq "$(sbx exec "$ID" -- busybox echo dir-ok)" "dir-ok"
+	sbx exec "$ID" -- sh -c 'echo x > /root/y'
+	SNAP=$(sbx snapshot "$ID")
+	sbx rm "$ID" > /dev/null
+	# A dir: template's tree is exported as the bottom layer.
+	sbx export "$SNAP" "oci:$TMPDIR_TEST/dexp" > /dev/null
+	sbx import "oci:$TMPDIR_TEST/dexp:latest" --name again > /dev/null
+	ID=$(sbx create --template again)
+	assert_eq "$(sbx exec "$ID" -- cat /root/y)" "x"
+	sbx rm "$ID" > /dev/null
+	expect_status 125 sbx create --template nosuch
+	assert_contains "$ERR" "unknown template 'nosuch'"
+}
+
+t_export_host_snapshot_refused() {
+	ID=$(sbx create)
+	SNAP=$(sbx snapshot "$ID")
+	sbx rm "$ID" > /dev/null
+	expect_status 125 sbx export "$SNAP" "oci:$TMPDIR_TEST/h"
+	assert_contains "$ERR" "snapshots of the host template cannot be exported"
+	[ "$(echo "$ERR" | wc -l)" = 1 ] || fail "error is not one line: $ERR"
+}
+
+# Each hostile layout: exit 125, one "sbx: " line, nothing outside SBX_ROOT
+# (the sentinel directory stays empty), no template ref.
+hostile() { # NAME PYTHON-BODY (L = layout path, S = sentinel dir, ociimg imported)
+	local name=$1 body=$2 L=$TMPDIR_TEST/h-$1 S=$TMPDIR_TEST/sentinel
+	mkdir -p "$S"
+	py "import ociimg, os, json, gzip, tarfile, io
+L = '$L'; S = '$S'
+$body" || fail "$name: building the layout failed"
+	expect_status 125 sbx import "oci:$L:t" --name "h$name"
+	[ "$(echo "$ERR" | wc -l)" = 1 ] || fail "$name: error is not one line: $ERR"
+	[[ "$ERR" == "sbx: "* ]] || fail "$name: error does not start with 'sbx: ': $ERR"
+	[ -z "$(ls -A "$S")" ] || fail "$name: something was written outside the store: $(ls -A "$S")"
+	[ -z "$(template_refs)" ] || fail "$name: a template ref was left: $(template_refs)"
+	echo "$name: $ERR"
+	LAST_ERR=$ERR
+}
+
+t_hostile_images() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	oci_py
+	local T="ociimg.tar_entries"
+	hostile dotdot "ociimg.image(L, 't', [$T([{'name': '../../sentinel/evil', 'data': b'x'}])])"
+	assert_contains "$LAST_ERR" ".."
+	hostile absolute "ociimg.image(L, 't', [$T([{'name': S + '/evil', 'data': b'x'}])])"
+	hostile symlink_write "ociimg.image(L, 't', [$T([{'name': 'link', 'type': 'sym', 'link': S}, {'name': 'link/evil', 'data': b'x'}])])"
+	# A symlink in one layer and a write through it in the next: each layer is
+	# extracted on its own, so the write makes a directory 'link' in the upper
+	# layer (harmless, as in overlayfs); nothing reaches the target.
+	py "import ociimg
+L = '$TMPDIR_TEST/h-symlink_layers'
+ociimg.image(L, 't', [$T([{'name': 'link', 'type': 'sym', 'link': '$TMPDIR_TEST/sentinel'}]), $T([{'name': 'link/evil', 'data': b'x'}])])"
+	sbx import "oci:$TMPDIR_TEST/h-symlink_layers:t" --name twolayers > /dev/null
+	[ -z "$(ls -A "$TMPDIR_TEST/sentinel")" ] || fail "symlink_layers: wrote through the symlink"
+	sbx rm "$(sbx create --template twolayers)" > /dev/null
+	[ -z "$(ls -A "$TMPDIR_TEST/sentinel")" ] || fail "symlink_layers: wrote through the symlink at mount"
+	rm -f "$SBX_ROOT/refs/labels/template.twolayers"
+	hostile hardlink_out "ociimg.image(L, 't', [$T([{'name': 'h', 'type': 'hard', 'link': '/etc/passwd'}])])"
+	hostile hardlink_dotdot "ociimg.image(L, 't', [$T([{'name': 'h', 'type': 'hard', 'link': '../../../etc/passwd'}])])"
+	hostile chardev "ociimg.image(L, 't', [$T([{'name': 'null2', 'type': 'chr', 'dev': (1, 3)}])])"
+	hostile blockdev "ociimg.image(L, 't', [$T([{'name': 'sda', 'type': 'blk'}])])"
+	# A declared size far beyond the data (and the limit): patch the size field and checksum.
+	hostile huge_size "
+raw = bytearray($T([{'name': 'big', 'data': b'x'}]))
+raw[124:136] = b'%011o\0' % (0o77777777777)
+raw[148:156] = b'        '
+raw[148:156] = b'%06o\0 ' % sum(raw[0:512])
+ociimg.image(L, 't', [bytes(raw)])"
+	hostile truncated_tar "
+raw = $T([{'name': 'f', 'data': b'y' * 5000}])
+ociimg.image(L, 't', [raw[:1500]])"
+	hostile corrupt_gzip "
+raw = $T([{'name': 'f', 'data': os.urandom(20000)}])
+g = bytearray(gzip.compress(raw, mtime=0)); g[200] ^= 0xff; g[201] ^= 0xff
+ociimg.image(L, 't', [raw], blobs=[(bytes(g), 'application/vnd.oci.image.layer.v1.tar+gzip')])"
+	hostile truncated_gzip "
+raw = $T([{'name': 'f', 'data': os.urandom(20000)}])
+g = gzip.compress(raw, mtime=0)
+ociimg.image(L, 't', [raw], blobs=[(g[:len(g) // 2], 'application/vnd.oci.image.layer.v1.tar+gzip')])"
+	hostile digest_mismatch "
+ociimg.image(L, 't', [$T([{'name': 'f', 'data': b'ok'}])], comp='none')
+m = json.load(open(L + '/index.json'))['manifests'][0]['digest'][7:]
+man = json.load(open(L + '/blobs/sha256/' + m))
+p = L + '/blobs/sha256/' + man['layers'][0]['digest'][7:]
+b = bytearray(open(p, 'rb').read()); b[600] ^= 1; open(p, 'wb').write(b)"
+	assert_contains "$LAST_ERR" "is corrupt"
+	hostile diffid_mismatch "ociimg.image(L, 't', [$T([{'name': 'f', 'data': b'ok'}])], diff_ids=['sha256:' + '0' * 64])"
+	assert_contains "$LAST_ERR" "diff_id"
+	hostile outside_blobs "ociimg.image(L, 't', [$T([{'name': 'f'}])], layer_digest='sha256:../../../../etc/passwd')"
+	assert_contains "$LAST_ERR" "not sha256"
+	hostile bad_hex "ociimg.image(L, 't', [$T([{'name': 'f'}])], layer_digest='sha256:' + 'A' * 64)"
+	hostile symlinked_blobs "
+ociimg.image(L + '-real', 't', [$T([{'name': 'f'}])])
+os.makedirs(L); os.symlink(L + '-real/blobs', L + '/blobs')
+for f in ('oci-layout', 'index.json'): open(L + '/' + f, 'w').write(open(L + '-real/' + f).read())"
+	hostile symlinked_index "
+ociimg.image(L, 't', [$T([{'name': 'f'}])])
+os.rename(L + '/index.json', L + '/real-index.json'); os.symlink('real-index.json', L + '/index.json')"
+	hostile symlinked_blob "
+ociimg.image(L, 't', [$T([{'name': 'f', 'data': b'z'}])], comp='none')
+m = json.load(open(L + '/index.json'))['manifests'][0]['digest'][7:]
+man = json.load(open(L + '/blobs/sha256/' + m))
+p = L + '/blobs/sha256/' + man['layers'][0]['digest'][7:]
+os.rename(p, L + '/moved'); os.symlink(L + '/moved', p)"
+	hostile too_many_layers "ociimg.image(L, 't', [$T([{'name': 'f'}])], extra_layers=500)"
+	assert_contains "$LAST_ERR" "max 500"
+	hostile huge_index "
+ociimg.image(L, 't', [$T([{'name': 'f'}])])
+open(L + '/index.json', 'w').write(' ' * (17 << 20) + '{}')"
+	hostile whiteout_escape "ociimg.image(L, 't', [$T([{'name': '.wh...'}])])"
+	hostile overlay_xattr "
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t:
+    ti = tarfile.TarInfo('d'); ti.type = tarfile.DIRTYPE; ti.pax_headers = {'SCHILY.xattr.trusted.overlay.redirect': '/etc'}
+    t.addfile(ti)
+ociimg.image(L, 't', [buf.getvalue()])"
+	hostile no_tag "ociimg.image(L, 'other', [$T([{'name': 'f'}])])"
+	assert_contains "$LAST_ERR" "no image tagged 't'"
+	# Nothing was committed as a template, and the store is consistent.
+	timeout 60 "$SBX_BIN" fsck > /dev/null || fail "fsck found problems after the hostile imports"
+}
+
+t_setuid_stripped() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	oci_py
+	local L=$TMPDIR_TEST/suid
+	py "import ociimg; ociimg.image('$L', 't', [ociimg.tar_entries([{'name': 'bin', 'type': 'dir'}, {'name': 'bin/su', 'data': b'#!', 'mode': 0o6755}])])"
+	sbx import "oci:$L:t" > /dev/null
+	found=$(find "$SBX_ROOT/layers" -perm /6000 -type f | head -1)
+	[ -z "$found" ] || fail "setuid/setgid bit kept: $found"
+}
