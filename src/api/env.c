@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "runtime/runtime.h"
+#include "policy/egress_match.h"
 #include "store/layer.h"
 #include "store/snapshot.h"
 #include "util/fd.h"
@@ -49,6 +50,7 @@ void env_config_free(env_config *c)
 	strv_free(c->env);
 	strv_free(c->warnings);
 	free(c->network);
+	strv_free(c->network_allow);
 	safe_close(c->lock_fd);
 	free(c);
 }
@@ -274,6 +276,37 @@ static void name_unregister(sbx_ctx *ctx, const char *name, const char *id)
 		(void)unlink(link);
 }
 
+/* "none" | "open" | "allow=HOST[:PORT],..." (patterns checked here, so a
+ * bad one fails the create with the reason). */
+static int parse_network(const char *spec, const char **ret_mode, char ***ret_allow, sbx_err **err)
+{
+	if (streq(spec, "none") || streq(spec, "open")) {
+		*ret_mode = streq(spec, "none") ? "none" : "open";
+		return 0;
+	}
+	if (!startswith(spec, "allow=") || !spec[6])
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...", spec);
+	_cleanup_free_ char *copy = strdup(spec + 6);
+	size_t n = 1;
+	for (const char *q = copy; q && *q; q++)
+		n += *q == ',';
+	_cleanup_strv_free_ char **v = calloc(n + 1, sizeof(char *));
+	if (!copy || !v)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	size_t k = 0;
+	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+		if (*tok && !(v[k++] = strdup(tok)))
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	egress_allowlist *al = NULL;
+	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
+		return err_wrap(err, "network allowlist");
+	egress_allowlist_free(al);
+	*ret_mode = "allow";
+	*ret_allow = TAKE_PTR(v);
+	return 0;
+}
+
 /* The layer trees of a snapshot, topmost first, all present in the store. */
 static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap, sbx_err **err)
 {
@@ -476,9 +509,10 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
 			       o->name);
-	if (o->network && !streq(o->network, "none"))
-		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-			       "network '%s' is not available yet: only 'none' (loopback only) is implemented", o->network);
+	_cleanup_strv_free_ char **allow = NULL;
+	const char *netmode = "none";
+	if (o->network && parse_network(o->network, &netmode, &allow, err) < 0)
+		return -1;
 	if (o->memory_bytes > 0 && o->memory_bytes < (4LL << 20))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "memory limit too small: at least 4m");
 	if (o->cpus < 0 || o->cpus > 1024 || o->pids < -1 || o->timeout_ms < 0 || o->ttl_ms < 0)
@@ -505,7 +539,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->env_dir = ctx_env_dir(ctx, c->id);
 	c->run_dir = ctx_run_dir(ctx, c->id);
 	c->template_spec = strdup(o->template_spec ? o->template_spec : "host");
-	c->network = strdup("none");
+	c->network = strdup(netmode);
+	c->network_allow = TAKE_PTR(allow);
 	c->rootless = ctx->rootless;
 	c->ephemeral = o->ephemeral;
 	c->env = calloc(1, sizeof(char *));
@@ -532,6 +567,9 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (ctx->rootless && !userns_available()) {
 		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
 		c->degraded = true;
+		if (!streq(c->network, "none"))
+			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+				       "network '%s' needs user namespaces, which this host does not allow", o->network);
 		if (o->template_spec && !streq(o->template_spec, "host"))
 			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 				       "template '%s' needs user namespaces, which this host does not allow "
@@ -632,6 +670,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
 		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
 		"network", c->network, "degraded", c->degraded);
+	if (st && c->network_allow)
+		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
 	if (st && snap) {
 		json_object_set_new(st, "snapshot_id", json_string(snap_id));
 		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
@@ -817,7 +857,17 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	json_object_set_new(iso, "capabilities",
 			    json_pack("[sssssssssss]", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
 				      "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "SETFCAP"));
-	json_object_set_new(iso, "network", json_string("loopback only"));
+	const char *net = json_str(st, "network") ?: "none";
+	json_object_set_new(iso, "network", json_string(streq(net, "open")	? "open: the host's network (unsafe)"
+						       : streq(net, "allow") ? "loopback only; egress through the sbx proxy to the allowlist"
+									      : "loopback only"));
+	if (json_object_get(st, "network_allow"))
+		json_object_set(iso, "network_allow", json_object_get(st, "network_allow"));
+	if (streq(net, "allow")) {
+		char lp[4300];
+		snprintf(lp, sizeof(lp), "%s/%s/egress.log", ctx->run, id);
+		json_object_set_new(iso, "egress_log", json_string(lp));
+	}
 	if (json_bool(st, "degraded", false)) {
 		json_object_set_new(iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
 		json_object_set_new(iso, "namespaces", json_array());

@@ -218,7 +218,8 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 }
 
 /* Rebuilds create options from an environment's recorded state. */
-static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env)
+static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
+			   char **net)
 {
 	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
 	*o = d;
@@ -233,6 +234,12 @@ static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vol
 	o->ttl_ms = json_int(l, "ttl_ms", 0);
 	o->output_bytes = json_int(l, "output_bytes", 0);
 	*env = json_to_strv(json_object_get(st, "env"));
+	const char *mode = json_str(st, "network") ?: "none";
+	*net = streq(mode, "allow") ? json_join_strings(json_object_get(st, "network_allow"), "allow=", ',')
+				    : strdup(mode);
+	if (!*net)
+		return -ENOMEM;
+	o->network = *net;
 	o->env = (const char *const *)*env;
 	json_t *vs = json_object_get(st, "volumes"), *v;
 	size_t i;
@@ -270,7 +277,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	sbx_create_opts o;
 	sbx_volume vols[64];
 	_cleanup_strv_free_ char **env = NULL;
-	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env) < 0)
+	_cleanup_free_ char *net = NULL;
+	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env, &net) < 0)
 		return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state of '%s'", id);
 	if (snap->base_template)
 		o.template_spec = snap->base_template;

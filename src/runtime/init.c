@@ -49,7 +49,7 @@ static const char *const default_env[] = {
  * then the exec's; a later K=V replaces an earlier K. */
 static char **build_env(const env_config *c, char **extra, bool tty)
 {
-	size_t n = ARRAY_SIZE(default_env) + 6;
+	size_t n = ARRAY_SIZE(default_env) + 14;
 	for (char **p = c->env; p && *p; p++)
 		n++;
 	for (char **p = extra; p && *p; p++)
@@ -63,8 +63,14 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 	snprintf(dhome, sizeof(dhome), "HOME=%s/home", c->env_dir);
 	snprintf(dtmp, sizeof(dtmp), "TMPDIR=%s/tmp", c->env_dir);
 	const char *const degraded_env[] = {dhome, dtmp, NULL};
+	/* network allow: every well-behaved client goes through the proxy. */
+	const char *const proxy_env[] = {"HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
+					 "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
+					 "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
+					 "no_proxy=localhost,127.0.0.1,::1", NULL};
 	const char *const *lists[] = {default_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
 				      c->degraded ? degraded_env : NULL,
+				      streq(c->network, "allow") ? proxy_env : NULL,
 				      (const char *const *)c->env, (const char *const *)extra};
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
 		for (const char *const *p = lists[l]; p && *p; p++) {

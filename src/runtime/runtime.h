@@ -51,7 +51,8 @@ typedef struct env_config {
 	int64_t timeout_ms;
 	int64_t output_bytes;
 	int64_t ttl_ms;
-	char *network;
+	char *network;       /* "none", "allow" (through the egress proxy) or "open" (host network) */
+	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h) */
 	int lock_fd;    /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */

@@ -342,7 +342,13 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 7. Identity and network: our own hostname, loopback only. */
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)
 		err_errno(&e, "sethostname"), fail(sock, e);
-	if (netns_loopback_up(&e) < 0)
+	if (!streq(c->network, "open") && netns_loopback_up(&e) < 0)
+		fail(sock, e);
+	/* network allow: the egress proxy's listening socket is made here, in
+	 * the environment's network namespace, and served from outside by the
+	 * supervisor; the only route out. */
+	_cleanup_close_ int proxy_fd = streq(c->network, "allow") ? netns_proxy_socket(&e) : -1;
+	if (streq(c->network, "allow") && proxy_fd < 0)
 		fail(sock, e);
 
 	/* 8. Resource limits that cgroups do not cover: no core dumps (a piped
@@ -393,7 +399,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.work);
 
 	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
-	if (!ready || json_send(sock, ready, NULL, 0) < 0)
+	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
+	proxy_fd = safe_close(proxy_fd);
 	init_main(c, sock);
 }

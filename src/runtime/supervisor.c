@@ -11,7 +11,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -24,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "policy/proxy.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
 #include "util/fd.h"
@@ -59,10 +62,18 @@ typedef struct supervisor {
 	json_t *warnings;
 	int64_t oom_seen; /* OOM kills already attributed to a command */
 	int freeze_conn;  /* the snapshot client holding the freeze, or -1 */
+	int proxy_listen; /* network allow: listening socket inside the environment */
+	int proxy_stop;   /* eventfd that ends the proxy thread */
+	pthread_t proxy_thread;
+	bool proxy_running;
+	egress_allowlist *allow;
+	int egress_log;
 	bool frozen;
 	bool stopping;
 	int stop_conn; /* replied to once everything is cleaned up */
 } supervisor;
+
+static void proxy_stop(supervisor *s);
 
 static void ep_add(supervisor *s, int fd)
 {
@@ -434,6 +445,7 @@ static void kill_descendants(void)
 static void teardown(supervisor *s)
 {
 	thaw(s); /* a v1-frozen task does not even die until thawed */
+	proxy_stop(s);
 	/* Killing init kills every process of its pid namespace; the mount,
 	 * network and other namespaces vanish with the last of them. */
 	if (s->init_pidfd >= 0)
@@ -454,6 +466,68 @@ static void teardown(supervisor *s)
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/ctl.sock", s->c->run_dir);
 	(void)unlink(path);
+}
+
+/* ---- egress proxy (network allow) ---------------------------------------- */
+
+/* One JSON line per connection in $SBX_RUN/<id>/egress.log. */
+static void egress_log_event(void *ud, json_t *event)
+{
+	supervisor *s = ud;
+	if (s->egress_log < 0)
+		return;
+	char *line = json_dumps(event, JSON_COMPACT);
+	if (line) {
+		size_t n = strlen(line);
+		line[n] = '\n';
+		(void)fd_write_all(s->egress_log, line, n + 1); /* O_APPEND: whole lines */
+		free(line);
+	}
+}
+
+static void *proxy_main(void *arg)
+{
+	supervisor *s = arg;
+	proxy_opts o = PROXY_OPTS_INIT;
+	o.stop_fd = s->proxy_stop;
+	o.log = egress_log_event;
+	o.ud = s;
+	(void)proxy_serve(s->proxy_listen, s->allow, &o, NULL);
+	return NULL;
+}
+
+static int proxy_start(supervisor *s, sbx_err **err)
+{
+	if (s->proxy_listen < 0)
+		return err_set(err, SBX_E_INTERNAL, EPROTO, "no egress proxy socket from the environment");
+	if (egress_allowlist_parse((const char *const *)s->c->network_allow, &s->allow, err) < 0)
+		return err_wrap(err, "network allowlist");
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/egress.log", s->c->run_dir);
+	s->egress_log = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	s->proxy_stop = eventfd(0, EFD_CLOEXEC);
+	if (s->proxy_stop < 0)
+		return err_errno(err, "eventfd");
+	int r = pthread_create(&s->proxy_thread, NULL, proxy_main, s);
+	if (r != 0)
+		return err_errnum(err, r, "start the egress proxy");
+	s->proxy_running = true;
+	return 0;
+}
+
+static void proxy_stop(supervisor *s)
+{
+	if (s->proxy_running) {
+		uint64_t one = 1;
+		(void)!write(s->proxy_stop, &one, sizeof(one));
+		pthread_join(s->proxy_thread, NULL);
+		s->proxy_running = false;
+	}
+	s->proxy_stop = safe_close(s->proxy_stop);
+	s->proxy_listen = safe_close(s->proxy_listen);
+	s->egress_log = safe_close(s->egress_log);
+	egress_allowlist_free(s->allow);
+	s->allow = NULL;
 }
 
 /* ---- start -------------------------------------------------------------- */
@@ -584,7 +658,9 @@ static int start_init(supervisor *s, sbx_err **err)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return err_errno(err, "socketpair");
 	int pidfd = -1;
-	uint64_t ns = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC;
+	uint64_t ns = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+	if (!streq(c->network, "open"))
+		ns |= CLONE_NEWNET; /* open: the host's network, by request (flagged in inspect) */
 	if (c->degraded) {
 		/* No namespaces: we become the subreaper of everything the
 		 * environment starts, so that teardown can find it all. */
@@ -636,9 +712,14 @@ static int start_init(supervisor *s, sbx_err **err)
 	_cleanup_json_ json_t *att = json_pack("{s:s}", "op", "attached");
 	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
 		return err_set(err, SBX_E_INTERNAL, EPIPE, "environment init died during setup");
-	/* Wait for the child's verdict: ready, or the step that failed. */
+	/* Wait for the child's verdict: ready, or the step that failed. With
+	 * network allow, ready carries the proxy's listening socket. */
 	_cleanup_json_ json_t *m = NULL;
-	int r = json_recv(s->init_sock, &m, NULL, NULL);
+	int pfd[1] = {-1};
+	size_t npfd = 1;
+	int r = json_recv(s->init_sock, &m, pfd, &npfd);
+	if (r > 0 && npfd == 1)
+		s->proxy_listen = pfd[0];
 	if (r <= 0)
 		return err_set(err, SBX_E_INTERNAL, r ? -r : EPIPE, "environment init died during setup");
 	const char *ev = json_str(m, "ev") ?: "";
@@ -652,6 +733,10 @@ static int start_init(supervisor *s, sbx_err **err)
 			       json_str(m, "message") ?: "unknown error");
 	}
 	s->landlock_abi = (int)json_int(m, "landlock_abi", 0);
+	if (streq(c->network, "allow") && proxy_start(s, err) < 0)
+		return -1;
+	if (streq(c->network, "open"))
+		add_warning(s, "network open: the environment shares the host's network stack (no network isolation)");
 	if (s->landlock_abi == 0)
 		add_warning(s, "Landlock unavailable on this kernel: filesystem second wall missing");
 	return 0;
@@ -688,8 +773,8 @@ static void report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c,	       .listen_fd = -1, .init_sock = -1, .init_pidfd = -1,
-			.ttl_fd = -1, .stop_conn = -1,  .freeze_conn = -1};
+	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1,
+			.stop_conn = -1,  .freeze_conn = -1, .proxy_listen = -1, .proxy_stop = -1, .egress_log = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);

@@ -59,8 +59,12 @@ static const char create_in[] =
     "idle this many milliseconds (0: never).'},"
     "'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
     "per command, each (-1: none).'}}},"
-    "'network':{'type':'string','description':'Network access: none (the default: loopback only) is "
-    "the only mode available now.'},"
+    "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
+    "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
+    "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. open: "
+    "the host network, unisolated.','oneOf':[{'type':'string','enum':['none','open']},{'type':'object',"
+    "'additionalProperties':false,'required':['allow'],'properties':{'allow':{'type':'array','minItems':1,"
+    "'items':{'type':'string','minLength':1}}}}]},"
     "'volumes':{'type':'array','description':'Host directories to bind inside.','items':{'type':"
     "'object','additionalProperties':false,'required':['host','path'],'properties':{"
     "'host':{'type':'string','description':'Absolute host path.'},"
@@ -304,7 +308,23 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (o.snapshot && sbx_snapshot_resolve(c->ctx, o.snapshot, &base, err) < 0)
 		return err_wrap(err, "snapshot '%s' (call snapshot_list to see the snapshots)", o.snapshot);
 	o.name = json_str(a, "name");
-	o.network = json_str(a, "network");
+	/* network: "none" | "open" | {"allow": [patterns]} -> the library's "allow=a,b" */
+	_cleanup_free_ char *net = NULL;
+	json_t *nj = json_object_get(a, "network");
+	if (json_is_object(nj)) {
+		json_t *allow = json_object_get(nj, "allow");
+		size_t i;
+		json_t *v;
+		if (!json_is_array(allow))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "network.allow must be an array of host patterns");
+		json_array_foreach(allow, i, v) if (!json_is_string(v) || strchr(json_string_value(v), ','))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "network.allow[%zu] must be a host pattern such as example.com or *.example.com:443", i);
+		if (!(net = json_join_strings(allow, "allow=", ',')))
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		o.network = net;
+	} else
+		o.network = json_str(a, "network");
 	_cleanup_strv_free_ char **env = NULL;
 	int r = env_strv(c, "env", &env);
 	if (r < 0)

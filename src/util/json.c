@@ -85,3 +85,27 @@ bool json_bool(const json_t *obj, const char *key, bool dflt)
 	json_t *v = json_object_get(obj, key);
 	return json_is_boolean(v) ? json_is_true(v) : dflt;
 }
+
+char *json_join_strings(const json_t *a, const char *prefix, char sep)
+{
+	size_t len = strlen(prefix) + 1, i;
+	json_t *v;
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_string(v))
+			return NULL;
+		len += strlen(json_string_value(v)) + 1;
+	}
+	char *out = malloc(len), *p = out;
+	if (!out)
+		return NULL;
+	p = stpcpy(p, prefix);
+	json_array_foreach(a, i, v)
+	{
+		if (i)
+			*p++ = sep;
+		p = stpcpy(p, json_string_value(v));
+	}
+	*p = 0;
+	return out;
+}

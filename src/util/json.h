@@ -18,3 +18,6 @@ int json_recv(int sock, json_t **ret, int *fds, size_t *n_fds);
 const char *json_str(const json_t *obj, const char *key);        /* NULL if absent/not string */
 int64_t json_int(const json_t *obj, const char *key, int64_t dflt); /* dflt if absent/not int */
 bool json_bool(const json_t *obj, const char *key, bool dflt);
+/* prefix + the array's strings joined by sep; NULL if an element is not a
+ * string (or ENOMEM). */
+char *json_join_strings(const json_t *a, const char *prefix, char sep);

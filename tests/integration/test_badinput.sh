@@ -76,8 +76,6 @@ t_bad_env() {
 }
 
 t_not_yet_available_is_clear() {
-	expect_status 125 sbx create --network open
-	assert_contains "$ERR" "not available yet"
 	expect_status 125 sbx create --policy strict
 	assert_contains "$ERR" "not available yet"
 	expect_status 125 sbx create --snapshot sha256:abc

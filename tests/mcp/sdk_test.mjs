@@ -290,10 +290,12 @@ const cases = {
 		check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'unknown snapshot: not_found, with what to call', e);
 		e = await toolError(client, 'environment_create', { template: 'nonsense' });
 		check(e.code === 'not_found' || e.code === 'invalid_argument', 'bad template', e);
-		e = await toolError(client, 'environment_create', { network: 'open' });
-		check(e.code === 'unavailable' && e.message.includes('none'), 'network open: unavailable, use none', e);
-		e = await protocolError(call(client, 'environment_create', { network: { allow: ['x'] } }), -32602, 'network object');
-		check(e.message.includes('network'), 'network message', e.message);
+		e = await toolError(client, 'environment_create', { network: 'sometimes' });
+		check(e.code === 'invalid_argument' && e.message.includes('none'), 'bad network mode names the valid ones', e);
+		e = await toolError(client, 'environment_create', { network: { allow: ['*'] } });
+		check(e.code === 'invalid_argument' && e.message.includes('allow'), 'too broad an allowlist is refused', e);
+		e = await toolError(client, 'environment_create', { network: { allow: [3] } });
+		check(e.code === 'invalid_argument', 'non-string pattern refused', e);
 		// Dotted alias through tools/call.
 		const r = await ok(client, 'environment.list', {});
 		check(Array.isArray(r.environments), 'dotted alias in tools/call', r);
