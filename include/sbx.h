@@ -82,6 +82,8 @@ typedef struct sbx_create_opts {
 	const char *network;  /* "none" (default) */
 	bool ephemeral;       /* writable layer on tmpfs, removed with the env */
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
+	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
+			       * above may narrow it, never widen it */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -210,6 +212,14 @@ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t 
 int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* A template name (or oci:DIR[:TAG], imported first) -> its snapshot digest. */
 int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_err **err);
+
+/* ---- policies ----------------------------------------------------------- */
+
+/* {"policies":[...]} the built-in profiles (strict, dev, open). */
+int sbx_policy_list(json_t **ret, sbx_err **err);
+/* Parses and validates a profile name, policy file or inline JSON; returns
+ * its canonical form. Errors name the field and the reason. */
+int sbx_policy_show(const char *spec, json_t **ret, sbx_err **err);
 
 /* ---- files inside a live environment ----------------------------------- */
 

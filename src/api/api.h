@@ -23,3 +23,15 @@ struct store_snapshot;
 int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
 		    const struct store_snapshot *snap, const char *snap_id, char **ret_id, json_t **ret_warnings,
 		    sbx_err **err);
+
+/* --policy (src/api/policy_apply.c). */
+struct policy;
+typedef struct policy_storage {
+	char *network;       /* what o->network may point to */
+	sbx_volume *volumes; /* what o->volumes may point to */
+	char **env;          /* what o->env may point to (strings borrowed) */
+	const char *warning; /* a part of the policy that is not enforced, or NULL */
+} policy_storage;
+int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
+int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
+void policy_storage_clear(policy_storage *k);

@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "runtime/runtime.h"
 #include "policy/egress_match.h"
+#include "policy/policy.h"
 #include "store/layer.h"
 #include "store/snapshot.h"
 #include "util/fd.h"
@@ -672,6 +673,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		"network", c->network, "degraded", c->degraded);
 	if (st && c->network_allow)
 		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
+	if (st && o->policy)
+		json_object_set_new(st, "policy", json_string(o->policy[0] == '{' ? "(inline)" : o->policy));
 	if (st && snap) {
 		json_object_set_new(st, "snapshot_id", json_string(snap_id));
 		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
@@ -714,8 +717,35 @@ fail:
 	return err_ret(err);
 }
 
+static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
+			   sbx_err **err);
+
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
+{
+	if (!o || !o->policy)
+		return env_create_opts(ctx, o, ret_id, ret_warnings, err);
+	_cleanup_policy_ policy *p = NULL;
+	if (policy_load_spec(o->policy, &p, err) < 0)
+		return -1;
+	sbx_create_opts co = *o;
+	policy_storage keep = {0};
+	int r = policy_apply(p, &co, &keep, err);
+	json_t *w = NULL;
+	if (r == 0)
+		r = env_create_opts(ctx, &co, ret_id, &w, err);
+	if (r == 0 && keep.warning && w)
+		json_array_append_new(w, json_string(keep.warning));
+	if (ret_warnings)
+		*ret_warnings = w;
+	else
+		json_decref(w);
+	policy_storage_clear(&keep);
+	return r;
+}
+
+static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
+			   sbx_err **err)
 {
 	/* OCI: a template that is neither host nor dir:PATH is an imported image
 	 * (a template name, or oci:DIR[:TAG] imported first): create from its

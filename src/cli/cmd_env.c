@@ -165,7 +165,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 				return EXIT_SBX;
 			o->create.snapshot = v;
 		} else if ((flags & F_CREATE) && (v = VALUE("--policy"), m)) {
-			return cli_usage_error(cmd, "%s is not available yet (policies are in progress)", a);
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.policy = v;
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
 			return cli_usage_error(cmd, "--trace is not available yet (tracing is in progress)");
 		} else {

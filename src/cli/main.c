@@ -30,6 +30,8 @@ static const cli_cmd commands[] = {
 	{"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]", "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
 	{"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]", "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
 	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
+	{"policy", cmd_policy, "sbx policy ls | show NAME|FILE | check FILE",
+	 "List the built-in policies (strict, dev, open), show one, or validate a policy file."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
@@ -40,6 +42,8 @@ static const char options_help[] =
 	"CREATE-OPTS:\n"
 	"  --template T        host (default: the host's OS tree, read-only, secrets hidden) or dir:PATH\n"
 	"  --snapshot S        start from a snapshot (digest, prefix or label)\n"
+	"  --policy P          strict, dev, open or a policy file: caps everything else (options may\n"
+	"                      narrow it, never widen it)\n"
 	"  --name N            a unique name usable wherever an id is\n"
 	"  -v, --volume H:P[:ro|rw]  bind host directory H at P inside\n"
 	"  --env K=V           environment variable for every command (repeatable)\n"

@@ -41,6 +41,10 @@ static const char create_in[] =
     "{'type':'object','additionalProperties':false,'properties':{"
     "'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
     "read-only, under a private writable layer) or dir:/absolute/path.'},"
+    "'policy':{'description':'A policy that caps everything else: a built-in profile (strict: no network, "
+    "512 MiB, 256 pids; dev: package registries allowed; open: unsafe) or a policy document object. "
+    "Other arguments may narrow it, never widen it.','oneOf':[{'type':'string','enum':['strict','dev','open']},"
+    "{'type':'object'}]},"
     "'snapshot':{'type':'string','minLength':1,'description':'Start from this snapshot (a snapshot_id "
     "from environment_snapshot or snapshot_list, or its label) instead of a fresh template: a fork.'},"
     "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
@@ -297,11 +301,19 @@ static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *re
 static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
-	if (json_object_get(a, "policy"))
-		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
-			       "policies are not available yet in this sbx; omit 'policy' and use 'limits', "
-			       "'network' and 'volumes' instead");
+	/* policy: a built-in profile name or a policy document (object). */
+	_cleanup_free_ char *pol = NULL;
+	json_t *pj = json_object_get(a, "policy");
+	if (json_is_object(pj) && !(pol = json_dumps(pj, JSON_COMPACT)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+	o.policy = pol ? pol : json_str(a, "policy");
+	/* Only names and documents over MCP: a path would let the model make the
+	 * server read host files. */
+	if (!pol && o.policy && !streq(o.policy, "strict") && !streq(o.policy, "dev") && !streq(o.policy, "open"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "policy '%s': give a built-in profile (strict, dev, open) or a policy document object",
+			       o.policy);
 	o.template_spec = json_str(a, "template");
 	o.snapshot = json_str(a, "snapshot");
 	_cleanup_free_ char *base = NULL;
@@ -592,7 +604,7 @@ static const char diff_out[] =
 
 /* ---- the table ------------------------------------------------------------ */
 
-static const char *const create_reserved[] = {"policy", NULL};
+static const char *const create_reserved[] = {NULL};
 static const char *const execute_reserved[] = {"trace", NULL};
 
 static const tool tools[] = {

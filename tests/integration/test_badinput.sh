@@ -76,8 +76,10 @@ t_bad_env() {
 }
 
 t_not_yet_available_is_clear() {
-	expect_status 125 sbx create --policy strict
+	id=$(sbx create)
+	expect_status 125 sbx exec --trace "$id" -- true
 	assert_contains "$ERR" "not available yet"
+	sbx rm "$id"
 	expect_status 125 sbx create --snapshot sha256:abc
 	assert_contains "$ERR" "no such snapshot"
 	nothing_left

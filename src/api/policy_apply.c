@@ -1,0 +1,180 @@
+/* --policy: a policy document (a built-in profile, a file or inline JSON)
+ * becomes the ceiling of a create's options. Explicit options may narrow it,
+ * never widen it: a wider limit, network or volume is an error that names
+ * the field, since a policy is what an operator decided an agent may touch. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "policy/policy.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+static bool is_profile(const char *s) { return streq(s, "strict") || streq(s, "dev") || streq(s, "open"); }
+
+int policy_load_spec(const char *spec, policy **ret, sbx_err **err)
+{
+	if (is_profile(spec))
+		return policy_profile(spec, ret, err);
+	if (spec[0] == '{')
+		return policy_parse(spec, strlen(spec), ret, err);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r = fs_read_file(spec, 1 << 20, &buf, &len);
+	if (r < 0)
+		return err_set(err, r == -ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, -r,
+			       "policy '%s': not a built-in profile (strict, dev, open) and not a readable file: %s", spec,
+			       strerror(-r));
+	if (policy_parse(buf, len, ret, err) < 0)
+		return err_wrap(err, "policy file '%s'", spec);
+	return 0;
+}
+
+/* One limit: explicit value (0 = unset) against the policy's (-1 = unset). */
+static int cap_limit(const char *field, int64_t *opt, int64_t pol, sbx_err **err)
+{
+	if (pol < 0)
+		return 0;
+	if (*opt == 0) {
+		*opt = pol;
+		return 0;
+	}
+	if (*opt < 0 || *opt > pol)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+			       "%s: the policy allows at most %lld; an explicit value may only narrow it", field,
+			       (long long)pol);
+	return 0;
+}
+
+int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err)
+{
+	/* Refused rather than ignored: a policy must never look stricter than
+	 * what is enforced. (A disk quota is reported as not enforced instead:
+	 * the built-in profiles carry one for when it is.) */
+	if (p->n_secrets || (p->hidden && p->hidden[0]) || (p->plugins && p->plugins[0]))
+		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
+			       "policy '%s' uses secrets, hidden paths or plugins, which this sbx does not enforce yet; "
+			       "remove them from the policy",
+			       p->name ? p->name : "(inline)");
+	if (p->limits.disk_bytes > 0)
+		keep->warning = "the policy's disk quota (limits.disk_bytes) is not enforced yet";
+	const policy_limits *l = &p->limits;
+	if (cap_limit("memory", &o->memory_bytes, l->memory_bytes, err) < 0 || cap_limit("pids", &o->pids, l->pids, err) < 0 ||
+	    cap_limit("timeout", &o->timeout_ms, l->timeout_ms, err) < 0 || cap_limit("ttl", &o->ttl_ms, l->ttl_ms, err) < 0 ||
+	    cap_limit("output limit", &o->output_bytes, l->output_bytes, err) < 0)
+		return -1;
+	if (l->cpus > 0) {
+		if (o->cpus == 0)
+			o->cpus = l->cpus;
+		else if (o->cpus > l->cpus)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "cpus: the policy allows at most %g", l->cpus);
+	}
+	/* Network: none < allow (a subset of the policy's rules) < open. */
+	const char *want = o->network ? o->network : NULL;
+	if (p->net_mode == POLICY_NET_NONE || p->net_mode == POLICY_NET_UNSET) {
+		if (want && !streq(want, "none"))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "network '%s': the policy allows no network", want);
+		o->network = "none";
+	} else if (p->net_mode == POLICY_NET_ALLOW) {
+		if (want && streq(want, "open"))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "network open: the policy only allows its host list");
+		if (want && startswith(want, "allow=")) {
+			/* Every requested rule must be covered by one of the policy's. */
+			_cleanup_free_ char *copy = strdup(want + 6);
+			for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+				egress_rule r;
+				if (egress_rule_parse(t, &r, err) < 0)
+					return err_wrap(err, "network");
+				bool covered = false;
+				for (char **a = p->allow; a && *a && !covered; a++) {
+					egress_rule pr;
+					covered = egress_rule_parse(*a, &pr, NULL) == 0 && egress_rule_covers(&pr, &r);
+				}
+				if (!covered)
+					return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+						       "network allow '%s': not within the policy's allowlist", t);
+			}
+		} else if (!want || !streq(want, "none")) {
+			json_t *a = json_from_strv((const char *const *)p->allow);
+			keep->network = a ? json_join_strings(a, "allow=", ',') : NULL;
+			json_decref(a);
+			if (!keep->network)
+				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+			o->network = keep->network;
+		}
+	} else if (!want)
+		o->network = "open";
+	/* Volumes: a policy that sets them lists all that are allowed. */
+	if (p->volumes_set) {
+		for (size_t i = 0; i < o->n_volumes; i++) {
+			bool ok = false;
+			for (size_t k = 0; k < p->n_volumes && !ok; k++)
+				ok = streq(p->volumes[k].host, o->volumes[i].host) && streq(p->volumes[k].path, o->volumes[i].path) &&
+				     (o->volumes[i].readonly || !p->volumes[k].readonly);
+			if (!ok)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "volume '%s:%s': not allowed by the policy",
+					       o->volumes[i].host, o->volumes[i].path);
+		}
+		if (o->n_volumes == 0 && p->n_volumes > 0) {
+			keep->volumes = calloc(p->n_volumes, sizeof(sbx_volume));
+			if (!keep->volumes)
+				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+			for (size_t k = 0; k < p->n_volumes; k++)
+				keep->volumes[k] = (sbx_volume){p->volumes[k].host, p->volumes[k].path, p->volumes[k].readonly};
+			o->volumes = keep->volumes;
+			o->n_volumes = p->n_volumes;
+		}
+	}
+	/* Environment: the policy's first, the caller's after (later wins). */
+	if (p->env && p->env[0]) {
+		size_t n = 0, m = 0;
+		while (p->env[n])
+			n++;
+		while (o->env && o->env[m])
+			m++;
+		keep->env = calloc(n + m + 1, sizeof(char *));
+		if (!keep->env)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++)
+			keep->env[i] = p->env[i];
+		for (size_t i = 0; i < m; i++)
+			keep->env[n + i] = (char *)o->env[i];
+		o->env = (const char *const *)keep->env;
+	}
+	return 0;
+}
+
+void policy_storage_clear(policy_storage *k)
+{
+	free(k->network);
+	free(k->volumes);
+	free(k->env);
+}
+
+_public_ int sbx_policy_list(json_t **ret, sbx_err **err)
+{
+	json_t *a = json_array();
+	static const char *const names[] = {"strict", "dev", "open"};
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+		_cleanup_policy_ policy *p = NULL;
+		if (policy_profile(names[i], &p, err) < 0) {
+			json_decref(a);
+			return -1;
+		}
+		json_array_append_new(a, policy_to_json(p));
+	}
+	*ret = json_pack("{s:o}", "policies", a);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
+
+_public_ int sbx_policy_show(const char *spec, json_t **ret, sbx_err **err)
+{
+	_cleanup_policy_ policy *p = NULL;
+	if (policy_load_spec(spec, &p, err) < 0)
+		return -1;
+	*ret = policy_to_json(p);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}
