@@ -17,6 +17,7 @@ int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
 int api_err_from_json(const json_t *m, sbx_err **err);
 int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st);
+int64_t now_ms_real(void);
 /* Stops the supervisor of `id` (if alive), waiting for its teardown. */
 void stop_supervisor(sbx_ctx *ctx, const char *id);
 struct store_snapshot;

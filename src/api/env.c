@@ -478,7 +478,7 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 		fs_rm_rf(run);
 }
 
-static int64_t now_ms_real(void)
+int64_t now_ms_real(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -934,12 +934,24 @@ _public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **e
 	return 0;
 }
 
+/* A restore stops the supervisor before starting a new one; meanwhile the
+ * environment looks dead. Its state says so, for two minutes at most (a
+ * restore killed halfway leaves a stopped environment for gc after that). */
+static bool env_is_restoring(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_json_ json_t *st = NULL;
+	if (env_state_read(ctx, id, &st) < 0)
+		return false;
+	int64_t since = json_int(st, "restoring_ms", 0);
+	return since > 0 && now_ms_real() - since < 120000;
+}
+
 _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 {
 	json_t *removed = json_array();
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
-		if (env_is_live(ctx, *p))
+		if (env_is_live(ctx, *p) || env_is_restoring(ctx, *p))
 			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);

@@ -285,6 +285,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 
 	/* Every process ends with the old root; then the writable layer is
 	 * emptied and the environment starts again on the snapshot's layers. */
+	json_object_set_new(st, "restoring_ms", json_integer(now_ms_real())); /* gc leaves it alone */
+	(void)env_state_write(ctx, id, st);
 	stop_supervisor(ctx, id);
 	if (env_is_live(ctx, id))
 		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
