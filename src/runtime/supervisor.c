@@ -813,6 +813,13 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	ep_add(s, s->listen_fd);
 	ep_add(s, s->init_sock);
 	ep_add(s, s->sig_fd);
+	/* Every few seconds: does our environment still exist? If its state
+	 * was deleted behind our back (rm -rf of the store), nobody could ever
+	 * reach or stop us: end instead of running forever. */
+	int watch_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	struct itimerspec every = {.it_interval = {5, 0}, .it_value = {5, 0}};
+	if (watch_fd >= 0 && timerfd_settime(watch_fd, 0, &every, NULL) == 0)
+		ep_add(s, watch_fd);
 	if (c->ttl_ms > 0 && (s->ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
 		ep_add(s, s->ttl_fd);
 		arm_ttl(s);
@@ -847,6 +854,14 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 						s->init_pid = -1;
 						begin_stop(s, -1);
 					}
+			} else if (fd == watch_fd) {
+				uint64_t t;
+				(void)!read(fd, &t, sizeof(t));
+				struct stat st;
+				char lp[4300];
+				snprintf(lp, sizeof(lp), "%s/lock", c->run_dir);
+				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 && errno == ENOENT)
+					begin_stop(s, -1);
 			} else if (fd == s->ttl_fd) {
 				uint64_t t;
 				(void)!read(fd, &t, sizeof(t));

@@ -26,6 +26,10 @@ for t in $tests; do
 	if [ $rc = 0 ]; then
 		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" check_clean "$tmp" >> "$tmp/out" 2>&1 || rc=1
 	else
+		# A failed test may have left live environments: remove them too.
+		for id in $(ls "$tmp/root/envs" 2> /dev/null | grep -E '^[0-9a-f]{12}$'); do
+			SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" rm "$id" > /dev/null 2>&1 || true
+		done
 		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" gc > /dev/null 2>&1 || true
 	fi
 	secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.2f", b-a}')
