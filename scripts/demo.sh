@@ -3,6 +3,6 @@
 # builds sbx and runs an agent-style session.
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh build
+scripts/deps.sh demo
 make -j"$(nproc)" build/bin/sbx > /dev/null
 exec examples/demo.sh

@@ -10,9 +10,10 @@ test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm v
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm"
 case "$what" in
 build) pkgs="$build_pkgs" ;;
+demo) pkgs="$build_pkgs python3" ;;
 test) pkgs="$build_pkgs $test_pkgs" ;;
 bench) pkgs="$build_pkgs $bench_pkgs" ;;
-*) echo "usage: scripts/deps.sh build|test|bench" >&2; exit 2 ;;
+*) echo "usage: scripts/deps.sh build|demo|test|bench" >&2; exit 2 ;;
 esac
 missing=""
 for p in $pkgs; do
