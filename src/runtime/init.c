@@ -391,6 +391,41 @@ static void handle_file(int sock, json_t *m)
 		(void)json_send(sock, r, NULL, 0);
 }
 
+/* Freezing without a cgroup freezer (rootless): SIGSTOP every process of
+ * the environment (kill(-1) from pid 1 reaches all of them but init), then
+ * wait until each one is really stopped, so that nothing writes while the
+ * filesystem is read. SIGCONT undoes it. */
+static void handle_stop_all(int sock, json_t *m)
+{
+	bool stop = json_bool(m, "stop", true);
+	(void)kill(-1, stop ? SIGSTOP : SIGCONT);
+	bool all = !stop;
+	for (int round = 0; stop && round < 200 && !all; round++) {
+		all = true;
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (all && d && (de = readdir(d))) {
+			if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == getpid())
+				continue;
+			char p[300];
+			_cleanup_free_ char *st = NULL;
+			snprintf(p, sizeof(p), "/proc/%s/stat", de->d_name);
+			if (fs_read_file(p, 4096, &st, NULL) < 0)
+				continue;
+			char *rp = strrchr(st, ')');
+			if (rp && rp[1] == ' ' && !strchr("TtZX", rp[2]))
+				all = false;
+		}
+		if (d)
+			closedir(d);
+		if (!all)
+			usleep(1000);
+	}
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", "ev", "stop_all", "ok", all);
+	if (r)
+		(void)json_send(sock, r, NULL, 0);
+}
+
 static void reap(int sock)
 {
 	for (;;) {
@@ -453,6 +488,8 @@ _noreturn_ void init_main(env_config *c, int sock)
 				handle_ps(sock);
 			else if (streq(op, "file"))
 				handle_file(sock, m);
+			else if (streq(op, "stop_all"))
+				handle_stop_all(sock, m);
 			for (size_t i = 0; i < n; i++)
 				safe_close(fds[i]);
 			json_decref(m);

@@ -62,6 +62,7 @@ typedef struct supervisor {
 	json_t *warnings;
 	int64_t oom_seen; /* OOM kills already attributed to a command */
 	int freeze_conn;  /* the snapshot client holding the freeze, or -1 */
+	bool stopped;     /* frozen by SIGSTOP through init (no cgroup freezer) */
 	int proxy_listen; /* network allow: listening socket inside the environment */
 	int proxy_stop;   /* eventfd that ends the proxy thread */
 	pthread_t proxy_thread;
@@ -205,7 +206,14 @@ static void thaw(supervisor *s)
 {
 	if (s->frozen && s->cg)
 		(void)cgroup_freeze(s->cg, false, NULL);
+	if (s->stopped) {
+		/* Init answers stop_all; with stop false it does not wait. */
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 0);
+		if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0)
+			s->waiters[s->n_waiters++] = -1; /* reply dropped */
+	}
 	s->frozen = false;
+	s->stopped = false;
 	s->freeze_conn = -1;
 }
 
@@ -229,7 +237,7 @@ static void client_request(supervisor *s, int conn)
 				signal_exec(s, s->execs[i].id, SIGKILL);
 			}
 		for (size_t i = 0; i < s->n_waiters; i++)
-			if (s->waiters[i] == conn)
+			if (s->waiters[i] == conn || s->waiters[i] == -2 - conn)
 				s->waiters[i] = -1;
 		if (conn == s->freeze_conn)
 			thaw(s);
@@ -269,12 +277,24 @@ static void client_request(supervisor *s, int conn)
 			err_set(&fe, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is already in progress");
 		else if (s->cg && cgroup_freeze(s->cg, true, &fe) == 0)
 			frozen = true;
-		if (frozen || !fe || !s->cg) {
+		if (!fe && !s->cg && !s->c->degraded) {
+			/* No cgroup (rootless): init stops every process with SIGSTOP
+			 * and answers once they all are; its reply goes to this client. */
+			_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 1);
+			if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0) {
+				s->waiters[s->n_waiters++] = -2 - conn; /* marks a stop_all reply for conn */
+				s->freeze_conn = conn;
+				s->stopped = true;
+				keep = true;
+			} else
+				err_set(&fe, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
+		} else if (frozen || !fe || !s->cg) {
 			s->freeze_conn = conn;
 			s->frozen = frozen;
 			send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", frozen), NULL, 0);
 			keep = true;
-		} else
+		}
+		if (fe)
 			send_json(conn, err_json(fe), NULL, 0);
 	} else if (streq(op, "info")) {
 		send_json(conn, info_json(s), NULL, 0);
@@ -310,11 +330,18 @@ static void init_event(supervisor *s)
 	}
 	const char *ev = json_str(m, "ev") ?: "";
 	sup_exec *x = find_exec(s, json_int(m, "id", -1));
-	if (streq(ev, "ps") || streq(ev, "file")) {
+	if (streq(ev, "ps") || streq(ev, "file") || streq(ev, "stop_all")) {
 		if (s->n_waiters > 0) {
 			int conn = s->waiters[0];
 			memmove(s->waiters, s->waiters + 1, --s->n_waiters * sizeof(int));
-			if (conn >= 0) {
+			if (conn <= -2) {
+				/* A snapshot's freeze: answer as the cgroup freezer would,
+				 * and keep the connection (it holds the freeze). */
+				conn = -2 - conn;
+				if (conn == s->freeze_conn)
+					send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", json_bool(m, "ok", false)),
+						  NULL, 0);
+			} else if (conn >= 0) {
 				(void)json_send(conn, m, fds, n);
 				close_conn(s, conn);
 			}
