@@ -7,3 +7,9 @@ t_fuzz_corpora_replay() {
 	echo "$out"
 	assert_contains "$out" "replayed"
 }
+
+t_fuzz_targets_bounded_run() {
+	command -v clang > /dev/null || skip "clang is not installed (scripts/deps.sh test installs it)"
+	out=$(cd "$SBX_SRC" && FUZZ_TIME=${SBX_FUZZ_TIME:-5} timeout 600 tests/fuzz/run 2>&1) || { echo "$out" | tail -40; fail "a fuzz target found a crash"; }
+	echo "$out" | grep -E "^== run|number_of_executed_units" || true
+}
