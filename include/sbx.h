@@ -117,6 +117,10 @@ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
  * snapshot or environment reaches. {"removed":[ids...],"layers_removed":[digests],...} */
 int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 
+/* {"environment_id","events":[...]}: the egress proxy's log, one event per
+ * connection (host, port, verdict, rule, bytes); network allow only. */
+int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+
 /* ---- execution --------------------------------------------------------- */
 
 enum { SBX_STDOUT = 1, SBX_STDERR = 2 };

@@ -1010,3 +1010,31 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	return 0;
 }
+
+_public_ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	_cleanup_json_ json_t *st = NULL;
+	if (env_load(ctx, ref, &id, &st, err) < 0)
+		return -1;
+	if (!streq(json_str(st, "network") ?: "none", "allow"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "environment '%s' has network '%s': only network allow goes through the egress proxy, "
+			       "which keeps the log",
+			       id, json_str(st, "network") ?: "none");
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/%s/egress.log", ctx->run, id);
+	_cleanup_free_ char *buf = NULL;
+	int r = fs_read_file(p, 64 << 20, &buf, NULL);
+	json_t *events = json_array();
+	for (char *line = r == 0 ? buf : NULL, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = 0;
+		json_t *e = json_loads(line, 0, NULL);
+		if (e)
+			json_array_append_new(events, e);
+	}
+	*ret = json_pack("{s:s,s:o}", "environment_id", id, "events", events);
+	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}

@@ -36,6 +36,7 @@ int cmd_restore(cli *c, int argc, char **argv);
 int cmd_snapshots(cli *c, int argc, char **argv);
 int cmd_fork(cli *c, int argc, char **argv);
 int cmd_policy(cli *c, int argc, char **argv);
+int cmd_logs(cli *c, int argc, char **argv);
 int cmd_mcp(cli *c, int argc, char **argv);
 int cmd_serve(cli *c, int argc, char **argv);
 int cmd_export(cli *c, int argc, char **argv);

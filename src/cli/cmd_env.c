@@ -502,3 +502,45 @@ int cmd_fork(cli *c, int argc, char **argv)
 	free(args);
 	return r;
 }
+
+int cmd_logs(cli *c, int argc, char **argv)
+{
+	const char *id = NULL;
+	bool net = false;
+	for (int i = 1; i < argc; i++) {
+		if (streq(argv[i], "--net"))
+			net = true;
+		else if (argv[i][0] == '-')
+			return cli_usage_error("logs", "unknown option '%s'", argv[i]);
+		else if (!id)
+			id = argv[i];
+		else
+			return cli_usage_error("logs", "too many arguments");
+	}
+	if (!id || !net)
+		return cli_usage_error("logs", "expected: sbx logs ID --net");
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_net_log(c->ctx, id, &j, &e) < 0)
+		return cli_fail("logs", e);
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(j, "events"), i, v)
+	{
+		printf("%-7s %-7s %s:%lld  %s  up %lld down %lld\n", json_string_value(json_object_get(v, "verdict")) ?: "?",
+		       json_string_value(json_object_get(v, "kind")) ?: "-", json_string_value(json_object_get(v, "host")) ?: "?",
+		       (long long)json_integer_value(json_object_get(v, "port")),
+		       json_string_value(json_object_get(v, "rule")) ?: "",
+		       (long long)json_integer_value(json_object_get(v, "bytes_up")),
+		       (long long)json_integer_value(json_object_get(v, "bytes_down")));
+	}
+	json_decref(j);
+	return 0;
+}

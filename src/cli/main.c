@@ -18,6 +18,8 @@ static const cli_cmd commands[] = {
 	{"ls", cmd_ls, "sbx ls", "List environments."},
 	{"inspect", cmd_inspect, "sbx inspect ID", "Show an environment: limits, isolation walls in force and missing, usage."},
 	{"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
+	{"logs", cmd_logs, "sbx logs ID --net",
+	 "Show the egress proxy's log of an environment with network allow: each connection, allowed or refused."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
 	{"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",
 	 "Capture an environment (frozen meanwhile) as a content-addressed snapshot; prints sha256:<hex>."},

@@ -34,6 +34,14 @@ t_allow_reaches_allowed_host_only() {
 	log=$(sbx inspect "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["isolation"]["egress_log"])')
 	grep -q '"verdict":"denied"' "$log" || fail "no denial logged"
 	grep -q '"verdict":"allowed"' "$log" || fail "no allowed connection logged"
+	out=$(sbx logs "$ID" --net)
+	assert_contains "$out" "denied"
+	assert_contains "$out" "example.com:80"
+	sbx logs --json "$ID" --net | python3 -c 'import json,sys; e=json.load(sys.stdin)["events"]; assert any(x["verdict"]=="allowed" for x in e), e'
+	none=$(sbx create)
+	expect_status 125 sbx logs "$none" --net
+	assert_contains "$ERR" "only network allow"
+	sbx rm "$none"
 	sbx rm "$ID"
 	kill $SRV
 }
