@@ -249,9 +249,12 @@ int store_layer_verify(const char *store_root, const char *digest, sbx_err **err
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static char *keep_layer(const char *name)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	char *d = NULL;
+	if (!store_digest_hex_valid(name) || asprintf(&d, STORE_DIGEST_PREFIX "%s", name) < 0)
+		return NULL;
+	return d;
 }
 
 int store_layer_list(const char *store_root, char ***ret, sbx_err **err)
@@ -259,41 +262,7 @@ int store_layer_list(const char *store_root, char ***ret, sbx_err **err)
 	_cleanup_free_ char *dir = store_fs_path(store_root, STORE_DIR_LAYERS);
 	if (!dir)
 		return err_errnum(err, ENOMEM, "store");
-	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
-	if (!v)
-		return err_errnum(err, ENOMEM, "store");
-	size_t n = 0;
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (errno != ENOENT)
-			return err_errno(err, "open '%s'", dir);
-		*ret = TAKE_PTR(v);
-		return 0;
-	}
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d))) {
-		if (!store_digest_hex_valid(de->d_name))
-			continue;
-		char **nv = realloc(v, (n + 2) * sizeof(char *));
-		if (!nv) {
-			r = err_errnum(err, ENOMEM, "store");
-			break;
-		}
-		v = nv;
-		if (asprintf(&v[n], STORE_DIGEST_PREFIX "%s", de->d_name) < 0) {
-			v[n] = NULL;
-			r = err_errnum(err, ENOMEM, "store");
-			break;
-		}
-		v[++n] = NULL;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	qsort(v, n, sizeof(char *), cmp_str);
-	*ret = TAKE_PTR(v);
-	return 0;
+	return store_fs_list_dir(dir, keep_layer, ret, err);
 }
 
 int store_layer_remove(const char *store_root, const char *digest, sbx_err **err)

@@ -357,44 +357,6 @@ int store_snapshot_read(const char *store_root, const char *digest, store_snapsh
 	return 0;
 }
 
-/* Sorted names in dir accepted by keep (which may rewrite them into *out). */
-static int list_dir(const char *dir, char *(*keep)(const char *name), char ***ret, sbx_err **err)
-{
-	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
-	if (!v)
-		return err_errnum(err, ENOMEM, "store");
-	size_t n = 0;
-	DIR *d = opendir(dir);
-	if (!d) {
-		if (errno != ENOENT)
-			return err_errno(err, "open '%s'", dir);
-		*ret = TAKE_PTR(v);
-		return 0;
-	}
-	struct dirent *de;
-	int r = 0;
-	while ((de = readdir(d))) {
-		char *k = keep(de->d_name);
-		if (!k)
-			continue;
-		char **nv = realloc(v, (n + 2) * sizeof(char *));
-		if (!nv) {
-			free(k);
-			r = err_errnum(err, ENOMEM, "store");
-			break;
-		}
-		v = nv;
-		v[n++] = k;
-		v[n] = NULL;
-	}
-	closedir(d);
-	if (r < 0)
-		return r;
-	qsort(v, n, sizeof(char *), cmp_str);
-	*ret = TAKE_PTR(v);
-	return 0;
-}
-
 static char *keep_snapshot(const char *name)
 {
 	size_t n = strlen(name);
@@ -414,7 +376,7 @@ int store_snapshot_list(const char *store_root, char ***ret, sbx_err **err)
 	_cleanup_free_ char *dir = store_fs_path(store_root, STORE_DIR_SNAPSHOTS);
 	if (!dir)
 		return err_errnum(err, ENOMEM, "store");
-	return list_dir(dir, keep_snapshot, ret, err);
+	return store_fs_list_dir(dir, keep_snapshot, ret, err);
 }
 
 static char *keep_label(const char *name)
@@ -427,7 +389,7 @@ int store_ref_list(const char *store_root, char ***ret, sbx_err **err)
 	_cleanup_free_ char *dir = store_fs_path(store_root, STORE_DIR_LABELS);
 	if (!dir)
 		return err_errnum(err, ENOMEM, "store");
-	return list_dir(dir, keep_label, ret, err);
+	return store_fs_list_dir(dir, keep_label, ret, err);
 }
 
 int store_ref_set(const char *store_root, const char *label, const char *digest, sbx_err **err)

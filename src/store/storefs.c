@@ -1,3 +1,5 @@
+#include <stdlib.h>
+#include <dirent.h>
 #include "store/storefs.h"
 
 #include <errno.h>
@@ -97,3 +99,44 @@ int store_fs_write_atomic(const char *dir, const char *name, const void *data, s
 		return err_errno(err, "fsync '%s'", dir);
 	return 0;
 }
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Sorted names in dir accepted by keep (which may rewrite them into *out). */
+int store_fs_list_dir(const char *dir, char *(*keep)(const char *name), char ***ret, sbx_err **err)
+{
+	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
+	if (!v)
+		return err_errnum(err, ENOMEM, "store");
+	size_t n = 0;
+	DIR *d = opendir(dir);
+	if (!d) {
+		if (errno != ENOENT)
+			return err_errno(err, "open '%s'", dir);
+		*ret = TAKE_PTR(v);
+		return 0;
+	}
+	struct dirent *de;
+	int r = 0;
+	while ((de = readdir(d))) {
+		char *k = keep(de->d_name);
+		if (!k)
+			continue;
+		char **nv = realloc(v, (n + 2) * sizeof(char *));
+		if (!nv) {
+			free(k);
+			r = err_errnum(err, ENOMEM, "store");
+			break;
+		}
+		v = nv;
+		v[n++] = k;
+		v[n] = NULL;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	qsort(v, n, sizeof(char *), cmp_str);
+	*ret = TAKE_PTR(v);
+	return 0;
+}
+

@@ -39,3 +39,8 @@ int store_fs_write_atomic(const char *dir, const char *name, const void *data, s
 int store_fs_write_all(int fd, const void *buf, size_t len, sbx_err **err);
 /* "<root>/<a>/<b>..." joined; NULL on ENOMEM. */
 char *store_fs_path(const char *root, const char *rel);
+
+/* Sorted names of the entries of dir that keep() accepts; keep returns a
+ * malloc'd (possibly rewritten) name, or NULL to skip. A missing dir is an
+ * empty list. */
+int store_fs_list_dir(const char *dir, char *(*keep)(const char *name), char ***ret, sbx_err **err);
