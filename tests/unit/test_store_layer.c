@@ -61,6 +61,16 @@ static void make_upper(const char *up, uint32_t base)
 		if (lchown(p, base + k, base + k) < 0 && geteuid() == 0)
 			abort();
 	}
+	/* Fixed times: two uppers made a clock tick apart must still be the
+	 * same layer (timestamps are part of the tar). Deepest first, then the
+	 * root, since creating entries moves their directory's mtime. */
+	static const char *const all[] = {"opq/x", "opq", "etc/hostname", "etc", "hello", "gone", "."};
+	struct timespec ts[2] = {{1700000000, 0}, {1700000000, 0}};
+	for (size_t i = 0; i < ARRAY_SIZE(all); i++) {
+		snprintf(p, sizeof(p), "%s/%s", up, all[i]);
+		if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0)
+			abort();
+	}
 }
 
 static store_idmap upper_ids(uint32_t base)
