@@ -6,7 +6,7 @@
 set -eu
 what=${1:-build}
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev"
-test_pkgs="python3 busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
+test_pkgs="python3 openssl busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm"
 case "$what" in
 build) pkgs="$build_pkgs" ;;

@@ -234,11 +234,7 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 
 int api_err_from_json(const json_t *m, sbx_err **err)
 {
-	const char *code = json_str(m, "code") ?: "internal";
-	sbx_code cc = SBX_E_INTERNAL;
-	for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
-		if (streq(code, sbx_code_name(k)))
-			cc = k;
+	sbx_code cc = err_code_from_name(json_str(m, "code"));
 	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
 }
 

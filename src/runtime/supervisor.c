@@ -751,11 +751,7 @@ static int start_init(supervisor *s, sbx_err **err)
 		return err_set(err, SBX_E_INTERNAL, r ? -r : EPIPE, "environment init died during setup");
 	const char *ev = json_str(m, "ev") ?: "";
 	if (streq(ev, "error")) {
-		const char *code = json_str(m, "code") ?: "internal";
-		sbx_code cc = SBX_E_INTERNAL;
-		for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
-			if (streq(code, sbx_code_name(k)))
-				cc = k;
+		sbx_code cc = err_code_from_name(json_str(m, "code"));
 		return err_set(err, cc, (int)json_int(m, "errno", 0), "set up environment: %s",
 			       json_str(m, "message") ?: "unknown error");
 	}
@@ -987,11 +983,7 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, EBADMSG, "supervisor sent a malformed reply");
 	if (!json_bool(m, "ok", false)) {
-		const char *code = json_str(m, "code") ?: "internal";
-		sbx_code cc = SBX_E_INTERNAL;
-		for (int k = SBX_E_NOT_FOUND; k <= SBX_E_INTERNAL; k++)
-			if (streq(code, sbx_code_name(k)))
-				cc = k;
+		sbx_code cc = err_code_from_name(json_str(m, "code"));
 		return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
 	}
 	if (ret_warnings)

@@ -31,6 +31,14 @@ _public_ void sbx_err_free(sbx_err *e)
 	free(e);
 }
 
+sbx_code err_code_from_name(const char *name)
+{
+	for (size_t k = SBX_E_NOT_FOUND; name && k < ARRAY_SIZE(code_names); k++)
+		if (streq(name, code_names[k]))
+			return (sbx_code)k;
+	return SBX_E_INTERNAL;
+}
+
 sbx_code err_code_from_errno(int errnum)
 {
 	switch (errnum < 0 ? -errnum : errnum) {

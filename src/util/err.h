@@ -26,6 +26,8 @@ int err_errnum(sbx_err **err, int errnum, const char *fmt, ...) _printf_(3, 4);
 int err_wrap(sbx_err **err, const char *fmt, ...) _printf_(2, 3);
 /* The code that fits an errno value. */
 sbx_code err_code_from_errno(int errnum);
+/* The code named by an API.md code name ("not_found", ...); internal if unknown. */
+sbx_code err_code_from_name(const char *name);
 /* Return value for an error already set: -errnum or -1. */
 int err_ret(sbx_err *const *err);
 
