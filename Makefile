@@ -17,7 +17,7 @@ LIBS := -lseccomp -ljansson -lcrypto -lz -lzstd -lm
 CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -lz -lzstd -Wl,-Bdynamic -lm
 LDFLAGS += $(SAN)
 
-LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -25,6 +25,33 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
+
+# ---- BPF recorder (src/trace/bpf/) -------------------------------------------
+# The kernel side of the eBPF syscall recorder is compiled with clang for the
+# BPF target against hand-written CO-RE types (no vmlinux.h, no bpftool), then
+# embedded into the library with .incbin; bpf_rec.c loads it with libbpf.
+# Placed before the rules below: they expand LIB_OBJ and the link flags.
+BPF_CLANG ?= clang
+BPF_ARCH := $(patsubst x86_64,x86,$(patsubst aarch64,arm64,$(firstword $(subst -, ,$(shell $(CC) -dumpmachine)))))
+BPF_OBJ := $(BUILD)/src/trace/bpf/sbx_trace.bpf.o
+BPF_EMBED := $(BUILD)/src/trace/bpf/sbx_trace_obj.o
+LIB_OBJ += $(BPF_EMBED)
+LIBS += -lbpf -lelf
+# The CLI links libbpf statically like its other libraries; libbpf.a needs
+# libelf.a and zlib (already in CLI_LIBS).
+CLI_LIBS := -Wl,-Bstatic -lbpf -lelf -Wl,-Bdynamic $(CLI_LIBS)
+
+$(BPF_OBJ): src/trace/bpf/sbx_trace.bpf.c $(wildcard src/trace/bpf/*.h) src/trace/trace_format.h
+	@mkdir -p $(dir $@)
+	@echo "  BPF $<"
+	@$(BPF_CLANG) -O2 -g -target bpf -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror -Isrc -c $< -o $@
+
+$(BPF_EMBED): src/trace/bpf/sbx_trace_obj.S $(BPF_OBJ)
+	@echo "  AS $<"
+	@$(CC) -c $< -o $@ -Wa,-I$(dir $(BPF_OBJ))
+
+$(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
+# ---- end of BPF recorder -------------------------------------------------------
 
 .PHONY: all clean test unit asan bench fuzz format deps demo check-format
 all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN)
@@ -70,6 +97,8 @@ bench: all
 	bench/run
 	bench/snapshot
 	bench/mcp
+	bench/determinism/run
+	bench/trace
 
 fuzz:
 	tests/fuzz/run

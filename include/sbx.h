@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,7 +66,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 1
+#define SBX_CREATE_OPTS_VERSION 2
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -84,6 +85,9 @@ typedef struct sbx_create_opts {
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
 			       * above may narrow it, never widen it */
+	/* version 2 */
+	bool keep_identity;   /* with snapshot: keep the snapshot's /etc/machine-id (a replica, as replay
+			       * makes) instead of giving the new environment its own */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -127,7 +131,7 @@ enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
 
 typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
 
-#define SBX_EXEC_OPTS_VERSION 1
+#define SBX_EXEC_OPTS_VERSION 2
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
@@ -147,10 +151,14 @@ typedef struct sbx_exec_opts {
 	sbx_output_fn on_output; /* called with each chunk, may be NULL */
 	void *userdata;
 	int cancel_fd; /* -1, or an fd that becomes readable to cancel */
+	/* version 2 */
+	bool trace;        /* record a syscall trace of the environment while the command runs; the
+			    * result's trace_id names it (sbx_trace_*) */
+	int deterministic; /* determinism controls: -1 default (on when tracing), 0 off, 1 on */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                         \
 	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \
-	 .cancel_fd = -1}
+	 .cancel_fd = -1, .deterministic = -1}
 
 typedef struct sbx_exec_result {
 	int exit_code;   /* -1 if killed by a signal */
@@ -163,6 +171,8 @@ typedef struct sbx_exec_result {
 	bool stdout_truncated, stderr_truncated;
 	int64_t duration_ms;
 	double duration_us;
+	char *trace_id;      /* with opts.trace: "sha256:..." of the stored trace */
+	uint64_t trace_lost; /* events the recorder lost (reported in the trace too) */
 } sbx_exec_result;
 
 /* Runs a command in a live environment and waits for it. Returns 0 when the
@@ -200,6 +210,39 @@ int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err *
  * {"ok","problems":[{"object","problem"}],"layers","blobs","snapshots","refs","tmp_entries"}.
  * Fails only when it cannot check; problems found are a successful result. */
 int sbx_fsck(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+
+/* ---- traces and replay --------------------------------------------------- */
+
+/* Traces are recorded by sbx_env_exec with opts.trace. A trace id is a
+ * "sha256:<hex>" digest (or a unique hex prefix, with or without "sha256:"). */
+
+/* {"traces":[{"trace_id","environment_id","snapshot_id","argv","created_at","exit_code","syscalls","lost",
+ * "recorder","deterministic","replay_of"}]} */
+int sbx_trace_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+/* The stored manifest (schema 1) with "trace_id" added. */
+int sbx_trace_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+
+typedef struct sbx_trace_filter {
+	const char *const *pids;     /* NULL-terminated pid numbers (tgid or tid), NULL: all */
+	const char *const *syscalls; /* NULL-terminated syscall names, NULL: all */
+} sbx_trace_filter;
+/* strace-like text, one line per event, to out. */
+int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out, sbx_err **err);
+/* The same events as JSON: {"trace_id","events":[...]} */
+int sbx_trace_events_json(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, json_t **ret, sbx_err **err);
+/* Syscall histogram, files read and written, execs, processes, network:
+ * {"trace_id","syscalls":[{name,count,errors,time_us}],"files":{...},"execs":[...],...} */
+int sbx_trace_stats(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* The same as text. */
+int sbx_trace_stats_text(sbx_ctx *ctx, const char *ref, FILE *out, sbx_err **err);
+/* Chrome trace-event JSON (opens in Perfetto / chrome://tracing). */
+int sbx_trace_export_chrome(sbx_ctx *ctx, const char *ref, FILE *out, sbx_err **err);
+/* Re-runs the trace's command from its snapshot in a fresh environment
+ * under determinism controls and compares exit status, stdout, stderr,
+ * filesystem changes and the normalized syscall sequence:
+ * {"trace_id","verdict":"match"|"diverged","divergence":{kind,index,pid,expected,actual},"replay_ms",
+ *  "replay_trace_id"}. A divergence is a successful result. */
+int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
 /* ---- OCI images and templates -------------------------------------------- */
 

@@ -36,3 +36,19 @@ typedef struct policy_storage {
 int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
+
+/* exec with extras (src/api/exec.c), used by tracing (src/api/trace.c). */
+#define EXEC_EXTRA_FDS 2
+typedef struct exec_extra {
+	json_t *req_fields;                  /* merged into the exec request (borrowed) */
+	int fds[EXEC_EXTRA_FDS];             /* sent after the stdio fds (borrowed) */
+	const char *fd_names[EXEC_EXTRA_FDS]; /* request key that carries each fd's index */
+	size_t n_fds;
+	unsigned close_after_send; /* bit i: exec_core closes fds[i] once sent (and sets it to -1) */
+	int trace_rd;  /* a pipe to copy into trace_out while the command runs, or -1 */
+	int trace_out; /* file */
+	json_t *started, *exit; /* out: the supervisor's "started" and "exit" events (caller decrefs) */
+} exec_extra;
+int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
+	      sbx_err **err);
+int trace_exec(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err);

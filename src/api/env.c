@@ -649,7 +649,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			goto fail;
 		}
 	}
-	if (!restore_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
+	bool keep_id = o->version >= 2 && o->keep_identity && snap;
+	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
 		err_errnum(err, r, "write /etc/machine-id");
 		goto fail;
 	}

@@ -85,6 +85,17 @@ static void deliver(relay *r, int stream, const char *p, size_t n)
 	}
 }
 
+/* Moves what is available from the trace pipe to its file; false at EOF or
+ * error (a write error leaves the trace short, which the record reports). */
+static bool copy_trace(int from, int to)
+{
+	char buf[65536];
+	ssize_t n = read(from, buf, sizeof(buf));
+	if (n > 0)
+		return fd_write_all(to, buf, (size_t)n) >= 0 || true;
+	return n < 0 && (errno == EAGAIN || errno == EINTR);
+}
+
 /* Reads what is available from fd; returns false at EOF/error. */
 static bool pump(relay *r, int fd, int stream)
 {
@@ -135,7 +146,8 @@ _public_ void sbx_exec_result_free(sbx_exec_result *r)
 		return;
 	free(r->stdout_buf);
 	free(r->stderr_buf);
-	r->stdout_buf = r->stderr_buf = NULL;
+	free(r->trace_id);
+	r->stdout_buf = r->stderr_buf = r->trace_id = NULL;
 }
 
 _public_ json_t *sbx_exec_result_json(const sbx_exec_result *r)
@@ -145,7 +157,7 @@ _public_ json_t *sbx_exec_result_json(const sbx_exec_result *r)
 			      r->stdout_buf ? r->stdout_buf : "", "stderr", r->stderr_buf ? r->stderr_buf : "",
 			      "stdout_truncated", r->stdout_truncated, "stderr_truncated", r->stderr_truncated, "timed_out",
 			      r->timed_out, "duration_ms", (json_int_t)r->duration_ms, "oom_killed", r->oom_killed,
-			      "trace_id", json_null());
+			      "trace_id", r->trace_id ? json_string(r->trace_id) : json_null());
 	if (!j) {
 		/* Output that is not valid UTF-8: jansson refuses it; escape it. */
 		json_t *o = json_object();
@@ -157,7 +169,7 @@ _public_ json_t *sbx_exec_result_json(const sbx_exec_result *r)
 		json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
 		json_object_set_new(o, "duration_ms", json_integer(r->duration_ms));
 		json_object_set_new(o, "oom_killed", json_boolean(r->oom_killed));
-		json_object_set_new(o, "trace_id", json_null());
+		json_object_set_new(o, "trace_id", r->trace_id ? json_string(r->trace_id) : json_null());
 		j = o;
 	}
 	if (r->signal)
@@ -213,6 +225,14 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
 	if (o->cwd && o->cwd[0] != '/')
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute", o->cwd);
+	if (o->version >= 2 && (o->trace || o->deterministic > 0))
+		return trace_exec(ctx, id, o, ret, err);
+	return exec_core(ctx, id, o, NULL, ret, err);
+}
+
+int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
+	      sbx_err **err)
+{
 	_cleanup_json_ json_t *st = NULL;
 	int64_t default_cap = 10LL << 20;
 	if (env_state_read(ctx, id, &st) == 0)
@@ -231,7 +251,7 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 		json_object_set_new(req, "cwd", json_string(o->cwd));
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
 	relay R = {.o = o, .out = {.limit = cap}, .err = {.limit = cap}, .stream_left = {-1, -1, -1}};
-	int send_fds[3];
+	int send_fds[3 + EXEC_EXTRA_FDS];
 	size_t n_send = 0;
 	int r = -1;
 	int master = -1;
@@ -256,7 +276,24 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 		json_object_set_new(req, "stderr", json_integer((json_int_t)n_send));
 		send_fds[n_send++] = er[1];
 	}
+	if (x) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(x->req_fields, k, v)
+		{
+			json_object_set(req, k, v);
+		}
+		for (size_t i = 0; i < x->n_fds; i++) {
+			json_object_set_new(req, x->fd_names[i], json_integer((json_int_t)n_send));
+			send_fds[n_send++] = x->fds[i];
+		}
+	}
 	r = json_send(sock, req, send_fds, n_send);
+	/* Our copies of the sandbox-side ends go: the pipes must see EOF when
+	 * the command (or the trace engine) is done with them. */
+	for (size_t i = 0; x && i < x->n_fds; i++)
+		if (x->close_after_send & (1u << i))
+			x->fds[i] = safe_close(x->fds[i]);
 	in[0] = safe_close(in[0]);
 	out[1] = safe_close(out[1]);
 	er[1] = safe_close(er[1]);
@@ -280,6 +317,8 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 			json_decref(m);
 			goto out;
 		}
+		if (x)
+			x->started = json_incref(m);
 		json_decref(m);
 		if (o->tty) {
 			if (nf != 1) {
@@ -310,9 +349,14 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 		fd_set_nonblock(rd_err, 1);
 	if (o->tty)
 		src_in = o->stdin_fd;
+	int rd_trace = x ? x->trace_rd : -1;
+	if (rd_trace >= 0)
+		fd_set_nonblock(rd_trace, 1);
 	while (!exited && (sock_open || rd_out >= 0 || rd_err >= 0)) {
-		struct pollfd p[6];
-		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1;
+		struct pollfd p[7];
+		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1, ip_tr = -1;
+		if (rd_trace >= 0)
+			p[ip_tr = np++] = (struct pollfd){.fd = rd_trace, .events = POLLIN};
 		if (sock_open)
 			p[ip_sock = np++] = (struct pollfd){.fd = sock, .events = POLLIN};
 		if (rd_out >= 0)
@@ -338,6 +382,8 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 			err_errno(err, "poll");
 			goto out;
 		}
+		if (ip_tr >= 0 && p[ip_tr].revents && !copy_trace(rd_trace, x->trace_out))
+			rd_trace = -1;
 		if (ip_out >= 0 && p[ip_out].revents && !pump(&R, rd_out, SBX_STDOUT)) {
 			if (rd_out == master)
 				master = safe_close(master);
@@ -403,6 +449,8 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 			const char *ev = json_str(m, "ev") ?: "";
 			if (streq(ev, "exit")) {
 				fill_exit(&res, m);
+				if (x)
+					x->exit = json_incref(m);
 				exited = true;
 			} else if (streq(ev, "error")) {
 				api_err_from_json(m, err);
@@ -416,6 +464,13 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 	 * what is there and stop (background children may hold them open). */
 	drain(&R, rd_out, SBX_STDOUT);
 	drain(&R, rd_err, SBX_STDERR);
+	/* The engine's records: its write end closes when it exits, which is
+	 * before the command's exit is reported. */
+	while (rd_trace >= 0) {
+		struct pollfd tp = {.fd = rd_trace, .events = POLLIN};
+		if (poll(&tp, 1, 5000) <= 0 || !copy_trace(rd_trace, x->trace_out))
+			break;
+	}
 	if (o->capture) {
 		sanitize_utf8(&R.out);
 		sanitize_utf8(&R.err);

@@ -25,6 +25,7 @@
 #include "store/snapshot.h"
 #include "store/storefs.h"
 #include "util/fs.h"
+#include "trace/trace_store.h"
 #include "util/json.h"
 
 int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err);
@@ -59,9 +60,38 @@ _public_ int sbx_fsck(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	json_t *probs = json_array();
 	for (size_t i = 0; probs && i < rep.n_problems; i++)
 		json_array_append_new(probs, problem_json(rep.problems[i]));
-	*ret = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I}", "ok", rep.n_problems == 0, "problems", probs, "layers",
-			 (json_int_t)rep.layers, "blobs", (json_int_t)rep.blobs, "snapshots", (json_int_t)rep.snapshots,
-			 "refs", (json_int_t)rep.refs, "tmp_entries", (json_int_t)rep.tmp_entries);
+	/* Traces: each manifest hashes to its id, and what it names exists
+	 * (its snapshot, its blobs; the blobs' contents were checked above). */
+	_cleanup_strv_free_ char **traces = NULL;
+	size_t n_traces = 0;
+	if (trace_store_list(ctx->root, &traces, NULL) == 0)
+		for (char **t = traces; probs && t && *t; t++, n_traces++) {
+			_cleanup_json_ json_t *m = NULL;
+			_cleanup_err_ sbx_err *e = NULL;
+			char line[600];
+			if (trace_store_get(ctx->root, *t, &m, &e) < 0) {
+				snprintf(line, sizeof(line), "%s", sbx_err_message(e));
+				json_array_append_new(probs, problem_json(line));
+				continue;
+			}
+			_cleanup_snapshot_ store_snapshot *snap = NULL;
+			if (store_snapshot_read(ctx->root, json_str(m, "snapshot_id"), &snap, NULL) < 0) {
+				snprintf(line, sizeof(line), "trace %s: snapshot %s is missing", *t, json_str(m, "snapshot_id"));
+				json_array_append_new(probs, problem_json(line));
+			}
+			_cleanup_strv_free_ char **blobs = trace_manifest_blobs(m);
+			for (char **b = blobs; b && *b; b++) {
+				_cleanup_free_ char *bp = store_blob_path(ctx->root, *b);
+				if (bp && !fs_exists(bp)) {
+					snprintf(line, sizeof(line), "trace %s: blob %s is missing", *t, *b);
+					json_array_append_new(probs, problem_json(line));
+				}
+			}
+		}
+	*ret = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "ok", json_array_size(probs) == 0, "problems", probs,
+			 "layers", (json_int_t)rep.layers, "blobs", (json_int_t)rep.blobs, "snapshots",
+			 (json_int_t)rep.snapshots, "refs", (json_int_t)rep.refs, "tmp_entries",
+			 (json_int_t)rep.tmp_entries, "traces", (json_int_t)n_traces);
 	store_fsck_report_clear(&rep);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
@@ -147,6 +177,19 @@ int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		}
 	}
+	/* Traces hold their blobs (events, stdio); their snapshots are never
+	 * collected (snapshots are kept until removed explicitly). */
+	_cleanup_strv_free_ char **traces = NULL;
+	if (trace_store_list(ctx->root, &traces, NULL) == 0)
+		for (char **t = traces; t && *t; t++) {
+			_cleanup_json_ json_t *m = NULL;
+			if (trace_store_get(ctx->root, *t, &m, NULL) < 0)
+				continue;
+			_cleanup_strv_free_ char **blobs = trace_manifest_blobs(m);
+			for (char **b = blobs; b && *b; b++)
+				if (strv_add(&refd, &n, *b) < 0)
+					return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		}
 	if (store_gc_unreferenced_layers(ctx->root, (const char *const *)refd, &unref, err) < 0)
 		return err_wrap(err, "gc: list layers");
 	json_t *removed = json_array(), *kept = json_array();

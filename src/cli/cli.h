@@ -44,3 +44,5 @@ int cmd_import(cli *c, int argc, char **argv);
 int cmd_template(cli *c, int argc, char **argv);
 int cmd_diff(cli *c, int argc, char **argv);
 int cmd_fsck(cli *c, int argc, char **argv);
+int cmd_trace(cli *c, int argc, char **argv);
+int cmd_replay(cli *c, int argc, char **argv);

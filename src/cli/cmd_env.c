@@ -169,7 +169,11 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 				return EXIT_SBX;
 			o->create.policy = v;
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
-			return cli_usage_error(cmd, "--trace is not available yet (tracing is in progress)");
+			o->exec.trace = true;
+		} else if ((flags & F_EXEC) && streq(a, "--deterministic")) {
+			o->exec.deterministic = 1;
+		} else if ((flags & F_EXEC) && streq(a, "--no-deterministic")) {
+			o->exec.deterministic = 0;
 		} else {
 			return cli_usage_error(cmd, "unknown option '%s'", a);
 		}
@@ -296,6 +300,9 @@ static int do_exec(cli *c, const char *id, opts *o)
 			fprintf(stderr, "sbx: exec: command was killed: out of memory (the environment's memory limit)\n");
 		if (res.stdout_truncated || res.stderr_truncated)
 			fprintf(stderr, "sbx: exec: output truncated at the output limit\n");
+		if (res.trace_id)
+			fprintf(stderr, "sbx: trace %s%s\n", res.trace_id,
+				res.trace_lost ? " (events were lost: see sbx trace stats)" : "");
 	}
 	sbx_exec_result_free(&res);
 	return status;

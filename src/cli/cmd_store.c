@@ -98,10 +98,11 @@ int cmd_fsck(cli *c, int argc, char **argv)
 		       json_string_value(json_object_get(p, "problem")) ?: "?");
 	}
 	if (ok)
-		printf("ok: %lld layer(s), %lld snapshot(s), %lld label(s) verified\n",
+		printf("ok: %lld layer(s), %lld snapshot(s), %lld label(s), %lld trace(s) verified\n",
 		       (long long)json_integer_value(json_object_get(j, "layers")),
 		       (long long)json_integer_value(json_object_get(j, "snapshots")),
-		       (long long)json_integer_value(json_object_get(j, "refs")));
+		       (long long)json_integer_value(json_object_get(j, "refs")),
+		       (long long)json_integer_value(json_object_get(j, "traces")));
 	json_decref(j);
 	return ok ? 0 : 1;
 }

@@ -34,6 +34,10 @@ static const cli_cmd commands[] = {
 	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
 	{"policy", cmd_policy, "sbx policy ls | show NAME|FILE | check FILE",
 	 "List the built-in policies (strict, dev, open), show one, or validate a policy file."},
+	{"trace", cmd_trace, "sbx trace ls | show TRACE [--pid P] [--syscall NAME,...] | stats TRACE | export TRACE --format chrome [-o FILE] | inspect TRACE",
+	 "List recorded traces, print one strace-like, summarize it, export it for Perfetto, or show its manifest."},
+	{"replay", cmd_replay, "sbx replay TRACE",
+	 "Re-run a traced command from its snapshot under determinism controls; prints MATCH or the first divergence (exit 0 only on MATCH)."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
@@ -63,6 +67,11 @@ static const char options_help[] =
 	"  --timeout DURATION  kill the command after this long (reported as timed out)\n"
 	"  -i                  pass stdin to the command\n"
 	"  -t                  allocate a pty inside the environment\n"
+	"  --trace             record every syscall of the environment while the command runs (prints\n"
+	"                      the trace id on stderr; --json: trace_id); replay it with 'sbx replay'\n"
+	"  --deterministic     determinism controls (virtual clock from a recorded epoch, seeded\n"
+	"                      randomness, fixed hostname, no ASLR, one CPU); on by default with --trace,\n"
+	"                      --no-deterministic records the command's real behaviour\n"
 	"Every command accepts --json for machine-readable output.\n"
 	"Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
 	"SBX_DEBUG=1 (debug log).\n";

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include "runtime/runtime.h"
+#include "trace/ptrace_engine.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -95,8 +97,61 @@ typedef struct spawn_err {
 	int errnum;
 } spawn_err;
 
+/* A traced or deterministic command (API.md --trace): the child runs the
+ * ptrace engine (src/trace/ptrace_engine.c), which forks the command as its
+ * tracee and exits with the command's status. */
+typedef struct spawn_trace {
+	bool on;
+	ptrace_opts po;
+	int fd; /* the engine's record stream, -1 none */
+} spawn_trace;
+
+/* The engine's outcome as this process's own: same exit code, or death by
+ * the same signal (core dumps are off: RLIMIT_CORE is 0). */
+_noreturn_ static void exit_like(int status)
+{
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		signal(sig, SIG_DFL);
+		sigset_t one;
+		sigemptyset(&one);
+		sigaddset(&one, sig);
+		sigprocmask(SIG_UNBLOCK, &one, NULL);
+		raise(sig);
+		_exit(128 + sig);
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 125);
+}
+
+/* execvp's lookup, so that a traced command that does not exist fails the
+ * spawn as an untraced one does instead of becoming exit 127 in the engine. */
+static int find_in_path(const char *cmd, char **envp)
+{
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) == 0 ? 0 : -errno;
+	const char *path = NULL;
+	for (char **e = envp; e && *e; e++)
+		if (startswith(*e, "PATH="))
+			path = *e + 5;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	int best = -ENOENT;
+	for (const char *p = path; *p;) {
+		const char *end = strchrnul(p, ':');
+		char full[PATH_MAX];
+		if (snprintf(full, sizeof(full), "%.*s/%s", (int)(end - p), p, cmd) < (int)sizeof(full)) {
+			if (access(full, X_OK) == 0)
+				return 0;
+			if (errno == EACCES)
+				best = -EACCES;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return best;
+}
+
 _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int in, int out, int errfd,
-				  const char *tty_path, int errpipe)
+				  const char *tty_path, int errpipe, spawn_trace *tr)
 {
 	spawn_err se = {2, 0};
 	sigset_t all;
@@ -125,10 +180,23 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 	for (int i = 0; i < 3; i++)
 		if (dup2(src[i], i) < 0)
 			goto fail;
-	/* Every other descriptor goes, except the error pipe (close-on-exec). */
-	if (errpipe > 3)
-		sys_close_range(3, (unsigned)errpipe - 1, 0);
-	sys_close_range((unsigned)errpipe + 1, ~0U, 0);
+	/* Every other descriptor goes, except the error pipe (close-on-exec)
+	 * and a trace stream (moved to 3, close-on-exec: the engine's, never
+	 * the command's). */
+	if (tr && tr->fd >= 0) {
+		if (errpipe == 3 && (errpipe = fcntl(errpipe, F_DUPFD_CLOEXEC, 4)) < 0)
+			goto fail;
+		if (tr->fd != 3 && (dup3(tr->fd, 3, O_CLOEXEC) < 0))
+			goto fail;
+		tr->fd = tr->po.record_fd = 3;
+		if (errpipe > 4)
+			sys_close_range(4, (unsigned)errpipe - 1, 0);
+		sys_close_range((unsigned)errpipe + 1, ~0U, 0);
+	} else {
+		if (errpipe > 3)
+			sys_close_range(3, (unsigned)errpipe - 1, 0);
+		sys_close_range((unsigned)errpipe + 1, ~0U, 0);
+	}
 	se.stage = 1;
 	if (chdir(cwd) < 0)
 		goto fail;
@@ -136,6 +204,25 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 	se.stage = 0;
 	extern char **environ;
 	environ = envp;
+	if (tr && tr->on) {
+		int q = find_in_path(argv[0], envp);
+		if (q < 0) {
+			errno = -q;
+			goto fail;
+		}
+		safe_close(errpipe); /* spawned: from here on the engine reports through the exit status */
+		/* Init is not dumpable and fork keeps that; the engine must be, or
+		 * its own child could not be traced without CAP_SYS_PTRACE. It
+		 * holds nothing but the trace stream. */
+		(void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);
+		int status = 0;
+		_cleanup_err_ sbx_err *e = NULL;
+		if (ptrace_engine_run(&tr->po, argv, envp, &status, &e) < 0) {
+			dprintf(2, "sbx: trace: %s\n", sbx_err_message(e));
+			_exit(125);
+		}
+		exit_like(status);
+	}
 	execvp(argv[0], argv);
 fail:
 	se.errnum = errno;
@@ -157,6 +244,31 @@ static void reply_error(int sock, int64_t id, int stage, int errnum, const char 
 					     "errno", errnum, "stage", stage, "message", msg);
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
+}
+
+/* Forks and reaps throwaway children until the next pid the kernel hands
+ * out is `want`. -1 with errno ERANGE when it is already past it. */
+static int burn_pids(pid_t want)
+{
+	for (;;) {
+		char buf[32] = "";
+		long last = -1;
+		_cleanup_close_ int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0)
+			last = strtol(buf, NULL, 10);
+		if (last + 1 == want)
+			return 0;
+		if (last < 0 || last + 1 > want) {
+			errno = ERANGE;
+			return -1;
+		}
+		pid_t p = fork();
+		if (p < 0)
+			return -1;
+		if (p == 0)
+			_exit(0);
+		(void)RETRY_EINTR(waitpid(p, NULL, 0));
+	}
 }
 
 static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_fds)
@@ -193,6 +305,27 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 				     .ws_col = (unsigned short)json_int(m, "cols", 80)};
 		(void)ioctl(master, TIOCSWINSZ, &ws);
 	}
+	spawn_trace tr = {.fd = -1};
+	json_t *tj = json_object_get(m, "trace");
+	if (json_is_object(tj)) {
+		int64_t kt = json_int(m, "trace_fd", -1);
+		tr.on = true;
+		tr.fd = kt >= 0 && (size_t)kt < n_fds ? fds[kt] : -1;
+		tr.po = (ptrace_opts)PTRACE_OPTS_INIT;
+		tr.po.deterministic = json_bool(tj, "deterministic", false);
+		tr.po.record = json_bool(tj, "record", false) && tr.fd >= 0;
+		tr.po.record_fd = tr.fd;
+		tr.po.epoch_ns = (uint64_t)json_int(tj, "epoch_ns", 0);
+		tr.po.seed = (uint64_t)json_int(tj, "seed", 0);
+		tr.po.hostname = json_str(tj, "hostname");
+		/* Replay: the engine gets the pid it had in the recording, so the
+		 * command's pids match too (pids are handed out in order). */
+		int64_t first = json_int(tj, "first_pid", 0);
+		if (first > 0 && burn_pids((pid_t)first) < 0) {
+			reply_error(sock, id, 2, errno, "reproduce the recorded pid");
+			return;
+		}
+	}
 	int ep[2];
 	if (pipe2(ep, O_CLOEXEC) < 0) {
 		reply_error(sock, id, 2, errno, "pipe");
@@ -208,7 +341,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	}
 	if (pid == 0) {
 		safe_close(ep[0]);
-		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1]);
+		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL);
 	}
 	safe_close(ep[1]);
 	spawn_err se;

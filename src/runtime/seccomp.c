@@ -127,8 +127,11 @@ static int seccomp_add(scmp_filter_ctx ctx, const seccomp_rule *rule, sbx_err **
 }
 
 /* Only allow personality(0), PER_LINUX32 (8), UNAME26 (0x20000), both, and the
- * query 0xffffffff, as Docker does; anything else (READ_IMPLIES_EXEC,
- * ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO, ...) fails with EPERM. */
+ * query 0xffffffff, as Docker does, plus ADDR_NO_RANDOMIZE (0x40000) alone:
+ * determinism mode (src/trace/ptrace_engine.c) turns ASLR off for the traced
+ * command. That only weakens exploit mitigation inside the command itself:
+ * the kernel clears it on a setuid exec and no_new_privs is set anyway.
+ * Anything else (READ_IMPLIES_EXEC, MMAP_PAGE_ZERO, ...) fails with EPERM. */
 static int seccomp_load_personality(sbx_err **err)
 {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -139,20 +142,21 @@ static int seccomp_load_personality(sbx_err **err)
 	/* Jump offsets count instructions after the jump: [n] is the index. */
 	struct sock_filter insns[] = {
 	    /* [0] */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-	    /* [1] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 0, 11), /* main filter kills
+	    /* [1] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, seccomp_arch_native(), 0, 12), /* main filter kills
 											  */
 	    /* [2] */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-	    /* [3] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SCMP_SYS(personality), 0, 9),
+	    /* [3] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)SCMP_SYS(personality), 0, 10),
 	    /* [4] */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_HI),
-	    /* [5] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 6), /* high bits set: deny */
+	    /* [5] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 7), /* high bits set: deny */
 	    /* [6] */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG0_LO),
-	    /* [7] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0, 5, 0),
-	    /* [8] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8, 4, 0),
-	    /* [9] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20000, 3, 0),
-	    /* [10] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20008, 2, 0),
-	    /* [11] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 1, 0),
-	    /* [12] */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
-	    /* [13] */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    /* [7] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x0, 6, 0),
+	    /* [8] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x8, 5, 0),
+	    /* [9] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20000, 4, 0),
+	    /* [10] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x20008, 3, 0),
+	    /* [11] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0x40000, 2, 0),
+	    /* [12] */ BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffff, 1, 0),
+	    /* [13] */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA)),
+	    /* [14] */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {.len = ARRAY_SIZE(insns), .filter = insns};
 	if (sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog) != 0)

@@ -29,6 +29,7 @@
 #include "policy/proxy.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
+#include "trace/bpf_rec.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -43,6 +44,8 @@ typedef struct sup_exec {
 	int conn;     /* client connection fd, -1 once the client is gone */
 	int timer;    /* timerfd for the timeout, -1 if none */
 	bool started, timed_out;
+	bool traced;	      /* holds the environment's one recorder slot */
+	const char *recorder; /* "bpf" or "ptrace" when traced */
 	struct timespec start;
 } sup_exec;
 
@@ -53,6 +56,9 @@ typedef struct supervisor {
 	int init_pidfd;
 	sbx_cgroup *cg;
 	sup_exec execs[MAX_SUP_EXECS];
+	bpf_rec *rec;	       /* the eBPF recorder of the one traced command, if it runs */
+	int rec_fd;	       /* where it writes (our copy of the client's file) */
+	char *rec_error;       /* why eBPF was not used, for the trace */
 	size_t n_execs;
 	int64_t next_id;
 	/* Clients waiting for init's in-order replies (ps, file operations). */
@@ -123,8 +129,30 @@ static sup_exec *find_exec(supervisor *s, int64_t id)
 	return NULL;
 }
 
+/* Stops the eBPF recorder (it drains what is left first); fills info. */
+static void stop_recorder(supervisor *s, json_t *info)
+{
+	if (s->rec) {
+		bpf_rec_stats st = {0};
+		_cleanup_err_ sbx_err *e = NULL;
+		if (bpf_rec_stop(s->rec, &st, &e) < 0 && info)
+			json_object_set_new(info, "error", json_string(sbx_err_message(e)));
+		s->rec = NULL;
+		s->rec_fd = safe_close(s->rec_fd);
+		if (info) {
+			json_object_set_new(info, "records", json_integer((json_int_t)st.records));
+			json_object_set_new(info, "lost", json_integer((json_int_t)st.lost));
+		}
+	}
+	if (info && s->rec_error)
+		json_object_set_new(info, "error", json_string(s->rec_error));
+	s->rec_error = mfree(s->rec_error);
+}
+
 static void drop_exec(supervisor *s, sup_exec *x)
 {
+	if (x->traced)
+		stop_recorder(s, NULL);
 	if (x->timer >= 0) {
 		ep_del(s, x->timer);
 		safe_close(x->timer);
@@ -152,6 +180,59 @@ static int64_t oom_count(supervisor *s)
 
 /* ---- client requests ---------------------------------------------------- */
 
+/* A traced command: the eBPF recorder on the environment's pid namespace
+ * when this process may load it, otherwise init's ptrace engine records.
+ * The client sends the recorder's output file as the last fd ("bpf_fd");
+ * it never reaches init. One traced command at a time: the recorder sees
+ * the whole environment. */
+static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *fds, size_t *n_fds, sbx_err **err)
+{
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].traced)
+			return err_set(err, SBX_E_CONFLICT, EBUSY,
+				       "another traced command is running in this environment (a trace records the "
+				       "whole environment, so traced commands run one at a time)");
+	int bpf_idx = (int)json_int(m, "bpf_fd", -1);
+	int bpf_fd = -1;
+	if (bpf_idx >= 0 && (size_t)bpf_idx == *n_fds - 1) {
+		bpf_fd = fds[bpf_idx];
+		(*n_fds)--;
+	} else if (bpf_idx >= 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "trace: the recorder file must be the last fd");
+	json_object_del(m, "bpf_fd");
+	const char *want = json_str(tr, "recorder");
+	bool use_bpf = false;
+	s->rec_error = mfree(s->rec_error);
+	if (bpf_fd >= 0 && (!want || streq(want, "bpf"))) {
+		char p[64];
+		struct stat ns;
+		snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)s->init_pid);
+		_cleanup_err_ sbx_err *e = NULL;
+		if (!bpf_rec_available())
+			err_set(&e, SBX_E_UNAVAILABLE, EPERM,
+				"the eBPF recorder needs root (CAP_BPF and CAP_PERFMON) and kernel BTF");
+		else if (stat(p, &ns) < 0)
+			err_errno(&e, "stat '%s'", p);
+		else if ((s->rec_fd = fcntl(bpf_fd, F_DUPFD_CLOEXEC, 3)) < 0)
+			err_errno(&e, "dup");
+		else if (bpf_rec_start((uint64_t)ns.st_dev, (uint64_t)ns.st_ino, s->rec_fd, &s->rec, &e) == 0)
+			use_bpf = true;
+		if (!use_bpf) {
+			s->rec_fd = safe_close(s->rec_fd);
+			if (want)
+				return err_set(err, SBX_E_UNAVAILABLE, EPERM, "trace: eBPF recorder: %s", sbx_err_message(e));
+			/* Falls back to ptrace, and the trace says why. */
+			if (asprintf(&s->rec_error, "eBPF recorder unavailable (%s); recorded with ptrace",
+				     sbx_err_message(e)) < 0)
+				s->rec_error = NULL;
+		}
+	}
+	json_object_set_new(tr, "record", json_boolean(!use_bpf && json_object_get(m, "trace_fd")));
+	x->traced = true;
+	x->recorder = use_bpf ? "bpf" : "ptrace";
+	return 0;
+}
+
 static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_fds)
 {
 	if (s->n_execs >= MAX_SUP_EXECS) {
@@ -175,6 +256,15 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	}
 	if (s->ttl_fd >= 0)
 		arm_ttl(s);
+	json_t *tr = json_object_get(m, "trace");
+	if (json_is_object(tr)) {
+		_cleanup_err_ sbx_err *e = NULL;
+		if (start_trace(s, x, tr, m, fds, &n_fds, &e) < 0) {
+			send_json(conn, err_json(e), NULL, 0);
+			drop_exec(s, x);
+			return;
+		}
+	}
 	/* Forward to init: same document, our exec id, the client's fds. */
 	json_object_set_new(m, "op", json_string("spawn"));
 	json_object_set_new(m, "id", json_integer(x->id));
@@ -349,6 +439,8 @@ static void init_event(supervisor *s)
 	} else if (x && streq(ev, "spawned")) {
 		x->started = true;
 		_cleanup_json_ json_t *o = json_pack("{s:s,s:I}", "ev", "started", "pid", (json_int_t)json_int(m, "pid", 0));
+		if (o && x->traced)
+			json_object_set_new(o, "recorder", json_string(x->recorder));
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, fds, n);
 		else
@@ -383,6 +475,12 @@ static void init_event(supervisor *s)
 		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
 		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I}", "ev", "exit", "status", status, "timed_out",
 						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us);
+		if (o && x->traced) {
+			json_t *ti = json_object();
+			stop_recorder(s, ti);
+			json_object_set_new(o, "trace", ti);
+			x->traced = false;
+		}
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		drop_exec(s, x);
@@ -473,6 +571,7 @@ static void teardown(supervisor *s)
 {
 	thaw(s); /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
+	stop_recorder(s, NULL);
 	/* Killing init kills every process of its pid namespace; the mount,
 	 * network and other namespaces vanish with the last of them. */
 	if (s->init_pidfd >= 0)
@@ -796,7 +895,7 @@ static void report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1,
+	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1, .rec_fd = -1,
 			.stop_conn = -1,  .freeze_conn = -1, .proxy_listen = -1, .proxy_stop = -1, .egress_log = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;

@@ -425,6 +425,7 @@ static bool is_stateless(const json_t *params)
 /* ---- resources: snapshot manifests as sbx://snapshots/<digest> ------------------ */
 
 #define SNAPSHOT_URI_PREFIX "sbx://snapshots/"
+#define TRACE_URI_PREFIX "sbx://traces/"
 #define MCP_RESOURCE_NOT_FOUND (-32002) /* MCP: resources/read of an unknown uri */
 
 static json_t *m_resources_list(mcp_server *s, json_t *id)
@@ -461,16 +462,50 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 		}
 	}
 	json_decref(j);
+	j = NULL;
+	/* Traces: the manifest (snapshot, command, determinism, digests of
+	 * outputs, recorder, lost events); the events via sbx://traces/<id>/events. */
+	if (sbx_trace_list(s->ctx, &j, &e) == 0) {
+		json_array_foreach(json_object_get(j, "traces"), i, v)
+		{
+			const char *tid = json_str(v, "trace_id");
+			if (!tid || strlen(tid) < 19)
+				continue;
+			_cleanup_free_ char *cmdline = json_join_strings(json_object_get(v, "argv"), NULL, ' ');
+			char desc[768];
+			snprintf(desc, sizeof(desc),
+				 "Trace of '%.200s' in environment %s from snapshot %.19s, recorded %s: %lld syscalls, "
+				 "%lld lost. Pass its trace_id to environment_replay. Events (strace-like text): %s%s/events",
+				 cmdline ? cmdline : "?", json_str(v, "environment_id") ?: "?",
+				 json_str(v, "snapshot_id") ?: "?", json_str(v, "created_at") ?: "?",
+				 (long long)json_int(v, "syscalls", 0), (long long)json_int(v, "lost", 0), TRACE_URI_PREFIX,
+				 tid);
+			json_t *r = json_pack("{s:s++,s:s++,s:s,s:s}", "uri", TRACE_URI_PREFIX, tid, "", "name", "trace ",
+					      tid + 7, "mimeType", "application/json", "description", desc);
+			if (r) {
+				json_object_set_new(r, "title", json_sprintf("Trace %.12s", tid + 7));
+				json_array_append_new(a, r);
+			}
+		}
+		json_decref(j);
+	} else
+		sbx_err_free(e);
 	return jsonrpc_result(id, json_pack("{s:o}", "resources", a));
 }
 
 static json_t *m_resources_templates(json_t *id)
 {
 	return jsonrpc_result(
-	    id, json_pack("{s:[{s:s,s:s,s:s,s:s,s:s}]}", "resourceTemplates", "uriTemplate",
-			  SNAPSHOT_URI_PREFIX "{snapshot_id}", "name", "snapshot", "title", "Snapshot manifest", "mimeType",
-			  "application/json", "description",
-			  "The manifest of a snapshot, by snapshot_id (sha256:<hex>), as listed by snapshot_list."));
+	    id, json_pack("{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}",
+			  "resourceTemplates", "uriTemplate", SNAPSHOT_URI_PREFIX "{snapshot_id}", "name", "snapshot",
+			  "title", "Snapshot manifest", "mimeType", "application/json", "description",
+			  "The manifest of a snapshot, by snapshot_id (sha256:<hex>), as listed by snapshot_list.",
+			  "uriTemplate", TRACE_URI_PREFIX "{trace_id}", "name", "trace", "title", "Trace manifest",
+			  "mimeType", "application/json", "description",
+			  "The manifest of a trace (trace_id from environment_execute with trace: true).", "uriTemplate",
+			  TRACE_URI_PREFIX "{trace_id}/events", "name", "trace-events", "title", "Trace events",
+			  "mimeType", "text/plain", "description",
+			  "Every recorded system call, process event and determinism substitution, strace-like."));
 }
 
 static bool digest_ok(const char *d)
@@ -483,6 +518,49 @@ static bool digest_ok(const char *d)
 	return true;
 }
 
+#define TRACE_EVENTS_TEXT_MAX (16u << 20)
+
+/* sbx://traces/<id> (manifest) and sbx://traces/<id>/events (text). */
+static json_t *read_trace(mcp_server *s, json_t *id, json_t *uri, const char *rest)
+{
+	char tid[72];
+	bool events = strlen(rest) == 71 + 7 && streq(rest + 71, "/events");
+	snprintf(tid, sizeof(tid), "%.71s", rest);
+	sbx_err *e = NULL;
+	_cleanup_free_ char *text = NULL;
+	const char *mime = "application/json";
+	if (!digest_ok(tid) || (strlen(rest) != 71 && !events))
+		goto not_found;
+	if (events) {
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+		if (!f)
+			return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+		int r = sbx_trace_show(s->ctx, tid, NULL, f, &e);
+		fclose(f);
+		if (r < 0)
+			goto not_found;
+		if (len > TRACE_EVENTS_TEXT_MAX)
+			strcpy(text + TRACE_EVENTS_TEXT_MAX - 64, "\n... (truncated: use sbx trace show)\n");
+		mime = "text/plain";
+	} else {
+		json_t *man = NULL;
+		if (sbx_trace_manifest(s->ctx, tid, &man, &e) < 0)
+			goto not_found;
+		text = json_dumps(man, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(man);
+	}
+	if (!text)
+		return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
+	json_t *c = json_pack("{s:O,s:s,s:s}", "uri", uri, "mimeType", mime, "text", text);
+	if (!c) /* not UTF-8: carried escaped */
+		c = json_pack("{s:O,s:s,s:o}", "uri", uri, "mimeType", mime, "text", json_stringn_nocheck(text, strlen(text)));
+	return jsonrpc_result(id, json_pack("{s:[o]}", "contents", c));
+not_found:
+	sbx_err_free(e);
+	return jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found", json_pack("{s:O}", "uri", uri));
+}
+
 static json_t *m_resources_read(mcp_server *s, json_t *id, const json_t *params)
 {
 	json_t *uri = json_object_get(params, "uri");
@@ -493,6 +571,8 @@ static json_t *m_resources_read(mcp_server *s, json_t *id, const json_t *params)
 	const char *u = json_string_value(uri);
 	json_t *man = NULL;
 	sbx_err *e = NULL;
+	if (startswith(u, TRACE_URI_PREFIX))
+		return read_trace(s, id, uri, u + strlen(TRACE_URI_PREFIX));
 	if (!startswith(u, SNAPSHOT_URI_PREFIX) || !digest_ok(u + strlen(SNAPSHOT_URI_PREFIX)) ||
 	    sbx_snapshot_manifest(s->ctx, u + strlen(SNAPSHOT_URI_PREFIX), &man, &e) < 0) {
 		json_t *r = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found", json_pack("{s:O}", "uri", uri));

@@ -93,7 +93,13 @@ static const char execute_in[] =
     "'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
     "empty, closed).'},"
     "'timeout_ms':{'type':'integer','minimum':-1,'description':'Kill the command after this many "
-    "milliseconds and report timed_out (0 or absent: the environment default; -1: none).'}}}";
+    "milliseconds and report timed_out (0 or absent: the environment default; -1: none).'},"
+    "'trace':{'type':'boolean','description':'Record every system call of the environment while the "
+    "command runs; the result carries trace_id, which environment_replay re-runs and verifies. The "
+    "trace starts from a snapshot taken just before the command.'},"
+    "'deterministic':{'type':'boolean','description':'Determinism controls (virtual clock, seeded "
+    "randomness, fixed hostname, no ASLR, one CPU). Default: true when trace is set, so that a replay "
+    "can match.'}}}";
 
 static const char execute_out[] =
     OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
@@ -431,6 +437,9 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		o.stdin_data = json_string_value(in);
 		o.stdin_len = json_string_length(in);
 	}
+	o.trace = json_bool(a, "trace", false);
+	json_t *det = json_object_get(a, "deterministic");
+	o.deterministic = json_is_boolean(det) ? json_is_true(det) : -1;
 	o.capture = true;
 	o.on_output = c->on_output;
 	o.userdata = c->userdata;
@@ -579,6 +588,23 @@ static const char snapshot_list_out[] =
 	   "'size_bytes':{'type':'integer'}}}}",
 	   "'snapshots'");
 
+static const char replay_in[] =
+    "{'type':'object','additionalProperties':false,'required':['trace_id'],'properties':{"
+    "'trace_id':{'type':'string','minLength':1,'description':'A trace_id from environment_execute with "
+    "trace: true (or a unique prefix of its hex).'}}}";
+static const char replay_out[] =
+    OUTPUT("'verdict':{'type':'string','enum':['match','diverged']},'divergence':{'type':'object','properties':{"
+	   "'kind':{'type':'string','enum':['input','exit','stdout','stderr','filesystem','syscall']},"
+	   "'index':{'type':'integer'},'pid':{'type':['integer','null']},'expected':{'type':'string'},"
+	   "'actual':{'type':'string'}}},'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
+	   "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'}",
+	   "'verdict','replay_ms'");
+
+static int t_replay(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_trace_replay(c->ctx, json_str(c->args, "trace_id"), ret, err);
+}
+
 static int t_diff(tool_call *c, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
@@ -605,7 +631,7 @@ static const char diff_out[] =
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *const create_reserved[] = {NULL};
-static const char *const execute_reserved[] = {"trace", NULL};
+static const char *const execute_reserved[] = {NULL};
 
 static const tool tools[] = {
     {
@@ -756,6 +782,22 @@ static const tool tools[] = {
 	.read_only = true,
 	.idempotent = true,
 	.run = t_snapshot_list,
+    },
+    {
+	.name = "environment_replay",
+	.alias = "environment.replay",
+	.title = "Replay a traced command and verify it",
+	.description =
+	    "Re-run a traced command (environment_execute with trace: true) from the snapshot it started "
+	    "from, in a fresh environment, under determinism controls (the recorded clock, random seed, "
+	    "hostname and pids), and compare exit status, stdout, stderr, filesystem changes and the "
+	    "syscall sequence. verdict is match, or diverged with the first divergence: its kind "
+	    "(input, exit, stdout, stderr, filesystem, syscall), where, and expected versus actual. A "
+	    "divergence is a successful call.",
+	.input_schema = replay_in,
+	.output_schema = replay_out,
+	.read_only = true,
+	.run = t_replay,
     },
 };
 

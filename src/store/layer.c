@@ -78,6 +78,80 @@ static int blob_commit(const char *store_root, const char *digest, int tmp_dfd, 
 	return store_fs_fsync_dir(dir, err);
 }
 
+int store_blob_put(const char *store_root, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE],
+		   sbx_err **err)
+{
+	char digest[STORE_DIGEST_SIZE];
+	if (store_digest_buf(data, len, digest, err) < 0)
+		return -1;
+	_cleanup_free_ char *blob = store_blob_path(store_root, digest);
+	if (!blob)
+		return err_errnum(err, ENOMEM, "store");
+	if (!fs_exists(blob)) {
+		int r = store_fs_init(store_root, err);
+		if (r < 0)
+			return r;
+		_cleanup_free_ char *tmpdir = store_fs_path(store_root, STORE_DIR_TMP);
+		if (!tmpdir)
+			return err_errnum(err, ENOMEM, "store");
+		_cleanup_close_ int tdfd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (tdfd < 0)
+			return err_errno(err, "open '%s'", tmpdir);
+		char tmp_name[64];
+		snprintf(tmp_name, sizeof(tmp_name), "blob-%d-%ld", (int)getpid(), random());
+		_cleanup_close_ int fd = openat(tdfd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0)
+			return err_errno(err, "create '%s/%s'", tmpdir, tmp_name);
+		if (store_fs_write_all(fd, data, len, err) < 0 || store_sys.fsync(fd) < 0 ||
+		    blob_commit(store_root, digest, tdfd, tmp_name, err) < 0) {
+			(void)unlinkat(tdfd, tmp_name, 0);
+			return err && *err ? -1 : err_errno(err, "write blob");
+		}
+	}
+	memcpy(ret_digest, digest, STORE_DIGEST_SIZE);
+	return 0;
+}
+
+int store_blob_get(const char *store_root, const char *digest, size_t max, char **ret, size_t *ret_len,
+		   sbx_err **err)
+{
+	_cleanup_free_ char *p = store_blob_path(store_root, digest);
+	if (!p)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'", digest);
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "blob %s is missing", digest)
+				       : err_errno(err, "open blob %s", digest);
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return err_errno(err, "stat blob %s", digest);
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "blob %s is larger than %zu bytes", digest, max);
+	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return err_errnum(err, ENOMEM, "read blob %s", digest);
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? err_errno(err, "read blob %s", digest)
+				     : err_set(err, SBX_E_INTERNAL, EIO, "blob %s: short read", digest);
+		got += (size_t)n;
+	}
+	buf[got] = 0;
+	char check[STORE_DIGEST_SIZE];
+	if (store_digest_buf(buf, got, check, err) < 0)
+		return -1;
+	if (!streq(check, digest))
+		return err_set(err, SBX_E_INTERNAL, EBADMSG, "blob %s is corrupt: its content hashes to %s", digest,
+			       check);
+	*ret = TAKE_PTR(buf);
+	*ret_len = got;
+	return 0;
+}
+
 static int put(const char *store_root, int dir_fd, const store_idmap *ids, store_layer_info *ret,
 	       char *tmp_file, char *tmp_tree, sbx_err **err)
 {

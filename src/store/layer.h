@@ -41,6 +41,14 @@ int store_layer_put_from_dir(const char *store_root, int dir_fd, const store_idm
  * there. not_found if the layer is missing; invalid_argument (EBADMSG) naming
  * the digest found if it is corrupt. */
 int store_layer_verify(const char *store_root, const char *digest, sbx_err **err);
+/* Stores a buffer as the blob objects/sha256/<ab>/<hex> (atomically, once)
+ * and returns its digest. */
+int store_blob_put(const char *store_root, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE],
+		   sbx_err **err);
+/* Reads a blob of at most max bytes and checks its digest. *ret is
+ * NUL-terminated (caller frees). */
+int store_blob_get(const char *store_root, const char *digest, size_t max, char **ret, size_t *ret_len,
+		   sbx_err **err);
 /* Hashes the blob objects/sha256/<ab>/<hex>. */
 int store_blob_verify(const char *store_root, const char *digest, sbx_err **err);
 

@@ -65,4 +65,11 @@ static inline void strv_freep(char ***v) { strv_free(*v); }
 	})
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+/* free() that returns NULL, for p = mfree(p). */
+static inline void *mfree(void *p)
+{
+	free(p);
+	return NULL;
+}
+
 #define startswith(s, p) (strncmp((s), (p), strlen(p)) == 0)

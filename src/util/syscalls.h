@@ -154,3 +154,19 @@ static inline int sys_seccomp(unsigned op, unsigned flags, const void *args)
 {
 	return (int)syscall(SYS_seccomp, op, flags, args);
 }
+
+/* seccomp user notifications (the determinism engine answers /dev/urandom
+ * opens with an fd of its own: SECCOMP_IOCTL_NOTIF_ADDFD with ..._FLAG_SEND,
+ * Linux 5.14). Guarded for older UAPI headers. */
+#ifndef SECCOMP_RET_USER_NOTIF
+#define SECCOMP_RET_USER_NOTIF 0x7fc00000U
+#endif
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
+#define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
+#endif
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
+#endif

@@ -97,7 +97,9 @@ static int child_seccomp_denies(void *arg)
 	EXPECT_ERRNO(syscall(SYS_open_by_handle_at, -1, NULL, 0), EPERM);
 	EXPECT_ERRNO(syscall(SYS_setns, -1, 0), EPERM);
 	EXPECT_ERRNO(socket(40 /* AF_VSOCK */, SOCK_STREAM, 0), EAFNOSUPPORT);
-	EXPECT_ERRNO(personality(ADDR_NO_RANDOMIZE), EPERM);
+	EXPECT_ERRNO(personality(READ_IMPLIES_EXEC), EPERM);
+	EXPECT_ERRNO(personality(ADDR_NO_RANDOMIZE | READ_IMPLIES_EXEC), EPERM);
+	EXPECT(personality(ADDR_NO_RANDOMIZE) >= 0); /* determinism mode */
 	EXPECT_ERRNO(syscall(SYS_personality, (1UL << 32)), EPERM);
 	return 0;
 }

@@ -1,0 +1,305 @@
+/* sbx replay TRACE / environment_replay: re-run a recorded command from the
+ * snapshot it started from, under determinism controls, and report MATCH or
+ * the first divergence.
+ *
+ * Order of the checks, which is also the order a divergence is reported in:
+ *  1. inputs from outside the snapshot (volumes, stdin) by digest: a changed
+ *     input is reported as such and the command is not re-run;
+ *  2. the replay runs in a fresh environment created from the trace's
+ *     snapshot with the recorded environment variables, volumes and network,
+ *     the recorded clock epoch, random seed and hostname, and the same pids
+ *     (init burns pids up to the recorded engine pid);
+ *  3. exit status, stdout, stderr, the filesystem changes, then the
+ *     normalized syscall sequence of each process (trace_norm). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "api/api.h"
+#include "api/trace_api.h"
+#include "store/layer.h"
+#include "trace/trace_view.h"
+#include "trace/trace_store.h"
+#include "trace/tree_digest.h"
+#include "util/json.h"
+
+#define REPLAY_BLOB_MAX (1u << 30)
+
+static double now_ms_mono(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int trace_load_events(sbx_ctx *ctx, const json_t *m, char **ret, size_t *ret_len, sbx_err **err)
+{
+	const char *d = json_str(json_object_get(m, "events"), "digest");
+	_cleanup_free_ char *z = NULL;
+	size_t zlen = 0;
+	if (!d || store_blob_get(ctx->root, d, REPLAY_BLOB_MAX, &z, &zlen, err) < 0)
+		return err_wrap(err, "trace events");
+	return trace_decompress(z, zlen, ret, ret_len, err);
+}
+
+static json_t *divergence(const char *kind, int64_t index, int64_t pid, const char *expected, const char *actual)
+{
+	json_t *d = json_pack("{s:s,s:I,s:s,s:s}", "kind", kind, "index", (json_int_t)index, "expected",
+			      expected ? expected : "", "actual", actual ? actual : "");
+	if (d)
+		json_object_set_new(d, "pid", pid >= 0 ? json_integer(pid) : json_null());
+	return d;
+}
+
+/* A short, printable excerpt of buf around off (for expected/actual). */
+static char *excerpt(const char *buf, size_t len, size_t off)
+{
+	size_t from = off > 16 ? off - 16 : 0, to = off + 48 < len ? off + 48 : len;
+	char *s = malloc((to - from) * 4 + 16), *p = s;
+	if (!s)
+		return NULL;
+	if (from > 0)
+		p += sprintf(p, "...");
+	for (size_t i = from; i < to; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if (c == '\n')
+			p += sprintf(p, "\\n");
+		else if (c < 32 || c == 127)
+			p += sprintf(p, "\\x%02x", c);
+		else
+			*p++ = (char)c;
+	}
+	if (to < len)
+		p += sprintf(p, "...");
+	if (from == to)
+		p += sprintf(p, "(end of output)");
+	*p = 0;
+	return s;
+}
+
+/* The first differing byte of two outputs. */
+static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *want, const char *got, size_t got_len,
+				 int64_t pid)
+{
+	const char *d = json_str(want, "digest");
+	_cleanup_free_ char *exp = NULL;
+	size_t exp_len = 0;
+	if (!d || store_blob_get(ctx->root, d, REPLAY_BLOB_MAX, &exp, &exp_len, NULL) < 0)
+		return divergence(kind, 0, pid, d ? d : "(missing)", "(different content)");
+	size_t i = 0;
+	while (i < exp_len && i < got_len && exp[i] == got[i])
+		i++;
+	if (i == exp_len && i == got_len)
+		return NULL;
+	_cleanup_free_ char *e = excerpt(exp, exp_len, i), *a = excerpt(got, got_len, i);
+	return divergence(kind, (int64_t)i, pid, e, a);
+}
+
+static char *status_str(const json_t *res)
+{
+	char *s = NULL;
+	json_t *ec = json_object_get(res, "exit_code");
+	if (json_bool(res, "timed_out", false))
+		return strdup("timed out");
+	if (json_is_integer(ec))
+		return asprintf(&s, "exit %lld", (long long)json_integer_value(ec)) < 0 ? NULL : s;
+	return asprintf(&s, "killed by signal %lld", (long long)json_int(res, "signal", 0)) < 0 ? NULL : s;
+}
+
+/* The network option that recreates the recorded one. */
+static char *network_spec(const json_t *envj)
+{
+	const char *net = json_str(envj, "network") ?: "none";
+	if (!streq(net, "allow"))
+		return strdup(net);
+	_cleanup_free_ char *list = json_join_strings(json_object_get(envj, "network_allow"), NULL, ',');
+	char *s = NULL;
+	return list && asprintf(&s, "allow=%s", list) >= 0 ? s : NULL;
+}
+
+static int check_inputs(const json_t *m, json_t **ret_div, sbx_err **err)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(m, "environment"), "volumes"), i, v)
+	{
+		const char *host = json_str(v, "host") ?: "";
+		const char *want = json_str(v, "digest");
+		char got[STORE_DIGEST_SIZE] = "";
+		_cleanup_err_ sbx_err *e = NULL;
+		_cleanup_free_ char *exp = NULL, *act = NULL;
+		if (trace_tree_digest(host, got, NULL, &e) < 0)
+			snprintf(got, sizeof(got), "unreadable");
+		if (want && streq(want, got))
+			continue;
+		if (asprintf(&exp, "volume %s at %s: %s", host, json_str(v, "path") ?: "", want ? want : "(not recorded)") <
+			0 ||
+		    asprintf(&act, "volume %s: %s", host, e ? sbx_err_message(e) : got) < 0)
+			return err_errnum(err, ENOMEM, "replay");
+		*ret_div = divergence("input", (int64_t)i, -1, exp, act);
+		return 0;
+	}
+	return 0;
+}
+
+static void strv_freep_const(char ***p)
+{
+	strv_free(*p);
+}
+
+_public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	double t0 = now_ms_mono();
+	_cleanup_free_ char *tid = NULL;
+	_cleanup_json_ json_t *m = NULL;
+	if (trace_store_resolve(ctx->root, ref, &tid, err) < 0 || trace_store_get(ctx->root, tid, &m, err) < 0)
+		return -1;
+	json_t *cmd = json_object_get(m, "command"), *envj = json_object_get(m, "environment"),
+	       *detj = json_object_get(m, "determinism"), *want = json_object_get(m, "result");
+	const char *snap = json_str(m, "snapshot_id");
+
+	/* 1. Inputs. */
+	_cleanup_json_ json_t *div = NULL;
+	if (check_inputs(m, &div, err) < 0)
+		return -1;
+	_cleanup_free_ char *in = NULL, *orig = NULL;
+	size_t in_len = 0, orig_len = 0;
+	json_t *inj = json_object_get(cmd, "stdin");
+	if (!div && json_is_object(inj) &&
+	    store_blob_get(ctx->root, json_str(inj, "digest"), REPLAY_BLOB_MAX, &in, &in_len, err) < 0)
+		return err_wrap(err, "replay: recorded stdin");
+	if (trace_load_events(ctx, m, &orig, &orig_len, err) < 0)
+		return err_wrap(err, "replay");
+
+	_cleanup_free_ char *eid = NULL;
+	trace_outcome oc = {0};
+	sbx_exec_result res = {0};
+	if (!div) {
+		/* 2. A fresh environment from the snapshot, as recorded. */
+		_cleanup_(strv_freep_const) char **env = json_to_strv(json_object_get(envj, "env"));
+		_cleanup_free_ char *net = network_spec(envj);
+		size_t nv = json_array_size(json_object_get(envj, "volumes"));
+		_cleanup_free_ sbx_volume *vols = calloc(nv + 1, sizeof(*vols));
+		if (!vols || !net)
+			return err_errnum(err, ENOMEM, "replay");
+		for (size_t i = 0; i < nv; i++) {
+			json_t *v = json_array_get(json_object_get(envj, "volumes"), i);
+			vols[i] = (sbx_volume){.host = json_str(v, "host"), .path = json_str(v, "path"),
+					       .readonly = json_bool(v, "readonly", false)};
+		}
+		sbx_create_opts co = SBX_CREATE_OPTS_INIT;
+		co.snapshot = snap;
+		co.env = (const char *const *)env;
+		co.volumes = vols;
+		co.n_volumes = nv;
+		co.network = net;
+		co.keep_identity = true;
+		co.memory_bytes = -1;
+		co.pids = -1;
+		if (sbx_env_create(ctx, &co, &eid, NULL, err) < 0)
+			return err_wrap(err, "replay: create an environment from %s", snap);
+
+		_cleanup_(strv_freep_const) char **argv = json_to_strv(json_object_get(cmd, "argv"));
+		_cleanup_(strv_freep_const) char **xenv = json_to_strv(json_object_get(cmd, "env"));
+		sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
+		eo.argv = (const char *const *)argv;
+		eo.env = (const char *const *)xenv;
+		const char *cwd = json_str(cmd, "cwd");
+		eo.cwd = cwd && *cwd ? cwd : NULL;
+		eo.timeout_ms = json_int(cmd, "timeout_ms", 0);
+		eo.stdin_data = in;
+		eo.stdin_len = in_len;
+		eo.capture = true;
+		eo.output_bytes = -1;
+		eo.trace = true;
+		eo.deterministic = 1;
+		trace_params tp = {.deterministic = true,
+				   .replay = true,
+				   .epoch_ns = json_int(detj, "epoch_ns", 0),
+				   .seed = (uint64_t)json_int(detj, "seed", 0),
+				   .hostname = json_str(detj, "hostname"),
+				   .first_pid = (uint32_t)json_int(detj, "engine_pid", 0),
+				   .snapshot_id = snap,
+				   .replay_of = tid};
+		int r = trace_run(ctx, eid, &eo, &tp, &oc, &res, err);
+		(void)sbx_env_remove(ctx, eid, NULL);
+		if (r < 0)
+			return err_wrap(err, "replay");
+
+		/* 3. Outcomes, in order. */
+		json_t *got = json_object_get(oc.manifest, "result");
+		int64_t pid = (int64_t)json_int(detj, "engine_pid", 0) + 1;
+		_cleanup_free_ char *ws = status_str(want), *gs = status_str(got);
+		if (!streq(ws ?: "", gs ?: ""))
+			div = divergence("exit", 0, pid, ws, gs);
+		if (!div && !streq(json_str(json_object_get(want, "stdout"), "digest") ?: "",
+				   json_str(json_object_get(got, "stdout"), "digest") ?: ""))
+			div = output_divergence(ctx, "stdout", json_object_get(want, "stdout"), res.stdout_buf,
+						res.stdout_len, pid);
+		if (!div && !streq(json_str(json_object_get(want, "stderr"), "digest") ?: "",
+				   json_str(json_object_get(got, "stderr"), "digest") ?: ""))
+			div = output_divergence(ctx, "stderr", json_object_get(want, "stderr"), res.stderr_buf,
+						res.stderr_len, pid);
+		json_t *wfs = json_object_get(want, "fs"), *gfs = json_object_get(got, "fs");
+		if (!div && !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "")) {
+			json_t *wp = json_object_get(wfs, "paths"), *gp = json_object_get(gfs, "paths");
+			size_t i = 0;
+			while (i < json_array_size(wp) && i < json_array_size(gp) &&
+			       json_equal(json_array_get(wp, i), json_array_get(gp, i)))
+				i++;
+			const char *e = json_string_value(json_array_get(wp, i)), *a = json_string_value(json_array_get(gp, i));
+			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
+					 a ? a : "(no further change)");
+			if (e && a && streq(e, a)) {
+				json_object_set_new(div, "expected", json_sprintf("%s (content %s)", e, json_str(wfs, "digest")));
+				json_object_set_new(div, "actual", json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
+			}
+		}
+		if (!div) {
+			_cleanup_trace_norm_ trace_norm *na = NULL, *nb = NULL;
+			trace_norm_diff nd = {0};
+			int q = trace_norm_build(orig, orig_len, &na, err);
+			if (q >= 0)
+				q = trace_norm_build(oc.events, oc.events_len, &nb, err);
+			if (q >= 0)
+				q = trace_norm_compare(na, nb, &nd, err);
+			if (q < 0) {
+				trace_outcome_clear(&oc);
+				sbx_exec_result_free(&res);
+				return err_wrap(err, "replay: compare syscalls");
+			}
+			if (q > 0) {
+				_cleanup_free_ char *exp = NULL, *act = NULL;
+				if (asprintf(&exp, "%s: process %lld, thread %lld, item %lld: %s",
+					     trace_norm_kind_name(nd.kind), (long long)nd.process, (long long)nd.thread,
+					     (long long)nd.item, nd.expected ? nd.expected : "") < 0)
+					exp = NULL;
+				act = nd.actual ? strdup(nd.actual) : NULL;
+				div = divergence("syscall", nd.item >= 0 ? nd.item : 0, -1, exp, act);
+				if (div) {
+					json_object_set_new(div, "process", json_integer(nd.process));
+					if (nd.lost_a || nd.lost_b)
+						json_object_set_new(div, "lost",
+								    json_pack("{s:I,s:I}", "recorded", (json_int_t)nd.lost_a,
+									      "replay", (json_int_t)nd.lost_b));
+				}
+			}
+			trace_norm_diff_clear(&nd);
+		}
+	}
+	json_t *out = json_pack("{s:s,s:s,s:f}", "trace_id", tid, "verdict", div ? "diverged" : "match", "replay_ms",
+				now_ms_mono() - t0);
+	if (out && div)
+		json_object_set(out, "divergence", div);
+	if (out && oc.manifest)
+		json_object_set_new(out, "replay_trace_id", json_string(oc.trace_id));
+	if (out && res.trace_id)
+		json_object_set_new(out, "lost", json_integer((json_int_t)res.trace_lost));
+	trace_outcome_clear(&oc);
+	sbx_exec_result_free(&res);
+	if (!out)
+		return err_errnum(err, ENOMEM, "replay");
+	*ret = out;
+	return 0;
+}

@@ -1,0 +1,166 @@
+/* The ptrace engine: runs a command as a traced child and
+ *  - applies determinism controls (virtual clocks and TSC, seeded getrandom,
+ *    /dev/urandom and AT_RANDOM, a fixed nodename, virtual file times, no
+ *    ASLR, one CPU, sequential pids), and/or
+ *  - records every syscall into the trace stream (trace_format.h): the
+ *    fallback recorder when eBPF is unavailable (rootless). It costs two
+ *    ptrace stops per syscall (a few microseconds each), so a syscall-heavy
+ *    command runs several times slower than under the eBPF recorder.
+ * It runs inside the environment without privileges: tracing one's own child
+ * needs none (no CAP_SYS_PTRACE, no CAP_SYS_ADMIN), and the seccomp filter it
+ * installs in the command only needs no_new_privs. x86_64 only (other
+ * architectures get an `unavailable` error).
+ *
+ * How each control works and where it stops is written at the top of
+ * ptrace_engine.c; the pure pieces (virtual clock, file-time mapping, PRNG,
+ * vDSO parsing, seccomp program) live in determ_*.c and vdso.c and are
+ * declared at the end of this header for the unit tests. */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sbx.h"
+#include "trace/trace_format.h"
+
+typedef struct ptrace_opts {
+	bool deterministic; /* determinism controls */
+	bool record; /* record EVERY syscall as TR_SYSCALL (+ TR_FORK/TR_EXEC/TR_EXIT); slow: 2 stops/syscall
+		      */
+	int record_fd; /* where records go (header first); in deterministic mode TR_DETERM records always go
+			  here when >= 0, with TR_FORK/TR_EXEC/TR_EXIT (free: those stop anyway) but no
+			  TR_SYSCALL */
+	uint64_t epoch_ns;    /* virtual CLOCK_REALTIME at start, ns since 1970 */
+	uint64_t seed;	      /* seeds getrandom, /dev/urandom, /dev/random and AT_RANDOM */
+	uint32_t first_pid;   /* nonzero: fork-and-reap dummies first until the command gets this pid */
+	const char *hostname; /* deterministic nodename reported by uname(), NULL = leave */
+} ptrace_opts;
+/* clang-format off */
+#define PTRACE_OPTS_INIT {.record_fd = -1}
+/* clang-format on */
+
+typedef struct ptrace_result {
+	int status;	    /* the command's wait status (as from waitpid) */
+	pid_t pid;	    /* the pid the command got (for the trace manifest) */
+	int exec_errno;	    /* nonzero: exec failed with it (status is then exit 127 for ENOENT, else 126) */
+	uint64_t stops;	    /* ptrace stops and seccomp notifications handled */
+	uint64_t emulated;  /* syscalls (and rdtsc) the engine answered */
+	uint64_t records;   /* records written to record_fd */
+	uint32_t leftovers; /* processes still alive when the command exited (detached, or killed: see .c) */
+	int record_errno;   /* nonzero: writing records failed with it (the stream is cut short) */
+} ptrace_result;
+
+/* Forks argv (execvp semantics, envp as the environment) as a traced child of
+ * the caller, follows all its descendants (fork, vfork, clone, threads,
+ * exec), applies the options and returns once the command (the first
+ * process) exited, with its wait status in *ret_status. The caller has set up
+ * stdio, cwd and rlimits. If exec fails, *ret_status is exit 127 (ENOENT) or
+ * 126, as from a shell. Errors are the engine's own (ptrace refused, bad
+ * options, first_pid already taken). The caller's signal mask and
+ * dispositions are restored before returning. */
+int ptrace_engine_run(const ptrace_opts *o, char **argv, char **envp, int *ret_status, sbx_err **err);
+/* The same with everything the engine knows about the run (the command's pid). */
+int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_result *ret, sbx_err **err);
+
+/* TR_DETERM kinds (trace_format.h names 1..6); 7 is this engine's extension:
+ * a process got its second thread, so its interleavings (and everything that
+ * follows from them) are not reproducible: replay can point at it. The value
+ * is {u32 tgid, u32 new tid}. */
+enum {
+	TRACE_DETERM_CLOCK = 1,
+	TRACE_DETERM_RANDOM = 2,
+	TRACE_DETERM_RDTSC = 3,
+	TRACE_DETERM_UNAME = 4,
+	TRACE_DETERM_STAT = 5,
+	TRACE_DETERM_GETCPU = 6,
+};
+#ifndef TRACE_DETERM_CONCURRENCY
+#define TRACE_DETERM_CONCURRENCY 7
+#endif
+/* TR_DETERM h.flags: the value was longer than TRACE_DETERM_MAX_VALUE and is cut. */
+#ifndef TRACE_DETERM_TRUNC
+#define TRACE_DETERM_TRUNC 0x1
+#endif
+#define TRACE_DETERM_MAX_VALUE 256
+
+/* ---- Pure pieces, exposed for the unit tests -------------------------------------------------------------
+ */
+
+/* Virtual clock (determ_clock.c). Every read advances it by DETERM_TICK_NS,
+ * so two reads never return the same value and time visibly "passes". */
+#define DETERM_TICK_NS 1000ULL		     /* +1 us per clock read, rdtsc, new file time */
+#define DETERM_MONO_BASE_NS 1000000000000ULL /* virtual CLOCK_MONOTONIC at start: 1000 s "uptime" */
+#define DETERM_COARSE_RES_NS 4000000ULL	     /* clock_getres of *_COARSE (HZ=250) */
+#define DETERM_SQUEEZE_NS 86400000000000LL   /* file times later than epoch-1d squeezed below the epoch */
+enum { DETERM_CLK_NONE = 0, DETERM_CLK_REAL, DETERM_CLK_MONO, DETERM_CLK_CPU };
+typedef struct determ_clock {
+	uint64_t epoch_ns; /* virtual CLOCK_REALTIME at vt = 0 */
+	uint64_t vt;	   /* virtual ns elapsed since start */
+} determ_clock;
+/* The kind of a clockid_t (as the syscall sees it, sign-extended from 32 bits); NONE = not emulated
+ * (invalid ids and fd-based dynamic clocks go to the kernel). */
+int determ_clock_kind(int64_t clockid);
+/* The clock's current value without advancing it. */
+uint64_t determ_clock_peek(const determ_clock *c, int kind);
+/* Advances by one tick, then returns the clock's value. */
+uint64_t determ_clock_read(determ_clock *c, int kind);
+/* clock_getres: 1 ns, or DETERM_COARSE_RES_NS for the coarse clocks. */
+uint64_t determ_clock_res(int64_t clockid);
+/* A virtual TSC (1 GHz, from the monotonic clock), advancing by one tick. */
+uint64_t determ_clock_tsc(determ_clock *c);
+/* Moves the clock forward to `kind` reading `target` (no-op if already past). */
+void determ_clock_advance_to(determ_clock *c, int kind, uint64_t target);
+/* rdtsc/rdtscp at these bytes: returns the instruction length (2 or 3) and sets *rdtscp; 0 if neither. */
+int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp);
+
+/* File times (determ_clock.c). A time at or after real_start (the run's real
+ * start, CLOCK_REALTIME_COARSE since file systems stamp with the coarse clock)
+ * is given, the first time its (dev, ino, time) is seen, the current virtual
+ * time (advancing the clock), and keeps it for the rest of the run. Earlier
+ * times are reported unchanged, except when the epoch lies before real_start:
+ * then those later than epoch - DETERM_SQUEEZE_NS would be in the virtual
+ * future ("clock skew" in make), so they are squeezed, order-preserving and
+ * independent of real_start, into (epoch - DETERM_SQUEEZE_NS, epoch). */
+typedef struct determ_timemap {
+	int64_t real_start;
+	struct determ_time_ent *ents; /* open addressing */
+	size_t n, cap;
+} determ_timemap;
+/* Maps the times of one stat result (ns since 1970) in place; all of them
+ * seen for the first time get one new virtual time (one tick), so the count
+ * of distinct real times (atime and mtime a tick apart or not) does not show.
+ * Returns how many changed. */
+int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n);
+/* The same for one time. *changed tells whether the result differs. */
+int64_t determ_time_map(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
+			bool *changed);
+/* The order-preserving squeeze of times after epoch - DETERM_SQUEEZE_NS. */
+int64_t determ_time_squeeze(int64_t t, int64_t epoch);
+void determ_timemap_free(determ_timemap *m);
+
+/* Seeded byte streams (determ_rand.c): ChaCha20 keyed by the seed (expanded
+ * with splitmix64), one stream per id, addressable by byte position, so what
+ * a process gets depends only on the seed, the stream and the position. */
+#define DETERM_STREAM_GETRANDOM 0ULL			/* getrandom(), in call order across all processes */
+#define DETERM_STREAM_URANDOM(i) (1ULL + (i))		/* the i-th open of /dev/urandom or /dev/random */
+#define DETERM_STREAM_AT_RANDOM(i) ((1ULL << 40) + (i)) /* AT_RANDOM of the i-th exec */
+typedef struct determ_rng {
+	uint32_t key[8];
+} determ_rng;
+void determ_rng_init(determ_rng *r, uint64_t seed);
+void determ_rng_read(const determ_rng *r, uint64_t stream, uint64_t pos, void *buf, size_t n);
+/* The raw ChaCha20 block function (RFC 8439 with a 64-bit counter in words 12-13, nonce in 14-15). */
+void determ_chacha20_block(const uint32_t key[8], uint64_t counter, uint64_t nonce, uint8_t out[64]);
+
+/* The seccomp program installed in the command (determ_filter.c): USER_NOTIF
+ * for the calls answered from values alone (clocks, getrandom, getcpu,
+ * nanosleep) and for open/openat/openat2 (so /dev/urandom opens can be
+ * answered with an fd, ADDFD); TRACE for the calls fixed up at their exit
+ * (stat family, uname) or whose arguments change (clock_nanosleep, absolute
+ * futex/timerfd timeouts); ERRNO ENOSYS for rseq (keeps the CPU number
+ * virtual); ALLOW for the rest and for other ABIs (sbx's own filter kills
+ * those). Returns the length, or -1 if `cap` is too small. */
+struct sock_filter;
+int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname);
+#define DETERM_FILTER_MAX 96

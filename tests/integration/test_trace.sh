@@ -1,0 +1,155 @@
+# Traces and replay: recording, viewing, determinism, replay verdicts.
+
+jget() { python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d = d[int(k)] if isinstance(d, list) else d[k]
+print(d if not isinstance(d,(dict,list)) else json.dumps(d))' "$1"; }
+
+t_trace_records_known_calls() {
+	ID=$(sbx create)
+	out=$(sbx exec --json --trace "$ID" -- sh -c 'cat /nonexistent-sbx-trace 2>/dev/null; echo hi > /root/f; exit 3' || true)
+	tid=$(echo "$out" | jget trace_id)
+	[[ "$tid" == sha256:* ]] || fail "no trace_id in $out"
+	assert_eq "$(echo "$out" | jget exit_code)" 3
+	show=$(sbx trace show "$tid")
+	# The failed open of a known path, with its errno, in the right process.
+	echo "$show" | grep -E 'open(at)?\(.*"/nonexistent-sbx-trace".*ENOENT' > /dev/null ||
+		fail "the failed open is missing: $(echo "$show" | grep -n nonexistent | head)"
+	echo "$show" | grep -E 'openat\(.*"/root/f", .*O_CREAT' > /dev/null || fail "the write of /root/f is missing"
+	echo "$show" | grep -E '\+\+\+ exec .*cat' > /dev/null || fail "the exec of cat is missing"
+	echo "$show" | grep -E 'exit_group\(3\)' > /dev/null || fail "exit_group(3) is missing"
+	# Nothing of the runtime's own processes (init is pid 1 inside).
+	echo "$show" | grep -E '^ *[0-9.]+ \[1\]' && fail "init's syscalls leaked into the trace"
+	# Filters.
+	only=$(sbx trace show "$tid" --syscall openat)
+	echo "$only" | grep -vE '\+\+\+|!!!|~~~' | grep -vq 'openat(' && fail "the syscall filter let other calls through"
+	# stats and JSON agree on the openat count.
+	n_show=$(echo "$show" | grep -c ' openat(' || true)
+	n_stats=$(sbx trace stats --json "$tid" | python3 -c '
+import json,sys; s=json.load(sys.stdin)
+print(sum(x["count"] for x in s["syscalls"] if x["name"]=="openat"))')
+	assert_eq "$n_stats" "$n_show" "openat count in stats vs show"
+	sbx trace stats "$tid" | grep -q "/root/f" || fail "stats does not list /root/f as written"
+	# Chrome export parses and has complete events.
+	sbx trace export "$tid" --format chrome -o "$TMPDIR_TEST/t.json"
+	python3 - "$TMPDIR_TEST/t.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+assert any(e.get("ph") == "X" and e.get("name") == "openat" for e in ev), "no X openat"
+assert any(e.get("ph") == "M" for e in ev), "no metadata"
+PY
+	# The manifest names the snapshot it started from, and ls lists it.
+	snap=$(sbx trace inspect "$tid" | jget snapshot_id)
+	sbx snapshots | grep -q "${snap:7:12}" || fail "the trace's snapshot $snap is not in the store"
+	sbx trace ls | grep -q "${tid:0:19}" || fail "trace ls does not list $tid"
+	sbx rm "$ID"
+}
+
+t_trace_lost_events_are_zero_and_reported() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'for i in $(seq 1 300); do cat /etc/hostname > /dev/null; done' | jget trace_id)
+	lost=$(sbx trace inspect "$tid" | jget events.lost)
+	assert_eq "$lost" 0 "lost events for a modest workload"
+	n=$(sbx trace stats --json "$tid" | python3 -c '
+import json,sys; s=json.load(sys.stdin)
+print(sum(1 for e in s["execs"] if "cat" in e["filename"]))')
+	assert_eq "$n" 300 "every exec of cat is in the trace"
+	sbx rm "$ID"
+}
+
+t_replay_deterministic_programs_match() {
+	ID=$(sbx create)
+	prog='import random, time, os, uuid, tempfile, socket
+print(random.random(), time.time(), time.monotonic() > 0, os.urandom(8).hex(), uuid.uuid4())
+print(hash("abc"), {"x", "y", "zz", "w"}, os.getpid(), socket.gethostname())
+f = tempfile.NamedTemporaryFile(dir="/root", delete=False); f.write(b"x"); f.close(); print(f.name)
+'
+	out=$(sbx exec --json --trace "$ID" -- python3 -c "$prog")
+	tid=$(echo "$out" | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "replay diverged: $r"
+	assert_eq "$(echo "$r" | jget verdict)" match
+	# The shell's date and $RANDOM too, and a C program's raw syscalls (the probe is static).
+	tid2=$(sbx exec --json --trace "$ID" -- sh -c 'date +%s.%N; echo $$ $RANDOM; od -An -N8 -tx1 /dev/urandom; ls -la /root | head -3' | jget trace_id)
+	expect_status 0 sbx replay "$tid2"
+	assert_contains "$OUT" MATCH
+	sbx rm "$ID"
+}
+
+t_replay_detects_changed_result() {
+	ID=$(sbx create)
+	# Reads real time through a path the engine does not virtualize:
+	# /proc/uptime. The replay must not hide the difference.
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/uptime; sleep 0.01' | jget trace_id)
+	expect_status 1 sbx replay "$tid"
+	assert_contains "$OUT" "DIVERGED: stdout"
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged
+	assert_eq "$(echo "$r" | jget divergence.kind)" stdout
+	sbx rm "$ID"
+}
+
+t_replay_without_determinism_diverges() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace --no-deterministic "$ID" -- python3 -c 'import os; print(os.urandom(16).hex())' | jget trace_id)
+	assert_eq "$(sbx trace inspect "$tid" | jget determinism.enabled)" False
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged
+	assert_eq "$(echo "$r" | jget divergence.kind)" stdout
+	sbx rm "$ID"
+}
+
+t_replay_reports_changed_volume_input() {
+	mkdir -p "$TMPDIR_TEST/vol"
+	echo one > "$TMPDIR_TEST/vol/in.txt"
+	chmod -R a+rX "$TMPDIR_TEST/vol"
+	ID=$(sbx create -v "$TMPDIR_TEST/vol:/data:ro")
+	tid=$(sbx exec --json --trace "$ID" -- cat /data/in.txt | jget trace_id)
+	sbx replay "$tid" > /dev/null || fail "replay of an unchanged input diverged"
+	echo two > "$TMPDIR_TEST/vol/in.txt"
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_contains "$(echo "$r" | jget divergence.expected)" "$TMPDIR_TEST/vol"
+	sbx rm "$ID"
+}
+
+t_replay_stdin_and_filesystem() {
+	ID=$(sbx create)
+	tid=$(echo "hello stdin" | sbx exec --json -i --trace "$ID" -- sh -c 'cat > /root/copy; wc -c < /root/copy' | jget trace_id)
+	expect_status 0 sbx replay "$tid"
+	# A fs change that differs: the program writes the clock's real value
+	# obtained through a file the engine cannot virtualize.
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/uptime > /root/up' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	sbx rm "$ID"
+}
+
+t_trace_refuses_bad_input() {
+	ID=$(sbx create)
+	expect_status 125 sbx trace show nosuchtrace
+	assert_contains "$ERR" "no such trace"
+	expect_status 125 sbx replay sha256:0000000000000000000000000000000000000000000000000000000000000000
+	expect_status 125 sbx exec --trace -t "$ID" -- true
+	assert_contains "$ERR" "terminal"
+	tid=$(sbx exec --json --trace "$ID" -- true | jget trace_id)
+	expect_status 125 sbx trace show "$tid" --syscall not_a_syscall
+	expect_status 125 sbx trace export "$tid" --format perfetto
+	sbx rm "$ID"
+}
+
+t_trace_store_fsck_and_gc_keep_traces() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- echo kept | jget trace_id)
+	sbx rm "$ID"
+	SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
+	sbx fsck > /dev/null || fail "fsck after gc: $(sbx fsck)"
+	sbx trace show "$tid" > /dev/null || fail "gc removed a trace's blobs"
+	r=$(sbx replay --json "$tid") || fail "replay after gc: $r"
+	# A corrupt events blob is named by fsck.
+	blob=$(sbx trace inspect "$tid" | jget events.digest)
+	hex=${blob#sha256:}
+	chmod u+w "$SBX_ROOT/objects/sha256/${hex:0:2}/$hex" 2>/dev/null || true
+	echo garbage >> "$SBX_ROOT/objects/sha256/${hex:0:2}/$hex"
+	expect_status 1 sbx fsck
+	assert_contains "$OUT$ERR" "$hex"
+}
