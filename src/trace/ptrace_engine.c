@@ -1344,8 +1344,9 @@ static void on_notif(engine *e)
 	}
 	char path[4096];
 	bool trunc;
-	if ((flags & O_ACCMODE) == O_WRONLY || mem_read_str(tid, path_addr, path, sizeof(path), &trunc) < 0 ||
-	    trunc || !strstr(path, "random") || !is_random_dev(tid, dirfd, path, flags)) {
+	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH) ||
+	    mem_read_str(tid, path_addr, path, sizeof(path), &trunc) < 0 || trunc ||
+	    !strstr(path, "random") || !is_random_dev(tid, dirfd, path, flags)) {
 		notif_continue(e, req.id, 0);
 		return;
 	}

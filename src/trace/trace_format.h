@@ -59,6 +59,8 @@ struct trace_rec {
 #define TRS_STR0_FAULT 0x8   /* str0 could not be read (bad pointer) */
 #define TRS_STR1_FAULT 0x10  /* str1 could not be read */
 #define TRS_EMULATED 0x20    /* the determinism engine answered this call instead of the kernel */
+#define TRS_NO_ENTER 0x40    /* only the exit was seen: seccomp refused the call before sys_enter fires
+			      * (args and strings were read at the exit; enter_ns is the exit time) */
 
 /* TR_SYSCALL: followed by str0 then str1 (each NUL-terminated, lengths in
  * str0_len/str1_len including the NUL, 0 when absent), padded to 8. Which

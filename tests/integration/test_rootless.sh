@@ -60,3 +60,10 @@ t_rootless_snapshot() {
 	rootless_setup
 	run_as_user test_snapshot.sh
 }
+
+# Rootless, traces are recorded by the ptrace engine (no eBPF): the same
+# tests, and the manifest says which recorder ran and why.
+t_rootless_trace() {
+	rootless_setup
+	run_as_user test_trace.sh
+}

@@ -153,3 +153,16 @@ t_trace_store_fsck_and_gc_keep_traces() {
 	expect_status 1 sbx fsck
 	assert_contains "$OUT$ERR" "$hex"
 }
+
+t_trace_shows_calls_the_sandbox_refused() {
+	# seccomp refuses these before the kernel's sys_enter tracepoint fires:
+	# the recorder must still show them (an audit wants them most).
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace --no-deterministic "$ID" -- sh -c 'mount -t tmpfs x /mnt; unshare -U true; true' | jget trace_id)
+	show=$(sbx trace show "$tid" --syscall mount,unshare)
+	echo "$show" | grep -E 'mount\("x", "/mnt".*= -1 EPERM' > /dev/null || fail "the refused mount is missing: $show"
+	echo "$show" | grep -E 'unshare\(CLONE_NEWUSER\) = -1 EPERM' > /dev/null || fail "the refused unshare is missing: $show"
+	rec=$(sbx trace inspect "$tid" | jget events.recorder)
+	if is_root; then assert_eq "$rec" bpf; else assert_eq "$rec" ptrace; fi
+	sbx rm "$ID"
+}

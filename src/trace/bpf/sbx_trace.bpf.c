@@ -267,8 +267,57 @@ int sys_exit(__u64 *ctx)
 	 * namespace again. No fresh entry: the syscall began before recording
 	 * did, or a tracer or seccomp skipped it (sys_enter never fired). */
 	struct stash *s = bpf_task_storage_get(&stashes, task, 0, 0);
-	if (!s || !s->active)
+	if (!s)
 		return 0;
+	if (!s->active) {
+		/* A task of the namespace (it has a stash) leaving a syscall it
+		 * never entered: the seccomp filter refused it (seccomp runs before
+		 * the sys_enter tracepoint). Those are the calls an audit wants most;
+		 * record them from the registers. orig_ax -1: a tracer skipped the
+		 * call (the determinism engine records what it answered itself). */
+		struct pt_regs *regs = (struct pt_regs *)ctx[0];
+#if defined(__TARGET_ARCH_x86)
+		long nr = (long)regs->orig_ax;
+#else
+		long nr = (long)regs->syscallno;
+#endif
+		struct bpf_pidns_info ns;
+		if (nr < 0 || !in_env(&ns))
+			return 0;
+		__u64 now = bpf_ktime_get_ns();
+		s->rec.nr = (__s32)nr;
+		s->rec.h.pid = ns.tgid;
+		s->rec.h.tid = ns.pid;
+		s->rec.h.flags = TRS_NO_ENTER;
+		s->rec.enter_ns = now;
+		read_args(regs, s->rec.args);
+		__u8 mask = nr < SBX_TRACE_NR_MAX ? cfg.str_args[nr & (SBX_TRACE_NR_MAX - 1)] : 0;
+		__u32 found = 0;
+		s->str_ptr[0] = s->str_ptr[1] = 0;
+#pragma unroll
+		for (int i = 0; i < 6; i++) {
+			if (!(mask & (1u << i)))
+				continue;
+			if (found == 0)
+				s->str_ptr[0] = s->rec.args[i];
+			else if (found == 1)
+				s->str_ptr[1] = s->rec.args[i];
+			found++;
+		}
+		s->rec.str0_len = s->rec.str1_len = 0;
+		if (found > 0)
+			s->rec.str0_len =
+			    read_str(s->str[0], s->str_ptr[0], &s->rec.h.flags, TRS_STR0_TRUNC, TRS_STR0_FAULT);
+		if (found > 1)
+			s->rec.str1_len =
+			    read_str(s->str[1], s->str_ptr[1], &s->rec.h.flags, TRS_STR1_TRUNC, TRS_STR1_FAULT);
+		s->rec.h.type = TR_SYSCALL;
+		s->rec.h.flags |= TRS_HAS_RET;
+		s->rec.h.ts_ns = now;
+		s->rec.ret = ret;
+		emit_syscall(s);
+		return 0;
+	}
 	s->active = 0;
 	/* The ids are the entry's, unless an execve by another thread of the
 	 * group made this one the leader (de_thread): then ask again. */

@@ -59,7 +59,7 @@ struct bpf_pidns_info {
 
 #if defined(__TARGET_ARCH_x86)
 struct pt_regs {
-	unsigned long di, si, dx, r10, r8, r9;
+	unsigned long di, si, dx, r10, r8, r9, orig_ax;
 };
 #elif defined(__TARGET_ARCH_arm64)
 /* regs[] sits in an anonymous struct inside a union in the kernel's
@@ -67,6 +67,7 @@ struct pt_regs {
 struct pt_regs {
 	__u64 regs[31];
 	__u64 orig_x0;
+	__s32 syscallno;
 };
 #else
 #error "the BPF recorder supports x86_64 and arm64 (define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64)"
