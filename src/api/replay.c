@@ -113,7 +113,7 @@ static char *network_spec(const json_t *envj)
 	const char *net = json_str(envj, "network") ?: "none";
 	if (!streq(net, "allow"))
 		return strdup(net);
-	_cleanup_free_ char *list = json_join_strings(json_object_get(envj, "network_allow"), NULL, ',');
+	_cleanup_free_ char *list = json_join_strings(json_object_get(envj, "network_allow"), "", ',');
 	char *s = NULL;
 	return list && asprintf(&s, "allow=%s", list) >= 0 ? s : NULL;
 }

@@ -471,7 +471,7 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 			const char *tid = json_str(v, "trace_id");
 			if (!tid || strlen(tid) < 19)
 				continue;
-			_cleanup_free_ char *cmdline = json_join_strings(json_object_get(v, "argv"), NULL, ' ');
+			_cleanup_free_ char *cmdline = json_join_strings(json_object_get(v, "argv"), "", ' ');
 			char desc[768];
 			snprintf(desc, sizeof(desc),
 				 "Trace of '%.200s' in environment %s from snapshot %.19s, recorded %s: %lld syscalls, "
@@ -480,8 +480,8 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 				 json_str(v, "snapshot_id") ?: "?", json_str(v, "created_at") ?: "?",
 				 (long long)json_int(v, "syscalls", 0), (long long)json_int(v, "lost", 0), TRACE_URI_PREFIX,
 				 tid);
-			json_t *r = json_pack("{s:s++,s:s++,s:s,s:s}", "uri", TRACE_URI_PREFIX, tid, "", "name", "trace ",
-					      tid + 7, "mimeType", "application/json", "description", desc);
+			json_t *r = json_pack("{s:s+,s:s+,s:s,s:s}", "uri", TRACE_URI_PREFIX, tid, "name", "trace ", tid + 7,
+					      "mimeType", "application/json", "description", desc);
 			if (r) {
 				json_object_set_new(r, "title", json_sprintf("Trace %.12s", tid + 7));
 				json_array_append_new(a, r);

@@ -400,9 +400,6 @@ static void t_create_undo(tool_call *c, const json_t *result)
 static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
-	if (json_object_get(a, "trace"))
-		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP,
-			       "tracing is not available yet in this sbx; omit 'trace'");
 	const char *command = json_str(a, "command");
 	json_t *argv_j = json_object_get(a, "argv");
 	if (command && argv_j)

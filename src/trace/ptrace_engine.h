@@ -4,8 +4,8 @@
  *    ASLR, one CPU, sequential pids), and/or
  *  - records every syscall into the trace stream (trace_format.h): the
  *    fallback recorder when eBPF is unavailable (rootless). It costs two
- *    ptrace stops per syscall (a few microseconds each), so a syscall-heavy
- *    command runs several times slower than under the eBPF recorder.
+ *    ptrace stops per syscall (~15 us together on the development VM), so a
+ *    syscall-heavy command runs many times slower than under eBPF.
  * It runs inside the environment without privileges: tracing one's own child
  * needs none (no CAP_SYS_PTRACE, no CAP_SYS_ADMIN), and the seccomp filter it
  * installs in the command only needs no_new_privs. x86_64 only (other
@@ -25,12 +25,15 @@
 #include "trace/trace_format.h"
 
 typedef struct ptrace_opts {
-	bool deterministic; /* determinism controls */
-	bool record; /* record EVERY syscall as TR_SYSCALL (+ TR_FORK/TR_EXEC/TR_EXIT); slow: 2 stops/syscall
-		      */
-	int record_fd; /* where records go (header first); in deterministic mode TR_DETERM records always go
-			  here when >= 0, with TR_FORK/TR_EXEC/TR_EXIT (free: those stop anyway) but no
-			  TR_SYSCALL */
+	/* determinism controls */
+	bool deterministic;
+	/* record EVERY syscall as TR_SYSCALL (+ TR_FORK/TR_EXEC/TR_EXIT): two
+	 * ptrace stops per syscall, ~15 us per call here (slow fallback) */
+	bool record;
+	/* where records go (a header first). In deterministic mode TR_DETERM
+	 * records go here whenever >= 0, with TR_FORK/TR_EXEC/TR_EXIT (free:
+	 * those stop anyway) but TR_SYSCALL only with `record` */
+	int record_fd;
 	uint64_t epoch_ns;    /* virtual CLOCK_REALTIME at start, ns since 1970 */
 	uint64_t seed;	      /* seeds getrandom, /dev/urandom, /dev/random and AT_RANDOM */
 	uint32_t first_pid;   /* nonzero: fork-and-reap dummies first until the command gets this pid */
@@ -63,18 +66,22 @@ int ptrace_engine_run(const ptrace_opts *o, char **argv, char **envp, int *ret_s
 /* The same with everything the engine knows about the run (the command's pid). */
 int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_result *ret, sbx_err **err);
 
-/* TR_DETERM kinds (trace_format.h names 1..6); 7 is this engine's extension:
- * a process got its second thread, so its interleavings (and everything that
- * follows from them) are not reproducible: replay can point at it. The value
- * is {u32 tgid, u32 new tid}. */
-enum {
-	TRACE_DETERM_CLOCK = 1,
-	TRACE_DETERM_RANDOM = 2,
-	TRACE_DETERM_RDTSC = 3,
-	TRACE_DETERM_UNAME = 4,
-	TRACE_DETERM_STAT = 5,
-	TRACE_DETERM_GETCPU = 6,
-};
+/* TR_DETERM kinds (trace_format.h names 1..6) and what this engine puts in
+ * the value (nr is the syscall answered):
+ *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
+ *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
+ *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
+ *             open of /dev/[u]random: u64 index i of its stream
+ *             (DETERM_STREAM_URANDOM(i)); AT_RANDOM: the 16 bytes, nr execve
+ *   3 rdtsc   u64 TSC value, nr -1
+ *   4 uname   the nodename
+ *   5 stat    int64 ns times as written: atime, mtime, ctime (stat family) or
+ *             atime, btime, ctime, mtime (statx; 0 when not in the mask)
+ *   6 getcpu  u32 cpu, u32 node (both 0)
+ * 7 is this engine's extension: a process got its second thread, so its
+ * interleavings (and everything that follows from them) are not
+ * reproducible: replay can point at it. Value {u32 tgid, u32 new tid}, nr the
+ * clone/clone3 that made it. */
 #ifndef TRACE_DETERM_CONCURRENCY
 #define TRACE_DETERM_CONCURRENCY 7
 #endif
@@ -84,8 +91,7 @@ enum {
 #endif
 #define TRACE_DETERM_MAX_VALUE 256
 
-/* ---- Pure pieces, exposed for the unit tests -------------------------------------------------------------
- */
+/* ---- Pure pieces, exposed for the unit tests ---- */
 
 /* Virtual clock (determ_clock.c). Every read advances it by DETERM_TICK_NS,
  * so two reads never return the same value and time visibly "passes". */

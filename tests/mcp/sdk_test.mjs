@@ -14,6 +14,7 @@ const EXPECTED_TOOLS = [
 	'environment_list',
 	'environment_list_files',
 	'environment_read_file',
+	'environment_replay',
 	'environment_restore',
 	'environment_snapshot',
 	'environment_write_file',
@@ -191,6 +192,34 @@ const cases = {
 			const err = await protocolError(client.readResource({ uri: 'sbx://snapshots/sha256:' + '0'.repeat(64) }), -32002, 'unknown resource');
 			check(/not found/i.test(err.message), 'resource not found message', err.message);
 			await protocolError(client.readResource({ uri: 'file:///etc/passwd' }), -32002, 'foreign uri');
+		});
+	},
+
+	async trace_replay(client) {
+		await withEnv(client, async (id) => {
+			const prog = 'import random, time, os; print(random.random(), time.time(), os.urandom(4).hex(), os.getpid())';
+			const r = await ok(client, 'environment_execute', { environment_id: id, argv: ['python3', '-c', prog], trace: true });
+			check(r.exit_code === 0 && typeof r.trace_id === 'string' && r.trace_id.startsWith('sha256:'), 'execute with trace gives trace_id', r);
+			const untraced = await ok(client, 'environment_execute', { environment_id: id, command: 'true' });
+			check(untraced.trace_id === null, 'no trace_id without trace', untraced);
+			const rep = await ok(client, 'environment_replay', { trace_id: r.trace_id });
+			check(rep.verdict === 'match' && typeof rep.replay_ms === 'number', 'replay of a deterministic run matches', rep);
+			// The dotted alias as a plain JSON-RPC method is covered by the raw tests; here the tool alias.
+			const rep2 = await ok(client, 'environment.replay', { trace_id: r.trace_id.slice(7, 19) });
+			check(rep2.verdict === 'match', 'replay by prefix through the dotted alias', rep2);
+			// A run that reads a source the engine cannot control diverges, and says where.
+			const bad = await ok(client, 'environment_execute', { environment_id: id, command: 'cat /proc/uptime', trace: true });
+			const d = await ok(client, 'environment_replay', { trace_id: bad.trace_id });
+			check(d.verdict === 'diverged' && d.divergence.kind === 'stdout' && typeof d.divergence.expected === 'string', 'nondeterministic run diverges', d);
+			// Traces are resources: the manifest and the events.
+			const { resources } = await client.listResources();
+			check(resources.some((x) => x.uri === `sbx://traces/${r.trace_id}`), 'trace listed as a resource', resources);
+			const man = JSON.parse((await client.readResource({ uri: `sbx://traces/${r.trace_id}` })).contents[0].text);
+			check(man.trace_id === r.trace_id && man.snapshot_id.startsWith('sha256:') && man.events.lost === 0, 'trace manifest', man);
+			const ev = await client.readResource({ uri: `sbx://traces/${r.trace_id}/events` });
+			check(ev.contents[0].mimeType === 'text/plain' && ev.contents[0].text.includes('python3'), 'trace events as text', ev.contents[0].text.slice(0, 200));
+			const e = await toolError(client, 'environment_replay', { trace_id: 'sha256:' + '0'.repeat(64) });
+			check(e.code === 'not_found', 'unknown trace: not_found', e);
 		});
 	},
 
