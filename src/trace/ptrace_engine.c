@@ -111,7 +111,6 @@
  * command only as the one end ADDFD installs. */
 #include "trace/ptrace_engine.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -127,14 +126,14 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
-#include <sys/utsname.h>
 #include <sys/auxv.h>
+#include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <sys/user.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1030,6 +1029,7 @@ static void on_exec_determ(engine *e, task *t)
 	/* PTRACE_POKEDATA writes through FOLL_FORCE like /proc/PID/mem, without
 	 * opening a file Landlock may keep read-only (sbx grants /proc read
 	 * only); the stub is exactly one word. */
+	_Static_assert(VDSO_STUB_LEN == sizeof(long), "the stub is one PTRACE_POKEDATA word");
 	for (int i = 0; i < e->vdso.n; i++) {
 		uint8_t stub[VDSO_STUB_LEN];
 		long word;

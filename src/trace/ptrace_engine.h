@@ -66,30 +66,7 @@ int ptrace_engine_run(const ptrace_opts *o, char **argv, char **envp, int *ret_s
 /* The same with everything the engine knows about the run (the command's pid). */
 int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_result *ret, sbx_err **err);
 
-/* TR_DETERM kinds (trace_format.h names 1..6) and what this engine puts in
- * the value (nr is the syscall answered):
- *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
- *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
- *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
- *             open of /dev/[u]random: u64 index i of its stream
- *             (DETERM_STREAM_URANDOM(i)); AT_RANDOM: the 16 bytes, nr execve
- *   3 rdtsc   u64 TSC value, nr -1
- *   4 uname   the nodename
- *   5 stat    int64 ns times as written: atime, mtime, ctime (stat family) or
- *             atime, btime, ctime, mtime (statx; 0 when not in the mask)
- *   6 getcpu  u32 cpu, u32 node (both 0)
- * 7 is this engine's extension: a process got its second thread, so its
- * interleavings (and everything that follows from them) are not
- * reproducible: replay can point at it. Value {u32 tgid, u32 new tid}, nr the
- * clone/clone3 that made it. */
-#ifndef TRACE_DETERM_CONCURRENCY
-#define TRACE_DETERM_CONCURRENCY 7
-#endif
-/* TR_DETERM h.flags: the value was longer than TRACE_DETERM_MAX_VALUE and is cut. */
-#ifndef TRACE_DETERM_TRUNC
-#define TRACE_DETERM_TRUNC 0x1
-#endif
-#define TRACE_DETERM_MAX_VALUE 256
+/* TR_DETERM kinds and values: trace_format.h. */
 
 /* ---- Pure pieces, exposed for the unit tests ---- */
 

@@ -119,6 +119,34 @@ struct trace_determ {
 	uint32_t reserved;
 };
 
+/* TR_DETERM kinds and what the engine (ptrace_engine.c) puts in the value (nr is the syscall answered):
+ *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
+ *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
+ *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
+ *             open of /dev/[u]random: u64 index i of its stream
+ *             (DETERM_STREAM_URANDOM(i)); AT_RANDOM: the 16 bytes, nr execve
+ *   3 rdtsc   u64 TSC value, nr -1
+ *   4 uname   the nodename
+ *   5 stat    int64 ns times as written: atime, mtime, ctime (stat family) or
+ *             atime, btime, ctime, mtime (statx; 0 when not in the mask)
+ *   6 getcpu  u32 cpu, u32 node (both 0)
+ *   7 concurrency: a process got its second thread, so its
+ * interleavings (and everything that follows from them) are not
+ * reproducible: replay can point at it. Value {u32 tgid, u32 new tid}, nr the
+ * clone/clone3 that made it. */
+enum {
+	TRACE_DETERM_CLOCK = 1,
+	TRACE_DETERM_RANDOM = 2,
+	TRACE_DETERM_RDTSC = 3,
+	TRACE_DETERM_UNAME = 4,
+	TRACE_DETERM_STAT = 5,
+	TRACE_DETERM_GETCPU = 6,
+};
+#define TRACE_DETERM_CONCURRENCY 7
+/* TR_DETERM h.flags: the value was longer than TRACE_DETERM_MAX_VALUE and is cut. */
+#define TRACE_DETERM_TRUNC 0x1
+#define TRACE_DETERM_MAX_VALUE 256
+
 #if defined(__x86_64__) || defined(__TARGET_ARCH_x86)
 #define TRACE_ARCH_NATIVE 0xc000003eu /* AUDIT_ARCH_X86_64 */
 #elif defined(__aarch64__) || defined(__TARGET_ARCH_arm64)

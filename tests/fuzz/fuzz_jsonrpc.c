@@ -4,7 +4,9 @@
  * unthreaded server whose sbx_* calls are the stubs below: no environment
  * is ever created. Checked: no crash, no leak (ASan), and every reply is one
  * line of valid JSON carrying "jsonrpc":"2.0". Built and run by tests/fuzz/run. */
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +136,34 @@ int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
 {
 	*ret_digest = strdup(ref);
+	return 0;
+}
+
+int sbx_trace_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[{s:s,s:[s],s:s}]}", "traces", "trace_id",
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000001", "argv", "true",
+			 "snapshot_id", "sha256:0000000000000000000000000000000000000000000000000000000000000002");
+	return 0;
+}
+
+int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out, sbx_err **err)
+{
+	fputs("  0.000001 [2] getpid() = 2\n", out);
+	return 0;
+}
+
+int sbx_trace_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s}", "trace_id", ref);
+	return 0;
+}
+
+int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!strstr(ref, "sha256:"))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such trace: '%s'", ref);
+	*ret = json_pack("{s:s,s:s,s:f}", "trace_id", ref, "verdict", "match", "replay_ms", 1.0);
 	return 0;
 }
 

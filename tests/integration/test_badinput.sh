@@ -77,8 +77,8 @@ t_bad_env() {
 
 t_not_yet_available_is_clear() {
 	id=$(sbx create)
-	expect_status 125 sbx exec --trace "$id" -- true
-	assert_contains "$ERR" "not available yet"
+	expect_status 125 sbx exec --trace -t "$id" -- true
+	assert_contains "$ERR" "terminal"
 	sbx rm "$id"
 	expect_status 125 sbx create --snapshot sha256:abc
 	assert_contains "$ERR" "no such snapshot"
