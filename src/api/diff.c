@@ -119,7 +119,30 @@ static int open_beneath(int root, const char *rel, int flags)
 	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
 			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
 	long fd = syscall(SYS_openat2, root, rel, &how, sizeof(how));
-	return fd < 0 ? -errno : (int)fd;
+	if (fd >= 0 || errno != ENOSYS)
+		return fd < 0 ? -errno : (int)fd;
+	/* No openat2 (kernels before 5.6, valgrind): the same walk by hand, one
+	 * component at a time, never following a symlink and refusing "..". */
+	_cleanup_free_ char *copy = strdup(rel);
+	if (!copy)
+		return -ENOMEM;
+	_cleanup_close_ int dir = openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	char *save = NULL, *next = NULL;
+	for (char *c = strtok_r(copy, "/", &save); c; c = next) {
+		next = strtok_r(NULL, "/", &save);
+		if (streq(c, ".."))
+			return -EXDEV;
+		if (streq(c, "."))
+			continue;
+		int f = openat(dir, c, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
+		if (f < 0)
+			return -(errno == ELOOP ? ELOOP : errno);
+		safe_close(dir);
+		dir = f;
+	}
+	return TAKE_FD(dir);
 }
 
 /* Opens the parent of rel and points *base at its last component. */

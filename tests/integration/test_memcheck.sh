@@ -24,6 +24,18 @@ t_cli_under_valgrind() {
 	echo input | vg exec -i "$id" -- cat
 	vg exec "$id" -- /nonexistent
 	vg exec --timeout 200ms "$id" -- sleep 5
+	vg exec --trace "$id" -- sh -c 'cat /etc/hostname; exit 2'
+	vg exec --deterministic "$id" -- date
+	tid=$("$SBX_BIN" trace ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["traces"][-1]["trace_id"])')
+	vg trace ls
+	vg trace show "$tid"
+	vg trace show --json "$tid" --syscall openat,read --pid 3
+	vg trace stats "$tid"
+	vg trace stats --json "$tid"
+	vg trace export "$tid" --format chrome -o "$TMPDIR_TEST/c.json"
+	vg trace inspect "$tid"
+	vg trace show nosuchtrace
+	vg replay nosuchtrace
 	vg inspect nosuch
 	vg create --memory bogus
 	vg create --template dir:/nonexistent
