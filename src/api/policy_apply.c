@@ -52,11 +52,20 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 	/* Refused rather than ignored: a policy must never look stricter than
 	 * what is enforced. (A disk quota is reported as not enforced instead:
 	 * the built-in profiles carry one for when it is.) */
-	if (p->n_secrets || (p->hidden && p->hidden[0]) || (p->plugins && p->plugins[0]))
+	const char *pname = p->name ? p->name : "(inline)";
+	/* secrets (one line per feature, so each is lifted where it lands) */
+	if (p->n_secrets)
 		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-			       "policy '%s' uses secrets, hidden paths or plugins, which this sbx does not enforce yet; "
-			       "remove them from the policy",
-			       p->name ? p->name : "(inline)");
+			       "policy '%s' uses secrets, which this sbx does not enforce yet; remove them", pname);
+	/* hidden paths */
+	if (p->hidden && p->hidden[0])
+		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
+			       "policy '%s' uses hidden paths, which this sbx does not enforce yet; remove them", pname);
+	/* plugins */
+	if (p->plugins && p->plugins[0])
+		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
+			       "policy '%s' uses plugins, which this sbx does not load yet; remove them", pname);
+	/* disk quota */
 	if (p->limits.disk_bytes > 0)
 		keep->warning = "the policy's disk quota (limits.disk_bytes) is not enforced yet";
 	const policy_limits *l = &p->limits;
