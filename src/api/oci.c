@@ -18,6 +18,7 @@
 #include "store/layer.h"
 #include "store/oci.h"
 #include "store/snapshot.h"
+#include "store/storefs.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -106,14 +107,22 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	int r = descs ? 0 : err_errnum(err, ENOMEM, "export");
 	uint64_t total = 0;
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		_cleanup_free_ char *blob = store_blob_path(ctx->root, layers[i]);
-		if (!blob || !fs_exists(blob)) {
-			r = err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s: its blob is missing from the store (run sbx fsck)",
-				    layers[i]);
+		/* The layer's tar, regenerated from its tree (the store keeps only
+		 * the tree) into an unlinked scratch file, checked against its digest. */
+		_cleanup_free_ char *tmpdir = store_fs_path(ctx->root, STORE_DIR_TMP);
+		_cleanup_close_ int tf = tmpdir ? open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+		if (tf < 0) {
+			r = err_errno(err, "export: scratch file in '%s'", tmpdir ? tmpdir : "tmp");
+			break;
+		}
+		if ((r = store_layer_tar(ctx->root, layers[i], tf, err)) < 0)
+			break;
+		if (lseek(tf, 0, SEEK_SET) < 0) {
+			r = err_errno(err, "export: rewind");
 			break;
 		}
 		descs[i].media_type = OCI_MT_LAYER_GZIP;
-		r = oci_blob_write_layer(&l, blob, true, &descs[i], err);
+		r = oci_blob_write_layer_fd(&l, tf, layers[i], true, &descs[i], err);
 		total += (uint64_t)descs[i].size;
 	}
 	/* Config: the environment's variables (with a PATH), its working directory. */

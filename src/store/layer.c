@@ -188,13 +188,6 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 
 	/* 2. A layer is stored once. */
 	if (store_layer_exists(store_root, info.digest)) {
-		_cleanup_free_ char *blob = store_blob_path(store_root, info.digest);
-		if (blob && !fs_exists(blob)) {
-			r = blob_commit(store_root, info.digest, tdfd, tmp_file, err);
-			if (r < 0)
-				return r;
-			tmp_file[0] = 0;
-		}
 		info.existed = true;
 		*ret = info;
 		return 0;
@@ -222,11 +215,8 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 	if (store_sys.syncfs(tree) < 0)
 		return err_errno(err, "syncfs");
 
-	r = blob_commit(store_root, info.digest, tdfd, tmp_file, err);
-	if (r < 0)
-		return r;
-	tmp_file[0] = 0;
-
+	/* The tar itself is not kept: the tree re-tars to the same bytes
+	 * (store_layer_tar), so keeping both would store every change twice. */
 	_cleanup_free_ char *dst = store_layer_path(store_root, info.digest);
 	if (!dst)
 		return err_errnum(err, ENOMEM, "store");
@@ -286,6 +276,32 @@ int store_blob_verify(const char *store_root, const char *digest, sbx_err **err)
 	if (!streq(got, digest))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
 			       "blob %s is corrupt: its content hashes to %s", digest, got);
+	return 0;
+}
+
+int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_err **err)
+{
+	_cleanup_free_ char *p = store_layer_path(store_root, digest);
+	if (!p)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'", digest ? digest : "");
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s is missing", digest)
+				       : err_errno(err, "layer %s: open", digest);
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
+	if (!h)
+		return err_ret(err);
+	store_idmap ids;
+	store_layer_ids(&ids);
+	sink s = {out_fd, h};
+	if (store_tar_write_dir(fd, &ids, sink_write, &s, NULL, err) < 0)
+		return err_wrap(err, "layer %s", digest);
+	char got[STORE_DIGEST_SIZE];
+	if (store_hasher_final(h, got, err) < 0)
+		return -1;
+	if (!streq(got, digest))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "layer %s is corrupt: its tree hashes to %s", digest,
+			       got);
 	return 0;
 }
 

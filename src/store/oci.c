@@ -726,6 +726,12 @@ int oci_blob_write_layer(oci_layout *l, const char *tar_path, bool gzip, oci_des
 	_cleanup_close_ int in = open(tar_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return err_errno(err, "open layer tar '%s'", tar_path);
+	return oci_blob_write_layer_fd(l, in, tar_path, gzip, ret, err);
+}
+
+int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gzip, oci_descriptor *ret,
+			    sbx_err **err)
+{
 	char tmp[64];
 	if (tmp_name(tmp) < 0)
 		return err_errno(err, "getrandom");

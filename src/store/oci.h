@@ -131,6 +131,9 @@ int oci_blob_write(oci_layout *l, const void *data, size_t len, char ret_digest[
 /* Copies the plain tar at tar_path into the layout (gzip-compressed if
  * gzip); fills the descriptor's digest and size. */
 int oci_blob_write_layer(oci_layout *l, const char *tar_path, bool gzip, oci_descriptor *ret, sbx_err **err);
+/* The same from an open tar (read from its current offset); tar_path names it in errors. */
+int oci_blob_write_layer_fd(oci_layout *l, int in_fd, const char *tar_path, bool gzip, oci_descriptor *ret,
+			    sbx_err **err);
 /* Writes index.json atomically. */
 int oci_layout_write_index(oci_layout *l, const char *json, sbx_err **err);
 
