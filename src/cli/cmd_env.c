@@ -339,7 +339,10 @@ int cmd_run(cli *c, int argc, char **argv)
 		goto out;
 	}
 	o.create.env = o.n_envs ? o.envs : NULL;
-	o.create.ephemeral = true;
+	/* One-shot: the writable layer on tmpfs, gone with the environment;
+	 * but a traced run needs a snapshot to start from, which the trace
+	 * outlives the environment with. */
+	o.create.ephemeral = !o.exec.trace;
 	char *id = NULL;
 	json_t *w = NULL;
 	sbx_err *e = NULL;

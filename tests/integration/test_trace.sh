@@ -166,3 +166,12 @@ t_trace_shows_calls_the_sandbox_refused() {
 	if is_root; then assert_eq "$rec" bpf; else assert_eq "$rec" ptrace; fi
 	sbx rm "$ID"
 }
+
+t_trace_one_shot_run_replays_after_it_is_gone() {
+	out=$(sbx run --json --trace -- sh -c 'echo $$; date +%s%N; head -c 8 /dev/urandom | od -An -tx1')
+	tid=$(echo "$out" | jget trace_id)
+	[ -z "$(sbx ls --json | python3 -c 'import json,sys; print(" ".join(e["environment_id"] for e in json.load(sys.stdin)["environments"]))')" ] ||
+		fail "sbx run left its environment behind"
+	expect_status 0 sbx replay "$tid"
+	assert_contains "$OUT" MATCH
+}
