@@ -186,6 +186,22 @@ void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
 /* The result as API.md's environment_execute structuredContent. */
 json_t *sbx_exec_result_json(const sbx_exec_result *r);
 
+/* ---- progress of long operations ---------------------------------------- */
+
+/* What a long operation (snapshot, export, import, gc) has done so far.
+ * Totals are 0 when not known in advance (a snapshot does not pre-scan). */
+typedef struct sbx_progress {
+	const char *op; /* "snapshot", "export", "import", "gc" */
+	uint64_t bytes_done, bytes_total;
+	uint64_t files_done, files_total;
+	uint64_t elapsed_ms;
+	bool done; /* the last report of the operation */
+} sbx_progress;
+typedef void (*sbx_progress_fn)(void *userdata, const sbx_progress *p);
+/* Reports go to fn (about ten a second, and once at the end) from the thread
+ * that runs the operation. NULL turns them off (the default). */
+void sbx_ctx_set_progress(sbx_ctx *ctx, sbx_progress_fn fn, void *userdata);
+
 /* ---- snapshots ---------------------------------------------------------- */
 
 /* Captures the environment's filesystem (its processes frozen meanwhile)

@@ -108,6 +108,12 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 	free(ctx);
 }
 
+_public_ void sbx_ctx_set_progress(sbx_ctx *ctx, sbx_progress_fn fn, void *userdata)
+{
+	ctx->progress = fn;
+	ctx->progress_ud = userdata;
+}
+
 _public_ const char *sbx_ctx_root(const sbx_ctx *ctx) { return ctx->root; }
 _public_ const char *sbx_ctx_run(const sbx_ctx *ctx) { return ctx->run; }
 _public_ bool sbx_ctx_rootless(const sbx_ctx *ctx) { return ctx->rootless; }

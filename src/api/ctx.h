@@ -10,6 +10,8 @@ struct sbx_ctx {
 	bool rootless;  /* not real root in the initial user namespace */
 	uid_t uid;
 	gid_t gid;
+	sbx_progress_fn progress; /* long operations report here, if set */
+	void *progress_ud;
 };
 
 /* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */

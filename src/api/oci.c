@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "store/layer.h"
 #include "store/oci.h"
+#include "store/progress.h"
 #include "store/snapshot.h"
 #include "store/storefs.h"
 #include "util/fs.h"
@@ -106,6 +107,9 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	_cleanup_free_ oci_descriptor *descs = calloc(n + 1, sizeof(oci_descriptor));
 	int r = descs ? 0 : err_errnum(err, ENOMEM, "export");
 	uint64_t total = 0;
+	/* Progress counts tar bytes compressed; each layer's size is known once
+	 * its tar is regenerated. */
+	store_progress_begin(ctx->progress, ctx->progress_ud, "export", 0, n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		/* The layer's tar, regenerated from its tree (the store keeps only
 		 * the tree) into an unlinked scratch file, checked against its digest. */
@@ -117,6 +121,8 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 		}
 		if ((r = store_layer_tar(ctx->root, layers[i], tf, err)) < 0)
 			break;
+		off_t tsz = lseek(tf, 0, SEEK_CUR);
+		store_progress_total(tsz > 0 ? (uint64_t)tsz : 0, 0);
 		if (lseek(tf, 0, SEEK_SET) < 0) {
 			r = err_errno(err, "export: rewind");
 			break;
@@ -124,7 +130,9 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 		descs[i].media_type = OCI_MT_LAYER_GZIP;
 		r = oci_blob_write_layer_fd(&l, tf, layers[i], true, &descs[i], err);
 		total += (uint64_t)descs[i].size;
+		store_progress_add(0, 1);
 	}
+	store_progress_end();
 	/* Config: the environment's variables (with a PATH), its working directory. */
 	size_t ne = 0;
 	bool has_path = false;
@@ -268,7 +276,10 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 	if (r == 0 && !(layers = calloc(m->n_layers + 1, sizeof(char *))))
 		r = err_errnum(err, ENOMEM, "import");
 	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
-	uint64_t size = 0;
+	uint64_t size = 0, blobs = 0;
+	for (size_t i = 0; i < m->n_layers; i++)
+		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
+	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
 	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
 		store_layer_info li;
 		r = store_layer_put_from_oci_blob(ctx->root, &l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget, &li,
@@ -276,7 +287,9 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 		if (r == 0 && !(layers[i] = strdup(li.digest)))
 			r = err_errnum(err, ENOMEM, "import");
 		size += li.size;
+		store_progress_add(0, 1);
 	}
+	store_progress_end();
 	oci_layout_close(&l);
 	if (r < 0)
 		return err_wrap(err, "import '%s'", oci_ref);

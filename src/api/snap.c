@@ -17,6 +17,7 @@
 #include "api/api.h"
 #include "runtime/runtime.h"
 #include "store/layer.h"
+#include "store/progress.h"
 #include "store/snapshot.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -155,7 +156,9 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	store_layer_info li = {.existed = true};
 	/* Nothing changed since the environment's base: no new layer at all. */
 	bool unchanged = json_array_size(json_object_get(st, "layers")) > 0 && tree_is_empty(ufd, 0);
+	store_progress_begin(ctx->progress, ctx->progress_ud, "snapshot", 0, 0);
 	r = unchanged ? 0 : store_layer_put_from_dir(ctx->root, ufd, &ids, &li, err);
+	store_progress_end();
 	if (fc >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "thaw"), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) == 0)

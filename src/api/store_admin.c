@@ -22,6 +22,7 @@
 #include "api/api.h"
 #include "store/fsck.h"
 #include "store/layer.h"
+#include "store/progress.h"
 #include "store/snapshot.h"
 #include "store/storefs.h"
 #include "util/fs.h"
@@ -200,17 +201,25 @@ int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err)
 	}
 	json_object_set_new(result, "layers_removed", removed);
 	json_object_set_new(result, "layers_kept_young", kept);
+	size_t n_unref = 0;
+	while (unref && unref[n_unref])
+		n_unref++;
+	store_progress_begin(ctx->progress, ctx->progress_ud, "gc", 0, n_unref);
 	for (char **p = unref; p && *p; p++) {
+		store_progress_add(0, 1);
 		_cleanup_free_ char *lp = store_layer_path(ctx->root, *p);
 		if (lp && young(lp, now, grace)) {
 			json_array_append_new(kept, json_string(*p));
 			continue;
 		}
-		if (store_layer_remove(ctx->root, *p, err) < 0)
+		if (store_layer_remove(ctx->root, *p, err) < 0) {
+			store_progress_end();
 			return err_wrap(err, "gc: remove layer %s", *p);
+		}
 		json_array_append_new(removed, json_string(*p));
 	}
 
+	store_progress_end();
 	/* Blobs whose layer tree is gone (a crash between the two renames, or
 	 * a tree removed by hand). */
 	json_t *blobs = json_array();

@@ -22,6 +22,8 @@ int cli_fail(const char *what, sbx_err *e);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_print_json(json_t *j); /* steals */
 int cli_open_ctx(cli *c);
+/* Shows progress of long operations on stderr when it is a terminal (not with --json). */
+void cli_progress_setup(cli *c);
 
 int cmd_create(cli *c, int argc, char **argv);
 int cmd_run(cli *c, int argc, char **argv);

@@ -120,6 +120,7 @@ int cli_open_ctx(cli *c)
 	sbx_err *e = NULL;
 	if (sbx_ctx_open(&c->ctx, &e) < 0)
 		return cli_fail("open state directory", e);
+	cli_progress_setup(c);
 	return 0;
 }
 

@@ -1,4 +1,5 @@
 #include "store/oci.h"
+#include "store/progress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -753,6 +754,8 @@ int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gz
 	uint64_t total = 0;
 	for (bool eof = false; !eof && r == 0;) {
 		ssize_t k = RETRY_EINTR(read(in, ibuf, sizeof(ibuf)));
+		if (k > 0)
+			store_progress_add((uint64_t)k, 0);
 		if (k < 0) {
 			r = err_errno(err, "read '%s'", tar_path);
 			break;
@@ -829,6 +832,8 @@ static int fill(layer_reader *lr)
 	if (lr->in_off < lr->in_len || lr->in_eof)
 		return 0;
 	ssize_t k = RETRY_EINTR(read(lr->fd, lr->in, sizeof(lr->in)));
+	if (k > 0)
+		store_progress_add((uint64_t)k, 0);
 	if (k < 0)
 		return -errno;
 	lr->in_off = 0;

@@ -1,4 +1,5 @@
 #include "store/tarw.h"
+#include "store/progress.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -67,6 +68,7 @@ static int out_flush(writer *w, sbx_err **err)
 	if (r < 0)
 		return r;
 	w->bytes += w->out_len;
+	store_progress_tar(w->out_len, 0);
 	w->out_len = 0;
 	return 0;
 }
@@ -273,6 +275,7 @@ static int emit_header(writer *w, const entry *e, sbx_err **err)
 	}
 	header_checksum(h);
 	w->entries++;
+	store_progress_tar(0, 1);
 	return out_write(w, h, sizeof(h), err);
 }
 

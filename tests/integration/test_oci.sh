@@ -328,3 +328,27 @@ t_setuid_stripped() {
 	found=$(find "$SBX_ROOT/layers" -perm /6000 -type f | head -1)
 	[ -z "$found" ] || fail "setuid/setgid bit kept: $found"
 }
+
+# Long operations show progress on a terminal (bytes, layers, rate), and
+# nothing extra when stderr is not a terminal or with --json.
+t_progress_on_a_terminal_only() {
+	command -v script > /dev/null || skip "script (bsdutils) is not installed"
+	busybox_rootfs "$TMPDIR_TEST/rootfs"
+	ln -s busybox "$TMPDIR_TEST/rootfs/bin/head"
+	ID=$(sbx create --template dir:"$TMPDIR_TEST/rootfs")
+	sbx exec "$ID" -- sh -c 'head -c 60000000 /dev/urandom > /root/big'
+	sbx snapshot "$ID" --label prog > /dev/null
+	script -qec "$SBX_BIN export prog oci:$TMPDIR_TEST/img1" /dev/null > "$TMPDIR_TEST/tty.out"
+	out=$(tr '\r' '\n' < "$TMPDIR_TEST/tty.out")
+	assert_contains "$out" "export: "
+	assert_contains "$out" "MiB of "
+	assert_contains "$out" "/s"
+	# not a terminal: only the result
+	sbx export prog oci:"$TMPDIR_TEST/img2" > "$TMPDIR_TEST/plain.out" 2> "$TMPDIR_TEST/plain.err"
+	[ ! -s "$TMPDIR_TEST/plain.err" ] || fail "progress written to a non-terminal: $(cat "$TMPDIR_TEST/plain.err")"
+	# --json on a terminal: no progress either
+	script -qec "$SBX_BIN import --json oci:$TMPDIR_TEST/img1 --name prog2" /dev/null > "$TMPDIR_TEST/tty2.out"
+	grep -q "import: " "$TMPDIR_TEST/tty2.out" && fail "progress with --json"
+	python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$TMPDIR_TEST/tty2.out" || fail "--json output is not clean JSON"
+	sbx rm "$ID" > /dev/null
+}
