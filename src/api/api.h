@@ -37,6 +37,9 @@ int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
 
+/* Installed packages (dpkg, pip, npm) for a snapshot manifest (packages.c). */
+char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const char *parent);
+
 /* exec with extras (src/api/exec.c), used by tracing (src/api/trace.c). */
 #define EXEC_EXTRA_FDS 2
 typedef struct exec_extra {

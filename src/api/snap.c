@@ -181,6 +181,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
 	_cleanup_free_ char *osr = read_os_release(envdir);
+	_cleanup_strv_free_ char **pkgs = env_packages(ctx, id, envdir, json_str(st, "snapshot_id"));
 	char created[32];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -195,6 +196,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.cwd = "/root";
 	snap.user = "root";
 	snap.os_release = osr;
+	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
 	snap.created_at = created;
 	uint64_t total = 0;
