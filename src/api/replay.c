@@ -19,6 +19,8 @@
 #include "api/api.h"
 #include "api/trace_api.h"
 #include "store/layer.h"
+#include "trace/trace_read.h"
+#include "trace/trace_sys.h"
 #include "trace/trace_view.h"
 #include "trace/trace_store.h"
 #include "trace/tree_digest.h"
@@ -143,6 +145,50 @@ static int check_inputs(const json_t *m, json_t **ret_div, sbx_err **err)
 	return 0;
 }
 
+/* True when the recording shows processes or threads that ran at the same
+ * time: a second thread (the engine's concurrency note), or a process
+ * issuing a call while another one that has already run is still alive and
+ * has run since this one last did. Their relative order is the scheduler's,
+ * so a difference in syscall sequences there is not the program's. */
+static bool stream_concurrent(const char *buf, size_t len)
+{
+	trace_reader rd;
+	if (trace_read_init(&rd, buf, len, NULL) < 0)
+		return false;
+	enum { MAXP = 1024 };
+	uint32_t pid[MAXP];
+	uint64_t last[MAXP];
+	bool alive[MAXP];
+	size_t n = 0;
+	trace_ev ev;
+	while (trace_read_next(&rd, &ev, NULL) > 0) {
+		if (ev.type == TR_DETERM && ev.determ.kind == TRACE_DETERM_CONCURRENCY)
+			return true;
+		if (ev.type == TR_EXIT && (ev.flags & 1)) {
+			for (size_t i = 0; i < n; i++)
+				if (pid[i] == ev.pid)
+					alive[i] = false;
+			continue;
+		}
+		if (ev.type != TR_SYSCALL || trace_sys_timing_dependent(ev.sys.nr))
+			continue;
+		size_t me = n;
+		for (size_t i = 0; i < n; i++)
+			if (pid[i] == ev.pid && alive[i])
+				me = i;
+		if (me == n) {
+			if (n == MAXP)
+				return true; /* that many processes: assume they overlapped */
+			pid[n] = ev.pid, last[n] = 0, alive[n] = true, n++;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (i != me && alive[i] && last[i] > last[me] && last[me] > 0)
+				return true;
+		last[me] = ev.seq + 1;
+	}
+	return false;
+}
+
 static void strv_freep_const(char ***p)
 {
 	strv_free(*p);
@@ -173,6 +219,7 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 		return err_wrap(err, "replay");
 
 	_cleanup_free_ char *eid = NULL;
+	json_t *syscall_note = NULL;
 	trace_outcome oc = {0};
 	sbx_exec_result res = {0};
 	if (!div) {
@@ -195,6 +242,7 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 		co.n_volumes = nv;
 		co.network = net;
 		co.keep_identity = true;
+		co.hostname = json_str(detj, "hostname");
 		co.memory_bytes = -1;
 		co.pids = -1;
 		if (sbx_env_create(ctx, &co, &eid, NULL, err) < 0)
@@ -269,7 +317,18 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 				sbx_exec_result_free(&res);
 				return err_wrap(err, "replay: compare syscalls");
 			}
-			if (q > 0) {
+			if (q > 0 && stream_concurrent(orig, orig_len)) {
+				/* Outputs and files are the same; only the interleaving of
+				 * concurrent processes differs: a note, not a divergence. */
+				_cleanup_free_ char *note = NULL;
+				if (asprintf(&note,
+					     "the syscall sequences differ (%s: process %lld, item %lld: expected %s, got %s), "
+					     "but processes or threads ran concurrently and their order is the scheduler's, "
+					     "not the program's; exit status, outputs and files match",
+					     trace_norm_kind_name(nd.kind), (long long)nd.process, (long long)nd.item,
+					     nd.expected ? nd.expected : "", nd.actual ? nd.actual : "") >= 0)
+					syscall_note = json_string(note);
+			} else if (q > 0) {
 				_cleanup_free_ char *exp = NULL, *act = NULL;
 				if (asprintf(&exp, "%s: process %lld, thread %lld, item %lld: %s",
 					     trace_norm_kind_name(nd.kind), (long long)nd.process, (long long)nd.thread,
@@ -290,6 +349,10 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 	}
 	json_t *out = json_pack("{s:s,s:s,s:f}", "trace_id", tid, "verdict", div ? "diverged" : "match", "replay_ms",
 				now_ms_mono() - t0);
+	if (out && syscall_note && !div)
+		json_object_set_new(out, "notes", json_pack("[o]", syscall_note));
+	else
+		json_decref(syscall_note);
 	if (out && div)
 		json_object_set(out, "divergence", div);
 	if (out && oc.manifest)

@@ -385,7 +385,9 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	if (!tp->replay && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		return err_errno(err, "getrandom");
 	int64_t epoch = tp->replay ? tp->epoch_ns : now_ns_real();
-	const char *hostname = tp->hostname ? tp->hostname : "sandbox";
+	/* The environment's own host name: uname, $HOSTNAME and /proc agree, and
+	 * the replay's environment is created with the same one. */
+	const char *hostname = tp->hostname ? tp->hostname : json_str(st, "hostname") ?: "sbx";
 
 	_cleanup_json_ json_t *fields = json_pack("{s:{s:b,s:I,s:I,s:s,s:I}}", "trace", "deterministic", det,
 						  "epoch_ns", (json_int_t)epoch, "seed", (json_int_t)seed, "hostname",

@@ -172,8 +172,12 @@ int cmd_replay(cli *c, int argc, char **argv)
 		cli_print_json(j);
 		return match ? 0 : 1;
 	}
-	if (match)
+	if (match) {
 		printf("MATCH (%.1f ms)\n", json_number_value(json_object_get(j, "replay_ms")));
+		size_t i;
+		json_t *n;
+		json_array_foreach(json_object_get(j, "notes"), i, n) printf("  note: %s\n", json_string_value(n));
+	}
 	else {
 		json_t *d = json_object_get(j, "divergence");
 		json_t *pid = json_object_get(d, "pid");

@@ -194,6 +194,7 @@ typedef struct engine {
 	bool main_done, draining, started;
 	determ_clock clk;
 	determ_timemap tmap;
+	dev_t pseudo_dev[2]; /* procfs and sysfs: their inode times are when the kernel made the inode */
 	determ_rng rng;
 	uint64_t rand_pos, n_urandom, n_exec;
 	int lfd;	   /* the seccomp listener (determinism) */
@@ -302,7 +303,10 @@ static struct trace_rec rec_hdr(uint16_t type, size_t len, pid_t pid, pid_t tid,
 				  .ts_ns = now_ns(CLOCK_MONOTONIC)};
 }
 
-static void rec_determ(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len)
+/* ts: when the substitution happened, 0 = now. A record written after the
+ * reply (the tracee may have run on) carries the time of the request, so
+ * that merged with the eBPF stream it lands before the call's exit, always. */
+static void rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len, uint64_t ts)
 {
 	if (e->rfd < 0)
 		return;
@@ -317,9 +321,16 @@ static void rec_determ(engine *e, const task *t, uint32_t kind, int nr, const vo
 				 .kind = kind,
 				 .value_len = (uint32_t)len,
 				 .nr = nr};
+	if (ts)
+		d.h.ts_ns = ts;
 	memcpy(buf, &d, sizeof(d));
 	memcpy(buf + sizeof(d), val, len);
 	rec_put(e, buf, total);
+}
+
+static void rec_determ(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len)
+{
+	rec_determ_at(e, t, kind, nr, val, len, 0);
 }
 
 static void rec_syscall(engine *e, task *t, bool has_ret, int64_t ret)
@@ -737,6 +748,7 @@ static void on_seccomp(engine *e, task *t)
 	int nr = (int)si.seccomp.nr;
 	const uint64_t *a = si.seccomp.args;
 	uint64_t sp = si.stack_pointer;
+	t->nr = nr; /* the exit stop's action reports it */
 	t->n_saved = 0;
 	t->xact = X_NONE;
 	t->xtarget = 0;
@@ -772,9 +784,17 @@ static void on_seccomp(engine *e, task *t)
 	case SYS_newfstatat:
 		t->xact = X_STAT, t->xaddr = a[2], t->want_exit = true;
 		break;
-	case SYS_statx:
+	case SYS_statx: {
+		/* fix_statx needs mtime (and the type) to canonicalize the other
+		 * times, also when the program asked only for atime (stat -c %x):
+		 * ask the kernel for them too (statx may return more than asked). */
+		const uint64_t need = STATX_TYPE | STATX_MTIME;
+		if ((a[3] & need) != need) {
+			set_arg(t, a, 3, a[3] | need);
+		}
 		t->xact = X_STATX, t->xaddr = a[4], t->want_exit = true;
 		break;
+	}
 	case SYS_uname:
 		if (e->o->hostname)
 			t->xact = X_UNAME, t->xaddr = a[0], t->want_exit = true;
@@ -807,11 +827,44 @@ static bool map_times(engine *e, uint64_t dev, uint64_t ino, int64_t *sec, int64
 	return true;
 }
 
+/* Times that are not reproducible are replaced by the one that is, before
+ * mapping: a file from before the run keeps its mtime through a snapshot
+ * (the tar records it), but its ctime, birth time and atime are those of the
+ * copy that the replay's environment extracted, or bumped by the snapshot
+ * itself reading it; and atime moves on reads by relatime rules that depend
+ * on those. So atime always reads as mtime, and ctime and btime from before
+ * the run read as mtime too. Changes made during the run (chmod, rename,
+ * writes) still show as new virtual times. */
+static void canon_time(engine *e, struct timespec *x, const struct timespec *mtime, bool always)
+{
+	int64_t v = (int64_t)x->tv_sec * 1000000000LL + x->tv_nsec;
+	if (always || v < e->tmap.real_start)
+		*x = *mtime;
+}
+
+/* Pipes, sockets, devices and anonymous inodes, and anything on /proc or
+ * /sys: their times follow I/O timing (a pipe's mtime is its last write, in
+ * kernel ticks) or when the kernel made the inode, not files the program
+ * made; they read as the epoch and take no virtual time. */
+static bool not_a_file(mode_t m)
+{
+	return !S_ISREG(m) && !S_ISDIR(m) && !S_ISLNK(m);
+}
+
 static void fix_stat(engine *e, task *t, int nr)
 {
 	struct stat st;
 	if (mem_read(t->tid, t->xaddr, &st, sizeof(st)) != (ssize_t)sizeof(st))
 		return;
+	if (not_a_file(st.st_mode) || st.st_dev == e->pseudo_dev[0] || st.st_dev == e->pseudo_dev[1]) {
+		struct timespec ep = {(time_t)(e->clk.epoch_ns / 1000000000u), (long)(e->clk.epoch_ns % 1000000000u)};
+		st.st_atim = st.st_mtim = st.st_ctim = ep;
+		size_t from = offsetof(struct stat, st_atim), to = offsetof(struct stat, st_ctim) + sizeof(st.st_ctim);
+		(void)mem_write(t->tid, t->xaddr + from, (uint8_t *)&st + from, to - from);
+		return;
+	}
+	canon_time(e, &st.st_atim, &st.st_mtim, true);
+	canon_time(e, &st.st_ctim, &st.st_mtim, false);
 	struct timespec *ts[3] = {&st.st_atim, &st.st_mtim, &st.st_ctim};
 	int64_t sec[3], nsec[3], out[3];
 	for (int i = 0; i < 3; i++)
@@ -835,6 +888,27 @@ static void fix_statx(engine *e, task *t, int nr)
 	if (mem_read(t->tid, t->xaddr, &sx, sizeof(sx)) != (ssize_t)sizeof(sx))
 		return;
 	uint64_t dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	if (((sx.stx_mask & STATX_TYPE) && not_a_file(sx.stx_mode)) || dev == e->pseudo_dev[0] ||
+	    dev == e->pseudo_dev[1]) {
+		struct statx_timestamp ep = {.tv_sec = (int64_t)(e->clk.epoch_ns / 1000000000u),
+					     .tv_nsec = (uint32_t)(e->clk.epoch_ns % 1000000000u)};
+		sx.stx_atime = sx.stx_btime = sx.stx_ctime = sx.stx_mtime = ep;
+		size_t from = offsetof(struct statx, stx_atime), to = offsetof(struct statx, stx_mtime) + sizeof(sx.stx_mtime);
+		(void)mem_write(t->tid, t->xaddr + from, (uint8_t *)&sx + from, to - from);
+		return;
+	}
+	if (sx.stx_mask & STATX_MTIME) {
+		/* As canon_time: atime reads as mtime; ctime and btime from before
+		 * the run too. */
+		int64_t start = e->tmap.real_start;
+		struct statx_timestamp *m = &sx.stx_mtime;
+		if (sx.stx_mask & STATX_ATIME)
+			sx.stx_atime = *m;
+		if ((sx.stx_mask & STATX_CTIME) && (int64_t)sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec < start)
+			sx.stx_ctime = *m;
+		if ((sx.stx_mask & STATX_BTIME) && (int64_t)sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec < start)
+			sx.stx_btime = *m;
+	}
 	struct statx_timestamp *ts[4] = {&sx.stx_atime, &sx.stx_btime, &sx.stx_ctime, &sx.stx_mtime};
 	static const uint32_t bit[4] = {STATX_ATIME, STATX_BTIME, STATX_CTIME, STATX_MTIME};
 	int64_t sec[4], nsec[4], out[4] = {0};
@@ -871,6 +945,8 @@ static void on_exit_action(engine *e, task *t, int nr, int64_t rval)
 			fix_stat(e, t, nr);
 		break;
 	case X_STATX:
+		for (int i = 0; i < t->n_saved; i++)
+			(void)ptrace(PTRACE_POKEUSER, t->tid, t->saved[i].off, (void *)t->saved[i].val);
 		if (rval == 0)
 			fix_statx(e, t, nr);
 		break;
@@ -1306,6 +1382,7 @@ static void on_notif(engine *e)
 	memset(&req, 0, sizeof(req));
 	if (ioctl(e->lfd, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0)
 		return; /* ENOENT: the task left (a signal) before we looked */
+	uint64_t t_recv = now_ns(CLOCK_MONOTONIC);
 	e->res.stops++;
 	int nr = req.data.nr;
 	const uint64_t *a = (const uint64_t *)req.data.args;
@@ -1385,7 +1462,7 @@ static void on_notif(engine *e)
 	if (t)
 		t->emulated = true;
 	e->res.emulated++;
-	rec_determ(e, t, TRACE_DETERM_RANDOM, nr, &idx, sizeof(idx));
+	rec_determ_at(e, t, TRACE_DETERM_RANDOM, nr, &idx, sizeof(idx), t_recv);
 }
 
 /* ---- the loop ---- */
@@ -1773,8 +1850,12 @@ static int engine_start(engine *e, char **argv, char **envp, const saved_sig *ss
 		(void)RETRY_EINTR(waitpid(pid, NULL, __WALL));
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	}
-	if (e->det)
+	if (e->det) {
 		e->tmap.real_start = start_tick(tick0);
+		struct stat pst;
+		e->pseudo_dev[0] = stat("/proc/self", &pst) == 0 ? pst.st_dev : (dev_t)-1;
+		e->pseudo_dev[1] = stat("/sys/kernel", &pst) == 0 ? pst.st_dev : (dev_t)-1;
+	}
 	resume(e, t, 0);
 	return 0;
 }

@@ -143,6 +143,12 @@ static int on_syscall(trace_norm *n, const trace_ev *ev)
 {
 	if (trace_sys_timing_dependent(ev->sys.nr))
 		return 0;
+	/* A call a signal interrupted (ERESTARTSYS 512, ERESTARTNOINTR 513,
+	 * ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516: the kernel restarts it
+	 * or returns EINTR) shows where a signal happened to land: timing. The
+	 * call's real outcome follows in its own record. */
+	if ((ev->flags & TRS_HAS_RET) && ev->sys.ret <= -512 && ev->sys.ret >= -516)
+		return 0;
 	int64_t pi = proc_of(n, ev->pid);
 	if (pi < 0)
 		return (int)pi;
