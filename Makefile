@@ -17,7 +17,7 @@ LIBS := -lseccomp -ljansson -lcrypto -lz -lzstd -lm
 CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -lz -lzstd -Wl,-Bdynamic -lm
 LDFLAGS += $(SAN)
 
-LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c)
+LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c src/plugin/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
@@ -25,6 +25,10 @@ UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 HELPER_SRC := $(wildcard tests/helpers/*.c)
 HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(BUILD)/helpers/%)
+# Example plugins (docs/plugins.md): build/plugins/*.so, built against
+# include/sbx_plugin.h only, as a plugin of someone else's would be.
+PLUGIN_SRC := $(wildcard examples/plugins/*.c)
+PLUGIN_SO := $(PLUGIN_SRC:examples/plugins/%.c=$(BUILD)/plugins/%.so)
 
 # ---- BPF recorder (src/trace/bpf/) -------------------------------------------
 # The kernel side of the eBPF syscall recorder is compiled with clang for the
@@ -54,7 +58,7 @@ $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
 .PHONY: all clean test unit asan bench fuzz format deps demo check-format
-all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN)
+all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN) $(PLUGIN_SO)
 	@ln -sfn $(BUILD)/bin bin
 
 $(BUILD)/%.o: %.c $(wildcard include/*.h src/*/*.h)
@@ -83,6 +87,10 @@ $(BUILD)/helpers/%: tests/helpers/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O1 -Wall -Werror -static -o $@ $<
 
+$(BUILD)/plugins/%.so: examples/plugins/%.c include/sbx_plugin.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(O) -g -Wall -Wextra -Werror -Wno-unused-parameter -fPIC -shared -Iinclude -o $@ $< -ljansson
+
 test: all
 	tests/run
 
@@ -99,6 +107,7 @@ bench: all
 	bench/mcp
 	bench/determinism/run
 	bench/trace
+	bench/proxy
 
 fuzz:
 	tests/fuzz/run

@@ -66,7 +66,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 2
+#define SBX_CREATE_OPTS_VERSION 3
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -88,6 +88,20 @@ typedef struct sbx_create_opts {
 	/* version 2 */
 	bool keep_identity;   /* with snapshot: keep the snapshot's /etc/machine-id (a replica, as replay
 			       * makes) instead of giving the new environment its own */
+	/* version 3 */
+	int64_t disk_bytes;   /* quota on the writable layer: writes beyond it fail with ENOSPC inside
+			       * (0: none; at least 4 MiB; root only, or a one-shot environment) */
+	/* version 3: secrets, hidden paths, phases (docs/secrets.md) */
+	const char *const *hidden;  /* NULL-terminated absolute paths that do not exist inside */
+	const char *const *secrets; /* NULL-terminated: "NAME" (the host variable NAME, given to every
+				     * command as the variable NAME) or "NAME=/host/file" (its content,
+				     * given as the file /run/secrets/NAME). Read on the host at create
+				     * and kept only in memory: never in state, snapshots, exports or
+				     * traces. A policy's are added here. */
+	const char *agent_policy;   /* the agent phase's policy (as `policy`; it may only narrow): the
+				     * environment starts in the setup phase and sbx_env_phase() switches.
+				     * NULL: the agent phase keeps everything but the secrets */
+	const char *hostname;       /* the environment's host name (default: its name, else "sbx") */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -125,6 +139,14 @@ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err);
  * connection (host, port, verdict, rule, bytes); network allow only. */
 int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
+/* Phases (docs/secrets.md): an environment starts in the "setup" phase;
+ * switching to "agent" is once and for good: every process of the setup
+ * phase ends, the secrets are removed (variables and files), and the agent
+ * phase's narrower network allowlist and limits apply to what runs next.
+ * {"environment_id","phase","previous_phase","processes_ended","secrets_removed":[names],
+ *  "network","network_allow","limits","phase_ms"}. phase NULL: only reports the current one. */
+int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, json_t **ret, sbx_err **err);
+
 /* ---- execution --------------------------------------------------------- */
 
 enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
@@ -155,10 +177,12 @@ typedef struct sbx_exec_opts {
 	bool trace;        /* record a syscall trace of the environment while the command runs; the
 			    * result's trace_id names it (sbx_trace_*) */
 	int deterministic; /* determinism controls: -1 default (on when tracing), 0 off, 1 on */
+	int winch_fd;      /* with tty: -1, or an fd that becomes readable when the caller's terminal
+			    * (stdout_fd) was resized; the new size is passed on to the pty inside */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                         \
 	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \
-	 .cancel_fd = -1, .deterministic = -1}
+	 .cancel_fd = -1, .deterministic = -1, .winch_fd = -1}
 
 typedef struct sbx_exec_result {
 	int exit_code;   /* -1 if killed by a signal */

@@ -6,7 +6,8 @@
 set -eu
 what=${1:-build}
 # clang, libbpf-dev and libelf-dev build the eBPF recorder (src/trace/bpf/).
-build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev clang libbpf-dev libelf-dev"
+# e2fsprogs: mke2fs formats the image of a disk quota (src/runtime/quota.c).
+build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev clang libbpf-dev libelf-dev e2fsprogs"
 test_pkgs="python3 openssl busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm"
 case "$what" in

@@ -21,9 +21,11 @@ int64_t now_ms_real(void);
 /* Stops the supervisor of `id` (if alive), waiting for its teardown. */
 void stop_supervisor(sbx_ctx *ctx, const char *id);
 struct store_snapshot;
+/* plugins: [{"path", "config"?}] from a policy (NULL: none; a restore
+ * takes restore_state's). */
 int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
-		    const struct store_snapshot *snap, const char *snap_id, char **ret_id, json_t **ret_warnings,
-		    sbx_err **err);
+		    const struct store_snapshot *snap, const char *snap_id, const json_t *plugins, char **ret_id,
+		    json_t **ret_warnings, sbx_err **err);
 
 /* --policy (src/api/policy_apply.c). */
 struct policy;
@@ -32,6 +34,9 @@ typedef struct policy_storage {
 	sbx_volume *volumes; /* what o->volumes may point to */
 	char **env;          /* what o->env may point to (strings borrowed) */
 	const char *warning; /* a part of the policy that is not enforced, or NULL */
+	json_t *plugins;     /* the policy's plugins: [{"path", "config"?}], or NULL */
+	char **hidden;       /* what o->hidden may point to */
+	char **secrets;      /* what o->secrets may point to */
 } policy_storage;
 int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);

@@ -17,7 +17,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/secrets.h"
 #include "runtime/runtime.h"
+#include "runtime/quota.h"
 #include "policy/egress_match.h"
 #include "policy/policy.h"
 #include "store/layer.h"
@@ -52,6 +54,9 @@ void env_config_free(env_config *c)
 	strv_free(c->warnings);
 	free(c->network);
 	strv_free(c->network_allow);
+	secrets_wipe(c); /* this process's copy: the environment's init holds its own */
+	strv_free(c->hidden);
+	json_decref(c->plugins);
 	safe_close(c->lock_fd);
 	free(c);
 }
@@ -461,6 +466,9 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 		userns_slot_free((unsigned)json_int(st, "uid_slot", 0));
 	if (st && json_str(st, "name"))
 		name_unregister(ctx, json_str(st, "name"), id);
+	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
+	if (dir)
+		(void)quota_teardown(dir);
 	/* Rename first so a concurrent reader never sees half an environment. */
 	char trash[4200];
 	unsigned rnd = 0;
@@ -492,7 +500,7 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 /* Creates an environment, or (restore_state != NULL) starts an existing one
  * again under its own id, uid range and name, on the layers of `snap`. */
 int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
-		    const char *snap_id, char **ret_id, json_t **ret_warnings, sbx_err **err)
+		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
 {
 	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
 	if (!o)
@@ -514,9 +522,15 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "memory limit too small: at least 4m");
 	if (o->cpus < 0 || o->cpus > 1024 || o->pids < -1 || o->timeout_ms < 0 || o->ttl_ms < 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid limit");
+	int64_t disk = o->version >= 3 ? o->disk_bytes : 0;
+	if (disk < 0 || (disk > 0 && disk < QUOTA_MIN_BYTES))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m", (long long)disk);
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
+			       o->hostname);
 
 	/* Identity. */
 	if (restore_id) {
@@ -531,13 +545,19 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			snprintf(c->id + 2 * i, 3, "%02x", rnd[i]);
 	}
 	c->name = o->name ? strdup(o->name) : NULL;
-	if (asprintf(&c->hostname, "%s", o->name ? o->name : "sbx") < 0)
+	const char *hn = o->version >= 3 && o->hostname ? o->hostname : o->name ? o->name : "sbx";
+	if (asprintf(&c->hostname, "%s", hn) < 0)
 		c->hostname = NULL;
 	c->env_dir = ctx_env_dir(ctx, c->id);
 	c->run_dir = ctx_run_dir(ctx, c->id);
 	c->template_spec = strdup(o->template_spec ? o->template_spec : "host");
 	c->network = strdup(netmode);
 	c->network_allow = TAKE_PTR(allow);
+	/* Plugins (a policy's; a restarted environment keeps its own). */
+	if (restore_state)
+		plugins = json_object_get(restore_state, "plugins");
+	if (json_array_size(plugins) && !(c->plugins = json_deep_copy(plugins)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	c->rootless = ctx->rootless;
 	c->ephemeral = o->ephemeral;
 	c->env = calloc(1, sizeof(char *));
@@ -561,6 +581,15 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->timeout_ms = o->timeout_ms;
 	c->ttl_ms = o->ttl_ms;
 	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
+	c->disk_bytes = disk;
+	if (disk && ctx->rootless && !c->ephemeral)
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "a disk quota needs root: the writable layer goes on an ext4 image mounted from a loop "
+			       "device, which an unprivileged user cannot mount (one-shot runs, whose writable layer "
+			       "is a tmpfs, can have one)");
+	if (disk && ctx->rootless && !userns_available())
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "a disk quota needs user namespaces, which this host does not allow");
 	if (ctx->rootless && !userns_available()) {
 		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
 		c->degraded = true;
@@ -596,6 +625,11 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		if (setup_layers(ctx, c, snap, err) < 0)
 			return -1;
 	}
+	/* Secrets (values read on the host now, kept in memory only), hidden
+	 * paths and the agent phase's plan: src/api/secrets.c. */
+	_cleanup_json_ json_t *sec_state = NULL;
+	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
+		return -1;
 
 	unsigned slot = 0;
 	bool have_slot = false;
@@ -649,6 +683,10 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			goto fail;
 		}
 	}
+	/* Disk quota: upper/ and work/ move onto an image of the quota's size
+	 * (host mount namespace: snapshots and diff read them from here). */
+	if (disk && !c->ephemeral && quota_setup(c->env_dir, disk, c->host_uid, c->host_gid, err) < 0)
+		goto fail;
 	bool keep_id = o->version >= 2 && o->keep_identity && snap;
 	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
 		err_errnum(err, r, "write /etc/machine-id");
@@ -670,6 +708,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		"network", c->network, "degraded", c->degraded);
 	if (st && c->network_allow)
 		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
+	if (st && c->plugins)
+		json_object_set(st, "plugins", c->plugins);
+	if (st && sec_state) /* names and sources only, never a value */
+		json_object_update(st, sec_state);
+	if (st)
+		json_object_set_new(json_object_get(st, "limits"), "disk_bytes", json_integer(c->disk_bytes));
 	if (st && o->policy)
 		json_object_set_new(st, "policy", json_string(o->policy[0] == '{' ? "(inline)" : o->policy));
 	if (st && snap) {
@@ -694,6 +738,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	json_object_set_new(st, "state", json_string("running"));
 	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
 	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
+	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
+		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
 	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
 	(void)env_state_write(ctx, c->id, st);
 	if (ret_warnings)
@@ -714,23 +760,41 @@ fail:
 	return err_ret(err);
 }
 
-static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
-			   sbx_err **err);
+static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *plugins, char **ret_id,
+			   json_t **ret_warnings, sbx_err **err);
 
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
 {
 	if (!o || !o->policy)
-		return env_create_opts(ctx, o, ret_id, ret_warnings, err);
+		return env_create_opts(ctx, o, NULL, ret_id, ret_warnings, err);
 	_cleanup_policy_ policy *p = NULL;
 	if (policy_load_spec(o->policy, &p, err) < 0)
 		return -1;
 	sbx_create_opts co = *o;
+	/* A whole current struct for policy_apply: fields newer than the
+	 * caller's version are unset. */
+	if (co.version < 2)
+		co.keep_identity = false;
+	if (co.version < 3) {
+		co.disk_bytes = 0;
+		co.hidden = co.secrets = NULL;
+		co.agent_policy = NULL;
+	}
+	co.version = SBX_CREATE_OPTS_VERSION;
+	int64_t asked_disk = co.disk_bytes;
 	policy_storage keep = {0};
 	int r = policy_apply(p, &co, &keep, err);
+	/* Rootless, a quota can only be a one-shot run's tmpfs: the policy's
+	 * is not enforced otherwise (asking for one explicitly is refused). */
+	if (r == 0 && ctx->rootless && !asked_disk && co.disk_bytes > 0 && (!co.ephemeral || !userns_available())) {
+		co.disk_bytes = 0;
+		keep.warning = "the policy's disk quota (limits.disk_bytes) is not enforced: rootless, the writable layer "
+			       "cannot go on the loop-mounted ext4 image a quota needs (run as root)";
+	}
 	json_t *w = NULL;
 	if (r == 0)
-		r = env_create_opts(ctx, &co, ret_id, &w, err);
+		r = env_create_opts(ctx, &co, keep.plugins, ret_id, &w, err);
 	if (r == 0 && keep.warning && w)
 		json_array_append_new(w, json_string(keep.warning));
 	if (ret_warnings)
@@ -741,8 +805,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	return r;
 }
 
-static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
-			   sbx_err **err)
+static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *plugins, char **ret_id,
+			   json_t **ret_warnings, sbx_err **err)
 {
 	/* OCI: a template that is neither host nor dir:PATH is an imported image
 	 * (a template name, or oci:DIR[:TAG] imported first): create from its
@@ -769,10 +833,10 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id
 		for (size_t i = 0; i < no; i++)
 			tenv[ne + i] = o->env[i];
 		co.env = tenv;
-		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, ret_id, ret_warnings, err);
+		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, plugins, ret_id, ret_warnings, err);
 	}
 	if (!o || !o->snapshot)
-		return env_create_impl(ctx, o, NULL, NULL, NULL, ret_id, ret_warnings, err);
+		return env_create_impl(ctx, o, NULL, NULL, NULL, plugins, ret_id, ret_warnings, err);
 	/* fork: a new environment from a snapshot (its template and layers). */
 	_cleanup_free_ char *digest = NULL;
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
@@ -785,7 +849,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id
 			       "snapshot %s was taken from template '%s', not '%s'", digest, snap->base_template,
 			       o->template_spec);
 	co.template_spec = snap->base_template;
-	return env_create_impl(ctx, &co, NULL, snap, digest, ret_id, ret_warnings, err);
+	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
 }
 
 /* Stops the supervisor (if alive) and waits until it has cleaned up. */
@@ -913,6 +977,23 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 			json_object_update(s, info);
 		}
 	}
+	int64_t quota = json_int(json_object_get(st, "limits"), "disk_bytes", 0);
+	if (quota > 0) {
+		/* The writable layer's filesystem, as the host sees it (a one-shot
+		 * run's tmpfs is inside the environment: no usage from here). */
+		bool eph = json_bool(st, "ephemeral", false);
+		json_t *d = json_pack("{s:I,s:s,s:n}", "quota_bytes", (json_int_t)quota, "backing",
+				      eph ? "tmpfs inside the environment" : "ext4 image on a loop device", "used_bytes");
+		_cleanup_free_ char *dir = ctx_env_dir(ctx, id);
+		int64_t size, used, avail;
+		if (d && dir && !eph && quota_usage(dir, &size, &used, &avail) == 0) {
+			json_object_set_new(d, "size_bytes", json_integer(size));
+			json_object_set_new(d, "used_bytes", json_integer(used));
+			json_object_set_new(d, "available_bytes", json_integer(avail));
+		}
+		if (d)
+			json_object_set_new(s, "disk", d);
+	}
 	*ret = s;
 	return 0;
 }
@@ -980,6 +1061,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	while (d && (de = readdir(d)))
 		if (startswith(de->d_name, ".trash-")) {
 			_cleanup_free_ char *t = fs_path_join(p, de->d_name);
+			if (t)
+				(void)quota_teardown(t); /* a removal that died halfway */
 			if (t)
 				fs_rm_rf(t);
 		}

@@ -352,9 +352,13 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	int rd_trace = x ? x->trace_rd : -1;
 	if (rd_trace >= 0)
 		fd_set_nonblock(rd_trace, 1);
+	int winch = o->version >= 2 && o->tty && master >= 0 ? o->winch_fd : -1;
 	while (!exited && (sock_open || rd_out >= 0 || rd_err >= 0)) {
-		struct pollfd p[7];
-		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1, ip_tr = -1;
+		struct pollfd p[8];
+		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1, ip_tr = -1,
+		    ip_winch = -1;
+		if (winch >= 0)
+			p[ip_winch = np++] = (struct pollfd){.fd = winch, .events = POLLIN};
 		if (rd_trace >= 0)
 			p[ip_tr = np++] = (struct pollfd){.fd = rd_trace, .events = POLLIN};
 		if (sock_open)
@@ -384,6 +388,16 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		}
 		if (ip_tr >= 0 && p[ip_tr].revents && !copy_trace(rd_trace, x->trace_out))
 			rd_trace = -1;
+		if (ip_winch >= 0 && p[ip_winch].revents) {
+			/* The caller's terminal changed size: the pty inside follows,
+			 * and the kernel sends SIGWINCH to its foreground group. */
+			char drain[64];
+			if (read(winch, drain, sizeof(drain)) <= 0 && errno != EAGAIN && errno != EINTR)
+				winch = -1;
+			struct winsize ws;
+			if (o->stdout_fd >= 0 && ioctl(o->stdout_fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row)
+				(void)ioctl(master, TIOCSWINSZ, &ws);
+		}
 		if (ip_out >= 0 && p[ip_out].revents && !pump(&R, rd_out, SBX_STDOUT)) {
 			if (rd_out == master)
 				master = safe_close(master);

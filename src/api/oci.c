@@ -277,7 +277,7 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 		r = err_errnum(err, ENOMEM, "import");
 	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
 	uint64_t size = 0, blobs = 0;
-	for (size_t i = 0; i < m->n_layers; i++)
+	for (size_t i = 0; r == 0 && m && i < m->n_layers; i++)
 		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
 	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
 	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/secrets.h"
+#include "plugin/plugin.h"
 #include "policy/policy.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -50,24 +52,29 @@ static int cap_limit(const char *field, int64_t *opt, int64_t pol, sbx_err **err
 int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err)
 {
 	/* Refused rather than ignored: a policy must never look stricter than
-	 * what is enforced. (A disk quota is reported as not enforced instead:
-	 * the built-in profiles carry one for when it is.) */
+	 * what is enforced. */
 	const char *pname = p->name ? p->name : "(inline)";
-	/* secrets (one line per feature, so each is lifted where it lands) */
-	if (p->n_secrets)
-		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-			       "policy '%s' uses secrets, which this sbx does not enforce yet; remove them", pname);
-	/* hidden paths */
-	if (p->hidden && p->hidden[0])
-		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-			       "policy '%s' uses hidden paths, which this sbx does not enforce yet; remove them", pname);
-	/* plugins */
-	if (p->plugins && p->plugins[0])
-		return err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-			       "policy '%s' uses plugins, which this sbx does not load yet; remove them", pname);
-	/* disk quota */
-	if (p->limits.disk_bytes > 0)
-		keep->warning = "the policy's disk quota (limits.disk_bytes) is not enforced yet";
+	/* secrets and hidden paths (docs/secrets.md): given to the create,
+	 * which reads the values on the host and hides the paths */
+	if (secrets_policy_apply(p, o, keep, err) < 0)
+		return err_wrap(err, "policy '%s'", pname);
+	/* plugins: loaded by the environment's plugin host (docs/plugins.md);
+	 * a file that cannot be loaded is reported here, before anything is
+	 * created (the host checks again) */
+	if (p->plugins && p->plugins[0] && !(keep->plugins = json_array()))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	for (char **pl = p->plugins; pl && *pl; pl++) {
+		_cleanup_free_ char *real = NULL;
+		if (plugin_path_check(*pl, &real, err) < 0)
+			return err_wrap(err, "policy '%s'", pname);
+		json_t *cfg = json_object_get(p->plugin_config, *pl);
+		json_t *e = cfg ? json_pack("{s:s,s:O}", "path", *pl, "config", cfg) : json_pack("{s:s}", "path", *pl);
+		if (!e || json_array_append_new(keep->plugins, e) < 0)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	}
+	/* disk quota (o is a whole current struct here; rootless: sbx_env_create) */
+	if (cap_limit("disk quota", &o->disk_bytes, p->limits.disk_bytes, err) < 0)
+		return -1;
 	const policy_limits *l = &p->limits;
 	if (cap_limit("memory", &o->memory_bytes, l->memory_bytes, err) < 0 || cap_limit("pids", &o->pids, l->pids, err) < 0 ||
 	    cap_limit("timeout", &o->timeout_ms, l->timeout_ms, err) < 0 || cap_limit("ttl", &o->ttl_ms, l->ttl_ms, err) < 0 ||
@@ -161,6 +168,9 @@ void policy_storage_clear(policy_storage *k)
 	free(k->network);
 	free(k->volumes);
 	free(k->env);
+	json_decref(k->plugins);
+	strv_free(k->hidden);
+	strv_free(k->secrets);
 }
 
 _public_ int sbx_policy_list(json_t **ret, sbx_err **err)

@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/snap_delta.h"
 #include "runtime/runtime.h"
+#include "runtime/quota.h"
 #include "store/layer.h"
 #include "store/progress.h"
 #include "store/snapshot.h"
@@ -83,33 +85,6 @@ static char *read_os_release(const char *env_dir)
 	return strndup(q, n);
 }
 
-/* True if the tree holds nothing but plain directories: no file, link,
- * whiteout or opaque marker, i.e. no change to capture. */
-static bool tree_is_empty(int dfd, int depth)
-{
-	if (depth > 64)
-		return false;
-	char v[8];
-	if (fgetxattr(dfd, "user.overlay.opaque", v, sizeof(v)) > 0)
-		return false;
-	int dup = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
-	if (!d) {
-		safe_close(dup);
-		return false;
-	}
-	bool empty = true;
-	struct dirent *de;
-	while (empty && (de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		_cleanup_close_ int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		empty = sub >= 0 && tree_is_empty(sub, depth + 1);
-	}
-	closedir(d);
-	return empty;
-}
-
 _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
 {
 	double t0 = now_ms();
@@ -130,7 +105,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	/* Freeze for a consistent capture; the freeze lasts as long as this
 	 * connection, so a crash here thaws it. Not live: nothing to freeze. */
 	_cleanup_close_ int fc = env_is_live(ctx, id) ? env_connect(ctx, id, NULL) : -1;
-	bool frozen = false;
+	bool frozen = false, quiesced;
 	if (fc >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "freeze"), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) < 0 || json_recv(fc, &rep, NULL, NULL) <= 0)
@@ -138,7 +113,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		if (streq(json_str(rep, "ev") ?: "", "error"))
 			return api_err_from_json(rep, err);
 		frozen = json_bool(rep, "frozen", false);
-	}
+		/* Frozen, or (rootless) every process stopped: nothing writes. */
+		quiesced = frozen || json_bool(rep, "ok", false);
+	} else
+		quiesced = !env_is_live(ctx, id);
 
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
@@ -153,11 +131,11 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		ids.gid_base = ctx->gid;
 		ids.count = 1;
 	}
-	store_layer_info li = {.existed = true};
-	/* Nothing changed since the environment's base: no new layer at all. */
-	bool unchanged = json_array_size(json_object_get(st, "layers")) > 0 && tree_is_empty(ufd, 0);
+	/* A delta over the last snapshot's layers when its index is valid, else
+	 * the whole writable layer over the base layers (snap_delta.c). */
+	_cleanup_(snap_capture_clear) snap_capture cap = SNAP_CAPTURE_INIT;
 	store_progress_begin(ctx->progress, ctx->progress_ud, "snapshot", 0, 0);
-	r = unchanged ? 0 : store_layer_put_from_dir(ctx->root, ufd, &ids, &li, err);
+	r = snap_delta_capture(ctx, id, st, ufd, &ids, quiesced, &cap, err);
 	store_progress_end();
 	if (fc >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "thaw"), *rep = NULL;
@@ -167,17 +145,14 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	if (r < 0)
 		return err_wrap(err, "snapshot '%s'", id);
 
-	/* Manifest: the environment's base layers plus this one (bottom first). */
+	/* Manifest: the layers the capture gives (bottom first). */
 	store_snapshot snap = {0};
-	json_t *base = json_object_get(st, "layers");
-	size_t nb = json_array_size(base);
-	_cleanup_free_ char **layers = calloc(nb + 2, sizeof(char *));
+	char **layers = cap.layers;
+	size_t nl = 0;
+	while (layers[nl])
+		nl++;
+	store_layer_info li = cap.new_layer ? cap.li : (store_layer_info){.existed = true};
 	_cleanup_strv_free_ char **env = json_to_strv(json_object_get(st, "env"));
-	if (!layers)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	for (size_t i = 0; i < nb; i++)
-		layers[i] = (char *)json_string_value(json_array_get(base, i));
-	layers[nb] = unchanged ? NULL : li.digest;
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
 	_cleanup_free_ char *osr = read_os_release(envdir);
@@ -189,7 +164,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	char *labels[2] = {(char *)label, NULL};
 	static char *empty[] = {NULL};
-	snap.parent = (char *)json_str(st, "snapshot_id");
+	snap.parent = cap.parent ? cap.parent : (char *)json_str(st, "snapshot_id");
 	snap.layers = layers;
 	snap.base_template = (char *)json_str(st, "template");
 	snap.env = env ? env : empty;
@@ -199,24 +174,29 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
 	snap.created_at = created;
-	uint64_t total = 0;
-	for (size_t i = 0; layers[i]; i++) {
-		/* Size: the sum of the layers' tar sizes (blob sizes). */
-		_cleanup_free_ char *bp = store_blob_path(ctx->root, layers[i]);
-		struct stat bs;
-		if (bp && stat(bp, &bs) == 0)
-			total += (uint64_t)bs.st_size;
+	/* Size: the sum of the layers' tar sizes, i.e. the parent's (whose layers
+	 * are this stack without its top) plus the new layer's. */
+	uint64_t total = cap.new_layer ? cap.li.size : 0;
+	if (snap.parent) {
+		_cleanup_snapshot_ store_snapshot *ps = NULL;
+		if (store_snapshot_read(ctx->root, snap.parent, &ps, NULL) == 0)
+			total += ps->size_bytes;
 	}
 	snap.size_bytes = total;
 	char sid[STORE_DIGEST_SIZE];
 	if (store_snapshot_write(ctx->root, &snap, sid, err) < 0)
 		return err_wrap(err, "snapshot '%s'", id);
+	snap_delta_commit(ctx, id, st, &cap, sid);
 	if (label && store_ref_set(ctx->root, label, sid, err) < 0)
 		return err_wrap(err, "label snapshot %s", sid);
 	*ret = json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o}", "snapshot_id", sid, "size_bytes", (json_int_t)total,
 			 "new_bytes", (json_int_t)(li.existed ? 0 : li.size), "files", (json_int_t)li.files, "snapshot_ms",
-			 now_ms() - t0, "layer", nb + !unchanged ? layers[nb + !unchanged - 1] : "", "frozen", frozen, "layers",
+			 now_ms() - t0, "layer", nl ? layers[nl - 1] : "", "frozen", frozen, "layers",
 			 json_from_strv((const char *const *)layers));
+	if (*ret)
+		json_object_set_new(*ret, "incremental", json_boolean(cap.delta));
+	if (*ret && cap.full_reason)
+		json_object_set_new(*ret, "full_reason", json_string(cap.full_reason));
 	if (label && *ret)
 		json_object_set_new(*ret, "label", json_string(label));
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -238,6 +218,7 @@ static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vol
 	o->timeout_ms = json_int(l, "timeout_ms", 0);
 	o->ttl_ms = json_int(l, "ttl_ms", 0);
 	o->output_bytes = json_int(l, "output_bytes", 0);
+	o->disk_bytes = json_int(l, "disk_bytes", 0);
 	*env = json_to_strv(json_object_get(st, "env"));
 	const char *mode = json_str(st, "network") ?: "none";
 	*net = streq(mode, "allow") ? json_join_strings(json_object_get(st, "network_allow"), "allow=", ',')
@@ -295,7 +276,13 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	stop_supervisor(ctx, id);
 	if (env_is_live(ctx, id))
 		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	/* The next snapshot cannot be a delta over the last one. */
+	snap_delta_forget(ctx, id);
 	char p[4300];
+	/* A disk quota's image goes too: create formats a fresh one. */
+	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);
+	if (quota_reset(p, err) < 0)
+		return err_wrap(err, "restore '%s'", id);
 	const char *subs[] = {"upper", "work"};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
@@ -305,7 +292,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	}
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
-	if (env_create_impl(ctx, &o, st, snap, digest, &nid, &w, err) < 0)
+	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
 		return err_wrap(err, "restore '%s' to %s", id, digest);
 	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms", now_ms() - t0);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

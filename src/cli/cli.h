@@ -31,6 +31,7 @@ int cmd_exec(cli *c, int argc, char **argv);
 int cmd_ls(cli *c, int argc, char **argv);
 int cmd_inspect(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv);
+int cmd_phase(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
 int cmd_gc(cli *c, int argc, char **argv);
 int cmd_snapshot(cli *c, int argc, char **argv);

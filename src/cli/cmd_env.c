@@ -1,5 +1,7 @@
 /* sbx create | run | exec | ls | inspect | ps | rm | gc */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -19,6 +21,8 @@ typedef struct opts {
 	size_t n_vols;
 	char *vol_strs[128];
 	size_t n_vol_strs;
+	const char *hidden[257], *secrets[257]; /* --hide, --secret (docs/secrets.md) */
+	size_t n_hidden, n_secrets;
 	bool interactive, have_timeout;
 	int64_t timeout;
 	char **positional;
@@ -117,6 +121,11 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		} else if ((flags & F_CREATE) && (v = VALUE("--memory"), m)) {
 			if (BAD(v) || sbx_parse_size(v, &o->create.memory_bytes, &e) < 0)
 				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+		} else if ((flags & F_CREATE) && (v = VALUE("--disk"), m)) {
+			if (BAD(v) || sbx_parse_size(v, &o->create.disk_bytes, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			if (o->create.disk_bytes <= 0)
+				return cli_usage_error(cmd, "invalid --disk '%s': expected a size such as 512m or 4g", v);
 		} else if ((flags & F_CREATE) && (v = VALUE("--pids"), m)) {
 			if (BAD(v))
 				return EXIT_SBX;
@@ -168,6 +177,22 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			if (BAD(v))
 				return EXIT_SBX;
 			o->create.policy = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--agent-policy"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			o->create.agent_policy = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--hide"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			if (o->n_hidden >= ARRAY_SIZE(o->hidden) - 1)
+				return cli_usage_error(cmd, "too many --hide");
+			o->hidden[o->n_hidden++] = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--secret"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			if (o->n_secrets >= ARRAY_SIZE(o->secrets) - 1)
+				return cli_usage_error(cmd, "too many --secret");
+			o->secrets[o->n_secrets++] = v;
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
 			o->exec.trace = true;
 		} else if ((flags & F_EXEC) && streq(a, "--deterministic")) {
@@ -185,6 +210,11 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		o->create.volumes = o->vols;
 		o->create.n_volumes = o->n_vols;
 	}
+	o->hidden[o->n_hidden] = o->secrets[o->n_secrets] = NULL;
+	if (o->n_hidden)
+		o->create.hidden = o->hidden;
+	if (o->n_secrets)
+		o->create.secrets = o->secrets;
 	return 0;
 }
 
@@ -239,6 +269,16 @@ out:
 	return r;
 }
 
+static int winch_pipe[2] = {-1, -1};
+
+static void on_winch(int sig)
+{
+	(void)sig;
+	int e = errno;
+	(void)!write(winch_pipe[1], "w", 1);
+	errno = e;
+}
+
 static struct termios saved_tio;
 static bool tio_saved;
 
@@ -264,6 +304,13 @@ static int do_exec(cli *c, const char *id, opts *o)
 		x->stderr_fd = 2;
 		if (o->interactive || x->tty)
 			x->stdin_fd = o->interactive ? 0 : -1;
+		if (x->tty && isatty(1) && pipe2(winch_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+			/* Terminal resizes reach the pty inside (SIGWINCH there). */
+			struct sigaction sa = {.sa_handler = on_winch, .sa_flags = SA_RESTART};
+			sigemptyset(&sa.sa_mask);
+			sigaction(SIGWINCH, &sa, NULL);
+			x->winch_fd = winch_pipe[0];
+		}
 		if (x->tty && o->interactive && isatty(0) && tcgetattr(0, &saved_tio) == 0) {
 			struct termios raw = saved_tio;
 			cfmakeraw(&raw);

@@ -18,6 +18,9 @@ static const cli_cmd commands[] = {
 	{"ls", cmd_ls, "sbx ls", "List environments."},
 	{"inspect", cmd_inspect, "sbx inspect ID", "Show an environment: limits, isolation walls in force and missing, usage."},
 	{"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
+	{"phase", cmd_phase, "sbx phase ID [agent]",
+	 "Show an environment's phase, or switch it for good from setup to agent: its processes end, its "
+	 "secrets are removed, the agent policy's network and limits apply."},
 	{"logs", cmd_logs, "sbx logs ID --net",
 	 "Show the egress proxy's log of an environment with network allow: each connection, allowed or refused."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
@@ -50,6 +53,10 @@ static const char options_help[] =
 	"  --snapshot S        start from a snapshot (digest, prefix or label)\n"
 	"  --policy P          strict, dev, open or a policy file: caps everything else (options may\n"
 	"                      narrow it, never widen it)\n"
+	"  --agent-policy P    the agent phase's policy (may only narrow): 'sbx phase ID agent' switches\n"
+	"  --secret NAME[=FILE]  give the host variable NAME (or FILE's content, as /run/secrets/NAME)\n"
+	"                      to the setup phase; never stored (repeatable)\n"
+	"  --hide PATH         PATH does not exist inside (repeatable)\n"
 	"  --name N            a unique name usable wherever an id is\n"
 	"  -v, --volume H:P[:ro|rw]  bind host directory H at P inside\n"
 	"  --env K=V           environment variable for every command (repeatable)\n"
@@ -57,6 +64,8 @@ static const char options_help[] =
 	"                      the egress proxy to those hosts only) or open (the host network, unsafe)\n"
 	"  --memory SIZE       memory limit (default 1g; e.g. 512m)\n"
 	"  --pids N            process limit (default 1024)\n"
+	"  --disk SIZE         quota on the writable layer, at least 4m: writes beyond it fail with\n"
+	"                      ENOSPC inside (root: an ext4 image on a loop device; run: a tmpfs)\n"
 	"  --cpus X            CPU limit in cores (e.g. 0.5)\n"
 	"  --timeout DURATION  default per-command timeout (e.g. 30s)\n"
 	"  --ttl DURATION      destroy the environment after it has been idle this long\n"
@@ -74,7 +83,8 @@ static const char options_help[] =
 	"                      --no-deterministic records the command's real behaviour\n"
 	"Every command accepts --json for machine-readable output.\n"
 	"Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
-	"SBX_DEBUG=1 (debug log).\n";
+	"SBX_DEBUG=1 (debug log), SBX_MCP_SECRETS=NAME,... (sbx mcp/serve: the host variables an MCP client may\n"
+	"name as secrets).\n";
 
 static void usage(FILE *f)
 {

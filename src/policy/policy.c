@@ -49,6 +49,7 @@ policy *policy_free(policy *p)
 	}
 	free(p->secrets);
 	strv_free(p->plugins);
+	json_decref(p->plugin_config);
 	free(p);
 	return NULL;
 }
@@ -174,6 +175,47 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 			return oom(err);
 	}
 	*ret = TAKE_PTR(v);
+	return 0;
+}
+
+/* "plugins": ["/abs/x.so" | {"path": "/abs/x.so", "config": ANY}, ...] */
+static int parse_plugins(const json_t *a, policy *p, sbx_err **err)
+{
+	if (!json_is_array(a))
+		return bad(err, "plugins", "must be an array of shared object paths or {path, config} objects");
+	_cleanup_json_ json_t *paths = json_array();
+	if (!paths)
+		return oom(err);
+	size_t i;
+	json_t *e;
+	json_array_foreach(a, i, e)
+	{
+		static const char *const pkeys[] = {"path", "config", NULL};
+		char f[64];
+		snprintf(f, sizeof(f), "plugins[%zu]", i);
+		if (json_is_object(e) && check_keys(e, f, pkeys, err) < 0)
+			return -EINVAL;
+		json_t *path = json_is_object(e) ? json_object_get(e, "path") : e;
+		if (!path)
+			return bad(err, f, "needs a \"path\"");
+		if (json_array_append(paths, path) < 0)
+			return oom(err);
+	}
+	if (parse_paths(paths, "plugins", true, &p->plugins, err) < 0)
+		return -EINVAL;
+	json_array_foreach(a, i, e)
+	{
+		for (size_t j = 0; j < i; j++)
+			if (streq(p->plugins[j], p->plugins[i]))
+				return bad(err, "plugins", "'%.200s' is named twice", p->plugins[i]);
+		json_t *cfg = json_is_object(e) ? json_object_get(e, "config") : NULL;
+		if (!cfg)
+			continue;
+		if (!p->plugin_config && !(p->plugin_config = json_object()))
+			return oom(err);
+		if (json_object_set(p->plugin_config, p->plugins[i], cfg) < 0)
+			return oom(err);
+	}
 	return 0;
 }
 
@@ -457,7 +499,7 @@ int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 		return -EINVAL;
 	if ((v = json_object_get(doc, "secrets")) && parse_secrets(v, p, err) < 0)
 		return -EINVAL;
-	if ((v = json_object_get(doc, "plugins")) && parse_paths(v, "plugins", true, &p->plugins, err) < 0)
+	if ((v = json_object_get(doc, "plugins")) && parse_plugins(v, p, err) < 0)
 		return -EINVAL;
 	*ret = TAKE_PTR(p);
 	return 0;
@@ -677,6 +719,21 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	char *const *plugins = later->plugins ? later->plugins : base->plugins;
 	if (plugins && strv_copy(plugins, &m->plugins) < 0)
 		return oom(err);
+	/* a plugin's config: the base's, unless the later one (with override, or
+	 * saying exactly the same) sets it; a config is part of what a plugin
+	 * enforces, so changing it is not a narrowing sbx can check */
+	for (size_t i = 0; plugins && plugins[i]; i++) {
+		json_t *bc = json_object_get(base->plugin_config, plugins[i]);
+		json_t *lc = json_object_get(later->plugin_config, plugins[i]);
+		if (!ov && lc && !json_equal(lc, bc))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "plugins[%zu]: '%.200s': the config differs from the base policy's" WIDEN_HINT, i,
+				       plugins[i]);
+		json_t *c = lc ? lc : bc;
+		if (c && ((!m->plugin_config && !(m->plugin_config = json_object())) ||
+			  json_object_set(m->plugin_config, plugins[i], c) < 0))
+			return oom(err);
+	}
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -747,8 +804,14 @@ json_t *policy_to_json(const policy *p)
 							       : json_pack("{s:b}", "env", 1));
 		json_object_set_new(o, "secrets", s);
 	}
-	if (p->plugins)
-		json_object_set_new(o, "plugins", json_from_strv((const char *const *)p->plugins));
+	if (p->plugins) {
+		json_t *a = json_array();
+		for (char *const *pl = p->plugins; a && *pl; pl++) {
+			json_t *c = json_object_get(p->plugin_config, *pl);
+			json_array_append_new(a, c ? json_pack("{s:s,s:O}", "path", *pl, "config", c) : json_string(*pl));
+		}
+		json_object_set_new(o, "plugins", a);
+	}
 	return o;
 }
 

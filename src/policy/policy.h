@@ -11,7 +11,7 @@
  *               "output_bytes", "disk_bytes"},   // positive numbers
  *    "env": {"K": "V"},
  *    "secrets": {"K": {"env": true} | {"file": "/abs/path"}},
- *    "plugins": ["/abs/plugin.so"]}
+ *    "plugins": ["/abs/plugin.so", {"path": "/abs/other.so", "config": ANY}]}
  * "allow" implies mode "allow" when mode is absent. Secret values are never
  * stored in a policy: only where to read them on the host.
  *
@@ -19,7 +19,8 @@
  * Unless later sets "override": true it may only narrow: network none < allow
  * < open and an allowlist whose every rule is covered by a base rule; limits
  * no larger than the base's; no new volumes, read-write where the base is
- * read-only, secrets or plugins. Hidden paths only accumulate; env entries are
+ * read-only, secrets or plugins, and a plugin's config cannot change (see
+ * docs/plugins.md). Hidden paths only accumulate; env entries are
  * merged (later wins; they only shape the sandbox's own view). */
 #pragma once
 #include <jansson.h>
@@ -68,6 +69,7 @@ typedef struct policy {
 	size_t n_secrets;
 	bool secrets_set;
 	char **plugins; /* NULL-terminated; NULL when unset */
+	json_t *plugin_config; /* path -> the "config" of plugins that have one; NULL when none */
 } policy;
 
 /* Parses a document. Errors name the field: "network.allow[2]: '*' is too

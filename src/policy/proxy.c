@@ -3,7 +3,8 @@
  * One epoll loop, level-triggered, in the caller's thread. Each client
  * connection is a small state machine:
  *   HEAD      read the request head (deadline head_timeout_ms)
- *   RESOLVE   a detached thread resolves the name and pokes a socketpair
+ *   RESOLVE   a detached thread asks opts.check (if any), resolves the name
+ *             and pokes a socketpair
  *   CONNECT   non-blocking connect to each allowed address in turn
  *   HELLO     after "200", read the ClientHello and check its SNI
  *   RELAY     both directions through 64 KiB buffers
@@ -48,6 +49,13 @@ typedef struct rjob {
 	size_t n;
 	struct sockaddr_storage addrs[PROXY_MAX_ADDRS];
 	char host[EGRESS_HOST_MAX + 2];
+	/* opts.check, asked first (it may block) */
+	proxy_check_fn check;
+	const char *kind;
+	int port;
+	struct sockaddr_storage lit; /* an IP literal (ss_family set): not resolved */
+	bool denied;
+	char why[400]; /* the check's reason; short enough for a header line */
 } rjob;
 
 static void rjob_unref(rjob *j)
@@ -87,6 +95,7 @@ struct conn {
 	struct sockaddr_storage addrs[PROXY_MAX_ADDRS];
 	size_t n_addrs, next_addr;
 	const char *verdict, *rule;
+	char check_why[400]; /* opts.check's refusal (rule points here) */
 	char reason[512];
 	char address[INET6_ADDRSTRLEN + 8];
 };
@@ -311,8 +320,17 @@ static void *resolve_thread(void *arg)
 {
 	rjob *j = arg;
 	size_t n = 0;
-	int r = j->fn ? j->fn(j->ud, j->host, j->addrs, PROXY_MAX_ADDRS, &n)
-		      : resolve_default(j->host, j->addrs, PROXY_MAX_ADDRS, &n);
+	int r;
+	if (j->check && j->check(j->ud, j->kind, j->host, j->port, j->why, sizeof(j->why)) != 1) {
+		j->denied = true;
+		r = -EPERM;
+	} else if (j->lit.ss_family) {
+		j->addrs[0] = j->lit;
+		n = 1;
+		r = 0;
+	} else
+		r = j->fn ? j->fn(j->ud, j->host, j->addrs, PROXY_MAX_ADDRS, &n)
+			  : resolve_default(j->host, j->addrs, PROXY_MAX_ADDRS, &n);
 	j->rc = r < 0 ? r : (n == 0 || n > PROXY_MAX_ADDRS) ? -ENOENT : 0;
 	j->n = j->rc == 0 ? n : 0;
 	/* The loop may have given up on us: MSG_NOSIGNAL, errors ignored. */
@@ -351,14 +369,13 @@ static void addrs_ready(server *s, conn *c, const struct sockaddr_storage *addrs
 static void start_resolve(server *s, conn *c)
 {
 	struct sockaddr_storage lit = {0};
-	if (inet_pton(AF_INET, c->req.host, &((struct sockaddr_in *)&lit)->sin_addr) == 1) {
+	if (inet_pton(AF_INET, c->req.host, &((struct sockaddr_in *)&lit)->sin_addr) == 1)
 		lit.ss_family = AF_INET;
-		return addrs_ready(s, c, &lit, 1);
-	}
-	if (inet_pton(AF_INET6, c->req.host, &((struct sockaddr_in6 *)&lit)->sin6_addr) == 1) {
+	else if (inet_pton(AF_INET6, c->req.host, &((struct sockaddr_in6 *)&lit)->sin6_addr) == 1)
 		lit.ss_family = AF_INET6;
+	/* An IP literal needs no resolution, but a check hook still runs in the thread. */
+	if (lit.ss_family && !s->o.check)
 		return addrs_ready(s, c, &lit, 1);
-	}
 	int sp[2];
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sp) < 0)
 		return fail(s, c, "502 Bad Gateway", "cannot resolve", strerror(errno));
@@ -373,6 +390,10 @@ static void start_resolve(server *s, conn *c)
 	j->ud = s->o.ud;
 	j->wfd = sp[1];
 	snprintf(j->host, sizeof(j->host), "%s", c->req.host);
+	j->check = s->o.check;
+	j->kind = c->req.kind == PROXY_REQ_CONNECT ? "connect" : "http";
+	j->port = c->req.port;
+	j->lit = lit;
 	c->jfd = sp[0];
 	c->job = j;
 	c->st = ST_RESOLVE;
@@ -399,6 +420,16 @@ static void resolve_done(server *s, conn *c)
 	rjob *j = c->job;
 	c->job = NULL;
 	c->jfd = safe_close(c->jfd);
+	if (j->denied) {
+		/* one line (it becomes a header), whatever the check wrote */
+		j->why[sizeof(j->why) - 1] = '\0';
+		for (char *p = j->why; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = ' ';
+		snprintf(c->check_why, sizeof(c->check_why), "%s", j->why[0] ? j->why : "refused by a check");
+		rjob_unref(j);
+		return refuse(s, c, c->check_why);
+	}
 	if (j->rc < 0) {
 		char why[128];
 		snprintf(why, sizeof(why), "%s", j->rc == -ENOENT ? "no such host" : strerror(-j->rc));

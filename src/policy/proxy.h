@@ -50,6 +50,12 @@ typedef int (*proxy_resolve_fn)(void *ud, const char *host, struct sockaddr_stor
  * it), "duration_ms"}. The event is borrowed: json_incref it to keep it.
  * Called in the thread running proxy_serve. */
 typedef void (*proxy_log_fn)(void *ud, json_t *event);
+/* A further veto (plugins), asked for each request after gate 1 (the
+ * allowlist) and before resolution, in the request's resolver thread (so it
+ * may block; the resolve+connect timeout covers it). kind is "connect" or
+ * "http". Returns 1 to go on, anything else to refuse with a 403 saying
+ * `why` (a NUL-terminated line written into why[cap]). */
+typedef int (*proxy_check_fn)(void *ud, const char *kind, const char *host, int port, char *why, size_t cap);
 
 #define PROXY_OPTS_VERSION 1
 typedef struct proxy_opts {
@@ -62,7 +68,8 @@ typedef struct proxy_opts {
 	bool require_sni;	/* check SNI on every CONNECT, not only port 443 */
 	proxy_log_fn log;	/* may be NULL */
 	proxy_resolve_fn resolve; /* NULL: getaddrinfo */
-	void *ud;		/* passed to log and resolve */
+	void *ud;		/* passed to log, resolve and check */
+	proxy_check_fn check;	/* NULL: none */
 } proxy_opts;
 #define PROXY_OPTS_INIT {.version = PROXY_OPTS_VERSION, .stop_fd = -1}
 

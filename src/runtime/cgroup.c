@@ -544,6 +544,18 @@ int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, ch
 	return 0;
 }
 
+int cgroup_set_limits(sbx_cgroup *cg, const cgroup_limits *lim, sbx_err **err)
+{
+	unsigned remaining = wanted_limits(lim);
+	for (size_t i = 0; cg && i < cg->n && remaining; i++) {
+		unsigned applied = 0;
+		if (cg->b[i]->ops->limits(cg->b[i], lim, remaining, &applied, err) < 0)
+			return err_wrap(err, "cgroup '%s': set limits", cg->id);
+		remaining &= ~applied;
+	}
+	return 0;
+}
+
 int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err)
 {
 	if (!valid_id(id))

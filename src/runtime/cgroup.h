@@ -35,6 +35,9 @@ const char *cgroup_host_mode(void);
  * only when `require` is set. *ret_missing (if non-NULL) gets a malloc'd,
  * comma-separated list of limits that could not be enforced, or NULL. */
 int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, char **ret_missing, sbx_err **err);
+/* Writes new limits into the existing groups (the agent phase lowers them
+ * live; docs/secrets.md). Limits <= 0 are left as they are. */
+int cgroup_set_limits(sbx_cgroup *cg, const cgroup_limits *lim, sbx_err **err);
 /* Opens the existing groups of environment `id` (for gc, inspect, rm). */
 int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err);
 /* Moves pid into every group. */

@@ -54,13 +54,17 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 	size_t n = ARRAY_SIZE(default_env) + 14;
 	for (char **p = c->env; p && *p; p++)
 		n++;
+	for (char **p = c->secret_env; p && *p; p++)
+		n++;
 	for (char **p = extra; p && *p; p++)
 		n++;
 	char **v = calloc(n, sizeof(char *));
 	if (!v)
 		return NULL;
 	size_t k = 0;
-	char host[300], dhome[4300], dtmp[4300];
+	/* Static: the vector points into them after we return (init is
+	 * single-threaded and uses each vector before building the next). */
+	static char host[300], dhome[4300], dtmp[4300];
 	snprintf(host, sizeof(host), "HOSTNAME=%s", c->hostname);
 	snprintf(dhome, sizeof(dhome), "HOME=%s/home", c->env_dir);
 	snprintf(dtmp, sizeof(dtmp), "TMPDIR=%s/tmp", c->env_dir);
@@ -73,7 +77,8 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 	const char *const *lists[] = {default_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
 				      c->degraded ? degraded_env : NULL,
 				      streq(c->network, "allow") ? proxy_env : NULL,
-				      (const char *const *)c->env, (const char *const *)extra};
+				      (const char *const *)c->env, (const char *const *)c->secret_env,
+				      (const char *const *)extra};
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
 		for (const char *const *p = lists[l]; p && *p; p++) {
 			const char *eq = strchr(*p, '=');
@@ -579,9 +584,64 @@ static void reap(int sock)
 	}
 }
 
+/* The agent phase (docs/secrets.md): every process of the setup phase ends
+ * (any of them may hold a secret in its memory or environment), the secrets
+ * the agent phase does not keep are removed, and later commands get the
+ * agent phase's environment. */
+static void handle_phase(env_config *c, int sock, json_t *m)
+{
+	int ended = 0;
+	if (c->degraded) { /* not pid 1: kill(-1) would reach all the user's processes (the supervisor refuses) */
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", "ev", "phase", "ok", 0);
+		if (no)
+			(void)json_send(sock, no, NULL, 0);
+		return;
+	}
+	for (int round = 0; round < 3000; round++) {
+		int left = 0;
+		DIR *d = opendir("/proc");
+		struct dirent *de;
+		while (d && (de = readdir(d)))
+			left += de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != getpid();
+		if (d)
+			closedir(d);
+		if (round == 0)
+			ended = left;
+		if (!left)
+			break;
+		(void)kill(-1, SIGKILL); /* pid 1: everything in the namespace but us */
+		reap(sock);		 /* commands' exits are reported as usual */
+		usleep(1000);
+	}
+	_cleanup_strv_free_ char **keep = json_to_strv(json_object_get(m, "keep_secrets"));
+	json_t *removed = json_array();
+	secrets_drop(c, keep, removed);
+	char **env = json_to_strv(json_object_get(m, "env"));
+	if (env) {
+		strv_free(c->env);
+		c->env = env;
+	}
+	const char *net = json_str(m, "network");
+	if (net && streq(net, "none") && streq(c->network, "allow")) {
+		char *none = strdup("none"); /* no proxy variables any more: it refuses everything */
+		if (none) {
+			free(c->network);
+			c->network = none;
+		}
+	}
+	c->agent_phase = true;
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", "ev", "phase", "ok", 1, "processes_ended", ended,
+					     "secrets_removed", removed);
+	if (r)
+		(void)json_send(sock, r, NULL, 0);
+}
+
 _noreturn_ void init_main(env_config *c, int sock)
 {
 	g_config = c;
+	/* The creator's environment (which may hold the host variables that env
+	 * secrets came from) is not kept: commands get build_env's. */
+	(void)clearenv();
 	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -623,6 +683,8 @@ _noreturn_ void init_main(env_config *c, int sock)
 				handle_file(sock, m);
 			else if (streq(op, "stop_all"))
 				handle_stop_all(sock, m);
+			else if (streq(op, "phase"))
+				handle_phase(c, sock, m);
 			for (size_t i = 0; i < n; i++)
 				safe_close(fds[i]);
 			json_decref(m);

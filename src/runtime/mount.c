@@ -44,16 +44,17 @@ int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work
 	char path[4300], opts[4096];
 	size_t o = (size_t)snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s", lowerdir);
 	if (ephemeral) {
+		/* (EEXIST: mounted again, with hidden paths' layer: setup.c) */
 		snprintf(path, sizeof(path), "%s/upper", stage);
-		if (mkdir(path, 0755) < 0)
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
 			return err_errno(err, "mkdir '%s'", path);
 		/* work/_root, so that per-directory overlays (rootless) can have
 		 * their work dirs beside it, never inside it. */
 		snprintf(path, sizeof(path), "%s/work", stage);
-		if (mkdir(path, 0700) < 0)
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return err_errno(err, "mkdir '%s'", path);
 		snprintf(path, sizeof(path), "%s/work/_root", stage);
-		if (mkdir(path, 0700) < 0)
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return err_errno(err, "mkdir '%s'", path);
 		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=%s/upper,workdir=%s/work/_root", stage, stage);
 	} else {
@@ -63,7 +64,7 @@ int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work
 	if (o >= sizeof(opts) - 1)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
 	snprintf(path, sizeof(path), "%s/root", stage);
-	if (mkdir(path, 0755) < 0)
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return err_errno(err, "mkdir '%s'", path);
 	return do_mount("overlay", path, "overlay", MS_NOSUID | MS_NODEV, opts, err);
 }

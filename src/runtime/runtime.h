@@ -11,6 +11,7 @@
 
 #include "runtime/cgroup.h"
 #include "runtime/mask.h"
+#include "runtime/secrets.h"
 #include "util/err.h"
 
 #define ENV_ID_LEN 12
@@ -51,8 +52,18 @@ typedef struct env_config {
 	int64_t timeout_ms;
 	int64_t output_bytes;
 	int64_t ttl_ms;
+	int64_t disk_bytes;  /* quota on the writable layer (0: none): quota.h; ephemeral: the tmpfs's size */
 	char *network;       /* "none", "allow" (through the egress proxy) or "open" (host network) */
 	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h) */
+	json_t *plugins;      /* [{"path", "config"?}] loaded in a plugin host (plugin/plugin.h); NULL: none */
+	/* Secrets, hidden paths, phases (docs/secrets.md; secrets.h, hide.h). Secret
+	 * values live only here, in memory: never in state.json. */
+	char **secret_env;          /* "NAME=value" added to every command's environment */
+	env_secret *secret_files;   /* written to the tmpfs at /run/secrets */
+	size_t n_secret_files;
+	int secrets_dirfd;          /* init: that tmpfs's root, -1 without file secrets */
+	char **hidden;              /* absolute paths that do not exist inside, may be NULL */
+	bool agent_phase;           /* in the agent phase (no way back to setup) */
 	int lock_fd;    /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */

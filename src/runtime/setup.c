@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "runtime/caps.h"
+#include "runtime/hide.h"
 #include "runtime/landlock.h"
 #include "runtime/mount.h"
 #include "runtime/netns.h"
+#include "runtime/quota.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
 #include "util/fd.h"
@@ -138,23 +140,36 @@ static int append(char *buf, size_t n, const char *part, sbx_err **err)
  * gets its own overlay: the layers' <dir> subtrees, mask/<dir>, the host
  * directory. Upper layout is what one overlay would give: upper/usr, ... */
 static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir,
-			    char layer_paths[][4400], char lower_paths[][4400], sbx_err **err)
+			    const char *hide_dir, char layer_paths[][4400], char lower_paths[][4400], sbx_err **err)
 {
 	char base[4300], up[4400], wk[4400], part[4500];
 	static char lowerdir[16384];
-	snprintf(base, sizeof(base), "%s", c->ephemeral ? stage : c->env_dir);
+	if (c->ephemeral)
+		snprintf(base, sizeof(base), "%s", stage);
+	else
+		quota_layer_base(c->env_dir, c->disk_bytes, base, sizeof(base));
 	for (size_t i = 0; i < c->n_lowers; i++) {
 		const char *d = c->lowers[i] + 1;
 		snprintf(up, sizeof(up), "%s/upper/%s", base, d);
 		snprintf(wk, sizeof(wk), "%s/work/%s", base, d);
+		/* Hidden as a whole (hide.c): no overlay, and no name in the upper. */
+		if (hide_dir && hide_is_whiteout(hide_dir, d)) {
+			(void)rmdir(up);
+			continue;
+		}
 		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(wk, 0700) < 0 && errno != EEXIST))
 			return err_errno(err, "create '%s'", up);
 		if (!c->rootless)
 			(void)!chown(up, 0, 0); /* env root, not whoever created it */
 		lowerdir[0] = 0;
+		/* Hidden paths (hide.c): their whiteout layer on top of all. */
+		struct stat hst;
+		snprintf(part, sizeof(part), "%.4300s/%.150s", hide_dir ? hide_dir : "", d);
+		if (hide_dir && lstat(part, &hst) == 0 && S_ISDIR(hst.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
+			return -1;
 		for (size_t k = 0; k < c->n_layers; k++) {
 			struct stat st;
-			snprintf(part, sizeof(part), "%s/%s", layer_paths[k], d);
+			snprintf(part, sizeof(part), "%.4300s/%.150s", layer_paths[k], d);
 			if (lstat(part, &st) == 0 && S_ISDIR(st.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
 				return -1;
 		}
@@ -259,7 +274,10 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *    by the supervisor, or cloned here when rootless), the overlay, then
 	 *    /dev, /proc, /tmp and the volumes. */
 	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
-	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") < 0)
+	char stage_opts[64] = "mode=0755";
+	if (c->ephemeral && c->disk_bytes > 0) /* the writable layer lives here: its size is the quota */
+		snprintf(stage_opts, sizeof(stage_opts), "mode=0755,size=%lld", (long long)c->disk_bytes);
+	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, stage_opts) < 0)
 		err_errno(&e, "mount staging tmpfs on '%s'", stage), fail(sock, e);
 	/* Lower layers as paths: the template's (trees from the supervisor, or
 	 * opened here when rootless) and the snapshot layers. */
@@ -281,9 +299,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* upper/ and work/ are opened here, in our mount namespace: overlay
 	 * refuses layers whose mount belongs to another namespace. */
 	if (!c->ephemeral) {
-		snprintf(root, sizeof(root), "%s/upper", c->env_dir);
+		char lbase[4250];
+		quota_layer_base(c->env_dir, c->disk_bytes, lbase, sizeof(lbase));
+		snprintf(root, sizeof(root), "%s/upper", lbase);
 		f.upper = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		snprintf(root, sizeof(root), "%s/work%s", c->env_dir, c->mask ? "/_root" : "");
+		snprintf(root, sizeof(root), "%s/work%s", lbase, c->mask ? "/_root" : "");
 		if (c->mask)
 			(void)mkdir(root, 0700);
 		f.work = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -317,8 +337,27 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (mount_rootfs(stage, lowerdir, f.upper, f.work, c->ephemeral, &e) < 0)
 		fail(sock, e);
 	snprintf(root, sizeof(root), "%s/root", stage);
-	if (split && mount_split_dirs(c, stage, root, mask_dir, layer_paths, lower_paths, &e) < 0)
+	if (split && mount_split_dirs(c, stage, root, mask_dir, NULL, layer_paths, lower_paths, &e) < 0)
 		fail(sock, e);
+	/* 5a. Hidden paths (hide.c): those in the layers become whiteouts in a
+	 *     layer above all others, so the overlays are mounted again with it
+	 *     (upper and work are untouched); the rest are covered below. */
+	_cleanup_strv_free_ char **hide_later = NULL;
+	_cleanup_json_ json_t *setup_warnings = json_array();
+	bool remount = false;
+	char hide_dir[4300];
+	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", stage);
+	if (c->hidden && hide_prepare(c, root, hide_dir, &remount, &hide_later, setup_warnings, &e) < 0)
+		fail(sock, e);
+	if (remount) {
+		static char hidden_lowerdir[16384 + 4400];
+		snprintf(hidden_lowerdir, sizeof(hidden_lowerdir), "%s:%s", hide_dir, lowerdir);
+		if (umount2(root, MNT_DETACH) < 0)
+			err_errno(&e, "unmount '%s'", root), fail(sock, e);
+		if (mount_rootfs(stage, hidden_lowerdir, f.upper, f.work, c->ephemeral, &e) < 0 ||
+		    (split && mount_split_dirs(c, stage, root, mask_dir, hide_dir, layer_paths, lower_paths, &e) < 0))
+			err_wrap(&e, "hidden paths"), fail(sock, e);
+	}
 	log_debug("child: rootfs mounted");
 	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
 		fail(sock, e);
@@ -333,6 +372,10 @@ _noreturn_ void setup_child(env_config *c, int sock)
 			err_wrap(&e, "volume '%s'", v->host), fail(sock, e);
 		safe_close(t);
 	}
+	/* 5b. File secrets on a tmpfs of their own (never the writable layer),
+	 *     then hidden paths under the mounts above get empty covers. */
+	if (secrets_mount(c, root, &e) < 0 || hide_cover(root, stage, hide_later, &e) < 0)
+		fail(sock, e);
 
 	log_debug("child: dev, proc, tmp, volumes mounted");
 	/* 6. Switch root; the host tree is detached and unreachable by path. */
@@ -398,7 +441,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.upper);
 	safe_close(f.work);
 
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", "ev", "ready", "landlock_abi", abi, "warnings",
+						 setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
 	proxy_fd = safe_close(proxy_fd);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "plugin/plugin.h"
 #include "policy/proxy.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
@@ -75,12 +76,18 @@ typedef struct supervisor {
 	bool proxy_running;
 	egress_allowlist *allow;
 	int egress_log;
+	plugin_host *plugins;  /* the policy's plugins (a separate process), or NULL */
+	json_t *plugin_limits; /* limits a plugin lowered at create, for the creator */
 	bool frozen;
 	bool stopping;
 	int stop_conn; /* replied to once everything is cleaned up */
+	bool phase_pending;  /* the agent phase: init is ending the setup phase's processes */
+	json_t *phase_limits; /* cgroup limits to lower to once it has */
 } supervisor;
 
 static void proxy_stop(supervisor *s);
+static bool phase_begin(supervisor *s, int conn, json_t *m);
+static void phase_end(supervisor *s, json_t *reply);
 
 static void ep_add(supervisor *s, int fd)
 {
@@ -242,6 +249,14 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 		close_conn(s, conn);
 		return;
 	}
+	/* Plugins may veto the command or adjust its argv and env (this loop
+	 * waits for them: at most the plugin timeout). */
+	_cleanup_err_ sbx_err *pe = NULL;
+	if (s->plugins && plugin_env_exec(s->plugins, s->c->id, m, &pe) < 0) {
+		send_json(conn, err_json(pe), NULL, 0);
+		close_conn(s, conn);
+		return;
+	}
 	sup_exec *x = &s->execs[s->n_execs++];
 	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
@@ -386,6 +401,8 @@ static void client_request(supervisor *s, int conn)
 		}
 		if (fe)
 			send_json(conn, err_json(fe), NULL, 0);
+	} else if (streq(op, "phase")) {
+		keep = phase_begin(s, conn, m);
 	} else if (streq(op, "info")) {
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, "stop")) {
@@ -420,7 +437,9 @@ static void init_event(supervisor *s)
 	}
 	const char *ev = json_str(m, "ev") ?: "";
 	sup_exec *x = find_exec(s, json_int(m, "id", -1));
-	if (streq(ev, "ps") || streq(ev, "file") || streq(ev, "stop_all")) {
+	if (streq(ev, "phase"))
+		phase_end(s, m);
+	if (streq(ev, "ps") || streq(ev, "file") || streq(ev, "stop_all") || streq(ev, "phase")) {
 		if (s->n_waiters > 0) {
 			int conn = s->waiters[0];
 			memmove(s->waiters, s->waiters + 1, --s->n_waiters * sizeof(int));
@@ -571,6 +590,9 @@ static void teardown(supervisor *s)
 {
 	thaw(s); /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
+	/* fini, then the plugin host ends (not freed: a resolver thread of the
+	 * proxy may still ask it, and then gets a refusal) */
+	plugin_host_stop(s->plugins);
 	stop_recorder(s, NULL);
 	/* Killing init kills every process of its pid namespace; the mount,
 	 * network and other namespaces vanish with the last of them. */
@@ -611,6 +633,17 @@ static void egress_log_event(void *ud, json_t *event)
 	}
 }
 
+/* proxy_opts.check: the plugins' on_egress (in a resolver thread). */
+static int egress_plugin_check(void *ud, const char *kind, const char *host, int port, char *why, size_t cap)
+{
+	supervisor *s = ud;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (plugin_env_egress(s->plugins, s->c->id, kind, host, port, &e) == 0)
+		return 1;
+	snprintf(why, cap, "%s", sbx_err_message(e));
+	return 0;
+}
+
 static void *proxy_main(void *arg)
 {
 	supervisor *s = arg;
@@ -618,8 +651,34 @@ static void *proxy_main(void *arg)
 	o.stop_fd = s->proxy_stop;
 	o.log = egress_log_event;
 	o.ud = s;
+	if (plugin_host_hooks(s->plugins) & PLUGIN_HOOK_EGRESS)
+		o.check = egress_plugin_check;
 	(void)proxy_serve(s->proxy_listen, s->allow, &o, NULL);
 	return NULL;
+}
+
+/* The agent phase's allowlist (docs/secrets.md): the proxy thread is
+ * stopped (connections of the setup phase end), the allowlist replaced and
+ * the thread started again on the same listening socket, whose backlog keeps
+ * what arrives meanwhile. */
+static int proxy_swap(supervisor *s, const json_t *allow, sbx_err **err)
+{
+	_cleanup_strv_free_ char **v = json_to_strv(allow);
+	egress_allowlist *al = NULL;
+	if (!v || egress_allowlist_parse((const char *const *)v, &al, err) < 0)
+		return v ? err_wrap(err, "agent phase network allowlist") : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	uint64_t one = 1, drain;
+	(void)!write(s->proxy_stop, &one, sizeof(one));
+	pthread_join(s->proxy_thread, NULL);
+	(void)!read(s->proxy_stop, &drain, sizeof(drain));
+	egress_allowlist_free(s->allow);
+	s->allow = al;
+	int r = pthread_create(&s->proxy_thread, NULL, proxy_main, s);
+	if (r != 0) {
+		s->proxy_running = false; /* no proxy: nothing gets out at all */
+		return err_errnum(err, r, "restart the egress proxy");
+	}
+	return 0;
 }
 
 static int proxy_start(supervisor *s, sbx_err **err)
@@ -654,6 +713,72 @@ static void proxy_stop(supervisor *s)
 	s->egress_log = safe_close(s->egress_log);
 	egress_allowlist_free(s->allow);
 	s->allow = NULL;
+}
+
+/* ---- phases (docs/secrets.md) ------------------------------------------------ */
+
+/* setup -> agent, once. What later commands get is narrowed first (the
+ * egress allowlist, timeouts), then init ends every process of the setup
+ * phase and drops the secrets; when it answers, the cgroup limits are
+ * lowered (nothing of the setup phase holds memory any more) and the client
+ * gets init's reply. Requests that arrive meanwhile reach init after it. */
+static bool phase_begin(supervisor *s, int conn, json_t *m)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	env_config *c = s->c;
+	if (!streq(json_str(m, "phase") ?: "", "agent"))
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown phase '%s' (the only switch is to agent)",
+			json_str(m, "phase") ?: "");
+	else if (c->agent_phase || s->phase_pending)
+		err_set(&e, SBX_E_CONFLICT, EALREADY,
+			"the environment is already in the agent phase (phases only move forward)");
+	else if (c->degraded)
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM,
+			"phases need a pid namespace to end the setup phase's processes, and this host allows none");
+	else if (s->freeze_conn >= 0)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is in progress: switch after it");
+	else if (s->n_waiters >= ARRAY_SIZE(s->waiters))
+		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many requests waiting for this environment");
+	json_t *allow = json_object_get(m, "network_allow");
+	if (!e && s->proxy_running && json_is_array(allow))
+		(void)proxy_swap(s, allow, &e);
+	if (!e) {
+		json_t *l = json_object_get(m, "limits");
+		c->timeout_ms = json_int(l, "timeout_ms", c->timeout_ms);
+		c->output_bytes = json_int(l, "output_bytes", c->output_bytes);
+		c->ttl_ms = json_int(l, "ttl_ms", c->ttl_ms);
+		if (c->ttl_ms > 0 && s->ttl_fd < 0 &&
+		    (s->ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0)
+			ep_add(s, s->ttl_fd);
+		arm_ttl(s);
+		if (json_send(s->init_sock, m, NULL, 0) < 0)
+			err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
+	}
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	s->waiters[s->n_waiters++] = conn;
+	s->phase_pending = true;
+	s->phase_limits = json_incref(json_object_get(m, "limits"));
+	return true;
+}
+
+static void phase_end(supervisor *s, json_t *reply)
+{
+	s->phase_pending = false;
+	s->c->agent_phase = json_bool(reply, "ok", false);
+	json_t *l = s->phase_limits;
+	if (s->c->agent_phase && s->cg && json_is_object(l)) {
+		json_t *cpus = json_object_get(l, "cpus");
+		cgroup_limits lim = {.memory_bytes = json_int(l, "memory_bytes", 0), .pids = json_int(l, "pids", 0),
+				     .cpus = json_is_number(cpus) ? json_number_value(cpus) : 0};
+		_cleanup_err_ sbx_err *e = NULL;
+		if (cgroup_set_limits(s->cg, &lim, &e) < 0)
+			json_object_set_new(reply, "limits_error", json_string(sbx_err_message(e)));
+	}
+	json_decref(s->phase_limits);
+	s->phase_limits = NULL;
 }
 
 /* ---- start -------------------------------------------------------------- */
@@ -855,6 +980,10 @@ static int start_init(supervisor *s, sbx_err **err)
 			       json_str(m, "message") ?: "unknown error");
 	}
 	s->landlock_abi = (int)json_int(m, "landlock_abi", 0);
+	json_t *cw;
+	size_t wi;
+	json_array_foreach(json_object_get(m, "warnings"), wi, cw)
+		add_warning(s, "%s", json_string_value(cw) ?: "");
 	if (streq(c->network, "allow") && proxy_start(s, err) < 0)
 		return -1;
 	if (streq(c->network, "open"))
@@ -906,6 +1035,13 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 
 	/* The creator took $SBX_RUN/<id>/lock before forking us; we hold it
 	 * (fd 4) for our whole life: it says "alive" to gc and to the CLI. */
+	/* Plugins first: their host is cloned while we are single-threaded and
+	 * hold nothing of the environment yet; on_create may veto the create or
+	 * lower limits that the cgroup below then enforces. */
+	if (plugin_env_create(c, &s->plugins, &s->plugin_limits, &e) < 0)
+		goto fail;
+	if ((plugin_host_hooks(s->plugins) & PLUGIN_HOOK_EGRESS) && streq(c->network, "open"))
+		add_warning(s, "network open bypasses the egress proxy: plugins' on_egress hooks see no connection");
 	_cleanup_free_ char *missing = NULL;
 	if (cgroup_create(c->id, &c->limits, &s->cg, &missing, &e) < 0) {
 		if (!c->rootless)
@@ -918,6 +1054,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	log_debug("supervisor: cgroup created");
 	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0)
 		goto fail;
+	secrets_wipe(c); /* init holds the one copy of the secrets now */
 
 	s->ep = epoll_create1(EPOLL_CLOEXEC);
 	sigset_t mask;
@@ -947,8 +1084,11 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		arm_ttl(s);
 	}
 	log_debug("supervisor: ready");
-	report(ready_fd, json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
-				   (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings));
+	json_t *ready = json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
+				  (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
+	if (ready && s->plugin_limits)
+		json_object_set(ready, "limits", s->plugin_limits);
+	report(ready_fd, ready);
 
 	while (!s->stopping) {
 		struct epoll_event evs[32];

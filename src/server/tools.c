@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/secrets.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -45,6 +46,13 @@ static const char create_in[] =
     "512 MiB, 256 pids; dev: package registries allowed; open: unsafe) or a policy document object. "
     "Other arguments may narrow it, never widen it.','oneOf':[{'type':'string','enum':['strict','dev','open']},"
     "{'type':'object'}]},"
+    "'phases':{'type':'object','additionalProperties':false,'description':'Two phases (instead of policy): "
+    "setup, the policy in force at first (e.g. the package hosts and secrets a setup script needs), and "
+    "agent, a narrower policy that environment_phase switches to for good: every process of the setup phase "
+    "ends and its secrets are removed. Secrets are named, never given: {NAME: {env: true}} takes the host "
+    "variable NAME, only if the server operator offers it (SBX_MCP_SECRETS).','properties':{"
+    "'setup':{'oneOf':[{'type':'string','enum':['strict','dev','open']},{'type':'object'}]},"
+    "'agent':{'oneOf':[{'type':'string','enum':['strict','dev','open']},{'type':'object'}]}}},"
     "'snapshot':{'type':'string','minLength':1,'description':'Start from this snapshot (a snapshot_id "
     "from environment_snapshot or snapshot_list, or its label) instead of a fresh template: a fork.'},"
     "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
@@ -52,7 +60,7 @@ static const char create_in[] =
     "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
     "variables for every command, as {NAME: value}.'},"
     "'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
-    "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output).',"
+    "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output, no disk quota).',"
     "'properties':{"
     "'memory_bytes':{'type':'integer','minimum':-1,'description':'Memory limit in bytes (-1: none).'},"
     "'pids':{'type':'integer','minimum':-1,'description':'Maximum number of processes (-1: none).'},"
@@ -62,7 +70,10 @@ static const char create_in[] =
     "'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
     "idle this many milliseconds (0: never).'},"
     "'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
-    "per command, each (-1: none).'}}},"
+    "per command, each (-1: none).'},"
+    "'disk_bytes':{'type':'integer','minimum':0,'description':'Quota on the writable layer in bytes, "
+    "at least 4194304: writes beyond it fail inside with ENOSPC (No space left on device). 0: none. Needs "
+    "a server running as root.'}}},"
     "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
     "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
     "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. open: "
@@ -308,12 +319,30 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
 	/* policy: a built-in profile name or a policy document (object). */
-	_cleanup_free_ char *pol = NULL;
-	json_t *pj = json_object_get(a, "policy");
+	_cleanup_free_ char *pol = NULL, *agent_pol = NULL;
+	json_t *pj = json_object_get(a, "policy"), *phases = json_object_get(a, "phases");
+	json_t *aj = json_object_get(phases, "agent");
+	/* phases: {setup, agent} (docs/secrets.md); setup is the policy. */
+	if (phases && pj)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "give either policy or phases (whose setup is the policy), not both");
+	if (phases)
+		pj = json_object_get(phases, "setup");
+	if ((json_is_object(pj) && secrets_mcp_check(pj, phases ? "phases.setup" : "policy", err) < 0) ||
+	    (json_is_object(aj) && secrets_mcp_check(aj, "phases.agent", err) < 0))
+		return -1;
 	if (json_is_object(pj) && !(pol = json_dumps(pj, JSON_COMPACT)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (json_is_object(aj) && !(agent_pol = json_dumps(aj, JSON_COMPACT)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
-	o.policy = pol ? pol : json_str(a, "policy");
+	o.policy = pol ? pol : json_string_value(pj);
+	o.agent_policy = agent_pol ? agent_pol : json_string_value(aj);
+	if (o.agent_policy && !agent_pol && !streq(o.agent_policy, "strict") && !streq(o.agent_policy, "dev") &&
+	    !streq(o.agent_policy, "open"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "phases.agent '%s': give a built-in profile (strict, dev, open) or a policy document object",
+			       o.agent_policy);
 	/* Only names and documents over MCP: a path would let the model make the
 	 * server read host files. */
 	if (!pol && o.policy && !streq(o.policy, "strict") && !streq(o.policy, "dev") && !streq(o.policy, "open"))
@@ -357,6 +386,7 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	o.timeout_ms = json_int(lim, "timeout_ms", 0);
 	o.ttl_ms = json_int(lim, "ttl_ms", 0);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
+	o.disk_bytes = json_int(lim, "disk_bytes", 0);
 	json_t *vols = json_object_get(a, "volumes");
 	_cleanup_free_ sbx_volume *v = NULL;
 	if (json_array_size(vols) > 0) {
@@ -564,6 +594,26 @@ static int t_restore(tool_call *c, json_t **ret, sbx_err **err)
 
 static int t_snapshot_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_snapshot_list(c->ctx, ret, err); }
 
+static int t_phase(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_phase(c->ctx, id, json_str(c->args, "phase"), ret, err);
+}
+
+static const char phase_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
+    ",'phase':{'type':'string','enum':['agent','setup'],'description':'agent: switch for good (there is no way "
+    "back to setup). Absent: only report the current phase.'}}}";
+static const char phase_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'phase':{'type':'string','enum':['setup','agent']},"
+	   "'previous_phase':{'type':'string'},'processes_ended':{'type':'integer'},"
+	   "'secrets_removed':{'type':'array','items':{'type':'string'}},'network':{'type':'string'},"
+	   "'network_allow':{'type':'array','items':{'type':'string'}},'limits':{'type':'object'},"
+	   "'phase_ms':{'type':'number'},'changed':{'type':'boolean'}",
+	   "'environment_id','phase'");
+
 static const char snapshot_in[] =
     "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
     ",'label':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$','description':'Optional "
@@ -594,7 +644,8 @@ static const char replay_out[] =
 	   "'kind':{'type':'string','enum':['input','exit','stdout','stderr','filesystem','syscall']},"
 	   "'index':{'type':'integer'},'pid':{'type':['integer','null']},'expected':{'type':'string'},"
 	   "'actual':{'type':'string'}}},'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
-	   "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'}",
+	   "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'},"
+	   "'notes':{'type':'array','items':{'type':'string'}}",
 	   "'verdict','replay_ms'");
 
 static int t_replay(tool_call *c, json_t **ret, sbx_err **err)
@@ -795,6 +846,21 @@ static const tool tools[] = {
 	.output_schema = replay_out,
 	.read_only = true,
 	.run = t_replay,
+    },
+    {
+	.name = "environment_phase",
+	.alias = "environment.phase",
+	.title = "Switch an environment from its setup phase to its agent phase",
+	.description =
+	    "Environments start in the setup phase (created with phases: the setup policy, with its secrets and "
+	    "network). Switching to the agent phase is for good: every process started in the setup phase ends, "
+	    "the secrets are removed (variables and /run/secrets files), and the agent policy's narrower network "
+	    "allowlist and limits apply to later commands. Files written during setup stay. Without phase, "
+	    "reports the current phase.",
+	.input_schema = phase_in,
+	.output_schema = phase_out,
+	.destructive = true,
+	.run = t_phase,
     },
 };
 

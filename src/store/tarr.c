@@ -471,11 +471,13 @@ static int apply_meta_fd(reader *r, int fd, const meta *m, bool set_mode, sbx_er
 		if (fchown(fd, u, g) < 0)
 			return err_errno(err, "tar entry '%s': chown", r->disp);
 	}
-	if (set_mode && fchmod(fd, final_mode(r, m->mode)) < 0)
-		return err_errno(err, "tar entry '%s': chmod", r->disp);
+	/* xattrs before the mode: user.* needs write permission, which a
+	 * read-only file denies to an unprivileged extractor (rootless). */
 	int q = set_xattrs(r, fd, -1, NULL, err);
 	if (q < 0)
 		return q;
+	if (set_mode && fchmod(fd, final_mode(r, m->mode)) < 0)
+		return err_errno(err, "tar entry '%s': chmod", r->disp);
 	return 0;
 }
 

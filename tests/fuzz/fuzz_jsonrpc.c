@@ -167,6 +167,25 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 	return 0;
 }
 
+int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, json_t **ret, sbx_err **err)
+{
+	if (phase && !streq(phase, "agent") && !streq(phase, "setup"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown phase '%s'", phase);
+	*ret = json_pack("{s:s,s:s}", "environment_id", ref, "phase", phase ? phase : "setup");
+	return 0;
+}
+
+/* src/api/secrets.c: a policy from a client names no host file. */
+int secrets_mcp_check(const json_t *doc, const char *what, sbx_err **err);
+int secrets_mcp_check(const json_t *doc, const char *what, sbx_err **err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)json_object_get(doc, "secrets"), k, v) if (json_object_get(v, "file"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s.secrets.%s: no host files over MCP", what, k);
+	return 0;
+}
+
 int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	*ret = json_pack("{s:[s],s:[],s:[]}", "added", "/root/x", "modified", "deleted");

@@ -116,3 +116,14 @@ t_binary_output_in_json() {
 	python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['stdout']=='a\ufffdb\ufffdc', repr(r['stdout'])" "$out"
 	sbx rm "$ID"
 }
+
+t_exec_tty_follows_terminal_resize() {
+	ID=$(sbx create)
+	f="$SBX_SRC/tests/integration/winch_pty.py"
+	[ -f "$f" ] || f="$SBX_SRC/tests/winch_pty.py" # the rootless run's copy
+	out=$(timeout 30 python3 "$f" "$SBX_BIN" "$ID") ||
+		fail "the pty inside did not get the new size: $out"
+	assert_contains "$out" "24 80"
+	assert_contains "$out" "33 101"
+	sbx rm "$ID"
+}

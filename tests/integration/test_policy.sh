@@ -46,7 +46,8 @@ t_policy_file_allowlist_is_a_ceiling() {
 	sbx rm "$id"
 	expect_status 125 sbx create --policy "$TMPDIR_TEST/web.json" --network allow=evil.com
 	assert_contains "$ERR" "not within the policy"
-	echo '{"secrets":{"TOKEN":{"env":true}}}' > "$TMPDIR_TEST/sec.json"
+	# Secrets are read from the host at create (tests/integration/test_secrets.sh).
+	echo '{"secrets":{"SBX_T_UNSET":{"env":true}}}' > "$TMPDIR_TEST/sec.json"
 	expect_status 125 sbx create --policy "$TMPDIR_TEST/sec.json"
-	assert_contains "$ERR" "not enforce yet"
+	assert_contains "$ERR" "SBX_T_UNSET is not set"
 }

@@ -9,7 +9,7 @@ rootless_setup() {
 	mkdir -p "$RL/bin" "$RL/helpers" "$RL/tests"
 	cp "$SBX_BIN" "$RL/bin/sbx"
 	cp "$SBX_HELPERS"/* "$RL/helpers/"
-	cp "$SBX_SRC"/tests/integration/*.sh "$RL/tests/"
+	cp "$SBX_SRC"/tests/integration/*.sh "$SBX_SRC"/tests/integration/*.py "$RL/tests/"
 	chmod -R a+rX "$RL"
 	chmod 755 "$TMPDIR_TEST"
 }

@@ -13,6 +13,7 @@ const EXPECTED_TOOLS = [
 	'environment_execute',
 	'environment_list',
 	'environment_list_files',
+	'environment_phase',
 	'environment_read_file',
 	'environment_replay',
 	'environment_restore',
