@@ -102,6 +102,9 @@ typedef struct sbx_create_opts {
 				     * environment starts in the setup phase and sbx_env_phase() switches.
 				     * NULL: the agent phase keeps everything but the secrets */
 	const char *hostname;       /* the environment's host name (default: its name, else "sbx") */
+	bool ttl_keep;              /* when the idle TTL ends it, keep its state (writable layer, metadata)
+				     * instead of leaving it to gc: `sbx snapshot ID` still captures it,
+				     * `sbx rm ID` removes it */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 

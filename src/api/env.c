@@ -528,6 +528,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+	if (o->version >= 3 && o->ttl_keep && o->ttl_ms <= 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "ttl_keep needs an idle TTL (--ttl)");
 	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
 			       o->hostname);
@@ -706,6 +708,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
 		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
 		"network", c->network, "degraded", c->degraded);
+	if (st && o->version >= 3 && o->ttl_keep)
+		json_object_set_new(st, "ttl_keep", json_true());
 	if (st && c->network_allow)
 		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
 	if (st && c->plugins)
@@ -1030,6 +1034,10 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
 		if (env_is_live(ctx, *p) || env_is_restoring(ctx, *p))
+			continue;
+		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
+		_cleanup_json_ json_t *kst = NULL;
+		if (env_state_read(ctx, *p, &kst) == 0 && json_bool(kst, "ttl_keep", false))
 			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);

@@ -69,6 +69,7 @@ static const char options_help[] =
 	"  --cpus X            CPU limit in cores (e.g. 0.5)\n"
 	"  --timeout DURATION  default per-command timeout (e.g. 30s)\n"
 	"  --ttl DURATION      destroy the environment after it has been idle this long\n"
+	"  --ttl-keep          ...but keep its state (writable layer) for sbx snapshot; sbx rm removes it\n"
 	"  --output-limit SIZE cap on captured output per stream (default 10m)\n"
 	"EXEC-OPTS:\n"
 	"  --cwd DIR           working directory (default /root)\n"

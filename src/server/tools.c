@@ -69,6 +69,8 @@ static const char create_in[] =
     "milliseconds (0: none).'},"
     "'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
     "idle this many milliseconds (0: never).'},"
+    "'ttl_keep':{'type':'boolean','description':'When the idle TTL ends the environment, keep its state "
+    "(files) so it can still be snapshotted; environment_destroy removes it.'},"
     "'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
     "per command, each (-1: none).'},"
     "'disk_bytes':{'type':'integer','minimum':0,'description':'Quota on the writable layer in bytes, "
@@ -385,6 +387,7 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		     : 0;
 	o.timeout_ms = json_int(lim, "timeout_ms", 0);
 	o.ttl_ms = json_int(lim, "ttl_ms", 0);
+	o.ttl_keep = json_bool(lim, "ttl_keep", false);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
 	o.disk_bytes = json_int(lim, "disk_bytes", 0);
 	json_t *vols = json_object_get(a, "volumes");

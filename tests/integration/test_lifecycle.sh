@@ -185,3 +185,21 @@ t_root_owned_volume_is_not_writable() {
 	[ ! -e "$d/sh" ] || fail "the environment wrote into a root-owned volume"
 	sbx rm "$id"
 }
+
+t_idle_ttl_keeps_state_when_asked() {
+	expect_status 125 sbx create --ttl-keep
+	assert_contains "$ERR" "TTL"
+	ID=$(sbx create --ttl 1s --ttl-keep)
+	GONE=$(sbx create --ttl 1s)
+	sbx exec "$ID" -- sh -c 'echo kept > /root/k'
+	sleep 2.5
+	sbx ls | grep "$ID" | grep -q exited || fail "the idle environment did not end: $(sbx ls)"
+	sbx gc > /dev/null
+	[ -d "$SBX_ROOT/envs/$ID" ] || fail "gc removed an environment that asked to keep its state"
+	[ ! -d "$SBX_ROOT/envs/$GONE" ] || fail "gc kept an idle-ended environment that did not ask"
+	snap=$(sbx snapshot "$ID")
+	F=$(sbx fork "$snap")
+	assert_eq "$(sbx exec "$F" -- cat /root/k)" "kept"
+	sbx rm "$ID" "$F" > /dev/null
+	[ ! -d "$SBX_ROOT/envs/$ID" ] || fail "rm left the kept environment"
+}
