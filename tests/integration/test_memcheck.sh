@@ -4,6 +4,9 @@
 
 t_cli_under_valgrind() {
 	command -v valgrind > /dev/null || skip "valgrind is not installed (scripts/deps.sh test installs it)"
+	# An ASan build cannot run under valgrind (both replace the allocator);
+	# the ASan run covers that binary itself.
+	grep -q __asan_init "$SBX_BIN" && skip_ok "the binary is built with AddressSanitizer"
 	id=$(sbx create --name vg)
 	vg() {
 		set +e
