@@ -88,6 +88,7 @@
 #include "store/snapshot.h"
 #include "store/storefs.h"
 #include "store/tar.h"
+#include "store/tarw.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -565,16 +566,6 @@ static bool is_whiteout_mode(uint32_t mode, uint64_t rdev)
 	return S_ISCHR(mode) && rdev == 0;
 }
 
-static bool dir_opaque(int fd)
-{
-	char v[4];
-	ssize_t n = fgetxattr(fd, STORE_OVL_OPAQUE_XATTR, v, sizeof(v));
-	if (n == 1 && v[0] == 'y')
-		return true;
-	n = fgetxattr(fd, "trusted.overlay.opaque", v, sizeof(v));
-	return n == 1 && v[0] == 'y';
-}
-
 /* ---- the base lowers (what the environment's stack has below upper/) ---------- */
 
 static void base_open(walk *w)
@@ -791,7 +782,7 @@ static int visit(walk *w, int dfd, uint32_t self, const kid *k, uint32_t old, in
 		return stop_errno(w, "open", k->name);
 	if (cst.st_ino != k->st.st_ino || cst.st_dev != k->st.st_dev)
 		return stop(w, "'%s/%s' changed while being read", w->path, k->name);
-	bool opq = dir_opaque(cfd);
+	bool opq = store_dir_is_opaque(cfd);
 	if (opq) {
 		w->ni->r[rec].flags |= SD_OPAQUE;
 		w->has_content = true;
@@ -884,7 +875,7 @@ static int walk_root(walk *w, int ufd, bool *ret_opaque)
 	uint32_t rec;
 	if (add_rec(w, 0, "", &st, &rec) < 0)
 		return -1;
-	*ret_opaque = dir_opaque(ufd);
+	*ret_opaque = store_dir_is_opaque(ufd);
 	if (*ret_opaque) {
 		w->ni->r[rec].flags |= SD_OPAQUE;
 		w->has_content = true;

@@ -103,30 +103,6 @@ static bool under(const char *p, const char *m)
 	return strncmp(p, m, l) == 0 && (p[l] == 0 || p[l] == '/');
 }
 
-static int push(mask_list *m, char type, const char *path, const struct stat *st)
-{
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 16;
-		mask_entry *e = realloc(m->e, nc * sizeof(*e));
-		if (!e)
-			return -ENOMEM;
-		m->e = e;
-		m->cap = nc;
-	}
-	mask_entry *e = &m->e[m->n];
-	*e = (mask_entry){.type = type};
-	if (st) {
-		e->mode = st->st_mode & 07777;
-		e->uid = st->st_uid;
-		e->gid = st->st_gid;
-		e->mtime = st->st_mtim;
-	}
-	if (!(e->path = strdup(path)))
-		return -ENOMEM;
-	m->n++;
-	return 0;
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -234,7 +210,7 @@ int hide_prepare(const env_config *c, const char *root, const char *dir, bool *r
 	if (r == 0 && fstat(root_fd, &st) < 0)
 		r = -errno;
 	if (r == 0)
-		r = push(&m, 'd', ".", &st);
+		r = mask_list_add(&m, 'd', ".", &st);
 	/* Keep only the outermost of nested hidden paths. */
 	size_t n_keep = 0;
 	for (size_t i = 0; i < n_wh; i++) {
@@ -258,14 +234,14 @@ int hide_prepare(const env_config *c, const char *root, const char *dir, bool *r
 				if (fstatat(root_fd, wh[i] + 1, &st, AT_SYMLINK_NOFOLLOW) < 0)
 					r = -errno;
 				else if ((r = strv_add(&dirs, &n_dirs, wh[i] + 1)) == 0)
-					r = push(&m, 'd', wh[i] + 1, &st);
+					r = mask_list_add(&m, 'd', wh[i] + 1, &st);
 			}
 			*s = '/';
 		}
 	}
 	/* Whiteouts after all directories (mask_replay creates in order). */
 	for (size_t i = 0; r == 0 && i < n_wh; i++)
-		r = push(&m, 'w', wh[i] + 1, NULL);
+		r = mask_list_add(&m, 'w', wh[i] + 1, NULL);
 	if (r == 0 && mkdir(dir, 0755) < 0)
 		r = -errno;
 	_cleanup_close_ int dfd = r == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;

@@ -87,7 +87,7 @@ void mask_free(mask_list *m)
 }
 
 static int add_link(mask_list *m, const char *path, const char *target);
-static int add(mask_list *m, char type, const char *path, const struct stat *st)
+int mask_list_add(mask_list *m, char type, const char *path, const struct stat *st)
 {
 	if (m->n == m->cap) {
 		size_t nc = m->cap ? m->cap * 2 : 64;
@@ -113,7 +113,7 @@ static int add(mask_list *m, char type, const char *path, const struct stat *st)
 
 static int add_link(mask_list *m, const char *path, const char *target)
 {
-	int r = add(m, 'l', path, NULL);
+	int r = mask_list_add(m, 'l', path, NULL);
 	if (r < 0)
 		return r;
 	if (!(m->e[m->n - 1].target = strdup(target)))
@@ -146,7 +146,7 @@ static int mirror_path(mask_list *m, const char *rel)
 		if (!S_ISDIR(st.st_mode))
 			return -ENOTDIR;
 		if (!have(m, copy + 1)) {
-			int r = add(m, 'd', copy + 1, &st);
+			int r = mask_list_add(m, 'd', copy + 1, &st);
 			if (r < 0)
 				return r;
 		}
@@ -204,7 +204,7 @@ static int walk(mask_list *m, size_t *seen, int hfd, const char *rel, dev_t dev,
 				break;
 			mirrored = true;
 			if (!have(m, sub))
-				r = add(m, 'w', sub, NULL);
+				r = mask_list_add(m, 'w', sub, NULL);
 			continue;
 		}
 		if (!S_ISDIR(st.st_mode) || st.st_dev != dev || have(m, sub))
@@ -237,7 +237,7 @@ static int hide_path(mask_list *m, const char *p)
 	if (r < 0)
 		return r == -ENOENT || r == -ENOTDIR ? 0 : r;
 	*leaf = '/';
-	return have(m, copy + 1) ? 0 : add(m, 'w', copy + 1, NULL);
+	return have(m, copy + 1) ? 0 : mask_list_add(m, 'w', copy + 1, NULL);
 }
 
 static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
@@ -246,7 +246,7 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 	struct stat rst;
 	if (host < 0 || fstat(host, &rst) < 0)
 		return -errno;
-	int r = add(m, 'd', ".", &rst);
+	int r = mask_list_add(m, 'd', ".", &rst);
 	int dup = fcntl(host, F_DUPFD_CLOEXEC, 3);
 	DIR *d = dup >= 0 ? fdopendir(dup) : NULL;
 	if (!d) {
@@ -259,7 +259,7 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 		if (streq(n, ".") || streq(n, "..") || in_list(empty_top, n) || strchr(n, '\n') || strchr(n, '\t'))
 			continue;
 		if (!in_list(keep_top, n)) {
-			r = add(m, 'w', n, NULL);
+			r = mask_list_add(m, 'w', n, NULL);
 			continue;
 		}
 		/* Kept entries are recorded too, so that the mask alone is a
@@ -269,7 +269,7 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 		if (fstatat(host, n, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode))
-			r = add(m, 'd', n, &st);
+			r = mask_list_add(m, 'd', n, &st);
 		else if (S_ISLNK(st.st_mode)) {
 			ssize_t k = readlinkat(host, n, target, sizeof(target) - 1);
 			if (k > 0) {
@@ -287,12 +287,12 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 		}
 		if (streq(empty_top[i], "tmp"))
 			st.st_mode = S_IFDIR | 01777;
-		r = add(m, 'o', empty_top[i], &st);
+		r = mask_list_add(m, 'o', empty_top[i], &st);
 	}
 	/* Shared host scratch space is not the environment's business either. */
 	struct stat vt;
 	if (r >= 0 && lstat("/var/tmp", &vt) == 0 && S_ISDIR(vt.st_mode) && (r = mirror_path(m, "var")) >= 0)
-		r = add(m, 'o', "var/tmp", &vt);
+		r = mask_list_add(m, 'o', "var/tmp", &vt);
 	if (r >= 0)
 		r = hide_path(m, sbx_root);
 	if (r >= 0)
@@ -366,7 +366,7 @@ static int load(const char *path, mask_list **ret)
 		}
 		if (tab)
 			*tab = 0;
-		r = tab ? add_link(m, line + off, tab + 1) : add(m, type, line + off, type == 'w' ? NULL : &st);
+		r = tab ? add_link(m, line + off, tab + 1) : mask_list_add(m, type, line + off, type == 'w' ? NULL : &st);
 		if (r < 0) {
 			mask_free(m);
 			return r;

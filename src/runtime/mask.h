@@ -30,3 +30,6 @@ char **mask_host_dirs(const mask_list *m);
 /* Creates the mask's entries under directory dfd (a fresh tmpfs). */
 int mask_replay(const mask_list *m, int dfd, bool chown_ok);
 void mask_free(mask_list *m);
+/* Appends an entry (type 'd', 'f', 'w', ...; st gives mode, owner, mtime; NULL for a whiteout). -ENOMEM. */
+struct stat;
+int mask_list_add(mask_list *m, char type, const char *path, const struct stat *st);

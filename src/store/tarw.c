@@ -420,7 +420,7 @@ static int xattrs_read(int fd, int dfd, const char *name, const store_idmap *ids
 	return 0;
 }
 
-static bool dir_is_opaque(int fd)
+bool store_dir_is_opaque(int fd)
 {
 	char v[4];
 	ssize_t n = fgetxattr(fd, STORE_OVL_OPAQUE_XATTR, v, sizeof(v));
@@ -607,7 +607,7 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "'%s': tree deeper than %d", dpath,
 			       MAX_DEPTH);
 	int r;
-	if (dir_is_opaque(dfd)) {
+	if (store_dir_is_opaque(dfd)) {
 		_cleanup_free_ char *p = NULL;
 		if (asprintf(&p, "%s%s%s", dpath, *dpath ? "/" : "", STORE_WH_OPAQUE) < 0)
 			return err_errnum(err, ENOMEM, "tar");

@@ -20,3 +20,6 @@
  * a file that changes size while read. ret_stats may be NULL. */
 int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn fn, void *userdata,
 			store_tar_stats *ret_stats, sbx_err **err);
+
+/* True for an overlay opaque directory (user.overlay.opaque=y, or trusted.overlay.opaque=y). */
+bool store_dir_is_opaque(int fd);

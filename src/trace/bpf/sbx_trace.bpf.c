@@ -155,6 +155,31 @@ static __always_inline __u16 read_str(char *dst, __u64 src, __u32 *flags, __u32 
 	return (__u16)n;
 }
 
+/* The first two string arguments of syscall nr, as trace_sys_str_args()
+ * says, from the stashed args. The loop is unrolled, so args[] is indexed by
+ * constants only. */
+static __always_inline void capture_strings(struct stash *s, long nr)
+{
+	__u8 mask = nr >= 0 && nr < SBX_TRACE_NR_MAX ? cfg.str_args[nr & (SBX_TRACE_NR_MAX - 1)] : 0;
+	__u32 found = 0;
+	s->str_ptr[0] = s->str_ptr[1] = 0;
+#pragma unroll
+	for (int i = 0; i < 6; i++) {
+		if (!(mask & (1u << i)))
+			continue;
+		if (found == 0)
+			s->str_ptr[0] = s->rec.args[i];
+		else if (found == 1)
+			s->str_ptr[1] = s->rec.args[i];
+		found++;
+	}
+	s->rec.str0_len = s->rec.str1_len = 0;
+	if (found > 0)
+		s->rec.str0_len = read_str(s->str[0], s->str_ptr[0], &s->rec.h.flags, TRS_STR0_TRUNC, TRS_STR0_FAULT);
+	if (found > 1)
+		s->rec.str1_len = read_str(s->str[1], s->str_ptr[1], &s->rec.h.flags, TRS_STR1_TRUNC, TRS_STR1_FAULT);
+}
+
 SEC("tp_btf/sys_enter")
 int sys_enter(__u64 *ctx)
 {
@@ -191,28 +216,7 @@ int sys_enter(__u64 *ctx)
 	read_args(regs, s->rec.args);
 	s->mm = bpf_get_current_task_btf()->mm;
 
-	/* The first two string arguments, as trace_sys_str_args() says. The
-	 * loop is unrolled, so args[] is indexed by constants only. */
-	__u8 mask = nr >= 0 && nr < SBX_TRACE_NR_MAX ? cfg.str_args[nr & (SBX_TRACE_NR_MAX - 1)] : 0;
-	__u32 found = 0;
-	s->str_ptr[0] = s->str_ptr[1] = 0;
-#pragma unroll
-	for (int i = 0; i < 6; i++) {
-		if (!(mask & (1u << i)))
-			continue;
-		if (found == 0)
-			s->str_ptr[0] = s->rec.args[i];
-		else if (found == 1)
-			s->str_ptr[1] = s->rec.args[i];
-		found++;
-	}
-	s->rec.str0_len = s->rec.str1_len = 0;
-	if (found > 0)
-		s->rec.str0_len =
-		    read_str(s->str[0], s->str_ptr[0], &s->rec.h.flags, TRS_STR0_TRUNC, TRS_STR0_FAULT);
-	if (found > 1)
-		s->rec.str1_len =
-		    read_str(s->str[1], s->str_ptr[1], &s->rec.h.flags, TRS_STR1_TRUNC, TRS_STR1_FAULT);
+	capture_strings(s, nr);
 	s->active = 1;
 	return 0;
 }
@@ -291,26 +295,7 @@ int sys_exit(__u64 *ctx)
 		s->rec.h.flags = TRS_NO_ENTER;
 		s->rec.enter_ns = now;
 		read_args(regs, s->rec.args);
-		__u8 mask = nr < SBX_TRACE_NR_MAX ? cfg.str_args[nr & (SBX_TRACE_NR_MAX - 1)] : 0;
-		__u32 found = 0;
-		s->str_ptr[0] = s->str_ptr[1] = 0;
-#pragma unroll
-		for (int i = 0; i < 6; i++) {
-			if (!(mask & (1u << i)))
-				continue;
-			if (found == 0)
-				s->str_ptr[0] = s->rec.args[i];
-			else if (found == 1)
-				s->str_ptr[1] = s->rec.args[i];
-			found++;
-		}
-		s->rec.str0_len = s->rec.str1_len = 0;
-		if (found > 0)
-			s->rec.str0_len =
-			    read_str(s->str[0], s->str_ptr[0], &s->rec.h.flags, TRS_STR0_TRUNC, TRS_STR0_FAULT);
-		if (found > 1)
-			s->rec.str1_len =
-			    read_str(s->str[1], s->str_ptr[1], &s->rec.h.flags, TRS_STR1_TRUNC, TRS_STR1_FAULT);
+		capture_strings(s, nr);
 		s->rec.h.type = TR_SYSCALL;
 		s->rec.h.flags |= TRS_HAS_RET;
 		s->rec.h.ts_ns = now;
