@@ -142,6 +142,35 @@ static int probe_read(int argc, char **argv)
 	int fd = open(argv[0], O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return blocked("open %s: %s", argv[0], strerror(errno));
+	struct stat st;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		/* A directory is read by listing it: any entry besides . and ..
+		 * is something the environment can see (EISDIR is no wall). */
+		DIR *d = fdopendir(fd);
+		if (!d) {
+			int e = errno;
+			close(fd);
+			return blocked("list %s: %s", argv[0], strerror(e));
+		}
+		errno = 0;
+		struct dirent *de;
+		const char *seen = NULL;
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+				seen = de->d_name;
+				break;
+			}
+		int e = errno;
+		char name[256] = "";
+		if (seen)
+			snprintf(name, sizeof(name), "%s", seen);
+		closedir(d);
+		if (*name)
+			return escaped("listed %s: it holds '%s'", argv[0], name);
+		if (e)
+			return blocked("list %s: %s", argv[0], strerror(e));
+		return blocked("%s is empty here", argv[0]);
+	}
 	char buf[4096];
 	ssize_t n = read(fd, buf, sizeof(buf));
 	int e = errno;

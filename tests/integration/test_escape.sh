@@ -44,10 +44,22 @@ t_tiocsti_blocked() {
 }
 
 t_host_secrets_invisible() {
+	# A private key planted where host keys live: the directory (0710
+	# root:ssl-cert) must look empty inside and the key must not open, so
+	# the attack on /etc/ssl/private cannot pass on an empty directory.
+	local key=""
+	if is_root && [ -d /etc/ssl/private ]; then
+		key=/etc/ssl/private/sbx-probe-$$.key
+		echo "PRIVATE-KEY" > "$key"
+		chmod 600 "$key"
+	fi
 	with_env
-	for f in /etc/shadow /etc/gshadow /root/.bash_history /etc/ssl/private; do
-		attack read "$f"
+	set +e
+	for f in /etc/shadow /etc/gshadow /root/.bash_history /etc/ssl/private $key; do
+		attack read "$f" || { [ -z "$key" ] || rm -f "$key"; return 1; }
 	done
+	set -e
+	[ -z "$key" ] || rm -f "$key"
 	# A secret planted in a host home directory and in /root.
 	is_root || skip_ok "planting a secret in /root needs root"
 	secret=/root/.sbx-test-secret-$$

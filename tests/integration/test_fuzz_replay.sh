@@ -11,5 +11,11 @@ t_fuzz_corpora_replay() {
 t_fuzz_targets_bounded_run() {
 	command -v clang > /dev/null || skip "clang is not installed (scripts/deps.sh test installs it)"
 	out=$(cd "$SBX_SRC" && FUZZ_TIME=${SBX_FUZZ_TIME:-5} timeout 600 tests/fuzz/run 2>&1) || { echo "$out" | tail -40; fail "a fuzz target found a crash"; }
-	echo "$out" | grep -E "^== run|number_of_executed_units" || true
+	echo "$out" | grep -E "^== run|number_of_executed_units"
+	# Every target must have run, and executed inputs: a target that
+	# builds but never runs (or stops at once) would pass vacuously.
+	local targets ran
+	targets=$(ls "$SBX_SRC"/tests/fuzz/fuzz_*.c | wc -l)
+	ran=$(echo "$out" | grep -cE 'stat::number_of_executed_units: *[1-9][0-9]*' || true)
+	assert_eq "$ran" "$targets" "fuzz targets that executed inputs"
 }

@@ -225,7 +225,7 @@ static const char *fx_init(fx *f)
 	do {                                                                                                 \
 		const char *_why = fx_init(&f);                                                              \
 		if (_why)                                                                                    \
-			SKIP(_why);                                                                          \
+			SKIP_OK(_why);                                                                       \
 	} while (0)
 
 static const cgroup_limits std_limits = {.memory_bytes = 64LL << 20, .pids = 16, .cpus = 0.5};
@@ -641,7 +641,7 @@ TEST(failed_limit_undoes)
 	sbx_err *e = NULL;
 	int r = cgroup_create(f.id, &lim, &f.cg, NULL, &e);
 	if (r == 0)
-		SKIP("kernel accepted a huge cpu quota");
+		SKIP_OK("kernel accepted a huge cpu quota");
 	fprintf(stderr, "  (expected) %s\n", sbx_err_message(e));
 	sbx_err_free(e);
 	char **dirs = fx_dirs(&f);
@@ -659,7 +659,7 @@ TEST(v1_backend_alone)
 {
 	FX(f);
 	if (!f.m.v1[CG_FREEZER] || !f.m.v1[CG_PIDS])
-		SKIP("no v1 freezer and pids hierarchies on this host");
+		SKIP_OK("no v1 freezer and pids hierarchies on this host");
 	cg_mounts v1only = f.m;
 	v1only.v2 = NULL;
 	cg_backend *b = NULL;
@@ -707,7 +707,7 @@ TEST(v2_backend_alone)
 {
 	FX(f);
 	if (!f.m.v2)
-		SKIP("no cgroup2 mount on this host");
+		SKIP_OK("no cgroup2 mount on this host");
 	cg_backend *b = NULL;
 	sbx_err *e = NULL;
 	CHECK(cg_v2_ops.create(&f.m, f.id, &b, &e) == 0);

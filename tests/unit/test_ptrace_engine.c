@@ -155,7 +155,7 @@ TEST(vdso_lookup_own_image)
 {
 	const uint8_t *base = (const uint8_t *)getauxval(AT_SYSINFO_EHDR);
 	if (!base)
-		SKIP("no vDSO");
+		SKIP_OK("no vDSO");
 	size_t size = vdso_image_size(base, 64);
 	CHECK(size > 64 && size < 65536);
 	uint64_t o1, s1, o2, s2;
@@ -982,7 +982,7 @@ TEST(rootless)
 	if (!probe || !dir)
 		SKIP("build/helpers/detprobe not built");
 	if (geteuid() != 0)
-		SKIP("already unprivileged: every other test ran rootless");
+		SKIP_OK("already unprivileged: every other test ran rootless");
 	char file[256];
 	snprintf(file, sizeof(file), "%s/probe-nobody", dir);
 	char *argv[] = {(char *)probe, file, NULL};

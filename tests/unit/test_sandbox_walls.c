@@ -155,7 +155,7 @@ static int child_i386(void *arg)
 TEST(seccomp_denies)
 {
 	if (geteuid() != 0)
-		SKIP("needs root (private mount namespace for the mount check)");
+		SKIP_OK("needs root (private mount namespace for the mount check)");
 	int st = run_child(child_seccomp_denies, NULL);
 	CHECK_EXITED_OK(st);
 }
@@ -174,7 +174,7 @@ TEST(seccomp_kills_x32)
 	int st = run_child(child_x32, NULL);
 	CHECK_KILLED_BY(st, SIGSYS);
 #else
-	SKIP("x86_64 only");
+	SKIP_OK("x86_64 only");
 #endif
 }
 
@@ -184,7 +184,7 @@ TEST(seccomp_kills_i386)
 	int st = run_child(child_i386, NULL);
 	CHECK_KILLED_BY(st, SIGSYS);
 #else
-	SKIP("x86_64 only");
+	SKIP_OK("x86_64 only");
 #endif
 }
 
@@ -357,7 +357,7 @@ static void landlock_cleanup(void)
 TEST(landlock_read_only_dir)
 {
 	if (landlock_abi() == 0)
-		SKIP("Landlock unavailable on this kernel (not built in or not in lsm=)");
+		SKIP_OK("Landlock unavailable on this kernel (not built in or not in lsm=)");
 	CHECK(landlock_setup() == 0);
 	int st = run_child(child_landlock, NULL);
 	int st2 = run_child(child_landlock_file_rule, NULL);
@@ -426,7 +426,7 @@ TEST(caps_drop_to_safe_set)
 			fclose(f);
 		}
 		if (max == 0)
-			SKIP("user namespaces disabled (user.max_user_namespaces = 0)");
+			SKIP_OK("user namespaces disabled (user.max_user_namespaces = 0)");
 	}
 	CHECK_EXITED_OK(st);
 }

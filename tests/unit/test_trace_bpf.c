@@ -39,8 +39,10 @@ __attribute__((constructor)) static void init_log(void)
 
 #define SKIP_UNLESS_AVAILABLE()                                                                              \
 	do {                                                                                                 \
+		if (!bpf_rec_available() && geteuid() != 0)                                                  \
+			SKIP_OK("BPF recorder unavailable (needs root or CAP_BPF+CAP_PERFMON)");             \
 		if (!bpf_rec_available())                                                                    \
-			SKIP("BPF recorder unavailable (needs root or CAP_BPF+CAP_PERFMON, BTF, bpf(2))");   \
+			SKIP("BPF recorder unavailable as root (BTF, bpf(2) or the kernel's tracepoints)");  \
 	} while (0)
 
 /* A traced process in a new pid namespace, parked until traced_run(). */

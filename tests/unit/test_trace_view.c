@@ -1218,9 +1218,21 @@ TEST(corpus_seeds)
 	run_opts o = base;
 	o.extra = true, o.lost = 3, o.stray_thread = true;
 	run_stream(&b, &o);
+	/* A seed is only worth writing if it reads back whole: events, then
+	 * the end, no error (the fuzzer starts from valid input). */
+	trace_reader r;
+	trace_ev ev;
+	int k, events = 0;
+	CHECK(trace_read_init(&r, b.p, b.len, NULL) == 0);
+	while ((k = trace_read_next(&r, &ev, NULL)) > 0)
+		events++;
+	CHECK(k == 0);
+	CHECK(events > 3);
 	write_seed("norm", &b);
 	tb_free(&b);
 	tb_header(&b);
+	CHECK(trace_read_init(&r, b.p, b.len, NULL) == 0);
+	CHECK(trace_read_next(&r, &ev, NULL) == 0);
 	write_seed("empty", &b);
 	tb_free(&b);
 }
