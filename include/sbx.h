@@ -200,6 +200,7 @@ typedef struct sbx_exec_result {
 	double duration_us;
 	char *trace_id;      /* with opts.trace: "sha256:..." of the stored trace */
 	uint64_t trace_lost; /* events the recorder lost (reported in the trace too) */
+	int64_t timeout_ms;  /* the timeout that applied: the command's, else the environment's; 0: none */
 } sbx_exec_result;
 
 /* Runs a command in a live environment and waits for it. Returns 0 when the

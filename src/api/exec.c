@@ -127,6 +127,7 @@ static void fill_exit(sbx_exec_result *res, const json_t *m)
 {
 	int st = (int)json_int(m, "status", 0);
 	res->timed_out = json_bool(m, "timed_out", false);
+	res->timeout_ms = json_int(m, "timeout_ms", 0);
 	res->oom_killed = json_bool(m, "oom", false);
 	int64_t us = json_int(m, "duration_us", 0);
 	res->duration_us = (double)us;

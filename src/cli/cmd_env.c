@@ -344,7 +344,7 @@ static int do_exec(cli *c, const char *id, opts *o)
 		cli_print_json(sbx_exec_result_json(&res));
 	} else {
 		if (res.timed_out)
-			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n", (long long)x->timeout_ms);
+			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n", (long long)res.timeout_ms);
 		else if (res.oom_killed)
 			fprintf(stderr, "sbx: exec: command was killed: out of memory (the environment's memory limit)\n");
 		if (res.stdout_truncated || res.stderr_truncated)

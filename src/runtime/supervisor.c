@@ -45,6 +45,7 @@ typedef struct sup_exec {
 	int conn;     /* client connection fd, -1 once the client is gone */
 	int timer;    /* timerfd for the timeout, -1 if none */
 	bool started, timed_out;
+	int64_t timeout_ms; /* the timeout that applies (the command's or the environment's), 0: none */
 	bool traced;	      /* holds the environment's one recorder slot */
 	const char *recorder; /* "bpf" or "ptrace" when traced */
 	struct timespec start;
@@ -263,6 +264,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	int64_t timeout = json_int(m, "timeout_ms", 0);
 	if (timeout == 0)
 		timeout = s->c->timeout_ms;
+	x->timeout_ms = timeout > 0 ? timeout : 0;
 	if (timeout > 0) {
 		x->timer = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 		struct itimerspec it = {.it_value = {timeout / 1000, (timeout % 1000) * 1000000}};
@@ -492,8 +494,9 @@ static void init_event(supervisor *s)
 		struct timespec end;
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I}", "ev", "exit", "status", status, "timed_out",
-						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us);
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", "ev", "exit", "status", status, "timed_out",
+						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us, "timeout_ms",
+						     (json_int_t)x->timeout_ms);
 		if (o && x->traced) {
 			json_t *ti = json_object();
 			stop_recorder(s, ti);

@@ -57,7 +57,7 @@ t_env_and_cwd() {
 t_timeout_kills_and_reports() {
 	setup_env
 	expect_status 137 sbx exec --timeout 500ms "$ID" -- sleep 10
-	assert_contains "$ERR" "timed out"
+	assert_contains "$ERR" "timed out after 500 ms"
 	out=$(sbx exec --json --timeout 300ms "$ID" -- sh -c 'echo before; sleep 10' || true)
 	echo "$out"
 	python3 -c "import json,sys; r=json.loads(sys.argv[1]); assert r['timed_out'] is True and r['exit_code'] is None and r['signal']==9 and r['stdout']=='before\n', r" "$out"
@@ -69,7 +69,8 @@ t_timeout_kills_and_reports() {
 t_default_timeout_from_create() {
 	setup_env --timeout 400ms
 	expect_status 137 sbx exec "$ID" -- sleep 5
-	assert_contains "$ERR" "timed out"
+	# The message names the timeout that applied (the environment's), not "0 ms".
+	assert_contains "$ERR" "timed out after 400 ms"
 	sbx rm "$ID"
 }
 
