@@ -160,7 +160,7 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 	if (valid_id(ref)) {
 		snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, ref);
 		if (fs_exists(p))
-			return (*ret_id = strdup(ref)) ? 0 : -ENOMEM;
+			return (*ret_id = strdup(ref)) ? 0 : err_oom(err);
 	}
 	if (!strchr(ref, '/') && ref[0] != '.') {
 		snprintf(p, sizeof(p), "%s/names/%s", ctx->root, ref);
@@ -168,7 +168,7 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 		if (n > 0 && (target[n] = 0, valid_id(target))) {
 			snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, target);
 			if (fs_exists(p))
-				return (*ret_id = strdup(target)) ? 0 : -ENOMEM;
+				return (*ret_id = strdup(target)) ? 0 : err_oom(err);
 		}
 	}
 	/* A unique prefix of at least 3 characters. */
@@ -181,7 +181,7 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 			matches++;
 		}
 	if (matches == 1)
-		return (*ret_id = strdup(match)) ? 0 : -ENOMEM;
+		return (*ret_id = strdup(match)) ? 0 : err_oom(err);
 	if (matches > 1)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
 	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
@@ -378,10 +378,10 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 			n++;
 		c->lowers = calloc(n + 1, sizeof(char *));
 		if (!c->lowers)
-			return -ENOMEM;
+			return err_oom(err);
 		for (size_t i = 0; i < n; i++)
 			if (asprintf(&c->lowers[i], "/%s", dirs[i]) < 0)
-				return -ENOMEM;
+				return err_oom(err);
 		c->n_lowers = n;
 		return 0;
 	}
@@ -403,7 +403,7 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 		c->lowers = calloc(2, sizeof(char *));
 		if (!c->lowers) {
 			free(real);
-			return -ENOMEM;
+			return err_oom(err);
 		}
 		c->lowers[0] = real;
 		c->n_lowers = 1;
@@ -415,7 +415,7 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 	if (startswith(spec, "oci:") || store_label_valid(spec)) {
 		c->lowers = calloc(1, sizeof(char *));
 		if (!c->lowers)
-			return -ENOMEM;
+			return err_oom(err);
 		c->n_lowers = 0;
 		c->mask = NULL;
 		return 0;
@@ -430,7 +430,7 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 		return 0;
 	c->volumes = calloc(o->n_volumes, sizeof(env_volume));
 	if (!c->volumes)
-		return -ENOMEM;
+		return err_oom(err);
 	for (size_t i = 0; i < o->n_volumes; i++) {
 		const sbx_volume *v = &o->volumes[i];
 		if (!v->host || !v->path || v->path[0] != '/')
@@ -443,12 +443,12 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 		c->volumes[c->n_volumes].path = strdup(v->path);
 		c->n_volumes++;
 		if (!c->volumes[c->n_volumes - 1].path)
-			return -ENOMEM;
+			return err_oom(err);
 		char *h, *p;
 		bool ro;
 		_cleanup_free_ char *spec = NULL;
 		if (asprintf(&spec, "/x:%s", v->path) < 0)
-			return -ENOMEM;
+			return err_oom(err);
 		if (sbx_parse_volume(spec, &h, &p, &ro, NULL) < 0)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 				       "volume target '%s' must be an absolute path without '..'", v->path);
@@ -564,7 +564,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->ephemeral = o->ephemeral;
 	c->env = calloc(1, sizeof(char *));
 	if (!c->name && o->name)
-		return -ENOMEM;
+		return err_oom(err);
 	if (!c->hostname || !c->env_dir || !c->run_dir || !c->template_spec || !c->network || !c->env)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	strv_free(c->env);

@@ -159,3 +159,8 @@ int err_wrap(sbx_err **err, const char *fmt, ...)
 	}
 	return err_ret(err);
 }
+
+int err_oom(sbx_err **err)
+{
+	return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+}

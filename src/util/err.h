@@ -24,6 +24,10 @@ int err_errno(sbx_err **err, const char *fmt, ...) _printf_(2, 3);
 int err_errnum(sbx_err **err, int errnum, const char *fmt, ...) _printf_(3, 4);
 /* Prefixes the existing message with "fmt: ". Returns the same value as err_set would. */
 int err_wrap(sbx_err **err, const char *fmt, ...) _printf_(2, 3);
+/* An allocation failed: SBX_E_INTERNAL, ENOMEM, "out of memory" (never
+ * return a bare -ENOMEM from a function that takes err: the caller would
+ * report "unknown error"). */
+int err_oom(sbx_err **err);
 /* The code that fits an errno value. */
 sbx_code err_code_from_errno(int errnum);
 /* The code named by an API.md code name ("not_found", ...); internal if unknown. */
