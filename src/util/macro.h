@@ -4,7 +4,9 @@
  * TAKE_PTR / TAKE_FD, which null the local so the destructor does nothing. */
 #pragma once
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -42,6 +44,28 @@ static inline int safe_close(int fd)
 }
 static inline void closep(int *fd) { safe_close(*fd); }
 #define _cleanup_close_ _cleanup_(closep)
+
+/* A child process a function owns: on scope exit it is killed (SIGKILL) and
+ * reaped, so no error path leaves a stray child or a zombie. TAKE_PID hands
+ * it on (to a caller that waits for it itself). Needs <signal.h> and
+ * <sys/wait.h> where used. */
+static inline void pid_killp(pid_t *pid)
+{
+	if (*pid > 0) {
+		int saved = errno;
+		kill(*pid, SIGKILL);
+		while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		errno = saved;
+	}
+}
+#define _cleanup_pid_ _cleanup_(pid_killp)
+#define TAKE_PID(pid)                                                                              \
+	({                                                                                         \
+		pid_t _pid = (pid);                                                                \
+		(pid) = 0;                                                                         \
+		_pid;                                                                              \
+	})
 
 static inline void strv_free(char **v)
 {
