@@ -57,7 +57,8 @@ $(BPF_EMBED): src/trace/bpf/sbx_trace_obj.S $(BPF_OBJ)
 $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
-.PHONY: all clean test unit asan bench fuzz format deps demo check-format
+FORCE:
+.PHONY: FORCE all clean test unit asan bench fuzz format deps demo check-format install uninstall
 all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN) $(PLUGIN_SO)
 	@ln -sfn $(BUILD)/bin bin
 
@@ -70,9 +71,9 @@ $(BUILD)/lib/libsbx.a: $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/lib/libsbx.so: $(LIB_OBJ) src/libsbx.lds
+$(BUILD)/lib/libsbx.so: $(LIB_OBJ) src/libsbx.lds Makefile
 	@mkdir -p $(dir $@)
-	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=src/libsbx.lds $(LDFLAGS) $(LIBS)
+	$(CC) -shared -o $@ $(LIB_OBJ) -Wl,-soname,libsbx.so.0 -Wl,--version-script=src/libsbx.lds $(LDFLAGS) $(LIBS)
 
 $(BUILD)/bin/sbx: $(CLI_OBJ) $(BUILD)/lib/libsbx.a
 	@mkdir -p $(dir $@)
@@ -112,8 +113,46 @@ bench: all
 fuzz:
 	tests/fuzz/run
 
+FORMAT_SRC = $(LIB_SRC) $(CLI_SRC) $(wildcard src/*/*.h include/*.h tests/unit/*.c tests/unit/*.h tests/helpers/*.c tests/fuzz/*.c examples/plugins/*.c)
 format:
-	clang-format -i $(LIB_SRC) $(CLI_SRC) $(wildcard src/*/*.h include/*.h tests/unit/*.c tests/helpers/*.c)
+	clang-format -i $(FORMAT_SRC)
+
+# What .ci/run checks: every C file as .clang-format says (no changes made).
+check-format:
+	@clang-format --dry-run -Werror $(FORMAT_SRC) && echo "check-format: $(words $(FORMAT_SRC)) files clean"
+
+# ---- install ---------------------------------------------------------------------
+# `make install [PREFIX=/usr/local] [DESTDIR=...]`: the CLI, the library
+# (shared and static), the public headers and a pkg-config file. Programs
+# build with `pkg-config --cflags --libs sbx`, or `--static` for libsbx.a.
+VERSION := $(shell sed -n 's/.*sbx_version(void) { return "\(.*\)"; }.*/\1/p' src/api/ctx.c)
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+$(BUILD)/sbx.pc: FORCE
+	@mkdir -p $(dir $@)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+		'Name: sbx' 'Description: sandboxed environments for AI agents (namespaces, snapshots, traces)' \
+		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsbx' \
+		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lcrypto -lzstd -lz -lm' > $@
+
+install: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(BUILD)/lib/libsbx.a $(BUILD)/sbx.pc
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 755 $(BUILD)/bin/sbx $(DESTDIR)$(BINDIR)/sbx
+	install -m 755 $(BUILD)/lib/libsbx.so $(DESTDIR)$(LIBDIR)/libsbx.so.$(VERSION)
+	ln -sfn libsbx.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libsbx.so.0
+	ln -sfn libsbx.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libsbx.so
+	install -m 644 $(BUILD)/lib/libsbx.a $(DESTDIR)$(LIBDIR)/libsbx.a
+	install -m 644 include/sbx.h include/sbx_plugin.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 $(BUILD)/sbx.pc $(DESTDIR)$(PKGCONFIGDIR)/sbx.pc
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(LIBDIR)/libsbx.so $(DESTDIR)$(LIBDIR)/libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/libsbx.a $(DESTDIR)$(INCLUDEDIR)/sbx.h $(DESTDIR)$(INCLUDEDIR)/sbx_plugin.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/sbx.pc
 
 deps:
 	scripts/deps.sh build
