@@ -1,0 +1,129 @@
+"""Tests of the Python SDK against the real sbx (tests/integration/test_sdk_python.sh
+runs them over stdio, then over HTTP with SBX_URL/SBX_TOKEN set). Needs $SBX
+(or sbx on PATH), SBX_ROOT and SBX_RUN."""
+
+import asyncio
+import os
+import sys
+import threading
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import sbx  # noqa: E402
+from sbx import AsyncSandbox, InvalidArgument, NotFound, Sandbox  # noqa: E402
+
+
+class SandboxTest(unittest.TestCase):
+    def test_quick_start(self):
+        with Sandbox.create(memory="256m", timeout=60) as sb:
+            self.assertRegex(sb.id, r"^[0-9a-f]{12}$")
+            self.assertEqual(sb.files.write("/root/main.py", "print(6*7)"), len("print(6*7)"))
+            seen = []
+            r = sb.commands.run("python3 /root/main.py", timeout=30, on_stdout=seen.append)
+            self.assertEqual((r.exit_code, r.stdout, r.stderr, r.ok), (0, "42\n", "", True))
+            self.assertEqual("".join(seen), "42\n")
+            r = sb.commands.run(["sh", "-c", "echo err >&2; exit 3"])
+            self.assertEqual((r.exit_code, r.stderr, r.ok), (3, "err\n", False))
+        self.assertNotIn(sb.id, [e["environment_id"] for e in Sandbox.list()])
+
+    def test_snapshot_restore_fork(self):
+        with Sandbox.create() as sb:
+            sb.files.write("/root/f", "v1")
+            snap = sb.snapshot(label=f"sdk-before-{os.getpid()}")
+            self.assertTrue(snap.id.startswith("sha256:"))
+            sb.commands.run("rm -rf /root/f /usr/lib/python3*")
+            self.assertNotEqual(sb.commands.run("test -e /root/f").exit_code, 0)
+            sb.restore(snap)
+            self.assertEqual(sb.files.read("/root/f"), "v1")
+            self.assertEqual(sb.commands.run("python3 -c 'print(1)'").stdout, "1\n")
+            a, b = Sandbox.fork(snap), Sandbox.fork(snap.id)
+            try:
+                a.files.write("/root/f", "a")
+                b.files.write("/root/f", "b")
+                self.assertEqual((a.files.read("/root/f"), b.files.read("/root/f")), ("a", "b"))
+                self.assertIn("/root/f", a.diff(snap).modified)
+            finally:
+                a.kill()
+                b.kill()
+
+    def test_files_binary_and_listing(self):
+        with Sandbox.create() as sb:
+            data = bytes(range(256)) * 4
+            sb.files.write("/tmp/blob", data, mode=0o600)
+            self.assertEqual(sb.files.read("/tmp/blob", binary=True), data)
+            names = {e.name: e for e in sb.files.list("/tmp")}
+            self.assertEqual(names["blob"].size, len(data))
+            self.assertEqual(names["blob"].mode & 0o777, 0o600)
+
+    def test_trace_and_replay(self):
+        with Sandbox.create() as sb:
+            t = sb.commands.run("date +%s.%N; head -c 8 /dev/urandom | od -An -tx1", trace=True)
+            self.assertEqual(t.exit_code, 0)
+            self.assertTrue(t.trace_id and t.trace_id.startswith("sha256:"))
+            r = sb.replay(t.trace_id)
+            self.assertTrue(r.match, r.divergence)
+
+    def test_errors_carry_codes(self):
+        with self.assertRaises(NotFound) as cm:
+            Sandbox.connect("no-such-environment")
+        self.assertEqual(cm.exception.code, "not_found")
+        with self.assertRaises(InvalidArgument):
+            Sandbox.create(memory="lots")
+        with self.assertRaises(sbx.SbxError) as cm:
+            Sandbox.create(template="dir:/nonexistent-sbx-sdk")
+        self.assertIn(cm.exception.code, ("not_found", "invalid_argument"))
+        with Sandbox.create() as sb:
+            with self.assertRaises(NotFound):
+                sb.files.read("/nonexistent")
+            with self.assertRaises(InvalidArgument):
+                sb.commands.run([])
+
+    def test_connect_attaches_without_owning(self):
+        sb = Sandbox.create(name=f"sdk-attach-{os.getpid()}")
+        try:
+            with Sandbox.connect(f"sdk-attach-{os.getpid()}") as again:
+                self.assertEqual(again.id, sb.id)
+                self.assertEqual(again.commands.run("echo hi").stdout, "hi\n")
+            # leaving the block of an attached sandbox keeps it
+            self.assertEqual(sb.commands.run("echo still").stdout, "still\n")
+        finally:
+            sb.kill()
+        sb.kill()  # idempotent
+
+    def test_concurrent_calls_from_threads(self):
+        boxes = [Sandbox.create() for _ in range(3)]
+        out = {}
+
+        def work(i, b):
+            out[i] = [b.commands.run(f"echo {i}-{k}").stdout for k in range(5)]
+
+        ts = [threading.Thread(target=work, args=(i, b)) for i, b in enumerate(boxes)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for b in boxes:
+            b.kill()
+        for i in range(3):
+            self.assertEqual(out[i], [f"{i}-{k}\n" for k in range(5)])
+
+    def test_async(self):
+        async def main():
+            async with await AsyncSandbox.create() as a:
+                await a.files.write("/root/x", "async")
+                r1, r2 = await asyncio.gather(a.commands.run("cat /root/x"), a.commands.run("echo two"))
+                return r1.stdout, r2.stdout
+
+        self.assertEqual(asyncio.run(main()), ("async", "two\n"))
+
+    def test_sizes(self):
+        self.assertEqual(sbx.parse_size("512m", "m"), 512 << 20)
+        self.assertEqual(sbx.parse_size("2G", "m"), 2 << 30)
+        self.assertEqual(sbx.parse_size(1000, "m"), 1000)
+        with self.assertRaises(InvalidArgument):
+            sbx.parse_size("12q", "m")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
