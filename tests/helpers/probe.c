@@ -30,6 +30,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,9 +41,14 @@
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/klog.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/timex.h>
+#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *attack; /* the attack being run, for the result line */
@@ -677,10 +683,228 @@ static int probe_info(int argc, char **argv)
 	return 0;
 }
 
+
+/* ---- more kernel doors (each must stay shut) ---- */
+
+/* The new mount API: fsopen/fsmount and open_tree(OPEN_TREE_CLONE) would
+ * mount without mount(2). */
+static int probe_newmount(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	int fd = (int)syscall(SYS_fsopen, "tmpfs", 1 /* FSOPEN_CLOEXEC */);
+	if (fd >= 0) {
+		got = 1;
+		close(fd);
+	}
+	note(why, sizeof(why), "fsopen(tmpfs)", fd >= 0 ? 0 : errno);
+	fd = (int)syscall(SYS_open_tree, AT_FDCWD, "/", 1 /* OPEN_TREE_CLONE */ | O_CLOEXEC);
+	if (fd >= 0) {
+		got = 1;
+		close(fd);
+	}
+	note(why, sizeof(why), "open_tree(/, CLONE)", fd >= 0 ? 0 : errno);
+	fd = (int)syscall(SYS_fspick, AT_FDCWD, "/", 1 /* FSPICK_CLOEXEC */);
+	if (fd >= 0) {
+		got = 1;
+		close(fd);
+	}
+	note(why, sizeof(why), "fspick(/)", fd >= 0 ? 0 : errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* "Shocker": open_by_handle_at with a forged handle of the filesystem's
+ * root inode opens files outside any chroot or mount. */
+static int probe_handle(int argc, char **argv)
+{
+	struct {
+		unsigned int handle_bytes;
+		int handle_type;
+		unsigned char f_handle[8];
+	} h = {.handle_bytes = 8, .handle_type = 1 /* FILEID_INO32_GEN */, .f_handle = {2, 0, 0, 0, 0, 0, 0, 0}};
+	int mfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (mfd < 0)
+		return blocked("open /: %s", strerror(errno));
+	int fd = (int)syscall(SYS_open_by_handle_at, mfd, &h, O_RDONLY | O_CLOEXEC);
+	int e = errno;
+	close(mfd);
+	if (fd >= 0) {
+		close(fd);
+		return escaped("open_by_handle_at opened inode 2 of the root filesystem");
+	}
+	return blocked("open_by_handle_at: %s", strerror(e));
+}
+
+static int probe_uffd(int argc, char **argv)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return escaped("userfaultfd() gave a descriptor");
+	}
+	return blocked("userfaultfd: %s", strerror(errno));
+}
+
+/* Setting the host's clock (the time namespace does not cover CLOCK_REALTIME). */
+static int probe_settime(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (clock_settime(CLOCK_REALTIME, &ts) == 0)
+		got = 1;
+	note(why, sizeof(why), "clock_settime", got ? 0 : errno);
+	struct timeval tv = {.tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000};
+	int r = settimeofday(&tv, NULL);
+	got |= r == 0;
+	note(why, sizeof(why), "settimeofday", r == 0 ? 0 : errno);
+	struct timex tx = {.modes = ADJ_OFFSET_SINGLESHOT, .offset = 0};
+	r = adjtimex(&tx);
+	got |= r >= 0;
+	note(why, sizeof(why), "adjtimex(ADJ_OFFSET_SINGLESHOT)", r >= 0 ? 0 : errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* The host kernel's log: syslog(2) and /dev/kmsg. */
+static int probe_syslog(int argc, char **argv)
+{
+	char why[512] = "", buf[256];
+	int got = 0;
+	int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf, sizeof(buf));
+	got |= n > 0;
+	note(why, sizeof(why), "syslog(READ_ALL)", n >= 0 ? 0 : errno);
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t k = read(fd, buf, sizeof(buf));
+		got |= k > 0;
+		note(why, sizeof(why), "read /dev/kmsg", k > 0 ? 0 : errno);
+		close(fd);
+	} else
+		note(why, sizeof(why), "open /dev/kmsg", errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* CVE-2019-5736: rewrite the runtime's binary through /proc/PID/exe. init
+ * (pid 1) is an sbx process: its executable must not open for writing,
+ * directly or reopened through a descriptor. */
+static int probe_procexe(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	int fd = open("/proc/1/exe", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = 1;
+		close(fd);
+	}
+	note(why, sizeof(why), "open /proc/1/exe for writing", fd >= 0 ? 0 : errno);
+	fd = open("/proc/1/exe", O_PATH | O_CLOEXEC);
+	if (fd >= 0) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+		int w = open(p, O_WRONLY | O_CLOEXEC);
+		if (w >= 0) {
+			got = 1;
+			close(w);
+		}
+		note(why, sizeof(why), "reopen /proc/1/exe's O_PATH fd for writing", w >= 0 ? 0 : errno);
+		close(fd);
+	} else
+		note(why, sizeof(why), "open /proc/1/exe O_PATH", errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* An abstract unix socket the host listens on (the test makes one):
+ * abstract names belong to the network namespace. */
+static int probe_abstract(int argc, char **argv)
+{
+	if (argc < 1)
+		return usage_error("NAME");
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	size_t n = strlen(argv[0]);
+	if (n + 1 > sizeof(sa.sun_path))
+		return usage_error("NAME (shorter)");
+	memcpy(sa.sun_path + 1, argv[0], n);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return blocked("socket: %s", strerror(errno));
+	int r = connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	int e = errno;
+	close(fd);
+	if (r == 0)
+		return escaped("connected to the abstract socket @%s", argv[0]);
+	return blocked("connect @%s: %s", argv[0], strerror(e));
+}
+
+/* Leaving the environment's cgroup, or making one: the cgroup tree inside
+ * is read-only. */
+static int probe_cgroup(int argc, char **argv)
+{
+	char why[768] = "";
+	int got = 0;
+	static const char *const procs[] = {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
+					    "/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/pids/cgroup.procs"};
+	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
+		int fd = open(procs[i], O_WRONLY | O_CLOEXEC);
+		if (fd < 0) {
+			if (errno != ENOENT)
+				note(why, sizeof(why), procs[i], errno);
+			continue;
+		}
+		char pid[16];
+		int len = snprintf(pid, sizeof(pid), "%d", (int)getpid());
+		ssize_t w = write(fd, pid, (size_t)len);
+		got |= w == len;
+		note(why, sizeof(why), procs[i], w == len ? 0 : errno);
+		close(fd);
+	}
+	if (mkdir("/sys/fs/cgroup/sbx-probe", 0755) == 0) {
+		got = 1;
+		rmdir("/sys/fs/cgroup/sbx-probe");
+		note(why, sizeof(why), "mkdir /sys/fs/cgroup/sbx-probe", 0);
+	} else
+		note(why, sizeof(why), "mkdir /sys/fs/cgroup/sbx-probe", errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* /proc files that act on the host: sysrq, the kernel's memory. */
+static int probe_procfiles(int argc, char **argv)
+{
+	char why[512] = "";
+	int got = 0;
+	int fd = open("/proc/sysrq-trigger", O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = 1;
+		close(fd);
+	}
+	note(why, sizeof(why), "open /proc/sysrq-trigger for writing", fd >= 0 ? 0 : errno);
+	static const char *const rd[] = {"/proc/kcore", "/proc/timer_list", "/proc/sched_debug", "/proc/keys"};
+	for (size_t i = 0; i < sizeof(rd) / sizeof(rd[0]); i++) {
+		char buf[64];
+		fd = open(rd[i], O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		got |= n > 0;
+		note(why, sizeof(why), rd[i], n > 0 ? 0 : (n == 0 ? ENODATA : e));
+	}
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
 static const struct probe_attack {
 	const char *name;
 	int (*fn)(int argc, char **argv); /* argv: the arguments after the name */
 } attacks[] = {
+    {"newmount", probe_newmount},
+    {"handle", probe_handle},
+    {"uffd", probe_uffd},
+    {"settime", probe_settime},
+    {"syslog", probe_syslog},
+    {"procexe", probe_procexe},
+    {"abstract", probe_abstract},
+    {"cgroup", probe_cgroup},
+    {"procfiles", probe_procfiles},
     {"read", probe_read},
     {"write", probe_write},
     {"mount", probe_mount},

@@ -178,3 +178,54 @@ t_env_root_is_unprivileged_on_host() {
 	sbx rm "$ID" "$other"
 	wait || true
 }
+
+# More kernel doors: the new mount API, open_by_handle_at ("shocker"),
+# userfaultfd, the host clock, the kernel log, the runtime's own binary
+# through /proc/1/exe (CVE-2019-5736), an abstract unix socket the host
+# listens on, the cgroup tree, /proc files that act on the host.
+more_doors() {
+	local name=sbx-probe-$$-$RANDOM
+	python3 -c "
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind('\0' + sys.argv[1]); s.listen(); time.sleep(60)" "$name" &
+	local lpid=$!
+	set +e
+	local rc=0
+	for a in newmount handle uffd settime syslog procexe "abstract $name" cgroup procfiles; do
+		# shellcheck disable=SC2086
+		attack $a || rc=1
+	done
+	set -e
+	kill "$lpid" 2> /dev/null || true
+	return $rc
+}
+
+t_more_kernel_doors_blocked() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	with_env
+	more_doors
+	sbx rm "$ID"
+}
+
+# The strict profile is no weaker than the default against any probe.
+t_strict_profile_blocks_every_probe() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	# The strict profile allows no volume: the probe is copied in.
+	ID=$(sbx create --policy strict)
+	sbx exec -i "$ID" -- sh -c 'cat > /root/probe && chmod 755 /root/probe' < "$SBX_HELPERS/probe"
+	local PROBE=/root/probe
+	set +e
+	local rc=0
+	for a in mount "umount /proc" mknod module bpf keyctl iouring perf pivot_root userns x32 i386 sysctl sysfs \
+		caps nnp seccomp tiocsti; do
+		# shellcheck disable=SC2086
+		attack $a || rc=1
+	done
+	for f in /etc/shadow /etc/gshadow /etc/ssl/private; do
+		attack read "$f" || rc=1
+	done
+	set -e
+	[ $rc = 0 ] || { sbx rm "$ID"; return 1; }
+	more_doors || { sbx rm "$ID"; return 1; }
+	sbx rm "$ID"
+}
