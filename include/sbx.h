@@ -328,6 +328,22 @@ int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const vo
 /* {"entries":[{"name","type":"file|dir|symlink|other","size","mode"}]} */
 int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t **ret, sbx_err **err);
 
+/* Copies (sbx cp), with `docker cp` destinations: into an existing
+ * directory under the source's own name, else as the new name (its parent
+ * must exist); directories merge into existing ones. Regular files and
+ * directory trees (files, directories, symlinks inside, modes, times);
+ * ownership becomes the receiving side's user (the environment's root, or
+ * the caller), setuid/setgid bits and device nodes are dropped. What comes
+ * out of an environment is extracted as hostile input: nothing is written
+ * outside host_path and no link is followed. */
+int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_path, const char *env_path, sbx_err **err);
+int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_path, const char *host_path, sbx_err **err);
+/* The same as tar streams (MCP upload/download): the contents of env_dir
+ * as a tar written to out_fd; a tar read from in_fd (to its end) extracted
+ * into env_dir (made first if create; its parent must exist). */
+int sbx_env_tar_out(sbx_ctx *ctx, const char *ref, const char *env_dir, int out_fd, sbx_err **err);
+int sbx_env_tar_in(sbx_ctx *ctx, const char *ref, const char *env_dir, int in_fd, bool create, sbx_err **err);
+
 /* ---- parsing helpers shared by front ends ------------------------------ */
 
 /* "512m", "2G", "1048576" -> bytes. */

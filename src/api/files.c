@@ -12,8 +12,9 @@
 
 #define DEFAULT_READ_MAX (10LL << 20)
 
-/* Sends a file request; on success returns the reply and (if any) the fd. */
-static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fd, sbx_err **err)
+/* Sends a file request; on success returns the reply and the n_fds fds
+ * that come with it (ret_fds may be NULL for none; fewer is an error). */
+int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
@@ -24,8 +25,8 @@ static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, i
 	int r = json_send(sock, req, NULL, 0);
 	if (r < 0)
 		return err_errnum(err, r, "send request to environment '%s'", id);
-	int fds[1];
-	size_t n = 1;
+	int fds[FD_MSG_MAX_FDS];
+	size_t n = FD_MSG_MAX_FDS;
 	_cleanup_json_ json_t *m = NULL;
 	r = json_recv(sock, &m, fds, &n);
 	if (r <= 0)
@@ -38,15 +39,24 @@ static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, i
 		int e = (int)json_int(m, "errno", EIO);
 		return err_set(err, err_code_from_errno(e), e, "%s", json_str(m, "message") ?: "file operation failed");
 	}
-	if (ret_fd) {
-		if (n == 0)
-			return err_set(err, SBX_E_INTERNAL, EPROTO, "no file descriptor from the environment");
-		*ret_fd = fds[0];
-	} else
+	if (n < n_fds) {
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
+		return err_set(err, SBX_E_INTERNAL, EPROTO, "no file descriptor from the environment");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (i < n_fds && ret_fds)
+			ret_fds[i] = fds[i];
+		else
+			safe_close(fds[i]);
+	}
 	*ret = TAKE_PTR(m);
 	return 0;
+}
+
+static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fd, sbx_err **err)
+{
+	return api_file_call(ctx, ref, req, ret, ret_fd, ret_fd ? 1 : 0, err);
 }
 
 _public_ int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes, char **ret_data,

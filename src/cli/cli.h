@@ -49,3 +49,4 @@ int cmd_diff(cli *c, int argc, char **argv);
 int cmd_fsck(cli *c, int argc, char **argv);
 int cmd_trace(cli *c, int argc, char **argv);
 int cmd_replay(cli *c, int argc, char **argv);
+int cmd_cp(cli *c, int argc, char **argv);

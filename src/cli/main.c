@@ -23,6 +23,10 @@ static const cli_cmd commands[] = {
 	 "secrets are removed, the agent policy's network and limits apply."},
 	{"logs", cmd_logs, "sbx logs ID --net",
 	 "Show the egress proxy's log of an environment with network allow: each connection, allowed or refused."},
+	{"cp", cmd_cp, "sbx cp SRC DST",
+	 "Copy a file or a directory tree between the host and an environment (ID:PATH on one side). Into an "
+	 "existing directory under the source's name, else as the new name. Ownership becomes the receiving "
+	 "side's user; setuid bits and devices are dropped."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
 	{"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",
 	 "Capture an environment (frozen meanwhile) as a content-addressed snapshot; prints sha256:<hex>."},

@@ -493,6 +493,8 @@ static void handle_file(int sock, json_t *m)
 			(void)json_send(sock, r, &fd, 1);
 		return;
 	}
+	if (init_copy_handle(sock, m, action, path, p))
+		return; /* stat, tar_out, tar_in: init_copy.c */
 	if (!streq(action, "list")) {
 		file_reply_error(sock, EINVAL, "file operation", action);
 		return;

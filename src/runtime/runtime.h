@@ -77,6 +77,10 @@ void env_config_free(env_config *c);
  * supervisor process never returns from this call. */
 int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx_err **err);
 
+/* init_copy.c: the file actions "stat", "tar_out" and "tar_in" of init's
+ * file operation (sbx cp); true if action was one of them (answered). */
+bool init_copy_handle(int sock, const json_t *m, const char *action, const char *path, const char *shown);
+
 /* Inside the cloned child: the ordered privilege sequence, then init's loop.
  * Never returns. `sock` talks to the supervisor; `tree_fds` are the lower
  * layers and volumes prepared by the supervisor (-1 where the child must
