@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
-#include "api/snap_delta.h"
+#include "store/delta.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
 #include "store/layer.h"
@@ -132,7 +132,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		ids.count = 1;
 	}
 	/* A delta over the last snapshot's layers when its index is valid, else
-	 * the whole writable layer over the base layers (snap_delta.c). */
+	 * the whole writable layer over the base layers (src/store/delta.c). */
 	_cleanup_(snap_capture_clear) snap_capture cap = SNAP_CAPTURE_INIT;
 	store_progress_begin(ctx->progress, ctx->progress_ud, "snapshot", 0, 0);
 	r = snap_delta_capture(ctx, id, st, ufd, &ids, quiesced, &cap, err);
