@@ -17,9 +17,10 @@ if cmd == "make":
         p = os.path.join(d, "n%d" % i)
         if k < 0.15:
             os.mkdir(p); dirs.append(p)
+            os.chmod(p, r.choice([0o755, 0o2775, 0o1777, 0o3770, 0o700]))
         elif k < 0.55:
             with open(p, "wb") as f: f.write(os.urandom(r.randint(0, 5000)))
-            os.chmod(p, r.choice([0o644, 0o600, 0o755, 0o444, 0o4755 & 0o777]))
+            os.chmod(p, r.choice([0o644, 0o600, 0o755, 0o444, 0o4755, 0o2755, 0o6711]))
             files.append(p)
         elif k < 0.65 and files:
             os.link(r.choice(files), p)
