@@ -573,11 +573,49 @@ static int sort_strv(strv_b *b)
 	return 0;
 }
 
+/* A path as a JSON string, exactly: a backslash as "\\\\", each byte that is
+ * not part of valid UTF-8 as "\\xNN" (a name may be any bytes but NUL and
+ * '/'; a JSON string only UTF-8). */
+static json_t *path_json(const char *p)
+{
+	if (!strchr(p, '\\')) {
+		json_t *j = json_string(p);
+		if (j)
+			return j;
+	}
+	size_t n = strlen(p), len = 0;
+	_cleanup_free_ char *o = malloc(4 * n + 1);
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		json_t *t = k > 1 && i + k <= n ? json_stringn(p + i, k) : NULL; /* jansson's UTF-8 check */
+		if (c == '\\') {
+			o[len++] = '\\';
+			o[len++] = '\\';
+			i++;
+		} else if (k == 1 || t) {
+			memcpy(o + len, p + i, k);
+			len += k;
+			i += k;
+		} else {
+			len += (size_t)sprintf(o + len, "\\x%02x", c);
+			i++;
+		}
+		json_decref(t);
+	}
+	return json_stringn(o, len);
+}
+
 static json_t *strv_json(strv_b *b)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < b->n; i++)
-		json_array_append_new(a, json_string(b->v[i]));
+		if (json_array_append_new(a, path_json(b->v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
 	return a;
 }
 

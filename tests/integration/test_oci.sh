@@ -348,6 +348,27 @@ $want"
 	sbx rm "$ID" "$F" > /dev/null
 }
 
+# A snapshot may hold any name (issue 13.7); only export to OCI, whose format
+# reserves ".wh." for whiteouts, refuses one, naming the file.
+t_export_refuses_wh_names() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	make_busybox_image "$TMPDIR_TEST/bb" base
+	sbx import "oci:$TMPDIR_TEST/bb:base" --name bb > /dev/null
+	ID=$(sbx create --template bb)
+	sbx exec "$ID" -- sh -c 'echo x > /root/.wh.userfile'
+	s1=$(sbx snapshot "$ID")
+	expect_status 125 sbx export "$s1" "oci:$TMPDIR_TEST/out1"
+	assert_contains "$ERR" "'/root/.wh.userfile': names starting with '.wh.' cannot be stored in an OCI layer"
+	# A fork of the snapshot has the file; without it (a full snapshot: a
+	# delta would sit on the layer that holds it) the environment exports.
+	F=$(sbx fork "$s1")
+	assert_eq "$(sbx exec "$F" -- cat /root/.wh.userfile)" "x"
+	sbx exec "$ID" -- sh -c 'rm /root/.wh.userfile; echo y > /root/plain'
+	s2=$(SBX_SNAPSHOT_FULL=1 sbx snapshot "$ID")
+	sbx export "$s2" "oci:$TMPDIR_TEST/out2" > /dev/null || fail "export without .wh. names: $ERR"
+	sbx rm "$ID" "$F" > /dev/null
+}
+
 # Long operations show progress on a terminal (bytes, layers, rate), and
 # nothing extra when stderr is not a terminal or with --json.
 t_progress_on_a_terminal_only() {

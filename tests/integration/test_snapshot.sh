@@ -193,3 +193,93 @@ assert b == sorted(b)
 PY
 	sbx rm "$ID"
 }
+
+# Any name Linux allows is stored exactly (issue 13.7): real files named like
+# OCI whiteouts (`.wh.x`, `.wh..wh..opq`, `.wh.`), a real `.wh.x` next to a
+# whiteout of x, newlines, 255-byte names, bytes that are not UTF-8, as
+# files, directories, hard links and symlinks; through snapshot, fork,
+# restore, an incremental snapshot and diff.
+ODD_PY='
+import os, sys, hashlib, stat
+cmd, root = sys.argv[1], sys.argv[2].encode()
+names = [b".wh.userfile", b".wh..wh..opq", b".wh.", b".wh..", b".wh...", b".wh..wh.x", b"nl\nname",
+         b"\xff\xfe-not-utf8", b"a" * 255, b".wh." + b"b" * 251, b"back\\slash"]
+if cmd == "make":
+    os.makedirs(root)
+    for i, n in enumerate(names):
+        with open(os.path.join(root, n), "wb") as f: f.write(b"content %d\n" % i)
+    d = os.path.join(root, b".wh.dir")
+    os.mkdir(d)
+    with open(os.path.join(d, b".wh.c"), "w") as f: f.write("c")
+    os.mkdir(os.path.join(d, b".wh..wh..opq"))
+    os.link(os.path.join(root, b".wh.userfile"), os.path.join(root, b".wh.link"))
+    os.symlink(b".wh.userfile", os.path.join(root, b".wh.sym"))
+    os.mkfifo(os.path.join(d, b".wh.fifo"))
+    # A whiteout of a host file and a real file of its whiteout name, side by side.
+    os.unlink(b"/etc/hostname")
+    with open(b"/etc/.wh.hostname", "w") as f: f.write("real")
+    sys.exit(0)
+out = []
+for dp, dn, fn in os.walk(root):
+    dn.sort()
+    for n in sorted(dn + fn):
+        p = os.path.join(dp, n)
+        st = os.lstat(p)
+        line = [repr(os.path.relpath(p, root)), stat.filemode(st.st_mode), str(st.st_nlink)]
+        if stat.S_ISREG(st.st_mode):
+            line.append(hashlib.sha256(open(p, "rb").read()).hexdigest()[:12])
+        elif stat.S_ISLNK(st.st_mode):
+            line.append(repr(os.readlink(p)))
+        out.append(" ".join(line))
+out.append("hostname " + str(os.path.lexists(b"/etc/hostname")))
+out.append("wh.hostname " + open(b"/etc/.wh.hostname").read())
+print("\n".join(out))
+'
+odd() { local id=$1; shift; sbx exec "$id" -- python3 -c "$ODD_PY" "$@"; }
+
+t_snapshot_any_file_name() {
+	ID=$(sbx create)
+	odd "$ID" make /root/odd
+	before=$(odd "$ID" manifest /root/odd)
+	assert_contains "$before" "'.wh.userfile' -rw-r--r-- 2"
+	# diff against the base (the host template)
+	d=$(sbx diff --json "$ID")
+	echo "$d" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+a = set(d["added"])
+for n in ["/root/odd/.wh.userfile", "/root/odd/.wh..wh..opq", "/root/odd/\\xff\\xfe-not-utf8", "/root/odd/nl\nname", "/root/odd/back\\\\slash", "/root/odd/.wh.dir/.wh..wh..opq", "/etc/.wh.hostname"]:
+    assert n in a, (n, sorted(a))
+assert d["deleted"] == ["/etc/hostname"], d["deleted"]
+' || fail "diff against the base: $d"
+	j=$(sbx snapshot --json "$ID") || fail "snapshot refused legal names: $ERR"
+	s1=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	# fork
+	F=$(sbx fork "$s1")
+	assert_eq "$(odd "$F" manifest /root/odd)" "$before" "fork"
+	# restore after changing everything
+	sbx exec "$ID" -- sh -c 'rm -rf /root/odd; echo h > /etc/hostname; rm /etc/.wh.hostname'
+	sbx restore "$ID" "$s1" > /dev/null
+	assert_eq "$(odd "$ID" manifest /root/odd)" "$before" "restore"
+	# incremental: add and remove such names
+	sbx exec "$ID" -- python3 -c 'import os; os.unlink(b"/root/odd/.wh.."); open(b"/root/odd/.wh.new\n\xff", "w").write("n"); os.rename(b"/root/odd/.wh.dir/.wh.c", b"/root/odd/.wh.dir/.wh.d")'
+	sbx snapshot "$ID" > /dev/null # the first after a restore is a full one
+	sbx exec "$ID" -- python3 -c 'open(b"/root/odd/.wh.later", "w").write("l"); open(b"/root/odd/.wh.userfile", "a").write("more")  # overlayfs copy-up breaks its hard link'
+	before2=$(odd "$ID" manifest /root/odd)
+	j=$(sbx snapshot --json "$ID")
+	assert_eq "$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["incremental"])')" "True" "incremental: $j"
+	s2=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	F2=$(sbx fork "$s2")
+	assert_eq "$(odd "$F2" manifest /root/odd)" "$before2" "fork of the incremental snapshot"
+	# diff names them exactly (bytes that are not UTF-8 as \xNN, a backslash as \\)
+	d=$(sbx diff --json "$ID" "$s1")
+	echo "$d" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = {"added": ["/root/odd/.wh.later", "/root/odd/.wh.new\n\\xff", "/root/odd/.wh.dir/.wh.d"],
+        "modified": ["/root/odd/.wh.userfile"], "deleted": ["/root/odd/.wh..", "/root/odd/.wh.dir/.wh.c"]}
+for k, v in want.items():
+    assert sorted(d[k]) == sorted(v), (k, d[k], v)
+' || fail "diff against the first snapshot: $d"
+	sbx rm "$ID" "$F" "$F2" > /dev/null
+}
