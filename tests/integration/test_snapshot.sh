@@ -283,3 +283,91 @@ for k, v in want.items():
 ' || fail "diff against the first snapshot: $d"
 	sbx rm "$ID" "$F" "$F2" > /dev/null
 }
+
+# Every environment has a content-addressed base (issue 13.9): for the host
+# template a snapshot without layers whose manifest names the host tree (its
+# directories, the mask, the package databases), the same for every create
+# on the same host, built once even by concurrent creates. Restoring to it
+# gives the pristine host view; it is the parent of the first snapshot.
+t_host_base_snapshot() {
+	local jid base
+	jid=$(sbx create --json)
+	base=$(echo "$jid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	ID=$(echo "$jid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["environment_id"])')
+	[[ "$base" == sha256:* ]] || fail "create --json: snapshot_id is '$base'"
+	assert_eq "$(sbx inspect "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')" "$base" "inspect"
+	python3 - "$SBX_ROOT" "$base" <<'PY' || fail "the base manifest"
+import json, os, sys
+root, base = sys.argv[1:]
+m = json.load(open(os.path.join(root, "snapshots/sha256", base[7:] + ".json")))
+assert m["base_template"] == "host" and m["layers"] == [] and m["parent"] is None, m
+ids = dict(x.split("=", 1) for x in m["base_identity"])
+assert ids["template"] == "host" and ids["mask"].startswith("sha256:") and "usr" in ids["dirs"].split(","), ids
+if os.path.exists("/var/lib/dpkg/status"):
+    assert ids["pkgdb:/var/lib/dpkg/status"].startswith("sha256:"), ids
+PY
+	# Restore to the base: the pristine host view.
+	sbx exec "$ID" -- sh -c 'echo mine > /root/mine; rm -f /etc/hostname; echo x >> /etc/motd'
+	s1=$(sbx snapshot --json "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	assert_eq "$(sbx snapshots --json | python3 -c "import json,sys; print([s['parent'] for s in json.load(sys.stdin)['snapshots'] if s['snapshot_id']=='$s1'][0])")" "$base" "parent of the first snapshot"
+	sbx restore "$ID" "$base" > /dev/null
+	sbx exec "$ID" -- test ! -e /root/mine || fail "restore to the base kept /root/mine"
+	assert_eq "$(sbx exec "$ID" -- cat /etc/hostname)" "$(cat /etc/hostname)" "hostname after restore to the base"
+	assert_eq "$(sbx diff "$ID")" "" "diff after restore to the base"
+	# Concurrent creates on a fresh store: one base, the same id for all, no temp files.
+	rm -rf "$SBX_ROOT/snapshots/sha256/${base#sha256:}.json"
+	local pids=() i
+	for i in 1 2 3 4 5 6; do
+		sbx create --json > "$TMPDIR_TEST/c$i.json" 2> "$TMPDIR_TEST/c$i.err" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "concurrent create $((i + 1)): $(cat "$TMPDIR_TEST/c$((i + 1)).err")"; done
+	for i in 1 2 3 4 5 6; do
+		assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["snapshot_id"])' "$TMPDIR_TEST/c$i.json")" "$base" "concurrent create $i"
+	done
+	[ -f "$SBX_ROOT/snapshots/sha256/${base#sha256:}.json" ] || fail "the base manifest is missing"
+	assert_eq "$(ls -A "$SBX_ROOT/snapshots/sha256" | grep -c '^\.tmp' || true)" "0" "temp manifests left"
+	sbx fsck > /dev/null || fail "fsck after concurrent creates"
+	for i in 1 2 3 4 5 6; do sbx rm "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["environment_id"])' "$TMPDIR_TEST/c$i.json")" > /dev/null; done
+	sbx rm "$ID" > /dev/null
+}
+
+# The same through MCP: environment_create gives the base, environment_restore
+# to it gives the pristine view (a JSON-RPC client over `sbx mcp`).
+t_host_base_snapshot_mcp() {
+	python3 - "$SBX_BIN" <<'PY' || fail "MCP: the host template's base snapshot"
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+def rpc(method, params=None, notify=False):
+    global n
+    n += 1
+    msg = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if not notify:
+        msg["id"] = n
+    p.stdin.write(json.dumps(msg) + "\n"); p.stdin.flush()
+    if notify:
+        return None
+    while True:
+        r = json.loads(p.stdout.readline())
+        if r.get("id") == n:
+            return r
+def tool(name, args):
+    r = rpc("tools/call", {"name": name, "arguments": args})["result"]
+    assert not r.get("isError"), (name, r)
+    return r.get("structuredContent") or json.loads(r["content"][0]["text"])
+rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+rpc("notifications/initialized", notify=True)
+c = tool("environment_create", {})
+eid, base = c["environment_id"], c["snapshot_id"]
+assert isinstance(base, str) and base.startswith("sha256:"), c
+assert tool("environment_create", {}) ["snapshot_id"] == base
+tool("environment_execute", {"environment_id": eid, "command": "echo x > /root/mine"})
+r = tool("environment_restore", {"environment_id": eid, "snapshot_id": base})
+assert r["snapshot_id"] == base, r
+assert tool("environment_execute", {"environment_id": eid, "command": "test -e /root/mine"})["exit_code"] == 1
+for e in tool("environment_list", {})["environments"]:
+    tool("environment_destroy", {"environment_id": e["environment_id"]})
+p.stdin.close(); p.wait(timeout=30)
+PY
+}
