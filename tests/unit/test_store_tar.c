@@ -778,6 +778,11 @@ static void h_wh_reserved(buf *b)
 {
 	file(b, ".wh..wh..plnk", "");
 }
+static void h_pax_literal_bad(buf *b)
+{
+	pax(b, "17 SBX.literal=2\n");
+	file(b, ".wh.x", "");
+}
 static void h_wh_dotdot(buf *b)
 {
 	file(b, ".wh...", "");
@@ -819,6 +824,7 @@ static const hostile corpus[] = {
     {"replace_dir", h_replace_dir, "replace a directory"},
     {"whiteout_reserved", h_wh_reserved, "reserved"},
     {"whiteout_dotdot", h_wh_dotdot, "reserved"},
+    {"pax_literal_not_1", h_pax_literal_bad, "SBX.literal must be 1"},
     {"file_as_parent", h_file_parent, "not a directory"},
     {"pax_then_eof", h_pax_eof, "extended header"},
 };
