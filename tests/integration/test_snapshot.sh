@@ -307,7 +307,7 @@ if os.path.exists("/var/lib/dpkg/status"):
     assert ids["pkgdb:/var/lib/dpkg/status"].startswith("sha256:"), ids
 PY
 	# Restore to the base: the pristine host view.
-	sbx exec "$ID" -- sh -c 'echo mine > /root/mine; rm -f /etc/hostname; echo x >> /etc/motd'
+	sbx exec "$ID" -- sh -c 'echo mine > /root/mine; rm -f /etc/hostname'
 	s1=$(sbx snapshot --json "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
 	assert_eq "$(sbx snapshots --json | python3 -c "import json,sys; print([s['parent'] for s in json.load(sys.stdin)['snapshots'] if s['snapshot_id']=='$s1'][0])")" "$base" "parent of the first snapshot"
 	sbx restore "$ID" "$base" > /dev/null
