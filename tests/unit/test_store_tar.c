@@ -560,6 +560,14 @@ TEST(tar_wh_names_round_trip)
 	CHECK(r == 0);
 	CHECK(memmem(t1.p, t1.len, "SBX.literal=1", 13));
 	CHECK(memmem(t1.p, t1.len, "SBX.whiteout=1", 14));
+	const char *w = getenv("SBX_WRITE_CORPUS");
+	if (w && *w) { /* a fuzz seed: whiteouts and literal names on (first byte 9) */
+		buf seed = {0};
+		buf_add(&seed, "\x09", 1);
+		buf_add(&seed, t1.p, t1.len);
+		fs_write_atomic("tests/fuzz/corpus/store_tar/wh-names.tar", seed.p, seed.len, 0644);
+		free(seed.p);
+	}
 
 	store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
 	o.whiteouts = true;
