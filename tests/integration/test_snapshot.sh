@@ -203,7 +203,7 @@ ODD_PY='
 import os, sys, hashlib, stat
 cmd, root = sys.argv[1], sys.argv[2].encode()
 names = [b".wh.userfile", b".wh..wh..opq", b".wh.", b".wh..", b".wh...", b".wh..wh.x", b"nl\nname",
-         b"\xff\xfe-not-utf8", b"a" * 255, b".wh." + b"b" * 251, b"back\\slash"]
+         b"\xff\xfe-not-utf8", b"a" * 255, b".wh." + b"b" * 251, b"back\\slash", b".wh..opq"]
 if cmd == "make":
     os.makedirs(root)
     for i, n in enumerate(names):
@@ -264,7 +264,8 @@ assert d["deleted"] == ["/etc/hostname"], d["deleted"]
 	# incremental: add and remove such names
 	sbx exec "$ID" -- python3 -c 'import os; os.unlink(b"/root/odd/.wh.."); open(b"/root/odd/.wh.new\n\xff", "w").write("n"); os.rename(b"/root/odd/.wh.dir/.wh.c", b"/root/odd/.wh.dir/.wh.d")'
 	sbx snapshot "$ID" > /dev/null # the first after a restore is a full one
-	sbx exec "$ID" -- python3 -c 'open(b"/root/odd/.wh.later", "w").write("l"); open(b"/root/odd/.wh.userfile", "a").write("more")  # overlayfs copy-up breaks its hard link'
+	# (deleting ".wh..opq" gives a whiteout whose tar name is the opaque marker's)
+	sbx exec "$ID" -- python3 -c 'import os; os.unlink(b"/root/odd/.wh..opq"); os.unlink(b"/root/odd/.wh..."); open(b"/root/odd/.wh.later", "w").write("l"); open(b"/root/odd/.wh.userfile", "a").write("more")  # overlayfs copy-up breaks its hard link'
 	before2=$(odd "$ID" manifest /root/odd)
 	j=$(sbx snapshot --json "$ID")
 	assert_eq "$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["incremental"])')" "True" "incremental: $j"
@@ -277,7 +278,7 @@ assert d["deleted"] == ["/etc/hostname"], d["deleted"]
 import json, sys
 d = json.load(sys.stdin)
 want = {"added": ["/root/odd/.wh.later", "/root/odd/.wh.new\n\\xff", "/root/odd/.wh.dir/.wh.d"],
-        "modified": ["/root/odd/.wh.userfile"], "deleted": ["/root/odd/.wh..", "/root/odd/.wh.dir/.wh.c"]}
+        "modified": ["/root/odd/.wh.userfile"], "deleted": ["/root/odd/.wh..", "/root/odd/.wh.dir/.wh.c", "/root/odd/.wh..opq", "/root/odd/.wh..."]}
 for k, v in want.items():
     assert sorted(d[k]) == sorted(v), (k, d[k], v)
 ' || fail "diff against the first snapshot: $d"
