@@ -44,6 +44,11 @@ int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
 
+/* The content-addressed base snapshot of template spec (host: with its mask;
+ * dir:PATH: mask NULL), built once (snap.c, docs/store.md "Template bases"). */
+struct mask_list;
+int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *mask,
+		       char *ret /* STORE_DIGEST_SIZE */, sbx_err **err);
 /* Installed packages (dpkg, pip, npm) for a snapshot manifest (packages.c). */
 char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const char *parent);
 

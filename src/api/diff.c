@@ -46,6 +46,7 @@
 #include "runtime/mask.h"
 #include "store/layer.h"
 #include "store/snapshot.h"
+#include "store/treewalk.h"
 #include "util/json.h"
 
 #define DIFF_MAX_LAYERS (STORE_SNAPSHOT_MAX_LAYERS + 4)
@@ -108,77 +109,6 @@ static int push(strv_b *b, const char *rel)
 		return -ENOMEM;
 	b->v[++b->n] = NULL;
 	return 0;
-}
-
-/* ---- beneath-only lookups ------------------------------------------------ */
-
-static int open_beneath(int root, const char *rel, int flags)
-{
-	if (!*rel)
-		return openat(root, ".", flags | O_CLOEXEC);
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, root, rel, &how, sizeof(how));
-	if (fd >= 0 || errno != ENOSYS)
-		return fd < 0 ? -errno : (int)fd;
-	/* No openat2 (kernels before 5.6, valgrind): the same walk by hand, one
-	 * component at a time, never following a symlink and refusing "..". */
-	_cleanup_free_ char *copy = strdup(rel);
-	if (!copy)
-		return -ENOMEM;
-	_cleanup_close_ int dir = openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	char *save = NULL, *next = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = next) {
-		next = strtok_r(NULL, "/", &save);
-		if (streq(c, ".."))
-			return -EXDEV;
-		if (streq(c, "."))
-			continue;
-		int f = openat(dir, c, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-		if (f < 0)
-			return -(errno == ELOOP ? ELOOP : errno);
-		safe_close(dir);
-		dir = f;
-	}
-	return TAKE_FD(dir);
-}
-
-/* Opens the parent of rel and points *base at its last component. */
-static int open_parent(int root, const char *rel, const char **base)
-{
-	const char *s = strrchr(rel, '/');
-	if (!s) {
-		*base = rel;
-		return open_beneath(root, "", O_PATH | O_DIRECTORY);
-	}
-	*base = s + 1;
-	_cleanup_free_ char *p = strndup(rel, (size_t)(s - rel));
-	return p ? open_beneath(root, p, O_PATH | O_DIRECTORY) : -ENOMEM;
-}
-
-static int lstat_beneath(int root, const char *rel, struct stat *st)
-{
-	if (!*rel)
-		return fstat(root, st) < 0 ? -errno : 0;
-	const char *base;
-	_cleanup_close_ int pfd = open_parent(root, rel, &base);
-	if (pfd < 0)
-		return pfd;
-	return fstatat(pfd, base, st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
-}
-
-static bool dir_opaque(int root, const char *rel)
-{
-	_cleanup_close_ int fd = open_beneath(root, rel, O_RDONLY | O_DIRECTORY);
-	char v[4];
-	if (fd < 0)
-		return false;
-	ssize_t n = fgetxattr(fd, STORE_OVL_OPAQUE_XATTR, v, sizeof(v));
-	if (n < 0)
-		n = fgetxattr(fd, "trusted.overlay.opaque", v, sizeof(v));
-	return n == 1 && v[0] == 'y';
 }
 
 /* ---- pseudo layers: the mask and the host ----------------------------------- */
@@ -246,13 +176,13 @@ static int lk_stat(const diff *d, const layer *l, const char *rel, ent *e, bool 
 		if (!host_top(d, rel))
 			return -ENOENT;
 	}
-	int r = lstat_beneath(l->fd, rel, &e->st);
+	int r = store_beneath_lstat(l->fd, rel, &e->st);
 	if (r < 0)
 		return r;
 	if (S_ISCHR(e->st.st_mode) && e->st.st_rdev == 0)
 		*wh = true;
 	else if (S_ISDIR(e->st.st_mode) && l->kind == L_DIR)
-		*opq = dir_opaque(l->fd, rel);
+		*opq = store_beneath_opaque(l->fd, rel);
 	return 0;
 }
 
@@ -283,7 +213,7 @@ static int lk_list(const diff *d, const layer *l, const char *rel, name_fn fn, v
 	}
 	if (l->kind == L_HOST && (!*rel || !host_top(d, rel)))
 		return 0;
-	int fd = open_beneath(l->fd, rel, O_RDONLY | O_DIRECTORY);
+	int fd = store_beneath_open(l->fd, rel, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		return fd == -ENOENT || fd == -ENOTDIR ? 0 : fd;
 	DIR *dir = fdopendir(fd);
@@ -413,7 +343,7 @@ static uint32_t norm_id(uint32_t id, uint32_t base, uint32_t count)
 
 static int open_content(const ent *e, const char *rel)
 {
-	return open_beneath(e->from->fd, rel, O_RDONLY);
+	return store_beneath_open(e->from->fd, rel, O_RDONLY);
 }
 
 static bool same_content(const ent *a, const ent *b, const char *rel)
@@ -447,7 +377,7 @@ static char *link_target(const ent *e, const char *rel)
 	if (e->me)
 		return e->me->target ? strdup(e->me->target) : NULL;
 	const char *base;
-	_cleanup_close_ int pfd = open_parent(e->from->fd, rel, &base);
+	_cleanup_close_ int pfd = store_beneath_open_parent(e->from->fd, rel, &base);
 	if (pfd < 0)
 		return NULL;
 	char buf[4097];
@@ -643,11 +573,49 @@ static int sort_strv(strv_b *b)
 	return 0;
 }
 
+/* A path as a JSON string, exactly: a backslash as "\\\\", each byte that is
+ * not part of valid UTF-8 as "\\xNN" (a name may be any bytes but NUL and
+ * '/'; a JSON string only UTF-8). */
+static json_t *path_json(const char *p)
+{
+	if (!strchr(p, '\\')) {
+		json_t *j = json_string(p);
+		if (j)
+			return j;
+	}
+	size_t n = strlen(p), len = 0;
+	_cleanup_free_ char *o = malloc(4 * n + 1);
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		unsigned char c = (unsigned char)p[i];
+		size_t k = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+		json_t *t = k > 1 && i + k <= n ? json_stringn(p + i, k) : NULL; /* jansson's UTF-8 check */
+		if (c == '\\') {
+			o[len++] = '\\';
+			o[len++] = '\\';
+			i++;
+		} else if (k == 1 || t) {
+			memcpy(o + len, p + i, k);
+			len += k;
+			i += k;
+		} else {
+			len += (size_t)sprintf(o + len, "\\x%02x", c);
+			i++;
+		}
+		json_decref(t);
+	}
+	return json_stringn(o, len);
+}
+
 static json_t *strv_json(strv_b *b)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < b->n; i++)
-		json_array_append_new(a, json_string(b->v[i]));
+		if (json_array_append_new(a, path_json(b->v[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
 	return a;
 }
 

@@ -627,6 +627,10 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		if (setup_layers(ctx, c, snap, err) < 0)
 			return -1;
 	}
+	/* No snapshot: the template's own content-addressed base (snap.c). */
+	char base_id[STORE_DIGEST_SIZE] = "";
+	if (!snap && !c->degraded && !c->ephemeral && snap_template_base(ctx, c->template_spec, c->mask, base_id, err) < 0)
+		return -1;
 	/* Secrets (values read on the host now, kept in memory only), hidden
 	 * paths and the agent phase's plan: src/api/secrets.c. */
 	_cleanup_json_ json_t *sec_state = NULL;
@@ -723,6 +727,9 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (st && snap) {
 		json_object_set_new(st, "snapshot_id", json_string(snap_id));
 		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
+	} else if (st && *base_id) {
+		json_object_set_new(st, "snapshot_id", json_string(base_id));
+		json_object_set_new(st, "layers", json_array());
 	}
 	for (size_t i = 0; st && i < c->n_volumes; i++)
 		json_array_append_new(json_object_get(st, "volumes"),
@@ -913,7 +920,7 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 		state = live ? "creating" : "failed";
 	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
 			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
-			 json_null(), "template", json_object_get(st, "template") ?: json_null());
+			 json_object_get(st, "snapshot_id") ?: json_null(), "template", json_object_get(st, "template") ?: json_null());
 }
 
 _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)

@@ -119,7 +119,7 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 			r = err_errno(err, "export: scratch file in '%s'", tmpdir ? tmpdir : "tmp");
 			break;
 		}
-		if ((r = store_layer_tar(ctx->root, layers[i], tf, err)) < 0)
+		if ((r = store_layer_tar_oci(ctx->root, layers[i], tf, err)) < 0)
 			break;
 		off_t tsz = lseek(tf, 0, SEEK_CUR);
 		store_progress_total(tsz > 0 ? (uint64_t)tsz : 0, 0);

@@ -257,8 +257,11 @@ int cmd_create(cli *c, int argc, char **argv)
 	}
 	double t1 = now_ms();
 	if (c->json) {
-		json_t *j = json_pack("{s:s,s:n,s:f,s:O}", "environment_id", id, "snapshot_id", "create_ms", t1 - t0,
-				      "warnings", w);
+		json_t *info = NULL; /* its base snapshot: what it was created from */
+		(void)sbx_env_inspect(c->ctx, id, &info, NULL);
+		json_t *j = json_pack("{s:s,s:O,s:f,s:O}", "environment_id", id, "snapshot_id",
+				      json_object_get(info, "snapshot_id") ?: json_null(), "create_ms", t1 - t0, "warnings", w);
+		json_decref(info);
 		cli_print_json(j);
 	} else {
 		print_warnings(w);

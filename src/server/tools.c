@@ -413,6 +413,9 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (sbx_env_create(c->ctx, &o, &id, &warnings, err) < 0)
 		return -1;
 	double ms = (double)(now_us() - t0) / 1000.0;
+	_cleanup_json_ json_t *info = NULL; /* its base snapshot (a template's own base without --snapshot) */
+	if (!base && sbx_env_inspect(c->ctx, id, &info, NULL) == 0 && json_str(info, "snapshot_id"))
+		base = strdup(json_str(info, "snapshot_id"));
 	json_t *res = json_pack("{s:s,s:o,s:f}", "environment_id", id, "snapshot_id",
 				base ? json_string(base) : json_null(), "create_ms", ms);
 	if (!res)

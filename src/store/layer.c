@@ -206,6 +206,7 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 	o.max_bytes = st.bytes;
 	o.max_entries = st.entries;
 	o.whiteouts = true;
+	o.literal_names = true;
 	o.keep_setid = true;
 	store_layer_ids(&o.ids);
 	o.chown = geteuid() == 0;
@@ -279,7 +280,7 @@ int store_blob_verify(const char *store_root, const char *digest, sbx_err **err)
 	return 0;
 }
 
-int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_err **err)
+static int layer_tar(const char *store_root, const char *digest, unsigned flags, int out_fd, sbx_err **err)
 {
 	_cleanup_free_ char *p = store_layer_path(store_root, digest);
 	if (!p)
@@ -294,7 +295,7 @@ int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_
 	store_idmap ids;
 	store_layer_ids(&ids);
 	sink s = {out_fd, h};
-	if (store_tar_write_dir(fd, &ids, sink_write, &s, NULL, err) < 0)
+	if (store_tar_write_dir_flags(fd, &ids, flags, sink_write, &s, NULL, err) < 0)
 		return err_wrap(err, "layer %s", digest);
 	char got[STORE_DIGEST_SIZE];
 	if (store_hasher_final(h, got, err) < 0)
@@ -303,6 +304,16 @@ int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "layer %s is corrupt: its tree hashes to %s", digest,
 			       got);
 	return 0;
+}
+
+int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_err **err)
+{
+	return layer_tar(store_root, digest, 0, out_fd, err);
+}
+
+int store_layer_tar_oci(const char *store_root, const char *digest, int out_fd, sbx_err **err)
+{
+	return layer_tar(store_root, digest, STORE_TAR_W_OCI, out_fd, err);
 }
 
 int store_layer_verify(const char *store_root, const char *digest, sbx_err **err)

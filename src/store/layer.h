@@ -40,6 +40,9 @@ int store_layer_put_from_dir(const char *store_root, int dir_fd, const store_idm
 /* Writes the layer's canonical tar (its OCI diff_id bytes) to out_fd,
  * regenerated from the tree, and checks that it hashes to the digest. */
 int store_layer_tar(const char *store_root, const char *digest, int out_fd, sbx_err **err);
+/* The same for an OCI consumer: fails, naming the file, if the layer holds a
+ * real name starting with ".wh." (OCI reserves the prefix for whiteouts). */
+int store_layer_tar_oci(const char *store_root, const char *digest, int out_fd, sbx_err **err);
 /* Re-tars the layer tree and compares digests; checks the blob too if it is
  * there. not_found if the layer is missing; invalid_argument (EBADMSG) naming
  * the digest found if it is corrupt. */

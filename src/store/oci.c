@@ -969,7 +969,7 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 	o.max_bytes = budget->max_bytes ? budget->max_bytes : 1;
 	o.max_entries = budget->max_entries ? budget->max_entries : 1;
 	o.whiteouts = true;
-	o.keep_setid = false;
+	o.keep_setid = true; /* every mode bit; safe: nosuid, idmapped mounts (docs/store.md) */
 	o.devices = STORE_TAR_DEV_REFUSE;
 	store_layer_ids(&o.ids);
 	o.chown = geteuid() == 0;

@@ -23,6 +23,7 @@ void store_snapshot_free(store_snapshot *s)
 	free(s->user);
 	free(s->os_release);
 	strv_free(s->packages);
+	strv_free(s->base_identity);
 	strv_free(s->labels);
 	free(s->created_at);
 	free(s);
@@ -87,6 +88,9 @@ int store_snapshot_validate(const store_snapshot *s, sbx_err **err)
 			if (streq(*m, *l))
 				return BAD("label '%s' appears twice", *l);
 	}
+	for (char **b = s->base_identity; b && *b; b++)
+		if (!strchr(*b, '=') || **b == '=')
+			return BAD("base_identity entry '%s' is not key=value", *b);
 	if (!s->created_at || !rfc3339_utc(s->created_at))
 		return BAD("created_at must be an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
 	if (s->size_bytes > INT64_MAX)
@@ -143,6 +147,8 @@ static json_t *to_json(const store_snapshot *s)
 	r |= json_object_set_new(o, "os_release", str_or_null(s->os_release));
 	if (s->packages)
 		r |= json_object_set_new(o, "packages", strv_json(s->packages, false));
+	if (s->base_identity)
+		r |= json_object_set_new(o, "base_identity", strv_json(s->base_identity, false));
 	r |= json_object_set_new(o, "labels", strv_json(s->labels, true));
 	r |= json_object_set_new(o, "created_at", json_string(s->created_at));
 	r |= json_object_set_new(o, "size_bytes", json_integer((json_int_t)s->size_bytes));
@@ -227,7 +233,7 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 		return BAD("not a JSON object");
 	static const char *const known[] = {
 	    "schema", "snapshot_id", "parent",	 "layers", "base_template", "env",	 "cwd",
-	    "user",   "os_release",  "packages", "labels", "created_at",    "size_bytes"};
+	    "user",   "os_release",  "packages", "labels", "created_at",    "size_bytes", "base_identity"};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)
@@ -265,6 +271,8 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 		return BAD("os_release must be a string or null");
 	if (get_strv(o, "packages", true, &s->packages) < 0)
 		return BAD("packages must be an array of strings");
+	if (get_strv(o, "base_identity", true, &s->base_identity) < 0)
+		return BAD("base_identity must be an array of strings");
 	if (get_strv(o, "labels", false, &s->labels) < 0)
 		return BAD("labels must be an array of strings");
 	if (get_str(o, "created_at", false, &s->created_at) < 0)

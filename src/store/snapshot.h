@@ -27,6 +27,9 @@ typedef struct store_snapshot {
 	char *user;
 	char *os_release; /* or NULL */
 	char **packages;  /* "name=version", or NULL (absent) */
+	/* A template's base: what names the tree it shows ("key=value": the
+	 * host's directories, package databases, mask), or NULL (absent). */
+	char **base_identity;
 	char **labels;	  /* label names; encoded sorted */
 	char *created_at; /* RFC 3339 UTC, "2024-05-01T12:00:00Z" */
 	uint64_t size_bytes;

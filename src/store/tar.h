@@ -13,6 +13,11 @@
 /* OCI whiteout names. */
 #define STORE_WH_PREFIX ".wh."
 #define STORE_WH_OPAQUE ".wh..wh..opq"
+/* sbx's pax record for a real name starting with ".wh." (not a whiteout),
+ * value "1"; only in the store's own tars (docs/store.md). */
+#define STORE_PAX_LITERAL "SBX.literal"
+/* ... and for the whiteout of such a name (tar name ".wh..wh.<rest>"). */
+#define STORE_PAX_WHITEOUT "SBX.whiteout"
 /* The overlayfs (userxattr) opaque-directory marker. */
 #define STORE_OVL_OPAQUE_XATTR "user.overlay.opaque"
 

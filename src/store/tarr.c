@@ -133,6 +133,8 @@ typedef struct xattr_kv {
 typedef struct pending {
 	char *path, *linkpath;
 	bool has_size, has_uid, has_gid, has_mtime;
+	bool literal;	 /* SBX.literal=1: a real ".wh." name */
+	bool wh_literal; /* SBX.whiteout=1: a whiteout of a ".wh." name */
 	uint64_t size, uid, gid;
 	int64_t mtime_sec;
 	long mtime_nsec;
@@ -265,6 +267,10 @@ static int pax_apply(reader *r, const char *key, size_t klen, const char *val, s
 		p->mtime_sec = (int64_t)sec;
 		p->mtime_nsec = nsec;
 		p->has_mtime = true;
+	} else if (KEY(STORE_PAX_LITERAL) || KEY(STORE_PAX_WHITEOUT)) {
+		if (vlen != 1 || val[0] != '1')
+			return BAD("tar: pax %.*s must be 1", (int)klen, key);
+		*(KEY(STORE_PAX_LITERAL) ? &p->literal : &p->wh_literal) = true;
 	} else if (klen > 13 && memcmp(key, "SCHILY.xattr.", 13) == 0) {
 		if (memchr(key, 0, klen))
 			return BAD("tar: pax xattr name contains a NUL byte");
@@ -610,18 +616,21 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 	if (q < 0)
 		return q;
 
-	if (r->o.whiteouts && startswith(name, STORE_WH_PREFIX)) {
+	if (r->o.whiteouts && startswith(name, STORE_WH_PREFIX) && !(r->o.literal_names && r->pd.literal)) {
 		if (!has_data)
 			return BAD("tar entry '%s': a whiteout must be a regular file", r->disp);
 		if (rd_skip(r, padded(size)) < 0)
 			return truncated(r, -EPIPE, err);
-		if (streq(name, STORE_WH_OPAQUE)) {
+		if (streq(name, STORE_WH_OPAQUE) && !(r->o.literal_names && r->pd.wh_literal)) {
 			_cleanup_close_ int dfd = fcntl(pfd, F_DUPFD_CLOEXEC, 3);
 			if (dfd < 0 || fsetxattr(dfd, STORE_OVL_OPAQUE_XATTR, "y", 1, 0) < 0)
 				return err_errno(err, "tar entry '%s': mark directory opaque", r->disp);
 			return 0;
 		}
 		const char *victim = name + strlen(STORE_WH_PREFIX);
+		bool wh_literal = r->o.literal_names && r->pd.wh_literal;
+		if (wh_literal && startswith(victim, STORE_WH_PREFIX))
+			return make_whiteout(r, pfd, victim, NULL, err); /* the whiteout of a real ".wh." name */
 		if (startswith(victim, STORE_WH_PREFIX) || !*victim || streq(victim, ".") ||
 		    streq(victim, ".."))
 			return BAD("tar entry '%s': reserved or invalid whiteout name", r->disp);

@@ -32,6 +32,10 @@ typedef struct store_tar_extract_opts {
 	 * char 0:0 entry is then accepted as a whiteout too. Off: such entries
 	 * are ordinary files. */
 	bool whiteouts;
+	/* With whiteouts: an entry with the pax record SBX.literal=1 is a real
+	 * file of its `.wh.` name, not a whiteout (the store's own tars; an OCI
+	 * import leaves it off: there the name is a whiteout). */
+	bool literal_names;
 	/* chown each entry to (uid + ids.uid_base, gid + ids.gid_base); ids
 	 * outside [0, ids.count) fail. Off: the extracting user owns everything. */
 	bool chown;

@@ -34,6 +34,7 @@ typedef struct writer {
 	uint64_t bytes, entries;
 	hl_entry *hl; /* open addressing, power-of-two capacity */
 	size_t hl_cap, hl_n;
+	unsigned flags; /* STORE_TAR_W_* */
 } writer;
 
 typedef struct xattr_kv {
@@ -184,6 +185,8 @@ typedef struct entry {
 	uint64_t size;
 	const char *link;
 	const xattrs *xa;
+	bool literal;	  /* a real name starting with ".wh.": pax SBX.literal=1 */
+	bool wh_literal; /* a whiteout of such a name: pax SBX.whiteout=1 */
 } entry;
 
 static int emit_header(writer *w, const entry *e, sbx_err **err)
@@ -250,6 +253,10 @@ static int emit_header(writer *w, const entry *e, sbx_err **err)
 		}
 		r |= pax_add(&pax, key, e->xa->v[i].value, e->xa->v[i].len);
 	}
+	if (e->literal)
+		r |= pax_add(&pax, STORE_PAX_LITERAL, "1", 1);
+	if (e->wh_literal)
+		r |= pax_add(&pax, STORE_PAX_WHITEOUT, "1", 1);
 	if (r < 0) {
 		free(pax.s);
 		return err_errnum(err, ENOMEM, "tar");
@@ -437,11 +444,18 @@ typedef struct child {
 	char *key;  /* in the tar (".wh.<name>" for a whiteout) */
 	struct stat st;
 	bool whiteout;
+	bool literal; /* a name starting with ".wh." (a real one, or whiteout's victim) */
 } child;
 
+/* By tar name; a whiteout `.wh.x` (of x) and a real file named `.wh.x`
+ * have the same tar name: the whiteout comes first. */
 static int cmp_child(const void *a, const void *b)
 {
-	return strcmp(((const child *)a)->key, ((const child *)b)->key);
+	const child *x = a, *y = b;
+	int c = strcmp(x->key, y->key);
+	if (c || x->whiteout == y->whiteout)
+		return c;
+	return x->whiteout ? -1 : 1;
 }
 
 static void children_free(child *c, size_t n)
@@ -477,9 +491,9 @@ static void entry_from_stat(entry *e, const struct stat *st)
 	e->mtime_nsec = st->st_mtim.tv_nsec;
 }
 
-static int emit_marker(writer *w, const char *path, sbx_err **err)
+static int emit_marker(writer *w, const char *path, bool wh_literal, sbx_err **err)
 {
-	entry e = {.path = path, .type = '0'};
+	entry e = {.path = path, .type = '0', .wh_literal = wh_literal};
 	return emit_header(w, &e, err);
 }
 
@@ -512,9 +526,9 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 	if (asprintf(&path, "%s%s%s", dpath, *dpath ? "/" : "", c->key) < 0)
 		return err_errnum(err, ENOMEM, "tar");
 	if (c->whiteout)
-		return emit_marker(w, path, err);
+		return emit_marker(w, path, c->literal, err);
 
-	entry e = {.path = path};
+	entry e = {.path = path, .literal = c->literal};
 	int r = ids_map(w, path, &c->st, &e.uid, &e.gid, err);
 	if (r < 0)
 		return r;
@@ -526,7 +540,8 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 		if (hl_lookup_or_add(w, c->st.st_dev, c->st.st_ino, path, &first) < 0)
 			return err_errnum(err, ENOMEM, "tar");
 		if (first) {
-			entry l = {.path = path, .type = '1', .link = first, .uid = e.uid, .gid = e.gid};
+			entry l = {.path = path, .type = '1', .link = first, .uid = e.uid, .gid = e.gid,
+				   .literal = c->literal};
 			entry_from_stat(&l, &c->st);
 			return emit_header(w, &l, err);
 		}
@@ -611,7 +626,7 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 		_cleanup_free_ char *p = NULL;
 		if (asprintf(&p, "%s%s%s", dpath, *dpath ? "/" : "", STORE_WH_OPAQUE) < 0)
 			return err_errnum(err, ENOMEM, "tar");
-		r = emit_marker(w, p, err);
+		r = emit_marker(w, p, false, err);
 		if (r < 0)
 			return r;
 	}
@@ -646,13 +661,15 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 			r = err_errno(err, "stat '%s/%s'", dpath, de->d_name);
 			break;
 		}
-		if (startswith(de->d_name, STORE_WH_PREFIX)) {
+		x->whiteout = S_ISCHR(x->st.st_mode) && x->st.st_rdev == 0;
+		x->literal = startswith(de->d_name, STORE_WH_PREFIX);
+		if (x->literal && (w->flags & STORE_TAR_W_OCI)) {
 			r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				    "'%s%s%s': names starting with '.wh.' cannot be stored in an OCI layer",
-				    dpath, *dpath ? "/" : "", de->d_name);
+				    "%s'/%s%s%s': names starting with '.wh.' cannot be stored in an OCI layer "
+				    "(OCI reserves them for whiteouts)",
+				    x->whiteout ? "the deletion of " : "", dpath, *dpath ? "/" : "", de->d_name);
 			break;
 		}
-		x->whiteout = S_ISCHR(x->st.st_mode) && x->st.st_rdev == 0;
 		x->name = strdup(de->d_name);
 		if (x->whiteout) {
 			if (asprintf(&x->key, STORE_WH_PREFIX "%s", de->d_name) < 0)
@@ -681,7 +698,13 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn fn, void *userdata,
 			store_tar_stats *ret_stats, sbx_err **err)
 {
-	writer w = {.ids = ids, .fn = fn, .ud = userdata};
+	return store_tar_write_dir_flags(dir_fd, ids, 0, fn, userdata, ret_stats, err);
+}
+
+int store_tar_write_dir_flags(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
+			      void *userdata, store_tar_stats *ret_stats, sbx_err **err)
+{
+	writer w = {.ids = ids, .fn = fn, .ud = userdata, .flags = flags};
 	_cleanup_close_ int root = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return err_errno(err, "open tree");

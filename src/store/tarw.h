@@ -7,7 +7,10 @@
  * -base; a pax header ("././@PaxHeader") only when needed (nanosecond mtime,
  * xattrs, long names, large values); two zero blocks at the end, no record
  * padding. Overlay whiteouts (char 0:0) become `.wh.<name>`, opaque
- * directories (user.overlay.opaque=y) get a `.wh..wh..opq` entry first.
+ * directories (user.overlay.opaque=y) get a `.wh..wh..opq` entry first;
+ * a real name starting with `.wh.` keeps its name and gets the pax record
+ * `SBX.literal=1` (STORE_PAX_LITERAL), sorted after a whiteout of the same
+ * tar name, so layers without such names are plain OCI layers.
  * Files sharing an inode inside the tree become hard-link entries to the
  * first path. The root directory itself is not an entry. */
 #pragma once
@@ -16,10 +19,14 @@
 /* Writes the tree under dir_fd (not consumed, not followed if it is a
  * symlink's target: only its contents are read, with O_NOFOLLOW at every
  * step) through fn. Fails, naming the path, on: an owner outside ids, a
- * name starting with ".wh." (not representable in an OCI layer), a socket,
- * a file that changes size while read. ret_stats may be NULL. */
+ * socket, a file that changes size while read. ret_stats may be NULL. */
 int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn fn, void *userdata,
 			store_tar_stats *ret_stats, sbx_err **err);
+/* For an OCI consumer (export): also fails, naming the path, on a real name
+ * starting with ".wh." (OCI reserves the prefix for whiteouts). */
+#define STORE_TAR_W_OCI 1u
+int store_tar_write_dir_flags(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
+			      void *userdata, store_tar_stats *ret_stats, sbx_err **err);
 
 /* True for an overlay opaque directory (user.overlay.opaque=y, or trusted.overlay.opaque=y). */
 bool store_dir_is_opaque(int fd);

@@ -17,9 +17,10 @@ if cmd == "make":
         p = os.path.join(d, "n%d" % i)
         if k < 0.15:
             os.mkdir(p); dirs.append(p)
+            os.chmod(p, r.choice([0o755, 0o2775, 0o1777, 0o3770, 0o700]))
         elif k < 0.55:
             with open(p, "wb") as f: f.write(os.urandom(r.randint(0, 5000)))
-            os.chmod(p, r.choice([0o644, 0o600, 0o755, 0o444, 0o4755 & 0o777]))
+            os.chmod(p, r.choice([0o644, 0o600, 0o755, 0o444, 0o4755, 0o2755, 0o6711]))
             files.append(p)
         elif k < 0.65 and files:
             os.link(r.choice(files), p)
@@ -191,4 +192,183 @@ assert npm == "0" or "npm:sbx-probe=4.5.6" in b, [x for x in b if x.startswith("
 assert b == sorted(b)
 PY
 	sbx rm "$ID"
+}
+
+# Any name Linux allows is stored exactly (issue 13.7): real files named like
+# OCI whiteouts (`.wh.x`, `.wh..wh..opq`, `.wh.`), a real `.wh.x` next to a
+# whiteout of x, newlines, 255-byte names, bytes that are not UTF-8, as
+# files, directories, hard links and symlinks; through snapshot, fork,
+# restore, an incremental snapshot and diff.
+ODD_PY='
+import os, sys, hashlib, stat
+cmd, root = sys.argv[1], sys.argv[2].encode()
+names = [b".wh.userfile", b".wh..wh..opq", b".wh.", b".wh..", b".wh...", b".wh..wh.x", b"nl\nname",
+         b"\xff\xfe-not-utf8", b"a" * 255, b".wh." + b"b" * 251, b"back\\slash", b".wh..opq"]
+if cmd == "make":
+    os.makedirs(root)
+    for i, n in enumerate(names):
+        with open(os.path.join(root, n), "wb") as f: f.write(b"content %d\n" % i)
+    d = os.path.join(root, b".wh.dir")
+    os.mkdir(d)
+    with open(os.path.join(d, b".wh.c"), "w") as f: f.write("c")
+    os.mkdir(os.path.join(d, b".wh..wh..opq"))
+    os.link(os.path.join(root, b".wh.userfile"), os.path.join(root, b".wh.link"))
+    os.symlink(b".wh.userfile", os.path.join(root, b".wh.sym"))
+    os.mkfifo(os.path.join(d, b".wh.fifo"))
+    # A whiteout of a host file and a real file of its whiteout name, side by side.
+    os.unlink(b"/etc/hostname")
+    with open(b"/etc/.wh.hostname", "w") as f: f.write("real")
+    sys.exit(0)
+out = []
+for dp, dn, fn in os.walk(root):
+    dn.sort()
+    for n in sorted(dn + fn):
+        p = os.path.join(dp, n)
+        st = os.lstat(p)
+        line = [repr(os.path.relpath(p, root)), stat.filemode(st.st_mode), str(st.st_nlink)]
+        if stat.S_ISREG(st.st_mode):
+            line.append(hashlib.sha256(open(p, "rb").read()).hexdigest()[:12])
+        elif stat.S_ISLNK(st.st_mode):
+            line.append(repr(os.readlink(p)))
+        out.append(" ".join(line))
+out.append("hostname " + str(os.path.lexists(b"/etc/hostname")))
+out.append("wh.hostname " + open(b"/etc/.wh.hostname").read())
+print("\n".join(out))
+'
+odd() { local id=$1; shift; sbx exec "$id" -- python3 -c "$ODD_PY" "$@"; }
+
+t_snapshot_any_file_name() {
+	ID=$(sbx create)
+	odd "$ID" make /root/odd
+	before=$(odd "$ID" manifest /root/odd)
+	assert_contains "$before" "'.wh.userfile' -rw-r--r-- 2"
+	# diff against the base (the host template)
+	d=$(sbx diff --json "$ID")
+	echo "$d" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+a = set(d["added"])
+for n in ["/root/odd/.wh.userfile", "/root/odd/.wh..wh..opq", "/root/odd/\\xff\\xfe-not-utf8", "/root/odd/nl\nname", "/root/odd/back\\\\slash", "/root/odd/.wh.dir/.wh..wh..opq", "/etc/.wh.hostname"]:
+    assert n in a, (n, sorted(a))
+assert d["deleted"] == ["/etc/hostname"], d["deleted"]
+' || fail "diff against the base: $d"
+	j=$(sbx snapshot --json "$ID") || fail "snapshot refused legal names: $ERR"
+	s1=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	# fork
+	F=$(sbx fork "$s1")
+	assert_eq "$(odd "$F" manifest /root/odd)" "$before" "fork"
+	# restore after changing everything
+	sbx exec "$ID" -- sh -c 'rm -rf /root/odd; echo h > /etc/hostname; rm /etc/.wh.hostname'
+	sbx restore "$ID" "$s1" > /dev/null
+	assert_eq "$(odd "$ID" manifest /root/odd)" "$before" "restore"
+	# incremental: add and remove such names
+	sbx exec "$ID" -- python3 -c 'import os; os.unlink(b"/root/odd/.wh.."); open(b"/root/odd/.wh.new\n\xff", "w").write("n"); os.rename(b"/root/odd/.wh.dir/.wh.c", b"/root/odd/.wh.dir/.wh.d")'
+	sbx snapshot "$ID" > /dev/null # the first after a restore is a full one
+	# (deleting ".wh..opq" gives a whiteout whose tar name is the opaque marker's)
+	sbx exec "$ID" -- python3 -c 'import os; os.unlink(b"/root/odd/.wh..opq"); os.unlink(b"/root/odd/.wh..."); open(b"/root/odd/.wh.later", "w").write("l"); open(b"/root/odd/.wh.userfile", "a").write("more")  # overlayfs copy-up breaks its hard link'
+	before2=$(odd "$ID" manifest /root/odd)
+	j=$(sbx snapshot --json "$ID")
+	assert_eq "$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["incremental"])')" "True" "incremental: $j"
+	s2=$(echo "$j" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	F2=$(sbx fork "$s2")
+	assert_eq "$(odd "$F2" manifest /root/odd)" "$before2" "fork of the incremental snapshot"
+	# diff names them exactly (bytes that are not UTF-8 as \xNN, a backslash as \\)
+	d=$(sbx diff --json "$ID" "$s1")
+	echo "$d" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+want = {"added": ["/root/odd/.wh.later", "/root/odd/.wh.new\n\\xff", "/root/odd/.wh.dir/.wh.d"],
+        "modified": ["/root/odd/.wh.userfile"], "deleted": ["/root/odd/.wh..", "/root/odd/.wh.dir/.wh.c", "/root/odd/.wh..opq", "/root/odd/.wh..."]}
+for k, v in want.items():
+    assert sorted(d[k]) == sorted(v), (k, d[k], v)
+' || fail "diff against the first snapshot: $d"
+	sbx rm "$ID" "$F" "$F2" > /dev/null
+}
+
+# Every environment has a content-addressed base (issue 13.9): for the host
+# template a snapshot without layers whose manifest names the host tree (its
+# directories, the mask, the package databases), the same for every create
+# on the same host, built once even by concurrent creates. Restoring to it
+# gives the pristine host view; it is the parent of the first snapshot.
+t_host_base_snapshot() {
+	local jid base
+	jid=$(sbx create --json)
+	base=$(echo "$jid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	ID=$(echo "$jid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["environment_id"])')
+	[[ "$base" == sha256:* ]] || fail "create --json: snapshot_id is '$base'"
+	assert_eq "$(sbx inspect "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')" "$base" "inspect"
+	python3 - "$SBX_ROOT" "$base" <<'PY' || fail "the base manifest"
+import json, os, sys
+root, base = sys.argv[1:]
+m = json.load(open(os.path.join(root, "snapshots/sha256", base[7:] + ".json")))
+assert m["base_template"] == "host" and m["layers"] == [] and m["parent"] is None, m
+ids = dict(x.split("=", 1) for x in m["base_identity"])
+assert ids["template"] == "host" and ids["mask"].startswith("sha256:") and "usr" in ids["dirs"].split(","), ids
+if os.path.exists("/var/lib/dpkg/status"):
+    assert ids["pkgdb:/var/lib/dpkg/status"].startswith("sha256:"), ids
+PY
+	# Restore to the base: the pristine host view.
+	sbx exec "$ID" -- sh -c 'echo mine > /root/mine; rm -f /etc/hostname'
+	s1=$(sbx snapshot --json "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')
+	assert_eq "$(sbx snapshots --json | python3 -c "import json,sys; print([s['parent'] for s in json.load(sys.stdin)['snapshots'] if s['snapshot_id']=='$s1'][0])")" "$base" "parent of the first snapshot"
+	sbx restore "$ID" "$base" > /dev/null
+	sbx exec "$ID" -- test ! -e /root/mine || fail "restore to the base kept /root/mine"
+	assert_eq "$(sbx exec "$ID" -- cat /etc/hostname)" "$(cat /etc/hostname)" "hostname after restore to the base"
+	assert_eq "$(sbx diff "$ID")" "" "diff after restore to the base"
+	# Concurrent creates on a fresh store: one base, the same id for all, no temp files.
+	rm -rf "$SBX_ROOT/snapshots/sha256/${base#sha256:}.json"
+	local pids=() i
+	for i in 1 2 3 4 5 6; do
+		sbx create --json > "$TMPDIR_TEST/c$i.json" 2> "$TMPDIR_TEST/c$i.err" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do wait "${pids[$i]}" || fail "concurrent create $((i + 1)): $(cat "$TMPDIR_TEST/c$((i + 1)).err")"; done
+	for i in 1 2 3 4 5 6; do
+		assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["snapshot_id"])' "$TMPDIR_TEST/c$i.json")" "$base" "concurrent create $i"
+	done
+	[ -f "$SBX_ROOT/snapshots/sha256/${base#sha256:}.json" ] || fail "the base manifest is missing"
+	assert_eq "$(ls -A "$SBX_ROOT/snapshots/sha256" | grep -c '^\.tmp' || true)" "0" "temp manifests left"
+	sbx fsck > /dev/null || fail "fsck after concurrent creates"
+	for i in 1 2 3 4 5 6; do sbx rm "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["environment_id"])' "$TMPDIR_TEST/c$i.json")" > /dev/null; done
+	sbx rm "$ID" > /dev/null
+}
+
+# The same through MCP: environment_create gives the base, environment_restore
+# to it gives the pristine view (a JSON-RPC client over `sbx mcp`).
+t_host_base_snapshot_mcp() {
+	python3 - "$SBX_BIN" <<'PY' || fail "MCP: the host template's base snapshot"
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+def rpc(method, params=None, notify=False):
+    global n
+    n += 1
+    msg = {"jsonrpc": "2.0", "method": method, "params": params or {}}
+    if not notify:
+        msg["id"] = n
+    p.stdin.write(json.dumps(msg) + "\n"); p.stdin.flush()
+    if notify:
+        return None
+    while True:
+        r = json.loads(p.stdout.readline())
+        if r.get("id") == n:
+            return r
+def tool(name, args):
+    r = rpc("tools/call", {"name": name, "arguments": args})["result"]
+    assert not r.get("isError"), (name, r)
+    return r.get("structuredContent") or json.loads(r["content"][0]["text"])
+rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+rpc("notifications/initialized", notify=True)
+c = tool("environment_create", {})
+eid, base = c["environment_id"], c["snapshot_id"]
+assert isinstance(base, str) and base.startswith("sha256:"), c
+assert tool("environment_create", {}) ["snapshot_id"] == base
+tool("environment_execute", {"environment_id": eid, "command": "echo x > /root/mine"})
+r = tool("environment_restore", {"environment_id": eid, "snapshot_id": base})
+assert r["snapshot_id"] == base, r
+assert tool("environment_execute", {"environment_id": eid, "command": "test -e /root/mine"})["exit_code"] == 1
+for e in tool("environment_list", {})["environments"]:
+    tool("environment_destroy", {"environment_id": e["environment_id"]})
+p.stdin.close(); p.wait(timeout=30)
+PY
 }

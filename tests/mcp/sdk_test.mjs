@@ -80,7 +80,7 @@ async function protocolError(promise, code, what) {
 async function withEnv(client, fn, args = {}) {
 	const env = await ok(client, 'environment_create', args);
 	check(/^[0-9a-f]{12}$/.test(env.environment_id), 'environment_id is 12 hex digits', env);
-	check(env.snapshot_id === null, 'snapshot_id is null', env);
+	check(/^sha256:[0-9a-f]{64}$/.test(env.snapshot_id), 'snapshot_id is its base snapshot', env);
 	check(typeof env.create_ms === 'number', 'create_ms is a number', env);
 	try {
 		return await fn(env.environment_id);

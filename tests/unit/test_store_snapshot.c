@@ -152,6 +152,33 @@ TEST(manifest_rejects_bad_input)
 	CHECK(store_snapshot_validate(v, &e6) < 0 && strstr(sbx_err_message(e6), "created_at"));
 }
 
+/* A template's base (issue 13.9): base_identity is optional (absent: the
+ * pinned id above is unchanged), kept in order, part of the id, and each
+ * entry must be key=value. */
+TEST(manifest_base_identity)
+{
+	_cleanup_snapshot_ store_snapshot *s = sample();
+	char id0[STORE_DIGEST_SIZE], id1[STORE_DIGEST_SIZE], id2[STORE_DIGEST_SIZE];
+	_cleanup_free_ char *j0 = NULL, *j1 = NULL, *j2 = NULL;
+	CHECK(store_snapshot_encode(s, &j0, id0, NULL) == 0);
+	CHECK(!strstr(j0, "base_identity"));
+	s->base_identity = strv("template=host", "mask=sha256:00");
+	CHECK(store_snapshot_encode(s, &j1, id1, NULL) == 0);
+	CHECK(strstr(j1, "\"base_identity\":[\"template=host\",\"mask=sha256:00\"]"));
+	CHECK(!streq(id0, id1));
+	_cleanup_snapshot_ store_snapshot *d = NULL;
+	CHECK(store_snapshot_decode(j1, strlen(j1), &d, NULL) == 0);
+	CHECK_STREQ(d->base_identity[1], "mask=sha256:00");
+	free(s->base_identity[1]);
+	s->base_identity[1] = strdup("mask=sha256:01");
+	CHECK(store_snapshot_encode(s, &j2, id2, NULL) == 0);
+	CHECK(!streq(id1, id2));
+	free(s->base_identity[0]);
+	s->base_identity[0] = strdup("no-equals");
+	_cleanup_err_ sbx_err *e = NULL;
+	CHECK(store_snapshot_validate(s, &e) < 0 && strstr(sbx_err_message(e), "base_identity"));
+}
+
 TEST(labels)
 {
 	static const char *const ok[] = {"a", "base", "v1.2_x-y", "A9"};

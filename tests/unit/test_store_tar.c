@@ -495,11 +495,107 @@ TEST(tar_refuses_unmapped_owner_and_wh_names)
 	put_file(top, ".wh.real", "x", 1, 0644);
 	at(top, ".wh.real", p);
 	CHECK(chown(p, 100000, 100000) == 0);
-	_cleanup_err_ sbx_err *e2 = NULL;
+	/* a real ".wh." name is stored; only an OCI consumer refuses it, naming it */
 	b.len = 0;
-	CHECK(tar_tree(top, &ids, &b, d, &e2) < 0);
-	CHECK(strstr(sbx_err_message(e2), ".wh."));
+	CHECK(tar_tree(top, &ids, &b, d, NULL) == 0);
+	_cleanup_err_ sbx_err *e2 = NULL;
+	_cleanup_close_ int fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	b.len = 0;
+	CHECK(store_tar_write_dir_flags(fd, &ids, STORE_TAR_W_OCI, buf_write, &b, NULL, &e2) < 0);
+	CHECK(strstr(sbx_err_message(e2), "'/.wh.real'"));
 	free(b.p);
+	fs_rm_rf(top);
+}
+
+/* Real names that look like OCI whiteouts (issue 13.7): a file ".wh.x" next
+ * to a whiteout of x (the same tar name), ".wh..wh..opq" files and
+ * directories inside an opaque directory, whiteouts of ".wh." names
+ * (including ".wh..opq", whose tar name is the opaque marker's). The store's
+ * own tar keeps them apart (pax SBX.literal / SBX.whiteout), extracts them
+ * exactly and re-tars to the same bytes; a tree without such names has no
+ * SBX record (an ordinary OCI layer). */
+TEST(tar_wh_names_round_trip)
+{
+	_cleanup_free_ char *top = tmpdir();
+	CHECK(top);
+	char src[4096], dst[4096], oci[4096], p[4096];
+	snprintf(src, sizeof(src), "%s/src", top);
+	snprintf(dst, sizeof(dst), "%s/dst", top);
+	snprintf(oci, sizeof(oci), "%s/oci", top);
+	CHECK(mkdir(src, 0755) == 0 && mkdir(dst, 0755) == 0 && mkdir(oci, 0755) == 0);
+	uint32_t base = (uint32_t)geteuid();
+	store_idmap ids = tree_ids(base);
+	/* without such names: no SBX. record */
+	put_file(src, "plain", "p", 1, 0644);
+	buf t0 = {0};
+	char d0[STORE_DIGEST_SIZE];
+	CHECK(tar_tree(src, &ids, &t0, d0, NULL) == 0);
+	CHECK(!memmem(t0.p, t0.len, "SBX.", 4));
+	put_file(src, ".wh.x", "real", 4, 0644);
+	at(src, "x", p);
+	CHECK(mknod(p, S_IFCHR, makedev(0, 0)) == 0);
+	at(src, ".wh.y", p);
+	CHECK(mknod(p, S_IFCHR, makedev(0, 0)) == 0); /* the whiteout of a ".wh.y" below */
+	at(src, "o", p);
+	CHECK(mkdir(p, 0755) == 0 && setxattr(p, "user.overlay.opaque", "y", 1, 0) == 0);
+	put_file(src, "o/.wh..wh..opq", "file", 4, 0600);
+	at(src, "o/.wh..opq", p);
+	CHECK(mknod(p, S_IFCHR, makedev(0, 0)) == 0);
+	at(src, ".wh.dir", p);
+	CHECK(mkdir(p, 0755) == 0);
+	put_file(src, ".wh.dir/.wh.", "e", 1, 0644);
+	at(src, ".wh.dir/.wh.link", p);
+	char q[4096];
+	at(src, ".wh.x", q);
+	CHECK(link(q, p) == 0);
+	at(src, ".wh.sym", p);
+	CHECK(symlink(".wh.x", p) == 0);
+
+	buf t1 = {0}, t2 = {0};
+	char d1[STORE_DIGEST_SIZE], d2[STORE_DIGEST_SIZE];
+	_cleanup_err_ sbx_err *e = NULL;
+	int r = tar_tree(src, &ids, &t1, d1, &e);
+	if (r < 0)
+		fprintf(stderr, "  %s\n", sbx_err_message(e));
+	CHECK(r == 0);
+	CHECK(memmem(t1.p, t1.len, "SBX.literal=1", 13));
+	CHECK(memmem(t1.p, t1.len, "SBX.whiteout=1", 14));
+	const char *w = getenv("SBX_WRITE_CORPUS");
+	if (w && *w) { /* a fuzz seed: whiteouts and literal names on (first byte 9) */
+		buf seed = {0};
+		buf_add(&seed, "\x09", 1);
+		buf_add(&seed, t1.p, t1.len);
+		fs_write_atomic("tests/fuzz/corpus/store_tar/wh-names.tar", seed.p, seed.len, 0644);
+		free(seed.p);
+	}
+
+	store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+	o.whiteouts = true;
+	o.literal_names = true;
+	_cleanup_err_ sbx_err *e2 = NULL;
+	r = extract_buf(dst, &t1, &o, &e2);
+	if (r < 0)
+		fprintf(stderr, "  %s\n", sbx_err_message(e2));
+	CHECK(r == 0);
+	_cleanup_free_ char *ds = describe(src, base), *dd = describe(dst, base);
+	if (!streq(ds, dd))
+		fprintf(stderr, "--- source\n%s--- extracted\n%s", ds, dd);
+	CHECK(streq(ds, dd));
+	char v[8];
+	at(dst, "o", p);
+	CHECK(getxattr(p, "user.overlay.opaque", v, sizeof(v)) == 1 && v[0] == 'y');
+	CHECK(tar_tree(dst, &ids, &t2, d2, NULL) == 0);
+	CHECK_STREQ(d1, d2);
+
+	/* As an OCI layer (literal names off) the same bytes mean whiteouts:
+	 * ".wh.x" hides x, and ".wh..wh.y" is a reserved name. */
+	o.literal_names = false;
+	_cleanup_err_ sbx_err *e3 = NULL;
+	CHECK(extract_buf(oci, &t1, &o, &e3) < 0);
+	CHECK(strstr(sbx_err_message(e3), "reserved"));
+	free(t0.p);
+	free(t1.p);
+	free(t2.p);
 	fs_rm_rf(top);
 }
 
@@ -690,6 +786,11 @@ static void h_wh_reserved(buf *b)
 {
 	file(b, ".wh..wh..plnk", "");
 }
+static void h_pax_literal_bad(buf *b)
+{
+	pax(b, "17 SBX.literal=2\n");
+	file(b, ".wh.x", "");
+}
 static void h_wh_dotdot(buf *b)
 {
 	file(b, ".wh...", "");
@@ -731,6 +832,7 @@ static const hostile corpus[] = {
     {"replace_dir", h_replace_dir, "replace a directory"},
     {"whiteout_reserved", h_wh_reserved, "reserved"},
     {"whiteout_dotdot", h_wh_dotdot, "reserved"},
+    {"pax_literal_not_1", h_pax_literal_bad, "SBX.literal must be 1"},
     {"file_as_parent", h_file_parent, "not a directory"},
     {"pax_then_eof", h_pax_eof, "extended header"},
 };

@@ -61,7 +61,7 @@
  * that could not be frozen, SBX_SNAPSHOT_FULL=1, or any unexpected error
  * while staging. A full snapshot writes a new index too, so the next one
  * can be a delta. */
-#include "api/snap_delta.h"
+#include "store/delta.h"
 
 #include <dirent.h>
 #include <errno.h>
