@@ -430,6 +430,62 @@ static void t_create_undo(tool_call *c, const json_t *result)
 		(void)sbx_env_remove(c->ctx, id, NULL);
 }
 
+/* Bytes `s` takes once more escaped as a JSON string (the text content item
+ * carries the structuredContent again, as a string). */
+static size_t escaped_len(const char *s, size_t n)
+{
+	size_t out = 2;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		out += ch == '"' || ch == '\\' ? 2 : ch < 0x20 ? 6 : 1;
+	}
+	return out;
+}
+
+size_t tools_result_size(const json_t *structured)
+{
+	_cleanup_free_ char *d = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!d)
+		return SIZE_MAX;
+	size_t n = strlen(d);
+	return n + escaped_len(d, n) + 128;
+}
+
+/* Cuts the longer of stdout and stderr until the whole CallToolResult fits
+ * in `budget` bytes, setting its *_truncated flag: a command's output must
+ * never make a message that a client refuses (the TypeScript SDK's stdio
+ * transport drops the connection at 10 MiB) or that costs the server an
+ * unbounded amount of memory. Cuts fall on a UTF-8 character boundary. */
+int tools_fit_output(json_t *res, size_t budget)
+{
+	for (int round = 0; round < 64; round++) {
+		size_t total = tools_result_size(res);
+		if (total == SIZE_MAX)
+			return -ENOMEM;
+		if (total <= budget)
+			return 0;
+		json_t *so = json_object_get(res, "stdout"), *se = json_object_get(res, "stderr");
+		size_t lo = json_string_length(so), le = json_string_length(se);
+		if (lo == 0 && le == 0)
+			return -E2BIG;
+		bool out = lo >= le;
+		json_t *str = out ? so : se;
+		size_t len = out ? lo : le;
+		/* Shrink in proportion to the excess, and by at least an eighth. */
+		size_t want = (size_t)((double)len * ((double)budget / (double)total) * 0.9);
+		if (want > len - len / 8)
+			want = len - len / 8;
+		const char *v = json_string_value(str);
+		while (want > 0 && ((unsigned char)v[want] & 0xC0) == 0x80)
+			want--;
+		json_t *cut = json_stringn_nocheck(v, want);
+		if (!cut || json_object_set_new(res, out ? "stdout" : "stderr", cut) < 0 ||
+		    json_object_set_new(res, out ? "stdout_truncated" : "stderr_truncated", json_true()) < 0)
+			return -ENOMEM;
+	}
+	return -E2BIG;
+}
+
 static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -477,9 +533,16 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 	sbx_exec_result res = {0};
 	if (sbx_env_exec(c->ctx, id, &o, &res, err) < 0)
 		return -1;
-	*ret = sbx_exec_result_json(&res);
+	json_t *j = sbx_exec_result_json(&res);
 	sbx_exec_result_free(&res);
-	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (!j)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (tools_fit_output(j, TOOLS_RESULT_MAX) < 0) {
+		json_decref(j);
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory shrinking the output to fit a message");
+	}
+	*ret = j;
+	return 0;
 }
 
 static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)

@@ -56,3 +56,14 @@ json_t *tools_error_result(sbx_code code, const char *message);
 /* Parses the schemas once; returns -1 if a built-in schema is malformed
  * (a bug caught by the tests). Thread-safe, idempotent. */
 int tools_init(void);
+
+/* The largest CallToolResult a tool returns, in bytes of JSON: under the
+ * 10 MiB message limit of the TypeScript SDK's stdio transport. A command's
+ * output beyond it is cut (stdout_truncated / stderr_truncated). */
+#define TOOLS_RESULT_MAX ((size_t)8 << 20)
+/* The serialized size of tools_result(structured), closely estimated. */
+size_t tools_result_size(const json_t *structured);
+/* Cuts res's "stdout"/"stderr" strings (the longer first) until
+ * tools_result_size(res) <= budget, setting the matching *_truncated flag.
+ * Returns 0, -ENOMEM, or -E2BIG if it cannot fit without them. */
+int tools_fit_output(json_t *res, size_t budget);
