@@ -155,3 +155,141 @@ t_http_limit_flags() {
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --idle-timeout -5
 	sbx serve --help 2>&1 | grep -q -- --max-connections-per-peer || fail "serve --help does not list --max-connections-per-peer"
 }
+
+# ---- wrong-typed and out-of-bounds arguments ------------------------------------------
+INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+# mcp_lines < LINES: one `sbx mcp` over the lines; output in $TMPDIR_TEST/mcp.out.
+mcp_lines() {
+	sbx mcp > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" || fail "sbx mcp exited $?: $(cat "$TMPDIR_TEST/mcp.err")"
+}
+# reply ID: the response with that id, as one line of JSON.
+reply() {
+	python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    m = json.loads(l)
+    if m.get("id") == int(sys.argv[2]): print(json.dumps(m)); break' "$TMPDIR_TEST/mcp.out" "$1"
+}
+# expect_invalid ID FIELD: response ID is -32602 (a JSON-RPC method) and
+# names FIELD.
+expect_invalid() {
+	local r
+	r=$(reply "$1")
+	assert_contains "$r" '"code": -32602'
+	assert_contains "$r" "$2"
+}
+# expect_tool_invalid ID FIELD: response ID (tools/call) is an isError result
+# with code invalid_argument naming FIELD.
+expect_tool_invalid() {
+	local r
+	r=$(reply "$1")
+	assert_contains "$r" '"isError": true'
+	assert_contains "$r" '"code": "invalid_argument"'
+	assert_contains "$r" "$2"
+}
+
+# Every argument that does not match its schema is refused naming the field
+# (tools/call: isError invalid_argument; the dotted method: -32602); none creates an
+# environment (policy 123 used to create one with no policy at all, and
+# limits.pids -1 or 1e9 to reach the cgroup).
+t_mcp_wrong_types_refused() {
+	need_python
+	local before bad i=10 ids=()
+	before=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	bad=(
+		'{"policy":123}|policy'
+		'{"policy":["strict"]}|policy'
+		'{"policy":"lax"}|policy'
+		'{"network":5}|network'
+		'{"network":[]}|network'
+		'{"network":{"allow":"example.com"}}|network'
+		'{"limits":{"memory_bytes":-1}}|limits.memory_bytes'
+		'{"limits":{"memory_bytes":1}}|limits.memory_bytes'
+		'{"limits":{"pids":-1}}|limits.pids'
+		'{"limits":{"pids":1000000000}}|limits.pids'
+		'{"limits":{"pids":1e9}}|limits.pids'
+		'{"limits":{"pids":2.5}}|limits.pids'
+		'{"limits":{"cpus":5000}}|limits.cpus'
+		'{"limits":{"timeout_ms":-5}}|limits.timeout_ms'
+		'{"limits":{"output_bytes":-1}}|limits.output_bytes'
+		'{"limits":{"disk_bytes":-1}}|limits.disk_bytes'
+		'{"volumes":[{"host":"/tmp","path":5}]}|volumes[0].path'
+		'{"env":{"A":5}}|env.A'
+	)
+	{
+		echo "$INIT"
+		echo "$INITED"
+		for b in "${bad[@]}"; do
+			args=${b%|*}
+			echo "{\"jsonrpc\":\"2.0\",\"id\":$i,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_create\",\"arguments\":$args}}"
+			echo "{\"jsonrpc\":\"2.0\",\"id\":$((i + 1)),\"method\":\"environment.create\",\"params\":$args}"
+			i=$((i + 2))
+		done
+		echo '{"jsonrpc":"2.0","id":500,"method":"tools/call","params":{"name":"environment_snapshot","arguments":{"environment_id":"x","label":"no spaces allowed"}}}'
+	} | mcp_lines
+	i=10
+	for b in "${bad[@]}"; do
+		expect_tool_invalid $i "${b#*|}" || return 1
+		expect_invalid $((i + 1)) "${b#*|}" || return 1
+		i=$((i + 2))
+	done
+	expect_tool_invalid 500 label
+	after=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	assert_eq "$after" "$before" "no environment was created"
+}
+
+# The library refuses absurd limits, whoever calls it: the CLI too.
+t_cli_limits_refused() {
+	expect_status 125 sbx create --pids -1
+	expect_status 125 sbx create --memory -1
+	expect_status 125 sbx create --pids 1000000000
+	expect_status 125 sbx create --memory 100000t
+	assert_contains "$ERR" "memory"
+	expect_status 125 sbx create --cpus 5000
+}
+
+# ---- NUL (\u0000) in strings --------------------------------------------------------------
+# Valid JSON with NUL in a string is not a parse error (it was -32700): file
+# content and stdin keep the bytes exactly; a field a C string
+# must carry (argv, command, env, path, id, method) is refused by name.
+# (NUL in an object key stays a parse error: jansson cannot hold one.)
+t_mcp_nul_in_strings() {
+	need_python
+	local id
+	id=$(sbx create)
+	local p="{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\""
+	{
+		echo "$INIT"
+		echo "$INITED"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_write_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/tmp/nul\",\"content\":\"a\\u0000b\\u0000\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"argv\":[\"echo\",\"a\\u0000b\"]}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"true\\u0000rm -rf /\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"environment.execute\",\"params\":{\"environment_id\":\"$id\",\"command\":\"true\",\"env\":{\"A\":\"x\\u0000y\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_read_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/etc/passwd\\u0000x\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_destroy\",\"arguments\":{\"environment_id\":\"$id\\u0000\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\\u0000x\"}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_list\\u0000x\",\"arguments\":{}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"wc -c; printf 'x\\\\000y'\",\"stdin\":\"a\\u0000b\"}}}"
+		sleep 3
+		echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_read_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/tmp/nul\",\"encoding\":\"base64\"}}}"
+		sleep 3
+	} | mcp_lines
+	r=$(reply 1)
+	assert_contains "$r" '"bytes_written": 4'
+	r=$(reply 2)
+	assert_contains "$r" '"content": "YQBiAA=="'
+	expect_tool_invalid 3 'argv[1]'
+	expect_tool_invalid 4 "'command'"
+	expect_invalid 5 'env.A'
+	expect_tool_invalid 6 "'path'"
+	expect_tool_invalid 7 environment_id
+	r=$(reply 8)
+	assert_contains "$r" '"code": -32600'
+	expect_invalid 9 name
+	r=$(reply 10)
+	# stdin kept its 3 bytes; output is text: a NUL byte there comes back as
+	# U+FFFD (src/api/exec.c; binary output: write a file, read it as base64).
+	assert_contains "$r" '"stdout": "3\nx\ufffdy"'
+	sbx rm "$id" > /dev/null
+}
