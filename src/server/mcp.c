@@ -86,7 +86,7 @@ static void send_msg(const mcp_sink *sink, json_t *msg)
 int mcp_server_new(sbx_ctx *ctx, bool threaded, mcp_server **ret, sbx_err **err)
 {
 	if (tools_init() < 0)
-		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas are malformed");
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas: %s", tools_init_error());
 	mcp_server *s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -942,6 +942,7 @@ static const tool tools[] = {
 static json_t *schemas[ARRAY_SIZE(tools)][2];
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 static int schemas_ok = -1;
+static char schemas_error[512] = "a built-in tool schema is not valid JSON";
 
 static json_t *load_schema(const char *text)
 {
@@ -965,8 +966,8 @@ static void schemas_load(void)
 		for (int k = 0; k < 2; k++) {
 			_cleanup_free_ char *why = NULL;
 			if (tools_schema_supported(schemas[i][k], &why) < 0) {
-				fprintf(stderr, "sbx: internal error: tool %s's %s schema: %s\n", tools[i].name,
-					k ? "output" : "input", why ? why : "out of memory");
+				snprintf(schemas_error, sizeof(schemas_error), "tool %s's %s schema: %s", tools[i].name,
+					 k ? "output" : "input", why ? why : "out of memory");
 				return;
 			}
 		}
@@ -979,6 +980,11 @@ int tools_init(void)
 {
 	pthread_once(&schemas_once, schemas_load);
 	return schemas_ok;
+}
+
+const char *tools_init_error(void)
+{
+	return tools_init() < 0 ? schemas_error : NULL;
 }
 
 const tool *tools_find(const char *name)

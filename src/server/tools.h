@@ -57,10 +57,12 @@ int tools_validate(const tool *t, const json_t *args, char **ret_msg);
 json_t *tools_result(json_t *structured);
 json_t *tools_error_result(sbx_code code, const char *message);
 /* Parses the schemas once; returns -1 if a built-in schema is malformed or
- * uses a keyword the argument checker does not implement (it says which on
- * stderr: a bug caught by the tests, and the server refuses to start).
+ * uses a keyword the argument checker does not implement (a bug caught by
+ * the tests: the servers refuse to start, saying tools_init_error()).
  * Thread-safe, idempotent. */
 int tools_init(void);
+/* Why tools_init() failed (which tool, schema and keyword); NULL if it did not. */
+const char *tools_init_error(void);
 
 /* The largest CallToolResult a tool returns, in bytes of JSON: under the
  * 10 MiB message limit of the TypeScript SDK's stdio transport. A command's

@@ -1250,7 +1250,7 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	if (mhd_load(err) < 0)
 		return -1;
 	if (tools_init() < 0)
-		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas are malformed");
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas: %s", tools_init_error());
 	http_server hs = {
 	    .ctx = ctx,
 	    .max_conns = opts->max_connections ? opts->max_connections : HTTP_MAX_CONNECTIONS,

@@ -44,6 +44,7 @@ static int sup(const char *schema, const char *want)
 TEST(builtin_schemas_load)
 {
 	CHECK(tools_init() == 0);
+	CHECK(tools_init_error() == NULL);
 	json_t *l = tools_list_json();
 	CHECK(json_array_size(l) >= 13);
 	json_decref(l);
