@@ -606,6 +606,8 @@ static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_st
 	return true;
 }
 
+/* c->fd is still the connection's: libmicrohttpd notifies the close (which
+ * unlinks c under hs->lock) before it closes the socket. */
 static void conn_evict_locked(http_conn *c)
 {
 	c->evicted = true;
