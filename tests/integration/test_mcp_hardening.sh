@@ -293,3 +293,49 @@ t_mcp_nul_in_strings() {
 	assert_contains "$r" '"stdout": "3\nx\ufffdy"'
 	sbx rm "$id" > /dev/null
 }
+
+# One peer (127.0.0.2) holds at most --max-connections-per-peer connections:
+# its 40th evicts its own oldest, never another peer's; a client on
+# 127.0.0.1 is served throughout, also when the total limit is reached.
+t_http_per_peer_cap() {
+	need_python
+	http_start --max-connections-per-peer 8 --max-connections 12
+	out=$(python3 - "$HTTP_URL" <<'PY'
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def conn(src):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((u.hostname, u.port))
+    return s
+mine = [conn('127.0.0.1') for _ in range(4)]
+flood = [conn('127.0.0.2') for _ in range(40)]
+time.sleep(1)
+def alive(socks):
+    n = 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            n += s.recv(1) != b''
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).encode()
+s = conn('127.0.0.1')
+s.settimeout(5)
+s.sendall(b'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n'
+          b'Content-Length: %d\r\n\r\n' % len(body) + body)
+data = b''
+while True:
+    c = s.recv(65536)
+    if not c: break
+    data += c
+print('flood-alive', alive(flood), 'mine-alive', alive(mine), 'answer', data.split(b'\r\n')[0].decode())
+PY
+)
+	echo "$out"
+	assert_contains "$out" "flood-alive 8 "
+	assert_contains "$out" "answer HTTP/1.1 200"
+}
