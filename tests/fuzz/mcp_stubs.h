@@ -53,6 +53,16 @@ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t
 	return 0;
 }
 
+/* main's tools.c asks for the base snapshot of a new environment. */
+int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:s,s:s}", "environment_id", "0123456789ab", "snapshot_id",
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000000");
+	return *ret ? 0 : -ENOMEM;
+}
+
 int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 {
 	return known(ref) ? 0 : err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
