@@ -108,6 +108,31 @@ typedef struct sbx_create_opts {
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
+/* Bounds on sbx_create_opts' limits, enforced by sbx_env_limits_check() at
+ * the start of every create (CLI, MCP and C callers alike; docs/conventions.md):
+ *   memory_bytes  0 (default 1 GiB), -1 (none), or SBX_MEMORY_MIN..SBX_MEMORY_MAX
+ *   pids          0 (default 1024), -1 (none), or 1..SBX_PIDS_MAX (the kernel's PID_MAX_LIMIT)
+ *   cpus          0 (none) or SBX_CPUS_MIN..SBX_CPUS_MAX cores (finite)
+ *   timeout_ms    0 (none) or up to SBX_TIMEOUT_MAX_MS; ttl_ms 0 (none) or up to SBX_TTL_MAX_MS
+ *   output_bytes  0 (default 10 MiB), -1 (none), or 1..SBX_OUTPUT_MAX
+ *   disk_bytes    0 (none) or SBX_DISK_MIN..SBX_DISK_MAX
+ * -1 ("none") is for trusted C callers (replay uses it); the CLI cannot
+ * express it and MCP refuses it. Every other negative value is refused. */
+#define SBX_MEMORY_MIN (4LL << 20)
+#define SBX_MEMORY_MAX (64LL << 40)
+#define SBX_PIDS_MAX 4194304
+#define SBX_CPUS_MIN 0.01
+#define SBX_CPUS_MAX 1024.0
+#define SBX_TIMEOUT_MAX_MS (30LL * 24 * 3600 * 1000)
+#define SBX_TTL_MAX_MS (365LL * 24 * 3600 * 1000)
+#define SBX_OUTPUT_MAX (1LL << 30)
+#define SBX_DISK_MIN (4LL << 20)
+#define SBX_DISK_MAX (64LL << 40)
+
+/* Checks o's limits against the bounds above. Returns 0, or -1 with an
+ * invalid_argument error naming the limit and its bounds. Pure. */
+int sbx_env_limits_check(const sbx_create_opts *o, sbx_err **err);
+
 /* Creates a live environment (supervisor + init) and returns its id (12 hex
  * characters) in *ret_id (caller frees). The environment outlives the
  * calling process; remove it with sbx_env_remove(). If ret_warnings is

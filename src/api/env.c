@@ -518,10 +518,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	const char *netmode = "none";
 	if (o->network && parse_network(o->network, &netmode, &allow, err) < 0)
 		return -1;
-	if (o->memory_bytes > 0 && o->memory_bytes < (4LL << 20))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "memory limit too small: at least 4m");
-	if (o->cpus < 0 || o->cpus > 1024 || o->pids < -1 || o->timeout_ms < 0 || o->ttl_ms < 0)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid limit");
+	if (sbx_env_limits_check(o, err) < 0) /* the bounds in sbx.h */
+		return -1;
 	int64_t disk = o->version >= 3 ? o->disk_bytes : 0;
 	if (disk < 0 || (disk > 0 && disk < QUOTA_MIN_BYTES))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m", (long long)disk);

@@ -1,6 +1,8 @@
 /* sbx mcp and sbx serve: the MCP server on stdio and over Streamable HTTP
  * (the protocol lives in src/server). */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,29 +39,56 @@ static void on_ready(const char *url, bool loopback, void *userdata)
 	fflush(stderr);
 }
 
+/* A whole number from 1 to max for flag `name`. */
+static int parse_count(const char *name, const char *v, unsigned max, unsigned *ret)
+{
+	char *end = NULL;
+	errno = 0;
+	unsigned long n = v[0] >= '0' && v[0] <= '9' ? strtoul(v, &end, 10) : 0;
+	if (!end || *end || errno || n < 1 || n > max)
+		return cli_usage_error("serve", "invalid %s '%s': expected a whole number from 1 to %u", name, v,
+				       max);
+	*ret = (unsigned)n;
+	return 0;
+}
+
 int cmd_serve(cli *c, int argc, char **argv)
 {
+	static const char *const names[] = {"--listen",		      "--token-file",	 "--max-connections",
+					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout"};
 	const char *listen = NULL, *token_file = NULL;
+	mcp_http_opts opts = {0};
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL;
-		const char *name = startswith(a, "--listen")	   ? "--listen"
-				   : startswith(a, "--token-file") ? "--token-file"
-								   : NULL;
+		const char *a = argv[i], *v = NULL, *name = NULL;
+		for (size_t k = 0; k < ARRAY_SIZE(names) && !name; k++) {
+			size_t n = strlen(names[k]);
+			if (strncmp(a, names[k], n) == 0 && (a[n] == 0 || a[n] == '='))
+				name = names[k];
+		}
 		if (!name)
 			return cli_usage_error("serve", "unexpected argument '%s'", a);
 		size_t n = strlen(name);
 		if (a[n] == '=')
 			v = a + n + 1;
-		else if (a[n] == 0 && i + 1 < argc)
+		else if (i + 1 < argc)
 			v = argv[++i];
-		else if (a[n] == 0)
-			return cli_usage_error("serve", "%s needs a value", name);
 		else
-			return cli_usage_error("serve", "unexpected argument '%s'", a);
+			return cli_usage_error("serve", "%s needs a value", name);
+		int r = 0;
 		if (streq(name, "--listen"))
 			listen = v;
-		else
+		else if (streq(name, "--token-file"))
 			token_file = v;
+		else if (streq(name, "--max-connections"))
+			r = parse_count(name, v, 65536, &opts.max_connections);
+		else if (streq(name, "--max-connections-per-peer"))
+			r = parse_count(name, v, 65536, &opts.max_connections_per_peer);
+		else if (streq(name, "--idle-timeout"))
+			r = parse_count(name, v, 86400, &opts.idle_timeout_s);
+		else
+			r = parse_count(name, v, 86400, &opts.request_timeout_s);
+		if (r != 0)
+			return r;
 	}
 	if (!listen)
 		return cli_usage_error("serve",
@@ -68,8 +97,10 @@ int cmd_serve(cli *c, int argc, char **argv)
 	if (r != 0)
 		return r;
 	serve_ready sr = {.has_token = token_file != NULL};
-	mcp_http_opts opts = {
-	    .listen = listen, .token_file = token_file, .on_ready = on_ready, .userdata = &sr};
+	opts.listen = listen;
+	opts.token_file = token_file;
+	opts.on_ready = on_ready;
+	opts.userdata = &sr;
 	sbx_err *e = NULL;
 	if (mcp_serve_http(c->ctx, &opts, &e) < 0)
 		return cli_fail("serve", e);

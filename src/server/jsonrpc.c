@@ -99,9 +99,12 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	if (i == len)
 		return 1;
 	json_error_t je;
-	/* Trailing garbage is a parse error (no JSON_DISABLE_EOF_CHECK); so is
-	 * \u0000 in a string (no JSON_ALLOW_NUL), which C strings would cut. */
-	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+	/* Trailing garbage is a parse error (no JSON_DISABLE_EOF_CHECK). \u0000
+	 * in a string is valid JSON and accepted: where a C string cannot carry
+	 * it (methods, names, paths, argv, env) the field is refused by name
+	 * (jsonrpc_classify, mcp.c, tools_validate); file content and stdin keep
+	 * it as bytes (json_string_length). */
+	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (!j) {
 		*ret_error =
 		    jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
@@ -157,6 +160,8 @@ int jsonrpc_classify(json_t *msg, jsonrpc_msg *ret, json_t **ret_error)
 		return 0;
 	} else if (!json_is_string(method))
 		why = "\"method\" must be a string";
+	else if (strlen(json_string_value(method)) != json_string_length(method))
+		why = "\"method\" must not contain NUL (\\u0000)";
 	else if (id && !id_valid(id))
 		why = "\"id\" must be a string or an integer";
 	else if (params && !json_is_object(params) && !json_is_array(params))

@@ -86,7 +86,7 @@ static void send_msg(const mcp_sink *sink, json_t *msg)
 int mcp_server_new(sbx_ctx *ctx, bool threaded, mcp_server **ret, sbx_err **err)
 {
 	if (tools_init() < 0)
-		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas are malformed");
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas: %s", tools_init_error());
 	mcp_server *s = calloc(1, sizeof(*s));
 	if (!s)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -259,6 +259,15 @@ static json_t *with_result_type(json_t *result, bool stateless)
 	return result;
 }
 
+/* The isError result of tools/call arguments that do not fit the schema. */
+static json_t *bad_arguments_result(const tool *t, const char *why)
+{
+	_cleanup_free_ char *m = NULL;
+	if (asprintf(&m, "invalid arguments for %s: %s", t->name, why ? why : "out of memory") < 0)
+		m = NULL;
+	return tools_error_result(SBX_E_INVALID_ARGUMENT, m ? m : "invalid arguments");
+}
+
 static void call_run(mcp_call *c)
 {
 	mcp_server *s = c->s;
@@ -288,9 +297,11 @@ static void call_run(mcp_call *c)
 		 * and nothing it cannot know about may stay behind. */
 		if (r >= 0 && c->t->undo)
 			c->t->undo(&tc, structured);
-	} else if (tc.bad_params) {
+	} else if (tc.bad_params && c->as_method) {
 		reply = jsonrpc_errorf(c->id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
 				       c->t->name, tc.bad_params);
+	} else if (tc.bad_params) {
+		reply = jsonrpc_result(c->id, with_result_type(bad_arguments_result(c->t, tc.bad_params), c->stateless));
 	} else if (r < 0 && c->as_method) {
 		sbx_code code = e ? sbx_err_code(e) : SBX_E_INTERNAL;
 		reply = jsonrpc_error(c->id, JSONRPC_TOOL_FAILED, sbx_err_message(e),
@@ -598,6 +609,23 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		return;
 	}
 	bool stateless = is_stateless(params);
+	/* NUL (\u0000) is accepted by the parser; no protocol field can carry it.
+	 * Tool arguments are checked field by field by tools_validate. */
+	{
+		static const char *const tool_args[] = {"arguments", NULL};
+		const tool *dt = tools_find(method);
+		bool dotted = dt && dt->alias && streq(dt->alias, method);
+		_cleanup_free_ char *where = NULL;
+		int nul = dotted ? 0 : json_find_nul(params, streq(method, "tools/call") ? tool_args : NULL, &where);
+		if (nul != 0) {
+			send_msg(sink, nul < 0 ? jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL)
+					       : jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
+								"invalid params for %s: 'params.%s' contains NUL "
+								"(\\u0000), which it cannot carry",
+								method, where));
+			return;
+		}
+	}
 
 	if (streq(method, "initialize")) {
 		_cleanup_free_ char *why = NULL;
@@ -701,9 +729,12 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 	}
 	_cleanup_free_ char *why = NULL;
 	if (tools_validate(t, args, &why) < 0) {
-		send_msg(sink,
-			 jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
-					t->name, why ? why : "out of memory"));
+		/* tools/call: a tool execution error the model can correct (MCP
+		 * 2025-11-25: input validation errors are isError results); a plain
+		 * JSON-RPC method: -32602. Either names the field. */
+		send_msg(sink, as_method ? jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
+							  t->name, why ? why : "out of memory")
+					 : jsonrpc_result(id, with_result_type(bad_arguments_result(t, why), stateless)));
 		json_decref(args);
 		return;
 	}

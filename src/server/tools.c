@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -62,18 +63,22 @@ static const char create_in[] =
     "'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
     "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output, no disk quota).',"
     "'properties':{"
-    "'memory_bytes':{'type':'integer','minimum':-1,'description':'Memory limit in bytes (-1: none).'},"
-    "'pids':{'type':'integer','minimum':-1,'description':'Maximum number of processes (-1: none).'},"
-    "'cpus':{'type':'number','minimum':0,'description':'CPU limit in cores, e.g. 0.5 (0: none).'},"
-    "'timeout_ms':{'type':'integer','minimum':0,'description':'Default timeout of each command in "
-    "milliseconds (0: none).'},"
-    "'ttl_ms':{'type':'integer','minimum':0,'description':'Destroy the environment after it has been "
-    "idle this many milliseconds (0: never).'},"
+    "'memory_bytes':{'type':'integer','minimum':4194304,'maximum':70368744177664,'description':'Memory "
+    "limit in bytes, 4 MiB to 64 TiB.'},"
+    "'pids':{'type':'integer','minimum':1,'maximum':4194304,'description':'Maximum number of processes, "
+    "1 to 4194304.'},"
+    "'cpus':{'type':'number','minimum':0,'maximum':1024,'description':'CPU limit in cores, e.g. 0.5 "
+    "(0: none; at most 1024).'},"
+    "'timeout_ms':{'type':'integer','minimum':0,'maximum':2592000000,'description':'Default timeout of "
+    "each command in milliseconds (0: none; at most 30 days).'},"
+    "'ttl_ms':{'type':'integer','minimum':0,'maximum':31536000000,'description':'Destroy the environment "
+    "after it has been idle this many milliseconds (0: never; at most 365 days).'},"
     "'ttl_keep':{'type':'boolean','description':'When the idle TTL ends the environment, keep its state "
     "(files) so it can still be snapshotted; environment_destroy removes it.'},"
-    "'output_bytes':{'type':'integer','minimum':-1,'description':'Cap on captured stdout and stderr "
-    "per command, each (-1: none).'},"
-    "'disk_bytes':{'type':'integer','minimum':0,'description':'Quota on the writable layer in bytes, "
+    "'output_bytes':{'type':'integer','minimum':1,'maximum':1073741824,'description':'Cap on captured "
+    "stdout and stderr per command, each, up to 1 GiB; a result is cut further to fit an 8 MiB message "
+    "(stdout_truncated).'},"
+    "'disk_bytes':{'type':'integer','minimum':0,'maximum':70368744177664,'description':'Quota on the writable layer in bytes, "
     "at least 4194304: writes beyond it fail inside with ENOSPC (No space left on device). 0: none. Needs "
     "a server running as root.'}}},"
     "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
@@ -105,7 +110,7 @@ static const char execute_in[] =
     "variables for this command, as {NAME: value}.'},"
     "'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
     "empty, closed).'},"
-    "'timeout_ms':{'type':'integer','minimum':-1,'description':'Kill the command after this many "
+    "'timeout_ms':{'type':'integer','minimum':-1,'maximum':2592000000,'description':'Kill the command after this many "
     "milliseconds and report timed_out (0 or absent: the environment default; -1: none).'},"
     "'trace':{'type':'boolean','description':'Record every system call of the environment while the "
     "command runs; the result carries trace_id, which environment_replay re-runs and verifies. The "
@@ -433,6 +438,62 @@ static void t_create_undo(tool_call *c, const json_t *result)
 		(void)sbx_env_remove(c->ctx, id, NULL);
 }
 
+/* Bytes `s` takes once more escaped as a JSON string (the text content item
+ * carries the structuredContent again, as a string). */
+static size_t escaped_len(const char *s, size_t n)
+{
+	size_t out = 2;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		out += ch == '"' || ch == '\\' ? 2 : ch < 0x20 ? 6 : 1;
+	}
+	return out;
+}
+
+size_t tools_result_size(const json_t *structured)
+{
+	_cleanup_free_ char *d = json_dumps(structured, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	if (!d)
+		return SIZE_MAX;
+	size_t n = strlen(d);
+	return n + escaped_len(d, n) + 128;
+}
+
+/* Cuts the longer of stdout and stderr until the whole CallToolResult fits
+ * in `budget` bytes, setting its *_truncated flag: a command's output must
+ * never make a message that a client refuses (the TypeScript SDK's stdio
+ * transport drops the connection at 10 MiB) or that costs the server an
+ * unbounded amount of memory. Cuts fall on a UTF-8 character boundary. */
+int tools_fit_output(json_t *res, size_t budget)
+{
+	for (int round = 0; round < 64; round++) {
+		size_t total = tools_result_size(res);
+		if (total == SIZE_MAX)
+			return -ENOMEM;
+		if (total <= budget)
+			return 0;
+		json_t *so = json_object_get(res, "stdout"), *se = json_object_get(res, "stderr");
+		size_t lo = json_string_length(so), le = json_string_length(se);
+		if (lo == 0 && le == 0)
+			return -E2BIG;
+		bool out = lo >= le;
+		json_t *str = out ? so : se;
+		size_t len = out ? lo : le;
+		/* Shrink in proportion to the excess, and by at least an eighth. */
+		size_t want = (size_t)((double)len * ((double)budget / (double)total) * 0.9);
+		if (want > len - len / 8)
+			want = len - len / 8;
+		const char *v = json_string_value(str);
+		while (want > 0 && ((unsigned char)v[want] & 0xC0) == 0x80)
+			want--;
+		json_t *cut = json_stringn_nocheck(v, want);
+		if (!cut || json_object_set_new(res, out ? "stdout" : "stderr", cut) < 0 ||
+		    json_object_set_new(res, out ? "stdout_truncated" : "stderr_truncated", json_true()) < 0)
+			return -ENOMEM;
+	}
+	return -E2BIG;
+}
+
 static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -480,9 +541,16 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 	sbx_exec_result res = {0};
 	if (sbx_env_exec(c->ctx, id, &o, &res, err) < 0)
 		return -1;
-	*ret = sbx_exec_result_json(&res);
+	json_t *j = sbx_exec_result_json(&res);
 	sbx_exec_result_free(&res);
-	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (!j)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (tools_fit_output(j, TOOLS_RESULT_MAX) < 0) {
+		json_decref(j);
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory shrinking the output to fit a message");
+	}
+	*ret = j;
+	return 0;
 }
 
 static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
@@ -685,6 +753,8 @@ static const char diff_out[] =
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *const create_reserved[] = {NULL};
+static const char *const execute_binary[] = {"stdin", NULL};
+static const char *const write_binary[] = {"content", NULL};
 static const char *const execute_reserved[] = {NULL};
 
 static const tool tools[] = {
@@ -720,6 +790,7 @@ static const tool tools[] = {
 	.output_schema = execute_out,
 	.reserved = execute_reserved,
 	.destructive = true,
+	.binary = execute_binary,
 	.run = t_execute,
     },
     {
@@ -770,6 +841,7 @@ static const tool tools[] = {
 	.output_schema = write_out,
 	.destructive = true,
 	.idempotent = true,
+	.binary = write_binary,
 	.run = t_write_file,
     },
     {
@@ -873,6 +945,7 @@ static const tool tools[] = {
 static json_t *schemas[ARRAY_SIZE(tools)][2];
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
 static int schemas_ok = -1;
+static char schemas_error[512] = "a built-in tool schema is not valid JSON";
 
 static json_t *load_schema(const char *text)
 {
@@ -892,14 +965,29 @@ static void schemas_load(void)
 		schemas[i][1] = load_schema(tools[i].output_schema);
 		if (!schemas[i][0] || !schemas[i][1])
 			return;
+		/* Publish no schema the validator cannot hold a client to. */
+		for (int k = 0; k < 2; k++) {
+			_cleanup_free_ char *why = NULL;
+			if (tools_schema_supported(schemas[i][k], &why) < 0) {
+				snprintf(schemas_error, sizeof(schemas_error), "tool %s's %s schema: %s", tools[i].name,
+					 k ? "output" : "input", why ? why : "out of memory");
+				return;
+			}
+		}
 	}
 	schemas_ok = 0;
 }
+
 
 int tools_init(void)
 {
 	pthread_once(&schemas_once, schemas_load);
 	return schemas_ok;
+}
+
+const char *tools_init_error(void)
+{
+	return tools_init() < 0 ? schemas_error : NULL;
 }
 
 const tool *tools_find(const char *name)
@@ -996,6 +1084,85 @@ static int fail(char **msg, const char *fmt, ...)
 	return -1;
 }
 
+static int check(const json_t *s, const json_t *v, const char *path, const char *const *reserved, char **msg);
+
+/* "a string or an object": the types an alternative's "type" names. */
+static void alt_types(FILE *f, const json_t *alts)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(alts, i, a)
+	{
+		json_t *t = json_object_get(a, "type");
+		fprintf(f, "%s%s", i == 0 ? "" : i + 1 == json_array_size(alts) ? " or " : ", ",
+			json_is_string(t) ? type_noun(json_string_value(t)) : "a value of another form");
+	}
+}
+
+/* oneOf (exactly one alternative matches) and anyOf (at least one). The
+ * error names the deepest field: when one alternative has the value's type,
+ * its own complaint is the one that helps. */
+static int check_alternatives(const json_t *alts, bool one, const json_t *v, const char *path, char **msg)
+{
+	size_t i, matched = 0, typed = 0;
+	json_t *a;
+	char *typed_msg = NULL;
+	json_array_foreach(alts, i, a)
+	{
+		char *m = NULL;
+		if (check(a, v, path, NULL, &m) == 0) {
+			matched++;
+			continue;
+		}
+		json_t *t = json_object_get(a, "type");
+		if (json_is_string(t) && type_is(json_string_value(t), v)) {
+			typed++;
+			free(typed_msg);
+			typed_msg = m;
+		} else
+			free(m);
+	}
+	if (matched == 1 || (!one && matched > 1)) {
+		free(typed_msg);
+		return 0;
+	}
+	if (matched > 1) {
+		free(typed_msg);
+		return fail(msg, "'%s' matches more than one of its accepted forms", path);
+	}
+	if (typed == 1) {
+		*msg = typed_msg;
+		return -1;
+	}
+	free(typed_msg);
+	_cleanup_free_ char *forms = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&forms, &len);
+	if (f) {
+		alt_types(f, alts);
+		fclose(f);
+	}
+	return fail(msg, "'%s' must be %s, not %s", path, forms ? forms : "of an accepted form", json_noun(v));
+}
+
+/* The schemas' "pattern", as a POSIX extended regular expression: the
+ * patterns in the table keep to what ERE and ECMA-262 read alike (anchors,
+ * bracket expressions, bounded repeats), which tools_schema_supported checks
+ * by compiling them. */
+static int check_pattern(const char *pattern, const json_t *v, const char *path, char **msg)
+{
+	regex_t re;
+	if (regcomp(&re, pattern, REG_EXTENDED | REG_NOSUB) != 0)
+		return fail(msg, "internal error: the schema pattern for '%s' does not compile", path);
+	size_t n = json_string_length(v);
+	const char *str = json_string_value(v);
+	bool ok = strlen(str) == n && regexec(&re, str, 0, NULL, 0) == 0; /* a NUL never matches */
+	regfree(&re);
+	if (!ok)
+		return fail(msg, "'%s' must match the pattern %s", path, pattern);
+	return 0;
+}
+
 static int check(const json_t *s, const json_t *v, const char *path, const char *const *reserved, char **msg)
 {
 	json_t *type = json_object_get(s, "type");
@@ -1021,19 +1188,38 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 			return fail(msg, "'%s' must be one of %s", path, list ? list : "the listed values");
 		}
 	}
+	json_t *alts;
+	if ((alts = json_object_get(s, "oneOf")) && check_alternatives(alts, true, v, path, msg) < 0)
+		return -1;
+	if ((alts = json_object_get(s, "anyOf")) && check_alternatives(alts, false, v, path, msg) < 0)
+		return -1;
 	if (json_is_number(v)) {
 		json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
-		if (mn && json_number_value(v) < json_number_value(mn))
-			return fail(msg, "'%s' must be at least %g", path, json_number_value(mn));
-		if (mx && json_number_value(v) > json_number_value(mx))
-			return fail(msg, "'%s' must be at most %g", path, json_number_value(mx));
+		/* Integers compare as integers: a double cannot hold every int64. */
+		bool lo = json_is_integer(v) && json_is_integer(mn) ? json_integer_value(v) < json_integer_value(mn)
+				     : mn && json_number_value(v) < json_number_value(mn);
+		bool hi = json_is_integer(v) && json_is_integer(mx) ? json_integer_value(v) > json_integer_value(mx)
+				     : mx && json_number_value(v) > json_number_value(mx);
+		if (lo)
+			return fail(msg, "'%s' must be at least %.17g", path, json_number_value(mn));
+		if (hi)
+			return fail(msg, "'%s' must be at most %.17g", path, json_number_value(mx));
 	}
-	if (json_is_string(v) && json_object_get(s, "minLength") &&
-	    json_string_length(v) < (size_t)json_int(s, "minLength", 0))
-		return fail(msg, "'%s' must not be empty", path);
+	if (json_is_string(v)) {
+		if (json_object_get(s, "minLength") && json_string_length(v) < (size_t)json_int(s, "minLength", 0))
+			return fail(msg, "'%s' must not be empty", path);
+		if (json_object_get(s, "maxLength") && json_string_length(v) > (size_t)json_int(s, "maxLength", 0))
+			return fail(msg, "'%s' must be at most %lld bytes long", path,
+				    (long long)json_int(s, "maxLength", 0));
+		json_t *pat = json_object_get(s, "pattern");
+		if (json_is_string(pat) && check_pattern(json_string_value(pat), v, path, msg) < 0)
+			return -1;
+	}
 	if (json_is_array(v)) {
 		if (json_array_size(v) < (size_t)json_int(s, "minItems", 0))
 			return fail(msg, "'%s' must not be empty", path);
+		if (json_object_get(s, "maxItems") && json_array_size(v) > (size_t)json_int(s, "maxItems", 0))
+			return fail(msg, "'%s' may have at most %lld items", path, (long long)json_int(s, "maxItems", 0));
 		json_t *items = json_object_get(s, "items");
 		size_t i;
 		json_t *e;
@@ -1102,6 +1288,95 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 	return 0;
 }
 
+static bool known_type(const char *t)
+{
+	static const char *const types[] = {"object", "array", "string", "integer", "number", "boolean", "null"};
+	for (size_t i = 0; t && i < ARRAY_SIZE(types); i++)
+		if (streq(types[i], t))
+			return true;
+	return false;
+}
+
+/* The keywords check() implements, and the annotations it may ignore. */
+static const char *const schema_keywords[] = {
+    "type",	 "enum",     "oneOf",	  "anyOf",    "minimum",  "maximum",		 "minLength",
+    "maxLength", "pattern",  "minItems", "maxItems", "items",	   "properties",	 "additionalProperties",
+    "required",	 "description", "title", "default",  "examples", NULL,
+};
+
+static int supported(const json_t *s, const char *path, char **msg)
+{
+	if (!json_is_object(s))
+		return fail(msg, "%s: a schema must be an object", path);
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)s, k, v)
+	{
+		bool known = false;
+		for (const char *const *q = schema_keywords; *q && !known; q++)
+			known = streq(*q, k);
+		if (!known)
+			return fail(msg, "%s: keyword '%s' is not implemented by the argument checker", path, k);
+		_cleanup_free_ char *sub = NULL;
+		if (streq(k, "properties")) {
+			if (!json_is_object(v))
+				return fail(msg, "%s: properties must be an object", path);
+			const char *pk;
+			json_t *pv;
+			json_object_foreach(v, pk, pv)
+			{
+				_cleanup_free_ char *pp = NULL;
+				if (asprintf(&pp, "%s.%s", path, pk) < 0 || supported(pv, pp, msg) < 0)
+					return pp ? -1 : fail(msg, "out of memory");
+			}
+		} else if (streq(k, "items") || (streq(k, "additionalProperties") && !json_is_boolean(v))) {
+			if (asprintf(&sub, "%s.%s", path, k) < 0 || supported(v, sub, msg) < 0)
+				return sub ? -1 : fail(msg, "out of memory");
+		} else if (streq(k, "oneOf") || streq(k, "anyOf")) {
+			if (!json_is_array(v) || json_array_size(v) == 0)
+				return fail(msg, "%s: %s must be a non-empty array", path, k);
+			size_t i;
+			json_t *a;
+			json_array_foreach(v, i, a)
+			{
+				_cleanup_free_ char *ap = NULL;
+				if (asprintf(&ap, "%s.%s[%zu]", path, k, i) < 0 || supported(a, ap, msg) < 0)
+					return ap ? -1 : fail(msg, "out of memory");
+			}
+		} else if (streq(k, "pattern")) {
+			regex_t re;
+			if (!json_is_string(v) || regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
+				return fail(msg, "%s: pattern is not a POSIX extended regular expression", path);
+			regfree(&re);
+		} else if (streq(k, "type")) {
+			bool ok = json_is_string(v) ? known_type(json_string_value(v)) : json_array_size(v) > 0;
+			size_t i;
+			json_t *t;
+			json_array_foreach(v, i, t) ok = ok && known_type(json_string_value(t));
+			if (!ok)
+				return fail(msg, "%s: unknown type", path);
+		} else if ((streq(k, "minimum") || streq(k, "maximum")) && !json_is_number(v))
+			return fail(msg, "%s: %s must be a number", path, k);
+		else if ((streq(k, "minLength") || streq(k, "maxLength") || streq(k, "minItems") ||
+			  streq(k, "maxItems")) &&
+			 (!json_is_integer(v) || json_integer_value(v) < 0))
+			return fail(msg, "%s: %s must be a non-negative integer", path, k);
+		else if ((streq(k, "enum") || streq(k, "required")) && !json_is_array(v))
+			return fail(msg, "%s: %s must be an array", path, k);
+	}
+	return 0;
+}
+
+int tools_schema_supported(const json_t *schema, char **ret_msg)
+{
+	return supported(schema, "#", ret_msg);
+}
+
+int tools_check_value(const json_t *schema, const json_t *v, char **ret_msg)
+{
+	return check(schema, v, "", NULL, ret_msg);
+}
+
 int tools_validate(const tool *t, const json_t *args, char **ret_msg)
 {
 	if (tools_init() < 0)
@@ -1109,7 +1384,19 @@ int tools_validate(const tool *t, const json_t *args, char **ret_msg)
 	size_t i = (size_t)(t - tools);
 	if (!json_is_object(args))
 		return fail(ret_msg, "'arguments' must be an object, not %s", json_noun(args));
-	return check(schemas[i][0], args, "", t->reserved, ret_msg);
+	if (check(schemas[i][0], args, "", t->reserved, ret_msg) < 0)
+		return -1;
+	/* A NUL byte survives only where bytes are meant (t->binary): a path,
+	 * name, argv element or variable would be cut short at it. */
+	_cleanup_free_ char *where = NULL;
+	int r = json_find_nul(args, t->binary, &where);
+	if (r < 0)
+		return fail(ret_msg, "out of memory");
+	if (r > 0)
+		return fail(ret_msg, "'%s' contains NUL (\\u0000), which it cannot carry (a path, name, command "
+				     "or variable is a C string)",
+			    where);
+	return 0;
 }
 
 /* ---- results ------------------------------------------------------------- */

@@ -36,6 +36,9 @@ typedef struct tool {
 	/* Arguments of capabilities that have not landed: not in the schema,
 	 * but accepted so that the handler can say "not available yet". */
 	const char *const *reserved;
+	/* Top-level string arguments that are bytes, so may hold NUL (\u0000):
+	 * file content, stdin. Every other string holding one is refused. */
+	const char *const *binary;
 	bool read_only, destructive, idempotent, open_world;
 	tool_fn run;
 	tool_undo_fn undo;
@@ -53,6 +56,29 @@ int tools_validate(const tool *t, const json_t *args, char **ret_msg);
  * isError true and structuredContent.error = {code, message}. */
 json_t *tools_result(json_t *structured);
 json_t *tools_error_result(sbx_code code, const char *message);
-/* Parses the schemas once; returns -1 if a built-in schema is malformed
- * (a bug caught by the tests). Thread-safe, idempotent. */
+/* Parses the schemas once; returns -1 if a built-in schema is malformed or
+ * uses a keyword the argument checker does not implement (a bug caught by
+ * the tests: the servers refuse to start, saying tools_init_error()).
+ * Thread-safe, idempotent. */
 int tools_init(void);
+/* Why tools_init() failed (which tool, schema and keyword); NULL if it did not. */
+const char *tools_init_error(void);
+
+/* The largest CallToolResult a tool returns, in bytes of JSON: under the
+ * 10 MiB message limit of the TypeScript SDK's stdio transport. A command's
+ * output beyond it is cut (stdout_truncated / stderr_truncated). */
+#define TOOLS_RESULT_MAX ((size_t)8 << 20)
+/* The serialized size of tools_result(structured), closely estimated. */
+size_t tools_result_size(const json_t *structured);
+/* Cuts res's "stdout"/"stderr" strings (the longer first) until
+ * tools_result_size(res) <= budget, setting the matching *_truncated flag.
+ * Returns 0, -ENOMEM, or -E2BIG if it cannot fit without them. */
+int tools_fit_output(json_t *res, size_t budget);
+/* Returns 0 if every keyword of schema (recursively) is one the checker
+ * implements: type, enum, oneOf, anyOf, minimum, maximum, minLength,
+ * maxLength, pattern (POSIX ERE), minItems, maxItems, items, properties,
+ * additionalProperties, required; annotations (description, title,
+ * default, examples) are allowed. Else -1 and *ret_msg (malloc'd). Pure. */
+int tools_schema_supported(const json_t *schema, char **ret_msg);
+/* Checks value v against schema (top-level path ""). Pure. */
+int tools_check_value(const json_t *schema, const json_t *v, char **ret_msg);

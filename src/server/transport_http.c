@@ -37,6 +37,7 @@
 #include <strings.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -105,8 +106,14 @@ static int mhd_load(sbx_err **err)
 #define HTTP_PATH "/mcp"
 #define HTTP_MAX_BODY JSONRPC_MAX_MESSAGE   /* larger bodies: 413 */
 #define HTTP_DISCARD_MAX ((size_t)64 << 20) /* larger ones get their 413 before the body is read */
-#define HTTP_MAX_CONNECTIONS 128
-#define HTTP_IDLE_TIMEOUT_S 600 /* an idle keep-alive connection is closed after this */
+/* Defaults of the connection limits (mcp_http_opts; docs/server.md). */
+#define HTTP_MAX_CONNECTIONS 256	  /* in total: each is a thread */
+#define HTTP_MAX_CONNECTIONS_PER_PEER 64 /* from one address */
+#define HTTP_IDLE_TIMEOUT_S 60		  /* an idle keep-alive connection is closed after this */
+#define HTTP_REQUEST_TIMEOUT_S 30	  /* to send one request's headers and body */
+#define HTTP_REAP_INTERVAL_MS 250
+#define HTTP_LIMIT_SLACK 32 /* libmicrohttpd's own limit is ours plus this: evicted ones still closing */
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define HTTP_MAX_SESSIONS 1024
 #define HTTP_SESSION_IDLE_US ((int64_t)3600 * 1000000) /* a session unused this long expires */
 #define HTTP_SSE_BLOCK (32 * 1024)
@@ -141,6 +148,22 @@ typedef struct sse_chunk {
 
 typedef struct http_req http_req;
 
+/* What a connection is doing, for the limits: waiting for a request's
+ * headers (a fresh connection, or keep-alive after a response), reading a
+ * body, or running a call (never cut: a silent command may take long). */
+typedef enum { CONN_WAITING, CONN_READING, CONN_BUSY } conn_phase;
+
+/* One TCP connection, from accept to close (hs->conns, under hs->lock). */
+typedef struct http_conn {
+	int fd;
+	struct sockaddr_storage peer; /* the port is ignored */
+	conn_phase phase;
+	int64_t deadline_us; /* WAITING/READING: cut off at this time */
+	bool authorized;     /* has sent a request that passed the token check */
+	bool evicted;	     /* shut down by us: no longer counted */
+	struct http_conn *next;
+} http_conn;
+
 typedef struct http_server {
 	sbx_ctx *ctx;
 	char *token; /* NULL: no authentication */
@@ -150,6 +173,9 @@ typedef struct http_server {
 	unsigned n_sessions;
 	http_req *active; /* POSTs whose call is in flight */
 	bool stopping;
+	http_conn *conns; /* every open connection */
+	unsigned max_conns, max_per_peer;
+	int64_t idle_us, request_us;
 } http_server;
 
 /* One HTTP request, from its headers to the end of its response. Owned by
@@ -553,7 +579,168 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 /* Setting it from 0 also restarts the idle clock. */
 static void restore_timeout(http_req *r)
 {
-	MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S);
+	MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(r->hs->idle_us / 1000000));
+}
+
+/* ---- connection limits -------------------------------------------------------------------
+ * libmicrohttpd resets every connection past its limit, so 128 sockets
+ * opened and left silent used to lock everyone out for the ten minutes of
+ * its idle timeout. Here the limits are ours: a connection past the total
+ * or its peer's share evicts the oldest one that is only waiting (the
+ * never-authorized first), and the reaper (the main loop) cuts a
+ * connection that takes longer than request_us to send a request (from
+ * its opening or its last response: slow headers, a body that never ends),
+ * or, once authorized, idles longer than idle_us between requests. A
+ * connection running a call is never cut. */
+
+static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			      &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr)) == 0;
+	return true;
+}
+
+/* c->fd is still the connection's: libmicrohttpd notifies the close (which
+ * unlinks c under hs->lock) before it closes the socket. */
+static void conn_evict_locked(http_conn *c)
+{
+	c->evicted = true;
+	if (c->fd >= 0)
+		shutdown(c->fd, SHUT_RDWR); /* its thread sees EOF and closes it */
+}
+
+/* The waiting connection to give up for a newcomer (of `peer` only, if
+ * given): never-authorized before authorized, then the nearest deadline. */
+static http_conn *conn_victim_locked(http_server *hs, const struct sockaddr_storage *peer)
+{
+	http_conn *best = NULL;
+	for (http_conn *c = hs->conns; c; c = c->next) {
+		if (c->evicted || c->phase != CONN_WAITING || (peer && !same_peer(&c->peer, peer)))
+			continue;
+		if (!best || (best->authorized && !c->authorized) ||
+		    (best->authorized == c->authorized && c->deadline_us < best->deadline_us))
+			best = c;
+	}
+	return best;
+}
+
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	http_server *hs = cls;
+	struct sockaddr_storage peer = {0};
+	memcpy(&peer, addr, MIN((size_t)addrlen, sizeof(peer)));
+	pthread_mutex_lock(&hs->lock);
+	unsigned total = 0, mine = 0;
+	for (http_conn *c = hs->conns; c; c = c->next)
+		if (!c->evicted) {
+			total++;
+			mine += same_peer(&c->peer, &peer);
+		}
+	bool ok = true;
+	if (mine >= hs->max_per_peer) {
+		http_conn *v = conn_victim_locked(hs, &peer);
+		if (v)
+			conn_evict_locked(v);
+		ok = v != NULL;
+		total -= ok;
+	}
+	if (ok && total >= hs->max_conns) {
+		http_conn *v = conn_victim_locked(hs, NULL);
+		if (v)
+			conn_evict_locked(v);
+		ok = v != NULL;
+	}
+	pthread_mutex_unlock(&hs->lock);
+	return ok ? MHD_YES : MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	http_server *hs = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		http_conn *c = calloc(1, sizeof(*c));
+		if (!c)
+			return; /* untracked: only MHD's own limits apply to it */
+		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		c->fd = fi ? fi->connect_fd : -1;
+		if (ai && ai->client_addr)
+			memcpy(&c->peer, ai->client_addr,
+			       ai->client_addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								      : sizeof(struct sockaddr_in));
+		c->phase = CONN_WAITING;
+		c->deadline_us = now_us() + MIN(hs->request_us, hs->idle_us);
+		pthread_mutex_lock(&hs->lock);
+		c->next = hs->conns;
+		hs->conns = c;
+		pthread_mutex_unlock(&hs->lock);
+		*socket_context = c;
+		return;
+	}
+	http_conn *c = *socket_context;
+	if (!c)
+		return;
+	pthread_mutex_lock(&hs->lock);
+	for (http_conn **p = &hs->conns; *p; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			break;
+		}
+	pthread_mutex_unlock(&hs->lock);
+	free(c);
+	*socket_context = NULL;
+}
+
+static http_conn *conn_of(struct MHD_Connection *conn)
+{
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* Moves r's connection to phase p (its deadline from now). */
+static void conn_phase_set(http_server *hs, struct MHD_Connection *conn, conn_phase p)
+{
+	http_conn *c = conn_of(conn);
+	if (!c)
+		return;
+	pthread_mutex_lock(&hs->lock);
+	c->phase = p;
+	c->deadline_us = now_us() + (p == CONN_READING || !c->authorized ? hs->request_us : hs->idle_us);
+	if (p == CONN_WAITING && !c->authorized)
+		c->deadline_us = now_us() + MIN(hs->request_us, hs->idle_us);
+	pthread_mutex_unlock(&hs->lock);
+}
+
+static void conn_authorized(http_server *hs, struct MHD_Connection *conn)
+{
+	http_conn *c = conn_of(conn);
+	if (!c)
+		return;
+	pthread_mutex_lock(&hs->lock);
+	c->authorized = true;
+	pthread_mutex_unlock(&hs->lock);
+}
+
+/* Cuts the connections past their deadline; returns how many. */
+static unsigned conn_reap(http_server *hs)
+{
+	unsigned n = 0;
+	int64_t now = now_us();
+	pthread_mutex_lock(&hs->lock);
+	for (http_conn *c = hs->conns; c; c = c->next)
+		if (!c->evicted && c->phase != CONN_BUSY && now >= c->deadline_us) {
+			conn_evict_locked(c);
+			n++;
+		}
+	pthread_mutex_unlock(&hs->lock);
+	return n;
 }
 
 /* ---- SSE ------------------------------------------------------------------------------ */
@@ -642,7 +829,9 @@ static enum MHD_Result on_headers(http_server *hs, http_req *r, const char *url,
 				   "127.0.0.1 and [::1])",
 				   origin));
 	const char *auth = header(r->conn, MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!authorized(hs, auth)) {
+	if (authorized(hs, auth))
+		conn_authorized(hs, r->conn);
+	else {
 		struct MHD_Response *resp = error_response(
 		    HTTP_ERR_TRANSPORT, "Unauthorized: send 'Authorization: Bearer <token>' with the token "
 					"from the server's --token-file");
@@ -885,6 +1074,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!r)
 			return MHD_NO;
 		*con_cls = r;
+		conn_phase_set(hs, conn, CONN_READING);
 		return on_headers(hs, r, url, method);
 	}
 	if (r->responded) { /* rejected at the headers: discard the body */
@@ -914,6 +1104,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		r->len += n;
 		return MHD_YES;
 	}
+	conn_phase_set(hs, conn, CONN_BUSY);
 	return on_body(hs, r);
 }
 
@@ -922,6 +1113,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	req_free(*con_cls);
 	*con_cls = NULL;
+	conn_phase_set(cls, conn, CONN_WAITING);
 }
 
 /* ---- setup ----------------------------------------------------------------------------- */
@@ -1060,8 +1252,28 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	if (mhd_load(err) < 0)
 		return -1;
 	if (tools_init() < 0)
-		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas are malformed");
-	http_server hs = {.ctx = ctx};
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "built-in tool schemas: %s", tools_init_error());
+	http_server hs = {
+	    .ctx = ctx,
+	    .max_conns = opts->max_connections ? opts->max_connections : HTTP_MAX_CONNECTIONS,
+	    .max_per_peer = opts->max_connections_per_peer ? opts->max_connections_per_peer
+							   : HTTP_MAX_CONNECTIONS_PER_PEER,
+	    .idle_us = (int64_t)(opts->idle_timeout_s ? opts->idle_timeout_s : HTTP_IDLE_TIMEOUT_S) * 1000000,
+	    .request_us =
+		(int64_t)(opts->request_timeout_s ? opts->request_timeout_s : HTTP_REQUEST_TIMEOUT_S) * 1000000,
+	};
+	/* A thread and a descriptor per connection: make room for them. */
+	struct rlimit rl;
+	rlim_t need = (rlim_t)hs.max_conns + HTTP_LIMIT_SLACK + 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need) {
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EMFILE,
+				       "--max-connections %u needs %llu open files, and this process may open only "
+				       "%llu (ulimit -n)",
+				       hs.max_conns, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+	}
 	if (opts->token_file && read_token(opts->token_file, &hs.token, &hs.token_len, err) < 0)
 		return -1;
 	int fd = -1, family = AF_INET;
@@ -1081,9 +1293,10 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	if (family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	struct MHD_Daemon *d = MHD_start_daemon(
-	    flags, 0, NULL, NULL, on_request, &hs, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, &hs, MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_MAX_CONNECTIONS,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_TIMEOUT_S, MHD_OPTION_END);
+	    flags, 0, on_accept, &hs, on_request, &hs, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
+	    on_completed, &hs, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &hs, MHD_OPTION_CONNECTION_LIMIT,
+	    hs.max_conns + HTTP_LIMIT_SLACK, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(hs.idle_us / 1000000),
+	    MHD_OPTION_END);
 	if (!d) {
 		safe_close(fd);
 		pthread_mutex_destroy(&hs.lock);
@@ -1100,8 +1313,13 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 
 	for (;;) {
 		struct pollfd p = {.fd = stop_pipe[0], .events = POLLIN};
-		if (poll(&p, 1, -1) > 0)
+		int n = poll(&p, 1, HTTP_REAP_INTERVAL_MS);
+		if (n > 0)
 			break;
+		if (n == 0) {
+			conn_reap(&hs);
+			continue;
+		}
 		if (errno != EINTR)
 			break;
 	}
@@ -1119,6 +1337,11 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 
 	for (size_t i = 0; i < ARRAY_SIZE(stop_signals); i++)
 		sigaction(stop_signals[i], &old[i], NULL);
+	while (hs.conns) { /* MHD_stop_daemon notified every close; nothing should be left */
+		http_conn *c = hs.conns;
+		hs.conns = c->next;
+		free(c);
+	}
 	while (hs.sessions) {
 		http_session *s = hs.sessions;
 		hs.sessions = s->next;

@@ -16,6 +16,15 @@ typedef struct mcp_http_opts {
 	 * and whether the address is loopback-only. May be NULL. */
 	void (*on_ready)(const char *url, bool loopback, void *userdata);
 	void *userdata;
+	/* Connection limits (0: the default; docs/server.md). Past a limit a new
+	 * connection evicts the oldest one only waiting for a request (the
+	 * never-authorized first), or is refused if every one is busy. */
+	unsigned max_connections;	   /* in total (default 256) */
+	unsigned max_connections_per_peer; /* from one IP address (default 64) */
+	unsigned idle_timeout_s;	   /* an authorized keep-alive connection may idle this long (60) */
+	unsigned request_timeout_s;	   /* to send a request's headers and body, from the connection's
+					      opening or its last response (30); a connection that has not
+					      been authorized yet gets the smaller of the two */
 } mcp_http_opts;
 
 /* Serves until SIGINT, SIGTERM or SIGHUP, then cancels the calls in flight

@@ -26,6 +26,33 @@ typedef struct stdio_out {
 	atomic_bool broken; /* the reader of stdout is gone */
 } stdio_out;
 
+/* Writes all of buf, however the pipe takes it: in pieces (a client that
+ * drains a long line slowly), with EAGAIN (stdout may be non-blocking: the
+ * descriptor is shared with whoever spawned us) waited out with poll. A
+ * vanished reader is EPIPE (SIGPIPE is ignored by the CLI). Returns 0 or
+ * -errno. */
+static int write_fully(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd p = {.fd = fd, .events = POLLOUT};
+			if (poll(&p, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			if (p.revents & (POLLERR | POLLNVAL))
+				return -EPIPE;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 static void stdio_send(void *userdata, const json_t *msg)
 {
 	stdio_out *o = userdata;
@@ -35,7 +62,7 @@ static void stdio_send(void *userdata, const json_t *msg)
 	size_t len = strlen(s);
 	s[len] = '\n'; /* replaces the NUL: write len + 1 bytes, then restore */
 	pthread_mutex_lock(&o->lock);
-	if (!atomic_load(&o->broken) && fd_write_all(o->fd, s, len + 1) < 0)
+	if (!atomic_load(&o->broken) && write_fully(o->fd, s, len + 1) < 0)
 		atomic_store(&o->broken, true);
 	pthread_mutex_unlock(&o->lock);
 	s[len] = 0;
@@ -62,6 +89,8 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 		mcp_server_free(s);
 		return err_errno(err, "pipe");
 	}
+	/* A client that goes away must cost us EPIPE, never our life. */
+	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = {.sa_handler = on_stop_signal}, old[ARRAY_SIZE(stop_signals)];
 	sigemptyset(&sa.sa_mask);
 	for (size_t i = 0; i < ARRAY_SIZE(stop_signals); i++)

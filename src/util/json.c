@@ -1,6 +1,7 @@
 #include "util/json.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "util/fd.h"
@@ -108,4 +109,63 @@ char *json_join_strings(const json_t *a, const char *prefix, char sep)
 	}
 	*p = 0;
 	return out;
+}
+
+/* Appends ".key" or "[i]" to path (malloc'd). */
+static char *nul_child(const char *path, const char *key, size_t idx)
+{
+	char *p = NULL;
+	int n = key ? asprintf(&p, "%s%s%s", path, *path ? "." : "", key) : asprintf(&p, "%s[%zu]", path, idx);
+	return n < 0 ? NULL : p;
+}
+
+static int nul_walk(const json_t *v, const char *path, const char *const *skip_top, char **ret_path)
+{
+	if (json_is_string(v)) {
+		if (strlen(json_string_value(v)) == json_string_length(v))
+			return 0;
+		return (*ret_path = strdup(*path ? path : "(value)")) ? 1 : -ENOMEM;
+	}
+	if (json_is_array(v)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(v, i, e)
+		{
+			_cleanup_free_ char *p = nul_child(path, NULL, i);
+			if (!p)
+				return -ENOMEM;
+			int r = nul_walk(e, p, NULL, ret_path);
+			if (r != 0)
+				return r;
+		}
+		return 0;
+	}
+	if (!json_is_object(v))
+		return 0;
+	const char *k;
+	size_t klen;
+	json_t *e;
+	json_object_keylen_foreach((json_t *)v, k, klen, e)
+	{
+		_cleanup_free_ char *p = nul_child(path, k, 0);
+		if (!p)
+			return -ENOMEM;
+		if (strlen(k) != klen)
+			return (*ret_path = TAKE_PTR(p)) ? 1 : -ENOMEM; /* a name cut short at its NUL */
+		bool skip = false;
+		for (const char *const *q = skip_top; q && *q && !skip; q++)
+			skip = strcmp(*q, k) == 0;
+		if (skip)
+			continue;
+		int r = nul_walk(e, p, NULL, ret_path);
+		if (r != 0)
+			return r;
+	}
+	return 0;
+}
+
+int json_find_nul(const json_t *v, const char *const *skip_top, char **ret_path)
+{
+	*ret_path = NULL;
+	return nul_walk(v, "", skip_top, ret_path);
 }

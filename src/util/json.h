@@ -21,3 +21,9 @@ bool json_bool(const json_t *obj, const char *key, bool dflt);
 /* prefix + the array's strings joined by sep; NULL if an element is not a
  * string (or ENOMEM). */
 char *json_join_strings(const json_t *a, const char *prefix, char sep);
+/* Finds the first string (or object key) in v holding a NUL byte (JSON
+ * \u0000, which a C string would cut short), skipping the values of v's
+ * top-level keys listed in skip_top (NULL-terminated, may be NULL). Returns
+ * 1 with *ret_path (malloc'd: "env.A", "argv[2]"), 0 if there is none, or
+ * -ENOMEM. */
+int json_find_nul(const json_t *v, const char *const *skip_top, char **ret_path);

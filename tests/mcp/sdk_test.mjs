@@ -300,21 +300,20 @@ const cases = {
 
 		e = await protocolError(call(client, 'no_such_tool', {}), -32602, 'unknown tool');
 		check(/unknown tool/i.test(e.message), 'unknown tool message', e.message);
-		e = await protocolError(
-			call(client, 'environment_execute', { environment_id: 'x', command: 'true', timeout_ms: 'soon' }),
-			-32602,
-			'timeout_ms as a string',
-		);
-		check(e.message.includes('timeout_ms'), 'message names the field', e.message);
-		e = await protocolError(call(client, 'environment_execute', { environment_id: 5, command: 'true' }), -32602, 'id as a number');
-		check(e.message.includes('environment_id'), 'message names environment_id', e.message);
-		e = await protocolError(call(client, 'environment_execute', { command: 'true' }), -32602, 'missing id');
-		check(e.message.includes('environment_id'), 'message names the missing field', e.message);
-		e = await protocolError(call(client, 'environment_execute', { environment_id: 'x' }), -32602, 'no command');
-		check(e.message.includes('command'), 'message asks for command or argv', e.message);
-		e = await protocolError(call(client, 'environment_create', { limits: { memory_bytes: '1g' } }), -32602, 'limits type');
-		check(e.message.includes('limits.memory_bytes'), 'message names the nested field', e.message);
-		e = await protocolError(call(client, 'environment_create', { bogus: 1 }), -32602, 'unknown argument');
+		// Arguments that do not fit the schema: a tool error the model can
+		// correct (MCP 2025-11-25), invalid_argument naming the field.
+		e = await toolError(client, 'environment_execute', { environment_id: 'x', command: 'true', timeout_ms: 'soon' });
+		check(e.code === 'invalid_argument' && e.message.includes('timeout_ms'), 'message names the field', e);
+		e = await toolError(client, 'environment_execute', { environment_id: 5, command: 'true' });
+		check(e.code === 'invalid_argument' && e.message.includes('environment_id'), 'message names environment_id', e);
+		e = await toolError(client, 'environment_execute', { command: 'true' });
+		check(e.code === 'invalid_argument' && e.message.includes('environment_id'), 'message names the missing field', e);
+		e = await toolError(client, 'environment_execute', { environment_id: 'x' });
+		check(e.code === 'invalid_argument' && e.message.includes('command'), 'message asks for command or argv', e);
+		e = await toolError(client, 'environment_create', { limits: { memory_bytes: '1g' } });
+		check(e.code === 'invalid_argument' && e.message.includes('limits.memory_bytes'), 'message names the nested field', e);
+		e = await toolError(client, 'environment_create', { bogus: 1 });
+		check(e.code === 'invalid_argument', 'unknown argument', e);
 		check(e.message.includes('bogus'), 'message names the unknown argument', e.message);
 		e = await toolError(client, 'environment_create', { snapshot: 'sha256:00' });
 		check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'unknown snapshot: not_found, with what to call', e);

@@ -1,0 +1,222 @@
+/* Stubs of the sbx_* calls the MCP tools make, shared by the fuzz targets
+ * that drive the MCP server (fuzz_jsonrpc.c, fuzz_http.c): no environment is
+ * ever created. The create stub aborts if an argument escaped the schema. */
+#pragma once
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sbx.h"
+#include "util/err.h"
+#include "util/json.h"
+
+static bool known(const char *ref)
+{
+	return ref && (streq(ref, "fuzzenv") || streq(ref, "0123456789ab"));
+}
+
+int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref ? ref : "");
+	*ret_id = strdup("0123456789ab");
+	return *ret_id ? 0 : -ENOMEM;
+}
+
+int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
+		   sbx_err **err)
+{
+	if (o->network && !streq(o->network, "none"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOTSUP, "network '%s' is not available", o->network);
+	for (const char *const *e = o->env; e && *e; e++)
+		if (!strchr(*e, '='))
+			abort(); /* the server built a malformed K=V */
+	for (size_t i = 0; i < o->n_volumes; i++)
+		if (!o->volumes[i].host || !o->volumes[i].path)
+			abort();
+	/* The schema's bounds held: nothing negative or absurd reaches the library. */
+	if ((o->memory_bytes && (o->memory_bytes < SBX_MEMORY_MIN || o->memory_bytes > SBX_MEMORY_MAX)) ||
+	    o->pids < 0 || o->pids > SBX_PIDS_MAX || !(o->cpus >= 0 && o->cpus <= SBX_CPUS_MAX) ||
+	    o->timeout_ms < 0 || o->timeout_ms > SBX_TIMEOUT_MAX_MS || o->ttl_ms < 0 ||
+	    o->ttl_ms > SBX_TTL_MAX_MS || o->output_bytes < 0 || o->output_bytes > SBX_OUTPUT_MAX ||
+	    o->disk_bytes < 0 || o->disk_bytes > SBX_DISK_MAX)
+		abort();
+	/* A policy is a profile name or a document, never silently dropped. */
+	if (o->policy && !streq(o->policy, "strict") && !streq(o->policy, "dev") && !streq(o->policy, "open") &&
+	    o->policy[0] != '{')
+		abort();
+	*ret_id = strdup("0123456789ab");
+	if (ret_warnings)
+		*ret_warnings = json_pack("[s]", "no landlock");
+	return 0;
+}
+
+/* main's tools.c asks for the base snapshot of a new environment. */
+int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:s,s:s}", "environment_id", "0123456789ab", "snapshot_id",
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000000");
+	return *ret ? 0 : -ENOMEM;
+}
+
+int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
+{
+	return known(ref) ? 0 : err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+}
+
+int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[{s:s}]}", "environments", "environment_id", "0123456789ab");
+	return 0;
+}
+
+int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err)
+{
+	if (!o->argv || !o->argv[0])
+		abort();
+	const char *arg = o->argv[1] && o->argv[2] ? o->argv[2] : o->argv[0]; /* sh -c CMD, or argv */
+	/* Echo the command back through on_output in two pieces, so that
+	 * progress sees split (possibly invalid) UTF-8. */
+	size_t n = strlen(arg);
+	if (o->on_output) {
+		o->on_output(o->userdata, SBX_STDOUT, arg, n / 2);
+		o->on_output(o->userdata, SBX_STDERR, arg + n / 2, n - n / 2);
+	}
+	*ret =
+	    (sbx_exec_result){.exit_code = (int)(n % 3), .stdout_buf = strdup(arg), .stderr_buf = strdup("")};
+	ret->stdout_len = n;
+	return 0;
+}
+
+void sbx_exec_result_free(sbx_exec_result *r)
+{
+	free(r->stdout_buf);
+	free(r->stderr_buf);
+}
+
+json_t *sbx_exec_result_json(const sbx_exec_result *r)
+{
+	json_t *out = json_stringn(r->stdout_buf, r->stdout_len);
+	return json_pack("{s:i,s:o,s:s}", "exit_code", r->exit_code, "stdout", out ? out : json_string(""),
+			 "stderr", r->stderr_buf);
+}
+
+int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes, char **ret_data,
+		      size_t *ret_len, int64_t *ret_size, bool *ret_truncated, sbx_err **err)
+{
+	/* The path itself is the content: lets the fuzzer reach the UTF-8
+	 * and truncation handling. */
+	size_t n = strlen(path);
+	size_t take = max_bytes > 0 && (size_t)max_bytes < n ? (size_t)max_bytes : n;
+	*ret_data = strndup(path, take);
+	*ret_len = take;
+	*ret_size = (int64_t)n;
+	*ret_truncated = take < n;
+	return 0;
+}
+
+int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const void *data, size_t len,
+		       int mode, sbx_err **err)
+{
+	return 0;
+}
+
+int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[]}", "entries");
+	return 0;
+}
+
+int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:i,s:i,s:i,s:f}", "snapshot_id", "sha256:00", "size_bytes", 0, "new_bytes", 0, "files",
+			 0, "snapshot_ms", 0.0);
+	return 0;
+}
+
+int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", ref, "snapshot_id", snapshot, "restore_ms", 0.0);
+	return 0;
+}
+
+int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[]}", "snapshots");
+	return 0;
+}
+
+int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
+{
+	*ret_digest = strdup(ref);
+	return 0;
+}
+
+int sbx_trace_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[{s:s,s:[s],s:s}]}", "traces", "trace_id",
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000001", "argv", "true",
+			 "snapshot_id", "sha256:0000000000000000000000000000000000000000000000000000000000000002");
+	return 0;
+}
+
+int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out, sbx_err **err)
+{
+	fputs("  0.000001 [2] getpid() = 2\n", out);
+	return 0;
+}
+
+int sbx_trace_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s}", "trace_id", ref);
+	return 0;
+}
+
+int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!strstr(ref, "sha256:"))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such trace: '%s'", ref);
+	*ret = json_pack("{s:s,s:s,s:f}", "trace_id", ref, "verdict", "match", "replay_ms", 1.0);
+	return 0;
+}
+
+int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, json_t **ret, sbx_err **err)
+{
+	if (phase && !streq(phase, "agent") && !streq(phase, "setup"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown phase '%s'", phase);
+	*ret = json_pack("{s:s,s:s}", "environment_id", ref, "phase", phase ? phase : "setup");
+	return 0;
+}
+
+/* src/api/secrets.c: a policy from a client names no host file. */
+int secrets_mcp_check(const json_t *doc, const char *what, sbx_err **err);
+int secrets_mcp_check(const json_t *doc, const char *what, sbx_err **err)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)json_object_get(doc, "secrets"), k, v) if (json_object_get(v, "file"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s.secrets.%s: no host files over MCP", what, k);
+	return 0;
+}
+
+int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[s],s:[],s:[]}", "added", "/root/x", "modified", "deleted");
+	return 0;
+}
+
+int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:i}", "snapshot_id", ref, "schema", 1);
+	return 0;
+}
+
+const char *sbx_version(void)
+{
+	return "fuzz";
+}
+

@@ -1,0 +1,341 @@
+# The MCP servers under hostile load and hostile input (issue 13): idle
+# connections that try to lock `sbx serve` out, slow clients, a command's
+# output far larger than a message, wrong-typed arguments, NUL in strings.
+
+MCP_DIR="$SBX_SRC/tests/mcp"
+
+need_node() { command -v node > /dev/null || skip "node is not installed (needed to drive and parse MCP)"; }
+need_sdk() {
+	need_node
+	[ -f "$MCP_DIR/node_modules/@modelcontextprotocol/sdk/package.json" ] && return 0
+	command -v npm > /dev/null || skip "npm is not installed (needed to install @modelcontextprotocol/sdk)"
+	(cd "$MCP_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error > /dev/null 2>&1) ||
+		skip "npm ci in tests/mcp failed (no access to the npm registry?)"
+}
+
+# A 50 MB output through the official SDK client over stdio: the server
+# caps it, flags it and keeps serving (it used to exit: "Connection closed").
+t_mcp_sdk_big_output_survives() {
+	need_sdk
+	SBX_BIN="$SBX_BIN" timeout 300 node "$MCP_DIR/sdk_hardening.mjs" big_output
+}
+
+# ---- sbx serve under connection floods ---------------------------------------------
+http_start() {
+	timeout 300 "$SBX_BIN" serve --listen 127.0.0.1:0 "$@" 2> "$TMPDIR_TEST/serve.err" &
+	HTTP_PID=$!
+	trap http_stop EXIT
+	HTTP_URL=""
+	for _ in $(seq 100); do
+		HTTP_URL=$(sed -n 's/^sbx: serving MCP on \(http[^ ]*\).*/\1/p' "$TMPDIR_TEST/serve.err")
+		[ -n "$HTTP_URL" ] && return 0
+		kill -0 "$HTTP_PID" 2> /dev/null || fail "sbx serve exited: $(cat "$TMPDIR_TEST/serve.err")"
+		sleep 0.1
+	done
+	fail "sbx serve did not start: $(cat "$TMPDIR_TEST/serve.err")"
+}
+http_stop() {
+	[ -n "${HTTP_PID:-}" ] || return 0
+	kill -TERM "$HTTP_PID" 2> /dev/null || true
+	wait "$HTTP_PID" 2> /dev/null || true
+	HTTP_PID=""
+}
+need_python() { command -v python3 > /dev/null || skip "python3 is not installed (needed to open raw connections)"; }
+
+# flood.py URL TOKEN MODE N: opens N connections that MODE (idle: send
+# nothing; slow: send a header byte a second; body: headers, then a body
+# that never ends), keeps them open, and meanwhile POSTs an authenticated
+# ping; prints "ok <ms>" when it answers 200 within 5 s, else "FAIL ...".
+# With MODE=closed it reports how many of the N connections the server
+# closed within the wait given as N's suffix (N:SECONDS).
+flood() {
+	python3 - "$@" <<'PY'
+import json, socket, sys, time, urllib.parse
+url, token, mode, spec = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+n, wait = (int(spec.split(':')[0]), float(spec.split(':')[1])) if ':' in spec else (int(spec), 0)
+u = urllib.parse.urlparse(url)
+socks = []
+for i in range(n):
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    if mode in ('slow', 'body'):
+        s.sendall(b'POST /mcp HTTP/1.1\r\n' if mode == 'slow' else
+                  b'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
+                  b'Content-Length: 100000\r\n\r\n{')
+    socks.append(s)
+time.sleep(0.5)
+def ping():
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).encode()
+    req = (f'POST {u.path} HTTP/1.1\r\nHost: {u.hostname}\r\nContent-Type: application/json\r\n'
+           f'Accept: application/json, text/event-stream\r\nAuthorization: Bearer {token}\r\n'
+           f'Content-Length: {len(body)}\r\nConnection: close\r\n\r\n').encode() + body
+    t0 = time.time()
+    s = socket.create_connection((u.hostname, u.port), timeout=5)
+    s.settimeout(5)
+    s.sendall(req)
+    data = b''
+    while True:
+        c = s.recv(65536)
+        if not c: break
+        data += c
+    s.close()
+    return data, int((time.time() - t0) * 1000)
+if mode == 'closed':
+    pass
+else:
+    try:
+        data, ms = ping()
+        line = data.split(b'\r\n', 1)[0].decode(errors='replace')
+        print(f'ok {ms}' if ' 200 ' in line + ' ' and b'"result"' in data else f'FAIL answer: {data[:200]!r}')
+    except Exception as e:
+        print(f'FAIL {type(e).__name__}: {e}')
+if wait:
+    t_end = time.time() + wait
+    closed = set()
+    while time.time() < t_end and len(closed) < n:
+        for i, s in enumerate(socks):
+            if i in closed: continue
+            try:
+                s.setblocking(False)
+                if mode == 'slow':
+                    try: s.send(b'X')
+                    except BlockingIOError: pass
+                c = s.recv(4096)
+                if c == b'' or (mode != 'closed' and c): closed.add(i)
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed.add(i)
+        time.sleep(0.5)
+    print(f'closed {len(closed)}')
+PY
+}
+
+token_file() {
+	echo "sekrit-$$" > "$TMPDIR_TEST/token"
+	chmod 600 "$TMPDIR_TEST/token"
+}
+
+# 200 idle connections (more than the old total of 128) must not lock out
+# an authenticated client: it used to be reset for as long as they stayed.
+t_http_idle_flood_does_not_lock_out() {
+	need_python
+	token_file
+	http_start --token-file "$TMPDIR_TEST/token"
+	out=$(flood "$HTTP_URL" "sekrit-$$" idle 200)
+	assert_contains "$out" "ok "
+	kill -0 "$HTTP_PID" || fail "sbx serve died"
+}
+
+# Slowloris: headers a byte a second, and a body that never completes,
+# are cut off after --request-timeout, while the ping still answers.
+t_http_slow_clients_timed_out() {
+	need_python
+	token_file
+	http_start --token-file "$TMPDIR_TEST/token" --request-timeout 2
+	out=$(flood "$HTTP_URL" "sekrit-$$" slow 20:8)
+	assert_contains "$out" "ok "
+	assert_contains "$out" "closed 20"
+	out=$(flood "$HTTP_URL" "sekrit-$$" body 20:8)
+	assert_contains "$out" "ok "
+	assert_contains "$out" "closed 20"
+}
+
+# A connection that never sends anything is closed after --idle-timeout.
+t_http_idle_timeout() {
+	need_python
+	http_start --idle-timeout 2
+	out=$(flood "$HTTP_URL" x closed 10:8)
+	assert_contains "$out" "closed 10"
+}
+
+# The limits are flags; bad values are usage errors.
+t_http_limit_flags() {
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-connections 0
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-connections-per-peer abc
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --idle-timeout -5
+	sbx serve --help 2>&1 | grep -q -- --max-connections-per-peer || fail "serve --help does not list --max-connections-per-peer"
+}
+
+# ---- wrong-typed and out-of-bounds arguments ------------------------------------------
+INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+
+# mcp_lines < LINES: one `sbx mcp` over the lines; output in $TMPDIR_TEST/mcp.out.
+mcp_lines() {
+	sbx mcp > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" || fail "sbx mcp exited $?: $(cat "$TMPDIR_TEST/mcp.err")"
+}
+# reply ID: the response with that id, as one line of JSON.
+reply() {
+	python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    m = json.loads(l)
+    if m.get("id") == int(sys.argv[2]): print(json.dumps(m)); break' "$TMPDIR_TEST/mcp.out" "$1"
+}
+# expect_invalid ID FIELD: response ID is -32602 (a JSON-RPC method) and
+# names FIELD.
+expect_invalid() {
+	local r
+	r=$(reply "$1")
+	assert_contains "$r" '"code": -32602'
+	assert_contains "$r" "$2"
+}
+# expect_tool_invalid ID FIELD: response ID (tools/call) is an isError result
+# with code invalid_argument naming FIELD.
+expect_tool_invalid() {
+	local r
+	r=$(reply "$1")
+	assert_contains "$r" '"isError": true'
+	assert_contains "$r" '"code": "invalid_argument"'
+	assert_contains "$r" "$2"
+}
+
+# Every argument that does not match its schema is refused naming the field
+# (tools/call: isError invalid_argument; the dotted method: -32602); none creates an
+# environment (policy 123 used to create one with no policy at all, and
+# limits.pids -1 or 1e9 to reach the cgroup).
+t_mcp_wrong_types_refused() {
+	need_python
+	local before bad i=10 ids=()
+	before=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	bad=(
+		'{"policy":123}|policy'
+		'{"policy":["strict"]}|policy'
+		'{"policy":"lax"}|policy'
+		'{"network":5}|network'
+		'{"network":[]}|network'
+		'{"network":{"allow":"example.com"}}|network'
+		'{"limits":{"memory_bytes":-1}}|limits.memory_bytes'
+		'{"limits":{"memory_bytes":1}}|limits.memory_bytes'
+		'{"limits":{"pids":-1}}|limits.pids'
+		'{"limits":{"pids":1000000000}}|limits.pids'
+		'{"limits":{"pids":1e9}}|limits.pids'
+		'{"limits":{"pids":2.5}}|limits.pids'
+		'{"limits":{"cpus":5000}}|limits.cpus'
+		'{"limits":{"timeout_ms":-5}}|limits.timeout_ms'
+		'{"limits":{"output_bytes":-1}}|limits.output_bytes'
+		'{"limits":{"disk_bytes":-1}}|limits.disk_bytes'
+		'{"volumes":[{"host":"/tmp","path":5}]}|volumes[0].path'
+		'{"env":{"A":5}}|env.A'
+	)
+	{
+		echo "$INIT"
+		echo "$INITED"
+		for b in "${bad[@]}"; do
+			args=${b%|*}
+			echo "{\"jsonrpc\":\"2.0\",\"id\":$i,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_create\",\"arguments\":$args}}"
+			echo "{\"jsonrpc\":\"2.0\",\"id\":$((i + 1)),\"method\":\"environment.create\",\"params\":$args}"
+			i=$((i + 2))
+		done
+		echo '{"jsonrpc":"2.0","id":500,"method":"tools/call","params":{"name":"environment_snapshot","arguments":{"environment_id":"x","label":"no spaces allowed"}}}'
+	} | mcp_lines
+	i=10
+	for b in "${bad[@]}"; do
+		expect_tool_invalid $i "${b#*|}" || return 1
+		expect_invalid $((i + 1)) "${b#*|}" || return 1
+		i=$((i + 2))
+	done
+	expect_tool_invalid 500 label
+	after=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	assert_eq "$after" "$before" "no environment was created"
+}
+
+# The library refuses absurd limits, whoever calls it: the CLI too.
+t_cli_limits_refused() {
+	expect_status 125 sbx create --pids -1
+	expect_status 125 sbx create --memory -1
+	expect_status 125 sbx create --pids 1000000000
+	expect_status 125 sbx create --memory 100000t
+	assert_contains "$ERR" "memory"
+	expect_status 125 sbx create --cpus 5000
+}
+
+# ---- NUL (\u0000) in strings --------------------------------------------------------------
+# Valid JSON with NUL in a string is not a parse error (it was -32700): file
+# content and stdin keep the bytes exactly; a field a C string
+# must carry (argv, command, env, path, id, method) is refused by name.
+# (NUL in an object key stays a parse error: jansson cannot hold one.)
+t_mcp_nul_in_strings() {
+	need_python
+	local id
+	id=$(sbx create)
+	local p="{\"jsonrpc\":\"2.0\",\"method\":\"tools/call\",\"params\":{\"name\""
+	{
+		echo "$INIT"
+		echo "$INITED"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_write_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/tmp/nul\",\"content\":\"a\\u0000b\\u0000\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"argv\":[\"echo\",\"a\\u0000b\"]}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"true\\u0000rm -rf /\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"environment.execute\",\"params\":{\"environment_id\":\"$id\",\"command\":\"true\",\"env\":{\"A\":\"x\\u0000y\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_read_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/etc/passwd\\u0000x\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_destroy\",\"arguments\":{\"environment_id\":\"$id\\u0000\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/list\\u0000x\"}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_list\\u0000x\",\"arguments\":{}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"wc -c; printf 'x\\\\000y'\",\"stdin\":\"a\\u0000b\"}}}"
+		sleep 3
+		echo "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_read_file\",\"arguments\":{\"environment_id\":\"$id\",\"path\":\"/tmp/nul\",\"encoding\":\"base64\"}}}"
+		sleep 3
+	} | mcp_lines
+	r=$(reply 1)
+	assert_contains "$r" '"bytes_written": 4'
+	r=$(reply 2)
+	assert_contains "$r" '"content": "YQBiAA=="'
+	expect_tool_invalid 3 'argv[1]'
+	expect_tool_invalid 4 "'command'"
+	expect_invalid 5 'env.A'
+	expect_tool_invalid 6 "'path'"
+	expect_tool_invalid 7 environment_id
+	r=$(reply 8)
+	assert_contains "$r" '"code": -32600'
+	expect_invalid 9 name
+	r=$(reply 10)
+	# stdin kept its 3 bytes; output is text: a NUL byte there comes back as
+	# U+FFFD (src/api/exec.c; binary output: write a file, read it as base64).
+	assert_contains "$r" '"stdout": "3\nx\ufffdy"'
+	sbx rm "$id" > /dev/null
+}
+
+# One peer (127.0.0.2) holds at most --max-connections-per-peer connections:
+# its 40th evicts its own oldest, never another peer's; a client on
+# 127.0.0.1 is served throughout, also when the total limit is reached.
+t_http_per_peer_cap() {
+	need_python
+	http_start --max-connections-per-peer 8 --max-connections 12
+	out=$(python3 - "$HTTP_URL" <<'PY'
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def conn(src):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((u.hostname, u.port))
+    return s
+mine = [conn('127.0.0.1') for _ in range(4)]
+flood = [conn('127.0.0.2') for _ in range(40)]
+time.sleep(1)
+def alive(socks):
+    n = 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            n += s.recv(1) != b''
+        except BlockingIOError:
+            n += 1
+        except OSError:
+            pass
+    return n
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).encode()
+s = conn('127.0.0.1')
+s.settimeout(5)
+s.sendall(b'POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n'
+          b'Content-Length: %d\r\n\r\n' % len(body) + body)
+data = b''
+while True:
+    c = s.recv(65536)
+    if not c: break
+    data += c
+print('flood-alive', alive(flood), 'mine-alive', alive(mine), 'answer', data.split(b'\r\n')[0].decode())
+PY
+)
+	echo "$out"
+	assert_contains "$out" "flood-alive 8 "
+	assert_contains "$out" "answer HTTP/1.1 200"
+}
