@@ -23,6 +23,7 @@
 #include "runtime/quota.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
+#include "runtime/user.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -408,6 +409,12 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	log_debug("child: attached");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
+	/* 8c. The default user must exist in the environment's own /etc/passwd
+	 *     (our root since step 6): a create that names an unknown user fails
+	 *     here, not at its first exec. Init resolves it again at each exec. */
+	user_ident uid_check;
+	if (c->user && user_resolve(c->user, c->id_count, c->rootless, &uid_check, &e) < 0)
+		fail(sock, e);
 
 	/* 9. Capabilities: keep only the documented safe set. After this,
 	 *    nothing below may need CAP_SYS_ADMIN. */
