@@ -289,3 +289,20 @@ t_user_rootless() {
 	assert_contains "$out" "not in the safe set"
 	assert_contains "$out" "add-rc=125"
 }
+
+# A traced command run as a user replays as that user, with the
+# environment's capabilities: the manifest records both.
+t_user_trace_replays_as_the_user() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	ID=$(sbx create --user 1000 --cap-drop ALL --cap-add KILL)
+	t=$(sbx exec --json --trace "$ID" -- sh -c 'id -u; grep CapEff /proc/self/status' |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["trace_id"])')
+	out=$(sbx exec --json --trace --user 0 "$ID" -- grep CapEff /proc/self/status)
+	t0=$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["trace_id"])')
+	assert_contains "$out" "0000000000000020"
+	sbx rm "$ID" > /dev/null
+	out=$(sbx replay "$t" 2>&1) || fail "replay of a user's command: $out"
+	assert_contains "$out" "MATCH"
+	out=$(sbx replay "$t0" 2>&1) || fail "replay of root's command with the kept capabilities: $out"
+	assert_contains "$out" "MATCH"
+}
