@@ -415,6 +415,17 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	user_ident uid_check;
 	if (c->user && user_resolve(c->user, c->id_count, c->rootless, &uid_check, &e) < 0)
 		fail(sock, e);
+	/*     File secrets (0400 in a 0700 tmpfs) belong to that user, who
+	 *     could not read them as root's; other users still cannot. */
+	if (c->user && uid_check.uid != 0 && c->secrets_dirfd >= 0) {
+		if (fchown(c->secrets_dirfd, uid_check.uid, uid_check.gid) < 0)
+			err_errno(&e, "secrets: give /run/secrets to the user"), fail(sock, e);
+		for (size_t i = 0; i < c->n_secret_files; i++)
+			if (fchownat(c->secrets_dirfd, c->secret_files[i].name, uid_check.uid, uid_check.gid,
+				     AT_SYMLINK_NOFOLLOW) < 0)
+				err_errno(&e, "secrets: give /run/secrets/%s to the user", c->secret_files[i].name),
+					fail(sock, e);
+	}
 
 	/* 9. Capabilities: keep only the documented safe set. After this,
 	 *    nothing below may need CAP_SYS_ADMIN. */

@@ -306,3 +306,14 @@ t_user_trace_replays_as_the_user() {
 	out=$(sbx replay "$t0" 2>&1) || fail "replay of root's command with the kept capabilities: $out"
 	assert_contains "$out" "MATCH"
 }
+
+# File secrets belong to the environment's user (a user's command could not
+# read a root-only /run/secrets); other users still cannot read them.
+t_user_reads_its_file_secrets() {
+	echo "s3cret-$$" > "$TMPDIR_TEST/tok"
+	ID=$(sbx create --user 1000 --secret "TOK=$TMPDIR_TEST/tok")
+	assert_eq "$(sbx exec "$ID" -- cat /run/secrets/TOK)" "s3cret-$$"
+	expect_status 1 sbx exec --user 2000 "$ID" -- cat /run/secrets/TOK
+	assert_contains "$ERR" "Permission denied"
+	sbx rm "$ID" > /dev/null
+}
