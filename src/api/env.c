@@ -864,6 +864,22 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	return r;
 }
 
+/* A fork (or an image template) runs as its snapshot's user (the manifest's
+ * "user": the environment's, or the image config's User) unless the create
+ * names one; "root" or a form sbx cannot use leaves root. */
+static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *snap)
+{
+	if (co->version < 4) {
+		co->user = NULL;
+		co->cap_drop = co->cap_add = NULL;
+		co->user_no_root = false;
+		co->version = SBX_CREATE_OPTS_VERSION;
+	}
+	user_spec us;
+	if (!co->user && snap->user && user_spec_parse(snap->user, &us, NULL) == 0 && !user_spec_is_root(&us))
+		co->user = snap->user;
+}
+
 static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *plugins, char **ret_id,
 			   json_t **ret_warnings, sbx_err **err)
 {
@@ -892,6 +908,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 		for (size_t i = 0; i < no; i++)
 			tenv[ne + i] = o->env[i];
 		co.env = tenv;
+		snapshot_default_user(&co, tsnap);
 		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, plugins, ret_id, ret_warnings, err);
 	}
 	if (!o || !o->snapshot)
@@ -908,6 +925,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 			       "snapshot %s was taken from template '%s', not '%s'", digest, snap->base_template,
 			       o->template_spec);
 	co.template_spec = snap->base_template;
+	snapshot_default_user(&co, snap);
 	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
 }
 

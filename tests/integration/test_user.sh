@@ -317,3 +317,20 @@ t_user_reads_its_file_secrets() {
 	assert_contains "$ERR" "Permission denied"
 	sbx rm "$ID" > /dev/null
 }
+
+# A snapshot records the environment's user (its manifest's "user"); a fork
+# runs as that user unless told otherwise.
+t_user_fork_keeps_the_snapshot_user() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	ID=$(sbx create --user 1000)
+	S=$(sbx snapshot "$ID")
+	sbx rm "$ID" > /dev/null
+	assert_eq "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["user"])' \
+		"$SBX_ROOT/snapshots/sha256/${S#sha256:}.json")" "1000" "the manifest's user"
+	F=$(sbx fork "$S")
+	assert_eq "$(sbx exec "$F" -- id -u)" "1000" "fork's default user"
+	sbx rm "$F" > /dev/null
+	F=$(sbx fork "$S" --user 0)
+	assert_eq "$(sbx exec "$F" -- id -u)" "0" "an explicit --user wins"
+	sbx rm "$F" > /dev/null
+}
