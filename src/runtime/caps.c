@@ -29,15 +29,47 @@ const uint64_t caps_safe_set = CAP_BIT(CAP_CHOWN) | CAP_BIT(CAP_DAC_OVERRIDE) | 
 /* capability(7), by number; names outside the safe set are known so that
  * refusing one can say why ("not in the safe set") instead of "unknown". */
 static const char *const cap_names[] = {
-	"CHOWN",	      "DAC_OVERRIDE",	 "DAC_READ_SEARCH", "FOWNER",	     "FSETID",
-	"KILL",		      "SETGID",		 "SETUID",	    "SETPCAP",	     "LINUX_IMMUTABLE",
-	"NET_BIND_SERVICE",   "NET_BROADCAST",	 "NET_ADMIN",	    "NET_RAW",	     "IPC_LOCK",
-	"IPC_OWNER",	      "SYS_MODULE",	 "SYS_RAWIO",	    "SYS_CHROOT",    "SYS_PTRACE",
-	"SYS_PACCT",	      "SYS_ADMIN",	 "SYS_BOOT",	    "SYS_NICE",	     "SYS_RESOURCE",
-	"SYS_TIME",	      "SYS_TTY_CONFIG",	 "MKNOD",	    "LEASE",	     "AUDIT_WRITE",
-	"AUDIT_CONTROL",      "SETFCAP",	 "MAC_OVERRIDE",    "MAC_ADMIN",     "SYSLOG",
-	"WAKE_ALARM",	      "BLOCK_SUSPEND",	 "AUDIT_READ",	    "PERFMON",	     "BPF",
-	"CHECKPOINT_RESTORE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "DAC_READ_SEARCH",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "SETGID",
+    "SETUID",
+    "SETPCAP",
+    "LINUX_IMMUTABLE",
+    "NET_BIND_SERVICE",
+    "NET_BROADCAST",
+    "NET_ADMIN",
+    "NET_RAW",
+    "IPC_LOCK",
+    "IPC_OWNER",
+    "SYS_MODULE",
+    "SYS_RAWIO",
+    "SYS_CHROOT",
+    "SYS_PTRACE",
+    "SYS_PACCT",
+    "SYS_ADMIN",
+    "SYS_BOOT",
+    "SYS_NICE",
+    "SYS_RESOURCE",
+    "SYS_TIME",
+    "SYS_TTY_CONFIG",
+    "MKNOD",
+    "LEASE",
+    "AUDIT_WRITE",
+    "AUDIT_CONTROL",
+    "SETFCAP",
+    "MAC_OVERRIDE",
+    "MAC_ADMIN",
+    "SYSLOG",
+    "WAKE_ALARM",
+    "BLOCK_SUSPEND",
+    "AUDIT_READ",
+    "PERFMON",
+    "BPF",
+    "CHECKPOINT_RESTORE",
 };
 
 int caps_number(const char *name)
@@ -52,7 +84,10 @@ int caps_number(const char *name)
 	return -1;
 }
 
-const char *caps_name(int cap) { return cap >= 0 && (size_t)cap < ARRAY_SIZE(cap_names) ? cap_names[cap] : NULL; }
+const char *caps_name(int cap)
+{
+	return cap >= 0 && (size_t)cap < ARRAY_SIZE(cap_names) ? cap_names[cap] : NULL;
+}
 
 int caps_parse_list(const char *const *names, bool allow_all, const char *field, uint64_t *ret, sbx_err **err)
 {
@@ -64,13 +99,17 @@ int caps_parse_list(const char *const *names, bool allow_all, const char *field,
 		}
 		int c = caps_number(*n);
 		if (c < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "%s '%.64s': unknown capability (names as in capabilities(7), e.g. CHOWN or "
-				       "CAP_CHOWN%s)", field, *n, allow_all ? ", or ALL" : "");
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "%s '%.64s': unknown capability (names as in capabilities(7), e.g. CHOWN or "
+			    "CAP_CHOWN%s)",
+			    field, *n, allow_all ? ", or ALL" : "");
 		if (!(caps_safe_set & CAP_BIT(c)))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "%s %s: not in the safe set (" CAPS_SAFE_NAMES "); an environment never holds "
-				       "other capabilities, even inside its user namespace", field, cap_names[c]);
+				       "%s %s: not in the safe set (" CAPS_SAFE_NAMES
+				       "); an environment never holds "
+				       "other capabilities, even inside its user namespace",
+				       field, cap_names[c]);
 		set |= CAP_BIT(c);
 	}
 	*ret = set;
@@ -192,8 +231,8 @@ int caps_drop(sbx_err **err)
 	return 0;
 }
 
-int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, bool no_setgroups, uint64_t keep,
-			const char **ret_step)
+int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, bool no_setgroups,
+			uint64_t keep, const char **ret_step)
 {
 	keep = uid == 0 ? keep & caps_safe_set : 0;
 	/* 1. Bounding set first: dropping needs CAP_SETPCAP, which the uid

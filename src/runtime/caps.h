@@ -16,8 +16,9 @@
  * apt-get and pip as root need: chown, setuid/setgid to drop to _apt, ...),
  * and the ceiling of every --cap-add and policy "capabilities". */
 extern const uint64_t caps_safe_set;
-#define CAPS_SAFE_NAMES                                                                                     \
-	"CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, SETFCAP"
+#define CAPS_SAFE_NAMES                                                                                      \
+	"CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT, " \
+	"SETFCAP"
 
 /* ---- pure ------------------------------------------------------------------ */
 
@@ -31,7 +32,8 @@ const char *caps_name(int cap);
  * known and in the safe set, "ALL" (alone or with others) meaning the whole
  * safe set when allow_all. `field` names the option in errors:
  * "--cap-add SYS_ADMIN: not in the safe set (CHOWN, ...)". */
-int caps_parse_list(const char *const *names, bool allow_all, const char *field, uint64_t *ret, sbx_err **err);
+int caps_parse_list(const char *const *names, bool allow_all, const char *field, uint64_t *ret,
+		    sbx_err **err);
 /* The set commands run as root keep: `ceiling` (the safe set, or a policy's
  * "capabilities"), minus every --cap-drop (ALL: everything), plus every
  * --cap-add, which must lie within the safe set and within the ceiling (a
@@ -63,5 +65,5 @@ int caps_drop(sbx_err **err);
  * set at exec); any other user holds nothing, and no_new_privs (set on init,
  * inherited) keeps setuid and file-capability binaries from raising that.
  * Returns -errno, with the step in *ret_step ("setgroups", "setgid", ...). */
-int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, bool no_setgroups, uint64_t keep,
-			const char **ret_step);
+int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, bool no_setgroups,
+			uint64_t keep, const char **ret_step);

@@ -56,30 +56,36 @@ int user_spec_parse(const char *s, user_spec *ret, sbx_err **err)
 {
 	user_spec u = {0};
 	if (!s || !*s)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "user: must not be empty (UID[:GID] or a user name)");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "user: must not be empty (UID[:GID] or a user name)");
 	size_t len = strlen(s);
 	if (len > USER_SPEC_MAX)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "user: longer than %d bytes", USER_SPEC_MAX);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "user: longer than %d bytes",
+			       USER_SPEC_MAX);
 	const char *colon = strchr(s, ':');
 	size_t ulen = colon ? (size_t)(colon - s) : len;
 	uint32_t id;
 	if (all_digits(s, ulen)) {
 		if (!id_parse(s, ulen, &id))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE, "user '%.64s': uid out of range", s);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE, "user '%.64s': uid out of range",
+				       s);
 		u.uid_numeric = true;
 		u.uid = id;
 	} else if (name_ok(s, ulen)) {
 		memcpy(u.name, s, ulen);
 	} else
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "user '%.64s': expected UID[:GID] or a user name (1-32 letters, digits, '_', '.', '-')", s);
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "user '%.64s': expected UID[:GID] or a user name (1-32 letters, digits, '_', '.', '-')",
+		    s);
 	if (colon) {
 		const char *g = colon + 1;
 		size_t glen = strlen(g);
 		u.has_group = true;
 		if (all_digits(g, glen)) {
 			if (!id_parse(g, glen, &id))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE, "user '%.64s': gid out of range", s);
+				return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
+					       "user '%.64s': gid out of range", s);
 			u.gid_numeric = true;
 			u.gid = id;
 		} else if (name_ok(g, glen))
@@ -92,7 +98,10 @@ int user_spec_parse(const char *s, user_spec *ret, sbx_err **err)
 	return 0;
 }
 
-bool user_spec_is_root(const user_spec *s) { return s->uid_numeric ? s->uid == 0 : streq(s->name, "root"); }
+bool user_spec_is_root(const user_spec *s)
+{
+	return s->uid_numeric ? s->uid == 0 : streq(s->name, "root");
+}
 
 /* Splits one line of passwd/group into at most `max` ':'-separated fields
  * (pointers into `line`, which is modified). Returns the number found. */
@@ -139,7 +148,8 @@ static bool pw_match(char **f, size_t n, void *ud)
 {
 	pw_query *q = ud;
 	uint32_t uid, gid;
-	if (!id_parse(f[2], strlen(f[2]), &uid) || !id_parse(f[3], strlen(f[3]), &gid) || !name_ok(f[0], strlen(f[0])))
+	if (!id_parse(f[2], strlen(f[2]), &uid) || !id_parse(f[3], strlen(f[3]), &gid) ||
+	    !name_ok(f[0], strlen(f[0])))
 		return false;
 	if (q->s->uid_numeric ? uid != q->s->uid : !streq(f[0], q->s->name))
 		return false;
@@ -185,7 +195,8 @@ static bool gr_match(char **f, size_t n, void *ud)
 	return false;
 }
 
-int user_resolve_text(const user_spec *s, const char *passwd, const char *group, user_ident *ret, sbx_err **err)
+int user_resolve_text(const user_spec *s, const char *passwd, const char *group, user_ident *ret,
+		      sbx_err **err)
 {
 	user_ident id = {0};
 	pw_query pq = {s, &id};
@@ -201,13 +212,13 @@ int user_resolve_text(const user_spec *s, const char *passwd, const char *group,
 			id.gid = s->gid;
 		else {
 			gr_query gq = {.name = s->group};
-			if (!each_line(group, 4, gr_match, &gq))
-			{
+			if (!each_line(group, 4, gr_match, &gq)) {
 				char u[16];
 				snprintf(u, sizeof(u), "%u", (unsigned)s->uid);
-				return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-					       "user '%s:%s': no such group '%s' in the environment's /etc/group",
-					       s->uid_numeric ? u : s->name, s->group, s->group);
+				return err_set(
+				    err, SBX_E_NOT_FOUND, ENOENT,
+				    "user '%s:%s': no such group '%s' in the environment's /etc/group",
+				    s->uid_numeric ? u : s->name, s->group, s->group);
 			}
 			id.gid = gq.gid;
 		}
@@ -240,7 +251,8 @@ static int read_etc(const char *name, char **ret, sbx_err **err)
 	if (fd < 0 || fstat(fd, &st) < 0)
 		return err_errno(err, "read the environment's /etc/%s", name);
 	if (!S_ISREG(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the environment's /etc/%s is not a regular file", name);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "the environment's /etc/%s is not a regular file", name);
 	if (fd_set_nonblock(fd, 0) < 0)
 		return err_errno(err, "read the environment's /etc/%s", name);
 	size_t len = 0;
@@ -250,7 +262,8 @@ static int read_etc(const char *name, char **ret, sbx_err **err)
 	if (memchr(*ret, 0, len)) { /* a NUL would end the text early: refuse rather than misread */
 		free(*ret);
 		*ret = NULL;
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the environment's /etc/%s holds NUL bytes", name);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "the environment's /etc/%s holds NUL bytes", name);
 	}
 	return 0;
 }
@@ -267,14 +280,15 @@ int user_resolve(const char *spec, uint32_t id_count, bool rootless, user_ident 
 	if (user_resolve_text(&s, passwd, group, &id, err) < 0)
 		return -1;
 	if (rootless && id.uid != 0)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "user '%s' (uid %u): a rootless environment maps a single uid (the calling user, root "
-			       "inside), so commands can only run as root; other users need sbx to run as root",
-			       spec, (unsigned)id.uid);
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "user '%s' (uid %u): a rootless environment maps a single uid (the calling user, root "
+		    "inside), so commands can only run as root; other users need sbx to run as root",
+		    spec, (unsigned)id.uid);
 	if (id.uid >= id_count || id.gid >= id_count)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
-			       "user '%s' (uid %u, gid %u): outside the environment's uid and gid map (0-%u)", spec,
-			       (unsigned)id.uid, (unsigned)id.gid, id_count - 1);
+			       "user '%s' (uid %u, gid %u): outside the environment's uid and gid map (0-%u)",
+			       spec, (unsigned)id.uid, (unsigned)id.gid, id_count - 1);
 	/* Supplementary groups outside the map cannot be set: leave them out. */
 	size_t k = 0;
 	for (size_t i = 0; i < id.n_groups; i++)

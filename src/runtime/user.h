@@ -41,14 +41,15 @@ typedef struct user_ident {
 	gid_t groups[USER_GROUPS_MAX]; /* initgroups semantics: gid, then the groups listing the name */
 	size_t n_groups;
 	char name[USER_NAME_MAX + 1]; /* "" when the uid has no passwd entry */
-	char home[256];               /* "" when unknown */
+	char home[256];		      /* "" when unknown */
 } user_ident;
 
 /* The spec against the text of passwd and group (either may be NULL: an
  * empty file). A name that is not there is SBX_E_NOT_FOUND; a numeric uid
  * without an entry runs with gid = uid (never group root by accident), no
  * name and no home. */
-int user_resolve_text(const user_spec *s, const char *passwd, const char *group, user_ident *ret, sbx_err **err);
+int user_resolve_text(const user_spec *s, const char *passwd, const char *group, user_ident *ret,
+		      sbx_err **err);
 
 /* spec resolved inside the environment (see above), then checked against
  * its uid map: every id must be below id_count (65536 as root; 1 rootless,

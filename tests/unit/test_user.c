@@ -39,8 +39,13 @@ TEST(user_spec_forms)
 
 TEST(user_spec_refusals_name_the_field)
 {
-	static const char *const bad[] = {"", "1000:", ":1000", "-x", "a b", "a:b:c", "4294967295", "99999999999",
-					  "x/y", "abcdefghijklmnopqrstuvwxyz0123456", "1000:-1", "\xc3\xa9", "$"};
+	static const char *const bad[] = {"",		"1000:",
+					  ":1000",	"-x",
+					  "a b",	"a:b:c",
+					  "4294967295", "99999999999",
+					  "x/y",	"abcdefghijklmnopqrstuvwxyz0123456",
+					  "1000:-1",	"\xc3\xa9",
+					  "$"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		const char *m = spec_err(bad[i]);
 		if (!startswith(m, "user"))
@@ -121,7 +126,8 @@ TEST(caps_names)
 	CHECK(caps_number("Cap_Net_Bind_Service") == CAP_NET_BIND_SERVICE);
 	CHECK(caps_number("SYS_ADMIN") == CAP_SYS_ADMIN);
 	CHECK(caps_number("CHECKPOINT_RESTORE") == 40);
-	CHECK(caps_number("CAP_") == -1 && caps_number("NOPE") == -1 && caps_number("") == -1 && caps_number(NULL) == -1);
+	CHECK(caps_number("CAP_") == -1 && caps_number("NOPE") == -1 && caps_number("") == -1 &&
+	      caps_number(NULL) == -1);
 	CHECK_STREQ(caps_name(CAP_SETFCAP), "SETFCAP");
 	CHECK(caps_name(41) == NULL && caps_name(-1) == NULL);
 	for (int c = 0; c <= 40; c++)
@@ -154,21 +160,25 @@ TEST(caps_kept_set)
 	CHECK(compute(caps_safe_set, false, (const char *[]){"chown", "CAP_KILL", NULL}, NULL, &k) == 0 &&
 	      k == (caps_safe_set & ~BIT(CAP_CHOWN) & ~BIT(CAP_KILL)));
 	/* drops before adds, ALL for drop */
-	CHECK(compute(caps_safe_set, false, (const char *[]){"ALL", NULL}, (const char *[]){"CHOWN", NULL}, &k) == 0 &&
+	CHECK(compute(caps_safe_set, false, (const char *[]){"ALL", NULL}, (const char *[]){"CHOWN", NULL},
+		      &k) == 0 &&
 	      k == BIT(CAP_CHOWN));
 	CHECK(compute(caps_safe_set, false, (const char *[]){"all", NULL}, NULL, &k) == 0 && k == 0);
 	/* outside the safe set: refused, naming the set */
 	CHECK(compute(caps_safe_set, false, NULL, (const char *[]){"SYS_ADMIN", NULL}, &k) < 0);
 	CHECK(strstr(msg, "--cap-add SYS_ADMIN: not in the safe set (CHOWN, DAC_OVERRIDE"));
 	CHECK(compute(caps_safe_set, false, NULL, (const char *[]){"NET_RAW", NULL}, &k) < 0);
-	CHECK(compute(caps_safe_set, false, NULL, (const char *[]){"ALL", NULL}, &k) < 0); /* ALL is for drop */
+	CHECK(compute(caps_safe_set, false, NULL, (const char *[]){"ALL", NULL}, &k) <
+	      0); /* ALL is for drop */
 	CHECK(compute(caps_safe_set, false, (const char *[]){"BOGUS", NULL}, NULL, &k) < 0 &&
 	      strstr(msg, "--cap-drop 'BOGUS': unknown capability"));
 	/* a policy's list is a ceiling: an add beyond it is refused */
 	uint64_t pol = BIT(CAP_CHOWN) | BIT(CAP_FOWNER);
 	CHECK(compute(pol, true, NULL, NULL, &k) == 0 && k == pol);
-	CHECK(compute(pol, true, NULL, (const char *[]){"SETUID", NULL}, &k) < 0 && strstr(msg, "the policy does not keep it"));
-	CHECK(compute(pol, true, (const char *[]){"FOWNER", NULL}, (const char *[]){"CHOWN", NULL}, &k) == 0 &&
+	CHECK(compute(pol, true, NULL, (const char *[]){"SETUID", NULL}, &k) < 0 &&
+	      strstr(msg, "the policy does not keep it"));
+	CHECK(compute(pol, true, (const char *[]){"FOWNER", NULL}, (const char *[]){"CHOWN", NULL}, &k) ==
+		  0 &&
 	      k == BIT(CAP_CHOWN));
 	CHECK(compute(0, true, NULL, (const char *[]){"CHOWN", NULL}, &k) < 0);
 }
