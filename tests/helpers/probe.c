@@ -677,6 +677,9 @@ static int probe_chown(int argc, char **argv)
 	if (argc < 2)
 		return usage_error("chown FILE UID");
 	uid_t to = (uid_t)strtoul(argv[1], NULL, 10);
+	struct stat st;
+	if (stat(argv[0], &st) == 0 && st.st_uid == to) /* no change needs no capability */
+		return usage_error("chown FILE UID (a UID other than FILE's owner)");
 	if (chown(argv[0], to, (gid_t)-1) == 0)
 		return escaped("chown %s to uid %u worked", argv[0], (unsigned)to);
 	return blocked("chown %s to uid %u: %s", argv[0], (unsigned)to, strerror(errno));

@@ -275,6 +275,7 @@ t_user_rootless() {
 		S='$RL/sbx'
 		echo strict: \$(\$S run -i --policy strict -- sh -c 'cat > /tmp/p; chmod 755 /tmp/p; grep -E \"^(CapEff|CapPrm):\" /proc/self/status; /tmp/p nocaps' < '$RL/probe' 2>'$RL/w/warn' | tr '\n' ' ')
 		cat '$RL/w/warn'
+		echo attacks: \$(\$S run -i --policy strict -- sh -c 'cat > /tmp/p; chmod 755 /tmp/p; for a in nocaps capset caps nnp seccomp mount mknod module bpf keyctl perf userns sysctl; do /tmp/p \$a; done; /tmp/p write /etc/passwd' < '$RL/probe' 2>/dev/null | cut -d: -f1 | sort | uniq -c | tr '\n' ' ')
 		\$S run --user 1000 -- true 2>&1; echo user-rc=\$?
 		echo drop: \$(\$S run --cap-drop ALL --cap-add CHOWN -- grep CapEff /proc/self/status)
 		echo default: \$(\$S run -- grep CapEff /proc/self/status)
@@ -282,6 +283,8 @@ t_user_rootless() {
 	echo "$out"
 	assert_contains "$out" "strict: CapPrm: 0000000000000000 CapEff: 0000000000000000 BLOCKED: nocaps"
 	assert_contains "$out" "the policy's user is not used: rootless"
+	assert_contains "$out" "attacks: 14 BLOCKED"
+	assert_not_contains "$out" "ESCAPED"
 	assert_contains "$out" "a rootless environment maps a single uid"
 	assert_contains "$out" "user-rc=125"
 	assert_contains "$out" "drop: CapEff: 0000000000000001"
