@@ -5,12 +5,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -541,7 +543,65 @@ static void file_reply_error(int sock, int errnum, const char *what, const char 
 		(void)json_send(sock, m, NULL, 0);
 }
 
+/* File operations run with the filesystem identity of the environment's
+ * user (fsuid, fsgid and its groups) when that is not root: the file tools
+ * can read and write exactly what its commands can, and what they create
+ * belongs to it. Changing fsuid away from 0 drops the file capabilities
+ * (DAC_OVERRIDE, FOWNER, ...) from the effective set; changing it back
+ * restores them from permitted. Init is single-threaded, so nothing else
+ * runs meanwhile. 1: entered; 0: root, nothing to do; -1: *msg says why. */
+static int file_identity_enter(const env_config *c, char *msg, size_t n)
+{
+	if (!c || !c->user || c->degraded)
+		return 0;
+	user_ident id;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (user_resolve(c->user, c->id_count, c->rootless, &id, &e) < 0) {
+		snprintf(msg, n, "%s", sbx_err_message(e));
+		return -1;
+	}
+	if (id.uid == 0)
+		return 0;
+	if (setgroups(id.n_groups, id.groups) < 0) {
+		snprintf(msg, n, "user '%s': setgroups: %s", c->user, strerror(errno));
+		return -1;
+	}
+	(void)setfsgid(id.gid);
+	(void)setfsuid(id.uid);
+	if ((uid_t)setfsuid((uid_t)-1) != id.uid || (gid_t)setfsgid((gid_t)-1) != id.gid) {
+		snprintf(msg, n, "user '%s': could not take its filesystem identity", c->user);
+		(void)setfsuid(0);
+		(void)setfsgid(0);
+		(void)setgroups(0, NULL);
+		return -1;
+	}
+	return 1;
+}
+
+static void file_identity_leave(void)
+{
+	(void)setfsuid(0);
+	(void)setfsgid(0);
+	(void)setgroups(0, NULL);
+}
+
+static void handle_file_as(int sock, json_t *m);
 static void handle_file(int sock, json_t *m)
+{
+	char msg[512];
+	int q = file_identity_enter(g_config, msg, sizeof(msg));
+	if (q < 0) {
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", EPERM, "message", msg);
+		if (r)
+			(void)json_send(sock, r, NULL, 0);
+		return;
+	}
+	handle_file_as(sock, m);
+	if (q > 0)
+		file_identity_leave();
+}
+
+static void handle_file_as(int sock, json_t *m)
 {
 	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
 	char path[4200];

@@ -221,7 +221,7 @@ p.stdin.flush()
 env = call("environment_create", {"user": "nobody"})["result"]["structuredContent"]["environment_id"]
 def ex(args):
     r = call("environment_execute", dict({"environment_id": env}, **args))
-    return r["result"]["structuredContent"]["stdout"].strip() if "result" in r and not r["result"].get("isError") else r
+    return r["result"]["structuredContent"]["stdout"].strip() if "result" in r and not r["result"].get("isError") else json.dumps(r)
 print("default", ex({"command": "id -u; grep CapEff /proc/self/status"}).replace("\n", " "))
 print("int", ex({"command": "id -u", "user": 1000}))
 print("str", ex({"command": "id -u; id -g", "user": "1000:1001"}).replace("\n", " "))
@@ -237,6 +237,17 @@ print("create-bad", (r.get("error") or {}).get("code"))
 c2 = call("environment_create", {"user": 1000, "policy": {"capabilities": []}})["result"]["structuredContent"]["environment_id"]
 r = call("environment_execute", {"environment_id": c2, "command": "id -u; grep CapEff /proc/self/status", "user": 0})
 print("policy-caps", r["result"]["structuredContent"]["stdout"].replace("\n", " ").strip())
+# the file tools act as the environment's user too
+def tool(name, args):
+    r = call(name, dict({"environment_id": env}, **args))["result"]
+    return r["structuredContent"]["error"]["message"] if r.get("isError") else r["structuredContent"]
+print("wf-passwd", tool("environment_write_file", {"path": "/etc/passwd", "content": "x"}))
+print("wf-tmp", tool("environment_write_file", {"path": "/tmp/mine", "content": "hello"}).get("bytes_written"))
+print("wf-owner", ex({"command": "stat -c %u:%g /tmp/mine; cat /tmp/mine"}).replace("\n", " "))
+ex({"command": "true"})
+print("rf-root", tool("environment_read_file", {"path": "/root/.bashrc"}))
+print("ls-root", tool("environment_list_files", {"path": "/root"}))
+print("rf-tmp", tool("environment_read_file", {"path": "/tmp/mine"}).get("content"))
 for e in (env, c2):
     call("environment_destroy", {"environment_id": e})
 p.stdin.close()
@@ -254,6 +265,12 @@ PY
 	assert_contains "$out" "ghost True not_found"
 	assert_contains "$out" "create-bad -32602"
 	assert_contains "$out" "policy-caps 0 CapEff:	0000000000000000"
+	assert_contains "$out" "wf-passwd write '/etc/passwd': Permission denied"
+	assert_contains "$out" "wf-tmp 5"
+	assert_contains "$out" "wf-owner 65534:65534 hello"
+	assert_contains "$out" "rf-root read '/root/.bashrc': Permission denied"
+	assert_contains "$out" "ls-root list '/root': Permission denied"
+	assert_contains "$out" "rf-tmp hello"
 }
 
 # Rootless (as sbxtest): one uid is mapped, so the strict profile's user
