@@ -743,6 +743,21 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 			(void)json_send(sock, no, NULL, 0);
 		return;
 	}
+	/* The agent phase's user (docs/policy.md): it must exist before anything
+	 * of the setup phase ends. */
+	const char *user = json_str(m, "user");
+	user_ident uid_check;
+	_cleanup_err_ sbx_err *ue = NULL;
+	char *user_copy = user ? strdup(user) : NULL;
+	if (user && (!user_copy || user_resolve(user, c->id_count, c->rootless, &uid_check, &ue) < 0)) {
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b,s:s,s:s}", "ev", "phase", "ok", 0, "message",
+						      ue ? sbx_err_message(ue) : "out of memory", "code",
+						      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
+		free(user_copy);
+		if (no)
+			(void)json_send(sock, no, NULL, 0);
+		return;
+	}
 	for (int round = 0; round < 3000; round++) {
 		int left = 0;
 		DIR *d = opendir("/proc");
@@ -775,6 +790,14 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 			c->network = none;
 		}
 	}
+	if (user_copy) {
+		free(c->user);
+		c->user = user_copy;
+		c->no_root = c->no_root || uid_check.uid != 0;
+	}
+	uint64_t kept;
+	if (caps_from_json(json_object_get(m, "capabilities"), &kept) == 0)
+		c->caps &= kept; /* narrowing only (phase.c checked; this cannot widen) */
 	c->agent_phase = true;
 	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", "ev", "phase", "ok", 1, "processes_ended", ended,
 					     "secrets_removed", removed);

@@ -354,3 +354,26 @@ t_user_fork_keeps_the_snapshot_user() {
 	assert_eq "$(sbx exec "$F" -- id -u)" "0" "an explicit --user wins"
 	sbx rm "$F" > /dev/null
 }
+
+# The agent phase's policy may name a user and capabilities: setup runs as
+# root (apt-get), the agent as an unprivileged user, for good.
+t_agent_phase_switches_user_and_capabilities() {
+	echo '{"user":"1000:1000","capabilities":[]}' > "$TMPDIR_TEST/agent.json"
+	ID=$(sbx create --agent-policy "$TMPDIR_TEST/agent.json")
+	assert_eq "$(sbx exec "$ID" -- id -u)" "0" "setup phase"
+	sbx phase "$ID" agent > /dev/null
+	out=$(sbx exec "$ID" -- sh -c 'id -u; grep ^CapEff: /proc/self/status')
+	assert_contains "$out" "1000"
+	assert_contains "$out" "0000000000000000"
+	expect_status 125 sbx exec --user 0 "$ID" -- true
+	assert_contains "$ERR" "not root"
+	assert_contains "$(sbx inspect "$ID")" '"user": "1000:1000"'
+	sbx rm "$ID" > /dev/null
+	# narrowing only: no capability the setup phase lacks, no root after a user
+	echo '{"capabilities":["CHOWN"]}' > "$TMPDIR_TEST/wide.json"
+	expect_status 125 sbx create --cap-drop CHOWN --agent-policy "$TMPDIR_TEST/wide.json"
+	assert_contains "$ERR" "capabilities: CHOWN"
+	echo '{"user":"root"}' > "$TMPDIR_TEST/root.json"
+	expect_status 125 sbx create --user 1000 --agent-policy "$TMPDIR_TEST/root.json"
+	assert_contains "$ERR" "user"
+}
