@@ -5,6 +5,10 @@
 
 PROBE=/probe/probe
 
+# Every test but t_user_rootless needs more than one uid inside, which only
+# an sbx running as root maps (t_user_rootless covers the rootless rules).
+need_uids() { is_root || skip_ok "running unprivileged: one uid is mapped (t_user_rootless covers this mode)"; }
+
 # status_field FIELD "$status": the value of one /proc/self/status line.
 status_field() { printf '%s\n' "$2" | sed -n "s/^$1:[[:space:]]*//p"; }
 
@@ -21,6 +25,7 @@ attack_as() {
 }
 
 t_user_id_caps_and_nnp() {
+	need_uids
 	out=$(sbx run --user 1000:1000 -- sh -c 'id -u; id -g; grep -E "^(CapEff|CapPrm|CapInh|CapAmb|NoNewPrivs):" /proc/self/status')
 	assert_contains "$out" "1000"
 	assert_eq "$(echo "$out" | sed -n 1p)" "1000" "uid"
@@ -35,6 +40,7 @@ t_user_id_caps_and_nnp() {
 }
 
 t_user_names_resolved_with_groups_and_home() {
+	need_uids
 	ID=$(sbx create --user nobody)
 	out=$(sbx exec "$ID" -- sh -c 'id; echo "HOME=$HOME USER=$USER"; pwd')
 	assert_contains "$out" "uid=65534(nobody)"
@@ -56,6 +62,7 @@ t_user_names_resolved_with_groups_and_home() {
 }
 
 t_user_unknown_is_a_clear_error() {
+	need_uids
 	expect_status 125 sbx run --user no-such-user -- true
 	assert_contains "$ERR" "user 'no-such-user': no such user in the environment's /etc/passwd"
 	expect_status 125 sbx run --user 1000:no-such-group -- true
@@ -71,6 +78,7 @@ t_user_unknown_is_a_clear_error() {
 }
 
 t_user_cannot_write_what_it_cannot() {
+	need_uids
 	ID=$(sbx create --user 1000)
 	sbx exec --user 0 "$ID" -- sh -c 'mkdir -p /srv/mine && chown 1000:1000 /srv/mine && chmod 700 /root'
 	expect_status 2 sbx exec "$ID" -- sh -c 'echo x >> /etc/passwd'
@@ -85,6 +93,7 @@ t_user_cannot_write_what_it_cannot() {
 }
 
 t_user_setuid_escalation_impossible() {
+	need_uids
 	ID=$(sbx create --user 1000 -v "$(probe_volume)")
 	# su is setuid root on the host tree: no_new_privs makes the bit inert
 	set +e
@@ -106,6 +115,7 @@ t_user_setuid_escalation_impossible() {
 }
 
 t_user_probe_finds_every_attack_blocked() {
+	need_uids
 	ID=$(sbx create --user 1000 -v "$(probe_volume)")
 	for a in nocaps capset setuid caps nnp seccomp mount "umount /proc" mknod module bpf keyctl iouring perf \
 		pivot_root userns x32 i386 sysctl sysfs fds "write /etc/passwd" "read /etc/shadow" \
@@ -122,6 +132,7 @@ t_user_probe_finds_every_attack_blocked() {
 }
 
 t_cap_drop_and_add() {
+	need_uids
 	ID=$(sbx create --cap-drop CHOWN -v "$(probe_volume)")
 	sbx exec "$ID" -- touch /tmp/f
 	expect_status 1 sbx exec "$ID" -- chown 1234 /tmp/f
@@ -140,6 +151,7 @@ t_cap_drop_and_add() {
 }
 
 t_policy_capabilities_is_a_ceiling() {
+	need_uids
 	pol="$TMPDIR_TEST/caps.json"
 	echo '{"name":"twocaps","capabilities":["CHOWN","FOWNER"]}' > "$pol"
 	out=$(sbx run --policy "$pol" -- grep '^CapEff:' /proc/self/status)
@@ -158,6 +170,7 @@ t_policy_capabilities_is_a_ceiling() {
 probe_in() { sbx exec -i "$ID" -- sh -c 'cat > /tmp/probe && chmod 755 /tmp/probe' < "$SBX_HELPERS/probe"; }
 
 t_strict_profile_runs_unprivileged() {
+	need_uids
 	ID=$(sbx create --policy strict)
 	probe_in
 	out=$(sbx exec "$ID" -- sh -c 'id -u; grep -E "^(CapEff|CapPrm):" /proc/self/status')
@@ -179,6 +192,7 @@ t_strict_profile_runs_unprivileged() {
 }
 
 t_user_inspect_and_restore_keep_it() {
+	need_uids
 	ID=$(sbx create --user 1000 --cap-drop ALL --cap-add CHOWN)
 	out=$(sbx inspect "$ID")
 	assert_contains "$out" '"user": "1000"'
@@ -199,6 +213,7 @@ t_user_inspect_and_restore_keep_it() {
 # MCP: user as a string or an integer on create and execute; anything else
 # is invalid params naming the field.
 t_user_over_mcp() {
+	need_uids
 	command -v python3 > /dev/null || skip "python3 is not installed (drives sbx mcp here)"
 	out=$(python3 - "$SBX_BIN" <<'PY'
 import json, subprocess, sys
@@ -313,6 +328,7 @@ t_user_rootless() {
 # A traced command run as a user replays as that user, with the
 # environment's capabilities: the manifest records both.
 t_user_trace_replays_as_the_user() {
+	need_uids
 	command -v python3 > /dev/null || skip "python3 is not installed"
 	ID=$(sbx create --user 1000 --cap-drop ALL --cap-add KILL)
 	t=$(sbx exec --json --trace "$ID" -- sh -c 'id -u; grep CapEff /proc/self/status' |
@@ -330,6 +346,7 @@ t_user_trace_replays_as_the_user() {
 # File secrets belong to the environment's user (a user's command could not
 # read a root-only /run/secrets); other users still cannot read them.
 t_user_reads_its_file_secrets() {
+	need_uids
 	echo "s3cret-$$" > "$TMPDIR_TEST/tok"
 	ID=$(sbx create --user 1000 --secret "TOK=$TMPDIR_TEST/tok")
 	assert_eq "$(sbx exec "$ID" -- cat /run/secrets/TOK)" "s3cret-$$"
@@ -341,6 +358,7 @@ t_user_reads_its_file_secrets() {
 # A snapshot records the environment's user (its manifest's "user"); a fork
 # runs as that user unless told otherwise.
 t_user_fork_keeps_the_snapshot_user() {
+	need_uids
 	command -v python3 > /dev/null || skip "python3 is not installed"
 	ID=$(sbx create --user 1000)
 	S=$(sbx snapshot "$ID")
@@ -358,6 +376,7 @@ t_user_fork_keeps_the_snapshot_user() {
 # The agent phase's policy may name a user and capabilities: setup runs as
 # root (apt-get), the agent as an unprivileged user, for good.
 t_agent_phase_switches_user_and_capabilities() {
+	need_uids
 	echo '{"user":"1000:1000","capabilities":[]}' > "$TMPDIR_TEST/agent.json"
 	ID=$(sbx create --agent-policy "$TMPDIR_TEST/agent.json")
 	assert_eq "$(sbx exec "$ID" -- id -u)" "0" "setup phase"
