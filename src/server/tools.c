@@ -40,9 +40,10 @@
 	"]},{'required':['error']}]}"
 
 #define USER_PROP(what)                                                                                      \
-	"'user':{'type':['string','integer'],'minimum':0,'description':'" what " as this user: a uid (1000 or "  \
-	"1000), uid:gid (1000:1000) or a name from the environment /etc/passwd (nobody). A user other than root "   \
-	"has no capabilities and cannot gain any (no su, sudo or setuid).'}"
+	"'user':{'type':['string','integer'],'minimum':0,'description':'" what " as this user: a uid (an "       \
+	"integer such as 1000, or the same as a string), uid:gid (1000:1000) or a name from the environment "    \
+	"/etc/passwd (nobody). A user other than root has no capabilities and cannot gain any (no su, sudo or "  \
+	"setuid).'}"
 
 static const char create_in[] =
     "{'type':'object','additionalProperties':false,'properties':{"
