@@ -1027,8 +1027,15 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	uint64_t kept = caps_safe_set;
 	if (json_object_get(st, "capabilities"))
 		(void)caps_from_json(json_object_get(st, "capabilities"), &kept);
-	json_object_set_new(iso, "capabilities", caps_to_json(kept));
+	/* What the default user's commands hold: the kept set for root, none for
+	 * another user; root_capabilities: what a command run as root holds. */
 	const char *user = json_str(st, "user");
+	user_spec ius;
+	bool user_nonroot = user && user_spec_parse(user, &ius, NULL) == 0 && !user_spec_is_root(&ius);
+	json_object_set_new(iso, "capabilities", caps_to_json(user_nonroot ? 0 : kept));
+	json_object_set_new(iso, "root_capabilities", caps_to_json(kept));
+	if (json_bool(st, "user_no_root", false))
+		json_object_set_new(iso, "root_allowed", json_false());
 	json_object_set_new(s, "user", json_string(user ? user : "root"));
 	json_object_set_new(iso, "user", json_string(user ? user : "root"));
 	const char *net = json_str(st, "network") ?: "none";
