@@ -415,6 +415,9 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	user_ident uid_check;
 	if (c->user && user_resolve(c->user, c->id_count, c->rootless, &uid_check, &e) < 0)
 		fail(sock, e);
+	if (c->user && c->no_root && uid_check.uid == 0) /* a name for uid 0 under a non-root policy */
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EPERM, "user '%s' is uid 0: the policy runs commands as a user other "
+			"than root", c->user), fail(sock, e);
 	/*     File secrets (0400 in a 0700 tmpfs) belong to that user, who
 	 *     could not read them as root's; other users still cannot. */
 	if (c->user && uid_check.uid != 0 && c->secrets_dirfd >= 0) {

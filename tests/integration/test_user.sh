@@ -189,6 +189,13 @@ t_strict_profile_runs_unprivileged() {
 	assert_eq "$(sbx exec --user 1000 "$ID" -- id -u)" "1000"
 	sbx rm "$ID" > /dev/null
 	expect_status 125 sbx create --policy strict --user 0
+	# a name for uid 0 is root too
+	ID=$(sbx create --user 0)
+	sbx exec "$ID" -- sh -c 'echo "toor:x:0:0::/root:/bin/sh" >> /etc/passwd'
+	S=$(sbx snapshot "$ID")
+	sbx rm "$ID" > /dev/null
+	expect_status 125 sbx create --policy strict --snapshot "$S" --user toor
+	assert_contains "$ERR" "user 'toor' is uid 0"
 }
 
 t_user_inspect_and_restore_keep_it() {
