@@ -66,7 +66,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 3
+#define SBX_CREATE_OPTS_VERSION 4
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -105,6 +105,16 @@ typedef struct sbx_create_opts {
 	bool ttl_keep;              /* when the idle TTL ends it, keep its state (writable layer, metadata)
 				     * instead of leaving it to gc: `sbx snapshot ID` still captures it,
 				     * `sbx rm ID` removes it */
+	/* version 4: users and capabilities (docs/policy.md) */
+	const char *user;              /* every command's default user: "UID[:GID]" or "NAME[:GROUP]", resolved
+					* in the environment's /etc/passwd and /etc/group (NULL: root, or the
+					* policy's). A non-root user has no capabilities and no_new_privs. */
+	const char *const *cap_drop;   /* NULL-terminated capability names ("CHOWN", "CAP_CHOWN", "ALL") that
+					* commands run as root do not get */
+	const char *const *cap_add;    /* ...and names they get back: only within the safe set and the
+					* policy's "capabilities" (a ceiling); anything else is refused */
+	bool user_no_root;             /* an exec may not ask for root (a policy whose user is not root sets
+					* it) */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -181,7 +191,7 @@ enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
 
 typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
 
-#define SBX_EXEC_OPTS_VERSION 2
+#define SBX_EXEC_OPTS_VERSION 3
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
@@ -207,6 +217,8 @@ typedef struct sbx_exec_opts {
 	int deterministic; /* determinism controls: -1 default (on when tracing), 0 off, 1 on */
 	int winch_fd;      /* with tty: -1, or an fd that becomes readable when the caller's terminal
 			    * (stdout_fd) was resized; the new size is passed on to the pty inside */
+	/* version 3 */
+	const char *user;  /* this command's user (as sbx_create_opts.user); NULL: the environment's */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                         \
 	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \

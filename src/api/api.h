@@ -39,6 +39,7 @@ typedef struct policy_storage {
 	json_t *plugins;     /* the policy's plugins: [{"path", "config"?}], or NULL */
 	char **hidden;       /* what o->hidden may point to */
 	char **secrets;      /* what o->secrets may point to */
+	const char **cap_drop; /* what o->cap_drop may point to (names are static) */
 } policy_storage;
 int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);

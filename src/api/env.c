@@ -18,8 +18,10 @@
 
 #include "api/api.h"
 #include "api/secrets.h"
+#include "runtime/caps.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
+#include "runtime/user.h"
 #include "policy/egress_match.h"
 #include "policy/policy.h"
 #include "store/layer.h"
@@ -38,6 +40,7 @@ void env_config_free(env_config *c)
 	if (!c)
 		return;
 	free(c->name);
+	free(c->user);
 	free(c->hostname);
 	free(c->env_dir);
 	free(c->run_dir);
@@ -532,6 +535,29 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
 			       o->hostname);
 
+	/* Users and capabilities (docs/policy.md): the form is checked here, the
+	 * name resolved inside (at setup, then by init at each exec). A restart
+	 * keeps the environment's own. */
+	const char *user = o->version >= 4 ? o->user : NULL;
+	c->caps = caps_safe_set;
+	c->no_root = o->version >= 4 && o->user_no_root;
+	if (restore_state) {
+		user = json_str(restore_state, "user");
+		json_t *cj = json_object_get(restore_state, "capabilities");
+		if (cj && caps_from_json(cj, &c->caps) < 0)
+			return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state: capabilities");
+		c->no_root = json_bool(restore_state, "user_no_root", false);
+	} else if (o->version >= 4 && caps_compute(caps_safe_set, false, o->cap_drop, o->cap_add, &c->caps, err) < 0)
+		return -1;
+	user_spec us;
+	if (user && user_spec_parse(user, &us, err) < 0)
+		return -1;
+	if (user && !(c->user = strdup(user)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (user && ctx->rootless && !userns_available())
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "user '%s': commands run as the calling user on this host (no user namespaces)", user);
+
 	/* Identity. */
 	if (restore_id) {
 		if (!valid_id(restore_id))
@@ -710,6 +736,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
 		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
 		"network", c->network, "degraded", c->degraded);
+	if (st) {
+		json_object_set_new(st, "user", c->user ? json_string(c->user) : json_null());
+		json_object_set_new(st, "capabilities", caps_to_json(c->caps));
+		if (c->no_root)
+			json_object_set_new(st, "user_no_root", json_true());
+	}
 	if (st && o->version >= 3 && o->ttl_keep)
 		json_object_set_new(st, "ttl_keep", json_true());
 	if (st && c->network_allow)
@@ -790,8 +822,14 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.hidden = co.secrets = NULL;
 		co.agent_policy = NULL;
 	}
+	if (co.version < 4) {
+		co.user = NULL;
+		co.cap_drop = co.cap_add = NULL;
+		co.user_no_root = false;
+	}
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
+	const char *asked_user = co.user;
 	policy_storage keep = {0};
 	int r = policy_apply(p, &co, &keep, err);
 	/* Rootless, a quota can only be a one-shot run's tmpfs: the policy's
@@ -801,17 +839,50 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		keep.warning = "the policy's disk quota (limits.disk_bytes) is not enforced: rootless, the writable layer "
 			       "cannot go on the loop-mounted ext4 image a quota needs (run as root)";
 	}
+	/* Rootless, the environment maps one uid (root inside): a policy's
+	 * unprivileged user becomes root with no capabilities at all (an
+	 * explicit --user is refused at create, naming why). */
+	static const char *const drop_all[] = {"ALL", NULL};
+	const char *user_warning = NULL;
+	user_spec pus;
+	if (r == 0 && ctx->rootless && !asked_user && co.user && user_spec_parse(co.user, &pus, NULL) == 0 &&
+	    !user_spec_is_root(&pus)) {
+		co.user = NULL;
+		co.user_no_root = false;
+		co.cap_drop = drop_all;
+		co.cap_add = NULL;
+		user_warning = "the policy's user is not used: rootless, the environment maps a single uid (root inside); "
+			       "commands run as root with no capabilities instead (run sbx as root for a separate user)";
+	}
 	json_t *w = NULL;
 	if (r == 0)
 		r = env_create_opts(ctx, &co, keep.plugins, ret_id, &w, err);
 	if (r == 0 && keep.warning && w)
 		json_array_append_new(w, json_string(keep.warning));
+	if (r == 0 && user_warning && w)
+		json_array_append_new(w, json_string(user_warning));
 	if (ret_warnings)
 		*ret_warnings = w;
 	else
 		json_decref(w);
 	policy_storage_clear(&keep);
 	return r;
+}
+
+/* A fork (or an image template) runs as its snapshot's user (the manifest's
+ * "user": the environment's, or the image config's User) unless the create
+ * names one; "root" or a form sbx cannot use leaves root. */
+static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *snap)
+{
+	if (co->version < 4) {
+		co->user = NULL;
+		co->cap_drop = co->cap_add = NULL;
+		co->user_no_root = false;
+		co->version = SBX_CREATE_OPTS_VERSION;
+	}
+	user_spec us;
+	if (!co->user && snap->user && user_spec_parse(snap->user, &us, NULL) == 0 && !user_spec_is_root(&us))
+		co->user = snap->user;
 }
 
 static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *plugins, char **ret_id,
@@ -842,6 +913,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 		for (size_t i = 0; i < no; i++)
 			tenv[ne + i] = o->env[i];
 		co.env = tenv;
+		snapshot_default_user(&co, tsnap);
 		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, plugins, ret_id, ret_warnings, err);
 	}
 	if (!o || !o->snapshot)
@@ -858,6 +930,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 			       "snapshot %s was taken from template '%s', not '%s'", digest, snap->base_template,
 			       o->template_spec);
 	co.template_spec = snap->base_template;
+	snapshot_default_user(&co, snap);
 	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
 }
 
@@ -954,9 +1027,22 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	char map[64];
 	snprintf(map, sizeof(map), "0 %lld %lld", (long long)json_int(st, "host_uid", 0), (long long)json_int(st, "id_count", 0));
 	json_object_set_new(iso, "uid_map", json_string(map));
-	json_object_set_new(iso, "capabilities",
-			    json_pack("[sssssssssss]", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-				      "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "SETFCAP"));
+	/* Capabilities of a command run as root (state.json; before users
+	 * existed, always the safe set); any other user has none. */
+	uint64_t kept = caps_safe_set;
+	if (json_object_get(st, "capabilities"))
+		(void)caps_from_json(json_object_get(st, "capabilities"), &kept);
+	/* What the default user's commands hold: the kept set for root, none for
+	 * another user; root_capabilities: what a command run as root holds. */
+	const char *user = json_str(st, "user");
+	user_spec ius;
+	bool user_nonroot = user && user_spec_parse(user, &ius, NULL) == 0 && !user_spec_is_root(&ius);
+	json_object_set_new(iso, "capabilities", caps_to_json(user_nonroot ? 0 : kept));
+	json_object_set_new(iso, "root_capabilities", caps_to_json(kept));
+	if (json_bool(st, "user_no_root", false))
+		json_object_set_new(iso, "root_allowed", json_false());
+	json_object_set_new(s, "user", json_string(user ? user : "root"));
+	json_object_set_new(iso, "user", json_string(user ? user : "root"));
 	const char *net = json_str(st, "network") ?: "none";
 	json_object_set_new(iso, "network", json_string(streq(net, "open")	? "open: the host's network (unsafe)"
 						       : streq(net, "allow") ? "loopback only; egress through the sbx proxy to the allowlist"

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/user.h"
 #include "util/fd.h"
 #include "util/json.h"
 
@@ -226,6 +227,10 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
 	if (o->cwd && o->cwd[0] != '/')
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute", o->cwd);
+	/* The user is resolved by init, inside; its form is checked here. */
+	user_spec us;
+	if (o->version >= 3 && o->user && user_spec_parse(o->user, &us, err) < 0)
+		return -1;
 	if (o->version >= 2 && (o->trace || o->deterministic > 0))
 		return trace_exec(ctx, id, o, ret, err);
 	return exec_core(ctx, id, o, NULL, ret, err);
@@ -250,6 +255,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "command or environment is not valid UTF-8");
 	if (o->cwd)
 		json_object_set_new(req, "cwd", json_string(o->cwd));
+	if (o->version >= 3 && o->user)
+		json_object_set_new(req, "user", json_string(o->user));
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
 	relay R = {.o = o, .out = {.limit = cap}, .err = {.limit = cap}, .stream_left = {-1, -1, -1}};
 	int send_fds[3 + EXEC_EXTRA_FDS];

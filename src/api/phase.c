@@ -13,6 +13,8 @@
 #include "api/secrets.h"
 #include "policy/egress_match.h"
 #include "policy/policy.h"
+#include "runtime/caps.h"
+#include "runtime/user.h"
 #include "util/json.h"
 
 static int net_rank(const char *m)
@@ -229,6 +231,27 @@ int phase_plan(const env_config *c, const char *setup_spec, const char *spec, js
 				       "plugins: plugins cannot change while the environment runs; the agent "
 				       "policy must "
 				       "list exactly the setup phase's (or none of its own)");
+		/* user and capabilities (docs/policy.md): what later commands run
+		 * as; only a narrowing of what the setup phase has */
+		if (a->user) {
+			user_spec au, su;
+			if (user_spec_parse(a->user, &au, err) < 0)
+				return -1;
+			bool setup_user = c->user && user_spec_parse(c->user, &su, NULL) == 0 && !user_spec_is_root(&su);
+			if (user_spec_is_root(&au) && (setup_user || c->no_root))
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+					       "user '%s': root is wider than the setup phase's user '%s'; the agent "
+					       "phase may only narrow", a->user, c->user ? c->user : "?");
+			json_object_set_new(plan, "user", json_string(a->user));
+		}
+		if (a->caps_set) {
+			uint64_t wider = a->caps & ~c->caps;
+			if (wider)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+					       "capabilities: %s is not kept in the setup phase; the agent phase may "
+					       "only narrow", caps_name(__builtin_ctzll(wider)));
+			json_object_set_new(plan, "capabilities", caps_to_json(a->caps));
+		}
 		/* env: the agent policy's on top (later wins) */
 		for (char **kv = a->env; kv && *kv; kv++) {
 			size_t kl = strcspn(*kv, "=") + 1;
@@ -311,12 +334,19 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 		      json_object_get(plan, "secrets") ?: json_array());
 	if (!req)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (json_object_get(plan, "user"))
+		json_object_set(req, "user", json_object_get(plan, "user"));
+	if (json_object_get(plan, "capabilities"))
+		json_object_set(req, "capabilities", json_object_get(plan, "capabilities"));
 	_cleanup_json_ json_t *reply = NULL;
 	bool live = env_is_live(ctx, id);
 	if (live && env_call(ctx, id, req, &reply, err) < 0)
 		return err_wrap(err, "switch '%s' to the agent phase", id);
 	if (reply && !json_bool(reply, "ok", false))
-		return err_set(err, SBX_E_INTERNAL, EIO, "switch '%s' to the agent phase: init refused", id);
+		return json_str(reply, "message")
+			   ? err_set(err, err_code_from_name(json_str(reply, "code") ?: "internal"), EIO,
+				     "switch '%s' to the agent phase: %s", id, json_str(reply, "message"))
+			   : err_set(err, SBX_E_INTERNAL, EIO, "switch '%s' to the agent phase: init refused", id);
 
 	/* The record: what a restore starts again with, and what inspect shows. */
 	json_t *kept = json_object_get(plan, "secrets"), *removed = json_array();
@@ -347,6 +377,15 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 	json_object_update(json_object_get(st, "limits"), json_object_get(plan, "limits"));
 	json_object_set(st, "env", json_object_get(plan, "env"));
 	json_object_set(st, "agent_policy", json_object_get(plan, "policy"));
+	user_spec pu;
+	const char *pluser = json_str(plan, "user");
+	if (pluser) {
+		json_object_set_new(st, "user", json_string(pluser));
+		if (user_spec_parse(pluser, &pu, NULL) == 0 && !user_spec_is_root(&pu))
+			json_object_set_new(st, "user_no_root", json_true());
+	}
+	if (json_object_get(plan, "capabilities"))
+		json_object_set(st, "capabilities", json_object_get(plan, "capabilities"));
 	json_object_del(st, "agent_phase");
 	json_object_set_new(st, "phase_changed_ms", json_integer(now_ms_real()));
 	int r = env_state_write(ctx, id, st);

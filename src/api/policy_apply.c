@@ -10,6 +10,8 @@
 #include "api/secrets.h"
 #include "plugin/plugin.h"
 #include "policy/policy.h"
+#include "runtime/caps.h"
+#include "runtime/user.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -71,6 +73,36 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		json_t *e = cfg ? json_pack("{s:s,s:O}", "path", *pl, "config", cfg) : json_pack("{s:s}", "path", *pl);
 		if (!e || json_array_append_new(keep->plugins, e) < 0)
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	}
+	/* user: the policy's is the default; where it is not root, an explicit
+	 * user may not be root either, nor may a later exec ask for root */
+	if (p->user) {
+		user_spec pu, ou;
+		bool p_nonroot = user_spec_parse(p->user, &pu, NULL) == 0 && !user_spec_is_root(&pu);
+		if (o->user && user_spec_parse(o->user, &ou, err) < 0)
+			return -1;
+		if (o->user && p_nonroot && user_spec_is_root(&ou))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "user '%s': the policy runs commands as '%s', not root; an explicit user may only "
+				       "narrow it", o->user, p->user);
+		if (!o->user)
+			o->user = p->user;
+		o->user_no_root = o->user_no_root || p_nonroot;
+	}
+	/* capabilities: the policy's list is the ceiling of --cap-add; the
+	 * result goes on as drops from the safe set */
+	if (p->caps_set) {
+		uint64_t kept;
+		if (caps_compute(p->caps, true, o->cap_drop, o->cap_add, &kept, err) < 0)
+			return err_wrap(err, "policy '%s'", pname);
+		if (!(keep->cap_drop = calloc(65, sizeof(char *))))
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		size_t n = 0;
+		for (int cap = 0; cap < 64; cap++)
+			if ((caps_safe_set & (UINT64_C(1) << cap)) && !(kept & (UINT64_C(1) << cap)))
+				keep->cap_drop[n++] = caps_name(cap);
+		o->cap_drop = keep->cap_drop;
+		o->cap_add = NULL;
 	}
 	/* disk quota (o is a whole current struct here; rootless: sbx_env_create) */
 	if (cap_limit("disk quota", &o->disk_bytes, p->limits.disk_bytes, err) < 0)
@@ -171,6 +203,7 @@ void policy_storage_clear(policy_storage *k)
 	json_decref(k->plugins);
 	strv_free(k->hidden);
 	strv_free(k->secrets);
+	free(k->cap_drop);
 }
 
 _public_ int sbx_policy_list(json_t **ret, sbx_err **err)

@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "api/trace_api.h"
+#include "runtime/caps.h"
 #include "store/layer.h"
 #include "trace/trace_read.h"
 #include "trace/trace_sys.h"
@@ -245,6 +246,16 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 		co.hostname = json_str(detj, "hostname");
 		co.memory_bytes = -1;
 		co.pids = -1;
+		/* the recorded capabilities, as drops from the safe set */
+		const char *drops[65] = {NULL};
+		uint64_t kept;
+		if (caps_from_json(json_object_get(envj, "capabilities"), &kept) == 0) {
+			size_t nd = 0;
+			for (int cap = 0; cap < 64; cap++)
+				if ((caps_safe_set >> cap & 1) && !(kept >> cap & 1))
+					drops[nd++] = caps_name(cap);
+			co.cap_drop = drops;
+		}
 		if (sbx_env_create(ctx, &co, &eid, NULL, err) < 0)
 			return err_wrap(err, "replay: create an environment from %s", snap);
 
@@ -256,6 +267,7 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 		const char *cwd = json_str(cmd, "cwd");
 		eo.cwd = cwd && *cwd ? cwd : NULL;
 		eo.timeout_ms = json_int(cmd, "timeout_ms", 0);
+		eo.user = json_str(cmd, "user");
 		eo.stdin_data = in;
 		eo.stdin_len = in_len;
 		eo.capture = true;

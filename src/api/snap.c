@@ -278,7 +278,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.base_template = (char *)json_str(st, "template");
 	snap.env = env ? env : empty;
 	snap.cwd = "/root";
-	snap.user = "root";
+	snap.user = (char *)(json_str(st, "user") ?: "root"); /* a fork runs as it (env.c) */
 	snap.os_release = osr;
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;

@@ -467,6 +467,13 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 				 json_object_get(st, "env") ?: json_null(), "volumes", inputs, "network",
 				 json_object_get(st, "network") ?: json_null(), "network_allow",
 				 json_object_get(st, "network_allow") ?: json_null());
+	/* Who ran it (this exec's user, else the environment's) and what a root
+	 * command held: a replay runs the same identity. */
+	const char *tuser = o->version >= 3 && o->user ? o->user : json_str(st, "user");
+	if (cmd && tuser)
+		json_object_set_new(cmd, "user", json_string(tuser));
+	if (envj && json_object_get(st, "capabilities"))
+		json_object_set(envj, "capabilities", json_object_get(st, "capabilities"));
 	json_t *detj = json_pack("{s:b,s:I,s:I,s:s,s:I}", "enabled", det, "epoch_ns", (json_int_t)epoch, "seed",
 				 (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid);
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);

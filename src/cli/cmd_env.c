@@ -23,6 +23,8 @@ typedef struct opts {
 	size_t n_vol_strs;
 	const char *hidden[257], *secrets[257]; /* --hide, --secret (docs/secrets.md) */
 	size_t n_hidden, n_secrets;
+	const char *cap_drop[65], *cap_add[65]; /* --cap-drop, --cap-add */
+	size_t n_cap_drop, n_cap_add;
 	bool interactive, have_timeout;
 	int64_t timeout;
 	char **positional;
@@ -195,6 +197,24 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			if (o->n_secrets >= ARRAY_SIZE(o->secrets) - 1)
 				return cli_usage_error(cmd, "too many --secret");
 			o->secrets[o->n_secrets++] = v;
+		} else if ((v = VALUE("--user"), m) || (v = VALUE("-u"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			/* create: every command's default; exec: this command's */
+			if (flags & F_CREATE)
+				o->create.user = v;
+			else
+				o->exec.user = v;
+		} else if ((flags & F_CREATE) && ((v = VALUE("--cap-drop"), m) || (v = VALUE("--cap-add"), m))) {
+			if (BAD(v))
+				return EXIT_SBX;
+			bool add = startswith(a, "--cap-add");
+			if ((add ? o->n_cap_add : o->n_cap_drop) >= ARRAY_SIZE(o->cap_add) - 1)
+				return cli_usage_error(cmd, "too many %s", add ? "--cap-add" : "--cap-drop");
+			if (add)
+				o->cap_add[o->n_cap_add++] = v;
+			else
+				o->cap_drop[o->n_cap_drop++] = v;
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
 			o->exec.trace = true;
 		} else if ((flags & F_EXEC) && streq(a, "--deterministic")) {
@@ -217,6 +237,11 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		o->create.hidden = o->hidden;
 	if (o->n_secrets)
 		o->create.secrets = o->secrets;
+	o->cap_drop[o->n_cap_drop] = o->cap_add[o->n_cap_add] = NULL;
+	if (o->n_cap_drop)
+		o->create.cap_drop = o->cap_drop;
+	if (o->n_cap_add)
+		o->create.cap_add = o->cap_add;
 	return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/caps.h"
+#include "runtime/user.h"
 #include "util/err.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -50,6 +52,7 @@ policy *policy_free(policy *p)
 	free(p->secrets);
 	strv_free(p->plugins);
 	json_decref(p->plugin_config);
+	free(p->user);
 	free(p);
 	return NULL;
 }
@@ -462,10 +465,57 @@ static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
 	return 0;
 }
 
+/* "user": "1000", "1000:1000", "nobody" or 1000 (user.h's forms). */
+static int parse_user(const json_t *v, policy *p, sbx_err **err)
+{
+	char buf[32];
+	const char *s = NULL;
+	if (json_is_integer(v) && json_integer_value(v) >= 0 && json_integer_value(v) < UINT32_MAX) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+		s = buf;
+	} else if (json_is_string(v))
+		s = jstr(v, 256);
+	if (!s)
+		return bad(err, "user", "must be a string (\"UID[:GID]\" or a user name) or a non-negative integer uid");
+	user_spec us;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (user_spec_parse(s, &us, &e) < 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s", sbx_err_message(e));
+	if (!(p->user = strdup(s)))
+		return oom(err);
+	return 0;
+}
+
+/* "capabilities": the names a root command keeps, within the safe set. */
+static int parse_caps(const json_t *a, policy *p, sbx_err **err)
+{
+	if (!json_is_array(a) || json_array_size(a) > 64)
+		return bad(err, "capabilities", "must be an array of capability names (within " CAPS_SAFE_NAMES ")");
+	size_t i;
+	json_t *v;
+	uint64_t set = 0;
+	json_array_foreach(a, i, v)
+	{
+		char f[64];
+		snprintf(f, sizeof(f), "capabilities[%zu]", i);
+		const char *n = jstr(v, 64);
+		if (!n)
+			return bad(err, f, "must be a capability name such as CHOWN");
+		const char *const one[] = {n, NULL};
+		uint64_t bit;
+		if (caps_parse_list(one, false, f, &bit, err) < 0)
+			return -EINVAL;
+		set |= bit;
+	}
+	p->caps_set = true;
+	p->caps = set;
+	return 0;
+}
+
 int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 {
 	static const char *const keys[] = {"name", "override", "network", "filesystem", "limits",
-					   "env",  "secrets",  "plugins", NULL};
+					   "env",  "secrets",  "plugins", "user", "capabilities", NULL};
 	if (!json_is_object(doc))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: must be a JSON object");
 	_cleanup_policy_ policy *p = policy_new();
@@ -501,6 +551,10 @@ int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 		return -EINVAL;
 	if ((v = json_object_get(doc, "plugins")) && parse_plugins(v, p, err) < 0)
 		return -EINVAL;
+	if ((v = json_object_get(doc, "user")) && parse_user(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "capabilities")) && parse_caps(v, p, err) < 0)
+		return -EINVAL;
 	*ret = TAKE_PTR(p);
 	return 0;
 }
@@ -517,11 +571,13 @@ int policy_parse(const char *json, size_t len, policy **ret, sbx_err **err)
 
 /* ---- profiles ----------------------------------------------------------- */
 
+/* strict runs commands as nobody (uid and gid 65534, numeric so that a
+ * template without that passwd entry works too) with no capabilities. */
 static const char PROFILE_STRICT[] =
 	"{\"name\":\"strict\",\"network\":{\"mode\":\"none\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
 	"\"limits\":{\"memory_bytes\":536870912,\"pids\":256,\"cpus\":1,\"timeout_ms\":600000,"
 	"\"ttl_ms\":3600000,\"output_bytes\":16777216,\"disk_bytes\":1073741824},"
-	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+	"\"env\":{},\"secrets\":{},\"plugins\":[],\"user\":\"65534:65534\",\"capabilities\":[]}";
 static const char PROFILE_DEV[] =
 	"{\"name\":\"dev\",\"network\":{\"mode\":\"allow\",\"allow\":["
 	"\"deb.debian.org\",\"security.debian.org\",\"pypi.org\",\"files.pythonhosted.org\","
@@ -734,6 +790,23 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 			  json_object_set(m->plugin_config, plugins[i], c) < 0))
 			return oom(err);
 	}
+	/* capabilities: a ceiling; later keeps a subset */
+	if (!ov && later->caps_set && base->caps_set && (later->caps & ~base->caps)) {
+		int c = __builtin_ctzll(later->caps & ~base->caps);
+		return bad(err, "capabilities", "%s is not kept by the base policy" WIDEN_HINT, caps_name(c));
+	}
+	m->caps_set = later->caps_set || base->caps_set;
+	m->caps = later->caps_set ? later->caps : base->caps;
+
+	/* user: later's if set; root where the base's user is not root widens */
+	user_spec bu, lu;
+	if (!ov && later->user && base->user && user_spec_parse(base->user, &bu, NULL) == 0 &&
+	    user_spec_parse(later->user, &lu, NULL) == 0 && !user_spec_is_root(&bu) && user_spec_is_root(&lu))
+		return bad(err, "user", "'%.64s' (root) is wider than the base's '%.64s'" WIDEN_HINT, later->user,
+			   base->user);
+	const char *user = later->user ? later->user : base->user;
+	if (user && !(m->user = strdup(user)))
+		return oom(err);
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -812,6 +885,10 @@ json_t *policy_to_json(const policy *p)
 		}
 		json_object_set_new(o, "plugins", a);
 	}
+	if (p->user)
+		json_object_set_new(o, "user", json_string(p->user));
+	if (p->caps_set)
+		json_object_set_new(o, "capabilities", caps_to_json(p->caps));
 	return o;
 }
 

@@ -11,7 +11,9 @@
  *               "output_bytes", "disk_bytes"},   // positive numbers
  *    "env": {"K": "V"},
  *    "secrets": {"K": {"env": true} | {"file": "/abs/path"}},
- *    "plugins": ["/abs/plugin.so", {"path": "/abs/other.so", "config": ANY}]}
+ *    "plugins": ["/abs/plugin.so", {"path": "/abs/other.so", "config": ANY}],
+ *    "user": "UID[:GID]" | "NAME[:GROUP]" | UID,   // commands' default user
+ *    "capabilities": ["CHOWN", ...]}               // what a root command keeps (safe set only)
  * "allow" implies mode "allow" when mode is absent. Secret values are never
  * stored in a policy: only where to read them on the host.
  *
@@ -20,7 +22,8 @@
  * < open and an allowlist whose every rule is covered by a base rule; limits
  * no larger than the base's; no new volumes, read-write where the base is
  * read-only, secrets or plugins, and a plugin's config cannot change (see
- * docs/plugins.md). Hidden paths only accumulate; env entries are
+ * docs/plugins.md); capabilities a subset of the base's; root as the user
+ * where the base's user is not root. Hidden paths only accumulate; env entries are
  * merged (later wins; they only shape the sandbox's own view). */
 #pragma once
 #include <jansson.h>
@@ -70,6 +73,9 @@ typedef struct policy {
 	bool secrets_set;
 	char **plugins; /* NULL-terminated; NULL when unset */
 	json_t *plugin_config; /* path -> the "config" of plugins that have one; NULL when none */
+	char *user;            /* "user": NULL when unset (root) */
+	bool caps_set;         /* "capabilities": the kept set (runtime/caps.h), a ceiling */
+	uint64_t caps;
 } policy;
 
 /* Parses a document. Errors name the field: "network.allow[2]: '*' is too

@@ -5,12 +5,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -19,7 +21,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "runtime/caps.h"
 #include "runtime/runtime.h"
+#include "runtime/user.h"
 #include "trace/ptrace_engine.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -47,9 +51,10 @@ static const char *const default_env[] = {
 	NULL,
 };
 
-/* Builds the command's environment: defaults, then the environment's own,
+/* Builds the command's environment: defaults (HOME, USER and LOGNAME those
+ * of the command's user when it is not root), then the environment's own,
  * then the exec's; a later K=V replaces an earlier K. */
-static char **build_env(const env_config *c, char **extra, bool tty)
+static char **build_env(const env_config *c, char **extra, bool tty, const char *const *user_env)
 {
 	size_t n = ARRAY_SIZE(default_env) + 14;
 	for (char **p = c->env; p && *p; p++)
@@ -74,7 +79,7 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 					 "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
 					 "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
 					 "no_proxy=localhost,127.0.0.1,::1", NULL};
-	const char *const *lists[] = {default_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
+	const char *const *lists[] = {default_env, user_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
 				      c->degraded ? degraded_env : NULL,
 				      streq(c->network, "allow") ? proxy_env : NULL,
 				      (const char *const *)c->env, (const char *const *)c->secret_env,
@@ -98,9 +103,19 @@ static char **build_env(const env_config *c, char **extra, bool tty)
 }
 
 typedef struct spawn_err {
-	int stage; /* 0 exec, 1 cwd, 2 stdio/tty */
+	int stage; /* 0 exec, 1 cwd, 2 stdio/tty, 3 user and capabilities */
 	int errnum;
+	char step[48]; /* stage 3: which step failed */
 } spawn_err;
+
+/* Who the command runs as (user.h) and what a root command keeps (caps.h). */
+typedef struct spawn_user {
+	bool apply; /* false: degraded mode (no user namespace: the caller's own uid) */
+	user_ident id;
+	uint64_t caps;
+	bool no_setgroups; /* rootless: the kernel denies setgroups */
+	bool default_cwd;  /* no --cwd: the user's home, else / */
+} spawn_user;
 
 /* A traced or deterministic command (API.md --trace): the child runs the
  * ptrace engine (src/trace/ptrace_engine.c), which forks the command as its
@@ -156,9 +171,9 @@ static int find_in_path(const char *cmd, char **envp)
 }
 
 _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int in, int out, int errfd,
-				  const char *tty_path, int errpipe, spawn_trace *tr)
+				  const char *tty_path, int errpipe, spawn_trace *tr, const spawn_user *su)
 {
-	spawn_err se = {2, 0};
+	spawn_err se = {2, 0, ""};
 	sigset_t all;
 	sigemptyset(&all);
 	sigprocmask(SIG_SETMASK, &all, NULL);
@@ -202,8 +217,22 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 			sys_close_range(3, (unsigned)errpipe - 1, 0);
 		sys_close_range((unsigned)errpipe + 1, ~0U, 0);
 	}
+	/* The command's identity: its groups, gid and uid, and its capabilities
+	 * (the kept set for root, none for anyone else). Before chdir, so that
+	 * the working directory is entered with the user's own permissions. */
+	if (su->apply) {
+		const char *step = NULL;
+		int q = caps_enter_identity(su->id.uid, su->id.gid, su->id.groups, su->id.n_groups, su->no_setgroups,
+					    su->caps, &step);
+		if (q < 0) {
+			se.stage = 3;
+			snprintf(se.step, sizeof(se.step), "%s", step ? step : "?");
+			errno = -q;
+			goto fail;
+		}
+	}
 	se.stage = 1;
-	if (chdir(cwd) < 0)
+	if (chdir(cwd) < 0 && !(su->default_cwd && chdir("/") == 0))
 		goto fail;
 	umask(022);
 	se.stage = 0;
@@ -235,10 +264,19 @@ fail:
 	_exit(127);
 }
 
+static void reply_error_code(int sock, int64_t id, int stage, int errnum, const char *what, const char *code);
 static void reply_error(int sock, int64_t id, int stage, int errnum, const char *what)
 {
+	reply_error_code(sock, id, stage, errnum, what, NULL);
+}
+
+/* code: an API.md code name for the supervisor to report (stage 3), or NULL. */
+static void reply_error_code(int sock, int64_t id, int stage, int errnum, const char *what, const char *code)
+{
 	char msg[512];
-	if (stage == 1)
+	if (stage == 3)
+		snprintf(msg, sizeof(msg), "%s", what);
+	else if (stage == 1)
 		snprintf(msg, sizeof(msg), "working directory '%s': %s", what, strerror(errnum));
 	else if (stage == 2)
 		snprintf(msg, sizeof(msg), "set up stdio: %s", strerror(errnum));
@@ -247,6 +285,8 @@ static void reply_error(int sock, int64_t id, int stage, int errnum, const char 
 			 errnum == ENOENT ? "command not found" : errnum == EACCES ? "permission denied (not executable)" : strerror(errnum));
 	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", "ev", "spawn_failed", "id", (json_int_t)id,
 					     "errno", errnum, "stage", stage, "message", msg);
+	if (m && code)
+		json_object_set_new(m, "code", json_string(code));
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 }
@@ -287,7 +327,51 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	const char *cwd = json_str(m, "cwd");
 	_cleanup_strv_free_ char **argv = json_to_strv(json_object_get(m, "argv"));
 	_cleanup_strv_free_ char **extra = json_to_strv(json_object_get(m, "env"));
-	_cleanup_free_ char **envp = build_env(c, extra, tty);
+	/* The user: this exec's, else the environment's default, else root. */
+	spawn_user su = {.apply = !c->degraded, .caps = c->caps, .no_setgroups = c->rootless, .default_cwd = !cwd};
+	const char *uspec = json_str(m, "user") ?: c->user;
+	static char u_home[300], u_user[64], u_logname[64];
+	const char *user_env[4] = {NULL};
+	if (uspec && c->degraded) {
+		reply_error_code(sock, id, 3, EPERM, "user: commands run as the calling user here (no user namespaces)",
+				 "unavailable");
+		return;
+	}
+	if (uspec && su.apply) {
+		_cleanup_err_ sbx_err *ue = NULL;
+		if (user_resolve(uspec, c->id_count, c->rootless, &su.id, &ue) < 0) {
+			reply_error_code(sock, id, 3, sbx_err_errno(ue) ?: EINVAL, sbx_err_message(ue),
+					 sbx_code_name(sbx_err_code(ue)));
+			return;
+		}
+		if (c->no_root && su.id.uid == 0) {
+			char msg[400];
+			snprintf(msg, sizeof(msg), "user '%.64s': the environment's policy runs commands as '%.64s', not root; "
+				 "an exec may not ask for root", uspec, c->user ? c->user : "?");
+			reply_error_code(sock, id, 3, EPERM, msg, "invalid_argument");
+			return;
+		}
+		if (su.id.uid != 0) {
+			/* HOME: the passwd entry's if it is a directory, else /tmp (a
+			 * tmpfs any user can write), which is also the default cwd. */
+			struct stat hs;
+			const char *h = su.id.home[0] && stat(su.id.home, &hs) == 0 && S_ISDIR(hs.st_mode) ? su.id.home : "/tmp";
+			snprintf(u_home, sizeof(u_home), "HOME=%s", h);
+			if (su.id.name[0]) {
+				snprintf(u_user, sizeof(u_user), "USER=%s", su.id.name);
+				snprintf(u_logname, sizeof(u_logname), "LOGNAME=%s", su.id.name);
+			} else {
+				snprintf(u_user, sizeof(u_user), "USER=%u", (unsigned)su.id.uid);
+				snprintf(u_logname, sizeof(u_logname), "LOGNAME=%u", (unsigned)su.id.uid);
+			}
+			user_env[0] = u_home;
+			user_env[1] = u_user;
+			user_env[2] = u_logname;
+			if (!cwd)
+				cwd = u_home + 5;
+		}
+	}
+	_cleanup_free_ char **envp = build_env(c, extra, tty, user_env);
 	_cleanup_close_ int master = -1;
 	char tty_path[64] = {0};
 	if (!argv || !argv[0] || !envp || n_execs >= INIT_MAX_EXECS) {
@@ -346,7 +430,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	}
 	if (pid == 0) {
 		safe_close(ep[0]);
-		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL);
+		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL, &su);
 	}
 	safe_close(ep[1]);
 	spawn_err se;
@@ -354,7 +438,11 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	safe_close(ep[0]);
 	if (n == (ssize_t)sizeof(se)) {
 		/* The child reported and exits 127; it is reaped untracked. */
-		reply_error(sock, id, se.stage, se.errnum, se.stage == 1 ? cwd : argv[0]);
+		char what[200];
+		if (se.stage == 3)
+			snprintf(what, sizeof(what), "run as uid %u gid %u: %s: %s", (unsigned)su.id.uid, (unsigned)su.id.gid,
+				 se.step, strerror(se.errnum));
+		reply_error(sock, id, se.stage, se.errnum, se.stage == 3 ? what : se.stage == 1 ? cwd : argv[0]);
 		return;
 	}
 	execs[n_execs++] = (init_exec){id, pid};
@@ -455,7 +543,65 @@ static void file_reply_error(int sock, int errnum, const char *what, const char 
 		(void)json_send(sock, m, NULL, 0);
 }
 
+/* File operations run with the filesystem identity of the environment's
+ * user (fsuid, fsgid and its groups) when that is not root: the file tools
+ * can read and write exactly what its commands can, and what they create
+ * belongs to it. Changing fsuid away from 0 drops the file capabilities
+ * (DAC_OVERRIDE, FOWNER, ...) from the effective set; changing it back
+ * restores them from permitted. Init is single-threaded, so nothing else
+ * runs meanwhile. 1: entered; 0: root, nothing to do; -1: *msg says why. */
+static int file_identity_enter(const env_config *c, char *msg, size_t n)
+{
+	if (!c || !c->user || c->degraded)
+		return 0;
+	user_ident id;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (user_resolve(c->user, c->id_count, c->rootless, &id, &e) < 0) {
+		snprintf(msg, n, "%s", sbx_err_message(e));
+		return -1;
+	}
+	if (id.uid == 0)
+		return 0;
+	if (setgroups(id.n_groups, id.groups) < 0) {
+		snprintf(msg, n, "user '%s': setgroups: %s", c->user, strerror(errno));
+		return -1;
+	}
+	(void)setfsgid(id.gid);
+	(void)setfsuid(id.uid);
+	if ((uid_t)setfsuid((uid_t)-1) != id.uid || (gid_t)setfsgid((gid_t)-1) != id.gid) {
+		snprintf(msg, n, "user '%s': could not take its filesystem identity", c->user);
+		(void)setfsuid(0);
+		(void)setfsgid(0);
+		(void)setgroups(0, NULL);
+		return -1;
+	}
+	return 1;
+}
+
+static void file_identity_leave(void)
+{
+	(void)setfsuid(0);
+	(void)setfsgid(0);
+	(void)setgroups(0, NULL);
+}
+
+static void handle_file_as(int sock, json_t *m);
 static void handle_file(int sock, json_t *m)
+{
+	char msg[512];
+	int q = file_identity_enter(g_config, msg, sizeof(msg));
+	if (q < 0) {
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", EPERM, "message", msg);
+		if (r)
+			(void)json_send(sock, r, NULL, 0);
+		return;
+	}
+	handle_file_as(sock, m);
+	if (q > 0)
+		file_identity_leave();
+}
+
+static void handle_file_as(int sock, json_t *m)
 {
 	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
 	char path[4200];
@@ -599,6 +745,21 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 			(void)json_send(sock, no, NULL, 0);
 		return;
 	}
+	/* The agent phase's user (docs/policy.md): it must exist before anything
+	 * of the setup phase ends. */
+	const char *user = json_str(m, "user");
+	user_ident uid_check;
+	_cleanup_err_ sbx_err *ue = NULL;
+	char *user_copy = user ? strdup(user) : NULL;
+	if (user && (!user_copy || user_resolve(user, c->id_count, c->rootless, &uid_check, &ue) < 0)) {
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b,s:s,s:s}", "ev", "phase", "ok", 0, "message",
+						      ue ? sbx_err_message(ue) : "out of memory", "code",
+						      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
+		free(user_copy);
+		if (no)
+			(void)json_send(sock, no, NULL, 0);
+		return;
+	}
 	for (int round = 0; round < 3000; round++) {
 		int left = 0;
 		DIR *d = opendir("/proc");
@@ -631,6 +792,14 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 			c->network = none;
 		}
 	}
+	if (user_copy) {
+		free(c->user);
+		c->user = user_copy;
+		c->no_root = c->no_root || uid_check.uid != 0;
+	}
+	uint64_t kept;
+	if (caps_from_json(json_object_get(m, "capabilities"), &kept) == 0)
+		c->caps &= kept; /* narrowing only (phase.c checked; this cannot widen) */
 	c->agent_phase = true;
 	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", "ev", "phase", "ok", 1, "processes_ended", ended,
 					     "secrets_removed", removed);

@@ -65,6 +65,13 @@ typedef struct env_config {
 	char **hidden;              /* absolute paths that do not exist inside, may be NULL */
 	bool agent_phase;           /* in the agent phase (no way back to setup) */
 	int lock_fd;    /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
+	/* Users and capabilities (user.h, caps.h): commands run as `user` (NULL:
+	 * root) unless an exec names another; a root command holds `caps` (a
+	 * subset of the safe set), any other user none. no_root: the policy runs
+	 * commands as a non-root user, so an exec may not ask for root. */
+	char *user;
+	uint64_t caps;
+	bool no_root;
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */
 } env_config;

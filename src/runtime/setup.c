@@ -23,6 +23,7 @@
 #include "runtime/quota.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
+#include "runtime/user.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -408,6 +409,26 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	log_debug("child: attached");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
+	/* 8c. The default user must exist in the environment's own /etc/passwd
+	 *     (our root since step 6): a create that names an unknown user fails
+	 *     here, not at its first exec. Init resolves it again at each exec. */
+	user_ident uid_check;
+	if (c->user && user_resolve(c->user, c->id_count, c->rootless, &uid_check, &e) < 0)
+		fail(sock, e);
+	if (c->user && c->no_root && uid_check.uid == 0) /* a name for uid 0 under a non-root policy */
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EPERM, "user '%s' is uid 0: the policy runs commands as a user other "
+			"than root", c->user), fail(sock, e);
+	/*     File secrets (0400 in a 0700 tmpfs) belong to that user, who
+	 *     could not read them as root's; other users still cannot. */
+	if (c->user && uid_check.uid != 0 && c->secrets_dirfd >= 0) {
+		if (fchown(c->secrets_dirfd, uid_check.uid, uid_check.gid) < 0)
+			err_errno(&e, "secrets: give /run/secrets to the user"), fail(sock, e);
+		for (size_t i = 0; i < c->n_secret_files; i++)
+			if (fchownat(c->secrets_dirfd, c->secret_files[i].name, uid_check.uid, uid_check.gid,
+				     AT_SYMLINK_NOFOLLOW) < 0)
+				err_errno(&e, "secrets: give /run/secrets/%s to the user", c->secret_files[i].name),
+					fail(sock, e);
+	}
 
 	/* 9. Capabilities: keep only the documented safe set. After this,
 	 *    nothing below may need CAP_SYS_ADMIN. */

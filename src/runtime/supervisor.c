@@ -469,7 +469,8 @@ static void init_event(supervisor *s)
 	} else if (x && streq(ev, "spawn_failed")) {
 		int e = (int)json_int(m, "errno", EIO);
 		int stage = (int)json_int(m, "stage", 0);
-		sbx_code code = stage == 0 && e == ENOENT	       ? SBX_E_NOT_FOUND
+		sbx_code code = stage == 3 && json_str(m, "code") ? err_code_from_name(json_str(m, "code")) /* user */
+				: stage == 0 && e == ENOENT	       ? SBX_E_NOT_FOUND
 				: stage == 0 && (e == EACCES || e == ENOEXEC) ? SBX_E_INVALID_ARGUMENT
 				: stage == 1			       ? SBX_E_INVALID_ARGUMENT
 				: e == EAGAIN			       ? SBX_E_LIMIT_EXCEEDED

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "api/secrets.h"
+#include "runtime/user.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -38,6 +39,12 @@
 #define OUTPUT(props, req)                                                                                   \
 	"{'type':'object','properties':{" props "," ERROR_PROP "},'anyOf':[{'required':[" req                \
 	"]},{'required':['error']}]}"
+
+#define USER_PROP(what)                                                                                      \
+	"'user':{'type':['string','integer'],'minimum':0,'description':'" what " as this user: a uid (an "       \
+	"integer such as 1000, or the same as a string), uid:gid (1000:1000) or a name from the environment "    \
+	"/etc/passwd (nobody). A user other than root has no capabilities and cannot gain any (no su, sudo or "  \
+	"setuid).'}"
 
 static const char create_in[] =
     "{'type':'object','additionalProperties':false,'properties':{"
@@ -91,7 +98,7 @@ static const char create_in[] =
     "'object','additionalProperties':false,'required':['host','path'],'properties':{"
     "'host':{'type':'string','description':'Absolute host path.'},"
     "'path':{'type':'string','description':'Absolute path inside the environment.'},"
-    "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}}}";
+    "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}," USER_PROP("Run every command (default root)") "}}";
 
 static const char create_out[] =
     OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
@@ -117,7 +124,7 @@ static const char execute_in[] =
     "trace starts from a snapshot taken just before the command.'},"
     "'deterministic':{'type':'boolean','description':'Determinism controls (virtual clock, seeded "
     "randomness, fixed hostname, no ASLR, one CPU). Default: true when trace is set, so that a replay "
-    "can match.'}}}";
+    "can match.'}," USER_PROP("Run this command (default: the environment user)") "}}";
 
 static const char execute_out[] =
     OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
@@ -208,6 +215,28 @@ static int64_t now_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* "user": a string ("1000", "1000:1000", "nobody") or a non-negative
+ * integer, into buf; anything else is invalid params naming the field. */
+static int user_arg(tool_call *c, char *buf, size_t n, const char **ret)
+{
+	json_t *u = json_object_get(c->args, "user");
+	*ret = NULL;
+	if (!u)
+		return 0;
+	if (json_is_integer(u) && json_integer_value(u) >= 0 && json_integer_value(u) < UINT32_MAX)
+		snprintf(buf, n, "%lld", (long long)json_integer_value(u));
+	else if (json_is_string(u) && strlen(json_string_value(u)) == json_string_length(u))
+		snprintf(buf, n, "%s", json_string_value(u));
+	else
+		return bad_params(c, "'user' must be a uid (1000 or \"1000\"), \"uid:gid\" or a user name");
+	_cleanup_err_ sbx_err *e = NULL;
+	user_spec us;
+	if (user_spec_parse(buf, &us, &e) < 0)
+		return bad_params(c, "%s", sbx_err_message(e));
+	*ret = buf;
+	return 0;
 }
 
 /* Resolves an id or name; a miss gets a message that tells a model what to do. */
@@ -395,6 +424,9 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	o.ttl_keep = json_bool(lim, "ttl_keep", false);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
 	o.disk_bytes = json_int(lim, "disk_bytes", 0);
+	char ubuf[300];
+	if ((r = user_arg(c, ubuf, sizeof(ubuf), &o.user)) < 0)
+		return r;
 	json_t *vols = json_object_get(a, "volumes");
 	_cleanup_free_ sbx_volume *v = NULL;
 	if (json_array_size(vols) > 0) {
@@ -532,6 +564,9 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		o.stdin_len = json_string_length(in);
 	}
 	o.trace = json_bool(a, "trace", false);
+	char ubuf[300];
+	if ((r = user_arg(c, ubuf, sizeof(ubuf), &o.user)) < 0)
+		return r;
 	json_t *det = json_object_get(a, "deterministic");
 	o.deterministic = json_is_boolean(det) ? json_is_true(det) : -1;
 	o.capture = true;

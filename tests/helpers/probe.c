@@ -23,6 +23,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
 #include <linux/bpf.h>
 #include <linux/perf_event.h>
 #include <netinet/in.h>
@@ -31,6 +33,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -658,6 +661,65 @@ static int probe_seccomp(int argc, char **argv)
 	return escaped("Seccomp: %s (no filter)", mode);
 }
 
+/* A command run as a user other than root: every capability set empty. */
+static int probe_nocaps(int argc, char **argv)
+{
+	static const char *const fields[] = {"CapEff", "CapPrm", "CapInh", "CapAmb"};
+	char buf[64], all[256] = "";
+	bool any = false;
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (status_field(fields[i], buf, sizeof(buf)) < 0)
+			return escaped("cannot read %s from /proc/self/status", fields[i]);
+		any |= strtoull(buf, NULL, 16) != 0;
+		size_t len = strlen(all);
+		snprintf(all + len, sizeof(all) - len, "%s%s=%s", len ? " " : "", fields[i], buf);
+	}
+	return any ? escaped("holds capabilities: %s", all) : blocked("no capabilities: %s", all);
+}
+
+/* Raising a capability without holding it: capset into effective and
+ * permitted, an ambient raise, setgroups to group 0. */
+static int probe_capset(int argc, char **argv)
+{
+	char why[512] = "";
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	bool won = false;
+	if (syscall(SYS_capget, &hdr, d) == 0) {
+		uint32_t want = 1u << CAP_CHOWN | 1u << CAP_SETUID | 1u << CAP_DAC_OVERRIDE;
+		bool had = (d[0].effective & want) == want;
+		d[0].effective |= want;
+		d[0].permitted |= want;
+		int r = (int)syscall(SYS_capset, &hdr, d);
+		note(why, sizeof(why), "capset(CHOWN|SETUID|DAC_OVERRIDE)", r == 0 ? 0 : errno);
+		won |= r == 0 && !had;
+	}
+	int r = prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, CAP_CHOWN, 0, 0);
+	note(why, sizeof(why), "ambient raise CHOWN", r == 0 ? 0 : errno);
+	won |= r == 0;
+	if (geteuid() != 0) {
+		gid_t zero = 0;
+		r = setgroups(1, &zero);
+		note(why, sizeof(why), "setgroups([0])", r == 0 ? 0 : errno);
+		won |= r == 0;
+	}
+	return won ? escaped("gained a privilege: %s", why) : blocked("%s", why);
+}
+
+/* chown FILE UID: changing a file's owner needs CAP_CHOWN. */
+static int probe_chown(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_error("chown FILE UID");
+	uid_t to = (uid_t)strtoul(argv[1], NULL, 10);
+	struct stat st;
+	if (stat(argv[0], &st) == 0 && st.st_uid == to) /* no change needs no capability */
+		return usage_error("chown FILE UID (a UID other than FILE's owner)");
+	if (chown(argv[0], to, (gid_t)-1) == 0)
+		return escaped("chown %s to uid %u worked", argv[0], (unsigned)to);
+	return blocked("chown %s to uid %u: %s", argv[0], (unsigned)to, strerror(errno));
+}
+
 static int probe_info(int argc, char **argv)
 {
 	char host[256] = "?", buf[64];
@@ -931,6 +993,9 @@ static const struct probe_attack {
     {"caps", probe_caps},
     {"nnp", probe_nnp},
     {"seccomp", probe_seccomp},
+    {"nocaps", probe_nocaps},
+    {"capset", probe_capset},
+    {"chown", probe_chown},
     {"info", probe_info},
 };
 

@@ -2,6 +2,7 @@
 #include <errno.h>
 
 #include "policy/policy.h"
+#include "util/macro.h"
 #include "unit.h"
 
 static policy *P(const char *json)
@@ -204,4 +205,62 @@ TEST(secret_values)
 	free(s);
 	json_decref(j);
 	policy_free(p);
+}
+
+/* "user" and "capabilities": forms, refusals naming the field, the strict
+ * profile, and the ceiling in a merge. */
+TEST(user_and_capabilities)
+{
+	policy *p = P("{\"user\":\"1000:1000\",\"capabilities\":[\"chown\",\"CAP_FOWNER\"]}");
+	CHECK(p && streq(p->user, "1000:1000") && p->caps_set);
+	CHECK(p->caps == ((UINT64_C(1) << 0) | (UINT64_C(1) << 3)));
+	json_t *j = policy_to_json(p);
+	json_t *want = json_pack("[ss]", "CHOWN", "FOWNER");
+	bool same = json_equal(json_object_get(j, "capabilities"), want);
+	json_decref(want);
+	json_decref(j);
+	CHECK(same);
+	policy_free(p);
+	CHECK((p = P("{\"user\":1000}")) && streq(p->user, "1000"));
+	policy_free(p);
+	CHECK((p = P("{\"user\":\"nobody\",\"capabilities\":[]}")) && p->caps_set && p->caps == 0);
+	policy_free(p);
+	CHECK(startswith(perr("{\"user\":-1}"), "user:"));
+	CHECK(startswith(perr("{\"user\":true}"), "user:"));
+	CHECK(startswith(perr("{\"user\":\"a b\"}"), "user"));
+	CHECK(startswith(perr("{\"user\":\"1000:\"}"), "user"));
+	CHECK(startswith(perr("{\"capabilities\":\"CHOWN\"}"), "capabilities:"));
+	CHECK(strstr(perr("{\"capabilities\":[\"SYS_ADMIN\"]}"), "capabilities[0] SYS_ADMIN: not in the safe set"));
+	CHECK(strstr(perr("{\"capabilities\":[\"CHOWN\",\"NOPE\"]}"), "capabilities[1] 'NOPE': unknown capability"));
+	CHECK(strstr(perr("{\"capabilities\":[1]}"), "capabilities[0]"));
+}
+
+TEST(strict_runs_as_nobody_without_capabilities)
+{
+	policy *s = NULL;
+	CHECK(policy_profile("strict", &s, NULL) == 0);
+	CHECK(s->user && streq(s->user, "65534:65534"));
+	CHECK(s->caps_set && s->caps == 0);
+	policy_free(s);
+	/* dev and open keep root with the safe set (apt-get, pip) */
+	CHECK(policy_profile("dev", &s, NULL) == 0 && !s->user && !s->caps_set);
+	policy_free(s);
+}
+
+TEST(merge_user_and_capabilities_ceiling)
+{
+	CHECK_STREQ(merr("{\"capabilities\":[\"CHOWN\",\"KILL\"]}", "{\"capabilities\":[\"KILL\"]}"), "(merged)");
+	CHECK(strstr(merr("{\"capabilities\":[\"KILL\"]}", "{\"capabilities\":[\"KILL\",\"CHOWN\"]}"),
+		     "capabilities: CHOWN is not kept by the base policy; set \"override\": true to widen"));
+	CHECK_STREQ(merr("{\"capabilities\":[\"KILL\"]}", "{\"override\":true,\"capabilities\":[\"CHOWN\"]}"), "(merged)");
+	CHECK(strstr(merr("{\"user\":\"nobody\"}", "{\"user\":\"root\"}"), "user: 'root' (root) is wider"));
+	CHECK(strstr(merr("{\"user\":\"1000\"}", "{\"user\":0}"), "user: '0' (root) is wider"));
+	CHECK_STREQ(merr("{\"user\":\"1000\"}", "{\"user\":\"2000\"}"), "(merged)");
+	CHECK_STREQ(merr("{}", "{\"user\":\"root\"}"), "(merged)");
+	policy *a = P("{\"user\":\"nobody\",\"capabilities\":[\"CHOWN\"]}"), *b = P("{\"name\":\"x\"}"), *m = NULL;
+	CHECK(a && b && policy_merge(a, b, &m, NULL) == 0);
+	CHECK(streq(m->user, "nobody") && m->caps_set && m->caps == 1);
+	policy_free(a);
+	policy_free(b);
+	policy_free(m);
 }

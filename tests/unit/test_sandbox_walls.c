@@ -6,6 +6,7 @@
  * the host is never changed: mount checks run in a private mount namespace,
  * caps in a fresh user namespace. */
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <sched.h>
@@ -428,6 +429,99 @@ TEST(caps_drop_to_safe_set)
 		if (max == 0)
 			SKIP_OK("user namespaces disabled (user.max_user_namespaces = 0)");
 	}
+	CHECK_EXITED_OK(st);
+}
+
+/* A child in a user namespace whose map the parent (host root) writes:
+ * 0 -> host 0 and 1..65535 -> an unused host range, as an environment's. */
+typedef struct ident_case {
+	uid_t uid;
+	uint64_t keep;
+} ident_case;
+
+static int child_identity(void *arg)
+{
+	const ident_case *ic = arg;
+	int ready[2], go[2];
+	EXPECT(pipe(ready) == 0 && pipe(go) == 0);
+	pid_t pid = fork();
+	EXPECT(pid >= 0);
+	if (pid > 0) {
+		char b;
+		close(ready[1]);
+		close(go[0]);
+		if (read(ready[0], &b, 1) == 1) {
+			char path[64];
+			static const char *const maps[] = {"uid_map", "gid_map"};
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, maps[i]);
+				int fd = open(path, O_WRONLY | O_CLOEXEC);
+				const char *m = "0 0 1\n1 1610612736 65535\n";
+				if (fd < 0 || write(fd, m, strlen(m)) < 0)
+					kill(pid, SIGKILL);
+				if (fd >= 0)
+					close(fd);
+			}
+		}
+		(void)!write(go[1], "g", 1);
+		int st;
+		EXPECT(RETRY_EINTR(waitpid(pid, &st, 0)) == pid);
+		return WIFEXITED(st) ? WEXITSTATUS(st) : 99;
+	}
+	/* the namespace's process: init's walls (caps_drop, no_new_privs), then
+	 * a command's identity */
+	close(ready[0]);
+	close(go[1]);
+	EXPECT(unshare(CLONE_NEWUSER) == 0);
+	char b;
+	EXPECT(write(ready[1], "r", 1) == 1 && read(go[0], &b, 1) == 1);
+	EXPECT(setresgid(0, 0, 0) == 0 && setresuid(0, 0, 0) == 0);
+	_cleanup_err_ sbx_err *err = NULL;
+	EXPECT(caps_drop(&err) == 0);
+	EXPECT(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0);
+	const gid_t groups[] = {ic->uid, 2000};
+	const char *step = NULL;
+	int r = caps_enter_identity(ic->uid, ic->uid, groups, ic->uid ? 2 : 0, false, ic->keep, &step);
+	if (r < 0)
+		fprintf(stderr, "  child: %s: %s\n", step, strerror(-r));
+	EXPECT(r == 0);
+	EXPECT(getuid() == ic->uid && geteuid() == ic->uid && getgid() == ic->uid);
+	uint64_t want = ic->uid ? 0 : ic->keep;
+	EXPECT(status_caps("CapEff") == want);
+	EXPECT(status_caps("CapPrm") == want);
+	EXPECT(status_caps("CapBnd") == want);
+	EXPECT(status_caps("CapInh") == 0);
+	EXPECT(status_caps("CapAmb") == 0);
+	if (ic->uid) {
+		gid_t got[8];
+		EXPECT(getgroups(8, got) == 2 && got[0] == ic->uid && got[1] == 2000);
+		/* no way back: every identity change needs a capability we lack */
+		EXPECT_ERRNO(setresuid(0, 0, 0), EPERM);
+		EXPECT_ERRNO(setgroups(0, NULL), EPERM);
+		EXPECT(prctl(PR_CAPBSET_READ, CAP_CHOWN, 0, 0, 0) == 0);
+	}
+	return 0;
+}
+
+/* A command as a user: no capability in any set, its own groups, and no
+ * way back to root. */
+TEST(caps_enter_identity_user_has_none)
+{
+	if (geteuid() != 0)
+		SKIP("needs root (the parent writes a two-range uid map)");
+	ident_case ic = {1000, caps_safe_set};
+	int st = run_child(child_identity, &ic);
+	CHECK_EXITED_OK(st);
+}
+
+/* A command as root keeps exactly the kept set, in the bounding set too
+ * (root regains its bounding set at exec). */
+TEST(caps_enter_identity_root_keeps_kept_set)
+{
+	if (geteuid() != 0)
+		SKIP("needs root (the parent writes a two-range uid map)");
+	ident_case ic = {0, (UINT64_C(1) << CAP_CHOWN) | (UINT64_C(1) << CAP_KILL)};
+	int st = run_child(child_identity, &ic);
 	CHECK_EXITED_OK(st);
 }
 
