@@ -93,3 +93,21 @@ t_cp_errors_are_one_line() {
 	assert_contains "$ERR" "no such environment"
 	sbx rm "$ID"
 }
+
+# In an environment whose user is not root, a copy acts as that user: it
+# cannot write where the user cannot, and what it writes is the user's.
+t_cp_as_the_environments_user() {
+	is_root || skip_ok "rootless maps one uid: there is no other user"
+	ID=$(sbx create --user nobody)
+	echo data > "$TMPDIR_TEST/f"
+	mkdir -p "$TMPDIR_TEST/tree/sub"
+	echo x > "$TMPDIR_TEST/tree/sub/y"
+	expect_status 125 sbx cp "$TMPDIR_TEST/f" "$ID:/etc/"
+	assert_contains "$ERR" "ermission denied"
+	expect_status 125 sbx cp "$TMPDIR_TEST/tree" "$ID:/etc/"
+	sbx cp "$TMPDIR_TEST/f" "$ID:/tmp/"
+	sbx cp "$TMPDIR_TEST/tree" "$ID:/tmp/"
+	assert_eq "$(sbx exec "$ID" -- stat -c %U /tmp/f /tmp/tree/sub/y | sort -u)" "nobody"
+	expect_status 125 sbx cp "$ID:/etc/shadow" "$TMPDIR_TEST/shadow"
+	sbx rm "$ID"
+}

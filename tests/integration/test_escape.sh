@@ -212,8 +212,8 @@ t_strict_profile_blocks_every_probe() {
 	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
 	# The strict profile allows no volume: the probe is copied in.
 	ID=$(sbx create --policy strict)
-	sbx exec -i "$ID" -- sh -c 'cat > /root/probe && chmod 755 /root/probe' < "$SBX_HELPERS/probe"
-	local PROBE=/root/probe
+	sbx exec -i "$ID" -- sh -c 'cat > /tmp/probe && chmod 755 /tmp/probe' < "$SBX_HELPERS/probe"
+	local PROBE=/tmp/probe
 	set +e
 	local rc=0
 	for a in mount "umount /proc" mknod module bpf keyctl iouring perf pivot_root userns x32 i386 sysctl sysfs \
