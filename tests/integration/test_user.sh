@@ -252,12 +252,13 @@ print("str", ex({"command": "id -u; id -g", "user": "1000:1001"}).replace("\n", 
 print("name", ex({"command": "id -un", "user": "root"}))
 for bad in [-1, 1.5, True, "", "a b", "1000:", [1000], {"uid": 1}]:
     r = call("environment_execute", {"environment_id": env, "command": "true", "user": bad})
-    err = r.get("error") or {}
+    # tools/call reports a bad argument as a tool error (isError, invalid_argument)
+    err = ((r.get("result") or {}).get("structuredContent") or {}).get("error") or {}
     print("bad", json.dumps(bad), err.get("code"), "user" in err.get("message", ""))
 r = call("environment_execute", {"environment_id": env, "command": "true", "user": "ghost"})
 print("ghost", r["result"]["isError"], r["result"]["structuredContent"]["error"]["code"])
 r = call("environment_create", {"user": "x y"})
-print("create-bad", (r.get("error") or {}).get("code"))
+print("create-bad", (((r.get("result") or {}).get("structuredContent") or {}).get("error") or {}).get("code"))
 c2 = call("environment_create", {"user": 1000, "policy": {"capabilities": []}})["result"]["structuredContent"]["environment_id"]
 r = call("environment_execute", {"environment_id": c2, "command": "id -u; grep CapEff /proc/self/status", "user": 0})
 print("policy-caps", r["result"]["structuredContent"]["stdout"].replace("\n", " ").strip())
@@ -284,10 +285,10 @@ PY
 	assert_contains "$out" "str 1000 1001"
 	assert_contains "$out" "name root"
 	for bad in '-1' '1.5' 'true' '""' '"a b"' '"1000:"' '[1000]' '{"uid": 1}'; do
-		assert_contains "$out" "bad $bad -32602 True"
+		assert_contains "$out" "bad $bad invalid_argument True"
 	done
 	assert_contains "$out" "ghost True not_found"
-	assert_contains "$out" "create-bad -32602"
+	assert_contains "$out" "create-bad invalid_argument"
 	assert_contains "$out" "policy-caps 0 CapEff:	0000000000000000"
 	assert_contains "$out" "wf-passwd write '/etc/passwd': Permission denied"
 	assert_contains "$out" "wf-tmp 5"
