@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -200,8 +201,11 @@ static int walk(mask_list *m, size_t *seen, int hfd, const char *rel, dev_t dev,
 		if (strchr(de->d_name, '\n'))
 			continue; /* cannot be listed; such names do not occur in system trees */
 		if (!world_visible(&st)) {
-			if (!mirrored && (r = mirror_path(m, rel)) < 0)
+			if (!mirrored && (r = mirror_path(m, rel)) < 0) {
+				if (r == -ENOENT || r == -ENOTDIR)
+					r = 0; /* the host removed this directory as we walked it */
 				break;
+			}
 			mirrored = true;
 			if (!have(m, sub))
 				r = mask_list_add(m, 'w', sub, NULL);
@@ -390,6 +394,24 @@ int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, 
 	int r = fs_mkdir_p(masks, 0711);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", masks);
+	/* Built once: concurrent creates (processes, or `sbx serve`'s threads)
+	 * queue on the lock and the first one builds; the others then load its
+	 * list. The list itself is written atomically under a unique temp name,
+	 * so a reader without the lock sees it whole or not at all. flock locks
+	 * belong to the open file description, so threads of one process
+	 * exclude each other too. */
+	_cleanup_free_ char *lock = fs_path_join(masks, ".build.lock");
+	if (!lock)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0)
+		return err_errno(err, "open '%s'", lock);
+	while ((r = flock(lfd, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return err_errno(err, "lock '%s'", lock);
+	if (load(path, ret) == 0)
+		return 0;
 	mask_list *m = calloc(1, sizeof(*m));
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -3,9 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,23 +39,67 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 
 int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable)
 {
-	_cleanup_free_ char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!dir)
 		return -ENOMEM;
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -errno;
-	ssize_t n = fd_write_all(fd, data, len);
-	if (n < 0 || (durable && fsync(fd) < 0)) {
-		int e = n < 0 ? (int)-n : errno;
-		unlink(tmp);
-		return -e;
+	return fs_write_atomicat(dfd, slash ? slash + 1 : path, data, len, mode, durable ? FS_ATOMIC_DURABLE : 0, NULL);
+}
+
+static ssize_t sys_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+
+static const fs_atomic_ops real_ops = {.write = sys_write, .fsync = fsync, .renameat = renameat};
+
+int fs_write_atomicat(int dfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+		      const fs_atomic_ops *ops)
+{
+	if (!ops)
+		ops = &real_ops;
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	/* A random name, created O_EXCL: unique across processes and across
+	 * the threads of one (`sbx serve` writes from many threads), so two
+	 * writers never share, truncate or rename away each other's temp file.
+	 * (O_TMPFILE + linkat cannot replace an existing name atomically.) */
+	char tmp[NAME_MAX + 1];
+	_cleanup_close_ int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+			rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)random() ^ ((uint64_t)i << 56);
+		snprintf(tmp, sizeof(tmp), ".tmp-%.200s-%016llx", name, (unsigned long long)rnd);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
 	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return -e;
+	if (fd < 0)
+		return -EEXIST;
+	int r = 0;
+	for (const char *p = data; len && r == 0;) {
+		ssize_t n = ops->write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else {
+			p += n;
+			len -= (size_t)n;
+		}
 	}
+	if (r == 0 && (flags & FS_ATOMIC_DURABLE) && ops->fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && ops->renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	/* The rename is durable once the directory is. */
+	if ((flags & FS_ATOMIC_DURABLE) && ops->fsync(dfd) < 0)
+		return -errno;
 	return 0;
 }
 

@@ -9,9 +9,24 @@
 
 /* mkdir -p with `mode` for created components. */
 int fs_mkdir_p(const char *path, mode_t mode);
-/* Writes data to path atomically: temp file in the same dir, fsync, rename. */
+/* The one atomic write. Writes data to dfd/name through a temp file
+ * dfd/.tmp-<name>-<random hex> (created O_EXCL, so unique across processes
+ * and threads; a name no reader lists), then renames it over name: a reader
+ * sees the old file or the new one, never a part. With FS_ATOMIC_DURABLE the
+ * file is fsynced before the rename and the directory after it. ops replaces
+ * the write/fsync/rename steps (the store's fault table); NULL for the real
+ * calls. On failure the temp file is removed. Returns 0 or -errno. */
+#define FS_ATOMIC_DURABLE 1u
+typedef struct fs_atomic_ops {
+	ssize_t (*write)(int fd, const void *buf, size_t len);
+	int (*fsync)(int fd);
+	int (*renameat)(int olddfd, const char *old, int newdfd, const char *new_);
+} fs_atomic_ops;
+int fs_write_atomicat(int dfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+		      const fs_atomic_ops *ops);
+/* fs_write_atomicat on a path, durable. */
 int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode);
-/* Same; without fsync when !durable (still atomic through rename). */
+/* Same; without the fsyncs when !durable (still atomic through rename). */
 int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable);
 /* Writes a short string to an existing file (sysfs, procfs, cgroupfs). */
 int fs_write_string(const char *path, const char *s);
