@@ -893,6 +893,25 @@ static int send_go(supervisor *s, sbx_err **err)
 		}
 		json_array_append_new(json_object_get(m, "volumes"), json_integer(idx));
 	}
+	/* The environment's own directories, opened here with our (host)
+	 * credentials: the child resolves everything under them through these
+	 * descriptors, so SBX_ROOT and SBX_RUN may sit under a directory its
+	 * uids cannot search (a `mktemp -d` parent, mode 0700). They are opened
+	 * through /proc/<child>/root so that they name the child's copies of
+	 * the mounts: it mounts on them, and the kernel refuses a mount point
+	 * (or an overlay layer) that belongs to another mount namespace. */
+	const char *dirs[2][2] = {{"run_dir", c->run_dir}, {"env_dir", c->env_dir}};
+	for (size_t i = 0; i < 2; i++) {
+		char p[4400];
+		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)s->init_pid, dirs[i][1]);
+		int d = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (d < 0) {
+			err_errno(err, "open '%s'", p);
+			goto out;
+		}
+		json_object_set_new(m, dirs[i][0], json_integer((json_int_t)n));
+		fds[n++] = d;
+	}
 	r = json_send(s->init_sock, m, fds, n);
 	if (r < 0)
 		err_errnum(err, r, "start the environment");

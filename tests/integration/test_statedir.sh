@@ -99,3 +99,61 @@ PY
 	kill -TERM "$pid"
 	wait "$pid" || true
 }
+
+# private_cycle: create, exec, write, snapshot, restore, rm under the current
+# SBX_ROOT/SBX_RUN; prints what failed.
+private_cycle() {
+	local id snap out
+	id=$(sbx create) || fail "create under a private directory failed (see above)"
+	assert_eq "$(sbx exec "$id" -- echo hi)" "hi" "exec"
+	sbx exec "$id" -- sh -c 'echo one > /root/f'
+	snap=$(sbx snapshot "$id") || fail "snapshot failed"
+	sbx exec "$id" -- sh -c 'echo two > /root/f'
+	sbx restore "$id" "$snap" > /dev/null || fail "restore failed"
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "one" "file after restore"
+	sbx rm "$id" > /dev/null || fail "rm failed"
+}
+
+# issue 13.5: SBX_ROOT and SBX_RUN inside a `mktemp -d` directory (0700,
+# owned by root; the harness's own temp dir is 0755, so make one here).
+t_private_state_dir_root() {
+	is_root || skip_ok "needs root (the rootless case is t_private_state_dir_rootless)"
+	local p
+	p=$(mktemp -d "$TMPDIR_TEST/priv.XXXXXX")
+	chmod 700 "$p"
+	export SBX_ROOT="$p/root" SBX_RUN="$p/run"
+	private_cycle
+	[ "$(stat -c %a "$p")" = 700 ] || fail "sbx changed the private directory's mode to $(stat -c %a "$p")"
+	sbx gc > /dev/null
+}
+
+t_private_state_dir_rootless() {
+	is_root || skip_ok "run as root, it tests rootless mode through the user sbxtest"
+	id sbxtest > /dev/null 2>&1 || skip "user sbxtest is missing (scripts/test.sh creates it)"
+	command -v setpriv > /dev/null || skip "setpriv (util-linux) is missing"
+	local rl="$TMPDIR_TEST/rl"
+	mkdir -p "$rl"
+	cp "$SBX_BIN" "$rl/sbx"
+	chmod 755 "$TMPDIR_TEST" "$rl" "$rl/sbx"
+	set +e
+	out=$(setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env \
+		env PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sbxtest SBX_BIN="$rl/sbx" bash -c '
+		set -e
+		p=$(mktemp -d)
+		trap "chmod -R u+rwX \$p 2>/dev/null; rm -rf \$p" EXIT
+		export SBX_ROOT=$p/root SBX_RUN=$p/run
+		id=$($SBX_BIN create)
+		[ "$($SBX_BIN exec $id -- echo hi)" = hi ] || { echo "exec failed"; exit 1; }
+		$SBX_BIN exec $id -- sh -c "echo one > /root/f"
+		snap=$($SBX_BIN snapshot $id)
+		$SBX_BIN exec $id -- sh -c "echo two > /root/f"
+		$SBX_BIN restore $id $snap > /dev/null
+		got=$($SBX_BIN exec $id -- cat /root/f)
+		[ "$got" = one ] || { echo "after restore: $got"; exit 1; }
+		$SBX_BIN rm $id > /dev/null
+		$SBX_BIN gc > /dev/null
+		[ "$(stat -c %a $p)" = 700 ] || { echo "mode changed: $(stat -c %a $p)"; exit 1; }
+		echo cycle-ok' 2>&1)
+	set -e
+	assert_contains "$out" "cycle-ok"
+}
