@@ -157,3 +157,37 @@ t_private_state_dir_rootless() {
 	set -e
 	assert_contains "$out" "cycle-ok"
 }
+
+# issue 13.6: a private (0700) root-owned volume reads as its owner reads it;
+# it stays unwritable, and nothing setuid can be planted through it.
+t_private_root_owned_volume_readable_not_writable() {
+	is_root || skip_ok "only root owns root-owned directories"
+	local d
+	d=$(mktemp -d "$TMPDIR_TEST/vol.XXXXXX")
+	chmod 700 "$d"
+	echo secret-data > "$d/f"
+	chmod 600 "$d/f"
+	mkdir "$d/sub"
+	chmod 700 "$d/sub"
+	for mode in rw ro; do
+		local spec="$d:/v" out
+		[ $mode = ro ] && spec="$d:/v:ro"
+		id=$(sbx create -v "$spec" 2> "$TMPDIR_TEST/warn")
+		[ $mode = rw ] && assert_contains "$(cat "$TMPDIR_TEST/warn")" "owned by host root"
+		expect_status 0 sbx exec "$id" -- cat /v/f
+		assert_eq "$OUT" "secret-data" "cat of a 0600 root-owned file in a 0700 volume ($mode)"
+		expect_status 0 sbx exec "$id" -- ls /v/sub
+		expect_status 1 sbx exec "$id" -- sh -c 'echo x > /v/new 2>/dev/null || exit 1'
+		expect_status 1 sbx exec "$id" -- sh -c 'echo x >> /v/f 2>/dev/null || exit 1'
+		expect_status 1 sbx exec "$id" -- sh -c 'cp /bin/sh /v/sub/sh 2>/dev/null && chmod 4755 /v/sub/sh 2>/dev/null || exit 1'
+		expect_status 1 sbx exec "$id" -- sh -c 'chmod 4777 /v/f 2>/dev/null || exit 1'
+		expect_status 1 sbx exec "$id" -- sh -c 'chown 1:1 /v/f 2>/dev/null || exit 1'
+		out=$(sbx exec "$id" -- sh -c 'grep " /v " /proc/self/mounts')
+		assert_contains "$out" "ro,"
+		assert_contains "$out" "nosuid"
+		sbx rm "$id" > /dev/null
+		[ ! -e "$d/new" ] && [ ! -e "$d/sub/sh" ] || fail "the environment wrote into a root-owned volume ($mode)"
+		assert_eq "$(stat -c '%a %u' "$d/f")" "600 0"
+		assert_eq "$(cat "$d/f")" "secret-data"
+	done
+}
