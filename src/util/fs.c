@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/fd.h"
+#include "util/syscalls.h"
 
 int fs_mkdir_p(const char *path, mode_t mode)
 {
@@ -196,4 +197,137 @@ int fs_rm_rf(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return rm_at(AT_FDCWD, path, st.st_dev, 0);
+}
+
+bool fs_openat2_disabled;
+
+/* The by-hand walk (see fs.h). todo: what is left to resolve; done: the
+ * components resolved so far, from the root (for ".." and relative links). */
+static int open_walk(int root_fd, const char *path, int flags, mode_t mode, int how)
+{
+	enum { CAP = 2 * PATH_MAX };
+	_cleanup_free_ char *todo = malloc(CAP), *done = malloc(CAP), *next = malloc(CAP);
+	if (!todo || !done || !next) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (how == FS_BENEATH && path[0] == '/') {
+		errno = EXDEV;
+		return -1;
+	}
+	if (strlen(path) >= CAP) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(todo, path);
+	int links = 0;
+restart:
+	done[0] = 0;
+	_cleanup_close_ int dir = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	for (char *c = todo; *c;) {
+		char *end = strchrnul(c, '/');
+		bool last = true;
+		for (const char *q = end; *q; q++)
+			if (*q != '/') {
+				last = false;
+				break;
+			}
+		size_t cl = (size_t)(end - c);
+		const char *rest = *end ? end + 1 : end;
+		if (cl == 0 || (cl == 1 && c[0] == '.')) {
+			if (last) /* "a/." or "a/": the directory itself */
+				return openat(dir, ".", flags | O_CLOEXEC, mode);
+			c = (char *)rest;
+			continue;
+		}
+		if (cl == 2 && c[0] == '.' && c[1] == '.') {
+			char *slash = strrchr(done, '/');
+			if (!*done && how == FS_BENEATH) {
+				errno = EXDEV;
+				return -1;
+			}
+			/* Clamped at the root (IN_ROOT); walk again from it. */
+			if (slash)
+				*slash = 0;
+			else
+				done[0] = 0;
+			if ((size_t)snprintf(next, CAP, "%s/%s", done, rest) >= CAP) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			strcpy(todo, next);
+			goto restart;
+		}
+		char name[NAME_MAX + 1];
+		if (cl > NAME_MAX) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(name, c, cl);
+		name[cl] = 0;
+		struct stat st;
+		bool exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (!exists && (errno != ENOENT || !last))
+			return -1;
+		if (exists && S_ISLNK(st.st_mode) && !(last && (flags & O_NOFOLLOW))) {
+			if (how == FS_BENEATH || ++links > 40) {
+				errno = ELOOP;
+				return -1;
+			}
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(dir, name, target, sizeof(target) - 1);
+			if (k < 0)
+				return -1;
+			target[k] = 0;
+			int n = target[0] == '/' ? snprintf(next, CAP, "%s/%s", target, rest)
+						 : snprintf(next, CAP, "%s/%s/%s", done, target, rest);
+			if (n < 0 || n >= CAP) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			strcpy(todo, next);
+			goto restart;
+		}
+		if (last)
+			return openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			return -1;
+		}
+		int f = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (f < 0)
+			return -1;
+		safe_close(dir);
+		dir = f;
+		size_t dl = strlen(done);
+		if (dl + 1 + cl + 1 > CAP) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		done[dl] = '/';
+		memcpy(done + dl + 1, name, cl + 1);
+		c = (char *)rest;
+	}
+	/* Only slashes and dots: the root itself. */
+	return openat(dir, ".", flags | O_CLOEXEC, mode);
+}
+
+int fs_open_beneath(int root_fd, const char *path, int flags, mode_t mode, int how)
+{
+	if (!path || !*path) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!fs_openat2_disabled) {
+		struct open_how oh = {.flags = (uint64_t)(flags | O_CLOEXEC),
+				      .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+				      .resolve = RESOLVE_NO_MAGICLINKS |
+						 (how == FS_IN_ROOT ? RESOLVE_IN_ROOT : RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)};
+		int fd = sys_openat2(root_fd, path, &oh);
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+	}
+	return open_walk(root_fd, path, flags, mode, how);
 }

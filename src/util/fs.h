@@ -39,5 +39,23 @@ int fs_read_fileat(int dfd, const char *path, size_t max, char **ret, size_t *re
  * cross mount points. */
 int fs_rm_rf(const char *path);
 bool fs_exists(const char *path);
+/* The one openat2-in-root helper: opens path under root_fd without ever
+ * leaving it, O_CLOEXEC added, magic links (/proc/<pid>/fd/...) refused.
+ *  FS_IN_ROOT  (RESOLVE_IN_ROOT): symlinks and ".." resolve as if root_fd
+ *              were "/" (a tree the sandbox controls, seen as it sees it);
+ *  FS_BENEATH  (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): no symlink anywhere
+ *              (ELOOP), no escape (EXDEV), relative paths only.
+ * Where openat2 is missing (kernels before 5.6, valgrind, a seccomp filter
+ * that answers ENOSYS) the same walk is done by hand, one component at a
+ * time with O_NOFOLLOW, ".." and symlink targets resolved as text against
+ * the root, never by the kernel; the final component is opened with
+ * O_NOFOLLOW after its type is checked, so a swap to a symlink fails (ELOOP)
+ * rather than escapes. The one difference: IN_ROOT does not create through a
+ * dangling symlink there (ELOOP). Returns the fd, or -1 with errno set. */
+#define FS_IN_ROOT 1
+#define FS_BENEATH 2
+int fs_open_beneath(int root_fd, const char *path, int flags, mode_t mode, int how);
+/* Forces the fallback (tests). */
+extern bool fs_openat2_disabled;
 /* Joins and allocates; NULL on ENOMEM. */
 char *fs_path_join(const char *a, const char *b);
