@@ -269,6 +269,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		fail(sock, e);
 	if (c->degraded) {
 		int abi = 0;
+		f.run_dir = safe_close(f.run_dir); /* no mount namespace: paths are reachable as they are */
+		f.env_dir = safe_close(f.env_dir);
 		setup_degraded(c, sock, &abi);
 	}
 	log_debug("child: go");
@@ -372,6 +374,15 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *     (upper and work are untouched); the rest are covered below. */
 	_cleanup_strv_free_ char **hide_later = NULL;
 	_cleanup_json_ json_t *setup_warnings = json_array();
+	/* Rootless, host root is not mapped: what it owns in the host template
+	 * appears owned by nobody (mask.c mirrors the directories, so files can
+	 * be created, replaced and removed). Say so once, at create. */
+	if (c->rootless && c->mask && setup_warnings)
+		json_array_append_new(setup_warnings,
+				      json_string("rootless: the host template's files owned by host root appear owned "
+						  "by nobody: the environment can create, remove and replace (write anew, "
+						  "rename over) files in /etc, /var and /opt, but not change one in place "
+						  "(`>>`, `sed` without -i); run sbx as root for that"));
 	bool remount = false;
 	char hide_dir[4300];
 	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", stage);
