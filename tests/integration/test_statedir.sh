@@ -111,7 +111,10 @@ private_cycle() {
 	sbx exec "$id" -- sh -c 'echo two > /root/f'
 	sbx restore "$id" "$snap" > /dev/null || fail "restore failed"
 	assert_eq "$(sbx exec "$id" -- cat /root/f)" "one" "file after restore"
-	sbx rm "$id" > /dev/null || fail "rm failed"
+	f=$(sbx fork "$snap") || fail "fork failed"
+	assert_eq "$(sbx exec "$f" -- cat /root/f)" "one" "file in the fork"
+	assert_eq "$(sbx run -- echo ephemeral)" "ephemeral" "sbx run"
+	sbx rm "$id" "$f" > /dev/null || fail "rm failed"
 }
 
 # issue 13.5: SBX_ROOT and SBX_RUN inside a `mktemp -d` directory (0700,
