@@ -282,7 +282,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *     path below is built from these two; the host paths come back
 	 *     after pivot_root. */
 	_cleanup_free_ char *host_run_dir = NULL, *host_env_dir = NULL;
-	if (dir_via_fd(&c->run_dir, f.run_dir, &host_run_dir) < 0 || dir_via_fd(&c->env_dir, f.env_dir, &host_env_dir) < 0)
+	if (dir_via_fd(&c->run_dir, f.run_dir, &host_run_dir) < 0 ||
+	    dir_via_fd(&c->env_dir, f.env_dir, &host_env_dir) < 0)
 		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory"), fail(sock, e);
 
 	/* 2. Become root of our user namespace; drop supplementary groups

@@ -41,13 +41,15 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable)
 {
 	const char *slash = strrchr(path, '/');
-	_cleanup_free_ char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	_cleanup_free_ char *dir =
+	    slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
 	if (!dir)
 		return -ENOMEM;
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	return fs_write_atomicat(dfd, slash ? slash + 1 : path, data, len, mode, durable ? FS_ATOMIC_DURABLE : 0, NULL);
+	return fs_write_atomicat(dfd, slash ? slash + 1 : path, data, len, mode,
+				 durable ? FS_ATOMIC_DURABLE : 0, NULL);
 }
 
 static ssize_t sys_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
@@ -321,10 +323,11 @@ int fs_open_beneath(int root_fd, const char *path, int flags, mode_t mode, int h
 		return -1;
 	}
 	if (!fs_openat2_disabled) {
-		struct open_how oh = {.flags = (uint64_t)(flags | O_CLOEXEC),
-				      .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-				      .resolve = RESOLVE_NO_MAGICLINKS |
-						 (how == FS_IN_ROOT ? RESOLVE_IN_ROOT : RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)};
+		struct open_how oh = {
+		    .flags = (uint64_t)(flags | O_CLOEXEC),
+		    .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		    .resolve = RESOLVE_NO_MAGICLINKS |
+			       (how == FS_IN_ROOT ? RESOLVE_IN_ROOT : RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)};
 		int fd = sys_openat2(root_fd, path, &oh);
 		if (fd >= 0 || errno != ENOSYS)
 			return fd;

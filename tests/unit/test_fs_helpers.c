@@ -146,7 +146,10 @@ static int make_tree(const char *base, char *root, size_t n)
 	snprintf(p, sizeof(p), "%s/a/b/file", root);
 	if (fs_write_atomic(p, "f", 1, 0644) < 0)
 		return -1;
-	const char *links[][2] = {{"../../..", "a/up"}, {"/a/b", "a/abs"}, {"b", "a/rel"}, {"loop", "loop"},
+	const char *links[][2] = {{"../../..", "a/up"},
+				  {"/a/b", "a/abs"},
+				  {"b", "a/rel"},
+				  {"loop", "loop"},
 				  {"../outside-secret", "esc"}};
 	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
 		snprintf(p, sizeof(p), "%s/%s", root, links[i][1]);
@@ -159,7 +162,8 @@ static int make_tree(const char *base, char *root, size_t n)
 static bool same_file(int fd, const char *path)
 {
 	struct stat a, b;
-	return fd >= 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+	return fd >= 0 && fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_ino == b.st_ino &&
+	       a.st_dev == b.st_dev;
 }
 
 /* The checks, run with openat2 and without; returns a line number on failure. */
@@ -170,12 +174,12 @@ static int open_checks(const char *root)
 	if (rfd < 0)
 		return __LINE__;
 	snprintf(p, sizeof(p), "%s/a/b/file", root);
-#define EXPECT(c)                                                                                  \
-	do {                                                                                       \
-		if (!(c)) {                                                                        \
-			close(rfd);                                                                \
-			return __LINE__;                                                           \
-		}                                                                                  \
+#define EXPECT(c)                                                                                            \
+	do {                                                                                                 \
+		if (!(c)) {                                                                                  \
+			close(rfd);                                                                          \
+			return __LINE__;                                                                     \
+		}                                                                                            \
 	} while (0)
 	/* Plain paths, both modes. */
 	fd = fs_open_beneath(rfd, "a/b/file", O_RDONLY, 0, FS_BENEATH);
@@ -216,7 +220,8 @@ static int open_checks(const char *root)
 	EXPECT(fs_open_beneath(rfd, "a/b/file/x", O_RDONLY, 0, FS_BENEATH) < 0 && errno == ENOTDIR);
 	/* Creation, and the descriptor is close-on-exec. */
 	fd = fs_open_beneath(rfd, "/a/abs/new", O_WRONLY | O_CREAT | O_EXCL, 0640, FS_IN_ROOT);
-	EXPECT(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC) && fstat(fd, &st) == 0 && (st.st_mode & 0777) == 0640);
+	EXPECT(fd >= 0 && (fcntl(fd, F_GETFD) & FD_CLOEXEC) && fstat(fd, &st) == 0 &&
+	       (st.st_mode & 0777) == 0640);
 	close(fd);
 	fd = fs_open_beneath(rfd, "/", O_PATH | O_DIRECTORY, 0, FS_IN_ROOT);
 	EXPECT(same_file(fd, root));
@@ -256,27 +261,40 @@ static void open_checks_in_child(bool seccomp_enosys, bool switch_off)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-TEST(open_beneath_openat2) { open_checks_in_child(false, false); }
-TEST(open_beneath_fallback_seccomp_enosys) { open_checks_in_child(true, false); }
-TEST(open_beneath_fallback_switch) { open_checks_in_child(false, true); }
+TEST(open_beneath_openat2)
+{
+	open_checks_in_child(false, false);
+}
+TEST(open_beneath_fallback_seccomp_enosys)
+{
+	open_checks_in_child(true, false);
+}
+TEST(open_beneath_fallback_switch)
+{
+	open_checks_in_child(false, true);
+}
 
 /* ---- digest prefixes ---------------------------------------------------- */
 
 TEST(digest_prefix_resolver)
 {
 	char a[80], b[80], c[80];
-	snprintf(a, sizeof(a), "sha256:%s", "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
-	snprintf(b, sizeof(b), "sha256:%s", "abcdef9999999999999999999999999999999999999999999999999999999999");
-	snprintf(c, sizeof(c), "sha256:%s", "1234560000000000000000000000000000000000000000000000000000000000");
+	snprintf(a, sizeof(a), "sha256:%s",
+		 "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
+	snprintf(b, sizeof(b), "sha256:%s",
+		 "abcdef9999999999999999999999999999999999999999999999999999999999");
+	snprintf(c, sizeof(c), "sha256:%s",
+		 "1234560000000000000000000000000000000000000000000000000000000000");
 	char *all[] = {a, b, c, "not-a-digest", NULL};
 	const char *m = NULL;
-	CHECK(!store_digest_prefix_valid("abcde"));	   /* too short */
-	CHECK(!store_digest_prefix_valid("ABCDEF"));	   /* upper case */
-	CHECK(!store_digest_prefix_valid("abcdefg"));	   /* not hex */
+	CHECK(!store_digest_prefix_valid("abcde"));   /* too short */
+	CHECK(!store_digest_prefix_valid("ABCDEF"));  /* upper case */
+	CHECK(!store_digest_prefix_valid("abcdefg")); /* not hex */
 	CHECK(!store_digest_prefix_valid("sha256:"));
 	CHECK(store_digest_prefix_valid("sha256:abcdef"));
-	CHECK(store_digest_prefix_valid(a + 7));	   /* all 64 */
-	CHECK(!store_digest_prefix_valid("abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567890"));
+	CHECK(store_digest_prefix_valid(a + 7)); /* all 64 */
+	CHECK(
+	    !store_digest_prefix_valid("abcdef0123456789abcdef0123456789abcdef0123456789abcdef01234567890"));
 	CHECK(store_digest_prefix_match(all, "abcdef", &m) == 2);
 	CHECK(store_digest_prefix_match(all, "abcdef0", &m) == 1 && m == a);
 	CHECK(store_digest_prefix_match(all, "sha256:123456", &m) == 1 && m == c);
