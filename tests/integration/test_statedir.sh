@@ -126,6 +126,13 @@ t_private_state_dir_root() {
 	chmod 700 "$p"
 	export SBX_ROOT="$p/root" SBX_RUN="$p/run"
 	private_cycle
+	# A traced command and its replay (the recorder and the replay's restore).
+	local id tid
+	id=$(sbx create)
+	tid=$(sbx exec --json --trace "$id" -- echo traced | python3 -c 'import json,sys; print(json.load(sys.stdin)["trace_id"])')
+	expect_status 0 sbx replay "$tid"
+	assert_contains "$OUT" MATCH
+	sbx rm "$id" > /dev/null
 	[ "$(stat -c %a "$p")" = 700 ] || fail "sbx changed the private directory's mode to $(stat -c %a "$p")"
 	sbx gc > /dev/null
 }
