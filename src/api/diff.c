@@ -655,7 +655,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	r = -1;
 	layer *tmpl[2] = {NULL, NULL};
 	if (streq(tspec, "host")) {
-		if (mask_host_layer(ctx->root, ctx->run, &mask, err) < 0)
+		if (mask_host_layer(ctx->root, ctx->run, ctx->rootless, &mask, err) < 0)
 			goto out;
 		d.mask = mask;
 		d.n_mask = mask->n;

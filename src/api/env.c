@@ -372,7 +372,7 @@ static int write_machine_id(const env_config *c)
 static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err **err)
 {
 	if (!spec || streq(spec, "host")) {
-		if (mask_host_layer(ctx->root, ctx->run, &c->mask, err) < 0)
+		if (mask_host_layer(ctx->root, ctx->run, ctx->rootless, &c->mask, err) < 0)
 			return -1;
 		/* One lower per system directory (see setup.c, mount_split_dirs). */
 		_cleanup_strv_free_ char **dirs = mask_host_dirs(c->mask);

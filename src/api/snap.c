@@ -47,19 +47,11 @@ _public_ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_dige
 	if (store_label_valid(ref) && store_ref_get(ctx->root, ref, d, NULL) == 0)
 		return (*ret_digest = strdup(d)) ? 0 : -ENOMEM;
 	/* A unique prefix of the hex (with or without "sha256:"). */
-	const char *hex = startswith(ref, "sha256:") ? ref + 7 : ref;
-	size_t hl = strlen(hex);
-	bool is_hex = hl >= 6 && hl < 64;
-	for (size_t i = 0; is_hex && i < hl; i++)
-		is_hex = isxdigit((unsigned char)hex[i]) && !isupper((unsigned char)hex[i]);
-	if (is_hex) {
+	if (store_digest_prefix_valid(ref)) {
 		_cleanup_strv_free_ char **all = NULL;
 		if (store_snapshot_list(ctx->root, &all, NULL) == 0) {
 			const char *match = NULL;
-			int n = 0;
-			for (char **p = all; p && *p; p++)
-				if (strncmp(store_digest_hex(*p), hex, hl) == 0)
-					match = *p, n++;
+			int n = store_digest_prefix_match(all, ref, &match);
 			if (n == 1)
 				return (*ret_digest = strdup(match)) ? 0 : -ENOMEM;
 			if (n > 1)

@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -33,9 +32,7 @@
 
 static int open_in_root(int root_fd, const char *path, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)flags | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	return (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+	return fs_open_beneath(root_fd, path, flags, 0, FS_IN_ROOT);
 }
 
 /* "/a//b/./c/" -> "/a/b/c"; "" for the root. */

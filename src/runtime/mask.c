@@ -13,6 +13,15 @@
  *    world-readable, and directories that are not world-searchable, are
  *    whited out (shadow, ssh host keys, ssl/private, database directories);
  *  - SBX_ROOT and SBX_RUN are whited out wherever they are.
+ * Rootless, host root is not mapped in the environment: the host's files
+ * appear owned by nobody, and the environment's root could not create,
+ * remove or rename anything in a host directory. So the rootless mask also
+ * mirrors every directory under etc, var and opt (up to MASK_ROOTLESS_DIRS):
+ * a mask directory, owned by the environment's root, is the topmost lower
+ * layer of that directory, and overlayfs takes the merged directory's owner
+ * from it. Files stay host root's (nobody): they can be replaced (write a
+ * new file, rename it over) or removed, not changed in place; setup says so
+ * at create.
  * The mask is computed once per host state (a key over the stat of the
  * directories it depends on) and stored as a list under $SBX_ROOT/masks; each
  * environment replays the list into a tmpfs of its own (mask_replay). It
@@ -23,6 +32,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -57,10 +67,12 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static uint64_t mask_key(const char *sbx_root, const char *sbx_run)
+static uint64_t mask_key(const char *sbx_root, const char *sbx_run, bool rootless)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	h = fnv(h, MASK_VERSION, 1);
+	if (rootless)
+		h = fnv(h, "rootless", 8);
 	h = fnv(h, sbx_root, strlen(sbx_root) + 1);
 	h = fnv(h, sbx_run, strlen(sbx_run) + 1);
 	const char *deps[] = {"/", "/etc", "/etc/ssh", "/etc/ssl", "/var", "/var/lib", "/var/cache", "/var/log", "/opt", NULL};
@@ -170,7 +182,7 @@ static bool world_visible(const struct stat *st)
 /* Walks host directory hfd (= /rel), whiting out what is not world-visible.
  * Directories are mirrored (with their parents) only where they hold a
  * whiteout, so the mask stays small. */
-static int walk(mask_list *m, size_t *seen, int hfd, const char *rel, dev_t dev, int depth)
+static int walk(mask_list *m, size_t *seen, size_t *mirror_left, int hfd, const char *rel, dev_t dev, int depth)
 {
 	if (depth > 64 || *seen > MASK_MAX_ENTRIES)
 		return 0;
@@ -200,8 +212,11 @@ static int walk(mask_list *m, size_t *seen, int hfd, const char *rel, dev_t dev,
 		if (strchr(de->d_name, '\n'))
 			continue; /* cannot be listed; such names do not occur in system trees */
 		if (!world_visible(&st)) {
-			if (!mirrored && (r = mirror_path(m, rel)) < 0)
+			if (!mirrored && (r = mirror_path(m, rel)) < 0) {
+				if (r == -ENOENT || r == -ENOTDIR)
+					r = 0; /* the host removed this directory as we walked it */
 				break;
+			}
 			mirrored = true;
 			if (!have(m, sub))
 				r = mask_list_add(m, 'w', sub, NULL);
@@ -209,9 +224,16 @@ static int walk(mask_list *m, size_t *seen, int hfd, const char *rel, dev_t dev,
 		}
 		if (!S_ISDIR(st.st_mode) || st.st_dev != dev || have(m, sub))
 			continue; /* files are fine; submounts never show through overlay */
+		/* Rootless: the directory is mirrored (see the head comment);
+		 * walking top-down, its parent already is. */
+		if (*mirror_left) {
+			(*mirror_left)--;
+			if ((r = mask_list_add(m, 'd', sub, &st)) < 0)
+				break;
+		}
 		_cleanup_close_ int fd = openat(hfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
-			r = walk(m, seen, fd, sub, dev, depth + 1);
+			r = walk(m, seen, mirror_left, fd, sub, dev, depth + 1);
 	}
 	closedir(d);
 	return r;
@@ -240,7 +262,7 @@ static int hide_path(mask_list *m, const char *p)
 	return have(m, copy + 1) ? 0 : mask_list_add(m, 'w', copy + 1, NULL);
 }
 
-static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
+static int build(mask_list *m, const char *sbx_root, const char *sbx_run, bool rootless)
 {
 	_cleanup_close_ int host = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	struct stat rst;
@@ -297,11 +319,11 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run)
 		r = hide_path(m, sbx_root);
 	if (r >= 0)
 		r = hide_path(m, sbx_run);
-	size_t seen = 0;
+	size_t seen = 0, mirror_left = rootless ? MASK_ROOTLESS_DIRS : 0;
 	for (int i = 0; r >= 0 && walk_top[i]; i++) {
 		_cleanup_close_ int fd = openat(host, walk_top[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
-			r = walk(m, &seen, fd, walk_top[i], rst.st_dev, 0);
+			r = walk(m, &seen, &mirror_left, fd, walk_top[i], rst.st_dev, 0);
 	}
 	return r;
 }
@@ -376,11 +398,11 @@ static int load(const char *path, mask_list **ret)
 	return 0;
 }
 
-int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, sbx_err **err)
+int mask_host_layer(const char *sbx_root, const char *sbx_run, bool rootless, mask_list **ret, sbx_err **err)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "masks/host-%s-%016llx.list", MASK_VERSION,
-		 (unsigned long long)mask_key(sbx_root, sbx_run));
+		 (unsigned long long)mask_key(sbx_root, sbx_run, rootless));
 	_cleanup_free_ char *path = fs_path_join(sbx_root, name);
 	_cleanup_free_ char *masks = fs_path_join(sbx_root, "masks");
 	if (!path || !masks)
@@ -390,10 +412,28 @@ int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, 
 	int r = fs_mkdir_p(masks, 0711);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", masks);
+	/* Built once: concurrent creates (processes, or `sbx serve`'s threads)
+	 * queue on the lock and the first one builds; the others then load its
+	 * list. The list itself is written atomically under a unique temp name,
+	 * so a reader without the lock sees it whole or not at all. flock locks
+	 * belong to the open file description, so threads of one process
+	 * exclude each other too. */
+	_cleanup_free_ char *lock = fs_path_join(masks, ".build.lock");
+	if (!lock)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (lfd < 0)
+		return err_errno(err, "open '%s'", lock);
+	while ((r = flock(lfd, LOCK_EX)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return err_errno(err, "lock '%s'", lock);
+	if (load(path, ret) == 0)
+		return 0;
 	mask_list *m = calloc(1, sizeof(*m));
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	r = build(m, sbx_root, sbx_run);
+	r = build(m, sbx_root, sbx_run, rootless);
 	if (r >= 0)
 		r = save(m, path);
 	if (r < 0) {

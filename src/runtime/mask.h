@@ -21,8 +21,11 @@ typedef struct mask_list {
 	size_t n, cap;
 } mask_list;
 
-/* Loads (or computes and caches) the mask for this host. */
-int mask_host_layer(const char *sbx_root, const char *sbx_run, mask_list **ret, sbx_err **err);
+/* Loads (or computes and caches) the mask for this host. Rootless, it also
+ * mirrors the directories under etc, var and opt (see mask.c). */
+int mask_host_layer(const char *sbx_root, const char *sbx_run, bool rootless, mask_list **ret, sbx_err **err);
+/* How many directories a rootless mask mirrors at most. */
+#define MASK_ROOTLESS_DIRS 8192
 /* The top-level system directories that the host template shows (real
  * directories, not links), NULL-terminated; for rootless mode, which must
  * overlay each of them separately. */

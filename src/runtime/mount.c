@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -182,7 +181,6 @@ static int mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_er
 	_cleanup_free_ char *copy = strdup(path);
 	if (!copy)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	struct open_how how = {.flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	for (char *s = copy + 1;; s++) {
 		if (*s != '/' && *s != 0)
 			continue;
@@ -191,7 +189,7 @@ static int mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_er
 		char *slash = strrchr(copy, '/');
 		const char *name = slash + 1;
 		*slash = 0;
-		_cleanup_close_ int parent = (int)syscall(SYS_openat2, root_fd, *copy ? copy : "/", &how, sizeof(how));
+		_cleanup_close_ int parent = fs_open_beneath(root_fd, *copy ? copy : "/", O_PATH, 0, FS_IN_ROOT);
 		*slash = '/';
 		if (parent < 0)
 			return err_errno(err, "resolve '%s' in the environment", copy);
@@ -211,7 +209,7 @@ static int mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_er
 		if (!saved)
 			break;
 	}
-	int fd = (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+	int fd = fs_open_beneath(root_fd, path, O_PATH, 0, FS_IN_ROOT);
 	if (fd < 0)
 		return err_errno(err, "resolve '%s' in the environment", path);
 	return fd;

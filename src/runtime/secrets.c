@@ -5,7 +5,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -47,9 +46,7 @@ void secrets_wipe(env_config *c)
 
 static int open_in_root(int root_fd, const char *path, int flags)
 {
-	struct open_how how = {.flags = (uint64_t)flags | O_CLOEXEC,
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
-	return (int)syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+	return fs_open_beneath(root_fd, path, flags, 0, FS_IN_ROOT);
 }
 
 int secrets_mount(env_config *c, const char *root, sbx_err **err)

@@ -38,6 +38,7 @@ typedef struct setup_fds {
 	size_t n_volumes;
 	int layers[FD_MSG_MAX_FDS];
 	size_t n_layers;
+	int run_dir, env_dir; /* O_PATH descriptors of c->run_dir and c->env_dir, or -1 */
 } setup_fds;
 
 _noreturn_ static void fail(int sock, sbx_err *e)
@@ -65,6 +66,9 @@ static int wait_go(int sock, setup_fds *f, sbx_err **err)
 	int64_t u = json_int(m, "upper", -1), w = json_int(m, "work", -1);
 	f->upper = u >= 0 && (size_t)u < n ? fds[u] : -1;
 	f->work = w >= 0 && (size_t)w < n ? fds[w] : -1;
+	int64_t rd = json_int(m, "run_dir", -1), ed = json_int(m, "env_dir", -1);
+	f->run_dir = rd >= 0 && (size_t)rd < n ? fds[rd] : -1;
+	f->env_dir = ed >= 0 && (size_t)ed < n ? fds[ed] : -1;
 	json_t *a = json_object_get(m, "lowers"), *v;
 	size_t i;
 	f->n_lowers = 0;
@@ -184,6 +188,20 @@ static int mount_split_dirs(env_config *c, const char *stage, const char *root, 
 	return 0;
 }
 
+/* Points *path at "/proc/self/fd/<fd>" (fd >= 0), keeping the host path in
+ * *ret_host. Nothing to do without a descriptor (an older supervisor). */
+static int dir_via_fd(char **path, int fd, char **ret_host)
+{
+	if (fd < 0)
+		return 0;
+	char *p = NULL;
+	if (asprintf(&p, "/proc/self/fd/%d", fd) < 0)
+		return -ENOMEM;
+	*ret_host = *path;
+	*path = p;
+	return 0;
+}
+
 char *degraded_home(const env_config *c) { return fs_path_join(c->env_dir, "home"); }
 
 /* Degraded mode (no user namespaces on this host): the same sequence minus
@@ -235,7 +253,7 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 _noreturn_ void setup_child(env_config *c, int sock)
 {
 	sbx_err *e = NULL;
-	setup_fds f = {0};
+	setup_fds f = {.run_dir = -1, .env_dir = -1};
 	char stage[4200], root[4300];
 
 	/* 0. Die with the supervisor; it is the only one who can clean up. Keep
@@ -252,9 +270,22 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		fail(sock, e);
 	if (c->degraded) {
 		int abi = 0;
+		f.run_dir = safe_close(f.run_dir); /* no mount namespace: paths are reachable as they are */
+		f.env_dir = safe_close(f.env_dir);
 		setup_degraded(c, sock, &abi);
 	}
 	log_debug("child: go");
+
+	/* 1b. Reach our own directories through the supervisor's descriptors
+	 *     (/proc/self/fd/N jumps to the directory without searching its
+	 *     parents): SBX_ROOT and SBX_RUN may sit under a directory that our
+	 *     uids cannot search, such as a `mktemp -d` one (mode 0700). Every
+	 *     path below is built from these two; the host paths come back
+	 *     after pivot_root. */
+	_cleanup_free_ char *host_run_dir = NULL, *host_env_dir = NULL;
+	if (dir_via_fd(&c->run_dir, f.run_dir, &host_run_dir) < 0 ||
+	    dir_via_fd(&c->env_dir, f.env_dir, &host_env_dir) < 0)
+		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory"), fail(sock, e);
 
 	/* 2. Become root of our user namespace; drop supplementary groups
 	 *    where the kernel lets us (not rootless: setgroups is denied). */
@@ -345,6 +376,15 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *     (upper and work are untouched); the rest are covered below. */
 	_cleanup_strv_free_ char **hide_later = NULL;
 	_cleanup_json_ json_t *setup_warnings = json_array();
+	/* Rootless, host root is not mapped: what it owns in the host template
+	 * appears owned by nobody (mask.c mirrors the directories, so files can
+	 * be created, replaced and removed). Say so once, at create. */
+	if (c->rootless && c->mask && setup_warnings)
+		json_array_append_new(setup_warnings,
+				      json_string("rootless: the host template's files owned by host root appear owned "
+						  "by nobody: the environment can create, remove and replace (write anew, "
+						  "rename over) files in /etc, /var and /opt, but not change one in place "
+						  "(`>>`, `sed` without -i); run sbx as root for that"));
 	bool remount = false;
 	char hide_dir[4300];
 	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", stage);
@@ -382,6 +422,17 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 6. Switch root; the host tree is detached and unreachable by path. */
 	if (mount_pivot(root, &e) < 0)
 		fail(sock, e);
+
+	if (host_run_dir) {
+		free(c->run_dir);
+		c->run_dir = TAKE_PTR(host_run_dir);
+	}
+	if (host_env_dir) {
+		free(c->env_dir);
+		c->env_dir = TAKE_PTR(host_env_dir);
+	}
+	f.run_dir = safe_close(f.run_dir);
+	f.env_dir = safe_close(f.env_dir);
 
 	/* 7. Identity and network: our own hostname, loopback only. */
 	if (sethostname(c->hostname, strlen(c->hostname)) < 0)

@@ -875,27 +875,57 @@ static int send_go(supervisor *s, sbx_err **err)
 				goto out;
 			}
 			/* Idmap the volume so the environment's root reads and writes
-			 * as the owner of the host directory. Never as host root: a
-			 * writable root-owned volume would let it plant setuid-root
-			 * files on the host, so those are mounted without idmap. */
-			_cleanup_close_ int ns = -1;
-			if (st.st_uid != 0) {
-				ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
-				if (ns < 0)
-					goto out;
-			} else if (!c->volumes[i].readonly)
+			 * as the owner of the host directory: it then sees the volume
+			 * as that owner's permissions say.
+			 * A root-owned volume is idmapped too (host root appears as
+			 * the environment's root, so a 0700 directory and its 0600
+			 * files are readable), but always read-only, whatever was
+			 * asked: a writable one would let the environment create
+			 * setuid-root files, or change root's files, on the host.
+			 * The mount is ro, nosuid and nodev: the kernel refuses
+			 * every change through it (create, write, chmod, chown,
+			 * setxattr), and no setuid bit on it takes effect. Nothing
+			 * inside can make it writable: remounting needs CAP_SYS_ADMIN
+			 * and the mount syscalls, which the environment loses before
+			 * its first command (caps.c, seccomp) - the argument that
+			 * already keeps the idmapped host tree of the `host` template
+			 * read-only (README, "Volumes are idmapped"). */
+			_cleanup_close_ int ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
+			if (ns < 0)
+				goto out;
+			bool ro = c->volumes[i].readonly || st.st_uid == 0;
+			if (st.st_uid == 0 && !c->volumes[i].readonly)
 				add_warning(s,
-					    "volume '%s' is owned by host root: the environment cannot write to it (that "
-					    "would let it create setuid-root files on the host); use a directory owned by "
-					    "an unprivileged user",
+					    "volume '%s' is owned by host root: it is mounted read-only (a writable one would "
+					    "let the environment create setuid-root files on the host); use a directory "
+					    "owned by an unprivileged user to write",
 					    c->volumes[i].host);
-			int t = prepare_tree(s, c->volumes[i].host, ns, c->volumes[i].readonly, err);
+			int t = prepare_tree(s, c->volumes[i].host, ns, ro, err);
 			if (t < 0)
 				goto out;
 			idx = (int)n;
 			fds[n++] = t;
 		}
 		json_array_append_new(json_object_get(m, "volumes"), json_integer(idx));
+	}
+	/* The environment's own directories, opened here with our (host)
+	 * credentials: the child resolves everything under them through these
+	 * descriptors, so SBX_ROOT and SBX_RUN may sit under a directory its
+	 * uids cannot search (a `mktemp -d` parent, mode 0700). They are opened
+	 * through /proc/<child>/root so that they name the child's copies of
+	 * the mounts: it mounts on them, and the kernel refuses a mount point
+	 * (or an overlay layer) that belongs to another mount namespace. */
+	const char *dirs[2][2] = {{"run_dir", c->run_dir}, {"env_dir", c->env_dir}};
+	for (size_t i = 0; i < 2; i++) {
+		char p[4400];
+		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)s->init_pid, dirs[i][1]);
+		int d = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (d < 0) {
+			err_errno(err, "open '%s'", p);
+			goto out;
+		}
+		json_object_set_new(m, dirs[i][0], json_integer((json_int_t)n));
+		fds[n++] = d;
 	}
 	r = json_send(s->init_sock, m, fds, n);
 	if (r < 0)

@@ -589,7 +589,7 @@ static void base_open(walk *w)
 	if (streq(t, "host")) {
 		/* The mask, and the host's system directories (the rest of "/"
 		 * is not part of the environment's tree). */
-		if (mask_host_layer(w->ctx->root, w->ctx->run, &w->mask, NULL) < 0 ||
+		if (mask_host_layer(w->ctx->root, w->ctx->run, w->ctx->rootless, &w->mask, NULL) < 0 ||
 		    !(w->host_dirs = mask_host_dirs(w->mask)) ||
 		    (w->host_fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			w->base_unknown = true;

@@ -125,6 +125,36 @@ const char *store_digest_hex(const char *s)
 	return store_digest_valid(s) ? s + 7 : NULL;
 }
 
+static const char *prefix_hex(const char *ref)
+{
+	if (!ref)
+		return NULL;
+	const char *hex = strncmp(ref, STORE_DIGEST_PREFIX, 7) == 0 ? ref + 7 : ref;
+	size_t n = 0;
+	while (hex[n] && hexval(hex[n]) >= 0)
+		n++;
+	return !hex[n] && n >= STORE_DIGEST_PREFIX_MIN && n <= STORE_DIGEST_HEX_LEN ? hex : NULL;
+}
+
+bool store_digest_prefix_valid(const char *ref) { return prefix_hex(ref) != NULL; }
+
+int store_digest_prefix_match(char *const *all, const char *ref, const char **ret_match)
+{
+	const char *hex = prefix_hex(ref), *match = NULL;
+	if (!hex)
+		return 0;
+	size_t hl = strlen(hex);
+	int n = 0;
+	for (char *const *p = all; p && *p && n < 2; p++) {
+		const char *h = store_digest_hex(*p);
+		if (h && strncmp(h, hex, hl) == 0)
+			match = *p, n++;
+	}
+	if (n == 1 && ret_match)
+		*ret_match = match;
+	return n;
+}
+
 void store_digest_format(const uint8_t raw[STORE_DIGEST_RAW_LEN], char ret[STORE_DIGEST_SIZE])
 {
 	static const char hx[] = "0123456789abcdef";

@@ -44,6 +44,15 @@ bool store_digest_valid(const char *s);
 const char *store_digest_hex(const char *s);
 /* Pure. True for exactly 64 lowercase hex digits (a store file name). */
 bool store_digest_hex_valid(const char *hex);
+/* Pure. The one digest-prefix resolver (snapshots, traces). A prefix is 6
+ * to 64 lowercase hex digits, with or without "sha256:". _valid says whether
+ * ref is one (so a caller lists candidates only then); _match counts the
+ * digests of the NULL-terminated list `all` whose hex starts with it (0, 1,
+ * or 2 meaning "more than one": ambiguous), pointing *ret_match at the one
+ * found when the count is 1. Not a prefix: 0. */
+#define STORE_DIGEST_PREFIX_MIN 6
+bool store_digest_prefix_valid(const char *ref);
+int store_digest_prefix_match(char *const *all, const char *ref, const char **ret_match);
 /* Pure. Raw 32 bytes <-> string. Parse fails with -EINVAL on anything invalid. */
 void store_digest_format(const uint8_t raw[STORE_DIGEST_RAW_LEN], char ret[STORE_DIGEST_SIZE]);
 int store_digest_parse(const char *s, uint8_t ret[STORE_DIGEST_RAW_LEN]);

@@ -76,27 +76,11 @@ int store_fs_write_atomic(const char *dir, const char *name, const void *data, s
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return err_errno(err, "open '%s'", dir);
-	char tmp[64 + NAME_MAX];
-	_cleanup_close_ int fd = -1;
-	for (int i = 0; i < 100 && fd < 0; i++) {
-		snprintf(tmp, sizeof(tmp), ".tmp-%.200s-%d-%ld", name, (int)getpid(), random());
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-		if (fd < 0 && errno != EEXIST)
-			return err_errno(err, "create '%s/%s'", dir, tmp);
-	}
-	if (fd < 0)
-		return err_errno(err, "create temp file in '%s'", dir);
-	int r = store_fs_write_all(fd, data, len, err);
-	if (r >= 0 && store_sys.fsync(fd) < 0)
-		r = err_errno(err, "fsync");
-	if (r >= 0 && store_sys.renameat(dfd, tmp, dfd, name) < 0)
-		r = err_errno(err, "rename into '%s/%s'", dir, name);
-	if (r < 0) {
-		unlinkat(dfd, tmp, 0);
-		return r;
-	}
-	if (store_sys.fsync(dfd) < 0)
-		return err_errno(err, "fsync '%s'", dir);
+	/* util/fs.c's one atomic write, its steps through the fault table. */
+	const fs_atomic_ops ops = {.write = store_sys.write, .fsync = store_sys.fsync, .renameat = store_sys.renameat};
+	int r = fs_write_atomicat(dfd, name, data, len, mode, FS_ATOMIC_DURABLE, &ops);
+	if (r < 0)
+		return err_errnum(err, r, "write '%s/%s' atomically", dir, name);
 	return 0;
 }
 

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -12,39 +11,15 @@
 #include <unistd.h>
 
 #include "store/layer.h"
+#include "util/fs.h"
 #include "util/macro.h"
 
 int store_beneath_open(int root, const char *rel, int flags)
 {
 	if (!*rel)
 		return openat(root, ".", flags | O_CLOEXEC);
-	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
-	long fd = syscall(SYS_openat2, root, rel, &how, sizeof(how));
-	if (fd >= 0 || errno != ENOSYS)
-		return fd < 0 ? -errno : (int)fd;
-	/* No openat2 (kernels before 5.6, valgrind): the same walk by hand, one
-	 * component at a time, never following a symlink and refusing "..". */
-	_cleanup_free_ char *copy = strdup(rel);
-	if (!copy)
-		return -ENOMEM;
-	_cleanup_close_ int dir = openat(root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	char *save = NULL, *next = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = next) {
-		next = strtok_r(NULL, "/", &save);
-		if (streq(c, ".."))
-			return -EXDEV;
-		if (streq(c, "."))
-			continue;
-		int f = openat(dir, c, (next ? O_PATH | O_DIRECTORY : flags) | O_NOFOLLOW | O_CLOEXEC);
-		if (f < 0)
-			return -(errno == ELOOP ? ELOOP : errno);
-		safe_close(dir);
-		dir = f;
-	}
-	return TAKE_FD(dir);
+	int fd = fs_open_beneath(root, rel, flags | O_NOFOLLOW, 0, FS_BENEATH); /* falls back without openat2 */
+	return fd < 0 ? -errno : fd;
 }
 
 /* Opens the parent of rel and points *base at its last component. */

@@ -191,20 +191,12 @@ int trace_store_resolve(const char *store_root, const char *ref, char **ret_id, 
 {
 	if (!ref || !*ref)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty trace id");
-	const char *hex = startswith(ref, "sha256:") ? ref + 7 : ref;
-	size_t hl = strlen(hex);
-	bool is_hex = hl >= 6 && hl <= STORE_DIGEST_HEX_LEN;
-	for (size_t i = 0; is_hex && i < hl; i++)
-		is_hex = isxdigit((unsigned char)hex[i]) && !isupper((unsigned char)hex[i]);
-	if (is_hex) {
+	if (store_digest_prefix_valid(ref)) {
 		_cleanup_strv_free_ char **all = NULL;
 		if (trace_store_list(store_root, &all, err) < 0)
 			return -1;
 		const char *match = NULL;
-		int n = 0;
-		for (char **p = all; p && *p; p++)
-			if (strncmp(store_digest_hex(*p), hex, hl) == 0)
-				match = *p, n++;
+		int n = store_digest_prefix_match(all, ref, &match);
 		if (n == 1)
 			return (*ret_id = strdup(match)) ? 0 : err_errnum(err, ENOMEM, "resolve trace");
 		if (n > 1)

@@ -3,13 +3,17 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/fd.h"
+#include "util/syscalls.h"
 
 int fs_mkdir_p(const char *path, mode_t mode)
 {
@@ -36,23 +40,69 @@ int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
 
 int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t mode, bool durable)
 {
-	_cleanup_free_ char *tmp = NULL;
-	if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0)
+	const char *slash = strrchr(path, '/');
+	_cleanup_free_ char *dir =
+	    slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!dir)
 		return -ENOMEM;
-	_cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
-	if (fd < 0)
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
 		return -errno;
-	ssize_t n = fd_write_all(fd, data, len);
-	if (n < 0 || (durable && fsync(fd) < 0)) {
-		int e = n < 0 ? (int)-n : errno;
-		unlink(tmp);
-		return -e;
+	return fs_write_atomicat(dfd, slash ? slash + 1 : path, data, len, mode,
+				 durable ? FS_ATOMIC_DURABLE : 0, NULL);
+}
+
+static ssize_t sys_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+
+static const fs_atomic_ops real_ops = {.write = sys_write, .fsync = fsync, .renameat = renameat};
+
+int fs_write_atomicat(int dfd, const char *name, const void *data, size_t len, mode_t mode, unsigned flags,
+		      const fs_atomic_ops *ops)
+{
+	if (!ops)
+		ops = &real_ops;
+	if (!*name || strchr(name, '/'))
+		return -EINVAL;
+	/* A random name, created O_EXCL: unique across processes and across
+	 * the threads of one (`sbx serve` writes from many threads), so two
+	 * writers never share, truncate or rename away each other's temp file.
+	 * (O_TMPFILE + linkat cannot replace an existing name atomically.) */
+	char tmp[NAME_MAX + 1];
+	_cleanup_close_ int fd = -1;
+	for (int i = 0; i < 100 && fd < 0; i++) {
+		uint64_t rnd;
+		if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd))
+			rnd = ((uint64_t)getpid() << 32) ^ (uint64_t)random() ^ ((uint64_t)i << 56);
+		snprintf(tmp, sizeof(tmp), ".tmp-%.200s-%016llx", name, (unsigned long long)rnd);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
 	}
-	if (rename(tmp, path) < 0) {
-		int e = errno;
-		unlink(tmp);
-		return -e;
+	if (fd < 0)
+		return -EEXIST;
+	int r = 0;
+	for (const char *p = data; len && r == 0;) {
+		ssize_t n = ops->write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			r = n < 0 ? -errno : -EIO;
+		else {
+			p += n;
+			len -= (size_t)n;
+		}
 	}
+	if (r == 0 && (flags & FS_ATOMIC_DURABLE) && ops->fsync(fd) < 0)
+		r = -errno;
+	if (r == 0 && ops->renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	/* The rename is durable once the directory is. */
+	if ((flags & FS_ATOMIC_DURABLE) && ops->fsync(dfd) < 0)
+		return -errno;
 	return 0;
 }
 
@@ -149,4 +199,138 @@ int fs_rm_rf(const char *path)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	return rm_at(AT_FDCWD, path, st.st_dev, 0);
+}
+
+bool fs_openat2_disabled;
+
+/* The by-hand walk (see fs.h). todo: what is left to resolve; done: the
+ * components resolved so far, from the root (for ".." and relative links). */
+static int open_walk(int root_fd, const char *path, int flags, mode_t mode, int how)
+{
+	enum { CAP = 2 * PATH_MAX };
+	_cleanup_free_ char *todo = malloc(CAP), *done = malloc(CAP), *next = malloc(CAP);
+	if (!todo || !done || !next) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (how == FS_BENEATH && path[0] == '/') {
+		errno = EXDEV;
+		return -1;
+	}
+	if (strlen(path) >= CAP) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(todo, path);
+	int links = 0;
+restart:
+	done[0] = 0;
+	_cleanup_close_ int dir = openat(root_fd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -1;
+	for (char *c = todo; *c;) {
+		char *end = strchrnul(c, '/');
+		bool last = true;
+		for (const char *q = end; *q; q++)
+			if (*q != '/') {
+				last = false;
+				break;
+			}
+		size_t cl = (size_t)(end - c);
+		const char *rest = *end ? end + 1 : end;
+		if (cl == 0 || (cl == 1 && c[0] == '.')) {
+			if (last) /* "a/." or "a/": the directory itself */
+				return openat(dir, ".", flags | O_CLOEXEC, mode);
+			c = (char *)rest;
+			continue;
+		}
+		if (cl == 2 && c[0] == '.' && c[1] == '.') {
+			char *slash = strrchr(done, '/');
+			if (!*done && how == FS_BENEATH) {
+				errno = EXDEV;
+				return -1;
+			}
+			/* Clamped at the root (IN_ROOT); walk again from it. */
+			if (slash)
+				*slash = 0;
+			else
+				done[0] = 0;
+			if ((size_t)snprintf(next, CAP, "%s/%s", done, rest) >= CAP) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			strcpy(todo, next);
+			goto restart;
+		}
+		char name[NAME_MAX + 1];
+		if (cl > NAME_MAX) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		memcpy(name, c, cl);
+		name[cl] = 0;
+		struct stat st;
+		bool exists = fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (!exists && (errno != ENOENT || !last))
+			return -1;
+		if (exists && S_ISLNK(st.st_mode) && !(last && (flags & O_NOFOLLOW))) {
+			if (how == FS_BENEATH || ++links > 40) {
+				errno = ELOOP;
+				return -1;
+			}
+			char target[PATH_MAX];
+			ssize_t k = readlinkat(dir, name, target, sizeof(target) - 1);
+			if (k < 0)
+				return -1;
+			target[k] = 0;
+			int n = target[0] == '/' ? snprintf(next, CAP, "%s/%s", target, rest)
+						 : snprintf(next, CAP, "%s/%s/%s", done, target, rest);
+			if (n < 0 || n >= CAP) {
+				errno = ENAMETOOLONG;
+				return -1;
+			}
+			strcpy(todo, next);
+			goto restart;
+		}
+		if (last)
+			return openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (!S_ISDIR(st.st_mode)) {
+			errno = ENOTDIR;
+			return -1;
+		}
+		int f = openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (f < 0)
+			return -1;
+		safe_close(dir);
+		dir = f;
+		size_t dl = strlen(done);
+		if (dl + 1 + cl + 1 > CAP) {
+			errno = ENAMETOOLONG;
+			return -1;
+		}
+		done[dl] = '/';
+		memcpy(done + dl + 1, name, cl + 1);
+		c = (char *)rest;
+	}
+	/* Only slashes and dots: the root itself. */
+	return openat(dir, ".", flags | O_CLOEXEC, mode);
+}
+
+int fs_open_beneath(int root_fd, const char *path, int flags, mode_t mode, int how)
+{
+	if (!path || !*path) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!fs_openat2_disabled) {
+		struct open_how oh = {
+		    .flags = (uint64_t)(flags | O_CLOEXEC),
+		    .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		    .resolve = RESOLVE_NO_MAGICLINKS |
+			       (how == FS_IN_ROOT ? RESOLVE_IN_ROOT : RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)};
+		int fd = sys_openat2(root_fd, path, &oh);
+		if (fd >= 0 || errno != ENOSYS)
+			return fd;
+	}
+	return open_walk(root_fd, path, flags, mode, how);
 }

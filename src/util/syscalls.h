@@ -6,6 +6,7 @@
 #endif
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/openat2.h>
 #include <linux/sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -80,6 +81,12 @@ static inline int sys_mount_setattr(int dfd, const char *path, unsigned flags, s
 {
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr, sizeof(*attr));
 }
+/* Use fs_open_beneath (util/fs.h), which falls back where this is missing. */
+static inline int sys_openat2(int dfd, const char *path, struct open_how *how)
+{
+	return (int)syscall(SYS_openat2, dfd, path, how, sizeof(*how));
+}
+
 static inline int sys_pivot_root(const char *new_root, const char *put_old)
 {
 	return (int)syscall(SYS_pivot_root, new_root, put_old);

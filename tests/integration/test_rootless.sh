@@ -67,3 +67,29 @@ t_rootless_trace() {
 	rootless_setup
 	run_as_user test_trace.sh
 }
+
+# issue 13.11: rootless, host root is unmapped and its directories appeared
+# owned by nobody, so only those the mask happened to mirror (holding a
+# private file, like /etc/default on some hosts) took new files: "cannot
+# create /etc/default/sbxtouch" on a fresh Debian. Every directory under
+# /etc, /var/lib and /opt must take a new file, and create says what stays
+# read-only (files of host root cannot be changed in place).
+t_rootless_host_dirs_take_new_files() {
+	rootless_setup
+	mkdir -p "$RL/w"
+	chmod 1777 "$RL/w"
+	out=$(setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env env HOME=/home/sbxtest \
+		SBX_ROOT="$RL/w/store" SBX_RUN="$RL/w/run" sh -c "
+		id=\$('$RL/bin/sbx' create 2>'$RL/w/warn') || { cat '$RL/w/warn'; exit 1; }
+		'$RL/bin/sbx' exec \$id -- sh -c 'n=0; for d in /etc/*/ /var/lib/*/ /opt/*/; do
+			[ -d \"\$d\" ] || continue; n=\$((n + 1))
+			( : > \"\$d.sbxprobe\" ) 2>/dev/null || echo \"cannot create in \$d\"; done
+			rm -f /etc/hostname && echo hi > /etc/hostname && echo replaced-ok; echo dirs=\$n'
+		'$RL/bin/sbx' rm \$id >/dev/null; cat '$RL/w/warn'" 2>&1)
+	assert_not_contains "$out" "cannot create in"
+	assert_contains "$out" "replaced-ok"
+	assert_contains "$out" "files owned by host root appear owned by nobody"
+	local n
+	n=$(echo "$out" | sed -n 's/^dirs=//p')
+	[ "${n:-0}" -gt 3 ] || fail "too few host directories were probed ($n): $out"
+}

@@ -422,11 +422,12 @@ t_rootless_secrets_phases_hidden() {
 	chmod 644 "$d/cred"
 	out=$(as_user env SBX_ROOT="$d/root" SBX_RUN="$d/run" SBX_T_TOKEN=rlvalue sh -c '
 		set -e
-		id=$("$SBX_BIN" create --secret SBX_T_TOKEN --secret "C='"$d"'/cred" --hide /etc/issue 2> /dev/null)
+		id=$("$SBX_BIN" create --secret SBX_T_TOKEN --secret "C='"$d"'/cred" --hide /etc/issue 2> "'"$d"'/create.err") ||
+			{ echo "create failed: $(cat "'"$d"'/create.err")"; exit 1; }
 		"$SBX_BIN" exec "$id" -- sh -c "echo \$SBX_T_TOKEN; cat /run/secrets/C; echo; test -e /etc/issue || echo hidden"
 		"$SBX_BIN" phase "$id" agent > /dev/null
 		"$SBX_BIN" exec "$id" -- sh -c "echo \${SBX_T_TOKEN:-gone}; ls -A /run/secrets | wc -l"
-		"$SBX_BIN" rm "$id" > /dev/null' 2>&1) || fail "rootless: $out"
+		"$SBX_BIN" rm "$id" > /dev/null' 2>&1) || fail "rootless: ${out:-(no output)}; create said: $(cat "$d/create.err" 2> /dev/null)"
 	assert_eq "$out" "rlvalue
 rlfile
 hidden
