@@ -23,6 +23,7 @@
 #include <zstd.h>
 
 #include "api/api.h"
+#include "api/readset_io.h"
 #include "api/trace_api.h"
 #include "store/layer.h"
 #include "store/storefs.h"
@@ -421,6 +422,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	_cleanup_free_ char *bbuf = NULL, *dbuf = NULL, *merged = NULL, *z = NULL;
 	size_t blen = 0, dlen = 0, mlen = 0, zlen = 0;
 	_cleanup_json_ json_t *ev = NULL, *outj = NULL, *errj = NULL, *inj = NULL, *fsj = NULL, *m = NULL;
+	_cleanup_json_ json_t *read_set = NULL, *vol_writes = NULL;
 	trace_counts counts = {0};
 	json_t *tinfo = json_object_get(exitm, "trace");
 	const char *recorder = json_str(started, "recorder") ?: "ptrace";
@@ -434,6 +436,11 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	if (trace_stream_count(merged, mlen, &counts, err) < 0)
 		goto fail;
+	/* The files it read from outside its snapshot, digested now (readset_io.c). */
+	double t_rs = now_ms_mono();
+	if (readset_record(ctx, id, st, merged, mlen, o->cwd, &read_set, &vol_writes, err) < 0)
+		goto fail;
+	t_rs = now_ms_mono() - t_rs;
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)
 		goto fail;
 
@@ -482,6 +489,9 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	}
 	if (tp->replay_of)
 		json_object_set_new(m, "replay_of", json_string(tp->replay_of));
+	json_object_set(m, "read_set", read_set);
+	json_object_set(m, "volume_writes", vol_writes);
+	json_object_set_new(m, "read_set_ms", json_real(t_rs));
 	char tid[STORE_DIGEST_SIZE];
 	if (trace_store_put(ctx->root, m, tid, err) < 0)
 		goto fail;
