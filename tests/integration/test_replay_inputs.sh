@@ -1,0 +1,197 @@
+# Replay inputs are the run's read set (issue 10 §1): exactly the files the
+# recording read from volumes and from the template's live lower tree (the
+# host's /usr, /etc, /opt... through the mask; a dir: template's directory).
+# A change to a file the run never read is not a divergence; a change to one
+# it read is, named by path with expected/actual digests; `--inputs volumes`
+# keeps the whole-volume rule. Runs as root (eBPF recorder) and, through
+# t_replay_inputs_rootless, as sbxtest (ptrace recorder).
+
+jget() { python3 -c 'import json,sys; d=json.load(sys.stdin)
+for k in sys.argv[1].split("."): d = d[int(k)] if isinstance(d, list) else d[k]
+print(d if not isinstance(d,(dict,list)) else json.dumps(d))' "$1"; }
+sha() { echo "sha256:$(sha256sum "$1" | cut -d' ' -f1)"; }
+
+# A volume with two files; the command reads only a.txt.
+two_file_volume() {
+	VOL="$TMPDIR_TEST/vol"
+	mkdir -p "$VOL"
+	echo alpha > "$VOL/a.txt"
+	echo beta > "$VOL/b.txt"
+	chmod -R a+rX "$VOL"
+	ID=$(sbx create -v "$VOL:/data" 2> /dev/null)
+	TID=$(sbx exec --json --trace "$ID" -- cat /data/a.txt | jget trace_id)
+	[[ "$TID" == sha256:* ]] || fail "no trace id"
+}
+
+t_replay_inputs_unread_file_changed_matches() {
+	two_file_volume
+	expect_status 0 sbx replay "$TID"
+	echo "edited by the user" > "$VOL/b.txt"
+	echo swap > "$VOL/.a.txt.swp" # an editor's swap file next to it
+	r=$(sbx replay --json "$TID") || fail "a change to a file the run never read diverged: $r"
+	assert_eq "$(echo "$r" | jget verdict)" match
+	assert_eq "$(echo "$r" | jget inputs)" read_set
+	# the manifest names what was read, not the volume
+	m=$(sbx trace inspect "$TID")
+	assert_contains "$m" '"path": "/data/a.txt"'
+	assert_not_contains "$m" '"path": "/data/b.txt"'
+	sbx rm "$ID" > /dev/null
+}
+
+t_replay_inputs_read_file_changed_diverges() {
+	two_file_volume
+	want=$(sha "$VOL/a.txt")
+	echo gamma > "$VOL/a.txt"
+	got=$(sha "$VOL/a.txt")
+	expect_status 1 sbx replay "$TID"
+	assert_contains "$OUT" "path /data/a.txt"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget divergence.path)" /data/a.txt
+	assert_eq "$(echo "$r" | jget divergence.expected)" "$want"
+	assert_eq "$(echo "$r" | jget divergence.actual)" "$got"
+	rm "$VOL/a.txt"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.path)" /data/a.txt
+	assert_eq "$(echo "$r" | jget divergence.actual)" absent
+	# restored byte for byte: the replay runs and matches again
+	echo alpha > "$VOL/a.txt"
+	expect_status 0 sbx replay "$TID"
+	sbx rm "$ID" > /dev/null
+}
+
+t_replay_inputs_volumes_option_checks_whole_volumes() {
+	two_file_volume
+	echo "edited" > "$VOL/b.txt"
+	expect_status 0 sbx replay --inputs read-set "$TID"
+	expect_status 1 sbx replay --inputs volumes "$TID"
+	r=$(sbx replay --json --inputs volumes "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget inputs)" volumes
+	expect_status 125 sbx replay --inputs everything "$TID"
+	sbx rm "$ID" > /dev/null
+}
+
+t_replay_inputs_absent_file_is_an_input() {
+	VOL="$TMPDIR_TEST/vol"
+	mkdir -p "$VOL"
+	chmod a+rwx "$VOL"
+	ID=$(sbx create -v "$VOL:/data" 2> /dev/null)
+	TID=$(sbx exec --json --trace "$ID" -- sh -c 'cat /data/opt.conf 2> /dev/null || echo none' | jget trace_id)
+	expect_status 0 sbx replay "$TID"
+	echo "set=1" > "$VOL/opt.conf"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget divergence.path)" /data/opt.conf
+	assert_eq "$(echo "$r" | jget divergence.expected)" absent
+	assert_eq "$(echo "$r" | jget divergence.actual)" "$(sha "$VOL/opt.conf")"
+	sbx rm "$ID" > /dev/null
+}
+
+# The run's own output in a volume is not an input: it is compared after the
+# replay, and the replay writes the same bytes.
+t_replay_inputs_written_volume_file_is_an_output() {
+	VOL="$TMPDIR_TEST/vol"
+	mkdir -p "$VOL"
+	chmod a+rwx "$VOL"
+	echo 3 > "$VOL/n"
+	: > "$VOL/out"
+	chmod a+r "$VOL/n"
+	chmod a+rw "$VOL/out" # the replay's environment writes it too
+	ID=$(sbx create -v "$VOL:/data" 2> /dev/null)
+	TID=$(sbx exec --json --trace "$ID" -- sh -c 'echo $(( $(cat /data/n) * 2 )) > /data/out; cat /data/out' | jget trace_id)
+	m=$(sbx trace inspect "$TID")
+	reads=$(echo "$m" | python3 -c 'import json,sys; print(" ".join(e["path"] for e in json.load(sys.stdin)["read_set"]))')
+	writes=$(echo "$m" | python3 -c 'import json,sys; print(" ".join(e["path"] for e in json.load(sys.stdin)["volume_writes"]))')
+	assert_contains " $reads " " /data/n "
+	assert_not_contains " $reads " " /data/out "
+	assert_eq "$writes" /data/out
+	expect_status 0 sbx replay "$TID"
+	# an output that comes out differently is a divergence after the re-run
+	echo 4 > "$VOL/n"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.path)" /data/n
+	sbx rm "$ID" > /dev/null
+}
+
+# A file of the host template's lower tree (/opt, seen through the mask).
+t_replay_inputs_host_lower_file_changed_diverges() {
+	is_root || skip_ok "writing under /opt on the host needs root"
+	d="/opt/sbx-readset-test-$$"
+	trap 'rm -rf "$d"' EXIT
+	mkdir -p "$d"
+	echo v1 > "$d/lib.txt"
+	chmod -R a+rX "$d"
+	ID=$(sbx create)
+	assert_eq "$(sbx exec "$ID" -- cat "$d/lib.txt")" v1 "the host template shows /opt"
+	TID=$(sbx exec --json --trace "$ID" -- cat "$d/lib.txt" | jget trace_id)
+	expect_status 0 sbx replay "$TID"
+	want=$(sha "$d/lib.txt")
+	echo v2 > "$d/lib.txt" # an upgrade on the host
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget divergence.path)" "$d/lib.txt"
+	assert_eq "$(echo "$r" | jget divergence.expected)" "$want"
+	assert_eq "$(echo "$r" | jget divergence.actual)" "$(sha "$d/lib.txt")"
+	# the old rule did not look at the host tree: it re-ran on other bytes
+	r=$(sbx replay --json --inputs volumes "$TID" || true)
+	[ "$(echo "$r" | jget divergence.kind)" != input ] || fail "volumes mode looked at the host tree: $r"
+	sbx rm "$ID" > /dev/null
+}
+
+# The same for a dir: template, whose lower is a live directory.
+t_replay_inputs_dir_template_file_changed_diverges() {
+	[ -x /bin/busybox ] && file -L /bin/busybox 2> /dev/null | grep -q static || skip "a static busybox is missing"
+	T="$TMPDIR_TEST/tree"
+	mkdir -p "$T/bin" "$T/etc" "$T/tmp"
+	cp /bin/busybox "$T/bin/busybox"
+	ln -s busybox "$T/bin/cat"
+	ln -s busybox "$T/bin/sh"
+	echo one > "$T/etc/lib.txt"
+	echo two > "$T/etc/other.txt"
+	chmod -R a+rX "$T"
+	ID=$(sbx create --template "dir:$T") || skip "dir: templates are not available here"
+	TID=$(sbx exec --json --trace "$ID" -- /bin/cat /etc/lib.txt | jget trace_id)
+	echo changed > "$T/etc/other.txt"
+	expect_status 0 sbx replay "$TID"
+	echo changed > "$T/etc/lib.txt"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget divergence.path)" /etc/lib.txt
+	sbx rm "$ID" > /dev/null
+}
+
+# The read set is taken from the snapshot's layers first: a file the
+# environment wrote before the trace is the snapshot's, not an input.
+t_replay_inputs_snapshot_files_are_not_inputs() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'echo mine > /etc/sbx-readset-own.txt'
+	TID=$(sbx exec --json --trace "$ID" -- cat /etc/sbx-readset-own.txt | jget trace_id)
+	m=$(sbx trace inspect "$TID")
+	assert_contains "$m" '"read_set"'
+	assert_not_contains "$m" '"path": "/etc/sbx-readset-own.txt"'
+	assert_contains "$m" '"path": "/usr/bin/cat"' # the host's binary is
+	sbx rm "$ID" > /dev/null
+}
+
+t_replay_inputs_rootless() {
+	is_root || skip_ok "already running unprivileged"
+	id sbxtest > /dev/null 2>&1 || skip "user sbxtest is missing (scripts/test.sh creates it)"
+	RL="$TMPDIR_TEST/rl"
+	mkdir -p "$RL/bin" "$RL/tests"
+	cp "$SBX_BIN" "$RL/bin/sbx"
+	cp "$SBX_SRC"/tests/integration/*.sh "$RL/tests/"
+	chmod -R a+rX "$RL"
+	chmod 755 "$TMPDIR_TEST"
+	res="$RL/result"
+	touch "$res"
+	chmod 666 "$res"
+	setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env \
+		env PATH=/usr/local/bin:/usr/bin:/bin HOME=/home/sbxtest SBX_BIN="$RL/bin/sbx" SBX_SRC="$RL" \
+		SBX_TEST_STRICT="${SBX_TEST_STRICT:-0}" \
+		timeout 600 bash "$RL/tests/harness.sh" "$RL/tests/test_replay_inputs.sh" "$res" > "$RL/log" 2>&1 || true
+	cat "$RL/log"
+	read -r p f s < "$res" || fail "the harness did not finish"
+	[ "${p:-0}" -ge 5 ] || fail "only ${p:-0} tests passed as sbxtest"
+	[ "$f" = 0 ] || fail "$f failed as an unprivileged user"
+}
