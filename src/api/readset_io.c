@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/readset_io.h"
@@ -37,6 +38,7 @@
 #include "store/layer.h"
 #include "trace/readset.h"
 #include "trace/trace_view.h"
+#include "util/fs.h"
 #include "util/json.h"
 
 #define RS_MAX_LAYERS 512
@@ -307,9 +309,95 @@ static int digest_dir(int fd, char out[STORE_DIGEST_SIZE], sbx_err **err)
 	return r == -ENOMEM ? err_errnum(err, ENOMEM, "list directory") : r;
 }
 
+/* Digests already taken, by file identity, kept in $SBX_RUN/readset-digests.json
+ * (per boot, per user): {"<root>/<rel>": [dev, ino, size, mtime_ns, ctime_ns,
+ * "sha256:.."]}. A file is taken from the cache only when all five agree;
+ * a write changes ctime, which no unprivileged process can set back. A file
+ * changed less than RS_RACY_NS before it was digested is not cached: a second
+ * write within the same timestamp tick would keep its identity (git's "racy
+ * clean" rule). The cache is an optimization: unreadable or corrupt, it
+ * starts empty. */
+#define RS_RACY_NS 2000000000LL
+#define RS_CACHE_MAX 50000
+typedef struct rs_cache {
+	json_t *map;
+	char *path;
+	bool dirty;
+} rs_cache;
+
+static void cache_open(sbx_ctx *ctx, rs_cache *c)
+{
+	*c = (rs_cache){0};
+	if (asprintf(&c->path, "%s/readset-digests.json", ctx->run) < 0) {
+		c->path = NULL;
+		return;
+	}
+	_cleanup_free_ char *data = NULL;
+	size_t len = 0;
+	if (fs_read_file(c->path, 64u << 20, &data, &len) == 0)
+		c->map = json_loadb(data, len, 0, NULL);
+	if (!json_is_object(c->map)) {
+		json_decref(c->map);
+		c->map = json_object();
+	}
+}
+
+static void cache_close(rs_cache *c)
+{
+	if (c->dirty && c->path && c->map) {
+		if (json_object_size(c->map) > RS_CACHE_MAX)
+			json_object_clear(c->map);
+		_cleanup_free_ char *d = json_dumps(c->map, JSON_COMPACT);
+		if (d)
+			(void)fs_write_atomic_flags(c->path, d, strlen(d), 0600, false);
+	}
+	json_decref(c->map);
+	free(c->path);
+	*c = (rs_cache){0};
+}
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+static bool cache_get(const rs_cache *c, const char *key, const struct stat *s, char out[STORE_DIGEST_SIZE + 32])
+{
+	json_t *e = c && c->map ? json_object_get(c->map, key) : NULL;
+	if (!json_is_array(e) || json_array_size(e) != 6)
+		return false;
+	int64_t want[5] = {(int64_t)s->st_dev, (int64_t)s->st_ino, (int64_t)s->st_size, ts_ns(&s->st_mtim),
+			   ts_ns(&s->st_ctim)};
+	for (size_t i = 0; i < 5; i++)
+		if (json_integer_value(json_array_get(e, i)) != want[i])
+			return false;
+	const char *d = json_string_value(json_array_get(e, 5));
+	if (!d || strlen(d) >= STORE_DIGEST_SIZE + 32)
+		return false;
+	strcpy(out, d);
+	return true;
+}
+
+static void cache_put(rs_cache *c, const char *key, const struct stat *s, const char *digest)
+{
+	if (!c || !c->map)
+		return;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t young = ts_ns(&now) - RS_RACY_NS;
+	if (ts_ns(&s->st_mtim) > young || ts_ns(&s->st_ctim) > young)
+		return;
+	json_t *e = json_pack("[I,I,I,I,I,s]", (json_int_t)s->st_dev, (json_int_t)s->st_ino, (json_int_t)s->st_size,
+			      (json_int_t)ts_ns(&s->st_mtim), (json_int_t)ts_ns(&s->st_ctim), digest);
+	if (e && json_object_set_new(c->map, key, e) == 0)
+		c->dirty = true;
+}
+
 /* The digest of rel under root: "sha256:..", "absent" or "unreadable:ENAME";
- * st (may be NULL) gets the identity at that time. */
-static void digest_at(int root, const char *rel, bool dir, char out[STORE_DIGEST_SIZE + 32], struct stat *st)
+ * st (may be NULL) gets the identity at that time. With cache, a regular
+ * file whose identity is cached under key is not read again. */
+static void digest_at(int root, const char *rel, bool dir, char out[STORE_DIGEST_SIZE + 32], struct stat *st,
+		      rs_cache *cache, const char *key)
 {
 	int fd = open_beneath(root, rel, O_RDONLY | (dir ? O_DIRECTORY : 0));
 	if (fd < 0) {
@@ -334,9 +422,14 @@ static void digest_at(int root, const char *rel, bool dir, char out[STORE_DIGEST
 		safe_close(fd);
 		snprintf(out, STORE_DIGEST_SIZE + 32, "directory");
 		return;
+	} else if (cache && key && cache_get(cache, key, &s, out)) {
+		safe_close(fd);
+		return;
 	} else {
 		r = store_digest_fd(fd, out, NULL, NULL);
 		safe_close(fd);
+		if (r == 0 && cache && key)
+			cache_put(cache, key, &s, out);
 	}
 	if (r < 0)
 		snprintf(out, STORE_DIGEST_SIZE + 32, "unreadable:EIO");
@@ -421,6 +514,8 @@ int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *e
 		r = err_errnum(err, ENOMEM, "read set");
 	rs_ent e = {0};
 	char canon[RS_PATH_MAX];
+	rs_cache cache;
+	cache_open(ctx, &cache);
 	for (size_t i = 0; r == 0 && i < rs.n; i++) {
 		const readset_item *it = &rs.v[i];
 		int q = resolve(&v, it->path, canon, &e);
@@ -438,7 +533,10 @@ int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *e
 		if (q == -ENOENT || root < 0)
 			snprintf(dg, sizeof(dg), "absent");
 		else {
-			digest_at(root, e.rel, it->kind == READSET_DIR, dg, &s);
+			_cleanup_free_ char *key = NULL;
+			if (asprintf(&key, "%s/%s", rootp, e.rel) < 0)
+				key = NULL;
+			digest_at(root, e.rel, it->kind == READSET_DIR, dg, &s, &cache, key);
 			have_id = s.st_ino != 0;
 		}
 		if (streq(dg, "directory"))
@@ -457,7 +555,7 @@ int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *e
 		if ((q < 0 && q != -ENOENT) || e.src != SRC_VOLUME || v.vols[e.vol].fd < 0)
 			continue;
 		char dg[STORE_DIGEST_SIZE + 32];
-		digest_at(v.vols[e.vol].fd, e.rel, false, dg, NULL);
+		digest_at(v.vols[e.vol].fd, e.rel, false, dg, NULL, NULL, NULL);
 		if (streq(dg, "directory"))
 			continue;
 		json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "path", rs.written[i], "root", v.vols[e.vol].host, "rel",
@@ -465,6 +563,7 @@ int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *e
 		if (!j || json_array_append_new(writes, j) < 0)
 			r = err_errnum(err, ENOMEM, "read set");
 	}
+	cache_close(&cache);
 	free(e.target);
 	view_close(&v);
 	mask_free(mask);
@@ -480,7 +579,7 @@ int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *e
 }
 
 /* The digest of a recorded entry's file as it is now. */
-static void digest_now(const json_t *ent, bool dir, char out[STORE_DIGEST_SIZE + 32])
+static void digest_now(const json_t *ent, bool dir, char out[STORE_DIGEST_SIZE + 32], rs_cache *cache)
 {
 	const char *root = json_str(ent, "root"), *rel = json_str(ent, "rel");
 	int fd = root ? open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -488,19 +587,24 @@ static void digest_now(const json_t *ent, bool dir, char out[STORE_DIGEST_SIZE +
 		snprintf(out, STORE_DIGEST_SIZE + 32, "absent");
 		return;
 	}
-	digest_at(fd, rel ? rel : "", dir, out, NULL);
+	_cleanup_free_ char *key = NULL;
+	if (!cache || asprintf(&key, "%s/%s", root, rel ? rel : "") < 0)
+		key = NULL;
+	digest_at(fd, rel ? rel : "", dir, out, NULL, cache, key);
 	safe_close(fd);
 }
 
-int readset_check(const json_t *read_set, json_t **ret_div, sbx_err **err)
+int readset_check(sbx_ctx *ctx, const json_t *read_set, json_t **ret_div, sbx_err **err)
 {
 	size_t i;
 	json_t *ent;
+	_cleanup_(cache_close) rs_cache cache;
+	cache_open(ctx, &cache);
 	json_array_foreach(read_set, i, ent)
 	{
 		const char *want = json_str(ent, "digest") ?: "";
 		char got[STORE_DIGEST_SIZE + 32];
-		digest_now(ent, streq(json_str(ent, "kind") ?: "", "dir"), got);
+		digest_now(ent, streq(json_str(ent, "kind") ?: "", "dir"), got, &cache);
 		if (streq(want, got))
 			continue;
 		json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "kind", "input", "path", json_str(ent, "path") ?: "",
@@ -523,7 +627,7 @@ int readset_check_writes(const json_t *volume_writes, json_t **ret_div, sbx_err 
 	{
 		const char *want = json_str(ent, "digest") ?: "";
 		char got[STORE_DIGEST_SIZE + 32];
-		digest_now(ent, false, got);
+		digest_now(ent, false, got, NULL);
 		if (streq(want, got))
 			continue;
 		json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:I,s:n}", "kind", "filesystem", "path",

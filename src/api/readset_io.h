@@ -17,8 +17,10 @@
 int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *events, size_t len,
 		   const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes, sbx_err **err);
 /* The first entry of read_set whose content differs now: *ret_div =
- * {kind "input", path, expected, actual, pid, index}, or NULL when all hold. */
-int readset_check(const json_t *read_set, json_t **ret_div, sbx_err **err);
+ * {kind "input", path, expected, actual, pid, index}, or NULL when all hold.
+ * Both sides skip re-reading a file whose identity (dev, ino, size, mtime,
+ * ctime) matches a digest cached in $SBX_RUN/readset-digests.json. */
+int readset_check(sbx_ctx *ctx, const json_t *read_set, json_t **ret_div, sbx_err **err);
 /* The first file of volume_writes whose content after the replay differs:
  * {kind "filesystem", path, expected, actual, index 0, pid null}, or NULL. */
 int readset_check_writes(const json_t *volume_writes, json_t **ret_div, sbx_err **err);

@@ -224,7 +224,7 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 	_cleanup_json_ json_t *div = NULL;
 	json_t *read_set = json_object_get(m, "read_set");
 	if (!by_volume && json_is_array(read_set)) {
-		if (readset_check(read_set, &div, err) < 0)
+		if (readset_check(ctx, read_set, &div, err) < 0)
 			return err_wrap(err, "replay: check inputs");
 	} else if (check_inputs(m, &div, err) < 0)
 		return -1;
