@@ -221,3 +221,26 @@ t_replay_inputs_digest_cache_sees_same_size_rewrite() {
 	assert_eq "$(echo "$r" | jget divergence.actual)" "$(sha "$VOL/a.txt")"
 	sbx rm "$ID" > /dev/null
 }
+
+# MCP: environment_replay {inputs: "read_set" | "volumes"} (plain JSON-RPC
+# method environment.replay on stdio).
+t_replay_inputs_mcp_inputs_argument() {
+	two_file_volume
+	echo "edited" > "$VOL/b.txt"
+	init='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+	out=$(printf '%s\n' "$init" '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_replay\",\"arguments\":{\"trace_id\":\"$TID\"}}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_replay\",\"arguments\":{\"trace_id\":\"$TID\",\"inputs\":\"volumes\"}}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_replay\",\"arguments\":{\"trace_id\":\"$TID\",\"inputs\":\"bogus\"}}}" |
+		sbx mcp 2> /dev/null)
+	v() { echo "$out" | python3 -c 'import json,sys
+for l in sys.stdin:
+    m=json.loads(l)
+    if m.get("id")==int(sys.argv[1]):
+        r=m.get("result",{}); s=r.get("structuredContent",{})
+        print("error" if r.get("isError") or "error" in m else s.get("verdict")+":"+s.get("inputs","")+":"+s.get("divergence",{}).get("kind",""))' "$1"; }
+	assert_eq "$(v 1)" "match:read_set:"
+	assert_eq "$(v 2)" "diverged:volumes:input"
+	assert_eq "$(v 3)" error
+	sbx rm "$ID" > /dev/null
+}
