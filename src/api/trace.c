@@ -423,6 +423,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	size_t blen = 0, dlen = 0, mlen = 0, zlen = 0;
 	_cleanup_json_ json_t *ev = NULL, *outj = NULL, *errj = NULL, *inj = NULL, *fsj = NULL, *m = NULL;
 	_cleanup_json_ json_t *read_set = NULL, *vol_writes = NULL;
+	_cleanup_err_ sbx_err *rs_err = NULL;
 	trace_counts counts = {0};
 	json_t *tinfo = json_object_get(exitm, "trace");
 	const char *recorder = json_str(started, "recorder") ?: "ptrace";
@@ -438,8 +439,10 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	/* The files it read from outside its snapshot, digested now (readset_io.c). */
 	double t_rs = now_ms_mono();
-	if (readset_record(ctx, id, st, merged, mlen, o->cwd, &read_set, &vol_writes, err) < 0)
-		goto fail;
+	/* Without one (an unreadable layer, a malformed stream) the trace is still
+	 * recorded: its replay falls back to whole-volume digests. */
+	if (readset_record(ctx, id, st, merged, mlen, o->cwd, &read_set, &vol_writes, &rs_err) < 0)
+		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)
 		goto fail;
@@ -489,9 +492,12 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	}
 	if (tp->replay_of)
 		json_object_set_new(m, "replay_of", json_string(tp->replay_of));
-	json_object_set(m, "read_set", read_set);
-	json_object_set(m, "volume_writes", vol_writes);
-	json_object_set_new(m, "read_set_ms", json_real(t_rs));
+	if (read_set) {
+		json_object_set(m, "read_set", read_set);
+		json_object_set(m, "volume_writes", vol_writes);
+		json_object_set_new(m, "read_set_ms", json_real(t_rs));
+	} else
+		json_object_set_new(m, "read_set_error", json_string(sbx_err_message(rs_err)));
 	char tid[STORE_DIGEST_SIZE];
 	if (trace_store_put(ctx->root, m, tid, err) < 0)
 		goto fail;

@@ -244,3 +244,16 @@ for l in sys.stdin:
 	assert_eq "$(v 3)" error
 	sbx rm "$ID" > /dev/null
 }
+
+# A host file the environment deleted before the trace is the writable
+# layer's (a whiteout): its ENOENT is not an input, whatever the host does.
+t_replay_inputs_whiteout_is_not_an_input() {
+	[ -f /etc/debian_version ] || skip "no /etc/debian_version on this host"
+	ID=$(sbx create 2> /dev/null)
+	sbx exec "$ID" -- rm -f /etc/debian_version
+	TID=$(sbx exec --json --trace "$ID" -- sh -c 'cat /etc/debian_version 2>&1; cat /etc/os-release > /dev/null' | jget trace_id)
+	reads=$(sbx trace inspect "$TID" | python3 -c 'import json,sys; print(" ".join(e["path"] for e in json.load(sys.stdin)["read_set"]))')
+	assert_not_contains " $reads " " /etc/debian_version "
+	assert_contains " $reads " " /etc/os-release "
+	sbx rm "$ID" > /dev/null
+}
