@@ -49,8 +49,10 @@ enum { SRC_NONE, SRC_VOLUME, SRC_LAYER, SRC_MASK, SRC_LIVE };
 
 typedef struct rs_vol {
 	const char *path; /* in the environment, absolute */
-	const char *host;
+	const char *host; /* the directory rel is taken from */
 	int fd;
+	char *file; /* a volume that is one file: its name in host (the parent directory) */
+	char *parent;
 } rs_vol;
 
 typedef struct rs_view {
@@ -141,9 +143,15 @@ static int lookup(const rs_view *v, const char *rel, rs_ent *e)
 		}
 	}
 	if (in_vol) {
+		const rs_vol *vo = &v->vols[e->vol];
 		e->src = SRC_VOLUME;
 		e->rel = rel + best + (rel[best] == '/');
-		return lstat_beneath(v->vols[e->vol].fd, e->rel, &e->st, &e->target);
+		if (vo->file) {
+			if (*e->rel)
+				return -ENOENT; /* under a file */
+			e->rel = vo->file;
+		}
+		return vo->fd < 0 ? -ENOENT : lstat_beneath(vo->fd, e->rel, &e->st, &e->target);
 	}
 	for (size_t i = 0; i < v->n_layers; i++) {
 		int r = lstat_beneath(v->layers[i], rel, &e->st, &e->target);
@@ -439,8 +447,11 @@ static void view_close(rs_view *v)
 {
 	for (size_t i = 0; i < v->n_layers; i++)
 		safe_close(v->layers[i]);
-	for (size_t i = 0; i < v->n_vols; i++)
+	for (size_t i = 0; i < v->n_vols; i++) {
 		safe_close(v->vols[i].fd);
+		free(v->vols[i].file);
+		free(v->vols[i].parent);
+	}
 	free(v->vols);
 	safe_close(v->live_fd);
 	strv_free(v->host_dirs);
@@ -485,9 +496,20 @@ static int view_open(sbx_ctx *ctx, const char *id, const json_t *st, mask_list *
 		rv->host = json_str(vol, "host");
 		if (!rv->path || rv->path[0] != '/' || !rv->host)
 			continue;
-		if ((rv->fd = open(rv->host, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-			rv->fd = -1; /* a volume that is a file, or gone: its paths read as absent */
-		v->n_vols++;
+		rv->fd = open(rv->host, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rv->fd < 0 && errno == ENOTDIR) {
+			/* a volume that is one file: looked up in its directory */
+			const char *slash = strrchr(rv->host, '/');
+			if (slash && slash[1]) {
+				rv->file = strdup(slash + 1);
+				rv->parent = slash == rv->host ? strdup("/") : strndup(rv->host, (size_t)(slash - rv->host));
+				if (!rv->file || !rv->parent)
+					return err_errnum(err, ENOMEM, "read set");
+				rv->host = rv->parent;
+				rv->fd = open(rv->parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			}
+		}
+		v->n_vols++; /* gone: its paths read as absent */
 	}
 	return 0;
 }

@@ -257,3 +257,17 @@ t_replay_inputs_whiteout_is_not_an_input() {
 	assert_contains " $reads " " /etc/os-release "
 	sbx rm "$ID" > /dev/null
 }
+
+# A volume that is a single file is an input like any other.
+t_replay_inputs_file_volume() {
+	echo one > "$TMPDIR_TEST/single.txt"
+	chmod a+r "$TMPDIR_TEST/single.txt"
+	ID=$(sbx create -v "$TMPDIR_TEST/single.txt:/etc/single.txt:ro" 2> /dev/null)
+	TID=$(sbx exec --json --trace "$ID" -- cat /etc/single.txt | jget trace_id)
+	expect_status 0 sbx replay "$TID"
+	echo two > "$TMPDIR_TEST/single.txt"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.path)" /etc/single.txt
+	assert_eq "$(echo "$r" | jget divergence.actual)" "$(sha "$TMPDIR_TEST/single.txt")"
+	sbx rm "$ID" > /dev/null
+}
