@@ -298,6 +298,16 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 	return *ret ? 0 : err_errnum(err, ENOMEM, "trace");
 }
 
+/* Where init starts the command (init.c): the given cwd, else /root (a
+ * degraded environment's home is init's to choose: unknown here, so paths
+ * relative to it are left out of the read set). */
+static const char *command_cwd(const sbx_exec_opts *o, const json_t *st)
+{
+	if (o->cwd && *o->cwd)
+		return o->cwd;
+	return json_bool(st, "degraded", false) ? NULL : "/root";
+}
+
 static void set_result_json(json_t *res, const sbx_exec_result *r)
 {
 	json_object_set_new(res, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
@@ -441,7 +451,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	double t_rs = now_ms_mono();
 	/* Without one (an unreadable layer, a malformed stream) the trace is still
 	 * recorded: its replay falls back to whole-volume digests. */
-	if (readset_record(ctx, id, st, merged, mlen, o->cwd, &read_set, &vol_writes, &rs_err) < 0)
+	if (readset_record(ctx, id, st, merged, mlen, command_cwd(o, st), &read_set, &vol_writes, &rs_err) < 0)
 		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)

@@ -271,3 +271,39 @@ t_replay_inputs_file_volume() {
 	assert_eq "$(echo "$r" | jget divergence.actual)" "$(sha "$TMPDIR_TEST/single.txt")"
 	sbx rm "$ID" > /dev/null
 }
+
+# A listing of a volume directory is an input (names and types), its
+# neighbours' contents are not; the issue's case: python3 train.py in /work.
+t_replay_inputs_python_listing_and_unrelated_edit() {
+	command -v python3 > /dev/null || skip "python3 is missing"
+	W="$TMPDIR_TEST/project"
+	mkdir -p "$W"
+	printf 'x\n1\n2\n' > "$W/data.csv"
+	printf 'import os\nprint(sum(int(l) for l in open("data.csv").read().split()[1:]), sorted(os.listdir(".")))\n' > "$W/train.py"
+	echo "notes" > "$W/README"
+	chmod -R a+rwX "$W"
+	ID=$(sbx create -v "$W:/work" 2> /dev/null)
+	TID=$(sbx exec --json --trace --cwd /work "$ID" -- python3 train.py | jget trace_id)
+	echo "more notes" >> "$W/README" # content of a file it never read
+	r=$(sbx replay --json "$TID" || true)
+	[[ "$r" != *'"kind": "input"'* ]] || fail "an unrelated edit was an input divergence: $r"
+	echo "x" > "$W/new.txt" # a new name in a directory it listed
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" input
+	assert_eq "$(echo "$r" | jget divergence.path)" /work
+	rm "$W/new.txt"
+	echo "y" > "$W/data.csv"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.path)" /work/data.csv
+	sbx rm "$ID" > /dev/null
+}
+
+# A relative path from the default working directory (/root) counts.
+t_replay_inputs_relative_path_from_default_cwd() {
+	two_file_volume
+	TID=$(sbx exec --json --trace "$ID" -- cat ../data/b.txt | jget trace_id)
+	echo "changed" > "$VOL/b.txt"
+	r=$(sbx replay --json "$TID" || true)
+	assert_eq "$(echo "$r" | jget divergence.path)" /root/../data/b.txt
+	sbx rm "$ID" > /dev/null
+}
