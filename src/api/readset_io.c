@@ -2,17 +2,16 @@
  *
  * Where a path the run read came from is decided the way the environment's
  * overlay decided it, on the host side, without entering the environment:
- * volumes first (the longest mount path that holds it), then the stack of
- * the environment's writable layer and snapshot layers (top first), then its
+ * volumes first (the longest mount path that holds it), then the layers of
+ * the snapshot the run started from (top first), then the environment's
  * template: for `host` the mask (whiteouts, opaque and mirrored directories,
  * top-level links) over the host's system directories, for `dir:PATH` that
  * directory, for an imported image nothing more (its layers are the
- * snapshot's). A path a layer holds is the snapshot's (or the run's own
- * writes): not an input. A path only the live tree (volume, host, dir:)
+ * snapshot's). A path a layer holds is the snapshot's: not an input. A path only the live tree (volume, host, dir:)
  * holds, or one nothing holds where the live tree could make it appear, is
  * an input. Symlinks are resolved component by component through that same
  * view (an absolute target restarts at the environment's root), at most 40.
- * Opaque directories of the writable and snapshot layers are not consulted
+ * Opaque directories of the snapshot's layers are not consulted
  * (a path under one is then attributed to the lower tree: an input too
  * many, never one too few).
  *
@@ -36,6 +35,7 @@
 #include "runtime/mask.h"
 #include "store/digest.h"
 #include "store/layer.h"
+#include "store/snapshot.h"
 #include "trace/readset.h"
 #include "trace/trace_view.h"
 #include "util/fs.h"
@@ -56,7 +56,7 @@ typedef struct rs_vol {
 } rs_vol;
 
 typedef struct rs_view {
-	int layers[RS_MAX_LAYERS]; /* writable layer, then snapshot layers, top first */
+	int layers[RS_MAX_LAYERS]; /* the run's snapshot's layers, top first */
 	size_t n_layers;
 	const mask_list *mask; /* host template */
 	char **host_dirs;
@@ -457,20 +457,42 @@ static void view_close(rs_view *v)
 	strv_free(v->host_dirs);
 }
 
-static int view_open(sbx_ctx *ctx, const char *id, const json_t *st, mask_list **mask, rs_view *v, sbx_err **err)
+static int open_layer(sbx_ctx *ctx, rs_view *v, const char *digest, sbx_err **err)
+{
+	_cleanup_free_ char *lp = store_layer_path(ctx->root, digest ? digest : "");
+	int fd = lp ? open(lp, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		return err_errno(err, "open layer %s", digest ? digest : "?");
+	v->layers[v->n_layers++] = fd;
+	return 0;
+}
+
+/* The layers are the snapshot the run started from (top first): what the
+ * run itself wrote into the writable layer afterwards does not hide the
+ * lower file it read first. Without a readable snapshot: the writable layer
+ * as it is now and the environment's layers. */
+static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, mask_list **mask,
+		     rs_view *v, sbx_err **err)
 {
 	*v = (rs_view){.live_fd = -1};
-	char p[RS_PATH_MAX];
-	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
-	int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0)
-		v->layers[v->n_layers++] = fd;
-	json_t *jl = json_object_get(st, "layers");
-	for (size_t i = json_array_size(jl); i-- > 0 && v->n_layers < RS_MAX_LAYERS;) {
-		_cleanup_free_ char *lp = store_layer_path(ctx->root, json_string_value(json_array_get(jl, i)) ?: "");
-		if (!lp || (fd = open(lp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-			return err_errno(err, "open layer %s", json_string_value(json_array_get(jl, i)) ?: "?");
-		v->layers[v->n_layers++] = fd;
+	_cleanup_(store_snapshot_freep) store_snapshot *snap = NULL;
+	if (snapshot && store_snapshot_read(ctx->root, snapshot, &snap, NULL) == 0) {
+		size_t n = 0;
+		while (snap->layers && snap->layers[n])
+			n++;
+		for (size_t i = n; i-- > 0 && v->n_layers < RS_MAX_LAYERS;)
+			if (open_layer(ctx, v, snap->layers[i], err) < 0)
+				return -1;
+	} else {
+		char p[RS_PATH_MAX];
+		snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
+		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0)
+			v->layers[v->n_layers++] = fd;
+		json_t *jl = json_object_get(st, "layers");
+		for (size_t i = json_array_size(jl); i-- > 0 && v->n_layers < RS_MAX_LAYERS;)
+			if (open_layer(ctx, v, json_string_value(json_array_get(jl, i)), err) < 0)
+				return -1;
 	}
 	const char *t = json_str(st, "template") ?: "host";
 	if (streq(t, "host")) {
@@ -522,15 +544,15 @@ static json_t *identity_json(const struct stat *s)
 			 (json_int_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec);
 }
 
-int readset_record(sbx_ctx *ctx, const char *id, const json_t *st, const char *events, size_t len,
-		   const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes, sbx_err **err)
+int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, const char *events,
+		   size_t len, const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes, sbx_err **err)
 {
 	readset rs = {0};
 	if (readset_derive(events, len, cwd, &rs, err) < 0)
 		return -1;
 	mask_list *mask = NULL;
 	rs_view v;
-	int r = view_open(ctx, id, st, &mask, &v, err);
+	int r = view_open(ctx, id, snapshot, st, &mask, &v, err);
 	json_t *out = json_array(), *writes = json_array();
 	if (!out || !writes)
 		r = err_errnum(err, ENOMEM, "read set");
