@@ -324,6 +324,13 @@ int sbx_trace_export_chrome(sbx_ctx *ctx, const char *ref, FILE *out, sbx_err **
  * {"trace_id","verdict":"match"|"diverged","divergence":{kind,index,pid,expected,actual},"replay_ms",
  *  "replay_trace_id"}. A divergence is a successful result. */
 int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* The same, choosing which inputs are checked before the re-run: "read_set"
+ * (NULL: the default) checks exactly the files the recording read from
+ * volumes and the template's live lower tree (a trace recorded without a
+ * read set falls back to volumes); "volumes" compares a digest of every
+ * whole volume. A changed input is divergence {kind "input", path, expected,
+ * actual ("sha256:.." or "absent"), pid, index}; result gains "inputs". */
+int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err);
 
 /* ---- OCI images and templates -------------------------------------------- */
 

@@ -3,13 +3,18 @@
  * the first divergence.
  *
  * Order of the checks, which is also the order a divergence is reported in:
- *  1. inputs from outside the snapshot (volumes, stdin) by digest: a changed
- *     input is reported as such and the command is not re-run;
+ *  1. inputs from outside the snapshot by digest: by default exactly the
+ *     files the recording read from volumes and from the template's live
+ *     lower tree (the manifest's read_set, readset_io.c), or with inputs
+ *     "volumes" (and for traces without a read set) a digest of every
+ *     volume; a changed input is reported by path and the command is not
+ *     re-run (stdin is a recorded blob: it cannot change);
  *  2. the replay runs in a fresh environment created from the trace's
  *     snapshot with the recorded environment variables, volumes and network,
  *     the recorded clock epoch, random seed and hostname, and the same pids
  *     (init burns pids up to the recorded engine pid);
- *  3. exit status, stdout, stderr, the filesystem changes, then the
+ *  3. exit status, stdout, stderr, the filesystem changes, the files the
+ *     recording wrote to volumes (their contents after the run), then the
  *     normalized syscall sequence of each process (trace_norm). */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +22,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "api/readset_io.h"
 #include "api/trace_api.h"
 #include "runtime/caps.h"
 #include "store/layer.h"
@@ -197,7 +203,16 @@ static void strv_freep_const(char ***p)
 
 _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
+	return sbx_trace_replay_inputs(ctx, ref, NULL, ret, err);
+}
+
+_public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err)
+{
 	double t0 = now_ms_mono();
+	bool by_volume = inputs && streq(inputs, "volumes");
+	if (inputs && !by_volume && !streq(inputs, "read_set") && !streq(inputs, "read-set"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "inputs '%s': expected 'read_set' or 'volumes'",
+			       inputs);
 	_cleanup_free_ char *tid = NULL;
 	_cleanup_json_ json_t *m = NULL;
 	if (trace_store_resolve(ctx->root, ref, &tid, err) < 0 || trace_store_get(ctx->root, tid, &m, err) < 0)
@@ -208,7 +223,11 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 
 	/* 1. Inputs. */
 	_cleanup_json_ json_t *div = NULL;
-	if (check_inputs(m, &div, err) < 0)
+	json_t *read_set = json_object_get(m, "read_set");
+	if (!by_volume && json_is_array(read_set)) {
+		if (readset_check(ctx, read_set, &div, err) < 0)
+			return err_wrap(err, "replay: check inputs");
+	} else if (check_inputs(m, &div, err) < 0)
 		return -1;
 	_cleanup_free_ char *in = NULL, *orig = NULL;
 	size_t in_len = 0, orig_len = 0;
@@ -316,6 +335,11 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 				json_object_set_new(div, "actual", json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
 			}
 		}
+		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
+			trace_outcome_clear(&oc);
+			sbx_exec_result_free(&res);
+			return err_wrap(err, "replay: compare volume outputs");
+		}
 		if (!div) {
 			_cleanup_trace_norm_ trace_norm *na = NULL, *nb = NULL;
 			trace_norm_diff nd = {0};
@@ -359,8 +383,9 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 			trace_norm_diff_clear(&nd);
 		}
 	}
-	json_t *out = json_pack("{s:s,s:s,s:f}", "trace_id", tid, "verdict", div ? "diverged" : "match", "replay_ms",
-				now_ms_mono() - t0);
+	json_t *out = json_pack("{s:s,s:s,s:f,s:s}", "trace_id", tid, "verdict", div ? "diverged" : "match", "replay_ms",
+				now_ms_mono() - t0, "inputs",
+				!by_volume && json_is_array(read_set) ? "read_set" : "volumes");
 	if (out && syscall_note && !div)
 		json_object_set_new(out, "notes", json_pack("[o]", syscall_note));
 	else

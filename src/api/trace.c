@@ -23,6 +23,7 @@
 #include <zstd.h>
 
 #include "api/api.h"
+#include "api/readset_io.h"
 #include "api/trace_api.h"
 #include "store/layer.h"
 #include "store/storefs.h"
@@ -297,6 +298,16 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 	return *ret ? 0 : err_errnum(err, ENOMEM, "trace");
 }
 
+/* Where init starts the command (init.c): the given cwd, else /root (a
+ * degraded environment's home is init's to choose: unknown here, so paths
+ * relative to it are left out of the read set). */
+static const char *command_cwd(const sbx_exec_opts *o, const json_t *st)
+{
+	if (o->cwd && *o->cwd)
+		return o->cwd;
+	return json_bool(st, "degraded", false) ? NULL : "/root";
+}
+
 static void set_result_json(json_t *res, const sbx_exec_result *r)
 {
 	json_object_set_new(res, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
@@ -421,6 +432,8 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	_cleanup_free_ char *bbuf = NULL, *dbuf = NULL, *merged = NULL, *z = NULL;
 	size_t blen = 0, dlen = 0, mlen = 0, zlen = 0;
 	_cleanup_json_ json_t *ev = NULL, *outj = NULL, *errj = NULL, *inj = NULL, *fsj = NULL, *m = NULL;
+	_cleanup_json_ json_t *read_set = NULL, *vol_writes = NULL;
+	_cleanup_err_ sbx_err *rs_err = NULL;
 	trace_counts counts = {0};
 	json_t *tinfo = json_object_get(exitm, "trace");
 	const char *recorder = json_str(started, "recorder") ?: "ptrace";
@@ -434,6 +447,13 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	if (trace_stream_count(merged, mlen, &counts, err) < 0)
 		goto fail;
+	/* The files it read from outside its snapshot, digested now (readset_io.c). */
+	double t_rs = now_ms_mono();
+	/* Without one (an unreadable layer, a malformed stream) the trace is still
+	 * recorded: its replay falls back to whole-volume digests. */
+	if (readset_record(ctx, id, snap, st, merged, mlen, command_cwd(o, st), &read_set, &vol_writes, &rs_err) < 0)
+		read_set = vol_writes = NULL;
+	t_rs = now_ms_mono() - t_rs;
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)
 		goto fail;
 
@@ -489,6 +509,12 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	}
 	if (tp->replay_of)
 		json_object_set_new(m, "replay_of", json_string(tp->replay_of));
+	if (read_set) {
+		json_object_set(m, "read_set", read_set);
+		json_object_set(m, "volume_writes", vol_writes);
+		json_object_set_new(m, "read_set_ms", json_real(t_rs));
+	} else
+		json_object_set_new(m, "read_set_error", json_string(sbx_err_message(rs_err)));
 	char tid[STORE_DIGEST_SIZE];
 	if (trace_store_put(ctx->root, m, tid, err) < 0)
 		goto fail;

@@ -155,17 +155,29 @@ int cmd_trace(cli *c, int argc, char **argv)
 
 int cmd_replay(cli *c, int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-')
+	const char *trace = NULL, *inputs = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (streq(argv[i], "--inputs") && i + 1 < argc)
+			inputs = argv[++i];
+		else if (startswith(argv[i], "--inputs="))
+			inputs = argv[i] + 9;
+		else if (argv[i][0] == '-')
 			return cli_usage_error("replay", "unknown option '%s'", argv[i]);
-	if (argc != 2)
-		return cli_usage_error("replay", "expected: sbx replay TRACE");
+		else if (!trace)
+			trace = argv[i];
+		else
+			return cli_usage_error("replay", "expected: sbx replay [--inputs read-set|volumes] TRACE");
+	}
+	if (!trace)
+		return cli_usage_error("replay", "expected: sbx replay [--inputs read-set|volumes] TRACE");
+	if (inputs && !streq(inputs, "read-set") && !streq(inputs, "read_set") && !streq(inputs, "volumes"))
+		return cli_usage_error("replay", "--inputs: expected 'read-set' or 'volumes', not '%s'", inputs);
 	int r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (sbx_trace_replay(c->ctx, argv[1], &j, &e) < 0)
+	if (sbx_trace_replay_inputs(c->ctx, trace, inputs, &j, &e) < 0)
 		return cli_fail("replay", e);
 	bool match = streq(json_string_value(json_object_get(j, "verdict")) ?: "", "match");
 	if (c->json) {
@@ -185,6 +197,8 @@ int cmd_replay(cli *c, int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(d, "index")));
 		if (json_is_integer(pid))
 			printf(", pid %lld", (long long)json_integer_value(pid));
+		if (json_is_string(json_object_get(d, "path")))
+			printf(", path %s", json_string_value(json_object_get(d, "path")));
 		printf("\n  expected: %s\n  actual:   %s\n", json_string_value(json_object_get(d, "expected")) ?: "",
 		       json_string_value(json_object_get(d, "actual")) ?: "");
 	}

@@ -747,19 +747,22 @@ static const char snapshot_list_out[] =
 static const char replay_in[] =
     "{'type':'object','additionalProperties':false,'required':['trace_id'],'properties':{"
     "'trace_id':{'type':'string','minLength':1,'description':'A trace_id from environment_execute with "
-    "trace: true (or a unique prefix of its hex).'}}}";
+    "trace: true (or a unique prefix of its hex).'},"
+    "'inputs':{'type':'string','enum':['read_set','volumes'],'description':'What is checked before the "
+    "re-run: the files the recording read (read_set, the default) or every whole volume (volumes).'}}}";
 static const char replay_out[] =
     OUTPUT("'verdict':{'type':'string','enum':['match','diverged']},'divergence':{'type':'object','properties':{"
 	   "'kind':{'type':'string','enum':['input','exit','stdout','stderr','filesystem','syscall']},"
 	   "'index':{'type':'integer'},'pid':{'type':['integer','null']},'expected':{'type':'string'},"
-	   "'actual':{'type':'string'}}},'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
+	   "'actual':{'type':'string'},'path':{'type':'string'}}},'inputs':{'type':'string'},"
+	   "'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
 	   "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'},"
 	   "'notes':{'type':'array','items':{'type':'string'}}",
 	   "'verdict','replay_ms'");
 
 static int t_replay(tool_call *c, json_t **ret, sbx_err **err)
 {
-	return sbx_trace_replay(c->ctx, json_str(c->args, "trace_id"), ret, err);
+	return sbx_trace_replay_inputs(c->ctx, json_str(c->args, "trace_id"), json_str(c->args, "inputs"), ret, err);
 }
 
 static int t_diff(tool_call *c, json_t **ret, sbx_err **err)

@@ -184,6 +184,13 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 	return 0;
 }
 
+int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err)
+{
+	if (inputs && strcmp(inputs, "read_set") != 0 && strcmp(inputs, "volumes") != 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "inputs '%s'", inputs);
+	return sbx_trace_replay(ctx, ref, ret, err);
+}
+
 int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, json_t **ret, sbx_err **err)
 {
 	if (phase && !streq(phase, "agent") && !streq(phase, "setup"))

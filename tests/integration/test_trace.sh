@@ -108,7 +108,8 @@ t_replay_reports_changed_volume_input() {
 	echo two > "$TMPDIR_TEST/vol/in.txt"
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" input
-	assert_contains "$(echo "$r" | jget divergence.expected)" "$TMPDIR_TEST/vol"
+	assert_eq "$(echo "$r" | jget divergence.path)" /data/in.txt
+	assert_contains "$(echo "$r" | jget divergence.expected)" "sha256:"
 	sbx rm "$ID"
 }
 
