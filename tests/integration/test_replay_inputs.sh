@@ -116,6 +116,9 @@ t_replay_inputs_written_volume_file_is_an_output() {
 	: > "$VOL/out"
 	chmod a+r "$VOL/n"
 	chmod a+rw "$VOL/out" # the replay's environment writes it too
+	# A root-owned volume is always read-only: give it to the test user (the
+	# environment's root writes as a volume's owner).
+	if is_root; then chown -R sbxtest: "$VOL"; fi
 	ID=$(sbx create -v "$VOL:/data" 2> /dev/null)
 	TID=$(sbx exec --json --trace "$ID" -- sh -c 'echo $(( $(cat /data/n) * 2 )) > /data/out; cat /data/out' | jget trace_id)
 	m=$(sbx trace inspect "$TID")
