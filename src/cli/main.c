@@ -41,6 +41,14 @@ static const cli_cmd commands[] = {
 	 "List recorded traces, print one strace-like, summarize it, export it for Perfetto, or show its manifest."},
 	{"replay", cmd_replay, "sbx replay TRACE",
 	 "Re-run a traced command from its snapshot under determinism controls; prints MATCH or the first divergence (exit 0 only on MATCH)."},
+	{"keygen", cmd_keygen, "sbx keygen FILE",
+	 "Make an Ed25519 key pair for attestations: FILE (private, 0600) and FILE.pub (PEM); prints its key id."},
+	{"attest", cmd_attest, "sbx attest TRACE --key FILE [-o OUT] [--replay]",
+	 "Sign a DSSE envelope (in-toto Statement v1) of a traced run: its stdout, stderr and written files by "
+	 "sha256, its snapshot, command and exit status (--replay: replay first, record the verdict)."},
+	{"verify", cmd_verify, "sbx verify ENVELOPE --key FILE.pub [--replay]",
+	 "Check an attestation: the signature, every digest against the store (--replay: and a MATCHing replay); "
+	 "exit 0 only if all hold."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
 	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
