@@ -141,8 +141,8 @@ static int load_signing_key(sbx_ctx *ctx, const sbx_attest_opts *o, attest_key *
 	const char *path = o && o->key_path ? o->key_path : ctx->attest_key_path;
 	if (!path)
 		return err_set(err, SBX_E_UNAVAILABLE, ENOKEY,
-			       "no signing key: give --key FILE (sbx mcp and sbx serve: --attest-key FILE; sbx keygen "
-			       "makes one)");
+			       "no signing key: sbx attest takes --key FILE, sbx mcp and sbx serve --attest-key FILE "
+			       "(sbx keygen makes one)");
 	return attest_key_load_private(path, ret, err);
 }
 

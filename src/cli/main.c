@@ -51,8 +51,8 @@ static const cli_cmd commands[] = {
 	 "exit 0 only if all hold."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
-	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
-	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given."},
+	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with)."},
+	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--attest-key FILE]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given; --attest-key as for mcp."},
 };
 
 static const char options_help[] =

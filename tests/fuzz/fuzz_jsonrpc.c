@@ -167,6 +167,14 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 	return 0;
 }
 
+int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *o, json_t **ret, sbx_err **err)
+{
+	if (!strstr(trace, "sha256:"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOKEY, "no signing key");
+	*ret = json_pack("{s:{},s:s,s:[],s:s}", "envelope", "keyid", trace, "subjects", "trace_id", trace);
+	return 0;
+}
+
 int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, json_t **ret, sbx_err **err)
 {
 	if (phase && !streq(phase, "agent") && !streq(phase, "setup"))
