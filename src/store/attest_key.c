@@ -85,6 +85,8 @@ int attest_keygen(const char *path, char ret_keyid[STORE_DIGEST_SIZE], sbx_err *
 	if (asprintf(&pub, "%s.pub", path) < 0)
 		return err_oom(err);
 	struct stat st;
+	if (lstat(path, &st) == 0)
+		return err_set(err, SBX_E_CONFLICT, EEXIST, "'%s' exists: refusing to overwrite a key", path);
 	if (lstat(pub, &st) == 0)
 		return err_set(err, SBX_E_CONFLICT, EEXIST, "'%s' exists: refusing to overwrite a key", pub);
 	_cleanup_attest_key_ attest_key *k = NULL;
