@@ -267,6 +267,9 @@ _public_ int sbx_verify(sbx_ctx *ctx, const char *buf, size_t len, const sbx_ver
 	if (!json_equal(json_object_get(pred, "exit_code"), json_object_get(mres, "exit_code")) ||
 	    !json_equal(json_object_get(pred, "command"), json_object_get(json_object_get(m, "command"), "argv")))
 		return refuse(res, ret, "predicate: the command or exit code differs from trace %s", tid);
+	if (!json_equal(json_object_get(json_object_get(pred, "filesystem"), "digest"),
+			json_object_get(json_object_get(mres, "fs"), "digest")))
+		return refuse(res, ret, "predicate: the filesystem digest differs from trace %s", tid);
 	bool have_out = false, have_err = false;
 	_cleanup_json_ json_t *names = json_array();
 	size_t i;

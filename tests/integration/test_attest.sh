@@ -147,6 +147,9 @@ t_attest_tampering_refused() {
 	resign "$E" "$K" 'st["predicate"]["exit_code"] = 1' > "$TMPDIR_TEST/l3.json"
 	expect_status 1 sbx verify "$TMPDIR_TEST/l3.json" --key "$K.pub"
 	assert_contains "$ERR" "exit code differs from trace"
+	resign "$E" "$K" 'st["predicate"]["filesystem"]["digest"] = "sha256:" + "3" * 64' > "$TMPDIR_TEST/l5.json"
+	expect_status 1 sbx verify "$TMPDIR_TEST/l5.json" --key "$K.pub"
+	assert_contains "$ERR" "filesystem digest differs from trace"
 	resign "$E" "$K" 'st["predicate"]["trace_id"] = "sha256:" + "2" * 64' > "$TMPDIR_TEST/l4.json"
 	expect_status 1 sbx verify "$TMPDIR_TEST/l4.json" --key "$K.pub"
 	assert_contains "$ERR" "trace sha256:2222"
@@ -254,5 +257,7 @@ t_attest_mcp_tool() {
 	# A bad key fails at start, in one line.
 	expect_status 125 sbx mcp --attest-key "$K.pub"
 	assert_contains "$ERR" "a public key; signing needs the private key"
+	expect_status 125 sbx serve --listen 127.0.0.1:1 --attest-key "$TMPDIR_TEST/none"
+	assert_eq "$ERR" "sbx: --attest-key: key '$TMPDIR_TEST/none': no such file"
 	sbx rm "$ID"
 }
