@@ -31,7 +31,8 @@ _public_ int sbx_keygen(const char *path, json_t **ret, sbx_err **err)
 	char kid[STORE_DIGEST_SIZE];
 	if (attest_keygen(path, kid, err) < 0)
 		return -1;
-	json_t *j = json_pack("{s:s,s:s+,s:s}", "private_key", path, "public_key", path, ".pub", "keyid", kid);
+	json_t *j =
+	    json_pack("{s:s,s:s+,s:s}", "private_key", path, "public_key", path, ".pub", "keyid", kid);
 	if (!j)
 		return err_oom(err);
 	*ret = j;
@@ -90,10 +91,11 @@ static int run_files(sbx_ctx *ctx, const json_t *m, json_t **ret, sbx_err **err)
 	}
 	_cleanup_json_ json_t *st = NULL;
 	if (!env || !want || env_state_read(ctx, env, &st) < 0)
-		return err_set(err, SBX_E_UNAVAILABLE, ENOENT,
-			       "the run changed %lld paths, and its environment '%s' is gone: the files it wrote "
-			       "cannot be read (attest before removing the environment)",
-			       (long long)json_int(fs, "changes", 0), env ? env : "?");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, ENOENT,
+		    "the run changed %lld paths, and its environment '%s' is gone: the files it wrote "
+		    "cannot be read (attest before removing the environment)",
+		    (long long)json_int(fs, "changes", 0), env ? env : "?");
 	_cleanup_json_ json_t *d = NULL;
 	if (sbx_env_diff(ctx, env, snap, &d, err) < 0)
 		return err_wrap(err, "files the run wrote");
@@ -111,15 +113,18 @@ static int run_files(sbx_ctx *ctx, const json_t *m, json_t **ret, sbx_err **err)
 			int64_t size = 0;
 			bool trunc = false;
 			_cleanup_err_ sbx_err *e = NULL;
-			if (sbx_env_read_file(ctx, env, path, ATTEST_FILE_MAX, &data, &len, &size, &trunc, &e) < 0)
+			if (sbx_env_read_file(ctx, env, path, ATTEST_FILE_MAX, &data, &len, &size, &trunc,
+					      &e) < 0)
 				continue; /* a directory, a device...: no content to attest */
 			if (trunc)
-				return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "'%s': %lld bytes, at most %d attested",
-					       path, (long long)size, ATTEST_FILE_MAX);
+				return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG,
+					       "'%s': %lld bytes, at most %d attested", path, (long long)size,
+					       ATTEST_FILE_MAX);
 			char bd[STORE_DIGEST_SIZE];
 			if (store_blob_put(ctx->root, data, len, bd, err) < 0)
 				return err_wrap(err, "store '%s'", path);
-			if (json_array_append_new(files, json_pack("{s:s,s:s}", "name", path, "digest", bd)) < 0)
+			if (json_array_append_new(files, json_pack("{s:s,s:s}", "name", path, "digest", bd)) <
+			    0)
 				return err_oom(err);
 		}
 	}
@@ -128,10 +133,11 @@ static int run_files(sbx_ctx *ctx, const json_t *m, json_t **ret, sbx_err **err)
 	if (trace_fs_digest(ctx, env, snap, &now, err) < 0)
 		return err_wrap(err, "environment '%s'", env);
 	if (!streq(json_str(now, "digest") ?: "", want))
-		return err_set(err, SBX_E_CONFLICT, ESTALE,
-			       "environment '%s' has changed since the run (its filesystem differs from the trace's): "
-			       "the files it wrote can no longer be attested",
-			       env);
+		return err_set(
+		    err, SBX_E_CONFLICT, ESTALE,
+		    "environment '%s' has changed since the run (its filesystem differs from the trace's): "
+		    "the files it wrote can no longer be attested",
+		    env);
 	*ret = TAKE_PTR(files);
 	return 0;
 }
@@ -140,20 +146,23 @@ static int load_signing_key(sbx_ctx *ctx, const sbx_attest_opts *o, attest_key *
 {
 	const char *path = o && o->key_path ? o->key_path : ctx->attest_key_path;
 	if (!path)
-		return err_set(err, SBX_E_UNAVAILABLE, ENOKEY,
-			       "no signing key: sbx attest takes --key FILE, sbx mcp and sbx serve --attest-key FILE "
-			       "(sbx keygen makes one)");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, ENOKEY,
+		    "no signing key: sbx attest takes --key FILE, sbx mcp and sbx serve --attest-key FILE "
+		    "(sbx keygen makes one)");
 	return attest_key_load_private(path, ret, err);
 }
 
-_public_ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *o, json_t **ret, sbx_err **err)
+_public_ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *o, json_t **ret,
+			sbx_err **err)
 {
 	_cleanup_attest_key_ attest_key *key = NULL;
 	if (load_signing_key(ctx, o, &key, err) < 0)
 		return -1;
 	_cleanup_free_ char *tid = NULL;
 	_cleanup_json_ json_t *m = NULL, *rep = NULL, *files = NULL, *st = NULL;
-	if (trace_store_resolve(ctx->root, trace, &tid, err) < 0 || trace_store_get(ctx->root, tid, &m, err) < 0)
+	if (trace_store_resolve(ctx->root, trace, &tid, err) < 0 ||
+	    trace_store_get(ctx->root, tid, &m, err) < 0)
 		return -1;
 	if (o && o->replay && sbx_trace_replay(ctx, tid, &rep, err) < 0)
 		return err_wrap(err, "replay");
@@ -164,9 +173,9 @@ _public_ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *
 	/* The payload is these exact bytes; a verifier never re-serializes. */
 	_cleanup_free_ char *payload = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS);
 	size_t pae_len = 0;
-	_cleanup_free_ char *pae = payload ? dsse_pae(DSSE_INTOTO_TYPE, strlen(DSSE_INTOTO_TYPE), payload,
-						      strlen(payload), &pae_len)
-					   : NULL;
+	_cleanup_free_ char *pae =
+	    payload ? dsse_pae(DSSE_INTOTO_TYPE, strlen(DSSE_INTOTO_TYPE), payload, strlen(payload), &pae_len)
+		    : NULL;
 	if (!pae)
 		return err_oom(err);
 	unsigned char sig[ATTEST_SIG_LEN];
@@ -177,10 +186,11 @@ _public_ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *
 	json_t *subjects = json_array();
 	size_t i;
 	json_t *s;
-	json_array_foreach(json_object_get(st, "subject"), i, s)
-		json_array_append_new(subjects, json_pack("{s:s,s:s+}", "name", json_str(s, "name"), "digest", "sha256:",
-							  json_str(json_object_get(s, "digest"), "sha256")));
-	json_t *r = json_pack("{s:o,s:s,s:o,s:s}", "envelope", envj, "keyid", kid, "subjects", subjects, "trace_id", tid);
+	json_array_foreach(json_object_get(st, "subject"), i, s) json_array_append_new(
+	    subjects, json_pack("{s:s,s:s+}", "name", json_str(s, "name"), "digest",
+				"sha256:", json_str(json_object_get(s, "digest"), "sha256")));
+	json_t *r = json_pack("{s:o,s:s,s:o,s:s}", "envelope", envj, "keyid", kid, "subjects", subjects,
+			      "trace_id", tid);
 	if (!r)
 		return err_oom(err);
 	if (rep)
@@ -231,8 +241,8 @@ _public_ int sbx_verify(sbx_ctx *ctx, const char *buf, size_t len, const sbx_ver
 	if (dsse_envelope_parse(buf, len, DSSE_INTOTO_TYPE, &env, &pe) < 0)
 		return refuse(res, ret, "%s", sbx_err_message(pe));
 	size_t pae_len = 0;
-	_cleanup_free_ char *pae = dsse_pae(env.payload_type, strlen(env.payload_type), env.payload,
-					    env.payload_len, &pae_len);
+	_cleanup_free_ char *pae =
+	    dsse_pae(env.payload_type, strlen(env.payload_type), env.payload, env.payload_len, &pae_len);
 	if (!pae)
 		return err_oom(err);
 	bool signed_ok = false;
@@ -265,7 +275,8 @@ _public_ int sbx_verify(sbx_ctx *ctx, const char *buf, size_t len, const sbx_ver
 		return refuse(res, ret, "snapshot %s: %s", snap, sbx_err_message(pe));
 	const json_t *mres = json_object_get(m, "result");
 	if (!json_equal(json_object_get(pred, "exit_code"), json_object_get(mres, "exit_code")) ||
-	    !json_equal(json_object_get(pred, "command"), json_object_get(json_object_get(m, "command"), "argv")))
+	    !json_equal(json_object_get(pred, "command"),
+			json_object_get(json_object_get(m, "command"), "argv")))
 		return refuse(res, ret, "predicate: the command or exit code differs from trace %s", tid);
 	if (!json_equal(json_object_get(json_object_get(pred, "filesystem"), "digest"),
 			json_object_get(json_object_get(mres, "fs"), "digest")))
@@ -287,9 +298,11 @@ _public_ int sbx_verify(sbx_ctx *ctx, const char *buf, size_t len, const sbx_ver
 			have_out |= std_out;
 			have_err |= std_err;
 		} else if (name[0] != '/')
-			return refuse(res, ret, "subject '%.128s': neither stdout, stderr nor an absolute path", name);
+			return refuse(res, ret,
+				      "subject '%.128s': neither stdout, stderr nor an absolute path", name);
 		if (!blob_holds(ctx, d))
-			return refuse(res, ret, "subject '%.256s' digest differs from the store (no blob %s)", name, d);
+			return refuse(res, ret, "subject '%.256s' digest differs from the store (no blob %s)",
+				      name, d);
 		json_array_append_new(names, json_string(name));
 	}
 	if (!have_out || !have_err)
@@ -304,7 +317,8 @@ _public_ int sbx_verify(sbx_ctx *ctx, const char *buf, size_t len, const sbx_ver
 		json_object_set_new(res, "replay", json_incref(rep));
 		if (!streq(json_str(rep, "verdict") ?: "", "match")) {
 			json_t *dv = json_object_get(rep, "divergence");
-			return refuse(res, ret, "replay diverged: %s at event %lld: expected %.200s, got %.200s",
+			return refuse(res, ret,
+				      "replay diverged: %s at event %lld: expected %.200s, got %.200s",
 				      json_str(dv, "kind") ?: "?", (long long)json_int(dv, "index", -1),
 				      json_str(dv, "expected") ?: "", json_str(dv, "actual") ?: "");
 		}

@@ -202,10 +202,12 @@ int cmd_verify(cli *c, int argc, char **argv)
 	}
 	if (ok)
 		printf("OK: signed by %s; trace %s; %zu subjects match the store%s\n",
-		       json_string_value(json_object_get(j, "keyid")), json_string_value(json_object_get(j, "trace_id")),
+		       json_string_value(json_object_get(j, "keyid")),
+		       json_string_value(json_object_get(j, "trace_id")),
 		       json_array_size(json_object_get(j, "subjects")), o.replay ? "; replay MATCH" : "");
 	else
-		fprintf(stderr, "sbx: verify: %s\n", json_string_value(json_object_get(j, "reason")) ?: "failed");
+		fprintf(stderr, "sbx: verify: %s\n",
+			json_string_value(json_object_get(j, "reason")) ?: "failed");
 	json_decref(j);
 	return ok ? 0 : 1;
 }

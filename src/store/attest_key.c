@@ -66,7 +66,8 @@ static int write_new(const char *path, const char *data, size_t len, mode_t mode
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
 	if (fd < 0)
-		return errno == EEXIST ? err_set(err, SBX_E_CONFLICT, EEXIST, "'%s' exists: refusing to overwrite a key", path)
+		return errno == EEXIST ? err_set(err, SBX_E_CONFLICT, EEXIST,
+						 "'%s' exists: refusing to overwrite a key", path)
 				       : err_errno(err, "create '%s'", path);
 	/* The mode asked for, whatever the umask. */
 	if (fchmod(fd, mode) < 0 || fd_write_all(fd, data, len) < 0 || fsync(fd) < 0) {
@@ -131,7 +132,8 @@ static int read_key_file(const char *path, char **ret, size_t *ret_len, mode_t *
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "key '%s': not a regular file", path);
 	int r = fd_read_all(fd, ATTEST_KEY_FILE_MAX, ret, ret_len);
 	if (r < 0)
-		return r == -EFBIG ? err_set(err, SBX_E_INVALID_ARGUMENT, EFBIG, "key '%s': not a PEM key (too large)", path)
+		return r == -EFBIG ? err_set(err, SBX_E_INVALID_ARGUMENT, EFBIG,
+					     "key '%s': not a PEM key (too large)", path)
 				   : err_errnum(err, -r, "key '%s'", path);
 	*ret_mode = st.st_mode;
 	return 0;
@@ -159,8 +161,9 @@ int attest_key_load_private(const char *path, attest_key **ret, sbx_err **err)
 	ERR_clear_error();
 	if (!k) {
 		if (asked)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "key '%s': encrypted with a pass phrase (not supported: use sbx keygen)", path);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "key '%s': encrypted with a pass phrase (not supported: use sbx keygen)", path);
 		_cleanup_bio_ BIO *b2 = BIO_new_mem_buf(buf, (int)len);
 		attest_key *pub = b2 ? PEM_read_bio_PUBKEY(b2, NULL, no_passphrase, &asked) : NULL;
 		ERR_clear_error();
@@ -175,10 +178,11 @@ int attest_key_load_private(const char *path, attest_key **ret, sbx_err **err)
 	OPENSSL_cleanse(buf, len);
 	_cleanup_attest_key_ attest_key *kk = k;
 	if (mode & 077)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-			       "key '%s': permissions %04o are too open: a private key must be readable by its owner "
-			       "only (chmod 600 '%s')",
-			       path, (unsigned)(mode & 07777), path);
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EPERM,
+		    "key '%s': permissions %04o are too open: a private key must be readable by its owner "
+		    "only (chmod 600 '%s')",
+		    path, (unsigned)(mode & 07777), path);
 	if (check_ed25519(path, kk, err) < 0)
 		return -1;
 	*ret = TAKE_PTR(kk);
@@ -215,7 +219,8 @@ attest_key *attest_key_from_raw(const unsigned char raw[32], bool is_private)
 			  : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, raw, 32);
 }
 
-int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_sig[ATTEST_SIG_LEN], sbx_err **err)
+int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_sig[ATTEST_SIG_LEN],
+		sbx_err **err)
 {
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
 	size_t n = ATTEST_SIG_LEN;
@@ -228,7 +233,8 @@ int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_si
 	return 0;
 }
 
-int attest_verify_sig(attest_key *k, const void *msg, size_t len, const void *sig, size_t sig_len, sbx_err **err)
+int attest_verify_sig(attest_key *k, const void *msg, size_t len, const void *sig, size_t sig_len,
+		      sbx_err **err)
 {
 	if (sig_len != ATTEST_SIG_LEN)
 		return 0;

@@ -42,6 +42,8 @@ attest_key *attest_key_from_raw(const unsigned char raw[32], bool is_private);
 int attest_key_id(const attest_key *k, char ret[STORE_DIGEST_SIZE], sbx_err **err);
 /* A PEM text of the public key (caller frees). */
 char *attest_key_public_pem(const attest_key *k);
-int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_sig[ATTEST_SIG_LEN], sbx_err **err);
+int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_sig[ATTEST_SIG_LEN],
+		sbx_err **err);
 /* 1: the signature holds; 0: it does not; negative: could not check. */
-int attest_verify_sig(attest_key *k, const void *msg, size_t len, const void *sig, size_t sig_len, sbx_err **err);
+int attest_verify_sig(attest_key *k, const void *msg, size_t len, const void *sig, size_t sig_len,
+		      sbx_err **err);

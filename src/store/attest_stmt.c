@@ -41,9 +41,11 @@ int attest_statement_build(const json_t *m, const char *trace_id, const json_t *
 		     *ev = json_object_get(m, "events"), *envj = json_object_get(m, "environment"),
 		     *fs = json_object_get(res, "fs"), *det = json_object_get(m, "determinism");
 	const char *out_d = json_str(json_object_get(res, "stdout"), "digest"),
-		   *err_d = json_str(json_object_get(res, "stderr"), "digest"), *snap = json_str(m, "snapshot_id");
+		   *err_d = json_str(json_object_get(res, "stderr"), "digest"),
+		   *snap = json_str(m, "snapshot_id");
 	if (!store_digest_valid(trace_id) || !snap || !store_digest_valid(snap))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: the trace has no valid id or snapshot");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "statement: the trace has no valid id or snapshot");
 	if (!out_d || !err_d || !store_digest_valid(out_d) || !store_digest_valid(err_d))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "statement: the trace's manifest has no stdout/stderr digests");
@@ -58,7 +60,8 @@ int attest_statement_build(const json_t *m, const char *trace_id, const json_t *
 		const char *name = json_str(f, "name"), *d = json_str(f, "digest");
 		json_t *s = name && d ? subject(name, d) : NULL;
 		if (!s)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: file %zu has no name or digest", i);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "statement: file %zu has no name or digest", i);
 		json_array_append_new(subjects, s);
 	}
 	if (json_array_size(subjects) > ATTEST_SUBJECTS_MAX)
@@ -81,23 +84,25 @@ int attest_statement_build(const json_t *m, const char *trace_id, const json_t *
 	if (inputs && json_object_get(m, "read_set"))
 		json_object_set_new(inputs, "read_set", json_deep_copy(json_object_get(m, "read_set")));
 	json_t *pred = json_pack(
-	    "{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o,s:o,s:o},s:o,s:o,s:o,s:o,s:s,s:s}",
+	    "{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o,s:o,s:o},s:o,s:o,s:o,s:o,s:s,s:"
+	    "s}",
 	    "trace_id", trace_id, "snapshot_id", snap, "command", copy_or_null(cmd, "argv"), "env",
-	    copy_or_null(cmd, "env"), "cwd", copy_or_null(cmd, "cwd"), "environment_env", copy_or_null(envj, "env"),
-	    "network", copy_or_null(envj, "network"), "exit_code", copy_or_null(res, "exit_code"), "signal",
-	    copy_or_null(res, "signal"), "timed_out", copy_or_null(res, "timed_out"), "filesystem", "digest",
-	    copy_or_null(fs, "digest"), "changes", copy_or_null(fs, "changes"), "events", "digest",
-	    copy_or_null(ev, "digest"), "syscalls", copy_or_null(ev, "syscalls"), "processes",
-	    copy_or_null(ev, "processes"), "lost", copy_or_null(ev, "lost"), "inputs", inputs ? inputs : json_null(),
-	    "recorder", copy_or_null(ev, "recorder"), "deterministic", copy_or_null(det, "enabled"), "duration_ms",
+	    copy_or_null(cmd, "env"), "cwd", copy_or_null(cmd, "cwd"), "environment_env",
+	    copy_or_null(envj, "env"), "network", copy_or_null(envj, "network"), "exit_code",
+	    copy_or_null(res, "exit_code"), "signal", copy_or_null(res, "signal"), "timed_out",
+	    copy_or_null(res, "timed_out"), "filesystem", "digest", copy_or_null(fs, "digest"), "changes",
+	    copy_or_null(fs, "changes"), "events", "digest", copy_or_null(ev, "digest"), "syscalls",
+	    copy_or_null(ev, "syscalls"), "processes", copy_or_null(ev, "processes"), "lost",
+	    copy_or_null(ev, "lost"), "inputs", inputs ? inputs : json_null(), "recorder",
+	    copy_or_null(ev, "recorder"), "deterministic", copy_or_null(det, "enabled"), "duration_ms",
 	    copy_or_null(res, "duration_ms"), "sbx_version", version ? version : "", "attested_at", now_s);
 	if (!pred)
 		return err_oom(err);
 	json_object_set_new(pred, "recorded_at", created ? json_string(created) : json_null());
 	json_object_set_new(pred, "started_at", have_started ? json_string(started) : json_null());
 	if (replay) {
-		json_t *r = json_pack("{s:o,s:o,s:o}", "verdict", copy_or_null(replay, "verdict"), "divergence",
-				      copy_or_null(replay, "divergence"), "replay_trace_id",
+		json_t *r = json_pack("{s:o,s:o,s:o}", "verdict", copy_or_null(replay, "verdict"),
+				      "divergence", copy_or_null(replay, "divergence"), "replay_trace_id",
 				      copy_or_null(replay, "replay_trace_id"));
 		json_object_set_new(pred, "replay", r ? r : json_null());
 	}
@@ -145,21 +150,25 @@ int attest_statement_parse(const void *payload, size_t len, json_t **ret, sbx_er
 		json_t *name = json_object_get(s, "name");
 		if (!json_is_string(name) || json_string_length(name) == 0 ||
 		    json_string_length(name) > ATTEST_NAME_MAX)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: subject[%zu].name: missing, empty or too long", i);
-		if (!hex64(json_str(json_object_get(s, "digest"), "sha256")))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "statement: subject '%.128s': no sha256 digest of 64 lowercase hex digits",
-				       json_string_value(name));
+				       "statement: subject[%zu].name: missing, empty or too long", i);
+		if (!hex64(json_str(json_object_get(s, "digest"), "sha256")))
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "statement: subject '%.128s': no sha256 digest of 64 lowercase hex digits",
+			    json_string_value(name));
 		if (json_object_get(seen, json_string_value(name)))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: subject '%.128s' appears twice",
-				       json_string_value(name));
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "statement: subject '%.128s' appears twice", json_string_value(name));
 		json_object_set_new(seen, json_string_value(name), json_true());
 	}
 	if (!json_is_object(pred))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: predicate: missing or not an object");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "statement: predicate: missing or not an object");
 	const char *tid = json_str(pred, "trace_id"), *snap = json_str(pred, "snapshot_id");
 	if (!tid || !store_digest_valid(tid))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "statement: predicate.trace_id: not a sha256 digest");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "statement: predicate.trace_id: not a sha256 digest");
 	if (!snap || !store_digest_valid(snap))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "statement: predicate.snapshot_id: not a sha256 digest");

@@ -26,8 +26,8 @@
  * stored as trace_id. files: [{"name": path, "digest": "sha256:..."}] of the
  * files the run wrote (may be empty); replay: the sbx_trace_replay result
  * or NULL; version: sbx_version(). */
-int attest_statement_build(const json_t *manifest, const char *trace_id, const json_t *files, const json_t *replay,
-			   const char *version, json_t **ret, sbx_err **err);
+int attest_statement_build(const json_t *manifest, const char *trace_id, const json_t *files,
+			   const json_t *replay, const char *version, json_t **ret, sbx_err **err);
 /* Parses and checks the shape of a signed payload: _type, predicateType,
  * 1..ATTEST_SUBJECTS_MAX subjects each with a name (1..ATTEST_NAME_MAX
  * bytes, unique) and a sha256 digest of 64 lowercase hex digits, and the

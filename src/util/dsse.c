@@ -63,7 +63,8 @@ static int b64_value(unsigned char c, int *alpha)
 	return -1;
 }
 
-int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len, sbx_err **err)
+int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len,
+		    sbx_err **err)
 {
 	size_t pad = 0;
 	while (pad < len && s[len - 1 - pad] == '=')
@@ -77,8 +78,8 @@ int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, 
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "base64: wrong padding");
 	size_t out_len = n / 4 * 3 + (n % 4 ? n % 4 - 1 : 0);
 	if (out_len > max)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "base64: decodes to %zu bytes, at most %zu", out_len,
-			       max);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "base64: decodes to %zu bytes, at most %zu",
+			       out_len, max);
 	_cleanup_free_ unsigned char *out = malloc(out_len + 1);
 	if (!out)
 		return err_oom(err);
@@ -88,7 +89,8 @@ int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, 
 	for (size_t i = 0; i < n; i++) {
 		int v = b64_value((unsigned char)s[i], &alpha);
 		if (v < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "base64: invalid character at offset %zu", i);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "base64: invalid character at offset %zu", i);
 		acc = acc << 6 | (uint32_t)v;
 		if (i % 4 == 3) {
 			out[o++] = (unsigned char)(acc >> 16);
@@ -98,7 +100,8 @@ int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, 
 		}
 	}
 	if (alpha == 3)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "base64: mixes the standard and URL-safe alphabets");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "base64: mixes the standard and URL-safe alphabets");
 	if (n % 4 == 2) {
 		if (acc & 0x0f)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "base64: non-zero trailing bits");
@@ -166,24 +169,28 @@ int dsse_envelope_parse(const char *buf, size_t len, const char *want_type, dsse
 	json_error_t je;
 	_cleanup_json_ json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: not JSON: %s (line %d)", je.text,
-			       je.line);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: not JSON: %s (line %d)",
+			       je.text, je.line);
 	if (!json_is_object(j))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: not a JSON object");
 	json_t *pt = json_object_get(j, "payloadType"), *pl = json_object_get(j, "payload"),
 	       *sigs = json_object_get(j, "signatures");
 	if (!json_is_string(pt))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: payloadType: missing or not a string");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "envelope: payloadType: missing or not a string");
 	if (!json_is_string(pl))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: payload: missing or not a string");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "envelope: payload: missing or not a string");
 	if (!json_is_array(sigs))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: signatures: missing or not an array");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "envelope: signatures: missing or not an array");
 	const char *type = json_string_value(pt);
 	if (json_string_length(pt) == 0 || json_string_length(pt) > DSSE_TYPE_MAX)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: payloadType: empty or too long");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "envelope: payloadType: empty or too long");
 	if (want_type && !streq(type, want_type))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: payloadType '%.64s' is not '%s'", type,
-			       want_type);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "envelope: payloadType '%.64s' is not '%s'", type, want_type);
 	size_t n = json_array_size(sigs);
 	if (n == 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: signatures: none");
@@ -199,8 +206,8 @@ int dsse_envelope_parse(const char *buf, size_t len, const char *want_type, dsse
 	for (size_t i = 0; i < n; i++) {
 		json_t *s = json_array_get(sigs, i);
 		if (!json_is_object(s))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "envelope: signatures[%zu]: not an object",
-				       i);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "envelope: signatures[%zu]: not an object", i);
 		json_t *sig = json_object_get(s, "sig"), *kid = json_object_get(s, "keyid");
 		if (!json_is_string(sig))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,

@@ -37,7 +37,8 @@ char *dsse_b64_encode(const void *data, size_t len);
  * optional but, if present, exactly right; no whitespace; the unused low
  * bits of the last character zero (one encoding per byte string). Decoded
  * sizes over max are refused. *ret is NUL-terminated (caller frees). */
-int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len, sbx_err **err);
+int dsse_b64_decode(const char *s, size_t len, size_t max, unsigned char **ret, size_t *ret_len,
+		    sbx_err **err);
 
 /* The bytes to sign: PAE(type, body). Caller frees. NULL on ENOMEM. */
 char *dsse_pae(const char *type, size_t type_len, const void *body, size_t body_len, size_t *ret_len);
@@ -58,7 +59,8 @@ typedef struct dsse_envelope {
 
 /* Parses buf[0..len) (not NUL-terminated necessarily). want_type: the one
  * payloadType accepted (NULL: any). On failure *ret is untouched. */
-int dsse_envelope_parse(const char *buf, size_t len, const char *want_type, dsse_envelope *ret, sbx_err **err);
+int dsse_envelope_parse(const char *buf, size_t len, const char *want_type, dsse_envelope *ret,
+			sbx_err **err);
 void dsse_envelope_clear(dsse_envelope *e);
 /* The envelope JSON object with one signature (keyid may be NULL). NULL on ENOMEM. */
 json_t *dsse_envelope_build(const char *type, const void *payload, size_t payload_len, const char *keyid,

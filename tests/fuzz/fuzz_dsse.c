@@ -25,14 +25,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    blen != env.payload_len || memcmp(back, env.payload, blen) != 0)
 			abort();
 		size_t plen = 0;
-		char *pae = dsse_pae(env.payload_type, strlen(env.payload_type), env.payload, env.payload_len, &plen);
+		char *pae =
+		    dsse_pae(env.payload_type, strlen(env.payload_type), env.payload, env.payload_len, &plen);
 		char head[64];
 		int h = snprintf(head, sizeof(head), "DSSEv1 %zu ", strlen(env.payload_type));
 		if (!pae || memcmp(pae, head, (size_t)h) != 0 ||
 		    plen < (size_t)h + strlen(env.payload_type) + env.payload_len + 3)
 			abort();
 		json_t *st = NULL;
-		if (attest_statement_parse(env.payload, env.payload_len, &st, NULL) == 0 && !json_is_object(st))
+		if (attest_statement_parse(env.payload, env.payload_len, &st, NULL) == 0 &&
+		    !json_is_object(st))
 			abort();
 		json_decref(st);
 		free(pae);

@@ -102,15 +102,15 @@ TEST(b64_url_safe_vector)
 TEST(b64_refuses_non_canonical)
 {
 	static const char *const bad[] = {
-	    "a",		/* one character cannot carry a byte */
-	    "aGVsbG8gd29ybGR=", /* non-zero unused bits */
-	    "aGVsbG8gd29ybA=",	/* padding without a multiple of 4 */
+	    "a",		 /* one character cannot carry a byte */
+	    "aGVsbG8gd29ybGR=",	 /* non-zero unused bits */
+	    "aGVsbG8gd29ybA=",	 /* padding without a multiple of 4 */
 	    "aGVsbG8gd29ybGQ==", /* one '=' too many */
-	    "aGVs bG8=",	/* whitespace */
+	    "aGVs bG8=",	 /* whitespace */
 	    "aGVs\nbG8=",
-	    "aG=VsbG8",		/* '=' inside */
+	    "aG=VsbG8", /* '=' inside */
 	    "====",
-	    "+-AA",		/* both alphabets */
+	    "+-AA", /* both alphabets */
 	    "aGVs*G8=",
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -155,18 +155,25 @@ TEST(envelope_parse_errors_name_the_field)
 	    {"{\"payloadType\":\"application/json\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\"}]}",
 	     "payloadType 'application/json' is not"},
 	    {"{\"payloadType\":\"\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\"}]}", "payloadType: empty"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":7,\"signatures\":[]}", "payload: missing or not"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[]}", "signatures: none"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":{}}", "signatures: missing"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"a b\",\"signatures\":[{\"sig\":\"\"}]}",
+	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":7,\"signatures\":[]}",
+	     "payload: missing or not"},
+	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[]}",
+	     "signatures: none"},
+	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":{}}",
+	     "signatures: missing"},
+	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"a "
+	     "b\",\"signatures\":[{\"sig\":\"\"}]}",
 	     "payload: base64"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[{\"sig\":\"!\"}]}",
+	    {"{\"payloadType\":\"application/"
+	     "vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[{\"sig\":\"!\"}]}",
 	     "signatures[0].sig: base64"},
 	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[{}]}",
 	     "signatures[0].sig: missing"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\",\"keyid\":1}]}",
+	    {"{\"payloadType\":\"application/"
+	     "vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\",\"keyid\":1}]}",
 	     "signatures[0].keyid: not a string"},
-	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\"}]}",
+	    {"{\"payloadType\":\"application/"
+	     "vnd.in-toto+json\",\"payload\":\"\",\"payload\":\"\",\"signatures\":[{\"sig\":\"\"}]}",
 	     "not JSON"},
 	    {"{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[1]}",
 	     "signatures[0]: not an object"},
@@ -175,14 +182,16 @@ TEST(envelope_parse_errors_name_the_field)
 		char *msg = NULL;
 		int r = parse(cases[i].json, &msg);
 		if (r == 0 || !msg || !strstr(msg, cases[i].want)) {
-			fprintf(stderr, "  case %zu: got '%s', want '%s'\n", i, msg ? msg : "(accepted)", cases[i].want);
+			fprintf(stderr, "  case %zu: got '%s', want '%s'\n", i, msg ? msg : "(accepted)",
+				cases[i].want);
 			free(msg);
 			CHECK(0);
 		}
 		free(msg);
 	}
 	/* Too many signatures, and too large an envelope. */
-	char big[4096] = "{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[";
+	char big[4096] =
+	    "{\"payloadType\":\"application/vnd.in-toto+json\",\"payload\":\"\",\"signatures\":[";
 	for (int i = 0; i < DSSE_SIGNATURES_MAX + 1; i++)
 		strcat(big, i ? ",{\"sig\":\"\"}" : "{\"sig\":\"\"}");
 	strcat(big, "]}");
@@ -234,8 +243,11 @@ static int verify_vector(const char *payload_b64, const char *sig_b64)
 TEST(dsse_vectors_verify_with_ed25519)
 {
 	CHECK(verify_vector(stmt_b64, stmt_sig) == 1);
-	CHECK(verify_vector("-_-_Pj8=", "P-_KHICeR7tI6S_YyejJTRtrXhcQyQ2LYPaL8h90KjC9qN8HU_svOQ6TuDOT1HIrsGW886DbWNWcCmX5twLrAw==") ==
-	      1);
+	CHECK(
+	    verify_vector(
+		"-_-_Pj8=",
+		"P-_KHICeR7tI6S_YyejJTRtrXhcQyQ2LYPaL8h90KjC9qN8HU_svOQ6TuDOT1HIrsGW886DbWNWcCmX5twLrAw==") ==
+	    1);
 	/* The same signature over another body does not hold. */
 	CHECK(verify_vector("-_-_Pj8=", stmt_sig) == 0);
 	/* Ed25519 is deterministic: signing with key A gives the vector's signature. */
@@ -361,17 +373,18 @@ TEST(key_files_and_their_errors)
 
 static json_t *manifest(void)
 {
-	return json_pack("{s:s,s:s,s:f,s:{s:[s,s],s:[],s:s},s:{s:s,s:[]},s:{s:s,s:I,s:s},s:{s:b},"
-			 "s:{s:i,s:i,s:b,s:i,s:{s:s},s:{s:s},s:{s:s,s:i}}}",
-			 "snapshot_id", "sha256:1111111111111111111111111111111111111111111111111111111111111111",
-			 "created_at", "2026-12-01T16:00:05Z", "record_ms", 2500.0, "command", "argv", "sh", "-c",
-			 "env", "cwd", "/root", "environment", "environment_id", "e1", "volumes", "events", "digest",
-			 "sha256:2222222222222222222222222222222222222222222222222222222222222222", "syscalls",
-			 (json_int_t)86, "recorder", "bpf", "determinism", "enabled", 1, "result", "exit_code", 0,
-			 "signal", 0, "timed_out", 0, "duration_ms", 40, "stdout", "digest",
-			 "sha256:98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4", "stderr", "digest",
-			 "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "fs", "digest",
-			 "sha256:3333333333333333333333333333333333333333333333333333333333333333", "changes", 1);
+	return json_pack(
+	    "{s:s,s:s,s:f,s:{s:[s,s],s:[],s:s},s:{s:s,s:[]},s:{s:s,s:I,s:s},s:{s:b},"
+	    "s:{s:i,s:i,s:b,s:i,s:{s:s},s:{s:s},s:{s:s,s:i}}}",
+	    "snapshot_id", "sha256:1111111111111111111111111111111111111111111111111111111111111111",
+	    "created_at", "2026-12-01T16:00:05Z", "record_ms", 2500.0, "command", "argv", "sh", "-c", "env",
+	    "cwd", "/root", "environment", "environment_id", "e1", "volumes", "events", "digest",
+	    "sha256:2222222222222222222222222222222222222222222222222222222222222222", "syscalls",
+	    (json_int_t)86, "recorder", "bpf", "determinism", "enabled", 1, "result", "exit_code", 0,
+	    "signal", 0, "timed_out", 0, "duration_ms", 40, "stdout", "digest",
+	    "sha256:98ea6e4f216f2fb4b69fff9b3a44842c38686ca685f3f55dc48c5d3fb1107be4", "stderr", "digest",
+	    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "fs", "digest",
+	    "sha256:3333333333333333333333333333333333333333333333333333333333333333", "changes", 1);
 }
 
 TEST(statement_build_and_parse)
@@ -393,7 +406,8 @@ TEST(statement_build_and_parse)
 	json_t *pred = json_object_get(st, "predicate");
 	CHECK_STREQ(json_str(pred, "trace_id"), tid);
 	CHECK_STREQ(json_str(pred, "started_at"), "2026-12-01T16:00:02Z"); /* 16:00:05 - 2.5 s, rounded up */
-	CHECK(json_is_object(json_object_get(pred, "inputs")) && !json_object_get(json_object_get(pred, "inputs"), "read_set"));
+	CHECK(json_is_object(json_object_get(pred, "inputs")) &&
+	      !json_object_get(json_object_get(pred, "inputs"), "read_set"));
 	char *s = json_dumps(st, JSON_COMPACT | JSON_SORT_KEYS);
 	CHECK(attest_statement_parse(s, strlen(s), &back, NULL) == 0);
 	CHECK(json_equal(back, st));
@@ -403,7 +417,8 @@ TEST(statement_build_and_parse)
 	json_object_set_new(m, "read_set", json_pack("[{s:s}]", "path", "/work/a"));
 	json_decref(st);
 	CHECK(attest_statement_build(m, tid, files, NULL, "0.1.0", &st, NULL) == 0);
-	CHECK(json_is_array(json_object_get(json_object_get(json_object_get(st, "predicate"), "inputs"), "read_set")));
+	CHECK(json_is_array(
+	    json_object_get(json_object_get(json_object_get(st, "predicate"), "inputs"), "read_set")));
 	json_decref(st);
 	json_decref(files);
 	json_decref(m);
@@ -417,21 +432,29 @@ TEST(statement_parse_refusals)
 	    {"[]", "not a JSON object"},
 	    {"{\"_type\":\"https://in-toto.io/Statement/v0.1\"}", "_type"},
 	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"x\"}", "predicateType"},
-	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/run/v1\","
+	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/"
+	     "run/v1\","
 	     "\"subject\":[]}",
 	     "subject: missing or empty"},
-	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/run/v1\","
+	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/"
+	     "run/v1\","
 	     "\"subject\":[{\"name\":\"stdout\",\"digest\":{\"sha256\":\"ABC\"}}]}",
 	     "no sha256 digest"},
-	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/run/v1\","
+	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/"
+	     "run/v1\","
 	     "\"subject\":[{\"digest\":{}}]}",
 	     "subject[0].name"},
-	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/run/v1\","
-	     "\"subject\":[{\"name\":\"a\",\"digest\":{\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}},"
-	     "{\"name\":\"a\",\"digest\":{\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}}]}",
+	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/"
+	     "run/v1\","
+	     "\"subject\":[{\"name\":\"a\",\"digest\":{\"sha256\":"
+	     "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}},"
+	     "{\"name\":\"a\",\"digest\":{\"sha256\":"
+	     "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}}]}",
 	     "appears twice"},
-	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/run/v1\","
-	     "\"subject\":[{\"name\":\"a\",\"digest\":{\"sha256\":\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}}],"
+	    {"{\"_type\":\"https://in-toto.io/Statement/v1\",\"predicateType\":\"https://sbx.dev/attestation/"
+	     "run/v1\","
+	     "\"subject\":[{\"name\":\"a\",\"digest\":{\"sha256\":"
+	     "\"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\"}}],"
 	     "\"predicate\":{\"trace_id\":\"sha256:1\"}}",
 	     "predicate.trace_id"},
 	};
@@ -440,8 +463,8 @@ TEST(statement_parse_refusals)
 		sbx_err *e = NULL;
 		int r = attest_statement_parse(cases[i].json, strlen(cases[i].json), &st, &e);
 		if (r == 0 || !strstr(sbx_err_message(e), cases[i].want)) {
-			fprintf(stderr, "  case %zu: got '%s', want '%s'\n", i, r == 0 ? "(accepted)" : sbx_err_message(e),
-				cases[i].want);
+			fprintf(stderr, "  case %zu: got '%s', want '%s'\n", i,
+				r == 0 ? "(accepted)" : sbx_err_message(e), cases[i].want);
 			CHECK(0);
 		}
 		sbx_err_free(e);
