@@ -81,8 +81,13 @@ int attest_statement_build(const json_t *m, const char *trace_id, const json_t *
 				   copy_or_null(cmd, "stdin"));
 	/* The read set (what the run read from outside its snapshot) when the
 	 * recorder wrote one; otherwise the volumes above are the inputs. */
-	if (inputs && json_object_get(m, "read_set"))
-		json_object_set_new(inputs, "read_set", json_deep_copy(json_object_get(m, "read_set")));
+	const json_t *rs = json_object_get(m, "read_set");
+	if (!rs)
+		rs = json_object_get(json_object_get(m, "inputs"), "read_set");
+	if (!rs)
+		rs = json_object_get(envj, "read_set");
+	if (inputs && rs)
+		json_object_set_new(inputs, "read_set", json_deep_copy(rs));
 	json_t *pred = json_pack(
 	    "{s:s,s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:{s:o,s:o},s:{s:o,s:o,s:o,s:o},s:o,s:o,s:o,s:o,s:s,s:"
 	    "s}",
