@@ -114,8 +114,16 @@ static int run_files(sbx_ctx *ctx, const json_t *m, json_t **ret, sbx_err **err)
 			bool trunc = false;
 			_cleanup_err_ sbx_err *e = NULL;
 			if (sbx_env_read_file(ctx, env, path, ATTEST_FILE_MAX, &data, &len, &size, &trunc,
-					      &e) < 0)
-				continue; /* a directory, a device...: no content to attest */
+					      &e) < 0) {
+				/* A directory, a device, a socket: no content to attest (the
+				 * filesystem digest covers them). Anything else is a failure:
+				 * a file silently left out would be a false statement. */
+				int en = sbx_err_errno(e);
+				if (en == EISDIR || en == EINVAL || en == ENXIO || en == ENOTDIR)
+					continue;
+				return err_set(err, sbx_err_code(e), en, "read '%s': %s", path,
+					       sbx_err_message(e));
+			}
 			if (trunc)
 				return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG,
 					       "'%s': %lld bytes, at most %d attested", path, (long long)size,

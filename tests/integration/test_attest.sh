@@ -214,6 +214,20 @@ t_attest_refuses_a_changed_or_removed_environment() {
 	assert_contains "$OUT" "2 subjects"
 }
 
+t_attest_subjects_are_regular_files_only() {
+	K=$TMPDIR_TEST/k
+	sbx keygen "$K" > /dev/null
+	ID=$(sbx create)
+	tid=$(sbx exec --trace --json "$ID" -- sh -c 'mkdir -p /root/d/e; mkfifo /root/p; echo x > /root/d/e/x; printf y > /root/z' | jget trace_id)
+	j=$(sbx attest --json "$tid" --key "$K")
+	names=$(echo "$j" | python3 -c 'import json,sys; print(" ".join(s["name"] for s in json.load(sys.stdin)["subjects"]))')
+	assert_eq "$names" "stdout stderr /root/d/e/x /root/z"
+	assert_eq "$(echo "$j" | jget subjects.3.digest)" "sha256:$(printf y | sha256sum | cut -d' ' -f1)"
+	echo "$j" | jget envelope > "$TMPDIR_TEST/env.json"
+	expect_status 0 sbx verify "$TMPDIR_TEST/env.json" --key "$K.pub"
+	sbx rm "$ID"
+}
+
 t_attest_verify_replay() {
 	K=$TMPDIR_TEST/k
 	sbx keygen "$K" > /dev/null
