@@ -17,6 +17,7 @@
 #include "api/trace_api.h"
 #include "store/attest_key.h"
 #include "store/attest_stmt.h"
+#include "store/attest_store.h"
 #include "store/layer.h"
 #include "trace/trace_store.h"
 #include "util/dsse.h"
@@ -186,6 +187,9 @@ _public_ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *
 		    : NULL;
 	if (!pae)
 		return err_oom(err);
+	/* The record keeps the files' blobs from gc (store/attest_store.h). */
+	if (attest_store_put(ctx->root, payload, strlen(payload), err) < 0)
+		return err_wrap(err, "store the attestation");
 	unsigned char sig[ATTEST_SIG_LEN];
 	char kid[STORE_DIGEST_SIZE];
 	if (attest_sign(key, pae, pae_len, sig, err) < 0 || attest_key_id(key, kid, err) < 0)

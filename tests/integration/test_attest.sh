@@ -228,6 +228,19 @@ t_attest_subjects_are_regular_files_only() {
 	sbx rm "$ID"
 }
 
+t_attest_blobs_survive_gc() {
+	K=$TMPDIR_TEST/k
+	sbx keygen "$K" > /dev/null
+	traced_run
+	sbx attest "$TID" --key "$K" -o "$TMPDIR_TEST/env.json"
+	sbx rm "$ID"
+	# The written files' blobs are reached by no snapshot or trace: the
+	# attestation itself must keep them.
+	SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
+	expect_status 0 sbx verify "$TMPDIR_TEST/env.json" --key "$K.pub"
+	expect_status 0 sbx fsck
+}
+
 t_attest_verify_replay() {
 	K=$TMPDIR_TEST/k
 	sbx keygen "$K" > /dev/null
