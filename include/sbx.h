@@ -399,6 +399,52 @@ int sbx_parse_volume(const char *s, char **ret_host, char **ret_path, bool *ret_
 
 const char *sbx_version(void);
 
+/* ---- attestations (docs/attest.md) ------------------------------------- */
+
+/* Writes a new Ed25519 key pair: path (PKCS#8 PEM, mode 0600) and path.pub
+ * (SubjectPublicKeyInfo PEM, 0644); refuses to overwrite either (conflict).
+ * {"private_key","public_key","keyid"}; keyid is "sha256:" + hex SHA-256 of
+ * the public key's DER SubjectPublicKeyInfo. */
+int sbx_keygen(const char *path, json_t **ret, sbx_err **err);
+
+#define SBX_ATTEST_OPTS_VERSION 1
+typedef struct sbx_attest_opts {
+	unsigned version;
+	const char *key_path; /* private key; NULL: the context's (sbx_ctx_set_attest_key) */
+	bool replay;          /* replay the trace first and record its verdict in the predicate */
+} sbx_attest_opts;
+#define SBX_ATTEST_OPTS_INIT {.version = SBX_ATTEST_OPTS_VERSION}
+/* Signs a DSSE envelope (payloadType application/vnd.in-toto+json) over an
+ * in-toto Statement v1 about the traced run `trace`: subjects stdout, stderr
+ * and every regular file the run wrote (their contents enter the store as
+ * blobs, so that sbx_verify can check them later), predicate
+ * https://sbx.dev/attestation/run/v1. Files are read from the trace's
+ * environment, which must still hold exactly what the run left (checked
+ * against the trace's filesystem digest). {"envelope","keyid","subjects",
+ * "trace_id"}; subjects: [{"name","digest"}]. */
+int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *opts, json_t **ret, sbx_err **err);
+/* Loads (and checks) the private key that sbx_attest uses when
+ * opts.key_path is NULL: `sbx mcp --attest-key FILE`. */
+int sbx_ctx_set_attest_key(sbx_ctx *ctx, const char *path, sbx_err **err);
+
+#define SBX_VERIFY_OPTS_VERSION 1
+typedef struct sbx_verify_opts {
+	unsigned version;
+	const char *key_path; /* public key (PEM) */
+	bool replay;          /* also replay the trace and require MATCH */
+} sbx_verify_opts;
+#define SBX_VERIFY_OPTS_INIT {.version = SBX_VERIFY_OPTS_VERSION}
+/* Checks an envelope (JSON text, hostile input): a signature by the key
+ * over PAE(payloadType, payload), the statement's shape, every subject's
+ * digest against the store (the trace's stdout/stderr, the files' blobs),
+ * the predicate's trace and snapshot against the store, and with
+ * opts.replay a MATCHing replay. {"verified": true|false, "reason" (when
+ * false: one line), "keyid","trace_id","snapshot_id","subjects","replay"?}.
+ * An envelope that does not verify is a successful result; the call fails
+ * only when it cannot check (no key, a store it cannot read). */
+int sbx_verify(sbx_ctx *ctx, const char *envelope, size_t len, const sbx_verify_opts *opts, json_t **ret,
+	       sbx_err **err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -105,6 +105,7 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 		return;
 	free(ctx->root);
 	free(ctx->run);
+	free(ctx->attest_key_path);
 	free(ctx);
 }
 

@@ -12,6 +12,7 @@ struct sbx_ctx {
 	gid_t gid;
 	sbx_progress_fn progress; /* long operations report here, if set */
 	void *progress_ud;
+	char *attest_key_path; /* sbx_ctx_set_attest_key: sbx_attest's default key */
 };
 
 /* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */

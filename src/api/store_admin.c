@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "store/attest_store.h"
 #include "store/fsck.h"
 #include "store/layer.h"
 #include "store/progress.h"
@@ -191,6 +192,13 @@ int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err)
 				if (strv_add(&refd, &n, *b) < 0)
 					return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		}
+	/* Attestations hold the blobs of the files they name (docs/attest.md). */
+	_cleanup_strv_free_ char **attested = attest_store_blobs(ctx->root);
+	if (!attested)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	for (char **b = attested; *b; b++)
+		if (strv_add(&refd, &n, *b) < 0)
+			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (store_gc_unreferenced_layers(ctx->root, (const char *const *)refd, &unref, err) < 0)
 		return err_wrap(err, "gc: list layers");
 	json_t *removed = json_array(), *kept = json_array();

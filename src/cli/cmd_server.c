@@ -11,12 +11,29 @@
 #include "server/transport_http.h"
 #include "util/macro.h"
 
+/* --attest-key FILE: the private key environment_attest signs with, loaded
+ * (and checked) now so that a bad key fails at start, not at the first call. */
+static int set_attest_key(cli *c, const char *path)
+{
+	sbx_err *e = NULL;
+	if (path && sbx_ctx_set_attest_key(c->ctx, path, &e) < 0)
+		return cli_fail("--attest-key", e);
+	return 0;
+}
+
 int cmd_mcp(cli *c, int argc, char **argv)
 {
-	if (argc > 1)
-		return cli_usage_error("mcp", "unexpected argument '%s'", argv[1]);
+	const char *attest_key = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (streq(argv[i], "--attest-key") && i + 1 < argc)
+			attest_key = argv[++i];
+		else if (startswith(argv[i], "--attest-key="))
+			attest_key = argv[i] + strlen("--attest-key=");
+		else
+			return cli_usage_error("mcp", "unexpected argument '%s'", argv[i]);
+	}
 	int r = cli_open_ctx(c);
-	if (r != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
 		return r;
 	sbx_err *e = NULL;
 	if (mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e) < 0)
@@ -55,8 +72,8 @@ static int parse_count(const char *name, const char *v, unsigned max, unsigned *
 int cmd_serve(cli *c, int argc, char **argv)
 {
 	static const char *const names[] = {"--listen",		      "--token-file",	 "--max-connections",
-					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout"};
-	const char *listen = NULL, *token_file = NULL;
+					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout", "--attest-key"};
+	const char *listen = NULL, *token_file = NULL, *attest_key = NULL;
 	mcp_http_opts opts = {0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = NULL, *name = NULL;
@@ -77,6 +94,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 		int r = 0;
 		if (streq(name, "--listen"))
 			listen = v;
+		else if (streq(name, "--attest-key"))
+			attest_key = v;
 		else if (streq(name, "--token-file"))
 			token_file = v;
 		else if (streq(name, "--max-connections"))
@@ -94,7 +113,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 		return cli_usage_error("serve",
 				       "--listen ADDR:PORT is required (e.g. --listen 127.0.0.1:7777)");
 	int r = cli_open_ctx(c);
-	if (r != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
 		return r;
 	serve_ready sr = {.has_token = token_file != NULL};
 	opts.listen = listen;

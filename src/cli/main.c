@@ -45,10 +45,18 @@ static const cli_cmd commands[] = {
 	 "List recorded traces, print one strace-like, summarize it, export it for Perfetto, or show its manifest."},
 	{"replay", cmd_replay, "sbx replay [--inputs read-set|volumes] TRACE",
 	 "Re-run a traced command from its snapshot under determinism controls; prints MATCH or the first divergence (exit 0 only on MATCH). Inputs checked first: the files the run read (default) or whole volumes."},
+	{"keygen", cmd_keygen, "sbx keygen FILE",
+	 "Make an Ed25519 key pair for attestations: FILE (private, 0600) and FILE.pub (PEM); prints its key id."},
+	{"attest", cmd_attest, "sbx attest TRACE --key FILE [-o OUT] [--replay]",
+	 "Sign a DSSE envelope (in-toto Statement v1) of a traced run: its stdout, stderr and written files by "
+	 "sha256, its snapshot, command and exit status (--replay: replay first, record the verdict)."},
+	{"verify", cmd_verify, "sbx verify ENVELOPE --key FILE.pub [--replay]",
+	 "Check an attestation: the signature, every digest against the store (--replay: and a MATCHing replay); "
+	 "exit 0 only if all hold."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
-	{"mcp", cmd_mcp, "sbx mcp", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent."},
-	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] [--idle-timeout SECONDS] [--request-timeout SECONDS]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given. Connections: at most N in total (256) and per peer address (64), a new one evicting the oldest that only waits (never-authorized first); a request must arrive whole within --request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle --idle-timeout (60 s). See docs/server.md."},
+	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with)."},
+	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] [--idle-timeout SECONDS] [--request-timeout SECONDS] [--attest-key FILE]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new one evicting the oldest that only waits (never-authorized first); a request must arrive whole within --request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle --idle-timeout (60 s). See docs/server.md."},
 };
 
 static const char options_help[] =

@@ -788,6 +788,28 @@ static const char diff_out[] =
 	   "'snapshot_id':{'type':['string','null']}",
 	   "'added','modified','deleted'");
 
+/* ---- environment_attest: a signed attestation of a traced run ------------- */
+
+static const char attest_in[] =
+    "{'type':'object','additionalProperties':false,'required':['trace_id'],'properties':{"
+    "'trace_id':{'type':'string','minLength':1,'description':'A trace_id from environment_execute with "
+    "trace: true (or a unique prefix of its hex).'},'replay':{'type':'boolean','description':'Replay the "
+    "trace first and record the verdict in the attestation (default false).'}}}";
+static const char attest_out[] =
+    OUTPUT("'envelope':{'type':'object','description':'The DSSE envelope: payloadType, payload (base64 of the "
+	   "in-toto Statement v1), signatures [{keyid, sig}].'},'keyid':{'type':'string'},'trace_id':{'type':'string'},"
+	   "'subjects':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
+	   "'digest':{'type':'string'}}}},'replay':{'type':'object'}",
+	   "'envelope','keyid','subjects'");
+
+static int t_attest(tool_call *c, json_t **ret, sbx_err **err)
+{
+	/* The key is the server's (sbx mcp/serve --attest-key), never the client's. */
+	sbx_attest_opts o = SBX_ATTEST_OPTS_INIT;
+	o.replay = json_bool(c->args, "replay", false);
+	return sbx_attest(c->ctx, json_str(c->args, "trace_id"), &o, ret, err);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *const create_reserved[] = {NULL};
@@ -977,6 +999,20 @@ static const tool tools[] = {
 	.output_schema = phase_out,
 	.destructive = true,
 	.run = t_phase,
+    },
+    {
+	.name = "environment_attest",
+	.alias = "environment.attest",
+	.title = "Sign an attestation of a traced command",
+	.description =
+	    "Sign, with the server's key, a DSSE envelope holding an in-toto Statement v1 of a traced command "
+	    "(environment_execute with trace: true): its subjects are stdout, stderr and every file the command "
+	    "wrote, by sha256; its predicate the snapshot it started from, the command, environment, exit status "
+	    "and trace_id. Anyone with the public key can check it (sbx verify). Call it before changing the "
+	    "environment further. unavailable if the server was started without --attest-key.",
+	.input_schema = attest_in,
+	.output_schema = attest_out,
+	.run = t_attest,
     },
 };
 

@@ -184,6 +184,14 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 	return 0;
 }
 
+int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *o, json_t **ret, sbx_err **err)
+{
+	if (!strstr(trace, "sha256:"))
+		return err_set(err, SBX_E_UNAVAILABLE, ENOKEY, "no signing key");
+	*ret = json_pack("{s:{},s:s,s:[],s:s}", "envelope", "keyid", trace, "subjects", "trace_id", trace);
+	return 0;
+}
+
 int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err)
 {
 	if (inputs && strcmp(inputs, "read_set") != 0 && strcmp(inputs, "volumes") != 0)

@@ -7,6 +7,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const EXPECTED_TOOLS = [
+	'environment_attest',
 	'environment_create',
 	'environment_destroy',
 	'environment_diff',
