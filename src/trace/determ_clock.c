@@ -141,7 +141,7 @@ static bool timemap_grow(determ_timemap *m)
 	return true;
 }
 
-int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n)
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n)
 {
 	int64_t v = 0;
 	bool have_v = false;
@@ -155,9 +155,12 @@ int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64
 			if (!s->used) {
 				/* One new virtual time for all the new times of this result:
 				 * whether atime and mtime of a new file fell into one clock tick
-				 * or two is timing, and must not show. */
+				 * or two is timing, and must not show. The observer's clock
+				 * as it stands, not advanced: whether a real time is new (a
+				 * file written twice within one kernel tick or across two) is
+				 * timing too, and must not move any clock. */
 				if (!have_v)
-					v = (int64_t)determ_clock_read(c, DETERM_CLK_REAL), have_v = true;
+					v = (int64_t)determ_clock_peek(c, DETERM_CLK_REAL), have_v = true;
 				*s = (struct determ_time_ent){dev, ino, r, v, true};
 				m->n++;
 			}
@@ -169,7 +172,7 @@ int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64
 	return changed;
 }
 
-int64_t determ_time_map(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
+int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed)
 {
 	*changed = determ_time_map_set(m, c, dev, ino, &t, 1) > 0;

@@ -99,8 +99,9 @@ int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp);
 
 /* File times (determ_clock.c). A time at or after real_start (the run's real
  * start, CLOCK_REALTIME_COARSE since file systems stamp with the coarse clock)
- * is given, the first time its (dev, ino, time) is seen, the current virtual
- * time (advancing the clock), and keeps it for the rest of the run. Earlier
+ * is given, the first time its (dev, ino, time) is seen, the observing
+ * process's virtual time (without advancing its clock), and keeps it for the
+ * rest of the run. Earlier
  * times are reported unchanged, except when the epoch lies before real_start:
  * then those later than epoch - DETERM_SQUEEZE_NS would be in the virtual
  * future ("clock skew" in make), so they are squeezed, order-preserving and
@@ -111,12 +112,13 @@ typedef struct determ_timemap {
 	size_t n, cap;
 } determ_timemap;
 /* Maps the times of one stat result (ns since 1970) in place; all of them
- * seen for the first time get one new virtual time (one tick), so the count
- * of distinct real times (atime and mtime a tick apart or not) does not show.
+ * seen for the first time get one virtual time (the clock's, unchanged), so
+ * the count of distinct real times (atime and mtime a tick apart or not) does
+ * not show.
  * Returns how many changed. */
-int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n);
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n);
 /* The same for one time. *changed tells whether the result differs. */
-int64_t determ_time_map(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
+int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed);
 /* The order-preserving squeeze of times after epoch - DETERM_SQUEEZE_NS. */
 int64_t determ_time_squeeze(int64_t t, int64_t epoch);
@@ -124,10 +126,18 @@ void determ_timemap_free(determ_timemap *m);
 
 /* Seeded byte streams (determ_rand.c): ChaCha20 keyed by the seed (expanded
  * with splitmix64), one stream per id, addressable by byte position, so what
- * a process gets depends only on the seed, the stream and the position. */
-#define DETERM_STREAM_GETRANDOM 0ULL			/* getrandom(), in call order across all processes */
-#define DETERM_STREAM_URANDOM(i) (1ULL + (i))		/* the i-th open of /dev/urandom or /dev/random */
-#define DETERM_STREAM_AT_RANDOM(i) ((1ULL << 40) + (i)) /* AT_RANDOM of the i-th exec */
+ * a process gets depends only on the seed, the stream and the position.
+ * Streams belong to a process, named by its place in the fork tree (root 0,
+ * child = determ_proc_child_id(parent, parent's fork count)), never by the
+ * order in which processes happen to call: */
+#define DETERM_STREAM_GETRANDOM 0ULL /* getrandom() of the process, in its call order */
+#define DETERM_STREAM_URANDOM 1ULL   /* index i: the process's i-th open of /dev/urandom or /dev/random */
+#define DETERM_STREAM_AT_RANDOM 2ULL /* index i: AT_RANDOM of the process's i-th exec */
+/* The stream of (process id, kind, index). The root's are 0, 1 + i and
+ * 2^40 + i; any other process's have the top bit set, so none collide. */
+uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index);
+/* The id of the n-th child (n from 0) a process with id `parent` forks; never 0. */
+uint64_t determ_proc_child_id(uint64_t parent, uint64_t n);
 typedef struct determ_rng {
 	uint32_t key[8];
 } determ_rng;

@@ -127,12 +127,17 @@ TEST(file_time_mapping)
 	CHECK(va == determ_time_squeeze(a, (int64_t)EPOCH));
 	CHECK(determ_time_squeeze(INT64_MAX, (int64_t)EPOCH) <= (int64_t)EPOCH);
 	CHECK(c.vt == 0);
-	/* Times of this run: the virtual clock's time when first seen, then stable. */
+	/* Times of this run: the observer's clock when first seen, then stable;
+	 * seeing a new time does not move the clock (whether a real time is new
+	 * is timing). */
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
 	int64_t n1 = determ_time_map(&m, &c, 1, 5, start + 10, &ch);
-	CHECK(ch && n1 == (int64_t)(EPOCH + DETERM_TICK_NS));
-	int64_t n2 = determ_time_map(&m, &c, 1, 6, start + 5, &ch); /* seen second: later, though older */
+	CHECK(ch && n1 == (int64_t)(EPOCH + DETERM_TICK_NS) && c.vt == DETERM_TICK_NS);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
+	int64_t n2 = determ_time_map(&m, &c, 1, 6, start + 5, &ch); /* seen later: later, though older */
 	CHECK(n2 == n1 + (int64_t)DETERM_TICK_NS);
 	CHECK(determ_time_map(&m, &c, 1, 5, start + 10, &ch) == n1);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
 	CHECK(determ_time_map(&m, &c, 2, 5, start + 10, &ch) != n1); /* another device */
 	for (int i = 0; i < 5000; i++)				     /* growth keeps every entry */
 		(void)determ_time_map(&m, &c, 9, (uint64_t)i, start + i, &ch);
@@ -142,7 +147,7 @@ TEST(file_time_mapping)
 	int64_t set[3] = {start + 100, start + 200, start + 100};
 	uint64_t vt = c.vt;
 	CHECK(determ_time_map_set(&m, &c, 3, 1, set, 3) == 3);
-	CHECK(set[0] == set[1] && set[1] == set[2] && c.vt == vt + DETERM_TICK_NS);
+	CHECK(set[0] == set[1] && set[1] == set[2] && set[0] == (int64_t)(EPOCH + vt) && c.vt == vt);
 	determ_timemap_free(&m);
 	/* An epoch after the real start: earlier times stay. */
 	determ_clock f = {.epoch_ns = (uint64_t)start + 1000};
@@ -240,6 +245,8 @@ TEST(seccomp_program)
 	CHECK(verdict(f, n, SYS_clock_nanosleep, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_newfstatat, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_wait4, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_waitid, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_openat, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_read, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(verdict(f, n, SYS_rseq, 0, 0) == SECCOMP_RET_ERRNO);
@@ -1063,4 +1070,103 @@ TEST(urandom_streams)
 	run_free(&a);
 	run_free(&b);
 	run_free(&c);
+}
+
+/* ---- virtual time is exact: clock-heavy programs replayed many times ---- */
+
+/* Busy loops on every CPU while a test runs: scheduling differences are what
+ * expose a clock that depends on the order the engine sees stops in. */
+typedef struct load {
+	pid_t pid[8];
+	int n;
+} load;
+
+static void load_start(load *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	l->n = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+	for (int i = 0; i < l->n; i++)
+		if ((l->pid[i] = fork()) == 0) {
+			alarm(120); /* never outlives a stuck test */
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+}
+
+static void load_stop(load *l)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->pid[i] > 0) {
+			kill(l->pid[i], SIGKILL);
+			waitpid(l->pid[i], NULL, 0);
+		}
+}
+
+/* Runs argv `times` times; every output must equal the first. Prints the
+ * first divergence it saw and how many runs diverged. */
+static bool replays_exactly(const char *label, char **argv, const run_cfg *cfg, uint64_t seed, int times)
+{
+	ptrace_opts o = det_opts(seed);
+	run ref;
+	if (!run_cmd(&o, argv, cfg, &ref) || !exited_ok(&ref))
+		return false;
+	int bad = 0;
+	for (int i = 1; i < times; i++) {
+		run r;
+		if (!run_cmd(&o, argv, cfg, &r) || !exited_ok(&r)) {
+			run_free(&r);
+			bad++;
+			break;
+		}
+		if (r.out_len != ref.out_len || memcmp(r.out, ref.out, ref.out_len) != 0) {
+			if (bad++ == 0)
+				fprintf(stderr, "  %s: run %d differs from run 0:\n--- run 0\n%s--- run %d\n%s---\n",
+					label, i, ref.out, i, r.out);
+		}
+		run_free(&r);
+	}
+	if (bad)
+		fprintf(stderr, "  %d of %d runs diverged\n", bad, times - 1);
+	run_free(&ref);
+	return bad == 0;
+}
+
+#define CLOCK_RUNS 50
+
+static char *sh_argv[4] = {"/bin/sh", "-c", NULL, NULL};
+
+TEST(det_clock_programs_replay_exactly)
+{
+	const char *dir = scratch_dir();
+	if (!dir)
+		SKIP("no scratch directory");
+	bool py = access("/usr/bin/python3", X_OK) == 0;
+	static const struct {
+		const char *label, *script;
+	} progs[] = {
+	    {"date loop", "for i in 1 2 3 4 5 6 7 8; do date +%s.%N; done"},
+	    {"date formats", "date; date -u +%s.%N; date -R"},
+	    {"file times", "mkdir -p ft && cd ft && for i in 1 2 3; do echo $i > f$i; done; "
+			   "ls -l --full-time; stat -c '%n %y %z %x' f1 f2 f3; touch f1; stat -c '%y' f1; "
+			   "cd .. && rm -rf ft"},
+	    /* concurrent processes, each output in a fixed place */
+	    {"pipeline", "date +%N | (date +%N; cat) | (date +%N; cat) | cat; "
+			 "a=$(date +%N & date +%N; wait); echo \"$a\" | sort; date +%s.%N"},
+	};
+	run_cfg cfg = {.cwd = dir};
+	load l;
+	load_start(&l);
+	bool ok = true;
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+		sh_argv[2] = (char *)progs[i].script;
+		ok &= replays_exactly(progs[i].label, sh_argv, &cfg, 3, CLOCK_RUNS);
+	}
+	if (py) {
+		char *pargv[] = {"/usr/bin/python3", "-S", "-c",
+				 "import time\nfor i in range(10): print(time.time_ns(), time.monotonic_ns())", NULL};
+		ok &= replays_exactly("python time_ns", pargv, &cfg, 3, CLOCK_RUNS);
+	} else
+		fprintf(stderr, "  (no /usr/bin/python3: the Python program was not run)\n");
+	load_stop(&l);
+	CHECK(ok);
 }
