@@ -1,3 +1,8 @@
+/* The ptrace engine's stop loop: forks the command, PTRACE_SEIZEs it before
+ * exec, follows its descendants, hands each stop to the recorder (records
+ * here) or to the determinism answers (determ_answer.c; notifications in
+ * determ_notif.c). How each control works, where it stops, and the virtual
+ * time invariant: docs/trace.md ("Virtual time", "The ptrace engine"). */
 #include "trace/ptrace_priv.h"
 
 #include <errno.h>

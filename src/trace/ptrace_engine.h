@@ -11,8 +11,8 @@
  * installs in the command only needs no_new_privs. x86_64 only (other
  * architectures get an `unavailable` error).
  *
- * How each control works and where it stops is written at the top of
- * ptrace_engine.c; the pure pieces (virtual clock, file-time mapping, PRNG,
+ * How each control works and where it stops is written in docs/trace.md
+ * ("The ptrace engine", "Virtual time"); the pure pieces (virtual clock, file-time mapping, PRNG,
  * vDSO parsing, seccomp program) live in determ_*.c and vdso.c and are
  * declared at the end of this header for the unit tests. */
 #pragma once
