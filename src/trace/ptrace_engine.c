@@ -719,50 +719,6 @@ _noreturn_ static void child_main(const ptrace_opts *o, char **argv, char **envp
 
 /* ---- setup ---- */
 
-/* One pid used and given back. vfork: the engine's copy of init's address
- * space need not be duplicated for a child that only exits. */
-__attribute__((noinline)) static pid_t burn_one(void)
-{
-	pid_t p = vfork();
-	if (p == 0)
-		_exit(0);
-	if (p > 0)
-		(void)RETRY_EINTR(waitpid(p, NULL, 0));
-	return p;
-}
-
-static int burn_pids(pid_t want, sbx_err **err)
-{
-	for (;;) {
-		char buf[32] = "";
-		long last = -1;
-		_cleanup_close_ int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0)
-			last = strtol(buf, NULL, 10);
-		if (last >= 0) {
-			if (last + 1 == want)
-				return 0;
-			if (last >= want)
-				return err_set(
-				    err, SBX_E_CONFLICT, ERANGE,
-				    "cannot give the command pid %d: pid %ld was already handed out",
-				    (int)want, last);
-		}
-		pid_t p = burn_one();
-		if (p < 0)
-			return err_errno(err, "fork (to reach pid %d)", (int)want);
-		if (last < 0) { /* no /proc: judge by what fork returned */
-			if (p + 1 == want)
-				return 0;
-			if (p >= want)
-				return err_set(
-				    err, SBX_E_CONFLICT, ERANGE,
-				    "cannot give the command pid %d: pid %d was already handed out",
-				    (int)want, (int)p);
-		}
-	}
-}
-
 static int recv_listener(int sock, int *ret_fd)
 {
 	child_msg m;
@@ -968,7 +924,7 @@ int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_
 		e.nthread_on = k == 0;
 	}
 	if (r >= 0 && o->first_pid > 0)
-		r = burn_pids((pid_t)o->first_pid, err);
+		r = determ_pid_reach((pid_t)o->first_pid, err);
 	if (r >= 0 && e.rfd >= 0) {
 		struct trace_file_header h = {.magic = TRACE_MAGIC,
 					      .version = TRACE_VERSION,

@@ -66,6 +66,15 @@ int ptrace_engine_run(const ptrace_opts *o, char **argv, char **envp, int *ret_s
 /* The same with everything the engine knows about the run (the command's pid). */
 int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_result *ret, sbx_err **err);
 
+/* Makes the next pid this pid namespace hands out `want` (determ_pid.c): by
+ * moving its counter (/proc/sys/kernel/ns_last_pid, which needs
+ * CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN over the namespace), else by using
+ * up pids until it comes. Errors say which way it failed: `want` in use, out
+ * of range, or already passed with the counter not movable (more processes
+ * ran before the command than when recording). Racy against other forks in
+ * the namespace, as any pid reproduction is. */
+int determ_pid_reach(pid_t want, sbx_err **err);
+
 /* TR_DETERM kinds and values: trace_format.h. */
 
 /* ---- Pure pieces, exposed for the unit tests ---- */
