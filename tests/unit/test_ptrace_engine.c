@@ -1216,3 +1216,21 @@ TEST(det_clock_programs_replay_exactly)
 	load_stop(&l);
 	CHECK(ok);
 }
+
+TEST(det_clock_follows_the_fork_tree)
+{
+	/* Sequential commands see time pass (a reaped child's clock joins its
+	 * parent's); a child starts from its parent's clock at the fork. */
+	char *argv[] = {"/bin/sh", "-c", "date +%s%N; (date +%s%N; date +%s%N); date +%s%N", NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(1);
+	run a;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	unsigned long long v[4] = {0};
+	int n = sscanf(a.out, "%llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3]);
+	if (n != 4 || !(v[0] < v[1] && v[1] < v[2] && v[2] < v[3]) || v[0] <= EPOCH)
+		fprintf(stderr, "  output: %s\n", a.out);
+	CHECK(n == 4 && v[0] > EPOCH && v[0] < v[1] && v[1] < v[2] && v[2] < v[3]);
+	CHECK(v[3] - v[0] < 1000000); /* ticks, not real time */
+	run_free(&a);
+}
