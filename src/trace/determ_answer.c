@@ -411,9 +411,10 @@ void determ_on_seccomp(engine *e, task *t)
 		break;
 	case SYS_statx: {
 		/* fix_statx needs mtime (and the type) to canonicalize the other
-		 * times, also when the program asked only for atime (stat -c %x):
-		 * ask the kernel for them too (statx may return more than asked). */
-		const uint64_t need = STATX_TYPE | STATX_MTIME;
+		 * times, also when the program asked only for atime (stat -c %x),
+		 * and the size for their keys: ask the kernel for them too (statx
+		 * may return more than asked). */
+		const uint64_t need = STATX_TYPE | STATX_MTIME | STATX_SIZE;
 		if ((a[3] & need) != need) {
 			ptrace_set_arg(t, a, 3, a[3] | need);
 		}
@@ -436,19 +437,22 @@ void determ_on_seccomp(engine *e, task *t)
 
 /* ---- determinism: exit stops ---- */
 
-/* Maps n timestamps of one stat result; false if none changed. */
-static bool map_times(engine *e, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t *sec, int64_t *nsec,
-		      int n)
+/* Maps n timestamps of one stat result (ver: see determ_time_map_set); false
+ * if none changed. */
+static bool map_times(engine *e, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
+		      int64_t *sec, int64_t *nsec, int n)
 {
 	int64_t t[4];
+	uint64_t w[4] = {0};
 	int idx[4], k = 0;
 	for (int i = 0; i < n; i++) {
 		if (sec[i] < -9000000000LL || sec[i] > 9000000000LL || nsec[i] < 0 || nsec[i] >= 1000000000)
 			continue; /* not representable in int64 ns: left alone */
 		t[k] = sec[i] * 1000000000LL + nsec[i];
+		w[k] = ver[i];
 		idx[k++] = i;
 	}
-	if (determ_time_map_set(&e->tmap, c, dev, ino, t, k) == 0)
+	if (determ_time_map_set(&e->tmap, c, dev, ino, w, t, k) == 0)
 		return false;
 	for (int j = 0; j < k; j++) {
 		int64_t v = t[j], s = v >= 0 ? v / 1000000000LL : -((-v + 999999999LL) / 1000000000LL);
@@ -500,7 +504,8 @@ static void fix_stat(engine *e, task *t, int nr)
 	int64_t sec[3], nsec[3], out[3];
 	for (int i = 0; i < 3; i++)
 		sec[i] = ts[i]->tv_sec, nsec[i] = ts[i]->tv_nsec;
-	if (!map_times(e, &determ_proc_of(e, t)->clk, st.st_dev, st.st_ino, sec, nsec, 3))
+	uint64_t sz = (uint64_t)st.st_size, ver[3] = {sz, sz, sz}; /* atime reads as mtime */
+	if (!map_times(e, &determ_proc_of(e, t)->clk, st.st_dev, st.st_ino, ver, sec, nsec, 3))
 		return;
 	for (int i = 0; i < 3; i++) {
 		ts[i]->tv_sec = sec[i];
@@ -543,13 +548,15 @@ static void fix_statx(engine *e, task *t, int nr)
 	struct statx_timestamp *ts[4] = {&sx.stx_atime, &sx.stx_btime, &sx.stx_ctime, &sx.stx_mtime};
 	static const uint32_t bit[4] = {STATX_ATIME, STATX_BTIME, STATX_CTIME, STATX_MTIME};
 	int64_t sec[4], nsec[4], out[4] = {0};
+	uint64_t ver[4], sz = sx.stx_mask & STATX_SIZE ? sx.stx_size : 0;
 	int which[4], n = 0;
 	for (int i = 0; i < 4; i++)
 		if (sx.stx_mask & bit[i]) {
 			sec[n] = ts[i]->tv_sec, nsec[n] = ts[i]->tv_nsec;
+			ver[n] = bit[i] == STATX_BTIME ? 0 : sz; /* a birth time stays put as the file grows */
 			which[n++] = i;
 		}
-	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, sx.stx_ino, sec, nsec, n))
+	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, sx.stx_ino, ver, sec, nsec, n))
 		return;
 	for (int j = 0; j < n; j++) {
 		ts[which[j]]->tv_sec = sec[j];

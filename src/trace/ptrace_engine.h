@@ -123,9 +123,13 @@ typedef struct determ_timemap {
 /* Maps the times of one stat result (ns since 1970) in place; all of them
  * seen for the first time get one virtual time (the clock's, unchanged), so
  * the count of distinct real times (atime and mtime a tick apart or not) does
- * not show.
- * Returns how many changed. */
-int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n);
+ * not show. ver (NULL = all 0) is part of each time's key: the engine passes
+ * the file size for mtime and ctime, so a file that changed size within one
+ * kernel tick (the same real time, on kernels without fine-grained file
+ * times) still reads as changed, whether or not the tick passed. Returns how
+ * many changed. */
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
+			int64_t *t, int n);
 /* The same for one time. *changed tells whether the result differs. */
 int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed);

@@ -146,8 +146,17 @@ TEST(file_time_mapping)
 	/* The new times of one stat result share one virtual time. */
 	int64_t set[3] = {start + 100, start + 200, start + 100};
 	uint64_t vt = c.vt;
-	CHECK(determ_time_map_set(&m, &c, 3, 1, set, 3) == 3);
+	CHECK(determ_time_map_set(&m, &c, 3, 1, NULL, set, 3) == 3);
 	CHECK(set[0] == set[1] && set[1] == set[2] && set[0] == (int64_t)(EPOCH + vt) && c.vt == vt);
+	/* The same real time with another version (the file changed size within
+	 * one kernel tick): a change, seen at the clock's time now, as it would
+	 * be had the tick passed. */
+	int64_t w1[1] = {start + 300}, w2[1] = {start + 300}, w3[1] = {start + 300};
+	uint64_t v1[1] = {10}, v2[1] = {11};
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v1, w1, 1) == 1);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v2, w2, 1) == 1 && w2[0] == w1[0] + (int64_t)DETERM_TICK_NS);
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v1, w3, 1) == 1 && w3[0] == w1[0]);
 	determ_timemap_free(&m);
 	/* An epoch after the real start: earlier times stay. */
 	determ_clock f = {.epoch_ns = (uint64_t)start + 1000};
@@ -1195,6 +1204,9 @@ TEST(det_clock_programs_replay_exactly)
 	    {"file times", "mkdir -p ft && cd ft && for i in 1 2 3; do echo $i > f$i; done; "
 			   "ls -l --full-time; stat -c '%n %y %z %x' f1 f2 f3; touch f1; stat -c '%y' f1; "
 			   "cd .. && rm -rf ft"},
+	    /* a file changed again soon after it was seen: within one kernel tick or across two */
+	    {"file rewritten", "f=rw.$$; echo a > $f; stat -c %y $f; echo bb >> $f; stat -c %y $f; echo ccc >> $f; "
+			       "date +%N; stat -c %y $f; rm $f"},
 	    /* concurrent processes, each output in a fixed place */
 	    {"pipeline", "date +%N | (date +%N; cat) | (date +%N; cat) | cat; "
 			 "a=$(date +%N & date +%N; wait); echo \"$a\" | sort; date +%s.%N"},
@@ -1211,6 +1223,15 @@ TEST(det_clock_programs_replay_exactly)
 		char *pargv[] = {"/usr/bin/python3", "-S", "-c",
 				 "import time\nfor i in range(10): print(time.time_ns(), time.monotonic_ns())", NULL};
 		ok &= replays_exactly("python time_ns", pargv, &cfg, 3, CLOCK_RUNS);
+		/* Written, seen, written again microseconds later: within one
+		 * kernel tick mostly, across two sometimes. */
+		char *wargv[] = {"/usr/bin/python3", "-S", "-c",
+				 "import os,time\nf='rw-py.%d' % os.getpid()\n"
+				 "for i in range(20):\n"
+				 "  open(f,'a').write('x')\n  s=os.stat(f)\n  time.time()\n"
+				 "  print(s.st_mtime_ns, s.st_ctime_ns)\n"
+				 "os.unlink(f)", NULL};
+		ok &= replays_exactly("python rewrite", wargv, &cfg, 3, CLOCK_RUNS);
 	} else
 		fprintf(stderr, "  (no /usr/bin/python3: the Python program was not run)\n");
 	load_stop(&l);
