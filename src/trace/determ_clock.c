@@ -168,7 +168,7 @@ int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, 
 				m->n++;
 			}
 			t[i] = s->v;
-		} else if ((int64_t)c->epoch_ns < m->real_start)
+		} else if ((int64_t)c->epoch_ns < m->real_start + DETERM_EPOCH_SLACK_NS)
 			t[i] = determ_time_squeeze(r, (int64_t)c->epoch_ns);
 		changed += t[i] != r;
 	}

@@ -85,6 +85,7 @@ int determ_pid_reach(pid_t want, sbx_err **err);
 #define DETERM_MONO_BASE_NS 1000000000000ULL /* virtual CLOCK_MONOTONIC at start: 1000 s "uptime" */
 #define DETERM_COARSE_RES_NS 4000000ULL	     /* clock_getres of *_COARSE (HZ=250) */
 #define DETERM_SQUEEZE_NS 86400000000000LL   /* file times later than epoch-1d squeezed below the epoch */
+#define DETERM_EPOCH_SLACK_NS 60000000000LL  /* an epoch less than this after the real start counts as before it */
 enum { DETERM_CLK_NONE = 0, DETERM_CLK_REAL, DETERM_CLK_MONO, DETERM_CLK_CPU };
 typedef struct determ_clock {
 	uint64_t epoch_ns; /* virtual CLOCK_REALTIME at vt = 0 */
@@ -111,7 +112,10 @@ int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp);
  * is given, the first time its (dev, ino, time) is seen, the observing
  * process's virtual time (without advancing its clock), and keeps it for the
  * rest of the run. Earlier
- * times are reported unchanged, except when the epoch lies before real_start:
+ * times are reported unchanged, except when the epoch lies before real_start
+ * (or less than DETERM_EPOCH_SLACK_NS after it: a recording's epoch is "now",
+ * taken by another process a few ms from real_start and on another clock,
+ * so which side it falls on is timing; its replays, later, always squeeze):
  * then those later than epoch - DETERM_SQUEEZE_NS would be in the virtual
  * future ("clock skew" in make), so they are squeezed, order-preserving and
  * independent of real_start, into (epoch - DETERM_SQUEEZE_NS, epoch). */

@@ -158,11 +158,18 @@ TEST(file_time_mapping)
 	CHECK(determ_time_map_set(&m, &c, 3, 2, v2, w2, 1) == 1 && w2[0] == w1[0] + (int64_t)DETERM_TICK_NS);
 	CHECK(determ_time_map_set(&m, &c, 3, 2, v1, w3, 1) == 1 && w3[0] == w1[0]);
 	determ_timemap_free(&m);
-	/* An epoch after the real start: earlier times stay. */
-	determ_clock f = {.epoch_ns = (uint64_t)start + 1000};
+	/* An epoch well after the real start: earlier times stay. */
+	determ_clock f = {.epoch_ns = (uint64_t)start + 2 * DETERM_EPOCH_SLACK_NS};
 	determ_timemap m2 = {.real_start = start};
 	CHECK(determ_time_map(&m2, &f, 1, 2, start - 1, &ch) == start - 1 && !ch);
 	determ_timemap_free(&m2);
+	/* An epoch a few ms after it, as a recording's "now" can be (its replays,
+	 * later, have it before): squeezed like theirs, whichever side it fell on. */
+	determ_clock g = {.epoch_ns = (uint64_t)start + 3000000};
+	determ_timemap m3 = {.real_start = start};
+	int64_t old_file = start - 300000000; /* written 0.3 s before the run */
+	CHECK(determ_time_map(&m3, &g, 1, 2, old_file, &ch) == determ_time_squeeze(old_file, (int64_t)g.epoch_ns) && ch);
+	determ_timemap_free(&m3);
 }
 
 TEST(vdso_lookup_own_image)
