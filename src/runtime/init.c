@@ -291,31 +291,6 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 		(void)json_send(sock, m, NULL, 0);
 }
 
-/* Forks and reaps throwaway children until the next pid the kernel hands
- * out is `want`. -1 with errno ERANGE when it is already past it. */
-static int burn_pids(pid_t want)
-{
-	for (;;) {
-		char buf[32] = "";
-		long last = -1;
-		_cleanup_close_ int fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && read(fd, buf, sizeof(buf) - 1) > 0)
-			last = strtol(buf, NULL, 10);
-		if (last + 1 == want)
-			return 0;
-		if (last < 0 || last + 1 > want) {
-			errno = ERANGE;
-			return -1;
-		}
-		pid_t p = fork();
-		if (p < 0)
-			return -1;
-		if (p == 0)
-			_exit(0);
-		(void)RETRY_EINTR(waitpid(p, NULL, 0));
-	}
-}
-
 static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_fds)
 {
 	int64_t id = json_int(m, "id", -1);
@@ -410,8 +385,11 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		/* Replay: the engine gets the pid it had in the recording, so the
 		 * command's pids match too (pids are handed out in order). */
 		int64_t first = json_int(tj, "first_pid", 0);
-		if (first > 0 && burn_pids((pid_t)first) < 0) {
-			reply_error(sock, id, 2, errno, "reproduce the recorded pid");
+		sbx_err *pe = NULL;
+		if (first > 0 && determ_pid_reach((pid_t)first, &pe) < 0) {
+			/* the message says why (in use, passed, out of range) */
+			reply_error(sock, id, 3, sbx_err_errno(pe), sbx_err_message(pe));
+			sbx_err_free(pe);
 			return;
 		}
 	}

@@ -90,14 +90,14 @@ int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp)
 /* ---- file times ---- */
 
 struct determ_time_ent {
-	uint64_t dev, ino;
+	uint64_t dev, ino, ver;
 	int64_t t, v;
 	bool used;
 };
 
-static uint64_t time_hash(uint64_t dev, uint64_t ino, int64_t t)
+static uint64_t time_hash(uint64_t dev, uint64_t ino, uint64_t ver, int64_t t)
 {
-	uint64_t h = dev * 0x9e3779b97f4a7c15ULL ^ ino;
+	uint64_t h = (dev * 0x9e3779b97f4a7c15ULL ^ ino) + ver * 0xd6e8feb86659fd93ULL;
 	h ^= (uint64_t)t + 0x632be59bd9b4e019ULL + (h << 6) + (h >> 2);
 	h ^= h >> 31;
 	h *= 0xbf58476d1ce4e5b9ULL;
@@ -105,10 +105,11 @@ static uint64_t time_hash(uint64_t dev, uint64_t ino, int64_t t)
 }
 
 static struct determ_time_ent *time_slot(struct determ_time_ent *ents, size_t cap, uint64_t dev, uint64_t ino,
-					 int64_t t)
+					 uint64_t ver, int64_t t)
 {
-	for (size_t i = time_hash(dev, ino, t) & (cap - 1);; i = (i + 1) & (cap - 1))
-		if (!ents[i].used || (ents[i].dev == dev && ents[i].ino == ino && ents[i].t == t))
+	for (size_t i = time_hash(dev, ino, ver, t) & (cap - 1);; i = (i + 1) & (cap - 1))
+		if (!ents[i].used ||
+		    (ents[i].dev == dev && ents[i].ino == ino && ents[i].ver == ver && ents[i].t == t))
 			return &ents[i];
 }
 
@@ -134,14 +135,15 @@ static bool timemap_grow(determ_timemap *m)
 		return false;
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->ents[i].used)
-			*time_slot(n, ncap, m->ents[i].dev, m->ents[i].ino, m->ents[i].t) = m->ents[i];
+			*time_slot(n, ncap, m->ents[i].dev, m->ents[i].ino, m->ents[i].ver, m->ents[i].t) = m->ents[i];
 	free(m->ents);
 	m->ents = n;
 	m->cap = ncap;
 	return true;
 }
 
-int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n)
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
+			int64_t *t, int n)
 {
 	int64_t v = 0;
 	bool have_v = false;
@@ -151,28 +153,32 @@ int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64
 		if (r >= m->real_start) {
 			if (!timemap_grow(m))
 				continue; /* out of memory: the real time leaks through, nothing breaks */
-			struct determ_time_ent *s = time_slot(m->ents, m->cap, dev, ino, r);
+			uint64_t w = ver ? ver[i] : 0;
+			struct determ_time_ent *s = time_slot(m->ents, m->cap, dev, ino, w, r);
 			if (!s->used) {
 				/* One new virtual time for all the new times of this result:
 				 * whether atime and mtime of a new file fell into one clock tick
-				 * or two is timing, and must not show. */
+				 * or two is timing, and must not show. The observer's clock
+				 * as it stands, not advanced: whether a real time is new (a
+				 * file written twice within one kernel tick or across two) is
+				 * timing too, and must not move any clock. */
 				if (!have_v)
-					v = (int64_t)determ_clock_read(c, DETERM_CLK_REAL), have_v = true;
-				*s = (struct determ_time_ent){dev, ino, r, v, true};
+					v = (int64_t)determ_clock_peek(c, DETERM_CLK_REAL), have_v = true;
+				*s = (struct determ_time_ent){dev, ino, w, r, v, true};
 				m->n++;
 			}
 			t[i] = s->v;
-		} else if ((int64_t)c->epoch_ns < m->real_start)
+		} else if ((int64_t)c->epoch_ns < m->real_start + DETERM_EPOCH_SLACK_NS)
 			t[i] = determ_time_squeeze(r, (int64_t)c->epoch_ns);
 		changed += t[i] != r;
 	}
 	return changed;
 }
 
-int64_t determ_time_map(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
+int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed)
 {
-	*changed = determ_time_map_set(m, c, dev, ino, &t, 1) > 0;
+	*changed = determ_time_map_set(m, c, dev, ino, NULL, &t, 1) > 0;
 	return t;
 }
 

@@ -96,8 +96,9 @@ static void label(bld *b, int l)
 int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
 {
 	bld b = {.f = out, .cap = cap};
-	static const int trace[] = {SYS_clock_nanosleep, SYS_stat,	 SYS_fstat,
-				    SYS_lstat,		 SYS_newfstatat, SYS_statx};
+	/* wait4/waitid: the reaped child's clock joins the parent's at the exit */
+	static const int trace[] = {SYS_clock_nanosleep, SYS_stat,  SYS_fstat, SYS_lstat,
+				    SYS_newfstatat,	 SYS_statx, SYS_wait4, SYS_waitid};
 	static const int notif[] = {SYS_clock_gettime, SYS_gettimeofday, SYS_time,   SYS_clock_getres,
 				    SYS_times,	       SYS_getrandom,	 SYS_getcpu, SYS_nanosleep,
 				    SYS_open,	       SYS_openat,	 SYS_openat2};

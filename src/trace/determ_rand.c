@@ -72,3 +72,24 @@ void determ_rng_read(const determ_rng *r, uint64_t stream, uint64_t pos, void *b
 		p += k, pos += k, n -= k;
 	}
 }
+
+static uint64_t mix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index)
+{
+	if (proc_id == 0)
+		return kind == DETERM_STREAM_GETRANDOM ? 0 : kind == DETERM_STREAM_URANDOM ? 1 + index : (1ULL << 40) + index;
+	return mix64(mix64(proc_id ^ (kind << 56)) + index) | (1ULL << 63);
+}
+
+uint64_t determ_proc_child_id(uint64_t parent, uint64_t n)
+{
+	uint64_t id = mix64(mix64(parent) + n + 1);
+	return id ? id : 1;
+}

@@ -11,8 +11,8 @@
  * installs in the command only needs no_new_privs. x86_64 only (other
  * architectures get an `unavailable` error).
  *
- * How each control works and where it stops is written at the top of
- * ptrace_engine.c; the pure pieces (virtual clock, file-time mapping, PRNG,
+ * How each control works and where it stops is written in docs/trace.md
+ * ("The ptrace engine", "Virtual time"); the pure pieces (virtual clock, file-time mapping, PRNG,
  * vDSO parsing, seccomp program) live in determ_*.c and vdso.c and are
  * declared at the end of this header for the unit tests. */
 #pragma once
@@ -66,6 +66,15 @@ int ptrace_engine_run(const ptrace_opts *o, char **argv, char **envp, int *ret_s
 /* The same with everything the engine knows about the run (the command's pid). */
 int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_result *ret, sbx_err **err);
 
+/* Makes the next pid this pid namespace hands out `want` (determ_pid.c): by
+ * moving its counter (/proc/sys/kernel/ns_last_pid, which needs
+ * CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN over the namespace), else by using
+ * up pids until it comes. Errors say which way it failed: `want` in use, out
+ * of range, or already passed with the counter not movable (more processes
+ * ran before the command than when recording). Racy against other forks in
+ * the namespace, as any pid reproduction is. */
+int determ_pid_reach(pid_t want, sbx_err **err);
+
 /* TR_DETERM kinds and values: trace_format.h. */
 
 /* ---- Pure pieces, exposed for the unit tests ---- */
@@ -76,6 +85,7 @@ int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_
 #define DETERM_MONO_BASE_NS 1000000000000ULL /* virtual CLOCK_MONOTONIC at start: 1000 s "uptime" */
 #define DETERM_COARSE_RES_NS 4000000ULL	     /* clock_getres of *_COARSE (HZ=250) */
 #define DETERM_SQUEEZE_NS 86400000000000LL   /* file times later than epoch-1d squeezed below the epoch */
+#define DETERM_EPOCH_SLACK_NS 60000000000LL  /* an epoch less than this after the real start counts as before it */
 enum { DETERM_CLK_NONE = 0, DETERM_CLK_REAL, DETERM_CLK_MONO, DETERM_CLK_CPU };
 typedef struct determ_clock {
 	uint64_t epoch_ns; /* virtual CLOCK_REALTIME at vt = 0 */
@@ -99,9 +109,13 @@ int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp);
 
 /* File times (determ_clock.c). A time at or after real_start (the run's real
  * start, CLOCK_REALTIME_COARSE since file systems stamp with the coarse clock)
- * is given, the first time its (dev, ino, time) is seen, the current virtual
- * time (advancing the clock), and keeps it for the rest of the run. Earlier
- * times are reported unchanged, except when the epoch lies before real_start:
+ * is given, the first time its (dev, ino, time) is seen, the observing
+ * process's virtual time (without advancing its clock), and keeps it for the
+ * rest of the run. Earlier
+ * times are reported unchanged, except when the epoch lies before real_start
+ * (or less than DETERM_EPOCH_SLACK_NS after it: a recording's epoch is "now",
+ * taken by another process a few ms from real_start and on another clock,
+ * so which side it falls on is timing; its replays, later, always squeeze):
  * then those later than epoch - DETERM_SQUEEZE_NS would be in the virtual
  * future ("clock skew" in make), so they are squeezed, order-preserving and
  * independent of real_start, into (epoch - DETERM_SQUEEZE_NS, epoch). */
@@ -111,12 +125,17 @@ typedef struct determ_timemap {
 	size_t n, cap;
 } determ_timemap;
 /* Maps the times of one stat result (ns since 1970) in place; all of them
- * seen for the first time get one new virtual time (one tick), so the count
- * of distinct real times (atime and mtime a tick apart or not) does not show.
- * Returns how many changed. */
-int determ_time_map_set(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t *t, int n);
+ * seen for the first time get one virtual time (the clock's, unchanged), so
+ * the count of distinct real times (atime and mtime a tick apart or not) does
+ * not show. ver (NULL = all 0) is part of each time's key: the engine passes
+ * the file size for mtime and ctime, so a file that changed size within one
+ * kernel tick (the same real time, on kernels without fine-grained file
+ * times) still reads as changed, whether or not the tick passed. Returns how
+ * many changed. */
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
+			int64_t *t, int n);
 /* The same for one time. *changed tells whether the result differs. */
-int64_t determ_time_map(determ_timemap *m, determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
+int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed);
 /* The order-preserving squeeze of times after epoch - DETERM_SQUEEZE_NS. */
 int64_t determ_time_squeeze(int64_t t, int64_t epoch);
@@ -124,10 +143,18 @@ void determ_timemap_free(determ_timemap *m);
 
 /* Seeded byte streams (determ_rand.c): ChaCha20 keyed by the seed (expanded
  * with splitmix64), one stream per id, addressable by byte position, so what
- * a process gets depends only on the seed, the stream and the position. */
-#define DETERM_STREAM_GETRANDOM 0ULL			/* getrandom(), in call order across all processes */
-#define DETERM_STREAM_URANDOM(i) (1ULL + (i))		/* the i-th open of /dev/urandom or /dev/random */
-#define DETERM_STREAM_AT_RANDOM(i) ((1ULL << 40) + (i)) /* AT_RANDOM of the i-th exec */
+ * a process gets depends only on the seed, the stream and the position.
+ * Streams belong to a process, named by its place in the fork tree (root 0,
+ * child = determ_proc_child_id(parent, parent's fork count)), never by the
+ * order in which processes happen to call: */
+#define DETERM_STREAM_GETRANDOM 0ULL /* getrandom() of the process, in its call order */
+#define DETERM_STREAM_URANDOM 1ULL   /* index i: the process's i-th open of /dev/urandom or /dev/random */
+#define DETERM_STREAM_AT_RANDOM 2ULL /* index i: AT_RANDOM of the process's i-th exec */
+/* The stream of (process id, kind, index). The root's are 0, 1 + i and
+ * 2^40 + i; any other process's have the top bit set, so none collide. */
+uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index);
+/* The id of the n-th child (n from 0) a process with id `parent` forks; never 0. */
+uint64_t determ_proc_child_id(uint64_t parent, uint64_t n);
 typedef struct determ_rng {
 	uint32_t key[8];
 } determ_rng;

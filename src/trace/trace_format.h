@@ -123,8 +123,8 @@ struct trace_determ {
  *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
  *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
  *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
- *             open of /dev/[u]random: u64 index i of its stream
- *             (DETERM_STREAM_URANDOM(i)); AT_RANDOM: the 16 bytes, nr execve
+ *             open of /dev/[u]random: u64 index i (the process's i-th open;
+ *             determ_stream(.., DETERM_STREAM_URANDOM, i)); AT_RANDOM: the 16 bytes, nr execve
  *   3 rdtsc   u64 TSC value, nr -1
  *   4 uname   the nodename
  *   5 stat    int64 ns times as written: atime, mtime, ctime (stat family) or

@@ -75,6 +75,43 @@ f = tempfile.NamedTemporaryFile(dir="/root", delete=False); f.write(b"x"); f.clo
 	sbx rm "$ID"
 }
 
+# Virtual time is exact: clock-heavy programs replayed several times each,
+# with busy loops on every CPU (scheduling differences are what expose a
+# clock that depends on the order the engine sees stops in). The 50-run
+# loops are test_ptrace_engine's det_clock_programs_replay_exactly.
+t_replay_clock_programs_exact() {
+	ID=$(sbx create)
+	local progs=(
+		'date; date -u +%s.%N; date -R; for i in 1 2 3 4 5; do date +%s.%N; done'
+		'cd /root && for i in 1 2 3; do echo $i > f$i; done; ls -l --full-time f1 f2 f3; stat -c "%n %y %z" f1 f2 f3'
+		'date +%N | (date +%N; cat) | (date +%N; cat) | cat; a=$(date +%N & date +%N; wait); echo "$a" | sort'
+		'python3 -S -c "import time
+for i in range(10): print(time.time_ns(), time.monotonic_ns())"'
+	)
+	local tids=() p tid
+	for p in "${progs[@]}"; do
+		tid=$(sbx exec --json --trace "$ID" -- sh -c "$p" | jget trace_id)
+		[[ "$tid" == sha256:* ]] || fail "no trace for: $p"
+		tids+=("$tid")
+	done
+	local n=$(nproc) i k pids=()
+	for ((i = 0; i < n; i++)); do
+		(exec timeout 60 sh -c 'while :; do :; done') &
+		pids+=($!)
+	done
+	local bad=""
+	for tid in "${tids[@]}"; do
+		for ((k = 0; k < 5; k++)); do
+			r=$(sbx replay "$tid" 2>&1) || { bad="$bad
+$tid run $k: $r"; break; }
+		done
+	done
+	kill "${pids[@]}" 2> /dev/null || true
+	wait "${pids[@]}" 2> /dev/null || true
+	[ -z "$bad" ] || fail "replays of clock programs diverged:$bad"
+	sbx rm "$ID"
+}
+
 t_replay_detects_changed_result() {
 	ID=$(sbx create)
 	# Reads real time through a path the engine does not virtualize:

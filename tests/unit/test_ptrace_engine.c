@@ -127,12 +127,17 @@ TEST(file_time_mapping)
 	CHECK(va == determ_time_squeeze(a, (int64_t)EPOCH));
 	CHECK(determ_time_squeeze(INT64_MAX, (int64_t)EPOCH) <= (int64_t)EPOCH);
 	CHECK(c.vt == 0);
-	/* Times of this run: the virtual clock's time when first seen, then stable. */
+	/* Times of this run: the observer's clock when first seen, then stable;
+	 * seeing a new time does not move the clock (whether a real time is new
+	 * is timing). */
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
 	int64_t n1 = determ_time_map(&m, &c, 1, 5, start + 10, &ch);
-	CHECK(ch && n1 == (int64_t)(EPOCH + DETERM_TICK_NS));
-	int64_t n2 = determ_time_map(&m, &c, 1, 6, start + 5, &ch); /* seen second: later, though older */
+	CHECK(ch && n1 == (int64_t)(EPOCH + DETERM_TICK_NS) && c.vt == DETERM_TICK_NS);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
+	int64_t n2 = determ_time_map(&m, &c, 1, 6, start + 5, &ch); /* seen later: later, though older */
 	CHECK(n2 == n1 + (int64_t)DETERM_TICK_NS);
 	CHECK(determ_time_map(&m, &c, 1, 5, start + 10, &ch) == n1);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
 	CHECK(determ_time_map(&m, &c, 2, 5, start + 10, &ch) != n1); /* another device */
 	for (int i = 0; i < 5000; i++)				     /* growth keeps every entry */
 		(void)determ_time_map(&m, &c, 9, (uint64_t)i, start + i, &ch);
@@ -141,14 +146,30 @@ TEST(file_time_mapping)
 	/* The new times of one stat result share one virtual time. */
 	int64_t set[3] = {start + 100, start + 200, start + 100};
 	uint64_t vt = c.vt;
-	CHECK(determ_time_map_set(&m, &c, 3, 1, set, 3) == 3);
-	CHECK(set[0] == set[1] && set[1] == set[2] && c.vt == vt + DETERM_TICK_NS);
+	CHECK(determ_time_map_set(&m, &c, 3, 1, NULL, set, 3) == 3);
+	CHECK(set[0] == set[1] && set[1] == set[2] && set[0] == (int64_t)(EPOCH + vt) && c.vt == vt);
+	/* The same real time with another version (the file changed size within
+	 * one kernel tick): a change, seen at the clock's time now, as it would
+	 * be had the tick passed. */
+	int64_t w1[1] = {start + 300}, w2[1] = {start + 300}, w3[1] = {start + 300};
+	uint64_t v1[1] = {10}, v2[1] = {11};
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v1, w1, 1) == 1);
+	(void)determ_clock_read(&c, DETERM_CLK_REAL);
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v2, w2, 1) == 1 && w2[0] == w1[0] + (int64_t)DETERM_TICK_NS);
+	CHECK(determ_time_map_set(&m, &c, 3, 2, v1, w3, 1) == 1 && w3[0] == w1[0]);
 	determ_timemap_free(&m);
-	/* An epoch after the real start: earlier times stay. */
-	determ_clock f = {.epoch_ns = (uint64_t)start + 1000};
+	/* An epoch well after the real start: earlier times stay. */
+	determ_clock f = {.epoch_ns = (uint64_t)start + 2 * DETERM_EPOCH_SLACK_NS};
 	determ_timemap m2 = {.real_start = start};
 	CHECK(determ_time_map(&m2, &f, 1, 2, start - 1, &ch) == start - 1 && !ch);
 	determ_timemap_free(&m2);
+	/* An epoch a few ms after it, as a recording's "now" can be (its replays,
+	 * later, have it before): squeezed like theirs, whichever side it fell on. */
+	determ_clock g = {.epoch_ns = (uint64_t)start + 3000000};
+	determ_timemap m3 = {.real_start = start};
+	int64_t old_file = start - 300000000; /* written 0.3 s before the run */
+	CHECK(determ_time_map(&m3, &g, 1, 2, old_file, &ch) == determ_time_squeeze(old_file, (int64_t)g.epoch_ns) && ch);
+	determ_timemap_free(&m3);
 }
 
 TEST(vdso_lookup_own_image)
@@ -240,6 +261,8 @@ TEST(seccomp_program)
 	CHECK(verdict(f, n, SYS_clock_nanosleep, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_newfstatat, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_wait4, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_waitid, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_openat, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_read, 0, 0) == SECCOMP_RET_ALLOW);
 	CHECK(verdict(f, n, SYS_rseq, 0, 0) == SECCOMP_RET_ERRNO);
@@ -282,6 +305,8 @@ typedef struct run_cfg {
 	bool walls;	/* behind sbx's walls first: no_new_privs, capabilities dropped, Landlock, seccomp,
 			   not dumpable (as init and its fork for the engine are) */
 	const char *exec_dir; /* with walls: a directory to allow reading and executing */
+	int pre_forks;	      /* fork and reap this many children first (pids used before the command) */
+	bool quiet;	      /* an engine error is expected: do not print it */
 } run_cfg;
 
 typedef struct run_msg {
@@ -406,6 +431,13 @@ static bool run_cmd(const ptrace_opts *o, char **argv, const run_cfg *cfg, run *
 			(void)!write(resp[1], &m, sizeof(m));
 			_exit(1);
 		}
+		for (int i = 0; i < cfg->pre_forks; i++) {
+			pid_t c = fork();
+			if (c == 0)
+				_exit(0);
+			if (c > 0)
+				waitpid(c, NULL, 0);
+		}
 		if (cfg->walls && sandbox_walls(cfg, m.msg, sizeof(m.msg)) < 0) {
 			(void)!write(resp[1], &m, sizeof(m));
 			_exit(1);
@@ -453,7 +485,7 @@ static bool run_cmd(const ptrace_opts *o, char **argv, const run_cfg *cfg, run *
 	r->rec = (uint8_t *)slurp(rec, &r->rec_len);
 	close(out);
 	close(rec);
-	if (r->rc < 0)
+	if (r->rc < 0 && !cfg->quiet)
 		fprintf(stderr, "  run %s: %s\n", argv[0], r->msg);
 	return r->rc == 0;
 }
@@ -788,21 +820,35 @@ TEST(python_reproducible)
 {
 	if (access("/usr/bin/python3", X_OK) != 0)
 		SKIP("no /usr/bin/python3");
+	const char *dir = scratch_dir();
+	if (!dir)
+		SKIP("no scratch directory");
 	unsetenv("PYTHONHASHSEED");
+	/* As on a fresh root whose stdlib has no .pyc files yet: the first run
+	 * writes them (new files, new times), the second reads them. Neither
+	 * may move the clock: time.time() is the same. */
+	char cache[256];
+	snprintf(cache, sizeof(cache), "%s/pycache", dir);
+	setenv("PYTHONPYCACHEPREFIX", cache, 1);
 	char *argv[] = {
 	    "/usr/bin/python3", "-c",
-	    "import random,time,os,uuid; print(random.random(), time.time(), os.urandom(4).hex(), "
+	    "import random,time,os,uuid,json,decimal; print(random.random(), time.time(), os.urandom(4).hex(), "
 	    "uuid.uuid4(), hash(\"x\"))",
 	    NULL};
 	run_cfg cfg = {.cwd = "/"};
 	ptrace_opts o = det_opts(7);
 	run a, b, c;
-	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
-	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
-	CHECK(same_output(&a, &b));
+	bool ran = run_cmd(&o, argv, &cfg, &a) && exited_ok(&a) && run_cmd(&o, argv, &cfg, &b) && exited_ok(&b);
+	unsetenv("PYTHONPYCACHEPREFIX");
+	CHECK(ran);
+	CHECK(same_output(&a, &b)); /* prints both outputs when they differ */
+	if (!strstr(a.out, " 1700000000."))
+		fprintf(stderr, "  output: %s\n", a.out);
 	CHECK(strstr(a.out, " 1700000000.") != NULL); /* time.time() is the epoch (plus a few ticks) */
 	o.seed = 8;
 	CHECK(run_cmd(&o, argv, &cfg, &c) && exited_ok(&c));
+	if (strcmp(a.out, c.out) == 0)
+		fprintf(stderr, "  seeds 7 and 8 both gave: %s\n", a.out);
 	CHECK(strcmp(a.out, c.out) != 0);
 	run_free(&a);
 	run_free(&b);
@@ -966,13 +1012,36 @@ TEST(no_engine_fd_in_the_command)
 
 TEST(first_pid_already_taken)
 {
+	/* pid 1 is in use (init's): refused, with the reason. */
 	char *argv[] = {"/bin/true", NULL};
-	run_cfg cfg = {.cwd = "/"};
+	run_cfg cfg = {.cwd = "/", .pidns = can_pidns(), .quiet = true};
 	ptrace_opts o = det_opts(1);
 	o.first_pid = 1;
 	run a;
 	CHECK(!run_cmd(&o, argv, &cfg, &a));
-	CHECK(a.code == SBX_E_CONFLICT && strstr(a.msg, "pid 1") != NULL);
+	if (a.code != SBX_E_CONFLICT || !strstr(a.msg, "pid 1") || !strstr(a.msg, "in use"))
+		fprintf(stderr, "  got %d: %s\n", (int)a.code, a.msg);
+	CHECK(a.code == SBX_E_CONFLICT && strstr(a.msg, "pid 1") != NULL && strstr(a.msg, "in use") != NULL);
+	run_free(&a);
+}
+
+TEST(first_pid_below_the_next_free_pid)
+{
+	/* More processes ran in the namespace before the command than when
+	 * recording: the pid the recording had is behind the next free one.
+	 * The engine moves the namespace's pid counter back (ns_last_pid, as
+	 * CRIU does) and the command gets its pid. */
+	if (!can_pidns())
+		SKIP("no pid namespace here (needs unshare(CLONE_NEWPID))");
+	char *argv[] = {"/bin/sh", "-c", "echo $$; sh -c 'echo $$'", NULL};
+	run_cfg cfg = {.cwd = "/", .pidns = true, .pre_forks = 40};
+	ptrace_opts o = det_opts(1);
+	o.first_pid = 20;
+	run a;
+	bool ok = run_cmd(&o, argv, &cfg, &a) && exited_ok(&a);
+	if (!ok || a.res.pid != 20 || strcmp(a.out, "20\n21\n") != 0)
+		fprintf(stderr, "  pid %d, output '%s', error '%s'\n", (int)a.res.pid, a.out ? a.out : "", a.msg);
+	CHECK(ok && a.res.pid == 20 && strcmp(a.out, "20\n21\n") == 0);
 	run_free(&a);
 }
 
@@ -1063,4 +1132,133 @@ TEST(urandom_streams)
 	run_free(&a);
 	run_free(&b);
 	run_free(&c);
+}
+
+/* ---- virtual time is exact: clock-heavy programs replayed many times ---- */
+
+/* Busy loops on every CPU while a test runs: scheduling differences are what
+ * expose a clock that depends on the order the engine sees stops in. */
+typedef struct load {
+	pid_t pid[8];
+	int n;
+} load;
+
+static void load_start(load *l)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	l->n = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+	for (int i = 0; i < l->n; i++)
+		if ((l->pid[i] = fork()) == 0) {
+			alarm(120); /* never outlives a stuck test */
+			for (volatile unsigned long x = 0;; x++)
+				;
+		}
+}
+
+static void load_stop(load *l)
+{
+	for (int i = 0; i < l->n; i++)
+		if (l->pid[i] > 0) {
+			kill(l->pid[i], SIGKILL);
+			waitpid(l->pid[i], NULL, 0);
+		}
+}
+
+/* Runs argv `times` times; every output must equal the first. Prints the
+ * first divergence it saw and how many runs diverged. */
+static bool replays_exactly(const char *label, char **argv, const run_cfg *cfg, uint64_t seed, int times)
+{
+	ptrace_opts o = det_opts(seed);
+	run ref;
+	if (!run_cmd(&o, argv, cfg, &ref) || !exited_ok(&ref))
+		return false;
+	int bad = 0;
+	for (int i = 1; i < times; i++) {
+		run r;
+		if (!run_cmd(&o, argv, cfg, &r) || !exited_ok(&r)) {
+			run_free(&r);
+			bad++;
+			break;
+		}
+		if (r.out_len != ref.out_len || memcmp(r.out, ref.out, ref.out_len) != 0) {
+			if (bad++ == 0)
+				fprintf(stderr, "  %s: run %d differs from run 0:\n--- run 0\n%s--- run %d\n%s---\n",
+					label, i, ref.out, i, r.out);
+		}
+		run_free(&r);
+	}
+	if (bad)
+		fprintf(stderr, "  %d of %d runs diverged\n", bad, times - 1);
+	run_free(&ref);
+	return bad == 0;
+}
+
+#define CLOCK_RUNS 50
+
+static char *sh_argv[4] = {"/bin/sh", "-c", NULL, NULL};
+
+TEST(det_clock_programs_replay_exactly)
+{
+	const char *dir = scratch_dir();
+	if (!dir)
+		SKIP("no scratch directory");
+	bool py = access("/usr/bin/python3", X_OK) == 0;
+	static const struct {
+		const char *label, *script;
+	} progs[] = {
+	    {"date loop", "for i in 1 2 3 4 5 6 7 8; do date +%s.%N; done"},
+	    {"date formats", "date; date -u +%s.%N; date -R"},
+	    {"file times", "mkdir -p ft && cd ft && for i in 1 2 3; do echo $i > f$i; done; "
+			   "ls -l --full-time; stat -c '%n %y %z %x' f1 f2 f3; touch f1; stat -c '%y' f1; "
+			   "cd .. && rm -rf ft"},
+	    /* a file changed again soon after it was seen: within one kernel tick or across two */
+	    {"file rewritten", "f=rw.$$; echo a > $f; stat -c %y $f; echo bb >> $f; stat -c %y $f; echo ccc >> $f; "
+			       "date +%N; stat -c %y $f; rm $f"},
+	    /* concurrent processes, each output in a fixed place */
+	    {"pipeline", "date +%N | (date +%N; cat) | (date +%N; cat) | cat; "
+			 "a=$(date +%N & date +%N; wait); echo \"$a\" | sort; date +%s.%N"},
+	};
+	run_cfg cfg = {.cwd = dir};
+	load l;
+	load_start(&l);
+	bool ok = true;
+	for (size_t i = 0; i < ARRAY_SIZE(progs); i++) {
+		sh_argv[2] = (char *)progs[i].script;
+		ok &= replays_exactly(progs[i].label, sh_argv, &cfg, 3, CLOCK_RUNS);
+	}
+	if (py) {
+		char *pargv[] = {"/usr/bin/python3", "-S", "-c",
+				 "import time\nfor i in range(10): print(time.time_ns(), time.monotonic_ns())", NULL};
+		ok &= replays_exactly("python time_ns", pargv, &cfg, 3, CLOCK_RUNS);
+		/* Written, seen, written again microseconds later: within one
+		 * kernel tick mostly, across two sometimes. */
+		char *wargv[] = {"/usr/bin/python3", "-S", "-c",
+				 "import os,time\nf='rw-py.%d' % os.getpid()\n"
+				 "for i in range(20):\n"
+				 "  open(f,'a').write('x')\n  s=os.stat(f)\n  time.time()\n"
+				 "  print(s.st_mtime_ns, s.st_ctime_ns)\n"
+				 "os.unlink(f)", NULL};
+		ok &= replays_exactly("python rewrite", wargv, &cfg, 3, CLOCK_RUNS);
+	} else
+		fprintf(stderr, "  (no /usr/bin/python3: the Python program was not run)\n");
+	load_stop(&l);
+	CHECK(ok);
+}
+
+TEST(det_clock_follows_the_fork_tree)
+{
+	/* Sequential commands see time pass (a reaped child's clock joins its
+	 * parent's); a child starts from its parent's clock at the fork. */
+	char *argv[] = {"/bin/sh", "-c", "date +%s%N; (date +%s%N; date +%s%N); date +%s%N", NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(1);
+	run a;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	unsigned long long v[4] = {0};
+	int n = sscanf(a.out, "%llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3]);
+	if (n != 4 || !(v[0] < v[1] && v[1] < v[2] && v[2] < v[3]) || v[0] <= EPOCH)
+		fprintf(stderr, "  output: %s\n", a.out);
+	CHECK(n == 4 && v[0] > EPOCH && v[0] < v[1] && v[1] < v[2] && v[2] < v[3]);
+	CHECK(v[3] - v[0] < 1000000); /* ticks, not real time */
+	run_free(&a);
 }
