@@ -29,19 +29,9 @@ SLOT_DIR = "/run/sbx-uidslots"
 ID_RE = re.compile(r"^[0-9a-f]{12}$")
 
 
-def main():
-    if len(sys.argv) < 4:
-        print(__doc__, file=sys.stderr)
-        return 2
-    root, run, base = (os.path.abspath(a) for a in sys.argv[1:4])
-    ids = set()
-    if len(sys.argv) > 4 and os.path.exists(sys.argv[4]):
-        ids |= {l.strip() for l in open(sys.argv[4]) if ID_RE.match(l.strip())}
-    envs = sorted(os.listdir(os.path.join(root, "envs"))) if os.path.isdir(os.path.join(root, "envs")) else []
-    run_dirs = sorted(e for e in os.listdir(run)) if os.path.isdir(run) else []
-    ids |= {e for e in envs + run_dirs if ID_RE.match(e)}
-
-    want_env = b"SBX_ROOT=" + root.encode()
+def env_procs(ids, want_env=None):
+    """Live processes in the cgroup of one of IDS, or (want_env) sbx's own
+    processes with that SBX_ROOT=... entry in their environment."""
     cg_re = re.compile(r"/sbx/(%s)(/|$)" % "|".join(sorted(ids))) if ids else None
     procs = []
     for p in os.listdir("/proc"):
@@ -53,7 +43,7 @@ def main():
                 continue
             comm = open("/proc/%s/comm" % p).read().strip()
             why = None
-            if comm.startswith("sbx") and want_env in open("/proc/%s/environ" % p, "rb").read().split(b"\0"):
+            if want_env and comm.startswith("sbx") and want_env in open("/proc/%s/environ" % p, "rb").read().split(b"\0"):
                 why = "sbx process of this store"
             elif cg_re:
                 for line in open("/proc/%s/cgroup" % p):
@@ -66,11 +56,18 @@ def main():
                 procs.append("%s %s (%s): %s" % (p, comm, why, cmd.strip()[:120]))
         except (OSError, IndexError):
             pass  # gone meanwhile
+    return procs
 
-    mounts = [l.strip() for l in open("/proc/self/mountinfo") if base in l]
-    cgroups = []
+
+def env_cgroups(ids):
+    out = []
     for i in sorted(ids):
-        cgroups += [d for d in glob.glob("/sys/fs/cgroup/*/sbx/" + i) + glob.glob("/sys/fs/cgroup/sbx/" + i) if os.path.isdir(d)]
+        out += [d for d in glob.glob("/sys/fs/cgroup/*/sbx/" + i) + glob.glob("/sys/fs/cgroup/sbx/" + i) if os.path.isdir(d)]
+    return out
+
+
+def uid_slots(owner_prefix):
+    """Entries of /run/sbx-uidslots whose owner starts with OWNER_PREFIX."""
     slots = []
     if os.path.isdir(SLOT_DIR):
         for s in os.listdir(SLOT_DIR):
@@ -78,9 +75,51 @@ def main():
                 owner = open(os.path.join(SLOT_DIR, s)).read()
             except OSError:
                 continue
-            if owner.startswith(root + "/"):
+            if owner.startswith(owner_prefix):
                 slots.append("%s/%s -> %s" % (SLOT_DIR, s, owner))
-    out = {"processes": procs, "mounts": mounts, "cgroups": cgroups, "uid_slots": slots, "envs": envs, "run_dirs": run_dirs}
+    return slots
+
+
+def mounts(needle):
+    return [l.strip() for l in open("/proc/self/mountinfo") if needle in l]
+
+
+def env_leaks(root, ids):
+    """What is left of the environments IDS (already removed) while others of
+    the store may still run: processes in their cgroups, the cgroups, their uid
+    slots, mounts naming them."""
+    out = {"processes": env_procs(set(ids)), "cgroups": env_cgroups(ids), "uid_slots": [], "mounts": []}
+    for i in ids:
+        out["uid_slots"] += uid_slots(os.path.join(root, "envs", i))
+        out["mounts"] += mounts("/" + i)
+    return out
+
+
+def store_leaks(root, run, base, ids=()):
+    """Everything left by a store whose environments were all removed."""
+    root, run, base = (os.path.abspath(a) for a in (root, run, base))
+    ids = set(ids)
+    envs = sorted(os.listdir(os.path.join(root, "envs"))) if os.path.isdir(os.path.join(root, "envs")) else []
+    run_dirs = sorted(os.listdir(run)) if os.path.isdir(run) else []
+    ids |= {e for e in envs + run_dirs if ID_RE.match(e)}
+    return {
+        "processes": env_procs(ids, b"SBX_ROOT=" + root.encode()),
+        "mounts": mounts(base),
+        "cgroups": env_cgroups(ids),
+        "uid_slots": uid_slots(root + "/"),
+        "envs": envs,
+        "run_dirs": run_dirs,
+    }
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    ids = set()
+    if len(sys.argv) > 4 and os.path.exists(sys.argv[4]):
+        ids = {l.strip() for l in open(sys.argv[4]) if ID_RE.match(l.strip())}
+    out = store_leaks(sys.argv[1], sys.argv[2], sys.argv[3], ids)
     print(json.dumps(out))
     return 1 if any(out.values()) else 0
 
