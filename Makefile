@@ -108,6 +108,7 @@ bench: all
 	bench/determinism/run
 	bench/trace
 	bench/proxy
+	bench/load/run
 
 fuzz:
 	tests/fuzz/run
