@@ -81,6 +81,9 @@ def listed():
     return {e["environment_id"]: e.get("state") for e in envs}
 
 
+# Processes of the setup phase, which a switch to the agent phase ends.
+SETUP_PROCS = "for i in $(seq 1 20); do sleep 1000 & done"
+
 FP = 'cat /root/marker; md5sum /root/data/* 2>/dev/null | cut -c1-32 | tr "\\n" " "'
 
 
@@ -323,6 +326,7 @@ def t_cli(rounds, rnd):
     k.measure("restore", ms)
     f, ms = timed(lambda: out("fork", s0))
     k.measure("fork", ms)
+    sbx("exec", f, "--", "sh", "-c", SETUP_PROCS)
     _, ms = timed(lambda: sbx("phase", f, "agent"))
     k.measure("phase", ms)
     _, ms = timed(lambda: sbx("rm", f))
@@ -395,7 +399,8 @@ def t_cli(rounds, rnd):
             elif op == "phase":
                 e = out("fork", rnd.choice(sorted(snaps)))
                 seen(e)
-                sbx("exec", e, "--", "sh", "-c", "echo setup > /root/phase")
+                # Setup-phase processes for the switch to end (and a wider window).
+                sbx("exec", e, "--", "sh", "-c", SETUP_PROCS + "; echo setup > /root/phase")
                 killed, rc, _ = k.kill_cli(op, ["phase", e, "agent"])
                 if not killed and rc != 0:
                     raise Fail("phase finished with exit %d" % rc)
@@ -479,6 +484,7 @@ def t_phase_record(rounds, rnd):
     sbx("rm", out("create"))
     k = Killer(rnd)
     e = out("create")
+    sbx("exec", e, "--", "sh", "-c", SETUP_PROCS)
     _, ms = timed(lambda: sbx("phase", e, "agent"))
     sbx("rm", e)
     k.measure("phase", ms)
@@ -486,6 +492,7 @@ def t_phase_record(rounds, rnd):
     for i in range(rounds):
         e = out("create")
         seen(e)
+        sbx("exec", e, "--", "sh", "-c", SETUP_PROCS)
         k.kill_cli("phase", ["phase", e, "agent"])
         time.sleep(0.2)
         ph = out("phase", e).split()[0]
