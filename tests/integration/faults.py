@@ -6,7 +6,7 @@ random points, of the sbx CLI, of an environment's supervisor and of
 (file contents compared), and nothing is left: no process, mount, cgroup or
 uid slot of a removed environment (sbxleaks.py).
 
-  faults.py cli|supervisor|frozen|creating|phase|serve ROUNDS SEED
+  faults.py cli|supervisor|frozen|creating|phase|restore|serve ROUNDS SEED
 
 SBX_BIN, SBX_ROOT, SBX_RUN and TMPDIR_TEST come from the harness. The seed
 drives every choice and delay (timing itself is the machine's), so a failure
@@ -390,6 +390,11 @@ def t_cli(rounds, rnd):
                 killed, rc, _ = k.kill_cli(op, ["restore", main, target])
                 if not killed and rc != 0:
                     raise Fail("restore finished with exit %d" % rc)
+                if killed:
+                    # The new supervisor a killed restore started is still
+                    # starting; a restore at once fails after ~9 s ("did not
+                    # stop"): t_faults_kill9_restore_then_restore checks that.
+                    time.sleep(0.5)
                 # Restoring again always recovers the environment.
                 sbx("restore", main, target)
                 responsive(main)
@@ -506,6 +511,42 @@ def t_phase_record(rounds, rnd):
     if bad:
         raise Fail("%d killed phase switches left the record behind the environment: %s" % (len(bad), bad[:3]))
     final_checks({})
+
+
+def t_restore_again(rounds, rnd):
+    """`sbx restore ID S` killed while the new supervisor it started is
+    starting (plus a random 0-5 ms), then restored again at once (what a
+    caller does to recover): the second restore must succeed."""
+    e = out("create")
+    seen(e)
+    fill(e, "r0")
+    s0 = out("snapshot", e)
+    want = fingerprint(e)
+    bad = []
+    for i in range(rounds):
+        sbx("exec", e, "--", "sh", "-c", "echo dirty > /root/marker")
+        old = set(supervisors())
+        d = rnd.uniform(0, 0.005)
+        p = subprocess.Popen([SBX, "restore", e, s0], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while p.poll() is None and not set(supervisors()) - old and time.time() < deadline:
+            time.sleep(0.0005)
+        time.sleep(d)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        q, ms = timed(lambda: sbx("restore", e, s0, check=False))
+        if q.returncode != 0:
+            bad.append("round %d: killed %.1f ms after its new supervisor appeared; restored again: exit %d after %.1f s: %s"
+                       % (i, d * 1000, q.returncode, ms / 1000, q.stderr.strip()))
+            time.sleep(3)
+            sbx("restore", e, s0)
+            break  # one is enough (each costs ~10 s)
+        if fingerprint(e) != want:
+            raise Fail("restore after a killed restore is not exact")
+    log("%d restores killed while their new supervisor started, each restored again at once: %d failed" % (i + 1, len(bad)))
+    if bad:
+        raise Fail("a restore right after a killed restore failed: %s" % bad[0])
+    final_checks({s0: want})
 
 
 # ---- kill -9 of the supervisor --------------------------------------------------------------
@@ -805,7 +846,7 @@ def main():
     log("faults.py %s: %d rounds, seed %d (again: SBX_FAULT_SEED=%d)" % (what, rounds, seed, seed))
     rnd = random.Random(seed)
     try:
-        {"cli": t_cli, "supervisor": t_supervisor, "frozen": t_supervisor_frozen, "creating": t_create_creating, "phase": t_phase_record, "serve": t_serve}[what](rounds, rnd)
+        {"cli": t_cli, "supervisor": t_supervisor, "frozen": t_supervisor_frozen, "creating": t_create_creating, "phase": t_phase_record, "restore": t_restore_again, "serve": t_serve}[what](rounds, rnd)
     except Fail as e:
         log("FAIL (seed %d): %s" % (seed, e))
         with open(os.path.join(TMP, "fault-ids"), "w") as f:

@@ -20,9 +20,10 @@ faults() {
 	python3 "$SBX_SRC/tests/integration/faults.py" "$1" $(($3 * ${SBX_FAULT_ROUNDS_X:-1})) "$seed"
 }
 
-t_faults_kill9_cli() { faults cli t_faults_kill9_cli 70; }
+t_faults_kill9_cli() { faults cli t_faults_kill9_cli 56; }
 t_faults_kill9_supervisor() { faults supervisor t_faults_kill9_supervisor 10; }
 t_faults_kill9_serve() { faults serve t_faults_kill9_serve 3; }
 t_faults_kill9_supervisor_frozen() { faults frozen t_faults_kill9_supervisor_frozen 1; }
 t_faults_kill9_create_leaves_no_creating() { faults creating t_faults_kill9_create_leaves_no_creating 12; }
 t_faults_kill9_phase_keeps_its_record() { faults phase t_faults_kill9_phase_keeps_its_record 12; }
+t_faults_kill9_restore_then_restore() { faults restore t_faults_kill9_restore_then_restore 30; }
