@@ -8,6 +8,12 @@ uid slot of a removed environment (sbxleaks.py).
 
   faults.py cli|supervisor|frozen|creating|phase|restore|serve ROUNDS SEED
 
+cli, supervisor and serve kill at random points of random operations and
+check everything after each kill; frozen, creating, phase and restore each
+aim at one window where a kill was found to break something (see the
+functions' docstrings and docs/BENCHMARKS.md "Notes on load and faults"),
+and the random modes log that symptom as "known" instead of failing on it.
+
 SBX_BIN, SBX_ROOT, SBX_RUN and TMPDIR_TEST come from the harness. The seed
 drives every choice and delay (timing itself is the machine's), so a failure
 prints it with the round and what was killed, to run again with

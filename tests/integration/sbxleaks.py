@@ -2,7 +2,10 @@
 """What a store's environments left on the host, after they were all removed
 and `sbx gc` ran: used by tests/integration/test_faults.sh and bench/load/run.
 
-  sbxleaks.py ROOT RUN BASE [IDS_FILE]
+  sbxleaks.py ROOT RUN BASE [IDS_FILE]     (store_leaks below)
+
+faults.py imports it: env_leaks() checks removed environments while others
+of the store still run.
 
 ROOT and RUN are the store's SBX_ROOT and SBX_RUN, BASE a directory that holds
 them (mounts under it are leaks), IDS_FILE every environment id the caller
