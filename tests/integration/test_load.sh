@@ -55,10 +55,15 @@ load_checks() {
 }
 
 # Many creates at once on a store that has never made one (no host mask
-# cached yet): every one must succeed.
+# cached yet): every one must succeed. Three new stores, since a race shows
+# in most runs, not all.
 t_load_cold_store_concurrent_creates() {
 	need_load
-	load --clients 16 --transports http --seconds 4 --no-noise
-	assert_eq "$(lq 'd["runs"][0]["errors_total"]')" "0" "errors"
-	assert_eq "$(lq 'd["runs"][0]["latency"]["environment_create"]["n"] >= 16')" "True" "creates"
+	local i
+	for i in 1 2 3; do
+		rm -rf "$TMPDIR_TEST/load"
+		load --clients 16 --transports http --seconds 3 --no-noise
+		assert_eq "$(lq 'd["runs"][0]["errors_total"]')" "0" "errors (new store $i)"
+		assert_eq "$(lq 'd["runs"][0]["latency"]["environment_create"]["n"] >= 16')" "True" "creates"
+	done
 }
