@@ -109,6 +109,7 @@ bench: all
 	bench/determinism/run
 	bench/trace
 	bench/proxy
+	bench/load/run
 
 fuzz:
 	tests/fuzz/run

@@ -9,3 +9,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update
 apt-get install -y --no-install-recommends bubblewrap crun busybox-static hyperfine python3 util-linux procps
+# bench/load: the official MCP TypeScript SDK (tests/mcp, npm ci) under node. Node.js may come from
+# elsewhere (NodeSource ships npm inside nodejs and conflicts with Debian's npm): working commands are enough.
+command -v node > /dev/null 2>&1 || apt-get install -y --no-install-recommends nodejs
+command -v npm > /dev/null 2>&1 || apt-get install -y --no-install-recommends npm
