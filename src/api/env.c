@@ -956,6 +956,14 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 void stop_supervisor(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
+	/* A supervisor still starting (its creator or restorer killed a moment
+	 * ago) holds the lock before it listens: give it a few seconds to
+	 * listen (or to fail and exit) rather than tearing its cgroup down under
+	 * it and finding it still alive. */
+	for (int i = 0; fd < 0 && i < 1500 && env_is_live(ctx, id); i++) {
+		usleep(2000);
+		fd = env_connect(ctx, id, NULL);
+	}
 	if (fd >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "stop");
 		if (req && json_send(fd, req, NULL, 0) == 0) {
