@@ -10,6 +10,7 @@ int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret);
 /* Resolves ref and reads its state.json. */
 int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err);
 bool env_is_live(const sbx_ctx *ctx, const char *id);
+bool env_creator_gone(const json_t *st);
 char **env_list_ids(const sbx_ctx *ctx);
 /* Connects to the environment's control socket. */
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);

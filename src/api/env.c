@@ -29,6 +29,7 @@
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/proc.h"
 #include "util/log.h"
 
 #define DEFAULT_MEMORY (1LL << 30)
@@ -114,6 +115,16 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 }
 
 /* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
+/* A state written by a create (or restore) that never finished, whose
+ * process is gone: nobody was given the environment, nobody will finish it. */
+bool env_creator_gone(const json_t *st)
+{
+	json_t *cr = json_object_get(st, "creator");
+	if (!json_is_object(cr))
+		return false; /* an older record: not ours to judge */
+	return !proc_alive((pid_t)json_int(cr, "pid", 0), (uint64_t)json_int(cr, "start", 0));
+}
+
 bool env_is_live(const sbx_ctx *ctx, const char *id)
 {
 	char p[4200];
@@ -765,6 +776,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
 						"readonly", c->volumes[i].readonly));
+	/* Who is creating it: until "state" is written, a create whose process
+	 * died (kill -9 of the CLI, of sbx serve) left an environment nobody was
+	 * given; gc removes it once its creator is gone (env_creator_gone). */
+	uint64_t start = 0;
+	if (st && proc_start_time(getpid(), &start) == 0)
+		json_object_set_new(st, "creator", json_pack("{s:i,s:I}", "pid", (int)getpid(), "start", (json_int_t)start));
 	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
@@ -777,6 +794,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	}
 	log_debug("create: supervisor ready");
 	json_object_set_new(st, "state", json_string("running"));
+	json_object_del(st, "creator");
 	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
 	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
 	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
@@ -938,6 +956,14 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 void stop_supervisor(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
+	/* A supervisor still starting (its creator or restorer killed a moment
+	 * ago) holds the lock before it listens: give it a few seconds to
+	 * listen (or to fail and exit) rather than tearing its cgroup down under
+	 * it and finding it still alive. */
+	for (int i = 0; fd < 0 && i < 1500 && env_is_live(ctx, id); i++) {
+		usleep(2000);
+		fd = env_connect(ctx, id, NULL);
+	}
 	if (fd >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "stop");
 		if (req && json_send(fd, req, NULL, 0) == 0) {
@@ -988,7 +1014,7 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 	bool live = env_is_live(ctx, id);
 	const char *state = live ? "running" : "exited";
 	if (!json_str(st, "state"))
-		state = live ? "creating" : "failed";
+		state = live && !env_creator_gone(st) ? "creating" : "failed";
 	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
 			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
 			 json_object_get(st, "snapshot_id") ?: json_null(), "template", json_object_get(st, "template") ?: json_null());
@@ -1124,7 +1150,9 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	json_t *removed = json_array();
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
-		if (env_is_live(ctx, *p) || env_is_restoring(ctx, *p))
+		_cleanup_json_ json_t *cst = NULL;
+		bool orphan = env_state_read(ctx, *p, &cst) == 0 && !json_str(cst, "state") && env_creator_gone(cst);
+		if ((env_is_live(ctx, *p) && !orphan) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
 		_cleanup_json_ json_t *kst = NULL;

@@ -303,6 +303,13 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 	if (env_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	const char *cur = json_str(st, "phase") ?: "setup";
+	/* A switch that was asked for and interrupted (its process killed
+	 * between telling the supervisor and writing the record) is finished
+	 * first, whatever is asked now: the supervisor may already be in the
+	 * agent phase, and moving to it is the narrowing direction. */
+	bool pending = streq(cur, "setup") && json_bool(st, "phase_switching", false);
+	if (pending)
+		phase = "agent";
 	if (!phase || streq(phase, cur)) {
 		if (phase && streq(phase, "agent"))
 			return err_set(
@@ -340,8 +347,23 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 		json_object_set(req, "capabilities", json_object_get(plan, "capabilities"));
 	_cleanup_json_ json_t *reply = NULL;
 	bool live = env_is_live(ctx, id);
-	if (live && env_call(ctx, id, req, &reply, err) < 0)
-		return err_wrap(err, "switch '%s' to the agent phase", id);
+	/* Intent first: if this process dies once the supervisor has switched,
+	 * the next phase or restore call finishes the record. */
+	json_object_set_new(st, "phase_switching", json_true());
+	int w = env_state_write(ctx, id, st);
+	if (w < 0)
+		return err_errnum(err, w, "record the switch of '%s' to the agent phase", id);
+	_cleanup_err_ sbx_err *ce = NULL;
+	if (live && env_call(ctx, id, req, &reply, &ce) < 0) {
+		if (!(sbx_err_code(ce) == SBX_E_CONFLICT && sbx_err_errno(ce) == EALREADY)) {
+			json_object_del(st, "phase_switching");
+			(void)env_state_write(ctx, id, st);
+			if (err)
+				*err = TAKE_PTR(ce);
+			return err_wrap(err, "switch '%s' to the agent phase", id);
+		}
+		/* The supervisor switched already (an interrupted switch): record it. */
+	}
 	if (reply && !json_bool(reply, "ok", false))
 		return json_str(reply, "message")
 			   ? err_set(err, err_code_from_name(json_str(reply, "code") ?: "internal"), EIO,
@@ -387,6 +409,7 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 	if (json_object_get(plan, "capabilities"))
 		json_object_set(st, "capabilities", json_object_get(plan, "capabilities"));
 	json_object_del(st, "agent_phase");
+	json_object_del(st, "phase_switching");
 	json_object_set_new(st, "phase_changed_ms", json_integer(now_ms_real()));
 	int r = env_state_write(ctx, id, st);
 	if (r < 0) {

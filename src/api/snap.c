@@ -359,6 +359,16 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	int r = env_state_read(ctx, id, &st);
 	if (r < 0)
 		return err_errnum(err, r, "read state of '%s'", id);
+	if (json_bool(st, "phase_switching", false)) {
+		/* An interrupted switch to the agent phase is finished first: the
+		 * restored environment starts in the phase it was moving to. */
+		_cleanup_json_ json_t *ph = NULL;
+		if (sbx_env_phase(ctx, id, NULL, &ph, err) < 0)
+			return err_wrap(err, "restore '%s'", id);
+		json_decref(TAKE_PTR(st));
+		if ((r = env_state_read(ctx, id, &st)) < 0)
+			return err_errnum(err, r, "read state of '%s'", id);
+	}
 	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM, "environment '%s' cannot be restored (no persistent writable layer)", id);
 	sbx_create_opts o;

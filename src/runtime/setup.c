@@ -293,6 +293,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		err_errno(&e, "become root in the user namespace"), fail(sock, e);
 	if (!c->rootless && setgroups(0, NULL) < 0)
 		err_errno(&e, "setgroups"), fail(sock, e);
+	/* 2b. Changing credentials cleared the parent-death signal (prctl(2)):
+	 *     arm it again, or a supervisor killed from here on (mid-snapshot,
+	 *     say) would leave init and every command running. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		err_errno(&e, "arm the parent-death signal"), fail(sock, e);
 
 	/* 3. A time namespace for the commands (init itself stays outside it). */
 	if (unshare(CLONE_NEWTIME) < 0 && errno != EINVAL)

@@ -8,6 +8,9 @@
 #include "server/tools.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdarg.h>
@@ -17,7 +20,9 @@
 
 #include "api/secrets.h"
 #include "runtime/user.h"
+#include "util/dsse.h"
 #include "util/err.h"
+#include "util/fd.h"
 #include "util/json.h"
 #include "util/macro.h"
 
@@ -293,23 +298,6 @@ static int env_strv(tool_call *c, const char *field, char ***ret)
 }
 
 static const char b64_alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static char *b64_encode(const unsigned char *p, size_t n)
-{
-	char *out = malloc((n + 2) / 3 * 4 + 1), *o = out;
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) |
-			     (i + 2 < n ? p[i + 2] : 0);
-		*o++ = b64_alphabet[v >> 18 & 63];
-		*o++ = b64_alphabet[v >> 12 & 63];
-		*o++ = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
-		*o++ = i + 2 < n ? b64_alphabet[v & 63] : '=';
-	}
-	*o = 0;
-	return out;
-}
 
 /* Decodes standard base64 (whitespace ignored, padding optional). Returns
  * 0, or -EINVAL for anything else. */
@@ -620,7 +608,7 @@ static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)
 		return -1;
 	json_t *content;
 	if (streq(enc, "base64")) {
-		_cleanup_free_ char *b = b64_encode((const unsigned char *)data, len);
+		_cleanup_free_ char *b = dsse_b64_encode(data, len);
 		content = b ? json_string(b) : NULL;
 	} else {
 		/* A cut may split a multi-byte character: drop its first bytes. */
@@ -817,7 +805,194 @@ static const char *const execute_binary[] = {"stdin", NULL};
 static const char *const write_binary[] = {"content", NULL};
 static const char *const execute_reserved[] = {NULL};
 
+/* ---- the rest of the CLI an agent uses (issue 14): fork, inspect, logs,
+ * templates, trees in and out ------------------------------------------------ */
+
+static const char fork_in[] =
+    "{'type':'object','additionalProperties':false,'required':['snapshot_id'],'properties':{"
+    "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to start from (a snapshot_id, unique "
+    "prefix or label).'},'name':{'type':'string','minLength':1,'description':'Optional unique name.'}}}";
+
+static int t_fork(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_json_ json_t *args = json_pack("{s:O}", "snapshot", json_object_get(c->args, "snapshot_id"));
+	if (!args)
+		return err_oom(err);
+	if (json_object_get(c->args, "name"))
+		json_object_set(args, "name", json_object_get(c->args, "name"));
+	tool_call fc = *c;
+	fc.args = args;
+	return t_create(&fc, ret, err);
+}
+
+static int t_inspect(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_inspect(c->ctx, id, ret, err);
+}
+
+static int t_logs(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_net_log(c->ctx, id, ret, err);
+}
+
+static int t_template_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_template_list(c->ctx, ret, err); }
+
+#define TREE_MAX (32LL << 20) /* a tree in or out of one call, as a tar before base64 */
+
+static const char upload_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],'properties':{"
+    ENV_ID_PROP ",'path':{'type':'string','minLength':1,'description':'Directory inside the environment to unpack "
+    "into (made if missing; its parent must exist).'},'content':{'type':'string','description':'A tar archive, "
+    "base64: its entries land under path. At most 32 MiB of tar.'}}}";
+static const char upload_out[] = OUTPUT("'environment_id':{'type':'string'},'path':{'type':'string'},"
+					"'bytes':{'type':'integer'}",
+					"'environment_id','path','bytes'");
+
+static int t_upload(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	const char *b64 = json_str(c->args, "content") ?: "";
+	size_t n = strlen(b64);
+	if (n / 4 * 3 > (size_t)TREE_MAX)
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "content: more than 32 MiB of tar (use sbx cp)");
+	_cleanup_free_ unsigned char *tar = NULL;
+	size_t len = 0;
+	int r = b64_decode(b64, n, &tar, &len);
+	if (r == -ENOMEM)
+		return err_oom(err);
+	if (r < 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "content: not base64");
+	_cleanup_close_ int fd = memfd_create("sbx-upload", MFD_CLOEXEC);
+	if (fd < 0 || fd_write_all(fd, tar, len) < 0 || lseek(fd, 0, SEEK_SET) < 0)
+		return err_errno(err, "upload: buffer the archive");
+	const char *path = json_str(c->args, "path");
+	if (sbx_env_tar_in(c->ctx, id, path, fd, true, err) < 0)
+		return -1;
+	*ret = json_pack("{s:s,s:s,s:I}", "environment_id", id, "path", path, "bytes", (json_int_t)len);
+	return *ret ? 0 : err_oom(err);
+}
+
+static const char download_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
+    ",'path':{'type':'string','minLength':1,'description':'A directory inside the environment: its contents come "
+    "back as one tar archive (base64), at most 32 MiB of tar.'}}}";
+static const char download_out[] = OUTPUT("'environment_id':{'type':'string'},'path':{'type':'string'},"
+					  "'content':{'type':'string'},'encoding':{'type':'string'},'bytes':{'type':'integer'}",
+					  "'content','bytes'");
+
+static int t_download(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	const char *path = json_str(c->args, "path");
+	_cleanup_close_ int fd = memfd_create("sbx-download", MFD_CLOEXEC);
+	if (fd < 0)
+		return err_errno(err, "download: buffer the archive");
+	/* The memfd is bounded by a seal-free size check after the fact; the
+	 * tar of a huge tree is refused rather than cut (a cut tar is useless). */
+	if (sbx_env_tar_out(c->ctx, id, path, fd, err) < 0)
+		return -1;
+	off_t size = lseek(fd, 0, SEEK_END);
+	if (size < 0)
+		return err_errno(err, "download: size the archive");
+	if (size > TREE_MAX)
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG,
+			       "'%s' is %lld bytes as a tar, over the 32 MiB of one call (use sbx cp)", path, (long long)size);
+	_cleanup_free_ unsigned char *tar = malloc((size_t)size + 1);
+	if (!tar)
+		return err_oom(err);
+	if (pread(fd, tar, (size_t)size, 0) != size)
+		return err_errno(err, "download: read the archive");
+	_cleanup_free_ char *b64 = dsse_b64_encode(tar, (size_t)size);
+	if (!b64)
+		return err_oom(err);
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:I}", "environment_id", id, "path", path, "content", b64, "encoding",
+			 "base64+tar", "bytes", (json_int_t)size);
+	return *ret ? 0 : err_oom(err);
+}
+
+static const char any_out[] = "{'type':'object'}";
+
 static const tool tools[] = {
+    {
+	.name = "environment_fork",
+	.alias = "environment.fork",
+	.title = "Start a new environment from a snapshot",
+	.description = "Create a new environment whose filesystem starts as a snapshot's (a fork): the same as "
+		       "environment_create with snapshot. Use it to try several continuations of one state side by "
+		       "side; each fork is independent and costs no copy.",
+	.input_schema = fork_in,
+	.output_schema = create_out,
+	.run = t_fork,
+	.undo = t_create_undo,
+    },
+    {
+	.name = "environment_inspect",
+	.alias = "environment.inspect",
+	.title = "Describe an environment",
+	.description = "Everything about one environment: state, template and base snapshot, limits, the user and "
+		       "capabilities its commands run with, the isolation walls in force and any missing, usage.",
+	.input_schema = env_only_in,
+	.output_schema = any_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_inspect,
+    },
+    {
+	.name = "environment_logs",
+	.alias = "environment.logs",
+	.title = "Show an environment's network log",
+	.description = "The egress proxy's log of an environment created with a network allowlist: each connection "
+		       "it allowed or refused, with the host, port and the rule that decided. Use it to see why a "
+		       "download failed.",
+	.input_schema = env_only_in,
+	.output_schema = any_out,
+	.read_only = true,
+	.run = t_logs,
+    },
+    {
+	.name = "template_list",
+	.alias = "template.list",
+	.title = "List templates",
+	.description = "The named templates environment_create accepts as template (besides host and dir:PATH): "
+		       "imported images and named snapshots, with their snapshot_id and size.",
+	.input_schema = list_in,
+	.output_schema = any_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_template_list,
+    },
+    {
+	.name = "environment_upload",
+	.alias = "environment.upload",
+	.title = "Upload a directory tree into an environment",
+	.description = "Unpack a tar archive (base64) into a directory inside a live environment, as the "
+		       "environment's user: many files in one call. For one file, environment_write_file is simpler.",
+	.input_schema = upload_in,
+	.output_schema = upload_out,
+	.destructive = true,
+	.run = t_upload,
+    },
+    {
+	.name = "environment_download",
+	.alias = "environment.download",
+	.title = "Download a directory tree from an environment",
+	.description = "A directory inside a live environment as one tar archive (base64): its files, directories "
+		       "and symlinks with their modes and times. For one file, environment_read_file is simpler.",
+	.input_schema = download_in,
+	.output_schema = download_out,
+	.read_only = true,
+	.run = t_download,
+    },
     {
 	.name = "environment_create",
 	.alias = "environment.create",

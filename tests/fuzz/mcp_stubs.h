@@ -63,6 +63,38 @@ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 	return *ret ? 0 : -ENOMEM;
 }
 
+int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:[]}", "connections");
+	return *ret ? 0 : -ENOMEM;
+}
+
+int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[]}", "templates");
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* Trees in and out: a fixed small "tar" out; what comes in is consumed. */
+int sbx_env_tar_out(sbx_ctx *ctx, const char *ref, const char *env_dir, int out_fd, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	return write(out_fd, "tar", 3) == 3 ? 0 : err_set(err, SBX_E_INTERNAL, EIO, "write");
+}
+
+int sbx_env_tar_in(sbx_ctx *ctx, const char *ref, const char *env_dir, int in_fd, bool create, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	char buf[4096];
+	while (read(in_fd, buf, sizeof(buf)) > 0)
+		;
+	return 0;
+}
+
 int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 {
 	return known(ref) ? 0 : err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");

@@ -11,16 +11,22 @@ const EXPECTED_TOOLS = [
 	'environment_create',
 	'environment_destroy',
 	'environment_diff',
+	'environment_download',
 	'environment_execute',
+	'environment_fork',
+	'environment_inspect',
 	'environment_list',
 	'environment_list_files',
+	'environment_logs',
 	'environment_phase',
 	'environment_read_file',
 	'environment_replay',
 	'environment_restore',
 	'environment_snapshot',
+	'environment_upload',
 	'environment_write_file',
 	'snapshot_list',
+	'template_list',
 ];
 
 function check(cond, msg, extra) {

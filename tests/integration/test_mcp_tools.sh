@@ -1,0 +1,120 @@
+# The MCP tools that mirror the rest of the CLI (issue 14): fork, inspect,
+# logs, template_list, and trees in and out (upload/download), over `sbx mcp`
+# with plain JSON-RPC.
+
+mcp_py() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	python3 - "$SBX_BIN" "$@"
+}
+
+t_mcp_fork_inspect_logs_templates() {
+	out=$(mcp_py <<'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = 0
+def call(name, args):
+    global n
+    n += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            r = m["result"]
+            return r.get("isError", False), r["structuredContent"]
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+p.stdout.readline()
+_, c = call("environment_create", {})
+env = c["environment_id"]
+call("environment_write_file", {"environment_id": env, "path": "/root/f", "content": "base"})
+_, s = call("environment_snapshot", {"environment_id": env})
+bad, f = call("environment_fork", {"snapshot_id": s["snapshot_id"], "name": "forked"})
+print("fork", bad, f.get("environment_id") != env)
+_, r = call("environment_read_file", {"environment_id": "forked", "path": "/root/f"})
+print("forked-content", r["content"])
+_, i = call("environment_inspect", {"environment_id": "forked"})
+print("inspect", i.get("environment_id") == f["environment_id"], "isolation" in i)
+bad, l = call("environment_logs", {"environment_id": env})
+print("logs-none", bad, l.get("error", {}).get("code"))
+bad, t = call("template_list", {})
+print("templates", bad, isinstance(t.get("templates"), list))
+bad, e = call("environment_fork", {"snapshot_id": "sha256:" + "0" * 64})
+print("fork-missing", bad, e["error"]["code"])
+for x in (env, f["environment_id"]):
+    call("environment_destroy", {"environment_id": x})
+PY
+)
+	echo "$out"
+	assert_contains "$out" "fork False True"
+	assert_contains "$out" "forked-content base"
+	assert_contains "$out" "inspect True True"
+	assert_contains "$out" "logs-none True invalid_argument"
+	assert_contains "$out" "templates False True"
+	assert_contains "$out" "fork-missing True not_found"
+}
+
+t_mcp_upload_download_trees() {
+	mkdir -p "$TMPDIR_TEST/src/sub"
+	echo one > "$TMPDIR_TEST/src/a"
+	head -c 5000 /dev/urandom > "$TMPDIR_TEST/src/sub/bin"
+	ln -s a "$TMPDIR_TEST/src/link"
+	tar -C "$TMPDIR_TEST/src" -cf "$TMPDIR_TEST/in.tar" .
+	out=$(mcp_py "$TMPDIR_TEST" <<'PY'
+import base64, io, json, subprocess, sys, tarfile, hashlib
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+d = sys.argv[2]
+n = 0
+def call(name, args):
+    global n
+    n += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}) + "\n")
+    p.stdin.flush()
+    while True:
+        m = json.loads(p.stdout.readline())
+        if m.get("id") == n:
+            r = m["result"]
+            return r.get("isError", False), r["structuredContent"]
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+p.stdin.flush()
+p.stdout.readline()
+_, c = call("environment_create", {})
+env = c["environment_id"]
+tar = open(d + "/in.tar", "rb").read()
+bad, u = call("environment_upload", {"environment_id": env, "path": "/root/up", "content": base64.b64encode(tar).decode()})
+print("upload", bad, u.get("bytes") == len(tar))
+_, r = call("environment_execute", {"environment_id": env, "command": "cat /root/up/a; readlink /root/up/link; sha256sum < /root/up/sub/bin"})
+print("inside", r["stdout"].split())
+bad, dl = call("environment_download", {"environment_id": env, "path": "/root/up"})
+t = tarfile.open(fileobj=io.BytesIO(base64.b64decode(dl["content"])))
+names = sorted(m.name for m in t.getmembers())
+print("names", names)
+print("bin", hashlib.sha256(t.extractfile("sub/bin").read()).hexdigest() == hashlib.sha256(open(d + "/src/sub/bin", "rb").read()).hexdigest())
+bad, e = call("environment_upload", {"environment_id": env, "path": "/root/x", "content": "***"})
+print("bad-b64", bad, e["error"]["code"])
+# a hostile archive: a path out of the directory is refused inside, nothing written
+bio = io.BytesIO()
+with tarfile.open(fileobj=bio, mode="w") as h:
+    ti = tarfile.TarInfo("../../etc/evil"); data = b"x"; ti.size = 1
+    h.addfile(ti, io.BytesIO(data))
+bad, e = call("environment_upload", {"environment_id": env, "path": "/root/h", "content": base64.b64encode(bio.getvalue()).decode()})
+print("hostile", bad, e.get("error", {}).get("code"))
+_, r = call("environment_execute", {"environment_id": env, "command": "test -e /etc/evil && echo PLANTED || echo clean"})
+print("evil", r["stdout"].strip())
+bad, e = call("environment_download", {"environment_id": env, "path": "/nonexistent"})
+print("missing", bad, e["error"]["code"])
+call("environment_destroy", {"environment_id": env})
+PY
+)
+	echo "$out"
+	assert_contains "$out" "upload False True"
+	assert_contains "$out" "inside ['one', 'a', '$(sha256sum < "$TMPDIR_TEST/src/sub/bin" | cut -d' ' -f1)'"
+	assert_contains "$out" "'a', 'link', 'sub', 'sub/bin'"
+	assert_contains "$out" "bin True"
+	assert_contains "$out" "bad-b64 True invalid_argument"
+	assert_contains "$out" "hostile True invalid_argument"
+	assert_contains "$out" "evil clean"
+	assert_contains "$out" "missing True not_found"
+}
