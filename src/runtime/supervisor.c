@@ -1047,13 +1047,15 @@ static int listen_ctl(supervisor *s, sbx_err **err)
 	return 0;
 }
 
-static void report(int fd, json_t *m)
+/* Tells the creator how the start went; false if it could not be told
+ * (its end of the pipe is closed: the creator is gone). */
+static bool report(int fd, json_t *m)
 {
 	_cleanup_free_ char *t = json_dumps(m, JSON_COMPACT);
-	if (t)
-		(void)fd_write_all(fd, t, strlen(t));
+	bool told = t && fd_write_all(fd, t, strlen(t)) >= 0;
 	json_decref(m);
 	safe_close(fd);
+	return told;
 }
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
@@ -1122,7 +1124,14 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				  (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	if (ready && s->plugin_limits)
 		json_object_set(ready, "limits", s->plugin_limits);
-	report(ready_fd, ready);
+	if (!report(ready_fd, ready)) {
+		/* The create was killed before it learned the environment exists:
+		 * nobody was given its id, nobody will use it. (A creator killed
+		 * after reading this is gc's: sbx gc removes what its creator left
+		 * without a state.) */
+		teardown(s);
+		_exit(1);
+	}
 
 	while (!s->stopping) {
 		struct epoll_event evs[32];
@@ -1190,7 +1199,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 
 fail:
 	teardown(s);
-	report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)), "message",
+	(void)report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)), "message",
 				   sbx_err_message(e), "errno", sbx_err_errno(e)));
 	_exit(1);
 }
