@@ -58,7 +58,7 @@ $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
 FORCE:
-.PHONY: FORCE all clean test unit asan bench fuzz format deps demo check-format install uninstall
+.PHONY: FORCE all clean test unit asan asan-ci bench fuzz format deps demo check-format install uninstall
 all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN) $(PLUGIN_SO)
 	@ln -sfn $(BUILD)/bin bin
 
@@ -98,9 +98,20 @@ test: all
 unit: $(UNIT_BIN)
 	tests/run --unit
 
+ASAN_MAKE = $(MAKE) BUILD=build-asan O=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
+ASAN_ENV = SBX_BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
 asan:
-	$(MAKE) BUILD=build-asan O=-O1 SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" all
-	SBX_BUILD=build-asan ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 tests/run
+	$(ASAN_MAKE)
+	$(ASAN_ENV) tests/run
+
+# What CI runs under ASan+UBSan within its time: every unit test and the
+# integration files that drive the most library code through the CLI and MCP
+# (the whole suite under ASan is `make asan`).
+ASAN_CI_FILES ?= test_lifecycle test_exec test_badinput test_cp test_mcp_tools test_mcp_hardening test_replay_inputs test_attest
+asan-ci:
+	$(ASAN_MAKE)
+	$(ASAN_ENV) tests/run --unit
+	@for f in $(ASAN_CI_FILES); do $(ASAN_ENV) tests/run $$f || exit 1; done
 
 bench: all
 	bench/run

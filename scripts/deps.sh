@@ -9,7 +9,7 @@ what=${1:-build}
 # e2fsprogs: mke2fs formats the image of a disk quota (src/runtime/quota.c).
 # zstd: the OCI tests compress a layer with the zstd command.
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev clang libbpf-dev libelf-dev e2fsprogs"
-test_pkgs="python3 python3-cryptography python3-pip python3-setuptools openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
+test_pkgs="clang-format python3 python3-cryptography python3-pip python3-setuptools openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm strace python3 openssl"
 case "$what" in
 build) pkgs="$build_pkgs" ;;
