@@ -10,12 +10,18 @@
  * drain pass, so a reader sees roughly where the gap is.
  *
  * Loaded once, used many times: verifying and loading the programs costs
- * ~90 ms, attaching them well under one. bpf_rec_stop detaches the programs
- * and keeps the loaded object in a one-slot cache of this process (the
- * supervisor, for the environment's life); the next bpf_rec_start for the
- * same namespace and ring size takes it from there, discards what an earlier
- * recording left in the ring, zeroes the drop counter, numbers the recording
- * (`session` in the program's .bss, through its mmap) and attaches again.
+ * ~90 ms, and attaching the first syscall tracepoint program up to ~10 ms
+ * (the kernel patches the tracepoint in, or waits for an RCU grace period
+ * when other tracers come and go). bpf_rec_stop switches recording off
+ * (`session` 0 in the program's .bss, written through its mmap: the programs
+ * return at once) and keeps the loaded, still attached object in a one-slot
+ * cache of this process (the supervisor, for the environment's life). The
+ * next bpf_rec_start for the same namespace and ring size takes it from
+ * there, discards what an earlier recording left in the ring, zeroes the
+ * drop counter and switches recording on with a new session number. A
+ * recorder nobody took for LINGER_MS is detached by the linger thread (idle
+ * programs still cost every syscall of the host a few tens of ns); it stays
+ * loaded and is attached again by the next start.
  * Stashes of tasks that lived through several recordings carry their
  * namespace ids over (they never change); an entry stashed in an earlier
  * recording is never completed in a later one (the program checks the
@@ -68,7 +74,9 @@ extern const unsigned char sbx_trace_bpf_obj[], sbx_trace_bpf_obj_end[];
  * CPU may still take to submit its record (they run for microseconds with
  * preemption off). The traced command's own records are all in the ring by
  * then anyway: its tasks submitted them before they exited. */
-#define STOP_GRACE_MS 2
+#define STOP_GRACE_MS 1
+/* How long a stopped recorder stays attached, waiting for the next recording. */
+#define LINGER_MS 2000
 #define OUT_BUF_SIZE (256 * 1024)
 
 /* Attach order: the process tree and the exit hook are live before the first
@@ -84,6 +92,7 @@ struct bpf_rec {
 	size_t state_len;
 	uint64_t misses_base;	    /* recursion_misses when this recording started */
 	bool discard;		    /* drop samples: leftovers of an earlier recording */
+	uint64_t idle_since;	    /* CLOCK_MONOTONIC ns when it was last stopped */
 	struct bpf_object *obj;
 	struct bpf_link *links[ARRAY_SIZE(rec_progs)];
 	struct ring_buffer *rb;
@@ -285,10 +294,65 @@ static inline void bpf_rec_freep(bpf_rec **r)
 }
 #define _cleanup_bpf_rec_ _cleanup_(bpf_rec_freep)
 
-/* The one loaded, detached recorder this process keeps (NULL if none). */
+/* The one loaded, stopped recorder this process keeps (NULL if none), and
+ * the thread that detaches it once it idled for LINGER_MS. */
 static pthread_mutex_t rec_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rec_cache_cond;
 static bpf_rec *rec_cache;
+static bool rec_linger_running;
 static uint32_t rec_session_seq;
+
+static bool rec_attached(const bpf_rec *r)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(r->links); i++)
+		if (r->links[i])
+			return true;
+	return false;
+}
+
+static void *rec_linger_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&rec_cache_lock);
+	for (;;) {
+		if (!rec_cache || !rec_attached(rec_cache)) {
+			pthread_cond_wait(&rec_cache_cond, &rec_cache_lock);
+			continue;
+		}
+		uint64_t due = rec_cache->idle_since + (uint64_t)LINGER_MS * 1000000u, now = rec_now_ns();
+		if (now >= due) {
+			rec_detach(rec_cache);
+			continue;
+		}
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u)};
+		(void)pthread_cond_timedwait(&rec_cache_cond, &rec_cache_lock, &ts);
+	}
+	return NULL;
+}
+
+/* Under rec_cache_lock. Without the thread (it could not be started) a
+ * stopped recorder is detached at once. */
+static bool rec_linger_start(void)
+{
+	if (rec_linger_running)
+		return true;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rec_cache_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int k = pthread_create(&t, NULL, rec_linger_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (k != 0)
+		return false;
+	pthread_detach(t);
+	rec_linger_running = true;
+	return true;
+}
 
 /* The cached recorder if it was loaded for this namespace and ring size; a
  * cached one for another is freed (a supervisor records one namespace). */
@@ -304,14 +368,19 @@ static bpf_rec *rec_cache_take(uint64_t pidns_dev, uint64_t pidns_ino, uint32_t 
 	return r;
 }
 
-/* Keeps a detached recorder (its thread stopped) for the next start, or
- * frees it when the slot is taken. */
+/* Keeps a stopped recorder (session 0, its thread stopped, maybe still
+ * attached) for the next start, or frees it when the slot is taken. */
 static void rec_cache_put(bpf_rec *r)
 {
 	r->out_fd = -1;
+	r->idle_since = rec_now_ns();
 	pthread_mutex_lock(&rec_cache_lock);
-	if (!rec_cache)
+	if (!rec_cache) {
+		if (!rec_linger_start())
+			rec_detach(r);
 		rec_cache = TAKE_PTR(r);
+		pthread_cond_signal(&rec_cache_cond);
+	}
 	pthread_mutex_unlock(&rec_cache_lock);
 	bpf_rec_free(r);
 }
@@ -482,11 +551,10 @@ static int rec_reset(bpf_rec *r, int out_fd, sbx_err **err)
 	return 0;
 }
 
-/* Stops a recording that is or was running (links, session, thread) and
- * returns the recorder to the cache. */
+/* Stops a recording that failed to start (session, thread) and returns the
+ * recorder to the cache. */
 static void rec_end(bpf_rec *r)
 {
-	rec_detach(r);
 	r->state->session = 0;
 	rec_stop_thread(r);
 	rec_cache_put(r);
@@ -541,6 +609,8 @@ int bpf_rec_start(uint64_t pidns_dev, uint64_t pidns_ino, int out_fd, bpf_rec **
 		return err_wrap(err, "bpf recorder");
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(rec_progs); i++) {
+		if (r->links[i])
+			continue; /* still attached from the last recording */
 		struct bpf_program *p = bpf_object__find_program_by_name(r->obj, rec_progs[i]);
 		if (!p) {
 			rec_end(r);
@@ -563,15 +633,14 @@ int bpf_rec_stop(bpf_rec *r, bpf_rec_stats *ret_stats, sbx_err **err)
 {
 	if (!r)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "bpf recorder: not running");
-	rec_detach(r);
-	/* Detaching does not wait for a program already running on another
-	 * CPU; those finish within microseconds (they run with preemption
-	 * off). What one submits later stays in the ring, and the next
-	 * recording discards it. */
+	/* Off: the programs return at once from now on. One already past that
+	 * check on another CPU finishes within microseconds (they run with
+	 * preemption off); what it submits later stays in the ring, and the
+	 * next recording discards it. */
+	__atomic_store_n(&r->state->session, 0, __ATOMIC_RELEASE);
 	struct timespec grace = {.tv_nsec = STOP_GRACE_MS * 1000000L};
 	while (nanosleep(&grace, &grace) < 0 && errno == EINTR)
 		;
-	r->state->session = 0;
 	rec_stop_thread(r);
 	int werr = r->write_errno;
 	bpf_rec_stats st = {.records = r->records, .lost = r->lost_seen, .bytes = r->bytes};
