@@ -10,7 +10,8 @@ what=${1:-build}
 # zstd: the OCI tests compress a layer with the zstd command.
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev clang libbpf-dev libelf-dev e2fsprogs"
 test_pkgs="clang-format python3 python3-cryptography python3-pip python3-setuptools openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
-bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm strace python3 openssl"
+# linux-perf and bpftool profile the eBPF recorder (docs/BENCHMARKS.md, tracing).
+bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm strace python3 openssl linux-perf bpftool"
 case "$what" in
 build) pkgs="$build_pkgs" ;;
 demo) pkgs="$build_pkgs python3" ;;

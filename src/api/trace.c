@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -379,10 +380,12 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		json_array_append_new(inputs, one);
 	}
 
-	/* 3. Where the recorders write. */
-	_cleanup_close_ int bpf_out = scratch_file(ctx, err);
+	/* 3. Where the recorders write. The eBPF recorder's drain thread writes
+	 *    as fast as the command makes syscalls (~100 bytes each), on the
+	 *    command's CPUs: to memory, not through the store's filesystem. */
+	_cleanup_close_ int bpf_out = memfd_create("sbx-trace", MFD_CLOEXEC);
 	if (bpf_out < 0)
-		return -1;
+		return err_errno(err, "trace: memfd_create");
 	_cleanup_close_ int det_out = scratch_file(ctx, err);
 	if (det_out < 0)
 		return -1;

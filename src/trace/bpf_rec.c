@@ -9,9 +9,28 @@
  * programs' recursion_misses) and written as TR_LOST records after each
  * drain pass, so a reader sees roughly where the gap is.
  *
+ * Loaded once, used many times: verifying and loading the programs costs
+ * ~90 ms, and attaching the first syscall tracepoint program up to ~10 ms
+ * (the kernel patches the tracepoint in, or waits for an RCU grace period
+ * when other tracers come and go). bpf_rec_stop switches recording off
+ * (`session` 0 in the program's .bss, written through its mmap: the programs
+ * return at once) and keeps the loaded, still attached object in a one-slot
+ * cache of this process (the supervisor, for the environment's life). The
+ * next bpf_rec_start for the same namespace and ring size takes it from
+ * there, discards what an earlier recording left in the ring, zeroes the
+ * drop counter and switches recording on with a new session number. A
+ * recorder nobody took for LINGER_MS is detached by the linger thread (idle
+ * programs still cost every syscall of the host a few tens of ns); it stays
+ * loaded and is attached again by the next start.
+ * Stashes of tasks that lived through several recordings carry their
+ * namespace ids over (they never change); an entry stashed in an earlier
+ * recording is never completed in a later one (the program checks the
+ * session).
+ *
  * Ownership: the bpf_rec owns the BPF object (maps, programs), the links, the
  * ring buffer (an epoll fd), an eventfd and the thread; bpf_rec_free releases
- * all of them in every state start can fail in. out_fd stays the caller's. */
+ * all of them in every state start can fail in, rec_cache_put keeps them for
+ * the next recording. out_fd stays the caller's. */
 #include "trace/bpf_rec.h"
 
 #include <bpf/bpf.h>
@@ -26,6 +45,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -50,6 +70,13 @@ _Static_assert(SBX_TRACE_NR_MAX == TRACE_NR_MAX, "sbx_trace_cfg.h and trace_sys.
 extern const unsigned char sbx_trace_bpf_obj[], sbx_trace_bpf_obj_end[];
 
 #define DRAIN_MS 10
+/* After detaching, how long a program that was already running on another
+ * CPU may still take to submit its record (they run for microseconds with
+ * preemption off). The traced command's own records are all in the ring by
+ * then anyway: its tasks submitted them before they exited. */
+#define STOP_GRACE_MS 1
+/* How long a stopped recorder stays attached, waiting for the next recording. */
+#define LINGER_MS 2000
 #define OUT_BUF_SIZE (256 * 1024)
 
 /* Attach order: the process tree and the exit hook are live before the first
@@ -58,6 +85,14 @@ static const char *const rec_progs[] = {"sched_process_fork", "sched_process_exe
 					"sys_exit", "sys_enter"};
 
 struct bpf_rec {
+	/* what the loaded object is for (the cache's key) */
+	uint64_t pidns_dev, pidns_ino;
+	uint32_t rb_bytes;
+	volatile struct sbx_trace_state *state; /* the program's .bss, mmaped (state_len bytes) */
+	size_t state_len;
+	uint64_t misses_base;	    /* recursion_misses when this recording started */
+	bool discard;		    /* drop samples: leftovers of an earlier recording */
+	uint64_t idle_since;	    /* CLOCK_MONOTONIC ns when it was last stopped */
 	struct bpf_object *obj;
 	struct bpf_link *links[ARRAY_SIZE(rec_progs)];
 	struct ring_buffer *rb;
@@ -139,6 +174,8 @@ static int rec_on_sample(void *ctx, void *data, size_t size)
 	bpf_rec *r = ctx;
 	const struct trace_rec *h = data;
 
+	if (r->discard)
+		return 0;
 	/* The program sizes each sample to its h.len; anything else would
 	 * desynchronise the stream, so it is counted as lost instead. */
 	if (size < sizeof(*h) || h->len != size || size % 8) {
@@ -215,7 +252,7 @@ static void *rec_drain_main(void *arg)
 	struct pollfd p = {.fd = r->stop_fd, .events = POLLIN};
 	while (poll(&p, 1, DRAIN_MS) <= 0)
 		rec_pass(r, 0);
-	rec_pass(r, rec_recursion_misses(r));
+	rec_pass(r, rec_recursion_misses(r) - r->misses_base);
 	return NULL;
 }
 
@@ -243,6 +280,8 @@ static void bpf_rec_free(bpf_rec *r)
 	rec_detach(r);
 	rec_stop_thread(r);
 	ring_buffer__free(r->rb);
+	if (r->state)
+		munmap((void *)r->state, r->state_len);
 	bpf_object__close(r->obj);
 	safe_close(r->stop_fd);
 	free(r->lost_vals);
@@ -254,6 +293,97 @@ static inline void bpf_rec_freep(bpf_rec **r)
 	bpf_rec_free(*r);
 }
 #define _cleanup_bpf_rec_ _cleanup_(bpf_rec_freep)
+
+/* The one loaded, stopped recorder this process keeps (NULL if none), and
+ * the thread that detaches it once it idled for LINGER_MS. */
+static pthread_mutex_t rec_cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rec_cache_cond;
+static bpf_rec *rec_cache;
+static bool rec_linger_running;
+static uint32_t rec_session_seq;
+
+static bool rec_attached(const bpf_rec *r)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(r->links); i++)
+		if (r->links[i])
+			return true;
+	return false;
+}
+
+static void *rec_linger_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&rec_cache_lock);
+	for (;;) {
+		if (!rec_cache || !rec_attached(rec_cache)) {
+			pthread_cond_wait(&rec_cache_cond, &rec_cache_lock);
+			continue;
+		}
+		uint64_t due = rec_cache->idle_since + (uint64_t)LINGER_MS * 1000000u, now = rec_now_ns();
+		if (now >= due) {
+			rec_detach(rec_cache);
+			continue;
+		}
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u)};
+		(void)pthread_cond_timedwait(&rec_cache_cond, &rec_cache_lock, &ts);
+	}
+	return NULL;
+}
+
+/* Under rec_cache_lock. Without the thread (it could not be started) a
+ * stopped recorder is detached at once. */
+static bool rec_linger_start(void)
+{
+	if (rec_linger_running)
+		return true;
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&rec_cache_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_t t;
+	int k = pthread_create(&t, NULL, rec_linger_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (k != 0)
+		return false;
+	pthread_detach(t);
+	rec_linger_running = true;
+	return true;
+}
+
+/* The cached recorder if it was loaded for this namespace and ring size; a
+ * cached one for another is freed (a supervisor records one namespace). */
+static bpf_rec *rec_cache_take(uint64_t pidns_dev, uint64_t pidns_ino, uint32_t rb_bytes)
+{
+	pthread_mutex_lock(&rec_cache_lock);
+	bpf_rec *r = TAKE_PTR(rec_cache);
+	pthread_mutex_unlock(&rec_cache_lock);
+	if (r && (r->pidns_dev != pidns_dev || r->pidns_ino != pidns_ino || r->rb_bytes != rb_bytes)) {
+		bpf_rec_free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* Keeps a stopped recorder (session 0, its thread stopped, maybe still
+ * attached) for the next start, or frees it when the slot is taken. */
+static void rec_cache_put(bpf_rec *r)
+{
+	r->out_fd = -1;
+	r->idle_since = rec_now_ns();
+	pthread_mutex_lock(&rec_cache_lock);
+	if (!rec_cache) {
+		if (!rec_linger_start())
+			rec_detach(r);
+		rec_cache = TAKE_PTR(r);
+		pthread_cond_signal(&rec_cache_cond);
+	}
+	pthread_mutex_unlock(&rec_cache_lock);
+	bpf_rec_free(r);
+}
 
 bool bpf_rec_available(void)
 {
@@ -317,9 +447,10 @@ static int rec_load(bpf_rec *r, uint64_t pidns_dev, uint64_t pidns_ino, uint32_t
 		cfg.str_args[nr] = trace_sys_str_args(nr);
 
 	struct bpf_map *rodata = bpf_object__find_map_by_name(r->obj, ".rodata");
+	struct bpf_map *bss = bpf_object__find_map_by_name(r->obj, ".bss");
 	struct bpf_map *events = bpf_object__find_map_by_name(r->obj, "events");
 	struct bpf_map *lost = bpf_object__find_map_by_name(r->obj, "lost");
-	if (!rodata || !events || !lost)
+	if (!rodata || !bss || !events || !lost)
 		return err_set(err, SBX_E_INTERNAL, 0, "the BPF object lacks its maps");
 	int k = bpf_map__set_initial_value(rodata, &cfg, sizeof(cfg));
 	if (k < 0)
@@ -332,6 +463,18 @@ static int rec_load(bpf_rec *r, uint64_t pidns_dev, uint64_t pidns_ino, uint32_t
 	if (k < 0)
 		return err_errnum(err, k, "load the BPF programs (SBX_DEBUG=1 logs why)");
 
+	/* The .bss is an mmapable array of one element; libbpf (before 1.5)
+	 * maps it for skeletons only. */
+	if (bpf_map__value_size(bss) < sizeof(*r->state))
+		return err_set(err, SBX_E_INTERNAL, 0, "the BPF object's .bss is too small");
+	r->state_len = (size_t)sysconf(_SC_PAGESIZE);
+	void *m = mmap(NULL, r->state_len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(bss), 0);
+	if (m == MAP_FAILED)
+		return err_errno(err, "map the BPF program's state");
+	r->state = m;
+	r->pidns_dev = pidns_dev;
+	r->pidns_ino = pidns_ino;
+	r->rb_bytes = rb_bytes;
 	r->lost_fd = bpf_map__fd(lost);
 	r->ncpus = libbpf_num_possible_cpus();
 	if (r->ncpus <= 0)
@@ -360,6 +503,63 @@ static int rec_start_thread(bpf_rec *r, sbx_err **err)
 	return 0;
 }
 
+/* A recorder loaded for the namespace: the cached one, or a new one. */
+static int rec_get(uint64_t pidns_dev, uint64_t pidns_ino, uint32_t rb_bytes, bpf_rec **ret, sbx_err **err)
+{
+	bpf_rec *cached = rec_cache_take(pidns_dev, pidns_ino, rb_bytes);
+	if (cached) {
+		*ret = cached;
+		return 0;
+	}
+	_cleanup_bpf_rec_ bpf_rec *r = calloc(1, sizeof(*r));
+	if (!r)
+		return err_errnum(err, ENOMEM, "allocate");
+	r->out_fd = -1;
+	r->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (r->stop_fd < 0)
+		return err_errno(err, "eventfd");
+	r->buf = malloc(OUT_BUF_SIZE);
+	if (!r->buf)
+		return err_errnum(err, ENOMEM, "allocate");
+	int k = rec_load(r, pidns_dev, pidns_ino, rb_bytes, err);
+	if (k < 0)
+		return k;
+	*ret = TAKE_PTR(r);
+	return 0;
+}
+
+/* Readies a detached recorder for a new recording to out_fd: nothing of an
+ * earlier one (records left in the ring, drop counts, the stop signal)
+ * carries over. */
+static int rec_reset(bpf_rec *r, int out_fd, sbx_err **err)
+{
+	r->discard = true;
+	(void)ring_buffer__consume(r->rb);
+	r->discard = false;
+	eventfd_t v;
+	(void)eventfd_read(r->stop_fd, &v);
+	uint32_t zero = 0;
+	memset(r->lost_vals, 0, (size_t)r->ncpus * sizeof(uint64_t));
+	if (bpf_map_update_elem(r->lost_fd, &zero, r->lost_vals, BPF_ANY) < 0)
+		return err_errno(err, "reset the drop counter");
+	r->misses_base = rec_recursion_misses(r);
+	r->out_fd = out_fd;
+	r->buf_len = 0;
+	r->write_errno = 0;
+	r->records = r->bytes = 0;
+	r->lost_kernel = r->lost_bad = r->lost_seen = 0;
+	return 0;
+}
+
+/* Stops a recording that failed to start (session, thread) and returns the
+ * recorder to the cache. */
+static void rec_end(bpf_rec *r)
+{
+	r->state->session = 0;
+	rec_stop_thread(r);
+	rec_cache_put(r);
+}
+
 int bpf_rec_start(uint64_t pidns_dev, uint64_t pidns_ino, int out_fd, bpf_rec **ret, sbx_err **err)
 {
 	uint32_t rb_bytes = SBX_TRACE_RINGBUF_DEFAULT;
@@ -372,20 +572,15 @@ int bpf_rec_start(uint64_t pidns_dev, uint64_t pidns_ino, int out_fd, bpf_rec **
 		return err_wrap(err, "bpf recorder");
 	pthread_once(&rec_libbpf_once, rec_libbpf_setup);
 
-	_cleanup_bpf_rec_ bpf_rec *r = calloc(1, sizeof(*r));
-	if (!r)
-		return err_errnum(err, ENOMEM, "bpf recorder: allocate");
-	r->out_fd = out_fd;
-	r->stop_fd = eventfd(0, EFD_CLOEXEC);
-	if (r->stop_fd < 0)
-		return err_errno(err, "bpf recorder: eventfd");
-	r->buf = malloc(OUT_BUF_SIZE);
-	if (!r->buf)
-		return err_errnum(err, ENOMEM, "bpf recorder: allocate");
-
-	k = rec_load(r, pidns_dev, pidns_ino, rb_bytes, err);
+	bpf_rec *r = NULL;
+	k = rec_get(pidns_dev, pidns_ino, rb_bytes, &r, err);
 	if (k < 0)
 		return err_wrap(err, "bpf recorder");
+	k = rec_reset(r, out_fd, err);
+	if (k < 0) {
+		bpf_rec_free(r);
+		return err_wrap(err, "bpf recorder");
+	}
 
 	struct trace_file_header h = {
 	    .version = TRACE_VERSION,
@@ -396,47 +591,65 @@ int bpf_rec_start(uint64_t pidns_dev, uint64_t pidns_ino, int out_fd, bpf_rec **
 	memcpy(h.magic, TRACE_MAGIC, sizeof(h.magic));
 	rec_append(r, &h, sizeof(h));
 	rec_flush(r);
-	if (r->write_errno)
-		return err_errnum(err, r->write_errno, "bpf recorder: write the trace header");
+	if (r->write_errno) {
+		k = r->write_errno;
+		rec_end(r);
+		return err_errnum(err, k, "bpf recorder: write the trace header");
+	}
+
+	/* A new number: stashed entries of earlier recordings are stale. */
+	uint32_t session = __atomic_add_fetch(&rec_session_seq, 1, __ATOMIC_RELAXED);
+	if (session == 0)
+		session = __atomic_add_fetch(&rec_session_seq, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&r->state->session, session, __ATOMIC_RELEASE);
 
 	k = rec_start_thread(r, err);
-	if (k < 0)
+	if (k < 0) {
+		rec_end(r);
 		return err_wrap(err, "bpf recorder");
-
-	for (size_t i = 0; i < ARRAY_SIZE(rec_progs); i++) {
-		struct bpf_program *p = bpf_object__find_program_by_name(r->obj, rec_progs[i]);
-		if (!p)
-			return err_set(err, SBX_E_INTERNAL, 0, "bpf recorder: no program '%s'", rec_progs[i]);
-		r->links[i] = bpf_program__attach(p);
-		if (!r->links[i])
-			return err_errno(err, "bpf recorder: attach '%s'", rec_progs[i]);
 	}
-	log_debug("bpf recorder: recording pid namespace %llu:%llu (ring buffer %u bytes)",
-		  (unsigned long long)pidns_dev, (unsigned long long)pidns_ino, rb_bytes);
-	*ret = TAKE_PTR(r);
+	for (size_t i = 0; i < ARRAY_SIZE(rec_progs); i++) {
+		if (r->links[i])
+			continue; /* still attached from the last recording */
+		struct bpf_program *p = bpf_object__find_program_by_name(r->obj, rec_progs[i]);
+		if (!p) {
+			rec_end(r);
+			return err_set(err, SBX_E_INTERNAL, 0, "bpf recorder: no program '%s'", rec_progs[i]);
+		}
+		r->links[i] = bpf_program__attach(p);
+		if (!r->links[i]) {
+			k = -errno;
+			rec_end(r);
+			return err_errnum(err, k, "bpf recorder: attach '%s'", rec_progs[i]);
+		}
+	}
+	log_debug("bpf recorder: recording pid namespace %llu:%llu (ring buffer %u bytes, session %u)",
+		  (unsigned long long)pidns_dev, (unsigned long long)pidns_ino, rb_bytes, session);
+	*ret = r;
 	return 0;
 }
 
 int bpf_rec_stop(bpf_rec *r, bpf_rec_stats *ret_stats, sbx_err **err)
 {
-	_cleanup_bpf_rec_ bpf_rec *owned = r;
-
 	if (!r)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "bpf recorder: not running");
-	rec_detach(r);
-	/* Detaching does not wait for a program already running on another
-	 * CPU; those finish within microseconds (they run with preemption
-	 * off), so one drain interval later the ring holds all there will be. */
-	struct timespec grace = {.tv_nsec = DRAIN_MS * 1000000L};
+	/* Off: the programs return at once from now on. One already past that
+	 * check on another CPU finishes within microseconds (they run with
+	 * preemption off); what it submits later stays in the ring, and the
+	 * next recording discards it. */
+	__atomic_store_n(&r->state->session, 0, __ATOMIC_RELEASE);
+	struct timespec grace = {.tv_nsec = STOP_GRACE_MS * 1000000L};
 	while (nanosleep(&grace, &grace) < 0 && errno == EINTR)
 		;
 	rec_stop_thread(r);
-	if (r->write_errno)
-		return err_errnum(err, r->write_errno, "bpf recorder: write the trace");
-
-	log_debug("bpf recorder: %llu records, %llu lost, %llu bytes", (unsigned long long)r->records,
-		  (unsigned long long)r->lost_seen, (unsigned long long)r->bytes);
+	int werr = r->write_errno;
+	bpf_rec_stats st = {.records = r->records, .lost = r->lost_seen, .bytes = r->bytes};
+	log_debug("bpf recorder: %llu records, %llu lost, %llu bytes", (unsigned long long)st.records,
+		  (unsigned long long)st.lost, (unsigned long long)st.bytes);
+	rec_cache_put(r);
+	if (werr)
+		return err_errnum(err, werr, "bpf recorder: write the trace");
 	if (ret_stats)
-		*ret_stats = (bpf_rec_stats){.records = r->records, .lost = r->lost_seen, .bytes = r->bytes};
+		*ret_stats = st;
 	return 0;
 }

@@ -21,7 +21,11 @@ typedef struct bpf_rec bpf_rec;
 bool bpf_rec_available(void);
 
 /* Starts recording every syscall of every task whose active pid namespace is
- * (pidns_dev, pidns_ino): st_dev/st_ino of stat("/proc/PID/ns/pid"). Writes
+ * (pidns_dev, pidns_ino): st_dev/st_ino of stat("/proc/PID/ns/pid"). The
+ * first start in a process loads the BPF programs (~90 ms); later ones for
+ * the same namespace reuse them (a stopped recorder is kept loaded, and
+ * attached for a few seconds: see bpf_rec.c). One recording per process at a
+ * time reuses them; a concurrent one loads its own. Writes
  * the stream (struct trace_file_header, then records) to out_fd from a drain
  * thread that polls the ring buffer every ~10 ms. out_fd stays the caller's;
  * it must not be written to by anyone else until bpf_rec_stop returns. The
@@ -35,9 +39,10 @@ typedef struct bpf_rec_stats {
 	uint64_t bytes;	  /* bytes written to out_fd, header and TR_LOST records included */
 } bpf_rec_stats;
 
-/* Stops: detaches the programs, drains what is left, writes a TR_LOST record
- * if anything was dropped since the last one, and reports counters. Frees r
- * (also on error: a failed write to out_fd is reported here). */
+/* Stops: switches recording off, drains what is left, writes a TR_LOST
+ * record if anything was dropped since the last one, and reports counters.
+ * Releases r (also on error: a failed write to out_fd is reported here); its
+ * loaded programs stay with the process for the next start. */
 int bpf_rec_stop(bpf_rec *r, bpf_rec_stats *ret_stats, sbx_err **err);
 
 #endif

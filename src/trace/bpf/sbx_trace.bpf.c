@@ -1,5 +1,6 @@
 /* The eBPF syscall recorder: kernel side. Loaded by src/trace/bpf_rec.c, which
- * sets `cfg` before load and drains `events` into the trace stream.
+ * sets `cfg` before load, switches recording on and off through `session`,
+ * and drains `events` into the trace stream.
  *
  * What it records, for every task whose active pid namespace is cfg.pidns
  * (nested pid namespaces are not followed: their tasks' active namespace is
@@ -12,6 +13,15 @@
  *   - TR_FORK, TR_EXEC and TR_EXIT from the scheduler's process tracepoints.
  * All hooks are BTF tracepoints (tp_btf): they need no tracefs, and their
  * arguments are typed kernel pointers that CO-RE can read.
+ *
+ * Cost (docs/BENCHMARKS.md): the object is loaded once per process and kept
+ * between recordings, so a task's stash doubles as its membership: a task
+ * that has one is in the namespace (a task's active pid namespace never
+ * changes), with its ids there cached, and only a task without one asks
+ * bpf_get_ns_current_pid_tgid, after a cheaper check of its pid level.
+ * `session` (user space writes it through the mmaped .bss) numbers the
+ * recording: an entry stashed in an earlier one is never completed in this
+ * one. Strings are read only for calls that have string arguments.
  *
  * Nothing is dropped silently: a record that does not fit in the ring buffer
  * (or a stash that cannot be allocated) increments the per-CPU `lost`
@@ -34,6 +44,12 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
 const volatile struct sbx_trace_cfg cfg = {};
 
+/* The program's only .bss variable (so at offset 0 of its mmap, where
+ * bpf_rec.c writes state.session). */
+volatile struct sbx_trace_state state;
+#define session (state.session)
+#define env_level (state.env_level)
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, SBX_TRACE_RINGBUF_DEFAULT);
@@ -52,8 +68,10 @@ struct stash {
 	struct trace_syscall rec;
 	struct mm_struct *mm; /* the address space the argument pointers belong to */
 	__u64 str_ptr[2];     /* user addresses of str0 and str1 */
-	int host_tid;	      /* the task's pid at entry, to notice de_thread */
-	__u8 active;	      /* entry seen, exit not yet */
+	__u32 ns_pid, ns_tgid; /* the task's ids in the namespace (cached) */
+	int host_tid;	      /* the task's pid when they were, to notice de_thread */
+	__u32 entered;	      /* session of the entry in rec, 0 when none is pending */
+	__u32 seen;	      /* the last session the task made a syscall in */
 	char str[2][TRACE_MAX_STR];
 };
 
@@ -103,6 +121,42 @@ static __always_inline __u8 *scratch_buf(void)
 static __always_inline bool in_env(struct bpf_pidns_info *ns)
 {
 	return bpf_get_ns_current_pid_tgid(cfg.pidns_dev, cfg.pidns_ino, ns, sizeof(*ns)) == 0;
+}
+
+/* The stash of the current task if it is in the namespace, NULL if not;
+ * created (with the task's ids there) on its first syscall. The ids are asked
+ * again when the task's pid changed: an execve by another thread of the
+ * group made it the leader (de_thread). */
+static __always_inline struct stash *member(struct task_struct *task, bool create)
+{
+	struct bpf_pidns_info ns;
+	struct stash *s = bpf_task_storage_get(&stashes, task, 0, 0);
+	if (s) {
+		if (s->host_tid != task->pid && in_env(&ns)) {
+			s->ns_pid = ns.pid;
+			s->ns_tgid = ns.tgid;
+			s->host_tid = task->pid;
+		}
+		return s;
+	}
+	if (!create)
+		return NULL;
+	__u32 level = env_level;
+	if (level && task->thread_pid->level + 1 != level)
+		return NULL;
+	if (!in_env(&ns))
+		return NULL;
+	s = bpf_task_storage_get(&stashes, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s) {
+		count_lost();
+		return NULL;
+	}
+	s->ns_pid = ns.pid;
+	s->ns_tgid = ns.tgid;
+	s->host_tid = task->pid;
+	if (!level)
+		env_level = task->thread_pid->level + 1;
+	return s;
 }
 
 static __always_inline void fill_header(struct trace_rec *h, __u16 type, __u16 len, struct bpf_pidns_info *ns,
@@ -162,6 +216,9 @@ static __always_inline void capture_strings(struct stash *s, long nr)
 {
 	__u8 mask = nr >= 0 && nr < SBX_TRACE_NR_MAX ? cfg.str_args[nr & (SBX_TRACE_NR_MAX - 1)] : 0;
 	__u32 found = 0;
+	s->rec.str0_len = s->rec.str1_len = 0;
+	if (!mask)
+		return;
 	s->str_ptr[0] = s->str_ptr[1] = 0;
 #pragma unroll
 	for (int i = 0; i < 6; i++) {
@@ -173,7 +230,6 @@ static __always_inline void capture_strings(struct stash *s, long nr)
 			s->str_ptr[1] = s->rec.args[i];
 		found++;
 	}
-	s->rec.str0_len = s->rec.str1_len = 0;
 	if (found > 0)
 		s->rec.str0_len = read_str(s->str[0], s->str_ptr[0], &s->rec.h.flags, TRS_STR0_TRUNC, TRS_STR0_FAULT);
 	if (found > 1)
@@ -183,41 +239,42 @@ static __always_inline void capture_strings(struct stash *s, long nr)
 SEC("tp_btf/sys_enter")
 int sys_enter(__u64 *ctx)
 {
+	__u32 sess = session;
+	if (!sess)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct stash *s = member(task, true);
+	if (!s)
+		return 0;
 	struct pt_regs *regs = (struct pt_regs *)ctx[0];
 	long nr = (long)ctx[1];
-	struct bpf_pidns_info ns;
-
-	if (!in_env(&ns))
-		return 0;
 	__u64 now = bpf_ktime_get_ns();
+	s->seen = sess;
 
 	if (nr == cfg.nr_exit || nr == cfg.nr_exit_group) {
 		struct trace_syscall r = {};
-		fill_header(&r.h, TR_SYSCALL, sizeof(r), &ns, 0, now);
+		r.h.type = TR_SYSCALL;
+		r.h.len = sizeof(r);
+		r.h.pid = s->ns_tgid;
+		r.h.tid = s->ns_pid;
+		r.h.ts_ns = now;
 		r.nr = (__s32)nr;
 		read_args(regs, r.args);
 		r.enter_ns = now;
+		s->entered = 0;
 		emit(&r, sizeof(r));
 		return 0;
 	}
 
-	struct stash *s =
-	    bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s) {
-		count_lost();
-		return 0;
-	}
 	s->rec.nr = (__s32)nr;
-	s->rec.h.pid = ns.tgid;
-	s->rec.h.tid = ns.pid;
-	s->host_tid = bpf_get_current_task_btf()->pid;
+	s->rec.h.pid = s->ns_tgid;
+	s->rec.h.tid = s->ns_pid;
 	s->rec.h.flags = 0;
 	s->rec.enter_ns = now;
 	read_args(regs, s->rec.args);
-	s->mm = bpf_get_current_task_btf()->mm;
-
+	s->mm = task->mm;
 	capture_strings(s, nr);
-	s->active = 1;
+	s->entered = sess;
 	return 0;
 }
 
@@ -264,34 +321,44 @@ static __always_inline void emit_syscall(struct stash *s)
 SEC("tp_btf/sys_exit")
 int sys_exit(__u64 *ctx)
 {
+	__u32 sess = session;
+	if (!sess)
+		return 0;
 	long ret = (long)ctx[1];
 	struct task_struct *task = bpf_get_current_task_btf();
 
-	/* Only the namespace's tasks have a stash: no need to ask for the
-	 * namespace again. No fresh entry: the syscall began before recording
-	 * did, or a tracer or seccomp skipped it (sys_enter never fired). */
-	struct stash *s = bpf_task_storage_get(&stashes, task, 0, 0);
+	/* Only the namespace's tasks have a stash: a task without one is not
+	 * recorded (or has not made a syscall yet; this exit then ends one that
+	 * began before the task had a stash). */
+	struct stash *s = member(task, false);
 	if (!s)
 		return 0;
-	if (!s->active) {
-		/* A task of the namespace (it has a stash) leaving a syscall it
-		 * never entered: the seccomp filter refused it (seccomp runs before
-		 * the sys_enter tracepoint). Those are the calls an audit wants most;
-		 * record them from the registers. orig_ax -1: a tracer skipped the
-		 * call (the determinism engine records what it answered itself). */
+	if (s->entered != sess) {
+		/* No entry in this recording. The task's first syscall in it: one
+		 * that began before recording did (or a tracer or seccomp skipped
+		 * it, which cannot be told apart here), as with a task without a
+		 * stash. Otherwise a task of the namespace leaving a syscall it
+		 * never entered: the seccomp filter refused it (seccomp runs
+		 * before the sys_enter tracepoint). Those are the calls an audit
+		 * wants most; record them from the registers. orig_ax -1: a tracer
+		 * skipped the call (the determinism engine records what it
+		 * answered itself). */
+		if (s->seen != sess) {
+			s->seen = sess;
+			return 0;
+		}
 		struct pt_regs *regs = (struct pt_regs *)ctx[0];
 #if defined(__TARGET_ARCH_x86)
 		long nr = (long)regs->orig_ax;
 #else
 		long nr = (long)regs->syscallno;
 #endif
-		struct bpf_pidns_info ns;
-		if (nr < 0 || !in_env(&ns))
+		if (nr < 0)
 			return 0;
 		__u64 now = bpf_ktime_get_ns();
 		s->rec.nr = (__s32)nr;
-		s->rec.h.pid = ns.tgid;
-		s->rec.h.tid = ns.pid;
+		s->rec.h.pid = s->ns_tgid;
+		s->rec.h.tid = s->ns_pid;
 		s->rec.h.flags = TRS_NO_ENTER;
 		s->rec.enter_ns = now;
 		read_args(regs, s->rec.args);
@@ -303,16 +370,11 @@ int sys_exit(__u64 *ctx)
 		emit_syscall(s);
 		return 0;
 	}
-	s->active = 0;
+	s->entered = 0;
 	/* The ids are the entry's, unless an execve by another thread of the
-	 * group made this one the leader (de_thread): then ask again. */
-	if (task->pid != s->host_tid) {
-		struct bpf_pidns_info ns;
-		if (!in_env(&ns))
-			return 0;
-		s->rec.h.pid = ns.tgid;
-		s->rec.h.tid = ns.pid;
-	}
+	 * group made this one the leader (de_thread): member() asked again. */
+	s->rec.h.pid = s->ns_tgid;
+	s->rec.h.tid = s->ns_pid;
 
 	/* bpf_probe_read_user_str cannot fault pages in; a string on a page the
 	 * task had not touched yet (ld.so's own .rodata, say) reads as a fault at
@@ -356,6 +418,8 @@ static __always_inline __u32 pid_nr_at(struct pid *pid, __u32 level)
 SEC("tp_btf/sched_process_fork")
 int sched_process_fork(__u64 *ctx)
 {
+	if (!session)
+		return 0;
 	struct task_struct *parent = (struct task_struct *)ctx[0];
 	struct task_struct *child = (struct task_struct *)ctx[1];
 	struct bpf_pidns_info ns;
@@ -404,7 +468,7 @@ static long count_nul(__u32 i, void *arg)
 static __always_inline void fill_exec_path(struct linux_binprm *bprm, __u8 *fn, __u32 fn_len)
 {
 	struct stash *s = bpf_task_storage_get(&stashes, bpf_get_current_task_btf(), 0, 0);
-	if (!s || !s->active || !(s->rec.h.flags & TRS_STR0_FAULT) || BPF_CORE_READ(bprm, fdpath))
+	if (!s || s->entered != session || !(s->rec.h.flags & TRS_STR0_FAULT) || BPF_CORE_READ(bprm, fdpath))
 		return;
 	if (fn_len > TRACE_MAX_STR || bpf_probe_read_kernel(s->str[0], fn_len, fn) < 0)
 		return;
@@ -422,6 +486,8 @@ static __always_inline void fill_exec_path(struct linux_binprm *bprm, __u8 *fn, 
 SEC("tp_btf/sched_process_exec")
 int sched_process_exec(__u64 *ctx)
 {
+	if (!session)
+		return 0;
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	struct linux_binprm *bprm = (struct linux_binprm *)ctx[2];
 	struct bpf_pidns_info ns;
@@ -485,6 +551,8 @@ int sched_process_exec(__u64 *ctx)
 SEC("tp_btf/sched_process_exit")
 int sched_process_exit(__u64 *ctx)
 {
+	if (!session)
+		return 0;
 	struct task_struct *task = (struct task_struct *)ctx[0];
 	struct bpf_pidns_info ns;
 	bool group_dead;

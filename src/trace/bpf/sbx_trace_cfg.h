@@ -21,4 +21,10 @@ struct sbx_trace_cfg {
 	uint8_t str_args[SBX_TRACE_NR_MAX]; /* trace_sys_str_args() per syscall number */
 };
 
+/* The program's run-time state (its .bss, mmaped by user space). */
+struct sbx_trace_state {
+	uint32_t session;   /* the recording in progress (user space writes it), 0 = none */
+	uint32_t env_level; /* the recorded namespace's pid level + 1, learnt from its first task */
+};
+
 #endif
