@@ -15,6 +15,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -123,14 +125,25 @@ static bool is_dir_path(const char *p)
 /* /sys/fs/cgroup for a spec "cgroup" mount: a tmpfs with the container's
  * own group of each hierarchy bound at its place (no cgroup namespace on v1;
  * on v2 a cgroup2 mount in the container's cgroup namespace). */
-static int mount_cgroupfs(int target_fd, const oci_mount *m, const char *cgroup, sbx_err **err)
+static int mount_cgroupfs(int rootfd, int target_fd, const oci_mount *m, const char *cgroup, sbx_err **err)
 {
 	char t[64];
 	fdpath(t, sizeof(t), target_fd);
-	if (mount("cgroup2", t, "cgroup2", m->flags & ~MS_BIND, NULL) == 0)
+	/* A pure v2 host: cgroup2 itself (rooted at the container's group when
+	 * it has a cgroup namespace, as engines ask on v2). */
+	struct statfs sf;
+	if (statfs("/sys/fs/cgroup", &sf) == 0 && sf.f_type == CGROUP2_SUPER_MAGIC) {
+		if (mount("cgroup2", t, "cgroup2", m->flags & ~(MS_BIND | MS_REC), NULL) < 0)
+			return err_errno(err, "mount cgroup2 on '%s'", m->destination);
 		return 0;
+	}
 	if (mount("tmpfs", t, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
 		return err_errno(err, "mount tmpfs on '%s'", m->destination);
+	/* The fd names the covered directory: resolve the new tmpfs. */
+	_cleanup_close_ int tfd = openat2_in_root(rootfd, m->destination, O_PATH | O_DIRECTORY);
+	if (tfd < 0)
+		return err_errnum(err, -tfd, "resolve '%s'", m->destination);
+	fdpath(t, sizeof(t), tfd);
 	FILE *f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return err_errno(err, "open mountinfo");
@@ -194,7 +207,7 @@ static int do_mount(int rootfd, const oci_mount *m, const char *cgroup, sbx_err 
 		return 0;
 	}
 	if (streq(m->type, "cgroup"))
-		return mount_cgroupfs(fd, m, cgroup, err);
+		return mount_cgroupfs(rootfd, fd, m, cgroup, err);
 	unsigned long flags = m->flags & ~(MS_BIND | MS_REC | MS_REMOUNT);
 	const char *src = m->source ? m->source : m->type;
 	if (mount(src, t, m->type, flags, m->data) < 0) {
