@@ -379,3 +379,27 @@ PY
 	bad=$(awk '{k=$1" "$3} $2=="runc"&&$4=="pass"{ok[k]=1} $2=="sbx-runc"&&$4=="fail"{f[k]=1} END{for(k in f) if(ok[k]) print k}' "$W/results")
 	[ -z "$bad" ] || fail "sbx-runc fails where runc passes: $bad"
 }
+
+# A pod's containers: the second joins the first's network, ipc, uts and pid
+# namespaces by path (as the CRI plugin writes them), and sees them.
+t_runc_join_namespaces() {
+	local b1=$TMPDIR_TEST/b1 b2=$TMPDIR_TEST/b2 pid o
+	mk_bundle "$b1" sleep 100
+	edit_spec "$b1" "c['hostname'] = 'podhost'"
+	R create --bundle "$b1" --pid-file "$TMPDIR_TEST/pid1" sandbox
+	R start sandbox
+	pid=$(cat "$TMPDIR_TEST/pid1")
+	mk_bundle "$b2" sh -c 'hostname; readlink /proc/self/ns/net; readlink /proc/self/ns/ipc; ps -o pid,args | grep -c "[s]leep 100"'
+	edit_spec "$b2" "
+c.pop('hostname')
+c['linux']['namespaces'] = [{'type': 'mount'}] + [{'type': t, 'path': '/proc/$pid/ns/' + n} for t, n in [('network', 'net'), ('ipc', 'ipc'), ('uts', 'uts'), ('pid', 'pid')]]
+"
+	local netns
+	netns=$(readlink /proc/"$pid"/ns/net)
+	o=$(R run --bundle "$b2" member 2>&1)
+	R delete --force member
+	R delete --force sandbox
+	assert_eq "$(echo "$o" | sed -n 1p)" podhost
+	assert_eq "$(echo "$o" | sed -n 2p)" "$netns" "network namespace shared"
+	assert_eq "$(echo "$o" | sed -n 4p)" 1 "the sandbox's process is visible in the shared pid namespace"
+}
