@@ -652,6 +652,9 @@ void oci_spec_free(oci_spec *s)
 	for (size_t i = 0; i < s->n_namespaces; i++)
 		free(s->namespaces[i].path);
 	free(s->namespaces);
+	for (size_t i = 0; i < s->n_devices; i++)
+		free(s->devices[i].path);
+	free(s->devices);
 	free(s->uid_mappings);
 	free(s->gid_mappings);
 	oci_resources_done(&s->resources);
@@ -793,6 +796,48 @@ int oci_spec_parse(const char *text, size_t len, oci_spec **ret, sbx_err **err)
 				return r;
 			if (n->path && !*n->path)
 				n->path = mfree(n->path);
+		}
+	}
+	if ((r = check_arr(l, "devices", "linux.devices", err)) < 0)
+		return r;
+	json_t *dv = json_object_get(l, "devices");
+	if (json_is_array(dv) && json_array_size(dv) > 0) {
+		if (json_array_size(dv) > 4096)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "too many devices");
+		if (!(s->devices = calloc(json_array_size(dv), sizeof(*s->devices))))
+			return err_oom(err);
+		size_t i;
+		json_t *v;
+		json_array_foreach (dv, i, v) {
+			oci_device *d = &s->devices[s->n_devices];
+			if (!json_is_object(v))
+				return bad(err, "linux.devices", "an array of objects");
+			if ((r = get_str(v, "path", "linux.devices.path", &d->path, err)) < 0)
+				return r;
+			s->n_devices++;
+			const char *t = json_str(v, "type");
+			if (!d->path || d->path[0] != '/' || !t || strlen(t) != 1 || !strchr("cbup", t[0]))
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "a device needs an absolute path and a type c, b, u or p");
+			d->type = t[0] == 'u' ? 'c' : t[0];
+			int64_t x = -1;
+			if ((r = get_int(v, "major", "linux.devices.major", 0, 0xfff, &d->major, err)) < 0 ||
+			    (r = get_int(v, "minor", "linux.devices.minor", 0, 0xfffff, &d->minor, err)) < 0)
+				return r;
+			if ((r = get_int(v, "fileMode", "linux.devices.fileMode", 0, 07777, &x, err)) < 0)
+				return r;
+			if (x >= 0)
+				d->has_mode = true, d->mode = (uint32_t)x;
+			x = -1;
+			if ((r = get_int(v, "uid", "linux.devices.uid", 0, UINT32_MAX, &x, err)) < 0)
+				return r;
+			if (x >= 0)
+				d->has_uid = true, d->uid = (uint32_t)x;
+			x = -1;
+			if ((r = get_int(v, "gid", "linux.devices.gid", 0, UINT32_MAX, &x, err)) < 0)
+				return r;
+			if (x >= 0)
+				d->has_gid = true, d->gid = (uint32_t)x;
 		}
 	}
 	if ((r = parse_idmaps(l, "uidMappings", &s->uid_mappings, &s->n_uid_mappings, err)) < 0 ||

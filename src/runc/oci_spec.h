@@ -60,6 +60,15 @@ typedef struct oci_mount {
 	bool bind;         /* a bind mount (type bind, or option bind/rbind) */
 } oci_mount;
 
+/* linux.devices: nodes to create in the container's /dev. */
+typedef struct oci_device {
+	char *path; /* absolute */
+	char type;  /* 'c', 'b' (or 'u' = 'c'), 'p' */
+	int64_t major, minor;
+	bool has_mode, has_uid, has_gid;
+	uint32_t mode, uid, gid;
+} oci_device;
+
 typedef struct oci_namespace {
 	int type;   /* CLONE_NEW* */
 	char *path; /* join this namespace, NULL: a new one */
@@ -110,6 +119,8 @@ typedef struct oci_spec {
 	size_t n_mounts;
 	oci_namespace *namespaces;
 	size_t n_namespaces;
+	oci_device *devices;
+	size_t n_devices;
 	oci_idmap *uid_mappings, *gid_mappings;
 	size_t n_uid_mappings, n_gid_mappings;
 	oci_resources resources;

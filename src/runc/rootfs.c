@@ -267,6 +267,67 @@ static int default_devices(int rootfd, sbx_err **err)
 	return 0;
 }
 
+/* linux.devices: mknod where we may (root without a user namespace), else a
+ * bind of the host's node with the same numbers (in a user namespace mknod
+ * of a device is refused), then mode and owner. */
+static int make_devices(int rootfd, const oci_spec *s, sbx_err **err)
+{
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const oci_device *d = &s->devices[i];
+		mode_t type = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
+		dev_t dev = makedev((unsigned)d->major, (unsigned)d->minor);
+		_cleanup_free_ char *parent = strdup(d->path);
+		if (!parent)
+			return err_oom(err);
+		char *slash = strrchr(parent, '/');
+		const char *name = slash + 1;
+		*slash = 0;
+		if (!*name || streq(name, "..") || streq(name, "."))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "device path '%s'", d->path);
+		_cleanup_close_ int pfd = ensure_in_root(rootfd, *parent ? parent : "/", true, err);
+		if (pfd < 0)
+			return err_wrap(err, "device '%s'", d->path);
+		/* mknodat needs a real directory fd, not O_PATH. */
+		char pp[64];
+		fdpath(pp, sizeof(pp), pfd);
+		_cleanup_close_ int dfd = open(pp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return err_errno(err, "open the directory of '%s'", d->path);
+		(void)unlinkat(dfd, name, 0);
+		mode_t perm = d->has_mode ? (d->mode & 07777) : 0666;
+		if (mknodat(dfd, name, type | perm, dev) < 0) {
+			if (errno != EPERM || type == S_IFIFO)
+				return err_errno(err, "mknod '%s'", d->path);
+			/* Find a host node with these numbers to bind. */
+			char host[4200] = "";
+			struct stat st;
+			if (stat(d->path, &st) == 0 && (st.st_mode & S_IFMT) == type && st.st_rdev == dev)
+				snprintf(host, sizeof(host), "%s", d->path);
+			if (!*host)
+				return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+					       "device '%s': mknod not permitted and no host node %u:%u at that path",
+					       d->path, (unsigned)d->major, (unsigned)d->minor);
+			int f = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+			if (f < 0)
+				return err_errno(err, "create '%s'", d->path);
+			close(f);
+			_cleanup_close_ int tfd = openat2_in_root(rootfd, d->path, O_PATH);
+			char t[64];
+			fdpath(t, sizeof(t), tfd);
+			if (tfd < 0 || mount(host, t, NULL, MS_BIND, NULL) < 0)
+				return err_errno(err, "bind device '%s'", d->path);
+			continue;
+		}
+		if (fchmodat(dfd, name, perm, 0) < 0)
+			return err_errno(err, "chmod '%s'", d->path);
+		if ((d->has_uid || d->has_gid) &&
+		    fchownat(dfd, name, d->has_uid ? d->uid : (uid_t)-1, d->has_gid ? d->gid : (gid_t)-1,
+			     AT_SYMLINK_NOFOLLOW) < 0)
+			return err_errno(err, "chown '%s'", d->path);
+	}
+	return 0;
+}
+
 /* sbx's own masks, added to the spec's unless the mask wall is off: what
  * Docker masks by default, so that a spec with an empty list (ctr's
  * `--privileged`-less defaults differ between engines) still hides them. */
@@ -339,6 +400,8 @@ int runc_rootfs_setup(const runc_rootfs_ctx *c, sbx_err **err)
 			dev_tmpfs = true;
 	}
 	if (dev_tmpfs && default_devices(rootfd, err) < 0)
+		return -1;
+	if (make_devices(rootfd, s, err) < 0)
 		return -1;
 	/* 4. createContainer hooks: in the container's mount namespace, before
 	 *    pivot_root (the spec's order), host paths still visible. */

@@ -254,3 +254,16 @@ TEST(mount_options)
 	CHECK_STREQ(data, "size=1m,mode=755");
 	free(data);
 }
+
+TEST(devices)
+{
+	const char *j = "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"u\","
+			"\"major\":1,\"minor\":3,\"fileMode\":438,\"uid\":5}]}}";
+	oci_spec *s = NULL;
+	CHECK(oci_spec_parse(j, strlen(j), &s, NULL) == 0);
+	CHECK(s->n_devices == 1 && s->devices[0].type == 'c' && s->devices[0].minor == 3);
+	CHECK(s->devices[0].has_mode && s->devices[0].mode == 0666 && s->devices[0].has_uid && !s->devices[0].has_gid);
+	oci_spec_free(s);
+	const char *bad = "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"x\",\"type\":\"c\"}]}}";
+	CHECK(oci_spec_parse(bad, strlen(bad), &s, NULL) < 0);
+}
