@@ -293,6 +293,12 @@ static int make_devices(int rootfd, const oci_spec *s, sbx_err **err)
 		_cleanup_close_ int dfd = open(pp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return err_errno(err, "open the directory of '%s'", d->path);
+		/* Already there with these numbers (a default device bound above,
+		 * or a bind from the spec): nothing to do. */
+		struct stat cur;
+		if (fstatat(dfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0 && (cur.st_mode & S_IFMT) == type &&
+		    cur.st_rdev == dev)
+			continue;
 		(void)unlinkat(dfd, name, 0);
 		mode_t perm = d->has_mode ? (d->mode & 07777) : 0666;
 		if (mknodat(dfd, name, type | perm, dev) < 0) {

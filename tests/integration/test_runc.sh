@@ -415,7 +415,7 @@ c['linux']['namespaces'] = [{'type': 'mount'}] + [{'type': t, 'path': '/proc/$pi
 t_runc_devices() {
 	local b=$TMPDIR_TEST/b o
 	mk_bundle "$b" sh -c 'stat -c "%F %t:%T %a %u" /dev/sbxnull /dev/sub/sbxzero; echo hi > /dev/sbxnull; head -c 3 /dev/sub/sbxzero | wc -c'
-	edit_spec "$b" "c['linux']['devices'] = [{'path': '/dev/sbxnull', 'type': 'c', 'major': 1, 'minor': 3, 'fileMode': 0o666, 'uid': 0, 'gid': 0}, {'path': '/dev/sub/sbxzero', 'type': 'c', 'major': 1, 'minor': 5, 'fileMode': 0o640, 'uid': 65534}]"
+	edit_spec "$b" "c['linux']['devices'] = [{'path': '/dev/sbxnull', 'type': 'c', 'major': 1, 'minor': 3, 'fileMode': 0o666, 'uid': 0, 'gid': 0}, {'path': '/dev/sub/sbxzero', 'type': 'c', 'major': 1, 'minor': 5, 'fileMode': 0o640, 'uid': 65534}, {'path': '/dev/null', 'type': 'c', 'major': 1, 'minor': 3}]"
 	o=$(R run --bundle "$b" dv1 2>&1)
 	R delete --force dv1
 	assert_contains "$o" "character special file 1:3 666 0"
