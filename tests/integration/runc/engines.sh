@@ -1,6 +1,11 @@
 # Private engines for test_runc.sh (sourced). Each start_* puts all its state
 # under $1 (a directory of the test's own), never /var/lib/docker or
-# /run/containerd; stop_* kills what start_* started (by pid) and unmounts.
+# /run/containerd's state; stop_* kills what start_* started (by pid) and
+# unmounts. What the engines hard-code and no option moves: containerd 1.6's
+# shim binds its socket in /run/containerd/s/ (removed when the shim exits),
+# dockerd 20.10 makes /run/docker/plugins (empty). The trust key goes to the
+# private directory ("deprecated-key-path"), ctr's FIFOs and the runc root
+# too (--fifo-dir, --runc-root).
 
 # busybox_rootfs DIR: a busybox-static root with passwd/group for user tests.
 busybox_rootfs() {
@@ -88,7 +93,8 @@ start_dockerd() {
 	# its exec-root, which is fine too, but then we could not kill it by pid).
 	start_containerd "$d/ctd" || return 1
 	cat > "$d/daemon.json" <<JSON
-{"runtimes": {"sbx": {"path": "$sbx_runc"}, "crun": {"path": "$(command -v crun || echo /usr/bin/crun)"}}}
+{"runtimes": {"sbx": {"path": "$sbx_runc"}, "crun": {"path": "$(command -v crun || echo /usr/bin/crun)"}},
+ "deprecated-key-path": "$d/key.json"}
 JSON
 	dockerd --data-root "$d/data" --exec-root "$d/exec" --host "unix://$d/docker.sock" --pidfile "$d/docker.pid" \
 		--containerd "$d/ctd/containerd.sock" --config-file "$d/daemon.json" --iptables=false --ip-masq=false \
