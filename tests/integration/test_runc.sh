@@ -422,3 +422,21 @@ t_runc_devices() {
 	assert_contains "$o" "character special file 1:5 640 65534"
 	assert_contains "$o" $'\n3'
 }
+
+# A user namespace with the spec's mappings (ctr --uidmap, hostUsers: false):
+# root inside is host uid 100000, the image chowned to match.
+t_runc_userns() {
+	local b=$TMPDIR_TEST/b o pid
+	mk_bundle "$b" sh -c 'id -u; cat /proc/self/uid_map; echo x > /tmp/f && echo wrote; sleep 100'
+	chown -R 100000:100000 "$b/rootfs"
+	edit_spec "$b" "c['linux']['namespaces'].append({'type': 'user'}); c['linux']['uidMappings'] = [{'containerID': 0, 'hostID': 100000, 'size': 65536}]; c['linux']['gidMappings'] = [{'containerID': 0, 'hostID': 100000, 'size': 65536}]"
+	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" u1 > "$TMPDIR_TEST/out" 2>&1
+	R start u1
+	pid=$(cat "$TMPDIR_TEST/pid")
+	for _ in $(seq 60); do grep -q wrote "$TMPDIR_TEST/out" && break; sleep 0.05; done
+	o=$(cat "$TMPDIR_TEST/out")
+	assert_eq "$(awk '/^Uid:/ {print $2}' /proc/"$pid"/status)" 100000 "host uid of the container's root"
+	R delete --force u1
+	assert_contains "$o" $'0\n         0     100000      65536'
+	assert_contains "$o" wrote
+}

@@ -204,9 +204,14 @@ case_docker_update() {
 	[ "$o" = "100663296 512 " ] || { echo "limits after update: $o"; return 1; }
 }
 case_docker_tty() {
-	local o
+	local o c
 	o=$(script -qec "DOCKER_HOST=unix://$ENG_DIR/docker.sock docker run --rm -t --runtime $RT --network none $IMG tty" /dev/null < /dev/null 2>&1)
-	[[ "$o" == *"/dev/pts/"* ]] || { echo "out=$o"; return 1; }
+	[[ "$o" == *"/dev/pts/"* ]] || { echo "run -t: out=$o"; return 1; }
+	# exec -t: the exec's own pty over its console socket.
+	c=$(drun -d "$IMG" sleep 100) || return 1
+	o=$(script -qec "DOCKER_HOST=unix://$ENG_DIR/docker.sock docker exec -t $c tty" /dev/null < /dev/null 2>&1)
+	dockerc "$ENG_DIR" rm -f "$c" > /dev/null
+	[[ "$o" == *"/dev/pts/"* ]] || { echo "exec -t: out=$o"; return 1; }
 }
 DOCKER_CASES="output_exit env_cwd_user readonly_bind not_found exec_stop_rm oom pids pause_top update tty"
 
