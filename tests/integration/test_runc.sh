@@ -440,3 +440,45 @@ t_runc_userns() {
 	assert_contains "$o" $'0\n         0     100000      65536'
 	assert_contains "$o" wrote
 }
+
+# The spec's seccomp profile and sbx's deny list both apply (two filters,
+# the stricter answer wins): the profile denies mkdir, sbx denies unshare.
+t_runc_seccomp_merge() {
+	local b=$TMPDIR_TEST/b o
+	mk_bundle "$b" sh -c 'mkdir /tmp/d 2>&1; echo mkdir=$?; unshare -U true 2>/dev/null; echo unshare=$?; grep Seccomp_filters /proc/self/status'
+	edit_spec "$b" "c['linux']['seccomp'] = {'defaultAction': 'SCMP_ACT_ALLOW', 'architectures': ['SCMP_ARCH_X86_64'], 'syscalls': [{'names': ['mkdir', 'mkdirat'], 'action': 'SCMP_ACT_ERRNO', 'errnoRet': 1}]}"
+	o=$(R run --bundle "$b" s1 2>&1)
+	R delete --force s1
+	assert_contains "$o" "Operation not permitted"
+	assert_contains "$o" "mkdir=1"
+	assert_contains "$o" "unshare=1"
+	assert_contains "$o" "Seccomp_filters:	3"
+	edit_spec "$b" "c['annotations'] = {'run.sbx.wall.seccomp': 'off'}"
+	o=$(R run --bundle "$b" s2 2>&1)
+	R delete --force s2
+	assert_contains "$o" "mkdir=1"
+	assert_contains "$o" "Seccomp_filters:	1"
+}
+
+# --systemd-cgroup: slice:prefix:name is the cgroupfs path systemd would use
+# (no systemd here: sbx-runc manages it directly); kill --all reaches every
+# process of the group.
+t_runc_systemd_path_kill_all() {
+	local b=$TMPDIR_TEST/b pid cg
+	mk_bundle "$b" sh -c 'sleep 100 & sleep 100 & wait'
+	edit_spec "$b" "c['linux']['cgroupsPath'] = 'sbxtest.slice:sbxrunc:k1'"
+	timeout 30 "$(sbx_runc)" --root "$TMPDIR_TEST/state" --systemd-cgroup create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" k1
+	R start k1
+	pid=$(cat "$TMPDIR_TEST/pid")
+	cg=/sys/fs/cgroup/pids/sbxtest.slice/sbxrunc-k1.scope
+	[ -d "$cg" ] || cg=/sys/fs/cgroup/sbxtest.slice/sbxrunc-k1.scope
+	for _ in $(seq 60); do [ "$(wc -l < "$cg/cgroup.procs")" -ge 3 ] && break; sleep 0.05; done
+	grep -qx "$pid" "$cg/cgroup.procs" || fail "pid not in the systemd-style path"
+	assert_eq "$(wc -l < "$cg/cgroup.procs")" 3
+	R kill --all k1 KILL
+	for _ in $(seq 100); do [ "$(status_of k1)" = stopped ] && break; sleep 0.05; done
+	assert_eq "$(status_of k1)" stopped
+	R delete k1
+	[ ! -d "$cg" ] || fail "cgroup left"
+	rmdir /sys/fs/cgroup/*/sbxtest.slice 2> /dev/null || true
+}
