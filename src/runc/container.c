@@ -354,7 +354,8 @@ _noreturn_ static void container_main(int sock, int listen_fd, int console, cons
 				(void)fd_write_all(c, sbx_err_message(e), strlen(sbx_err_message(e)));
 				_exit(1);
 			}
-			execve(exe, s->process.args, s->process.env);
+			char **envp = runc_exec_env(&s->process);
+			execve(exe, s->process.args, envp ? envp : s->process.env);
 			char msg[512];
 			int n = snprintf(msg, sizeof(msg), "exec: \"%s\": %s", s->process.args[0], strerror(errno));
 			(void)fd_write_all(c, msg, (size_t)n);
@@ -894,7 +895,8 @@ int runc_exec(const runc_globals *g, const char *id, const char *process_file, b
 			if (runc_proc_finalize(&pc, &e) < 0)
 				child_fail(csock, e);
 			safe_close(console);
-			execve(exe, proc.args, proc.env);
+			char **envp = runc_exec_env(&proc);
+			execve(exe, proc.args, envp ? envp : proc.env);
 			err_errno(&e, "exec: \"%s\"", proc.args[0]);
 			child_fail(csock, e);
 		}

@@ -78,6 +78,47 @@ char *runc_find_exe(const oci_process *p, sbx_err **err)
 	return NULL;
 }
 
+char **runc_exec_env(const oci_process *p)
+{
+	size_t n = 0;
+	while (p->env[n])
+		n++;
+	char **v = calloc(n + 2, sizeof(char *));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		v[i] = p->env[i];
+	if (oci_env_get(p->env, "HOME"))
+		return v;
+	/* As runc: HOME from the container's /etc/passwd, "/" if the uid has no entry. */
+	const char *home = "/";
+	_cleanup_free_ char *pw = NULL;
+	char *found = NULL;
+	if (fs_read_file("/etc/passwd", 1 << 20, &pw, NULL) == 0) {
+		char *save = NULL;
+		for (char *l = strtok_r(pw, "\n", &save); l && !found; l = strtok_r(NULL, "\n", &save)) {
+			/* name:x:uid:gid:gecos:home:shell */
+			char *f[7] = {0};
+			size_t k = 0;
+			for (char *c = l; k < 7; k++) {
+				f[k] = c;
+				c = strchr(c, ':');
+				if (!c)
+					break;
+				*c++ = 0;
+			}
+			if (k >= 5 && f[2] && f[5] && strtoul(f[2], NULL, 10) == p->user.uid && *f[5])
+				found = f[5];
+		}
+	}
+	if (found)
+		home = found;
+	static char buf[4200];
+	snprintf(buf, sizeof(buf), "HOME=%s", home);
+	v[n] = buf;
+	return v;
+}
+
 /* A pty whose master goes to the engine over the console socket (runc's
  * protocol: one message, the name as data, the master as SCM_RIGHTS); the
  * slave becomes our controlling terminal and stdio. */

@@ -57,6 +57,10 @@ typedef struct runc_proc_ctx {
  * or an error worded so that docker maps it to exit 127 ("executable file not
  * found in $PATH" / "no such file or directory"). */
 char *runc_find_exe(const oci_process *p, sbx_err **err);
+/* The environment to exec with: the process's, plus HOME from the
+ * container's /etc/passwd when the spec sets none (as runc does). The array
+ * borrows the process's strings; free() only the array. */
+char **runc_exec_env(const oci_process *p);
 /* Terminal (pty on the console socket), rlimits, oom_score_adj, Landlock,
  * seccomp (spec's, then sbx's), capabilities and user, no_new_privs, cwd. */
 int runc_proc_finalize(const runc_proc_ctx *c, sbx_err **err);

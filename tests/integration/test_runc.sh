@@ -53,7 +53,7 @@ status_of() { R state "$1" | python3 -c 'import json,sys; print(json.load(sys.st
 # the pid exits -> stopped; the pid in the pid file is the container's process.
 t_runc_lifecycle() {
 	local b=$TMPDIR_TEST/b pid
-	mk_bundle "$b" sh -c 'echo started > /tmp/started; sleep 100'
+	mk_bundle "$b" sh -c 'echo "started $HOME" > /tmp/started; sleep 100'
 	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" c1
 	pid=$(cat "$TMPDIR_TEST/pid")
 	assert_eq "$(status_of c1)" created
@@ -61,7 +61,8 @@ t_runc_lifecycle() {
 	R start c1
 	assert_eq "$(status_of c1)" running
 	for _ in $(seq 50); do [ -e "$b/rootfs/tmp/started" ] && break; sleep 0.05; done
-	assert_eq "$(cat "$b/rootfs/tmp/started")" started
+	# HOME from the image's /etc/passwd when the spec sets none (as runc).
+	assert_eq "$(cat "$b/rootfs/tmp/started")" "started /root"
 	assert_contains "$(cat /proc/"$pid"/cmdline | tr '\0' ' ')" "sleep 100"
 	expect_status 1 R start c1
 	expect_status 1 R delete c1
