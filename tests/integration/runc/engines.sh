@@ -22,6 +22,9 @@ busybox_rootfs() {
 start_containerd() {
 	local d=$1
 	mkdir -p "$d"
+	# The shim's socket directory (see above): removed after, only if this
+	# test made it and it is empty again.
+	[ -e /run/containerd ] || touch "$d/made-run-containerd"
 	cat > "$d/config.toml" <<TOML
 version = 2
 root = "$d/root"
@@ -72,6 +75,10 @@ stop_containerd() {
 	kill "$pid" 2> /dev/null || true
 	for _ in $(seq 50); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
 	kill -9 "$pid" 2> /dev/null || true
+	if [ -e "$d/made-run-containerd" ]; then
+		# Exiting shims remove their sockets a moment later.
+		for _ in $(seq 30); do rmdir /run/containerd/s /run/containerd 2> /dev/null && break; sleep 0.1; done
+	fi
 	# Shims of this containerd (their command line names its address).
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $d/containerd.sock" || true); do
 		kill -9 "$p" 2> /dev/null || true
@@ -89,6 +96,7 @@ umount_under() {
 start_dockerd() {
 	local d=$1 sbx_runc=$2
 	mkdir -p "$d/data" "$d/exec"
+	[ -e /run/docker ] || touch "$d/made-run-docker"
 	# A containerd of its own (dockerd would otherwise start one under
 	# its exec-root, which is fine too, but then we could not kill it by pid).
 	start_containerd "$d/ctd" || return 1
@@ -127,4 +135,5 @@ stop_dockerd() {
 	fi
 	stop_containerd "$d/ctd"
 	umount_under "$d"
+	[ ! -e "$d/made-run-docker" ] || rmdir /run/docker/plugins /run/docker 2> /dev/null || true
 }
