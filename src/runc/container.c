@@ -655,7 +655,8 @@ int runc_delete(const runc_globals *g, const char *id, bool force, sbx_err **err
 		 * shim deletes, then force-deletes again. */
 		if (force && sbx_err_code(le) == SBX_E_NOT_FOUND)
 			return 0;
-		*err = TAKE_PTR(le);
+		if (err)
+			*err = TAKE_PTR(le);
 		return -1;
 	}
 	if (!streq(status, "stopped") && !streq(status, "created") && !force) {
