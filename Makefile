@@ -174,3 +174,17 @@ demo: all
 
 clean:
 	rm -rf build build-asan bin
+
+# ---- sbx-runc (docs/runc.md) -----------------------------------------------------
+# The OCI runtime binary: src/runc/ over libsbx.a, linked statically like the CLI.
+RUNC_SRC := $(wildcard src/runc/*.c)
+RUNC_OBJ := $(RUNC_SRC:%.c=$(BUILD)/%.o)
+RUNC_PURE_OBJ := $(BUILD)/src/runc/oci_spec.o $(BUILD)/src/runc/oci_state.o
+all: $(BUILD)/bin/sbx-runc
+$(BUILD)/bin/sbx-runc: $(RUNC_OBJ) $(BUILD)/lib/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $(RUNC_OBJ) $(BUILD)/lib/libsbx.a $(LDFLAGS) $(CLI_LIBS)
+# Its unit tests link the pure parsers too.
+$(BUILD)/tests/test_runc_%: tests/unit/test_runc_%.c tests/unit/unit.h $(RUNC_PURE_OBJ) $(BUILD)/lib/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) -Itests/unit -o $@ $< $(RUNC_PURE_OBJ) $(BUILD)/lib/libsbx.a $(LDFLAGS) $(LIBS)

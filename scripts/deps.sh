@@ -12,6 +12,9 @@ build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libmicro
 test_pkgs="clang-format python3 python3-cryptography python3-pip python3-setuptools openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo curl clang libclang-rt-14-dev"
 # linux-perf and bpftool profile the eBPF recorder (docs/BENCHMARKS.md, tracing).
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm strace python3 openssl linux-perf bpftool"
+# containerd, runc, crun, docker.io, podman, conmon: test_runc.sh drives
+# sbx-runc from the real engines and compares it with runc and crun.
+test_pkgs="$test_pkgs containerd runc crun docker.io podman conmon"
 case "$what" in
 build) pkgs="$build_pkgs" ;;
 demo) pkgs="$build_pkgs python3" ;;

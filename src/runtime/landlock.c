@@ -103,7 +103,7 @@ static int landlock_add_path(int ruleset_fd, const landlock_rule *rule, uint64_t
 	return 0;
 }
 
-int landlock_restrict(const landlock_rule *rules, size_t n_rules, sbx_err **err)
+static int landlock_restrict_scoped(const landlock_rule *rules, size_t n_rules, bool scoped, sbx_err **err)
 {
 	int abi = landlock_abi();
 	if (abi <= 0)
@@ -114,7 +114,7 @@ int landlock_restrict(const landlock_rule *rules, size_t n_rules, sbx_err **err)
 	size_t size = offsetof(struct sbx_landlock_ruleset_attr, handled_access_net);
 	if (abi >= 4)
 		size = offsetof(struct sbx_landlock_ruleset_attr, scoped);
-	if (abi >= 6) {
+	if (abi >= 6 && scoped) {
 		attr.scoped = SBX_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | SBX_LANDLOCK_SCOPE_SIGNAL;
 		size = sizeof(attr);
 	}
@@ -136,4 +136,14 @@ int landlock_restrict(const landlock_rule *rules, size_t n_rules, sbx_err **err)
 	if (sys_landlock_restrict_self(ruleset_fd, 0) < 0)
 		return err_errno(err, "landlock: restrict self");
 	return abi;
+}
+
+int landlock_restrict(const landlock_rule *rules, size_t n_rules, sbx_err **err)
+{
+	return landlock_restrict_scoped(rules, n_rules, true, err);
+}
+
+int landlock_restrict_fs(const landlock_rule *rules, size_t n_rules, sbx_err **err)
+{
+	return landlock_restrict_scoped(rules, n_rules, false, err);
 }

@@ -25,3 +25,8 @@ int landlock_abi(void);
  * Returns the ABI in use (>= 1) on success, 0 if Landlock is unavailable
  * (nothing applied: the caller reports the missing wall), negative on error. */
 int landlock_restrict(const landlock_rule *rules, size_t n_rules, sbx_err **err);
+/* The same without the ABI 6 scopes (sbx-runc: processes entered with exec
+ * are not descendants of the container's init, so a scoped domain each would
+ * keep `docker exec c kill 1` from working; the pid and network namespaces
+ * confine signals and abstract sockets there instead). */
+int landlock_restrict_fs(const landlock_rule *rules, size_t n_rules, sbx_err **err);

@@ -1,0 +1,325 @@
+/* sbx-runc: the runc command line that containerd's runc shim, dockerd
+ * (through the shim) and podman's conmon call, over sbx's runtime modules.
+ * Options are accepted as "--opt value", "--opt=value" and with one dash,
+ * before or after the subcommand's own, as the Go flag parsers that
+ * runc/crun users rely on accept them. Errors go to stderr and, with --log,
+ * to that file (JSON lines with --log-format json), which the shim shows. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "runc/runc.h"
+#include "sbx.h"
+#include "util/json.h"
+#include "util/macro.h"
+
+#define DEFAULT_ROOT "/run/sbx-runc"
+
+static runc_globals G = {.root = DEFAULT_ROOT};
+
+static void log_error(const char *msg)
+{
+	fprintf(stderr, "sbx-runc: %s\n", msg);
+	if (!G.log)
+		return;
+	FILE *f = fopen(G.log, "ae");
+	if (!f)
+		return;
+	if (G.log_json) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		struct tm tm;
+		gmtime_r(&ts.tv_sec, &tm);
+		char t[64];
+		strftime(t, sizeof(t), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		_cleanup_json_ json_t *j = json_pack("{s:s,s:s,s:s}", "level", "error", "msg", msg, "time", t);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		if (s)
+			fprintf(f, "%s\n", s);
+		free(s);
+	} else {
+		fprintf(f, "sbx-runc: %s\n", msg);
+	}
+	fclose(f);
+}
+
+typedef struct opt {
+	const char *name;
+	bool has_arg;
+	const char *value; /* set when seen: the argument, or "" for a flag */
+} opt;
+
+/* Consumes options from argv[*i...] (stops at the first positional or
+ * "--"); unknown options are an error. Positionals are collected into pos. */
+static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
+		      size_t max_pos)
+{
+	bool only_pos = false;
+	for (int i = start; i < argc; i++) {
+		char *a = argv[i];
+		if (only_pos || a[0] != '-' || streq(a, "-")) {
+			if (*n_pos >= max_pos) {
+				/* exec's trailing command line (runc exec ID cmd...): ignored
+				 * here since engines always pass --process. */
+				continue;
+			}
+			pos[(*n_pos)++] = a;
+			continue;
+		}
+		if (streq(a, "--")) {
+			only_pos = true;
+			continue;
+		}
+		const char *name = a + (a[1] == '-' ? 2 : 1);
+		const char *eq = strchr(name, '=');
+		size_t nl = eq ? (size_t)(eq - name) : strlen(name);
+		opt *o = NULL;
+		for (size_t k = 0; k < n_opts; k++)
+			if (strlen(opts[k].name) == nl && strncmp(opts[k].name, name, nl) == 0)
+				o = &opts[k];
+		if (!o) {
+			char m[256];
+			snprintf(m, sizeof(m), "unknown option '%s'", a);
+			log_error(m);
+			return -1;
+		}
+		if (o->has_arg) {
+			if (eq)
+				o->value = eq + 1;
+			else if (i + 1 < argc)
+				o->value = argv[++i];
+			else {
+				char m[256];
+				snprintf(m, sizeof(m), "option '%s' needs a value", a);
+				log_error(m);
+				return -1;
+			}
+		} else {
+			/* Go booleans: --flag, --flag=true, --flag=false. */
+			o->value = eq && (streq(eq + 1, "false") || streq(eq + 1, "0")) ? NULL : "";
+		}
+	}
+	return 0;
+}
+
+static const char *optv(const opt *opts, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (streq(opts[i].name, name))
+			return opts[i].value;
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: sbx-runc [--root DIR] [--log FILE] [--log-format text|json] [--systemd-cgroup]\n"
+		   "                [--no-wall seccomp|landlock|capabilities|mask] COMMAND ...\n"
+		   "commands:\n"
+		   "  create --bundle DIR [--pid-file F] [--console-socket S] [--no-pivot] [--no-new-keyring] ID\n"
+		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
+		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
+		   "  pause ID | resume ID | ps [--format json] ID | update --resources FILE|- ID\n"
+		   "  list | features | --version\n"
+		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
+}
+
+static int features(void)
+{
+	static const char *const ns[] = {"cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL};
+	_cleanup_json_ json_t *j = json_pack(
+	    "{s:s,s:s,s:s,s:[sssssssssssssssssssss],s:[sssssss],s:{s:o,s:{s:b,s:b,s:b},s:{s:b,s:[s],s:[s]},s:{s:b}},"
+	    "s:{s:s}}",
+	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_SPEC_VERSION, "_comment", "sbx-runc",
+	    "mountOptions", "ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "sync", "async", "remount",
+	    "bind", "rbind", "atime", "noatime", "relatime", "strictatime", "private", "rprivate", "slave", "rslave",
+	    "hooks", "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
+	    "createRuntime", "linux", "namespaces", json_from_strv(ns), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+	    "seccomp", "enabled", 1, "actions", "SCMP_ACT_ERRNO", "operators", "SCMP_CMP_EQ", "apparmor", "enabled", 0,
+	    "annotations", "run.sbx.wall.*", "off: turn off one of sbx's walls (seccomp, landlock, capabilities, mask)");
+	if (!j)
+		return 1;
+	char *s = json_dumps(j, JSON_INDENT(2));
+	printf("%s\n", s);
+	free(s);
+	return 0;
+}
+
+static int fail(sbx_err *e)
+{
+	log_error(e ? sbx_err_message(e) : "failed");
+	sbx_err_free(e);
+	return 1;
+}
+
+int main(int argc, char **argv)
+{
+	opt g[] = {{"root", true, NULL},     {"log", true, NULL},	    {"log-format", true, NULL},
+		   {"systemd-cgroup", false, NULL}, {"debug", false, NULL},   {"rootless", true, NULL},
+		   {"criu", true, NULL},     {"no-wall", true, NULL},	    {"version", false, NULL},
+		   {"v", false, NULL},	     {"help", false, NULL},	    {"h", false, NULL}};
+	int i = 1;
+	/* Global options come before the command. */
+	for (; i < argc && argv[i][0] == '-'; i++) {
+		char *pos[1];
+		size_t np = 0;
+		int end = i + 1;
+		/* one option (with its value) at a time */
+		const char *a = argv[i];
+		const char *name = a + (a[1] == '-' ? 2 : 1);
+		bool has_eq = strchr(name, '=') != NULL;
+		for (size_t k = 0; k < ARRAY_SIZE(g); k++)
+			if (g[k].has_arg && !has_eq && strcmp(g[k].name, name) == 0)
+				end = i + 2;
+		if (end > argc)
+			end = argc;
+		char *sub[3] = {NULL};
+		int sc = 0;
+		sub[sc++] = argv[0];
+		for (int k = i; k < end; k++)
+			sub[sc++] = argv[k];
+		if (parse_opts(sc, sub, 1, g, ARRAY_SIZE(g), pos, &np, 0) < 0)
+			return 1;
+		i = end - 1;
+	}
+	if (optv(g, ARRAY_SIZE(g), "root"))
+		G.root = optv(g, ARRAY_SIZE(g), "root");
+	G.log = optv(g, ARRAY_SIZE(g), "log");
+	G.log_json = optv(g, ARRAY_SIZE(g), "log-format") && streq(optv(g, ARRAY_SIZE(g), "log-format"), "json");
+	G.systemd_cgroup = optv(g, ARRAY_SIZE(g), "systemd-cgroup") != NULL;
+	if (optv(g, ARRAY_SIZE(g), "no-wall")) {
+		_cleanup_free_ char *w = strdup(optv(g, ARRAY_SIZE(g), "no-wall"));
+		char *save = NULL;
+		for (char *t = w ? strtok_r(w, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+			int bit = runc_wall_from_name(t);
+			if (!bit) {
+				log_error("--no-wall: unknown wall (seccomp, landlock, capabilities, mask)");
+				return 1;
+			}
+			G.no_walls |= (unsigned)bit;
+		}
+	}
+	if (optv(g, ARRAY_SIZE(g), "version") || optv(g, ARRAY_SIZE(g), "v")) {
+		printf("sbx-runc version %s\nspec: %s\n", sbx_version(), OCI_SPEC_VERSION);
+		return 0;
+	}
+	if (optv(g, ARRAY_SIZE(g), "help") || optv(g, ARRAY_SIZE(g), "h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return 1;
+	}
+	const char *cmd = argv[i++];
+	sbx_err *e = NULL;
+	char *pos[4] = {NULL};
+	size_t np = 0;
+#define PARSE(opts, maxpos)                                                                              \
+	do {                                                                                             \
+		if (parse_opts(argc, argv, i, opts, ARRAY_SIZE(opts), pos, &np, maxpos) < 0)             \
+			return 1;                                                                        \
+	} while (0)
+#define NEED_ID()                                                                                        \
+	do {                                                                                             \
+		if (np < 1) {                                                                            \
+			log_error("container id required");                                              \
+			return 1;                                                                        \
+		}                                                                                        \
+	} while (0)
+	if (streq(cmd, "create") || streq(cmd, "run")) {
+		opt o[] = {{"bundle", true, NULL},   {"b", true, NULL},		  {"pid-file", true, NULL},
+			   {"console-socket", true, NULL}, {"no-pivot", false, NULL}, {"no-new-keyring", false, NULL},
+			   {"preserve-fds", true, NULL}, {"detach", false, NULL},   {"d", false, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		if (optv(o, ARRAY_SIZE(o), "preserve-fds") && atoi(optv(o, ARRAY_SIZE(o), "preserve-fds")) > 0) {
+			log_error("--preserve-fds is not supported");
+			return 1;
+		}
+		const char *bundle = optv(o, ARRAY_SIZE(o), "bundle") ?: optv(o, ARRAY_SIZE(o), "b");
+		if (runc_create(&G, pos[0], bundle, optv(o, ARRAY_SIZE(o), "pid-file"),
+				optv(o, ARRAY_SIZE(o), "console-socket"), optv(o, ARRAY_SIZE(o), "no-pivot") != NULL,
+				&e) < 0)
+			return fail(e);
+		if (streq(cmd, "run") && runc_start(&G, pos[0], &e) < 0)
+			return fail(e);
+		return 0;
+	}
+	if (streq(cmd, "start") || streq(cmd, "state") || streq(cmd, "pause") || streq(cmd, "resume")) {
+		opt o[] = {{"h", false, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		int r = streq(cmd, "start")   ? runc_start(&G, pos[0], &e)
+			: streq(cmd, "state") ? runc_state(&G, pos[0], &e)
+					      : runc_pause(&G, pos[0], streq(cmd, "pause"), &e);
+		return r < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "kill")) {
+		opt o[] = {{"all", false, NULL}, {"a", false, NULL}};
+		PARSE(o, 2);
+		NEED_ID();
+		int sig = np > 1 ? oci_signal_parse(pos[1]) : SIGTERM;
+		if (sig < 0) {
+			log_error("invalid signal");
+			return 1;
+		}
+		bool all = optv(o, ARRAY_SIZE(o), "all") || optv(o, ARRAY_SIZE(o), "a");
+		return runc_kill(&G, pos[0], sig, all, &e) < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "delete") || streq(cmd, "rm")) {
+		opt o[] = {{"force", false, NULL}, {"f", false, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		bool force = optv(o, ARRAY_SIZE(o), "force") || optv(o, ARRAY_SIZE(o), "f");
+		return runc_delete(&G, pos[0], force, &e) < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "ps")) {
+		opt o[] = {{"format", true, NULL}, {"f", true, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		return runc_ps(&G, pos[0], &e) < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "update")) {
+		opt o[] = {{"resources", true, NULL}, {"r", true, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		const char *f = optv(o, ARRAY_SIZE(o), "resources") ?: optv(o, ARRAY_SIZE(o), "r");
+		if (!f) {
+			log_error("update: only --resources FILE|- is supported");
+			return 1;
+		}
+		return runc_update(&G, pos[0], f, &e) < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "exec")) {
+		opt o[] = {{"process", true, NULL},	   {"p", true, NULL},	       {"detach", false, NULL},
+			   {"d", false, NULL},		   {"pid-file", true, NULL},   {"console-socket", true, NULL},
+			   {"tty", false, NULL},	   {"t", false, NULL},	       {"preserve-fds", true, NULL},
+			   {"no-new-privs", false, NULL}, {"cgroup", true, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		int r = runc_exec(&G, pos[0], optv(o, ARRAY_SIZE(o), "process") ?: optv(o, ARRAY_SIZE(o), "p"),
+				  optv(o, ARRAY_SIZE(o), "detach") || optv(o, ARRAY_SIZE(o), "d"),
+				  optv(o, ARRAY_SIZE(o), "pid-file"), optv(o, ARRAY_SIZE(o), "console-socket"),
+				  optv(o, ARRAY_SIZE(o), "tty") || optv(o, ARRAY_SIZE(o), "t"), &e);
+		return r < 0 ? fail(e) : r;
+	}
+	if (streq(cmd, "list")) {
+		opt o[] = {{"format", true, NULL}, {"f", true, NULL}, {"quiet", false, NULL}, {"q", false, NULL}};
+		PARSE(o, 0);
+		return runc_list(&G, &e) < 0 ? fail(e) : 0;
+	}
+	if (streq(cmd, "features"))
+		return features();
+	char m[256];
+	snprintf(m, sizeof(m), "unknown command '%s'", cmd);
+	log_error(m);
+	usage(stderr);
+	return 1;
+}
