@@ -77,30 +77,31 @@ int cmd_trace(cli *c, int argc, char **argv)
 	size_t n_pids = 0, n_calls = 0;
 	char *keep[2 * MAX_FILTER] = {0};
 	size_t n_keep = 0;
-	int r = 0;
-	for (int i = 2; i < argc && !r; i++) {
-		const char *a = argv[i];
-		const char *v = NULL;
-		if ((streq(a, "--pid") || streq(a, "-p") || streq(a, "--syscall") || streq(a, "-e") ||
-		     streq(a, "--format") || streq(a, "-o") || streq(a, "--output"))) {
-			if (i + 1 >= argc) {
-				r = cli_usage_error("trace", "%s needs a value", a);
-				break;
-			}
-			v = argv[++i];
-		}
-		if (streq(a, "--pid") || streq(a, "-p"))
+	enum { O_FORMAT = 256 };
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"syscall", required_argument, NULL, 'e'},
+		{"format", required_argument, NULL, O_FORMAT},
+		{"output", required_argument, NULL, 'o'},
+		{0},
+	};
+	/* the subcommand stands where getopt expects the program name */
+	cli_opts p = {.cmd = "trace", .shortopts = "p:e:o:", .longopts = longopts, .tail_after = -1};
+	int r = 0, o;
+	while (!r && (o = cli_opt_next(&p, argc - 1, argv + 1)) != CLI_END) {
+		const char *v = p.arg;
+		if (o == CLI_ERR)
+			r = EXIT_SBX;
+		else if (o == 'p')
 			r = split_into("trace", v, pids, &n_pids, &keep[n_keep++]);
-		else if (streq(a, "--syscall") || streq(a, "-e"))
+		else if (o == 'e')
 			r = split_into("trace", v, calls, &n_calls, &keep[n_keep++]);
-		else if (streq(a, "--format"))
+		else if (o == O_FORMAT)
 			format = v;
-		else if (streq(a, "-o") || streq(a, "--output"))
+		else if (o == 'o')
 			outfile = v;
-		else if (a[0] == '-')
-			r = cli_usage_error("trace", "unknown option '%s'", a);
 		else if (!ref)
-			ref = a;
+			ref = v;
 		else
 			r = cli_usage_error("trace", "too many arguments");
 	}
@@ -155,17 +156,18 @@ int cmd_trace(cli *c, int argc, char **argv)
 
 int cmd_replay(cli *c, int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-')
-			return cli_usage_error("replay", "unknown option '%s'", argv[i]);
-	if (argc != 2)
+	const char *pos[1];
+	int n_args, r = cli_args("replay", argc, argv, pos, 1, &n_args);
+	if (r)
+		return r;
+	if (n_args != 1)
 		return cli_usage_error("replay", "expected: sbx replay TRACE");
-	int r = cli_open_ctx(c);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (sbx_trace_replay(c->ctx, argv[1], &j, &e) < 0)
+	if (sbx_trace_replay(c->ctx, pos[0], &j, &e) < 0)
 		return cli_fail("replay", e);
 	bool match = streq(json_string_value(json_object_get(j, "verdict")) ?: "", "match");
 	if (c->json) {
