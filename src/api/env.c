@@ -65,16 +65,6 @@ void env_config_free(env_config *c)
 }
 static void env_config_freep(env_config **c) { env_config_free(*c); }
 
-static bool valid_id(const char *s)
-{
-	if (strlen(s) != ENV_ID_LEN)
-		return false;
-	for (; *s; s++)
-		if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
-			return false;
-	return true;
-}
-
 static bool valid_name(const char *s)
 {
 	size_t n = strlen(s);
@@ -84,166 +74,6 @@ static bool valid_name(const char *s)
 		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
 			return false;
 	return true;
-}
-
-int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
-	_cleanup_free_ char *buf = NULL;
-	int r = fs_read_file(p, 1 << 20, &buf, NULL);
-	if (r < 0)
-		return r;
-	json_t *j = json_loads(buf, 0, NULL);
-	if (!j)
-		return -EBADMSG;
-	*ret = j;
-	return 0;
-}
-
-int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
-	_cleanup_free_ char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (!s)
-		return -ENOMEM;
-	/* Runtime state, not store data: atomic (rename) but not fsync'd; after
-	 * a crash gc removes the environment anyway. */
-	return fs_write_atomic_flags(p, s, strlen(s), 0644, false);
-}
-
-/* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
-bool env_is_live(const sbx_ctx *ctx, const char *id)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/%s/lock", ctx->run, id);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		return false;
-	}
-	return errno == EWOULDBLOCK;
-}
-
-char **env_list_ids(const sbx_ctx *ctx)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs", ctx->root);
-	size_t n = 0, cap = 16;
-	char **v = calloc(cap + 1, sizeof(char *));
-	DIR *d = opendir(p);
-	struct dirent *de;
-	while (v && d && (de = readdir(d))) {
-		if (!valid_id(de->d_name))
-			continue;
-		if (n == cap) {
-			char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
-			if (!nv)
-				break;
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = strdup(de->d_name);
-		v[n] = NULL;
-	}
-	if (d)
-		closedir(d);
-	return v;
-}
-
-_public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err)
-{
-	if (!ref || !*ref)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty environment id");
-	char p[4300], target[64];
-	/* A full id, then a name: one lookup each, whatever the number of environments. */
-	if (valid_id(ref)) {
-		snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, ref);
-		if (fs_exists(p))
-			return (*ret_id = strdup(ref)) ? 0 : err_oom(err);
-	}
-	if (!strchr(ref, '/') && ref[0] != '.') {
-		snprintf(p, sizeof(p), "%s/names/%s", ctx->root, ref);
-		ssize_t n = readlink(p, target, sizeof(target) - 1);
-		if (n > 0 && (target[n] = 0, valid_id(target))) {
-			snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, target);
-			if (fs_exists(p))
-				return (*ret_id = strdup(target)) ? 0 : err_oom(err);
-		}
-	}
-	/* A unique prefix of at least 3 characters. */
-	_cleanup_strv_free_ char **ids = strlen(ref) >= 3 ? env_list_ids(ctx) : NULL;
-	const char *match = NULL;
-	int matches = 0;
-	for (char **i = ids; i && *i; i++)
-		if (startswith(*i, ref)) {
-			match = *i;
-			matches++;
-		}
-	if (matches == 1)
-		return (*ret_id = strdup(match)) ? 0 : err_oom(err);
-	if (matches > 1)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
-}
-
-int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err)
-{
-	_cleanup_free_ char *id = NULL;
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
-	int r = env_state_read(ctx, id, ret_state);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
-	*ret_id = TAKE_PTR(id);
-	return 0;
-}
-
-int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/ctl.sock", ctx->run, id);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_errno(err, "socket");
-	if (RETRY_EINTR(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0) {
-		int e = errno;
-		safe_close(fd);
-		if (e == ENOENT || e == ECONNREFUSED)
-			return err_set(err, SBX_E_UNAVAILABLE, e,
-				       "environment '%s' is not running (its supervisor exited; `sbx rm` or `sbx gc` removes it)",
-				       id);
-		return err_errnum(err, e, "connect to environment '%s'", id);
-	}
-	return fd;
-}
-
-/* One request, one reply. */
-int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err)
-{
-	_cleanup_close_ int fd = env_connect(ctx, id, err);
-	if (fd < 0)
-		return -1;
-	int r = json_send(fd, req, NULL, 0);
-	if (r < 0)
-		return err_errnum(err, r, "send request to environment '%s'", id);
-	_cleanup_json_ json_t *m = NULL;
-	r = json_recv(fd, &m, NULL, NULL);
-	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
-	if (streq(json_str(m, "ev") ?: "", "error"))
-		return api_err_from_json(m, err);
-	*ret = TAKE_PTR(m);
-	return 0;
-}
-
-int api_err_from_json(const json_t *m, sbx_err **err)
-{
-	sbx_code cc = err_code_from_name(json_str(m, "code"));
-	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
 }
 
 /* Names: $SBX_ROOT/names/<name> is a symlink to the id. symlink() is the
@@ -464,11 +294,11 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 static void remove_env_files(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) == 0 && json_int(st, "uid_slot", -1) >= 0)
-		userns_slot_free((unsigned)json_int(st, "uid_slot", 0));
-	if (st && json_str(st, "name"))
-		name_unregister(ctx, json_str(st, "name"), id);
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0)
+		userns_slot_free((unsigned)st.uid_slot);
+	if (st.name)
+		name_unregister(ctx, st.name, id);
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
 	if (dir)
 		(void)quota_teardown(dir);
@@ -560,7 +390,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 
 	/* Identity. */
 	if (restore_id) {
-		if (!valid_id(restore_id))
+		if (!env_valid_id(restore_id))
 			return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state: bad environment id");
 		snprintf(c->id, sizeof(c->id), "%s", restore_id);
 	} else {
@@ -1010,58 +840,58 @@ _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	if (env_load(ctx, ref, &id, &st, err) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	json_t *s = summary(ctx, id);
 	if (!s)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
-	json_object_update_missing(s, st);
+	json_object_update_missing(s, st.json);
 	json_object_del(s, "created_ms");
-	bool rootless = json_bool(st, "rootless", false);
-	int abi = (int)json_int(st, "landlock_abi", 0);
+	bool rootless = st.rootless;
+	int abi = (int)st.landlock_abi;
 	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
 				"ipc", "cgroup", "uid_map", "", "rootless", rootless, "seccomp", "deny-list (libseccomp), foreign ABIs killed",
 				"no_new_privs", 1, "landlock_abi", abi, "landlock", abi > 0);
 	json_array_append_new(json_object_get(iso, "namespaces"), json_string("time"));
 	char map[64];
-	snprintf(map, sizeof(map), "0 %lld %lld", (long long)json_int(st, "host_uid", 0), (long long)json_int(st, "id_count", 0));
+	snprintf(map, sizeof(map), "0 %lld %lld", (long long)st.host_uid, (long long)st.id_count);
 	json_object_set_new(iso, "uid_map", json_string(map));
 	/* Capabilities of a command run as root (state.json; before users
 	 * existed, always the safe set); any other user has none. */
 	uint64_t kept = caps_safe_set;
-	if (json_object_get(st, "capabilities"))
-		(void)caps_from_json(json_object_get(st, "capabilities"), &kept);
+	if (st.capabilities)
+		(void)caps_from_json(st.capabilities, &kept);
 	/* What the default user's commands hold: the kept set for root, none for
 	 * another user; root_capabilities: what a command run as root holds. */
-	const char *user = json_str(st, "user");
+	const char *user = st.user;
 	user_spec ius;
 	bool user_nonroot = user && user_spec_parse(user, &ius, NULL) == 0 && !user_spec_is_root(&ius);
 	json_object_set_new(iso, "capabilities", caps_to_json(user_nonroot ? 0 : kept));
 	json_object_set_new(iso, "root_capabilities", caps_to_json(kept));
-	if (json_bool(st, "user_no_root", false))
+	if (st.user_no_root)
 		json_object_set_new(iso, "root_allowed", json_false());
 	json_object_set_new(s, "user", json_string(user ? user : "root"));
 	json_object_set_new(iso, "user", json_string(user ? user : "root"));
-	const char *net = json_str(st, "network") ?: "none";
+	const char *net = st.network ?: "none";
 	json_object_set_new(iso, "network", json_string(streq(net, "open")	? "open: the host's network (unsafe)"
 						       : streq(net, "allow") ? "loopback only; egress through the sbx proxy to the allowlist"
 									      : "loopback only"));
-	if (json_object_get(st, "network_allow"))
-		json_object_set(iso, "network_allow", json_object_get(st, "network_allow"));
+	if (st.network_allow)
+		json_object_set(iso, "network_allow", st.network_allow);
 	if (streq(net, "allow")) {
 		char lp[4300];
 		snprintf(lp, sizeof(lp), "%s/%s/egress.log", ctx->run, id);
 		json_object_set_new(iso, "egress_log", json_string(lp));
 	}
-	if (json_bool(st, "degraded", false)) {
+	if (st.degraded) {
 		json_object_set_new(iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
 		json_object_set_new(iso, "namespaces", json_array());
 		json_object_set_new(iso, "network", json_string("IP sockets denied by seccomp"));
 		json_object_set_new(iso, "uid_map", json_string("none"));
 	}
 	json_object_set_new(iso, "cgroup", json_string(cgroup_host_mode()));
-	json_object_set(iso, "missing", json_object_get(st, "warnings") ?: json_array());
+	json_object_set(iso, "missing", st.warnings ?: json_array());
 	json_object_set_new(s, "isolation", iso);
 	json_object_del(s, "warnings");
 	if (env_is_live(ctx, id)) {
@@ -1072,11 +902,11 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 			json_object_update(s, info);
 		}
 	}
-	int64_t quota = json_int(json_object_get(st, "limits"), "disk_bytes", 0);
+	int64_t quota = st.limits.disk_bytes;
 	if (quota > 0) {
 		/* The writable layer's filesystem, as the host sees it (a one-shot
 		 * run's tmpfs is inside the environment: no usage from here). */
-		bool eph = json_bool(st, "ephemeral", false);
+		bool eph = st.ephemeral;
 		json_t *d = json_pack("{s:I,s:s,s:n}", "quota_bytes", (json_int_t)quota, "backing",
 				      eph ? "tmpfs inside the environment" : "ext4 image on a loop device", "used_bytes");
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, id);
@@ -1112,10 +942,10 @@ _public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **e
  * restore killed halfway leaves a stopped environment for gc after that). */
 static bool env_is_restoring(sbx_ctx *ctx, const char *id)
 {
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) < 0)
 		return false;
-	int64_t since = json_int(st, "restoring_ms", 0);
+	int64_t since = st.restoring_ms;
 	return since > 0 && now_ms_real() - since < 120000;
 }
 
@@ -1127,8 +957,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if (env_is_live(ctx, *p) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
-		_cleanup_json_ json_t *kst = NULL;
-		if (env_state_read(ctx, *p, &kst) == 0 && json_bool(kst, "ttl_keep", false))
+		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
+		if (env_record_read(ctx, *p, &kst) == 0 && kst.ttl_keep)
 			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);
@@ -1140,7 +970,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	DIR *d = opendir(ctx->run);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		if (!valid_id(de->d_name))
+		if (!env_valid_id(de->d_name))
 			continue;
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, de->d_name), *run = ctx_run_dir(ctx, de->d_name);
 		if (dir && run && !fs_exists(dir) && !env_is_live(ctx, de->d_name)) {
@@ -1193,14 +1023,14 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 _public_ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	if (env_load(ctx, ref, &id, &st, err) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
-	if (!streq(json_str(st, "network") ?: "none", "allow"))
+	if (!streq(st.network ?: "none", "allow"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "environment '%s' has network '%s': only network allow goes through the egress proxy, "
 			       "which keeps the log",
-			       id, json_str(st, "network") ?: "none");
+			       id, st.network ?: "none");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/%s/egress.log", ctx->run, id);
 	_cleanup_free_ char *buf = NULL;
