@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "api/secrets.h"
 #include "runtime/caps.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
 #include "runtime/user.h"
@@ -769,13 +770,13 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
 	if (fd >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "stop");
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_STOP);
 		if (req && json_send(fd, req, NULL, 0) == 0) {
 			/* The reply (or EOF) comes after teardown. */
 			struct pollfd p = {.fd = fd, .events = POLLIN};
 			if (poll(&p, 1, 15000) > 0) {
 				json_t *m = NULL;
-				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, "ev") ?: "", "stopped");
+				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
 				json_decref(m);
 				/* It replies after teardown and exits right away: wait
 				 * for its lock without polling. */
@@ -895,9 +896,9 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	json_object_set_new(s, "isolation", iso);
 	json_object_del(s, "warnings");
 	if (env_is_live(ctx, id)) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "info"), *info = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_INFO), *info = NULL;
 		if (env_call(ctx, id, req, &info, NULL) == 0) {
-			json_object_del(info, "ev");
+			json_object_del(info, CTL_F_EV);
 			json_object_del(info, "warnings");
 			json_object_update(s, info);
 		}
@@ -928,11 +929,11 @@ _public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **e
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
-	_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "ps");
+	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_PS);
 	json_t *m = NULL;
 	if (env_call(ctx, id, req, &m, err) < 0)
 		return -1;
-	json_object_del(m, "ev");
+	json_object_del(m, CTL_F_EV);
 	*ret = m;
 	return 0;
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -302,7 +303,7 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 	r = json_recv(fd, &m, NULL, NULL);
 	if (r <= 0)
 		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
-	if (streq(json_str(m, "ev") ?: "", "error"))
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	*ret = TAKE_PTR(m);
 	return 0;

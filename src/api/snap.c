@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "store/delta.h"
 #include "runtime/runtime.h"
 #include "runtime/mask.h"
@@ -208,10 +209,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_close_ int fc = env_is_live(ctx, id) ? env_connect(ctx, id, NULL) : -1;
 	bool frozen = false, quiesced;
 	if (fc >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "freeze"), *rep = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_FREEZE), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) < 0 || json_recv(fc, &rep, NULL, NULL) <= 0)
 			return err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped answering", id);
-		if (streq(json_str(rep, "ev") ?: "", "error"))
+		if (streq(json_str(rep, CTL_F_EV) ?: "", CTL_EV_ERROR))
 			return api_err_from_json(rep, err);
 		frozen = json_bool(rep, "frozen", false);
 		/* Frozen, or (rootless) every process stopped: nothing writes. */
@@ -239,7 +240,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	r = snap_delta_capture(ctx, id, st, ufd, &ids, quiesced, &cap, err);
 	store_progress_end();
 	if (fc >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "thaw"), *rep = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_THAW), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) == 0)
 			(void)json_recv(fc, &rep, NULL, NULL);
 	}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "runtime/caps.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/landlock.h"
 #include "runtime/mount.h"
 #include "runtime/netns.h"
@@ -29,7 +30,7 @@
 
 _noreturn_ static void fail(int sock, sbx_err *e)
 {
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", "ev", "error", "code",
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code",
 					     sbx_code_name(sbx_err_code(e)), "message", sbx_err_message(e), "errno",
 					     sbx_err_errno(e));
 	if (m)
@@ -47,7 +48,7 @@ static int wait_go(int sock, setup_fds *f, sbx_err **err)
 	int r = json_recv(sock, &m, fds, &n);
 	if (r <= 0)
 		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
-	if (!streq(json_str(m, "op") ?: "", "go"))
+	if (!streq(json_str(m, CTL_F_OP) ?: "", CTL_OP_GO))
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
 	int64_t u = json_int(m, "upper", -1), w = json_int(m, "work", -1);
 	f->upper = u >= 0 && (size_t)u < n ? fds[u] : -1;
@@ -86,7 +87,7 @@ static int wait_attached(int sock, sbx_err **err)
 	int r = json_recv(sock, &m, NULL, NULL);
 	if (r <= 0)
 		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
-	if (!streq(json_str(m, "op") ?: "", "attached"))
+	if (!streq(json_str(m, CTL_F_OP) ?: "", CTL_OP_ATTACHED))
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
 	return 0;
 }
@@ -155,7 +156,7 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 		fail(sock, e);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	*abi_out = abi;
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi);
 	if (!ready || json_send(sock, ready, NULL, 0) < 0)
 		_exit(1);
 	init_main(c, sock);
@@ -315,7 +316,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.upper);
 	safe_close(f.work);
 
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", "ev", "ready", "landlock_abi", abi, "warnings",
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi, "warnings",
 						 setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
