@@ -333,28 +333,19 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 
 /* Creates an environment, or (restore_state != NULL) starts an existing one
  * again under its own id, uid range and name, on the layers of `snap`. */
-int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
-		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
+/* Create, step 1: the options alone (the bounds in sbx.h, the forms). */
+static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char ***ret_allow, int64_t *ret_disk,
+		      sbx_err **err)
 {
-	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
-	if (!o)
-		o = &defaults;
-	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
-	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	c->lock_fd = -1;
 	if (o->name && !valid_name(o->name))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
 			       o->name);
-	_cleanup_strv_free_ char **allow = NULL;
-	const char *netmode = "none";
-	if (o->network && parse_network(o->network, &netmode, &allow, err) < 0)
+	if (o->network && parse_network(o->network, ret_netmode, ret_allow, err) < 0)
 		return -1;
 	if (sbx_env_limits_check(o, err) < 0) /* the bounds in sbx.h */
 		return -1;
-	int64_t disk = o->version >= 3 ? o->disk_bytes : 0;
+	int64_t disk = *ret_disk = o->version >= 3 ? o->disk_bytes : 0;
 	if (disk < 0 || (disk > 0 && disk < QUOTA_MIN_BYTES))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m", (long long)disk);
 	for (const char *const *e = o->env; e && *e; e++)
@@ -365,7 +356,13 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
 			       o->hostname);
+	return 0;
+}
 
+/* Create, step 2: the default user and the capabilities of root's commands. */
+static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+		       sbx_err **err)
+{
 	/* Users and capabilities (docs/policy.md): the form is checked here, the
 	 * name resolved inside (at setup, then by init at each exec). A restart
 	 * keeps the environment's own. */
@@ -388,7 +385,15 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (user && ctx->rootless && !userns_available())
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "user '%s': commands run as the calling user on this host (no user namespaces)", user);
+	return 0;
+}
 
+/* Create, step 3: identity (id, name, host name, directories), network,
+ * plugins, environment variables and limits. */
+static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			   const char *restore_id, const char *netmode, char ***allow, const json_t *plugins,
+			   int64_t disk, sbx_err **err)
+{
 	/* Identity. */
 	if (restore_id) {
 		if (!env_valid_id(restore_id))
@@ -409,7 +414,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->run_dir = ctx_run_dir(ctx, c->id);
 	c->template_spec = strdup(o->template_spec ? o->template_spec : "host");
 	c->network = strdup(netmode);
-	c->network_allow = TAKE_PTR(allow);
+	c->network_allow = TAKE_PTR(*allow);
 	/* Plugins (a policy's; a restarted environment keeps its own). */
 	if (restore_state)
 		plugins = json_object_get(restore_state, "plugins");
@@ -447,6 +452,15 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (disk && ctx->rootless && !userns_available())
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "a disk quota needs user namespaces, which this host does not allow");
+	return 0;
+}
+
+/* Create, step 4: what the root is built from: the template (or, without
+ * user namespaces, the degraded walls), volumes, the snapshot's layers or
+ * the template's own base (base_id). */
+static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const store_snapshot *snap,
+		       char base_id[STORE_DIGEST_SIZE], sbx_err **err)
+{
 	if (ctx->rootless && !userns_available()) {
 		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
 		c->degraded = true;
@@ -483,19 +497,17 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			return -1;
 	}
 	/* No snapshot: the template's own content-addressed base (snap.c). */
-	char base_id[STORE_DIGEST_SIZE] = "";
 	if (!snap && !c->degraded && !c->ephemeral && snap_template_base(ctx, c->template_spec, c->mask, base_id, err) < 0)
 		return -1;
-	/* Secrets (values read on the host now, kept in memory only), hidden
-	 * paths and the agent phase's plan: src/api/secrets.c. */
-	_cleanup_json_ json_t *sec_state = NULL;
-	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
-		return -1;
+	return 0;
+}
 
-	unsigned slot = 0;
-	bool have_slot = false;
-	char **warnings = NULL;
-	_cleanup_json_ json_t *st = NULL, *info = NULL;
+/* Create, step 5: on disk, in the order a concurrent gc and a crash need.
+ * *slot and *have_slot say which uid range to give back on failure. */
+static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			  const char *restore_id, const store_snapshot *snap, unsigned *slot, bool *have_slot,
+			  sbx_err **err)
+{
 	int r;
 	char p[4300];
 	/* Liveness lock first, before anything exists on disk, so that a
@@ -504,25 +516,21 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return err_errnum(err, r, "create '%s'", c->run_dir);
 	snprintf(p, sizeof(p), "%s/lock", c->run_dir);
 	c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0) {
-		err_errno(err, "lock '%s'", p);
-		goto fail;
-	}
-	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0) {
-		err_errnum(err, r, "create '%s'", c->env_dir);
-		goto fail;
-	}
+	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0)
+		return err_errno(err, "lock '%s'", p);
+	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0)
+		return err_errnum(err, r, "create '%s'", c->env_dir);
 	if (restore_id) {
 		/* Same uid range and name as before: the files are already theirs. */
-		slot = (unsigned)json_int(restore_state, "uid_slot", 0);
+		*slot = (unsigned)json_int(restore_state, "uid_slot", 0);
 		c->host_uid = (uid_t)json_int(restore_state, "host_uid", ctx->uid);
 		c->host_gid = c->rootless ? ctx->gid : c->host_uid;
 		c->id_count = (uint32_t)json_int(restore_state, "id_count", 1);
 	} else if (!c->rootless) {
-		if (userns_slot_alloc(c->env_dir, &slot, err) < 0)
-			goto fail;
-		have_slot = true;
-		c->host_uid = userns_slot_base(slot);
+		if (userns_slot_alloc(c->env_dir, slot, err) < 0)
+			return -1;
+		*have_slot = true;
+		c->host_uid = userns_slot_base(*slot);
 		c->host_gid = c->host_uid;
 		c->id_count = ENV_UID_COUNT;
 	} else {
@@ -531,7 +539,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		c->id_count = 1;
 	}
 	if (!restore_id && c->name && name_register(ctx, c->name, c->id, err) < 0)
-		goto fail;
+		return -1;
 	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"},
 				 {c->env_dir, "home"}, {c->env_dir, "tmp"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
@@ -539,26 +547,32 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
 		if ((mkdir(p, 0755) < 0 && !(restore_id && errno == EEXIST)) ||
-		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
-			err_errno(err, "create '%s'", p);
-			goto fail;
-		}
+		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0))
+			return err_errno(err, "create '%s'", p);
 	}
 	/* Disk quota: upper/ and work/ move onto an image of the quota's size
 	 * (host mount namespace: snapshots and diff read them from here). */
-	if (disk && !c->ephemeral && quota_setup(c->env_dir, disk, c->host_uid, c->host_gid, err) < 0)
-		goto fail;
+	if (c->disk_bytes && !c->ephemeral && quota_setup(c->env_dir, c->disk_bytes, c->host_uid, c->host_gid, err) < 0)
+		return -1;
 	bool keep_id = o->version >= 2 && o->keep_identity && snap;
-	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
-		err_errnum(err, r, "write /etc/machine-id");
-		goto fail;
-	}
+	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0)
+		return err_errnum(err, r, "write /etc/machine-id");
+	return 0;
+}
+
+/* Create, step 6: the record of a new environment (state.json), before
+ * its supervisor runs. NULL on ENOMEM. */
+static json_t *record_new(const env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			  json_t *sec_state, const store_snapshot *snap, const char *snap_id, const char *base_id,
+			  unsigned slot)
+{
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
 	char created[32];
 	int64_t now = now_ms_real();
 	iso_time(now, created, sizeof(created));
 	if (restore_id && json_str(restore_state, "created_at"))
 		snprintf(created, sizeof(created), "%s", json_str(restore_state, "created_at"));
-	st = json_pack(
+	json_t *st = json_pack(
 		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}", "environment_id",
 		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
 		"created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral", c->ephemeral, "uid_slot",
@@ -596,11 +610,51 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
 						"readonly", c->volumes[i].readonly));
+	return st;
+}
+
+int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
+		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
+{
+	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
+	if (!o)
+		o = &defaults;
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
+	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	c->lock_fd = -1;
+	_cleanup_strv_free_ char **allow = NULL;
+	const char *netmode = "none";
+	int64_t disk = 0;
+	char base_id[STORE_DIGEST_SIZE] = "";
+	_cleanup_json_ json_t *sec_state = NULL;
+	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
+	if (check_opts(o, &netmode, &allow, &disk, err) < 0 || config_user(ctx, c, o, restore_state, err) < 0 ||
+	    config_identity(ctx, c, o, restore_state, restore_id, netmode, &allow, plugins, disk, err) < 0 ||
+	    config_root(ctx, c, o, snap, base_id, err) < 0)
+		return -1;
+	/* Secrets (values read on the host now, kept in memory only), hidden
+	 * paths and the agent phase's plan: src/api/secrets.c. */
+	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
+		return -1;
+
+	unsigned slot = 0;
+	bool have_slot = false;
+	char **warnings = NULL;
+	_cleanup_json_ json_t *st = NULL, *info = NULL;
+	int r;
+	/* 5-6: on disk, then the record; a failure from here undoes both. */
+	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
+		goto fail;
+	st = record_new(c, o, restore_state, sec_state, snap, snap_id, base_id, slot);
 	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
 	}
 
+	/* 7. The supervisor (src/runtime) builds and runs it; the record then
+	 *    says running, with what the supervisor found. */
 	log_debug("create: prepared, starting supervisor");
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
 		err_wrap(err, "create environment");
