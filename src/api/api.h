@@ -4,22 +4,11 @@
 #include <stdbool.h>
 
 #include "api/ctx.h"
+#include "api/env_state.h"
 #include "util/err.h"
 
-int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret);
-/* Resolves ref and reads its state.json. */
-int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err);
-bool env_is_live(const sbx_ctx *ctx, const char *id);
-bool env_creator_gone(const json_t *st);
-char **env_list_ids(const sbx_ctx *ctx);
-/* Connects to the environment's control socket. */
-int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
-/* Sends one request and returns the single reply (errors become *err). */
-int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
 int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds, sbx_err **err);
-int api_err_from_json(const json_t *m, sbx_err **err);
-int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st);
 int64_t now_ms_real(void);
 /* Stops the supervisor of `id` (if alive), waiting for its teardown. */
 void stop_supervisor(sbx_ctx *ctx, const char *id);

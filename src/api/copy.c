@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "store/tarr.h"
 #include "store/tarw.h"
 #include "util/fd.h"
@@ -34,7 +35,7 @@ static int write_to_fd(void *userdata, const void *buf, size_t len, sbx_err **er
 
 static json_t *file_req(const char *action, const char *path)
 {
-	return json_pack("{s:s,s:s,s:s}", "op", "file", "action", action, "path", path);
+	return json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", action, "path", path);
 }
 
 /* lstat inside: ret_type "file", "dir", "symlink", "other", or NULL when
@@ -243,7 +244,7 @@ _public_ int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_pat
 		_cleanup_close_ int in = open(host_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (in < 0)
 			return err_errno(err, "copy from '%s'", host_path);
-		_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", "op", "file", "action", "write", "path", target,
+		_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action", "write", "path", target,
 						       "mode", (int)(hs.st_mode & 0777)),
 				      *m = NULL;
 		_cleanup_close_ int out = -1;

@@ -624,16 +624,16 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	_cleanup_free_ char *id = NULL, *digest = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
-	_cleanup_json_ json_t *st = NULL;
-	int r = env_state_read(ctx, id, &st);
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	int r = env_record_read(ctx, id, &st);
 	if (r < 0)
 		return err_errnum(err, r, "read state of '%s'", id);
-	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+	if (st.ephemeral || st.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' has no persistent writable layer to compare (one-shot runs and "
 			       "environments without user namespaces)",
 			       id);
-	const char *tspec = json_str(st, "template") ?: "host";
+	const char *tspec = st.template_spec ?: "host";
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (snapshot) {
 		if (sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0 ||
@@ -681,7 +681,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	store_idmap sids;
 	store_layer_ids(&sids);
 	/* The environment's layers and the snapshot's, each opened once. */
-	json_t *jl = json_object_get(st, "layers");
+	json_t *jl = st.layers;
 	size_t n_env = json_array_size(jl), n_snap = 0;
 	if (n_env > STORE_SNAPSHOT_MAX_LAYERS) {
 		err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers");
@@ -706,11 +706,11 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	layer *upper = layer_open(ls, L_DIR, up, err);
 	if (!upper)
 		goto out;
-	if (json_bool(st, "rootless", false)) {
+	if (st.rootless) {
 		upper->ubase = ctx->uid, upper->gbase = ctx->gid, upper->count = 1;
 	} else {
-		upper->ubase = upper->gbase = (uint32_t)json_int(st, "host_uid", 0);
-		upper->count = (uint32_t)json_int(st, "id_count", 1);
+		upper->ubase = upper->gbase = (uint32_t)st.host_uid;
+		upper->count = (uint32_t)json_int(st.json, "id_count", 1); /* absent: one id */
 	}
 
 	size_t common = n_env;
@@ -769,7 +769,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	sort_strv(&d.deleted);
 	*ret = json_pack("{s:o,s:o,s:o,s:s,s:o}", "added", strv_json(&d.added), "modified", strv_json(&d.modified),
 			 "deleted", strv_json(&d.deleted), "environment_id", id, "snapshot_id",
-			 digest ? json_string(digest) : (json_str(st, "snapshot_id") ? json_string(json_str(st, "snapshot_id")) : json_null()));
+			 digest ? json_string(digest) : (st.snapshot_id ? json_string(st.snapshot_id) : json_null()));
 	if (!*ret) {
 		err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		goto out;

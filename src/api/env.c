@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "api/secrets.h"
 #include "runtime/caps.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
 #include "runtime/user.h"
@@ -66,16 +67,6 @@ void env_config_free(env_config *c)
 }
 static void env_config_freep(env_config **c) { env_config_free(*c); }
 
-static bool valid_id(const char *s)
-{
-	if (strlen(s) != ENV_ID_LEN)
-		return false;
-	for (; *s; s++)
-		if (!isxdigit((unsigned char)*s) || isupper((unsigned char)*s))
-			return false;
-	return true;
-}
-
 static bool valid_name(const char *s)
 {
 	size_t n = strlen(s);
@@ -85,176 +76,6 @@ static bool valid_name(const char *s)
 		if (!isalnum((unsigned char)*s) && !strchr("_.-", *s))
 			return false;
 	return true;
-}
-
-int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
-	_cleanup_free_ char *buf = NULL;
-	int r = fs_read_file(p, 1 << 20, &buf, NULL);
-	if (r < 0)
-		return r;
-	json_t *j = json_loads(buf, 0, NULL);
-	if (!j)
-		return -EBADMSG;
-	*ret = j;
-	return 0;
-}
-
-int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs/%s/state.json", ctx->root, id);
-	_cleanup_free_ char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
-	if (!s)
-		return -ENOMEM;
-	/* Runtime state, not store data: atomic (rename) but not fsync'd; after
-	 * a crash gc removes the environment anyway. */
-	return fs_write_atomic_flags(p, s, strlen(s), 0644, false);
-}
-
-/* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
-/* A state written by a create (or restore) that never finished, whose
- * process is gone: nobody was given the environment, nobody will finish it. */
-bool env_creator_gone(const json_t *st)
-{
-	json_t *cr = json_object_get(st, "creator");
-	if (!json_is_object(cr))
-		return false; /* an older record: not ours to judge */
-	return !proc_alive((pid_t)json_int(cr, "pid", 0), (uint64_t)json_int(cr, "start", 0));
-}
-
-bool env_is_live(const sbx_ctx *ctx, const char *id)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/%s/lock", ctx->run, id);
-	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
-		flock(fd, LOCK_UN);
-		return false;
-	}
-	return errno == EWOULDBLOCK;
-}
-
-char **env_list_ids(const sbx_ctx *ctx)
-{
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs", ctx->root);
-	size_t n = 0, cap = 16;
-	char **v = calloc(cap + 1, sizeof(char *));
-	DIR *d = opendir(p);
-	struct dirent *de;
-	while (v && d && (de = readdir(d))) {
-		if (!valid_id(de->d_name))
-			continue;
-		if (n == cap) {
-			char **nv = realloc(v, (cap * 2 + 1) * sizeof(char *));
-			if (!nv)
-				break;
-			v = nv;
-			cap *= 2;
-		}
-		v[n++] = strdup(de->d_name);
-		v[n] = NULL;
-	}
-	if (d)
-		closedir(d);
-	return v;
-}
-
-_public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err)
-{
-	if (!ref || !*ref)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty environment id");
-	char p[4300], target[64];
-	/* A full id, then a name: one lookup each, whatever the number of environments. */
-	if (valid_id(ref)) {
-		snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, ref);
-		if (fs_exists(p))
-			return (*ret_id = strdup(ref)) ? 0 : err_oom(err);
-	}
-	if (!strchr(ref, '/') && ref[0] != '.') {
-		snprintf(p, sizeof(p), "%s/names/%s", ctx->root, ref);
-		ssize_t n = readlink(p, target, sizeof(target) - 1);
-		if (n > 0 && (target[n] = 0, valid_id(target))) {
-			snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, target);
-			if (fs_exists(p))
-				return (*ret_id = strdup(target)) ? 0 : err_oom(err);
-		}
-	}
-	/* A unique prefix of at least 3 characters. */
-	_cleanup_strv_free_ char **ids = strlen(ref) >= 3 ? env_list_ids(ctx) : NULL;
-	const char *match = NULL;
-	int matches = 0;
-	for (char **i = ids; i && *i; i++)
-		if (startswith(*i, ref)) {
-			match = *i;
-			matches++;
-		}
-	if (matches == 1)
-		return (*ret_id = strdup(match)) ? 0 : err_oom(err);
-	if (matches > 1)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
-}
-
-int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err)
-{
-	_cleanup_free_ char *id = NULL;
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
-	int r = env_state_read(ctx, id, ret_state);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
-	*ret_id = TAKE_PTR(id);
-	return 0;
-}
-
-int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s/ctl.sock", ctx->run, id);
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return err_errno(err, "socket");
-	if (RETRY_EINTR(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0) {
-		int e = errno;
-		safe_close(fd);
-		if (e == ENOENT || e == ECONNREFUSED)
-			return err_set(err, SBX_E_UNAVAILABLE, e,
-				       "environment '%s' is not running (its supervisor exited; `sbx rm` or `sbx gc` removes it)",
-				       id);
-		return err_errnum(err, e, "connect to environment '%s'", id);
-	}
-	return fd;
-}
-
-/* One request, one reply. */
-int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err)
-{
-	_cleanup_close_ int fd = env_connect(ctx, id, err);
-	if (fd < 0)
-		return -1;
-	int r = json_send(fd, req, NULL, 0);
-	if (r < 0)
-		return err_errnum(err, r, "send request to environment '%s'", id);
-	_cleanup_json_ json_t *m = NULL;
-	r = json_recv(fd, &m, NULL, NULL);
-	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
-	if (streq(json_str(m, "ev") ?: "", "error"))
-		return api_err_from_json(m, err);
-	*ret = TAKE_PTR(m);
-	return 0;
-}
-
-int api_err_from_json(const json_t *m, sbx_err **err)
-{
-	sbx_code cc = err_code_from_name(json_str(m, "code"));
-	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
 }
 
 /* Names: $SBX_ROOT/names/<name> is a symlink to the id. symlink() is the
@@ -475,11 +296,11 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 static void remove_env_files(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) == 0 && json_int(st, "uid_slot", -1) >= 0)
-		userns_slot_free((unsigned)json_int(st, "uid_slot", 0));
-	if (st && json_str(st, "name"))
-		name_unregister(ctx, json_str(st, "name"), id);
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0)
+		userns_slot_free((unsigned)st.uid_slot);
+	if (st.name)
+		name_unregister(ctx, st.name, id);
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
 	if (dir)
 		(void)quota_teardown(dir);
@@ -513,28 +334,19 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 
 /* Creates an environment, or (restore_state != NULL) starts an existing one
  * again under its own id, uid range and name, on the layers of `snap`. */
-int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
-		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
+/* Create, step 1: the options alone (the bounds in sbx.h, the forms). */
+static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char ***ret_allow, int64_t *ret_disk,
+		      sbx_err **err)
 {
-	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
-	if (!o)
-		o = &defaults;
-	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
-	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	c->lock_fd = -1;
 	if (o->name && !valid_name(o->name))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
 			       o->name);
-	_cleanup_strv_free_ char **allow = NULL;
-	const char *netmode = "none";
-	if (o->network && parse_network(o->network, &netmode, &allow, err) < 0)
+	if (o->network && parse_network(o->network, ret_netmode, ret_allow, err) < 0)
 		return -1;
 	if (sbx_env_limits_check(o, err) < 0) /* the bounds in sbx.h */
 		return -1;
-	int64_t disk = o->version >= 3 ? o->disk_bytes : 0;
+	int64_t disk = *ret_disk = o->version >= 3 ? o->disk_bytes : 0;
 	if (disk < 0 || (disk > 0 && disk < QUOTA_MIN_BYTES))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m", (long long)disk);
 	for (const char *const *e = o->env; e && *e; e++)
@@ -545,7 +357,13 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
 			       o->hostname);
+	return 0;
+}
 
+/* Create, step 2: the default user and the capabilities of root's commands. */
+static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+		       sbx_err **err)
+{
 	/* Users and capabilities (docs/policy.md): the form is checked here, the
 	 * name resolved inside (at setup, then by init at each exec). A restart
 	 * keeps the environment's own. */
@@ -568,10 +386,18 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (user && ctx->rootless && !userns_available())
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "user '%s': commands run as the calling user on this host (no user namespaces)", user);
+	return 0;
+}
 
+/* Create, step 3: identity (id, name, host name, directories), network,
+ * plugins, environment variables and limits. */
+static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			   const char *restore_id, const char *netmode, char ***allow, const json_t *plugins,
+			   int64_t disk, sbx_err **err)
+{
 	/* Identity. */
 	if (restore_id) {
-		if (!valid_id(restore_id))
+		if (!env_valid_id(restore_id))
 			return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state: bad environment id");
 		snprintf(c->id, sizeof(c->id), "%s", restore_id);
 	} else {
@@ -589,7 +415,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->run_dir = ctx_run_dir(ctx, c->id);
 	c->template_spec = strdup(o->template_spec ? o->template_spec : "host");
 	c->network = strdup(netmode);
-	c->network_allow = TAKE_PTR(allow);
+	c->network_allow = TAKE_PTR(*allow);
 	/* Plugins (a policy's; a restarted environment keeps its own). */
 	if (restore_state)
 		plugins = json_object_get(restore_state, "plugins");
@@ -627,6 +453,15 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (disk && ctx->rootless && !userns_available())
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "a disk quota needs user namespaces, which this host does not allow");
+	return 0;
+}
+
+/* Create, step 4: what the root is built from: the template (or, without
+ * user namespaces, the degraded walls), volumes, the snapshot's layers or
+ * the template's own base (base_id). */
+static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const store_snapshot *snap,
+		       char base_id[STORE_DIGEST_SIZE], sbx_err **err)
+{
 	if (ctx->rootless && !userns_available()) {
 		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
 		c->degraded = true;
@@ -663,19 +498,17 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			return -1;
 	}
 	/* No snapshot: the template's own content-addressed base (snap.c). */
-	char base_id[STORE_DIGEST_SIZE] = "";
 	if (!snap && !c->degraded && !c->ephemeral && snap_template_base(ctx, c->template_spec, c->mask, base_id, err) < 0)
 		return -1;
-	/* Secrets (values read on the host now, kept in memory only), hidden
-	 * paths and the agent phase's plan: src/api/secrets.c. */
-	_cleanup_json_ json_t *sec_state = NULL;
-	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
-		return -1;
+	return 0;
+}
 
-	unsigned slot = 0;
-	bool have_slot = false;
-	char **warnings = NULL;
-	_cleanup_json_ json_t *st = NULL, *info = NULL;
+/* Create, step 5: on disk, in the order a concurrent gc and a crash need.
+ * *slot and *have_slot say which uid range to give back on failure. */
+static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			  const char *restore_id, const store_snapshot *snap, unsigned *slot, bool *have_slot,
+			  sbx_err **err)
+{
 	int r;
 	char p[4300];
 	/* Liveness lock first, before anything exists on disk, so that a
@@ -684,25 +517,21 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return err_errnum(err, r, "create '%s'", c->run_dir);
 	snprintf(p, sizeof(p), "%s/lock", c->run_dir);
 	c->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0) {
-		err_errno(err, "lock '%s'", p);
-		goto fail;
-	}
-	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0) {
-		err_errnum(err, r, "create '%s'", c->env_dir);
-		goto fail;
-	}
+	if (c->lock_fd < 0 || flock(c->lock_fd, LOCK_EX) < 0)
+		return err_errno(err, "lock '%s'", p);
+	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0)
+		return err_errnum(err, r, "create '%s'", c->env_dir);
 	if (restore_id) {
 		/* Same uid range and name as before: the files are already theirs. */
-		slot = (unsigned)json_int(restore_state, "uid_slot", 0);
+		*slot = (unsigned)json_int(restore_state, "uid_slot", 0);
 		c->host_uid = (uid_t)json_int(restore_state, "host_uid", ctx->uid);
 		c->host_gid = c->rootless ? ctx->gid : c->host_uid;
 		c->id_count = (uint32_t)json_int(restore_state, "id_count", 1);
 	} else if (!c->rootless) {
-		if (userns_slot_alloc(c->env_dir, &slot, err) < 0)
-			goto fail;
-		have_slot = true;
-		c->host_uid = userns_slot_base(slot);
+		if (userns_slot_alloc(c->env_dir, slot, err) < 0)
+			return -1;
+		*have_slot = true;
+		c->host_uid = userns_slot_base(*slot);
 		c->host_gid = c->host_uid;
 		c->id_count = ENV_UID_COUNT;
 	} else {
@@ -711,7 +540,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		c->id_count = 1;
 	}
 	if (!restore_id && c->name && name_register(ctx, c->name, c->id, err) < 0)
-		goto fail;
+		return -1;
 	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"},
 				 {c->env_dir, "home"}, {c->env_dir, "tmp"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
@@ -719,26 +548,32 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
 		if ((mkdir(p, 0755) < 0 && !(restore_id && errno == EEXIST)) ||
-		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)) {
-			err_errno(err, "create '%s'", p);
-			goto fail;
-		}
+		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0))
+			return err_errno(err, "create '%s'", p);
 	}
 	/* Disk quota: upper/ and work/ move onto an image of the quota's size
 	 * (host mount namespace: snapshots and diff read them from here). */
-	if (disk && !c->ephemeral && quota_setup(c->env_dir, disk, c->host_uid, c->host_gid, err) < 0)
-		goto fail;
+	if (c->disk_bytes && !c->ephemeral && quota_setup(c->env_dir, c->disk_bytes, c->host_uid, c->host_gid, err) < 0)
+		return -1;
 	bool keep_id = o->version >= 2 && o->keep_identity && snap;
-	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0) {
-		err_errnum(err, r, "write /etc/machine-id");
-		goto fail;
-	}
+	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0)
+		return err_errnum(err, r, "write /etc/machine-id");
+	return 0;
+}
+
+/* Create, step 6: the record of a new environment (state.json), before
+ * its supervisor runs. NULL on ENOMEM. */
+static json_t *record_new(const env_config *c, const sbx_create_opts *o, const json_t *restore_state,
+			  json_t *sec_state, const store_snapshot *snap, const char *snap_id, const char *base_id,
+			  unsigned slot)
+{
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
 	char created[32];
 	int64_t now = now_ms_real();
 	iso_time(now, created, sizeof(created));
 	if (restore_id && json_str(restore_state, "created_at"))
 		snprintf(created, sizeof(created), "%s", json_str(restore_state, "created_at"));
-	st = json_pack(
+	json_t *st = json_pack(
 		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}", "environment_id",
 		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
 		"created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral", c->ephemeral, "uid_slot",
@@ -776,6 +611,44 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
 						"readonly", c->volumes[i].readonly));
+	return st;
+}
+
+int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
+		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
+{
+	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
+	if (!o)
+		o = &defaults;
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
+	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	c->lock_fd = -1;
+	_cleanup_strv_free_ char **allow = NULL;
+	const char *netmode = "none";
+	int64_t disk = 0;
+	char base_id[STORE_DIGEST_SIZE] = "";
+	_cleanup_json_ json_t *sec_state = NULL;
+	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
+	if (check_opts(o, &netmode, &allow, &disk, err) < 0 || config_user(ctx, c, o, restore_state, err) < 0 ||
+	    config_identity(ctx, c, o, restore_state, restore_id, netmode, &allow, plugins, disk, err) < 0 ||
+	    config_root(ctx, c, o, snap, base_id, err) < 0)
+		return -1;
+	/* Secrets (values read on the host now, kept in memory only), hidden
+	 * paths and the agent phase's plan: src/api/secrets.c. */
+	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
+		return -1;
+
+	unsigned slot = 0;
+	bool have_slot = false;
+	char **warnings = NULL;
+	_cleanup_json_ json_t *st = NULL, *info = NULL;
+	int r;
+	/* 5-6: on disk, then the record; a failure from here undoes both. */
+	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
+		goto fail;
+	st = record_new(c, o, restore_state, sec_state, snap, snap_id, base_id, slot);
 	/* Who is creating it: until "state" is written, a create whose process
 	 * died (kill -9 of the CLI, of sbx serve) left an environment nobody was
 	 * given; gc removes it once its creator is gone (env_creator_gone). */
@@ -787,6 +660,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		goto fail;
 	}
 
+	/* 7. The supervisor (src/runtime) builds and runs it; the record then
+	 *    says running, with what the supervisor found. */
 	log_debug("create: prepared, starting supervisor");
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
 		err_wrap(err, "create environment");
@@ -965,13 +840,13 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 		fd = env_connect(ctx, id, NULL);
 	}
 	if (fd >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "stop");
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_STOP);
 		if (req && json_send(fd, req, NULL, 0) == 0) {
 			/* The reply (or EOF) comes after teardown. */
 			struct pollfd p = {.fd = fd, .events = POLLIN};
 			if (poll(&p, 1, 15000) > 0) {
 				json_t *m = NULL;
-				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, "ev") ?: "", "stopped");
+				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
 				json_decref(m);
 				/* It replies after teardown and exits right away: wait
 				 * for its lock without polling. */
@@ -1036,73 +911,73 @@ _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	if (env_load(ctx, ref, &id, &st, err) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	json_t *s = summary(ctx, id);
 	if (!s)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
-	json_object_update_missing(s, st);
+	json_object_update_missing(s, st.json);
 	json_object_del(s, "created_ms");
-	bool rootless = json_bool(st, "rootless", false);
-	int abi = (int)json_int(st, "landlock_abi", 0);
+	bool rootless = st.rootless;
+	int abi = (int)st.landlock_abi;
 	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
 				"ipc", "cgroup", "uid_map", "", "rootless", rootless, "seccomp", "deny-list (libseccomp), foreign ABIs killed",
 				"no_new_privs", 1, "landlock_abi", abi, "landlock", abi > 0);
 	json_array_append_new(json_object_get(iso, "namespaces"), json_string("time"));
 	char map[64];
-	snprintf(map, sizeof(map), "0 %lld %lld", (long long)json_int(st, "host_uid", 0), (long long)json_int(st, "id_count", 0));
+	snprintf(map, sizeof(map), "0 %lld %lld", (long long)st.host_uid, (long long)st.id_count);
 	json_object_set_new(iso, "uid_map", json_string(map));
 	/* Capabilities of a command run as root (state.json; before users
 	 * existed, always the safe set); any other user has none. */
 	uint64_t kept = caps_safe_set;
-	if (json_object_get(st, "capabilities"))
-		(void)caps_from_json(json_object_get(st, "capabilities"), &kept);
+	if (st.capabilities)
+		(void)caps_from_json(st.capabilities, &kept);
 	/* What the default user's commands hold: the kept set for root, none for
 	 * another user; root_capabilities: what a command run as root holds. */
-	const char *user = json_str(st, "user");
+	const char *user = st.user;
 	user_spec ius;
 	bool user_nonroot = user && user_spec_parse(user, &ius, NULL) == 0 && !user_spec_is_root(&ius);
 	json_object_set_new(iso, "capabilities", caps_to_json(user_nonroot ? 0 : kept));
 	json_object_set_new(iso, "root_capabilities", caps_to_json(kept));
-	if (json_bool(st, "user_no_root", false))
+	if (st.user_no_root)
 		json_object_set_new(iso, "root_allowed", json_false());
 	json_object_set_new(s, "user", json_string(user ? user : "root"));
 	json_object_set_new(iso, "user", json_string(user ? user : "root"));
-	const char *net = json_str(st, "network") ?: "none";
+	const char *net = st.network ?: "none";
 	json_object_set_new(iso, "network", json_string(streq(net, "open")	? "open: the host's network (unsafe)"
 						       : streq(net, "allow") ? "loopback only; egress through the sbx proxy to the allowlist"
 									      : "loopback only"));
-	if (json_object_get(st, "network_allow"))
-		json_object_set(iso, "network_allow", json_object_get(st, "network_allow"));
+	if (st.network_allow)
+		json_object_set(iso, "network_allow", st.network_allow);
 	if (streq(net, "allow")) {
 		char lp[4300];
 		snprintf(lp, sizeof(lp), "%s/%s/egress.log", ctx->run, id);
 		json_object_set_new(iso, "egress_log", json_string(lp));
 	}
-	if (json_bool(st, "degraded", false)) {
+	if (st.degraded) {
 		json_object_set_new(iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
 		json_object_set_new(iso, "namespaces", json_array());
 		json_object_set_new(iso, "network", json_string("IP sockets denied by seccomp"));
 		json_object_set_new(iso, "uid_map", json_string("none"));
 	}
 	json_object_set_new(iso, "cgroup", json_string(cgroup_host_mode()));
-	json_object_set(iso, "missing", json_object_get(st, "warnings") ?: json_array());
+	json_object_set(iso, "missing", st.warnings ?: json_array());
 	json_object_set_new(s, "isolation", iso);
 	json_object_del(s, "warnings");
 	if (env_is_live(ctx, id)) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "info"), *info = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_INFO), *info = NULL;
 		if (env_call(ctx, id, req, &info, NULL) == 0) {
-			json_object_del(info, "ev");
+			json_object_del(info, CTL_F_EV);
 			json_object_del(info, "warnings");
 			json_object_update(s, info);
 		}
 	}
-	int64_t quota = json_int(json_object_get(st, "limits"), "disk_bytes", 0);
+	int64_t quota = st.limits.disk_bytes;
 	if (quota > 0) {
 		/* The writable layer's filesystem, as the host sees it (a one-shot
 		 * run's tmpfs is inside the environment: no usage from here). */
-		bool eph = json_bool(st, "ephemeral", false);
+		bool eph = st.ephemeral;
 		json_t *d = json_pack("{s:I,s:s,s:n}", "quota_bytes", (json_int_t)quota, "backing",
 				      eph ? "tmpfs inside the environment" : "ext4 image on a loop device", "used_bytes");
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, id);
@@ -1124,11 +999,11 @@ _public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **e
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
-	_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "ps");
+	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_PS);
 	json_t *m = NULL;
 	if (env_call(ctx, id, req, &m, err) < 0)
 		return -1;
-	json_object_del(m, "ev");
+	json_object_del(m, CTL_F_EV);
 	*ret = m;
 	return 0;
 }
@@ -1138,10 +1013,10 @@ _public_ int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **e
  * restore killed halfway leaves a stopped environment for gc after that). */
 static bool env_is_restoring(sbx_ctx *ctx, const char *id)
 {
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) < 0)
 		return false;
-	int64_t since = json_int(st, "restoring_ms", 0);
+	int64_t since = st.restoring_ms;
 	return since > 0 && now_ms_real() - since < 120000;
 }
 
@@ -1155,8 +1030,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if ((env_is_live(ctx, *p) && !orphan) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
-		_cleanup_json_ json_t *kst = NULL;
-		if (env_state_read(ctx, *p, &kst) == 0 && json_bool(kst, "ttl_keep", false))
+		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
+		if (env_record_read(ctx, *p, &kst) == 0 && kst.ttl_keep)
 			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);
@@ -1168,7 +1043,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	DIR *d = opendir(ctx->run);
 	struct dirent *de;
 	while (d && (de = readdir(d))) {
-		if (!valid_id(de->d_name))
+		if (!env_valid_id(de->d_name))
 			continue;
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, de->d_name), *run = ctx_run_dir(ctx, de->d_name);
 		if (dir && run && !fs_exists(dir) && !env_is_live(ctx, de->d_name)) {
@@ -1221,14 +1096,14 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 _public_ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	_cleanup_json_ json_t *st = NULL;
-	if (env_load(ctx, ref, &id, &st, err) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
-	if (!streq(json_str(st, "network") ?: "none", "allow"))
+	if (!streq(st.network ?: "none", "allow"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "environment '%s' has network '%s': only network allow goes through the egress proxy, "
 			       "which keeps the log",
-			       id, json_str(st, "network") ?: "none");
+			       id, st.network ?: "none");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/%s/egress.log", ctx->run, id);
 	_cleanup_free_ char *buf = NULL;

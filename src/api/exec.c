@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/user.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -248,7 +249,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	_cleanup_close_ int sock = env_connect(ctx, id, err);
 	if (sock < 0)
 		return -1;
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:o,s:o,s:b,s:I}", "op", "exec", "argv",
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:o,s:o,s:b,s:I}", CTL_F_OP, CTL_OP_EXEC, "argv",
 					       json_from_strv(o->argv), "env", json_from_strv(o->env), "tty", o->tty,
 					       "timeout_ms", (json_int_t)o->timeout_ms);
 	if (!req)
@@ -320,7 +321,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 			err_set(err, SBX_E_UNAVAILABLE, q ? -q : EPIPE, "environment '%s' stopped answering", id);
 			goto out;
 		}
-		if (streq(json_str(m, "ev") ?: "", "error")) {
+		if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR)) {
 			api_err_from_json(m, err);
 			json_decref(m);
 			goto out;
@@ -457,7 +458,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		}
 		if (ip_cancel >= 0 && p[ip_cancel].revents) {
 			res.cancelled = true;
-			_cleanup_json_ json_t *k = json_pack("{s:s,s:i}", "op", "signal", "sig", SIGKILL);
+			_cleanup_json_ json_t *k = json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "sig", SIGKILL);
 			(void)json_send(sock, k, NULL, 0);
 		}
 		if (ip_sock >= 0 && p[ip_sock].revents) {
@@ -468,13 +469,13 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 				err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped while the command ran", id);
 				goto out;
 			}
-			const char *ev = json_str(m, "ev") ?: "";
-			if (streq(ev, "exit")) {
+			const char *ev = json_str(m, CTL_F_EV) ?: "";
+			if (streq(ev, CTL_EV_EXIT)) {
 				fill_exit(&res, m);
 				if (x)
 					x->exit = json_incref(m);
 				exited = true;
-			} else if (streq(ev, "error")) {
+			} else if (streq(ev, CTL_EV_ERROR)) {
 				api_err_from_json(m, err);
 				json_decref(m);
 				goto out;

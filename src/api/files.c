@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "util/fd.h"
 #include "util/json.h"
 
@@ -31,7 +32,7 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 	r = json_recv(sock, &m, fds, &n);
 	if (r <= 0)
 		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
-	if (streq(json_str(m, "ev") ?: "", "error"))
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	if (!json_bool(m, "ok", false)) {
 		for (size_t i = 0; i < n; i++)
@@ -66,7 +67,7 @@ _public_ int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, 
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
 	if (max_bytes <= 0)
 		max_bytes = DEFAULT_READ_MAX;
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", "op", "file", "action", "read", "path", path), *m = NULL;
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "read", "path", path), *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");
 	_cleanup_close_ int fd = -1;
@@ -109,7 +110,7 @@ _public_ int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path,
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
 	if (mode > 07777)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid mode %o", mode);
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", "op", "file", "action", "write", "path", path, "mode",
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action", "write", "path", path, "mode",
 					       mode),
 			      *m = NULL;
 	if (!req)
@@ -127,13 +128,13 @@ _public_ int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path,
 {
 	if (!path || !*path)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", "op", "file", "action", "list", "path", path);
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "list", "path", path);
 	json_t *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");
 	if (file_call(ctx, ref, req, &m, NULL, err) < 0)
 		return -1;
-	json_object_del(m, "ev");
+	json_object_del(m, CTL_F_EV);
 	json_object_del(m, "ok");
 	*ret = m;
 	return 0;

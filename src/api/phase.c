@@ -14,6 +14,7 @@
 #include "policy/egress_match.h"
 #include "policy/policy.h"
 #include "runtime/caps.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/user.h"
 #include "util/json.h"
 
@@ -333,7 +334,7 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 	if (!plan && !(plan = default_plan(st)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	_cleanup_json_ json_t *req =
-	    json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O}", "op", "phase", "phase", "agent", "network",
+	    json_pack("{s:s,s:s,s:O,s:O,s:O,s:O,s:O}", CTL_F_OP, CTL_OP_PHASE, "phase", "agent", "network",
 		      json_object_get(plan, "network") ?: json_string("none"), "network_allow",
 		      json_object_get(plan, "network_allow") ?: json_array(), "limits",
 		      json_object_get(plan, "limits") ?: json_object(), "env",

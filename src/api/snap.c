@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "store/delta.h"
 #include "runtime/runtime.h"
 #include "runtime/mask.h"
@@ -193,11 +194,11 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	if (label && !store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)", label);
-	_cleanup_json_ json_t *st = NULL;
-	if (env_load(ctx, ref, &id, &st, err) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	int r;
-	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+	if (st.ephemeral || st.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
 			       "namespaces have no persistent writable layer)",
@@ -208,10 +209,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_close_ int fc = env_is_live(ctx, id) ? env_connect(ctx, id, NULL) : -1;
 	bool frozen = false, quiesced;
 	if (fc >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "freeze"), *rep = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_FREEZE), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) < 0 || json_recv(fc, &rep, NULL, NULL) <= 0)
 			return err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped answering", id);
-		if (streq(json_str(rep, "ev") ?: "", "error"))
+		if (streq(json_str(rep, CTL_F_EV) ?: "", CTL_EV_ERROR))
 			return api_err_from_json(rep, err);
 		frozen = json_bool(rep, "frozen", false);
 		/* Frozen, or (rootless) every process stopped: nothing writes. */
@@ -224,10 +225,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0)
 		return err_errno(err, "open '%s'", p);
-	store_idmap ids = {.uid_base = (uid_t)json_int(st, "host_uid", 0),
-			   .gid_base = (gid_t)json_int(st, "host_uid", 0),
-			   .count = (uint32_t)json_int(st, "id_count", 1)};
-	if (json_bool(st, "rootless", false)) {
+	store_idmap ids = {.uid_base = (uid_t)st.host_uid,
+			   .gid_base = (gid_t)st.host_uid,
+			   .count = (uint32_t)json_int(st.json, "id_count", 1)};
+	if (st.rootless) {
 		ids.uid_base = ctx->uid;
 		ids.gid_base = ctx->gid;
 		ids.count = 1;
@@ -236,10 +237,10 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	 * the whole writable layer over the base layers (src/store/delta.c). */
 	_cleanup_(snap_capture_clear) snap_capture cap = SNAP_CAPTURE_INIT;
 	store_progress_begin(ctx->progress, ctx->progress_ud, "snapshot", 0, 0);
-	r = snap_delta_capture(ctx, id, st, ufd, &ids, quiesced, &cap, err);
+	r = snap_delta_capture(ctx, id, st.json, ufd, &ids, quiesced, &cap, err);
 	store_progress_end();
 	if (fc >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s}", "op", "thaw"), *rep = NULL;
+		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_THAW), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) == 0)
 			(void)json_recv(fc, &rep, NULL, NULL);
 	}
@@ -253,11 +254,11 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	while (layers[nl])
 		nl++;
 	store_layer_info li = cap.new_layer ? cap.li : (store_layer_info){.existed = true};
-	_cleanup_strv_free_ char **env = json_to_strv(json_object_get(st, "env"));
+	_cleanup_strv_free_ char **env = json_to_strv(st.env);
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
 	_cleanup_free_ char *osr = read_os_release(envdir);
-	_cleanup_strv_free_ char **pkgs = env_packages(ctx, id, envdir, json_str(st, "snapshot_id"));
+	_cleanup_strv_free_ char **pkgs = env_packages(ctx, id, envdir, st.snapshot_id);
 	char created[32];
 	time_t t = time(NULL);
 	struct tm tm;
@@ -265,12 +266,12 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	char *labels[2] = {(char *)label, NULL};
 	static char *empty[] = {NULL};
-	snap.parent = cap.parent ? cap.parent : (char *)json_str(st, "snapshot_id");
+	snap.parent = cap.parent ? cap.parent : (char *)st.snapshot_id;
 	snap.layers = layers;
-	snap.base_template = (char *)json_str(st, "template");
+	snap.base_template = (char *)st.template_spec;
 	snap.env = env ? env : empty;
 	snap.cwd = "/root";
-	snap.user = (char *)(json_str(st, "user") ?: "root"); /* a fork runs as it (env.c) */
+	snap.user = (char *)(st.user ?: "root"); /* a fork runs as it (env.c) */
 	snap.os_release = osr;
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
@@ -287,7 +288,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	char sid[STORE_DIGEST_SIZE];
 	if (store_snapshot_write(ctx->root, &snap, sid, err) < 0)
 		return err_wrap(err, "snapshot '%s'", id);
-	snap_delta_commit(ctx, id, st, &cap, sid);
+	snap_delta_commit(ctx, id, st.json, &cap, sid);
 	if (label && store_ref_set(ctx->root, label, sid, err) < 0)
 		return err_wrap(err, "label snapshot %s", sid);
 	*ret = json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o}", "snapshot_id", sid, "size_bytes", (json_int_t)total,

@@ -168,12 +168,12 @@ int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err)
 	 * created whose state is not written yet hold a snapshot (a root). */
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
-		_cleanup_json_ json_t *st = NULL;
-		if (env_state_read(ctx, *p, &st) < 0)
+		_cleanup_env_record_ env_record st = {.uid_slot = -1};
+		if (env_record_read(ctx, *p, &st) < 0)
 			continue;
 		size_t i;
 		json_t *l;
-		json_array_foreach(json_object_get(st, "layers"), i, l)
+		json_array_foreach(st.layers, i, l)
 		{
 			if (json_is_string(l) && strv_add(&refd, &n, json_string_value(l)) < 0)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -1,5 +1,6 @@
 /* The sbx command line: parse, make one sbx_* call, print. */
 #pragma once
+#include <getopt.h>
 #include <stdbool.h>
 #include "sbx.h"
 
@@ -24,6 +25,38 @@ void cli_print_json(json_t *j); /* steals */
 int cli_open_ctx(cli *c);
 /* Shows progress of long operations on stderr when it is a terminal (not with --json). */
 void cli_progress_setup(cli *c);
+
+/* One way to parse arguments: a command lists its options for getopt_long
+ * and loops over cli_opt_next(), which returns
+ *   an option's val (its value in .arg), in the order given;
+ *   CLI_ARG for a positional argument (in .arg), wherever it stands;
+ *   CLI_ERR after printing "sbx: CMD: unknown option '--x'" or
+ *     "sbx: CMD: --x needs a value (see 'sbx CMD --help')": return EXIT_SBX;
+ *   CLI_END when done.
+ * Both "--opt value" and "--opt=value" work, short flags combine (-it), long
+ * names must be exact (no abbreviations). "--" ends the options. A command
+ * that runs a command line (exec, run) sets tail_after to its number of
+ * positionals: the next non-option word, or the word after "--", starts
+ * .tail. Otherwise (tail_after = -1) words after "--" are positionals.
+ * --json and --help are taken by main.c before the command runs. */
+enum { CLI_END = -1, CLI_ERR = -2, CLI_ARG = -3 };
+typedef struct cli_opts {
+	const char *cmd;		/* for messages */
+	const char *shortopts;		/* getopt letters ("v:e:it"), may be NULL */
+	const struct option *longopts;	/* {0}-terminated, may be NULL */
+	int tail_after;			/* -1: no command tail */
+	const char *arg;		/* out: the option's value or the positional */
+	char **tail;			/* out at CLI_END: the command line, n_tail words */
+	int n_tail;
+	/* private */
+	bool started, dashdash;
+	int n_pos;
+	char optstring[64];
+} cli_opts;
+int cli_opt_next(cli_opts *p, int argc, char **argv);
+/* For a command without options: its positionals, the first `cap` into pos,
+ * their count in *ret_n; EXIT_SBX after an option was reported. */
+int cli_args(const char *cmd, int argc, char **argv, const char **pos, int cap, int *ret_n);
 
 int cmd_create(cli *c, int argc, char **argv);
 int cmd_run(cli *c, int argc, char **argv);

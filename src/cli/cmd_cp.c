@@ -20,26 +20,27 @@ static bool split_env(const char *arg, char **ret_ref, const char **ret_path)
 
 int cmd_cp(cli *c, int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage_error("cp", "unknown option '%s'", argv[i]);
-	if (argc != 3)
+	const char *pos[2];
+	int n, r = cli_args("cp", argc, argv, pos, 2, &n);
+	if (r)
+		return r;
+	if (n != 2)
 		return cli_usage_error("cp", "expected: sbx cp SRC DST, with ID:PATH on one side");
 	_cleanup_free_ char *sref = NULL, *dref = NULL;
-	const char *spath = argv[1], *dpath = argv[2];
-	bool sin = split_env(argv[1], &sref, &spath), din = split_env(argv[2], &dref, &dpath);
+	const char *spath = pos[0], *dpath = pos[1];
+	bool sin = split_env(pos[0], &sref, &spath), din = split_env(pos[1], &dref, &dpath);
 	if (sin == din)
 		return cli_usage_error("cp", sin ? "both sides are in an environment: copy through the host"
 						 : "neither side is in an environment: write one as ID:PATH");
 	if (!*spath || !*dpath)
 		return cli_usage_error("cp", "an empty path");
-	int r = cli_open_ctx(c);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	sbx_err *e = NULL;
 	if (sin ? sbx_env_copy_out(c->ctx, sref, spath, dpath, &e) : sbx_env_copy_in(c->ctx, dref, spath, dpath, &e))
 		return cli_fail("cp", e);
 	if (c->json)
-		cli_print_json(json_pack("{s:s,s:s,s:b}", "source", argv[1], "destination", argv[2], "copied", 1));
+		cli_print_json(json_pack("{s:s,s:s,s:b}", "source", pos[0], "destination", pos[1], "copied", 1));
 	return 0;
 }

@@ -27,7 +27,7 @@ typedef struct opts {
 	size_t n_cap_drop, n_cap_add;
 	bool interactive, have_timeout;
 	int64_t timeout;
-	char **positional;
+	const char *id; /* exec's environment */
 	int n_positional;
 	char **cmd; /* after -- (or the rest) */
 	int n_cmd;
@@ -41,23 +41,82 @@ static void opts_free(opts *o)
 
 enum { F_CREATE = 1, F_EXEC = 2 };
 
-/* Takes "--name value" or "--name=value". */
-static const char *opt_value(int argc, char **argv, int *i, const char *name, bool *matched)
+/* Long-only options; the short ones are their letter. */
+enum {
+	O_TEMPLATE = 256, O_NAME, O_NETWORK, O_MEMORY, O_DISK, O_PIDS, O_CPUS, O_TTL, O_TTL_KEEP, O_OUTPUT_LIMIT,
+	O_TIMEOUT, O_CWD, O_SNAPSHOT, O_POLICY, O_AGENT_POLICY, O_HIDE, O_SECRET, O_CAP_DROP, O_CAP_ADD, O_TRACE,
+	O_DETERMINISTIC, O_NO_DETERMINISTIC,
+};
+
+/* Every option of create, exec and run, and which of them take it. */
+static const struct {
+	struct option o;
+	unsigned flags;
+} env_options[] = {
+	{{"template", required_argument, NULL, O_TEMPLATE}, F_CREATE},
+	{{"name", required_argument, NULL, O_NAME}, F_CREATE},
+	{{"volume", required_argument, NULL, 'v'}, F_CREATE},
+	{{"env", required_argument, NULL, 'e'}, F_CREATE | F_EXEC},
+	{{"network", required_argument, NULL, O_NETWORK}, F_CREATE},
+	{{"memory", required_argument, NULL, O_MEMORY}, F_CREATE},
+	{{"disk", required_argument, NULL, O_DISK}, F_CREATE},
+	{{"pids", required_argument, NULL, O_PIDS}, F_CREATE},
+	{{"cpus", required_argument, NULL, O_CPUS}, F_CREATE},
+	{{"ttl-keep", no_argument, NULL, O_TTL_KEEP}, F_CREATE},
+	{{"ttl", required_argument, NULL, O_TTL}, F_CREATE},
+	{{"output-limit", required_argument, NULL, O_OUTPUT_LIMIT}, F_CREATE | F_EXEC},
+	{{"timeout", required_argument, NULL, O_TIMEOUT}, F_CREATE | F_EXEC},
+	{{"cwd", required_argument, NULL, O_CWD}, F_EXEC},
+	{{"interactive", no_argument, NULL, 'i'}, F_EXEC},
+	{{"tty", no_argument, NULL, 't'}, F_EXEC},
+	{{"snapshot", required_argument, NULL, O_SNAPSHOT}, F_CREATE},
+	{{"policy", required_argument, NULL, O_POLICY}, F_CREATE},
+	{{"agent-policy", required_argument, NULL, O_AGENT_POLICY}, F_CREATE},
+	{{"hide", required_argument, NULL, O_HIDE}, F_CREATE},
+	{{"secret", required_argument, NULL, O_SECRET}, F_CREATE},
+	{{"user", required_argument, NULL, 'u'}, F_CREATE | F_EXEC},
+	{{"cap-drop", required_argument, NULL, O_CAP_DROP}, F_CREATE},
+	{{"cap-add", required_argument, NULL, O_CAP_ADD}, F_CREATE},
+	{{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
+	{{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
+	{{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
+};
+
+/* -v (create), -e and -u (both), -i and -t (exec) */
+static const char *env_shortopts(unsigned flags)
 {
-	size_t n = strlen(name);
-	*matched = false;
-	if (strncmp(argv[*i], name, n) != 0)
-		return NULL;
-	if (argv[*i][n] == '=') {
-		*matched = true;
-		return argv[*i] + n + 1;
-	}
-	if (argv[*i][n] != 0)
-		return NULL;
-	*matched = true;
-	if (*i + 1 >= argc)
-		return NULL;
-	return argv[++*i];
+	return flags == F_CREATE ? "v:e:u:" : flags == F_EXEC ? "e:u:it" : "v:e:u:it";
+}
+
+static int parse_pids(const char *cmd, const char *v, int64_t *ret)
+{
+	char *end;
+	errno = 0;
+	long long n = strtoll(v, &end, 10);
+	if (errno || *end || n <= 0 || n > 4194304)
+		return cli_usage_error(cmd, "invalid --pids '%s': expected a number from 1 to 4194304", v);
+	*ret = n;
+	return 0;
+}
+
+static int parse_cpus(const char *cmd, const char *v, double *ret)
+{
+	char *end;
+	errno = 0;
+	double x = strtod(v, &end);
+	if (errno || *end || !(x > 0.0) || x > 1024)
+		return cli_usage_error(cmd, "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
+	*ret = x;
+	return 0;
+}
+
+/* Appends v to a NULL-terminated list of capacity cap (one kept for NULL). */
+static int push(const char *cmd, const char **list, size_t *n, size_t cap, const char *what, const char *v)
+{
+	if (*n >= cap - 1)
+		return cli_usage_error(cmd, "too many %s", what);
+	list[(*n)++] = v;
+	return 0;
 }
 
 static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o, int max_positional)
@@ -66,167 +125,139 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 	sbx_exec_opts ei = SBX_EXEC_OPTS_INIT;
 	o->create = ci;
 	o->exec = ei;
+	struct option longopts[ARRAY_SIZE(env_options) + 1] = {{0}};
+	size_t n_long = 0;
+	for (size_t k = 0; k < ARRAY_SIZE(env_options); k++)
+		if (env_options[k].flags & flags)
+			longopts[n_long++] = env_options[k].o;
+	cli_opts p = {.cmd = cmd, .shortopts = env_shortopts(flags), .longopts = longopts, .tail_after = max_positional};
 	sbx_err *e = NULL;
-	int i;
-	for (i = 1; i < argc; i++) {
-		char *a = argv[i];
-		bool m;
-		const char *v;
-		if (streq(a, "--")) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || streq(a, "-")) {
-			if (o->n_positional >= max_positional)
-				break; /* the command starts here */
-			if (!o->positional)
-				o->positional = argv + i;
+	int opt, r = 0;
+	while (r == 0 && (opt = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		const char *v = p.arg;
+		switch (opt) {
+		case CLI_ERR:
+			return EXIT_SBX;
+		case CLI_ARG:
+			o->id = v;
 			o->n_positional++;
-			continue;
-		}
-#define VALUE(nm)                                                                                  \
-	(v = opt_value(argc, argv, &i, nm, &m), m && !v ? (cli_usage_error(cmd, "%s needs a value", nm), (const char *)-1) \
-							: v)
-#define BAD(v) ((v) == (const char *)-1)
-		if ((flags & F_CREATE) && (v = VALUE("--template"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_TEMPLATE:
 			o->create.template_spec = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--name"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_NAME:
 			o->create.name = v;
-		} else if ((flags & F_CREATE) && ((v = VALUE("--volume"), m) || (v = VALUE("-v"), m))) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case 'v': {
 			if (o->n_vols >= ARRAY_SIZE(o->vols))
 				return cli_usage_error(cmd, "too many volumes");
-			char *h, *p;
+			char *h, *pa;
 			bool ro;
-			if (sbx_parse_volume(v, &h, &p, &ro, &e) < 0)
+			if (sbx_parse_volume(v, &h, &pa, &ro, &e) < 0)
 				return cli_fail(cmd, e);
 			o->vol_strs[o->n_vol_strs++] = h;
-			o->vol_strs[o->n_vol_strs++] = p;
-			o->vols[o->n_vols++] = (sbx_volume){.host = h, .path = p, .readonly = ro};
-		} else if ((v = VALUE("--env"), m) || (v = VALUE("-e"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			o->vol_strs[o->n_vol_strs++] = pa;
+			o->vols[o->n_vols++] = (sbx_volume){.host = h, .path = pa, .readonly = ro};
+			break;
+		}
+		case 'e':
 			if (!strchr(v, '=') || v[0] == '=')
 				return cli_usage_error(cmd, "invalid --env '%s': expected K=V", v);
-			if (o->n_envs >= ARRAY_SIZE(o->envs) - 1)
-				return cli_usage_error(cmd, "too many --env");
-			o->envs[o->n_envs++] = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--network"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			r = push(cmd, o->envs, &o->n_envs, ARRAY_SIZE(o->envs), "--env", v);
+			break;
+		case O_NETWORK:
 			o->create.network = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--memory"), m)) {
-			if (BAD(v) || sbx_parse_size(v, &o->create.memory_bytes, &e) < 0)
-				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
-		} else if ((flags & F_CREATE) && (v = VALUE("--disk"), m)) {
-			if (BAD(v) || sbx_parse_size(v, &o->create.disk_bytes, &e) < 0)
-				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			break;
+		case O_MEMORY:
+			if (sbx_parse_size(v, &o->create.memory_bytes, &e) < 0)
+				return cli_fail(cmd, e);
+			break;
+		case O_DISK:
+			if (sbx_parse_size(v, &o->create.disk_bytes, &e) < 0)
+				return cli_fail(cmd, e);
 			if (o->create.disk_bytes <= 0)
 				return cli_usage_error(cmd, "invalid --disk '%s': expected a size such as 512m or 4g", v);
-		} else if ((flags & F_CREATE) && (v = VALUE("--pids"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
-			char *end;
-			errno = 0;
-			long long n = strtoll(v, &end, 10);
-			if (errno || *end || n <= 0 || n > 4194304)
-				return cli_usage_error(cmd, "invalid --pids '%s': expected a number from 1 to 4194304", v);
-			o->create.pids = n;
-		} else if ((flags & F_CREATE) && (v = VALUE("--cpus"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
-			char *end;
-			errno = 0;
-			double x = strtod(v, &end);
-			if (errno || *end || !(x > 0.0) || x > 1024)
-				return cli_usage_error(cmd, "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
-			o->create.cpus = x;
-		} else if ((flags & F_CREATE) && streq(a, "--ttl-keep")) {
+			break;
+		case O_PIDS:
+			r = parse_pids(cmd, v, &o->create.pids);
+			break;
+		case O_CPUS:
+			r = parse_cpus(cmd, v, &o->create.cpus);
+			break;
+		case O_TTL_KEEP:
 			o->create.ttl_keep = true;
-		} else if ((flags & F_CREATE) && (v = VALUE("--ttl"), m)) {
-			if (BAD(v) || sbx_parse_duration(v, &o->create.ttl_ms, &e) < 0)
-				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
-		} else if ((v = VALUE("--output-limit"), m)) {
+			break;
+		case O_TTL:
+			if (sbx_parse_duration(v, &o->create.ttl_ms, &e) < 0)
+				return cli_fail(cmd, e);
+			break;
+		case O_OUTPUT_LIMIT: {
 			int64_t n;
-			if (BAD(v) || sbx_parse_size(v, &n, &e) < 0)
-				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			if (sbx_parse_size(v, &n, &e) < 0)
+				return cli_fail(cmd, e);
 			o->create.output_bytes = n;
 			o->exec.output_bytes = n;
-		} else if ((v = VALUE("--timeout"), m)) {
-			if (BAD(v) || sbx_parse_duration(v, &o->timeout, &e) < 0)
-				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+			break;
+		}
+		case O_TIMEOUT:
+			if (sbx_parse_duration(v, &o->timeout, &e) < 0)
+				return cli_fail(cmd, e);
 			if (o->timeout == 0)
 				return cli_usage_error(cmd, "--timeout must be greater than zero");
 			o->have_timeout = true;
-		} else if ((flags & F_EXEC) && (v = VALUE("--cwd"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_CWD:
 			o->exec.cwd = v;
-		} else if ((flags & F_EXEC) && (streq(a, "-i") || streq(a, "--interactive"))) {
+			break;
+		case 'i':
 			o->interactive = true;
-		} else if ((flags & F_EXEC) && (streq(a, "-t") || streq(a, "--tty"))) {
+			break;
+		case 't':
 			o->exec.tty = true;
-		} else if ((flags & F_EXEC) && (streq(a, "-it") || streq(a, "-ti"))) {
-			o->interactive = o->exec.tty = true;
-		} else if ((flags & F_CREATE) && (v = VALUE("--snapshot"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_SNAPSHOT:
 			o->create.snapshot = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--policy"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_POLICY:
 			o->create.policy = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--agent-policy"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_AGENT_POLICY:
 			o->create.agent_policy = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--hide"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
-			if (o->n_hidden >= ARRAY_SIZE(o->hidden) - 1)
-				return cli_usage_error(cmd, "too many --hide");
-			o->hidden[o->n_hidden++] = v;
-		} else if ((flags & F_CREATE) && (v = VALUE("--secret"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
-			if (o->n_secrets >= ARRAY_SIZE(o->secrets) - 1)
-				return cli_usage_error(cmd, "too many --secret");
-			o->secrets[o->n_secrets++] = v;
-		} else if ((v = VALUE("--user"), m) || (v = VALUE("-u"), m)) {
-			if (BAD(v))
-				return EXIT_SBX;
+			break;
+		case O_HIDE:
+			r = push(cmd, o->hidden, &o->n_hidden, ARRAY_SIZE(o->hidden), "--hide", v);
+			break;
+		case O_SECRET:
+			r = push(cmd, o->secrets, &o->n_secrets, ARRAY_SIZE(o->secrets), "--secret", v);
+			break;
+		case 'u':
 			/* create: every command's default; exec: this command's */
 			if (flags & F_CREATE)
 				o->create.user = v;
 			else
 				o->exec.user = v;
-		} else if ((flags & F_CREATE) && ((v = VALUE("--cap-drop"), m) || (v = VALUE("--cap-add"), m))) {
-			if (BAD(v))
-				return EXIT_SBX;
-			bool add = startswith(a, "--cap-add");
-			if ((add ? o->n_cap_add : o->n_cap_drop) >= ARRAY_SIZE(o->cap_add) - 1)
-				return cli_usage_error(cmd, "too many %s", add ? "--cap-add" : "--cap-drop");
-			if (add)
-				o->cap_add[o->n_cap_add++] = v;
-			else
-				o->cap_drop[o->n_cap_drop++] = v;
-		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
+			break;
+		case O_CAP_DROP:
+			r = push(cmd, o->cap_drop, &o->n_cap_drop, ARRAY_SIZE(o->cap_drop), "--cap-drop", v);
+			break;
+		case O_CAP_ADD:
+			r = push(cmd, o->cap_add, &o->n_cap_add, ARRAY_SIZE(o->cap_add), "--cap-add", v);
+			break;
+		case O_TRACE:
 			o->exec.trace = true;
-		} else if ((flags & F_EXEC) && streq(a, "--deterministic")) {
+			break;
+		case O_DETERMINISTIC:
 			o->exec.deterministic = 1;
-		} else if ((flags & F_EXEC) && streq(a, "--no-deterministic")) {
+			break;
+		case O_NO_DETERMINISTIC:
 			o->exec.deterministic = 0;
-		} else {
-			return cli_usage_error(cmd, "unknown option '%s'", a);
+			break;
 		}
 	}
-	o->cmd = argv + i;
-	o->n_cmd = argc - i;
+	if (r)
+		return r;
+	o->cmd = p.tail;
+	o->n_cmd = p.n_tail;
 	o->envs[o->n_envs] = NULL;
 	if (o->n_vols) {
 		o->create.volumes = o->vols;
@@ -399,7 +430,7 @@ int cmd_exec(cli *c, int argc, char **argv)
 		r = cli_usage_error("exec", "missing command (sbx exec ID -- CMD [ARG...])");
 		goto out;
 	}
-	r = do_exec(c, o.positional[0], &o);
+	r = do_exec(c, o.id, &o);
 out:
 	opts_free(&o);
 	return r;
@@ -445,21 +476,26 @@ out:
 	return r;
 }
 
-static int simple_args(const char *cmd, int argc, char **argv, int min, int max)
+/* A command without options and min..max (-1: any) environment ids, into
+ * ids (room for argc). */
+static int simple_args(const char *cmd, int argc, char **argv, int min, int max, const char **ids, int *ret_n)
 {
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage_error(cmd, "unknown option '%s'", argv[i]);
-	if (argc - 1 < min)
+	int n, r = cli_args(cmd, argc, argv, ids, argc, &n);
+	if (r)
+		return r;
+	if (ret_n)
+		*ret_n = n;
+	if (n < min)
 		return cli_usage_error(cmd, "missing environment id");
-	if (max >= 0 && argc - 1 > max)
+	if (max >= 0 && n > max)
 		return cli_usage_error(cmd, "too many arguments");
 	return 0;
 }
 
 int cmd_ls(cli *c, int argc, char **argv)
 {
-	int r = simple_args("ls", argc, argv, 0, 0);
+	const char *ids[argc];
+	int r = simple_args("ls", argc, argv, 0, 0, ids, NULL);
 	if (r || (r = cli_open_ctx(c)))
 		return r;
 	json_t *j = NULL;
@@ -487,12 +523,13 @@ int cmd_ls(cli *c, int argc, char **argv)
 
 int cmd_inspect(cli *c, int argc, char **argv)
 {
-	int r = simple_args("inspect", argc, argv, 1, 1);
+	const char *ids[argc];
+	int r = simple_args("inspect", argc, argv, 1, 1, ids, NULL);
 	if (r || (r = cli_open_ctx(c)))
 		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (sbx_env_inspect(c->ctx, argv[1], &j, &e) < 0)
+	if (sbx_env_inspect(c->ctx, ids[0], &j, &e) < 0)
 		return cli_fail("inspect", e);
 	cli_print_json(j); /* inspect is JSON either way, like docker inspect */
 	return 0;
@@ -500,12 +537,13 @@ int cmd_inspect(cli *c, int argc, char **argv)
 
 int cmd_ps(cli *c, int argc, char **argv)
 {
-	int r = simple_args("ps", argc, argv, 1, 1);
+	const char *ids[argc];
+	int r = simple_args("ps", argc, argv, 1, 1, ids, NULL);
 	if (r || (r = cli_open_ctx(c)))
 		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (sbx_env_ps(c->ctx, argv[1], &j, &e) < 0)
+	if (sbx_env_ps(c->ctx, ids[0], &j, &e) < 0)
 		return cli_fail("ps", e);
 	if (c->json) {
 		cli_print_json(j);
@@ -531,21 +569,23 @@ int cmd_ps(cli *c, int argc, char **argv)
 
 int cmd_rm(cli *c, int argc, char **argv)
 {
-	int r = simple_args("rm", argc, argv, 1, -1);
+	const char *ids[argc];
+	int n;
+	int r = simple_args("rm", argc, argv, 1, -1, ids, &n);
 	if (r || (r = cli_open_ctx(c)))
 		return r;
 	json_t *removed = json_array();
-	for (int i = 1; i < argc; i++) {
+	for (int i = 0; i < n; i++) {
 		sbx_err *e = NULL;
-		if (sbx_env_remove(c->ctx, argv[i], &e) < 0) {
+		if (sbx_env_remove(c->ctx, ids[i], &e) < 0) {
 			char what[300];
-			snprintf(what, sizeof(what), "rm '%s'", argv[i]);
+			snprintf(what, sizeof(what), "rm '%s'", ids[i]);
 			r = cli_fail(what, e);
 			continue;
 		}
-		json_array_append_new(removed, json_string(argv[i]));
+		json_array_append_new(removed, json_string(ids[i]));
 		if (!c->json)
-			printf("%s\n", argv[i]);
+			printf("%s\n", ids[i]);
 	}
 	if (c->json)
 		cli_print_json(json_pack("{s:o}", "removed", removed));
@@ -556,7 +596,8 @@ int cmd_rm(cli *c, int argc, char **argv)
 
 int cmd_gc(cli *c, int argc, char **argv)
 {
-	int r = simple_args("gc", argc, argv, 0, 0);
+	const char *ids[argc];
+	int r = simple_args("gc", argc, argv, 0, 0, ids, NULL);
 	if (r || (r = cli_open_ctx(c)))
 		return r;
 	json_t *j = NULL;
@@ -592,15 +633,18 @@ int cmd_fork(cli *c, int argc, char **argv)
 
 int cmd_logs(cli *c, int argc, char **argv)
 {
+	static const struct option longopts[] = {{"net", no_argument, NULL, 'n'}, {0}};
+	cli_opts p = {.cmd = "logs", .longopts = longopts, .tail_after = -1};
 	const char *id = NULL;
 	bool net = false;
-	for (int i = 1; i < argc; i++) {
-		if (streq(argv[i], "--net"))
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		if (o == CLI_ERR)
+			return EXIT_SBX;
+		if (o == 'n')
 			net = true;
-		else if (argv[i][0] == '-')
-			return cli_usage_error("logs", "unknown option '%s'", argv[i]);
 		else if (!id)
-			id = argv[i];
+			id = p.arg;
 		else
 			return cli_usage_error("logs", "too many arguments");
 	}

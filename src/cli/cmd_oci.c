@@ -8,19 +8,16 @@
 int cmd_export(cli *c, int argc, char **argv)
 {
 	const char *pos[2] = {0};
-	int n = 0;
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-')
-			return cli_usage_error("export", "unknown option '%s'", argv[i]);
-		if (n >= 2)
-			return cli_usage_error("export", "too many arguments");
-		pos[n++] = argv[i];
-	}
+	int n, r = cli_args("export", argc, argv, pos, 2, &n);
+	if (r)
+		return r;
+	if (n > 2)
+		return cli_usage_error("export", "too many arguments");
 	if (n != 2)
 		return cli_usage_error("export", "expected: sbx export SNAPSHOT oci:DIR[:TAG]");
 	if (!startswith(pos[1], "oci:"))
 		return cli_usage_error("export", "destination '%s' must be oci:DIR[:TAG]", pos[1]);
-	int r = cli_open_ctx(c);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;
@@ -38,18 +35,17 @@ int cmd_export(cli *c, int argc, char **argv)
 
 int cmd_import(cli *c, int argc, char **argv)
 {
+	static const struct option longopts[] = {{"name", required_argument, NULL, 'n'}, {0}};
+	cli_opts p = {.cmd = "import", .longopts = longopts, .tail_after = -1};
 	const char *ref = NULL, *name = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (streq(argv[i], "--name")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("import", "--name needs a value");
-			name = argv[++i];
-		} else if (startswith(argv[i], "--name="))
-			name = argv[i] + 7;
-		else if (argv[i][0] == '-')
-			return cli_usage_error("import", "unknown option '%s'", argv[i]);
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		if (o == CLI_ERR)
+			return EXIT_SBX;
+		if (o == 'n')
+			name = p.arg;
 		else if (!ref)
-			ref = argv[i];
+			ref = p.arg;
 		else
 			return cli_usage_error("import", "too many arguments");
 	}
@@ -76,30 +72,34 @@ int cmd_import(cli *c, int argc, char **argv)
 
 int cmd_template(cli *c, int argc, char **argv)
 {
-	if (argc < 2)
+	const char *pos[3] = {0};
+	int n;
+	if (cli_args("template", argc, argv, pos, 3, &n))
+		return EXIT_SBX;
+	if (n < 1)
 		return cli_usage_error("template", "expected: sbx template add NAME SOURCE | sbx template ls");
-	const char *sub = argv[1];
+	const char *sub = pos[0];
 	json_t *j = NULL;
 	sbx_err *e = NULL;
 	int r;
 	if (streq(sub, "add")) {
-		if (argc != 4 || argv[2][0] == '-' || argv[3][0] == '-')
+		if (n != 3)
 			return cli_usage_error("template", "expected: sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT");
 		if ((r = cli_open_ctx(c)))
 			return r;
-		if (sbx_template_add(c->ctx, argv[2], argv[3], &j, &e) < 0)
+		if (sbx_template_add(c->ctx, pos[1], pos[2], &j, &e) < 0)
 			return cli_fail("template add", e);
 		if (c->json)
 			cli_print_json(j);
 		else {
-			printf("%s %s\n", argv[2], json_string_value(json_object_get(j, "snapshot_id")));
+			printf("%s %s\n", pos[1], json_string_value(json_object_get(j, "snapshot_id")));
 			json_decref(j);
 		}
 		return 0;
 	}
 	if (streq(sub, "ls") || streq(sub, "list")) {
-		if (argc != 2)
-			return cli_usage_error("template", "unexpected argument '%s'", argv[2]);
+		if (n != 1)
+			return cli_usage_error("template", "unexpected argument '%s'", pos[1]);
 		if ((r = cli_open_ctx(c)))
 			return r;
 		if (sbx_template_list(c->ctx, &j, &e) < 0)

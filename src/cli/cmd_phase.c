@@ -7,20 +7,16 @@
 
 int cmd_phase(cli *c, int argc, char **argv)
 {
-	const char *id = NULL, *phase = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-' && argv[i][1])
-			return cli_usage_error("phase", "unknown option '%s'", argv[i]);
-		if (!id)
-			id = argv[i];
-		else if (!phase)
-			phase = argv[i];
-		else
-			return cli_usage_error("phase", "too many arguments");
-	}
-	if (!id)
+	const char *pos[2] = {0};
+	int n, r = cli_args("phase", argc, argv, pos, 2, &n);
+	if (r)
+		return r;
+	if (n > 2)
+		return cli_usage_error("phase", "too many arguments");
+	if (n < 1)
 		return cli_usage_error("phase", "missing environment id");
-	int r = cli_open_ctx(c);
+	const char *id = pos[0], *phase = pos[1];
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;

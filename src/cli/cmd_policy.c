@@ -7,10 +7,14 @@
 
 int cmd_policy(cli *c, int argc, char **argv)
 {
-	const char *verb = argc > 1 ? argv[1] : NULL;
+	const char *pos[3] = {0};
+	int n;
+	if (cli_args("policy", argc, argv, pos, 3, &n))
+		return EXIT_SBX;
+	const char *verb = pos[0];
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (verb && streq(verb, "ls") && argc == 2) {
+	if (verb && streq(verb, "ls") && n == 1) {
 		if (sbx_policy_list(&j, &e) < 0)
 			return cli_fail("policy ls", e);
 		if (c->json) {
@@ -28,14 +32,14 @@ int cmd_policy(cli *c, int argc, char **argv)
 		json_decref(j);
 		return 0;
 	}
-	if (verb && (streq(verb, "show") || streq(verb, "check")) && argc == 3) {
-		if (sbx_policy_show(argv[2], &j, &e) < 0) {
+	if (verb && (streq(verb, "show") || streq(verb, "check")) && n == 2) {
+		if (sbx_policy_show(pos[1], &j, &e) < 0) {
 			char what[64];
 			snprintf(what, sizeof(what), "policy %s", verb);
 			return cli_fail(what, e);
 		}
 		if (streq(verb, "check") && !c->json) {
-			printf("%s: valid\n", argv[2]);
+			printf("%s: valid\n", pos[1]);
 			json_decref(j);
 			return 0;
 		}

@@ -23,14 +23,20 @@ static int set_attest_key(cli *c, const char *path)
 
 int cmd_mcp(cli *c, int argc, char **argv)
 {
+	enum { O_ATTEST_KEY = 256 };
+	static const struct option longopts[] = {
+		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
+		{0},
+	};
+	cli_opts p = {.cmd = "mcp", .longopts = longopts, .tail_after = -1};
 	const char *attest_key = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (streq(argv[i], "--attest-key") && i + 1 < argc)
-			attest_key = argv[++i];
-		else if (startswith(argv[i], "--attest-key="))
-			attest_key = argv[i] + strlen("--attest-key=");
-		else
-			return cli_usage_error("mcp", "unexpected argument '%s'", argv[i]);
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		if (o == CLI_ERR)
+			return EXIT_SBX;
+		if (o == CLI_ARG)
+			return cli_usage_error("mcp", "unexpected argument '%s'", p.arg);
+		attest_key = p.arg;
 	}
 	int r = cli_open_ctx(c);
 	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
@@ -71,41 +77,51 @@ static int parse_count(const char *name, const char *v, unsigned max, unsigned *
 
 int cmd_serve(cli *c, int argc, char **argv)
 {
-	static const char *const names[] = {"--listen",		      "--token-file",	 "--max-connections",
-					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout", "--attest-key"};
+	enum { O_LISTEN = 256, O_TOKEN_FILE, O_MAX_CONN, O_MAX_CONN_PEER, O_IDLE_TIMEOUT, O_REQUEST_TIMEOUT, O_ATTEST_KEY };
+	static const struct option longopts[] = {
+		{"listen", required_argument, NULL, O_LISTEN},
+		{"token-file", required_argument, NULL, O_TOKEN_FILE},
+		{"max-connections", required_argument, NULL, O_MAX_CONN},
+		{"max-connections-per-peer", required_argument, NULL, O_MAX_CONN_PEER},
+		{"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
+		{"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
+		{0},
+	};
+	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
 	const char *listen = NULL, *token_file = NULL, *attest_key = NULL;
 	mcp_http_opts opts = {0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = NULL, *name = NULL;
-		for (size_t k = 0; k < ARRAY_SIZE(names) && !name; k++) {
-			size_t n = strlen(names[k]);
-			if (strncmp(a, names[k], n) == 0 && (a[n] == 0 || a[n] == '='))
-				name = names[k];
-		}
-		if (!name)
-			return cli_usage_error("serve", "unexpected argument '%s'", a);
-		size_t n = strlen(name);
-		if (a[n] == '=')
-			v = a + n + 1;
-		else if (i + 1 < argc)
-			v = argv[++i];
-		else
-			return cli_usage_error("serve", "%s needs a value", name);
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		const char *v = p.arg;
 		int r = 0;
-		if (streq(name, "--listen"))
+		switch (o) {
+		case CLI_ERR:
+			return EXIT_SBX;
+		case CLI_ARG:
+			return cli_usage_error("serve", "unexpected argument '%s'", v);
+		case O_LISTEN:
 			listen = v;
-		else if (streq(name, "--attest-key"))
-			attest_key = v;
-		else if (streq(name, "--token-file"))
+			break;
+		case O_TOKEN_FILE:
 			token_file = v;
-		else if (streq(name, "--max-connections"))
-			r = parse_count(name, v, 65536, &opts.max_connections);
-		else if (streq(name, "--max-connections-per-peer"))
-			r = parse_count(name, v, 65536, &opts.max_connections_per_peer);
-		else if (streq(name, "--idle-timeout"))
-			r = parse_count(name, v, 86400, &opts.idle_timeout_s);
-		else
-			r = parse_count(name, v, 86400, &opts.request_timeout_s);
+			break;
+		case O_ATTEST_KEY:
+			attest_key = v;
+			break;
+		case O_MAX_CONN:
+			r = parse_count("--max-connections", v, 65536, &opts.max_connections);
+			break;
+		case O_MAX_CONN_PEER:
+			r = parse_count("--max-connections-per-peer", v, 65536, &opts.max_connections_per_peer);
+			break;
+		case O_IDLE_TIMEOUT:
+			r = parse_count("--idle-timeout", v, 86400, &opts.idle_timeout_s);
+			break;
+		case O_REQUEST_TIMEOUT:
+			r = parse_count("--request-timeout", v, 86400, &opts.request_timeout_s);
+			break;
+		}
 		if (r != 0)
 			return r;
 	}

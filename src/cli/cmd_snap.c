@@ -7,18 +7,17 @@
 
 int cmd_snapshot(cli *c, int argc, char **argv)
 {
+	static const struct option longopts[] = {{"label", required_argument, NULL, 'l'}, {0}};
+	cli_opts p = {.cmd = "snapshot", .shortopts = "l:", .longopts = longopts, .tail_after = -1};
 	const char *id = NULL, *label = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (streq(argv[i], "--label") || streq(argv[i], "-l")) {
-			if (i + 1 >= argc)
-				return cli_usage_error("snapshot", "--label needs a value");
-			label = argv[++i];
-		} else if (startswith(argv[i], "--label="))
-			label = argv[i] + 8;
-		else if (argv[i][0] == '-')
-			return cli_usage_error("snapshot", "unknown option '%s'", argv[i]);
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		if (o == CLI_ERR)
+			return EXIT_SBX;
+		if (o == 'l')
+			label = p.arg;
 		else if (!id)
-			id = argv[i];
+			id = p.arg;
 		else
 			return cli_usage_error("snapshot", "too many arguments");
 	}
@@ -42,17 +41,18 @@ int cmd_snapshot(cli *c, int argc, char **argv)
 
 int cmd_restore(cli *c, int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++)
-		if (argv[i][0] == '-')
-			return cli_usage_error("restore", "unknown option '%s'", argv[i]);
-	if (argc != 3)
+	const char *pos[2];
+	int n, r = cli_args("restore", argc, argv, pos, 2, &n);
+	if (r)
+		return r;
+	if (n != 2)
 		return cli_usage_error("restore", "expected: sbx restore ID SNAPSHOT");
-	int r = cli_open_ctx(c);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
-	if (sbx_env_restore(c->ctx, argv[1], argv[2], &j, &e) < 0)
+	if (sbx_env_restore(c->ctx, pos[0], pos[1], &j, &e) < 0)
 		return cli_fail("restore", e);
 	if (c->json)
 		cli_print_json(j);
@@ -65,9 +65,13 @@ int cmd_restore(cli *c, int argc, char **argv)
 
 int cmd_snapshots(cli *c, int argc, char **argv)
 {
-	if (argc > 1)
-		return cli_usage_error("snapshots", "unexpected argument '%s'", argv[1]);
-	int r = cli_open_ctx(c);
+	const char *pos[1];
+	int n, r = cli_args("snapshots", argc, argv, pos, 1, &n);
+	if (r)
+		return r;
+	if (n > 0)
+		return cli_usage_error("snapshots", "unexpected argument '%s'", pos[0]);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;

@@ -20,20 +20,16 @@ static int line_cmp(const void *a, const void *b)
 
 int cmd_diff(cli *c, int argc, char **argv)
 {
-	const char *id = NULL, *snap = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (argv[i][0] == '-')
-			return cli_usage_error("diff", "unknown option '%s'", argv[i]);
-		if (!id)
-			id = argv[i];
-		else if (!snap)
-			snap = argv[i];
-		else
-			return cli_usage_error("diff", "too many arguments");
-	}
-	if (!id)
+	const char *pos[2] = {0};
+	int n_pos, r = cli_args("diff", argc, argv, pos, 2, &n_pos);
+	if (r)
+		return r;
+	if (n_pos > 2)
+		return cli_usage_error("diff", "too many arguments");
+	if (n_pos < 1)
 		return cli_usage_error("diff", "expected: sbx diff ID [SNAPSHOT]");
-	int r = cli_open_ctx(c);
+	const char *id = pos[0], *snap = pos[1];
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;
@@ -76,9 +72,13 @@ int cmd_diff(cli *c, int argc, char **argv)
 
 int cmd_fsck(cli *c, int argc, char **argv)
 {
-	if (argc > 1)
-		return cli_usage_error("fsck", "unexpected argument '%s'", argv[1]);
-	int r = cli_open_ctx(c);
+	const char *pos[1];
+	int n, r = cli_args("fsck", argc, argv, pos, 1, &n);
+	if (r)
+		return r;
+	if (n > 0)
+		return cli_usage_error("fsck", "unexpected argument '%s'", pos[0]);
+	r = cli_open_ctx(c);
 	if (r)
 		return r;
 	json_t *j = NULL;

@@ -77,30 +77,31 @@ int cmd_trace(cli *c, int argc, char **argv)
 	size_t n_pids = 0, n_calls = 0;
 	char *keep[2 * MAX_FILTER] = {0};
 	size_t n_keep = 0;
-	int r = 0;
-	for (int i = 2; i < argc && !r; i++) {
-		const char *a = argv[i];
-		const char *v = NULL;
-		if ((streq(a, "--pid") || streq(a, "-p") || streq(a, "--syscall") || streq(a, "-e") ||
-		     streq(a, "--format") || streq(a, "-o") || streq(a, "--output"))) {
-			if (i + 1 >= argc) {
-				r = cli_usage_error("trace", "%s needs a value", a);
-				break;
-			}
-			v = argv[++i];
-		}
-		if (streq(a, "--pid") || streq(a, "-p"))
+	enum { O_FORMAT = 256 };
+	static const struct option longopts[] = {
+		{"pid", required_argument, NULL, 'p'},
+		{"syscall", required_argument, NULL, 'e'},
+		{"format", required_argument, NULL, O_FORMAT},
+		{"output", required_argument, NULL, 'o'},
+		{0},
+	};
+	/* the subcommand stands where getopt expects the program name */
+	cli_opts p = {.cmd = "trace", .shortopts = "p:e:o:", .longopts = longopts, .tail_after = -1};
+	int r = 0, o;
+	while (!r && (o = cli_opt_next(&p, argc - 1, argv + 1)) != CLI_END) {
+		const char *v = p.arg;
+		if (o == CLI_ERR)
+			r = EXIT_SBX;
+		else if (o == 'p')
 			r = split_into("trace", v, pids, &n_pids, &keep[n_keep++]);
-		else if (streq(a, "--syscall") || streq(a, "-e"))
+		else if (o == 'e')
 			r = split_into("trace", v, calls, &n_calls, &keep[n_keep++]);
-		else if (streq(a, "--format"))
+		else if (o == O_FORMAT)
 			format = v;
-		else if (streq(a, "-o") || streq(a, "--output"))
+		else if (o == 'o')
 			outfile = v;
-		else if (a[0] == '-')
-			r = cli_usage_error("trace", "unknown option '%s'", a);
 		else if (!ref)
-			ref = a;
+			ref = v;
 		else
 			r = cli_usage_error("trace", "too many arguments");
 	}
@@ -155,16 +156,21 @@ int cmd_trace(cli *c, int argc, char **argv)
 
 int cmd_replay(cli *c, int argc, char **argv)
 {
+	enum { O_INPUTS = 256 };
+	static const struct option longopts[] = {
+		{"inputs", required_argument, NULL, O_INPUTS},
+		{0},
+	};
+	cli_opts p = {.cmd = "replay", .longopts = longopts, .tail_after = -1};
 	const char *trace = NULL, *inputs = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (streq(argv[i], "--inputs") && i + 1 < argc)
-			inputs = argv[++i];
-		else if (startswith(argv[i], "--inputs="))
-			inputs = argv[i] + 9;
-		else if (argv[i][0] == '-')
-			return cli_usage_error("replay", "unknown option '%s'", argv[i]);
+	int o;
+	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
+		if (o == CLI_ERR)
+			return EXIT_SBX;
+		if (o == O_INPUTS)
+			inputs = p.arg;
 		else if (!trace)
-			trace = argv[i];
+			trace = p.arg;
 		else
 			return cli_usage_error("replay", "expected: sbx replay [--inputs read-set|volumes] TRACE");
 	}

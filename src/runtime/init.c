@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "runtime/caps.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "runtime/user.h"
 #include "trace/ptrace_engine.h"
@@ -283,7 +284,7 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 	else
 		snprintf(msg, sizeof(msg), "%s: %s", what,
 			 errnum == ENOENT ? "command not found" : errnum == EACCES ? "permission denied (not executable)" : strerror(errnum));
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", "ev", "spawn_failed", "id", (json_int_t)id,
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", CTL_F_EV, CTL_EV_SPAWN_FAILED, "id", (json_int_t)id,
 					     "errno", errnum, "stage", stage, "message", msg);
 	if (m && code)
 		json_object_set_new(m, "code", json_string(code));
@@ -424,7 +425,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		return;
 	}
 	execs[n_execs++] = (init_exec){id, pid};
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", "ev", "spawned", "id", (json_int_t)id, "pid", (int)pid);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, "id", (json_int_t)id, "pid", (int)pid);
 	if (r)
 		(void)json_send(sock, r, tty ? &master : NULL, tty ? 1 : 0);
 }
@@ -501,7 +502,7 @@ static void handle_ps(int sock)
 		json_decref(procs);
 		procs = mine;
 	}
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:o}", "ev", "ps", "processes", procs);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:o}", CTL_F_EV, CTL_EV_PS, "processes", procs);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -516,7 +517,7 @@ static void file_reply_error(int sock, int errnum, const char *what, const char 
 	const char *why = errnum == ENOENT ? "no such file or directory" : errnum == EISDIR ? "is a directory"
 			  : errnum == ENOTDIR ? "not a directory" : errnum == EINVAL ? "not a regular file" : strerror(errnum);
 	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", errnum, "message", msg);
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg);
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 }
@@ -569,7 +570,7 @@ static void handle_file(int sock, json_t *m)
 	char msg[512];
 	int q = file_identity_enter(g_config, msg, sizeof(msg));
 	if (q < 0) {
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", EPERM, "message", msg);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", EPERM, "message", msg);
 		if (r)
 			(void)json_send(sock, r, NULL, 0);
 		return;
@@ -612,7 +613,7 @@ static void handle_file_as(int sock, json_t *m)
 			return;
 		}
 		(void)fd_set_nonblock(fd, 0);
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", "ev", "file", "ok", 1, "size", (json_int_t)st.st_size);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "size", (json_int_t)st.st_size);
 		if (r)
 			(void)json_send(sock, r, &fd, 1);
 		return;
@@ -650,7 +651,7 @@ static void handle_file_as(int sock, json_t *m)
 			json_array_append_new(entries, e);
 	}
 	closedir(d);
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", "ev", "file", "ok", 1, "entries", entries, "truncated", truncated);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "entries", entries, "truncated", truncated);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -685,7 +686,7 @@ static void handle_stop_all(int sock, json_t *m)
 		if (!all)
 			usleep(1000);
 	}
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", "ev", "stop_all", "ok", all);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOP_ALL, "ok", all);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -700,7 +701,7 @@ static void reap(int sock)
 		for (size_t i = 0; i < n_execs; i++) {
 			if (execs[i].pid != pid)
 				continue;
-			_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", "ev", "exited", "id",
+			_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_EXITED, "id",
 							     (json_int_t)execs[i].id, "status", status);
 			if (m)
 				(void)json_send(sock, m, NULL, 0);
@@ -718,7 +719,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 {
 	int ended = 0;
 	if (c->degraded) { /* not pid 1: kill(-1) would reach all the user's processes (the supervisor refuses) */
-		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", "ev", "phase", "ok", 0);
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_PHASE, "ok", 0);
 		if (no)
 			(void)json_send(sock, no, NULL, 0);
 		return;
@@ -730,7 +731,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	_cleanup_err_ sbx_err *ue = NULL;
 	char *user_copy = user ? strdup(user) : NULL;
 	if (user && (!user_copy || user_resolve(user, c->id_count, c->rootless, &uid_check, &ue) < 0)) {
-		_cleanup_json_ json_t *no = json_pack("{s:s,s:b,s:s,s:s}", "ev", "phase", "ok", 0, "message",
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b,s:s,s:s}", CTL_F_EV, CTL_EV_PHASE, "ok", 0, "message",
 						      ue ? sbx_err_message(ue) : "out of memory", "code",
 						      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
 		free(user_copy);
@@ -779,7 +780,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	if (caps_from_json(json_object_get(m, "capabilities"), &kept) == 0)
 		c->caps &= kept; /* narrowing only (phase.c checked; this cannot widen) */
 	c->agent_phase = true;
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", "ev", "phase", "ok", 1, "processes_ended", ended,
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", CTL_F_EV, CTL_EV_PHASE, "ok", 1, "processes_ended", ended,
 					     "secrets_removed", removed);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
@@ -821,18 +822,18 @@ _noreturn_ void init_main(env_config *c, int sock)
 				_exit(0); /* supervisor gone: the pid namespace dies with us */
 			if (r < 0)
 				continue;
-			const char *op = json_str(m, "op") ?: "";
-			if (streq(op, "spawn"))
+			const char *op = json_str(m, CTL_F_OP) ?: "";
+			if (streq(op, CTL_OP_SPAWN))
 				handle_spawn(c, sock, m, fds, n);
-			else if (streq(op, "signal"))
+			else if (streq(op, CTL_OP_SIGNAL))
 				handle_signal(m);
-			else if (streq(op, "ps"))
+			else if (streq(op, CTL_OP_PS))
 				handle_ps(sock);
-			else if (streq(op, "file"))
+			else if (streq(op, CTL_OP_FILE))
 				handle_file(sock, m);
-			else if (streq(op, "stop_all"))
+			else if (streq(op, CTL_OP_STOP_ALL))
 				handle_stop_all(sock, m);
-			else if (streq(op, "phase"))
+			else if (streq(op, CTL_OP_PHASE))
 				handle_phase(c, sock, m);
 			for (size_t i = 0; i < n; i++)
 				safe_close(fds[i]);

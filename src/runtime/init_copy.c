@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "store/tarr.h"
 #include "store/tarw.h"
@@ -52,7 +53,7 @@ static void reply_error(int sock, int errnum, const char *what, const char *path
 	char msg[4400];
 	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path,
 		 errnum == ENOENT ? "no such file or directory" : errnum == ENOTDIR ? "not a directory" : strerror(errnum));
-	reply(sock, json_pack("{s:s,s:b,s:i,s:s}", "ev", "file", "ok", 0, "errno", errnum, "message", msg), NULL, 0);
+	reply(sock, json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg), NULL, 0);
 }
 
 static const char *type_of(mode_t m)
@@ -88,7 +89,7 @@ static void tar_out(int sock, const char *path, const char *shown)
 		_exit(r < 0 ? 1 : 0);
 	}
 	safe_close(p[1]);
-	reply(sock, json_pack("{s:s,s:b,s:s}", "ev", "file", "ok", 1, "type", "dir"), &p[0], 1);
+	reply(sock, json_pack("{s:s,s:b,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type", "dir"), &p[0], 1);
 	safe_close(p[0]);
 }
 
@@ -157,7 +158,7 @@ static void tar_in(int sock, const char *path, const char *shown, bool create)
 	safe_close(data[0]);
 	safe_close(st[1]);
 	int fds[2] = {data[1], st[0]};
-	reply(sock, json_pack("{s:s,s:b}", "ev", "file", "ok", 1), fds, 2);
+	reply(sock, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1), fds, 2);
 	safe_close(data[1]);
 	safe_close(st[0]);
 }
@@ -169,7 +170,7 @@ bool init_copy_handle(int sock, const json_t *m, const char *action, const char 
 		if (lstat(path, &st) < 0)
 			reply_error(sock, errno, "stat", shown);
 		else
-			reply(sock, json_pack("{s:s,s:b,s:s,s:I,s:i}", "ev", "file", "ok", 1, "type", type_of(st.st_mode),
+			reply(sock, json_pack("{s:s,s:b,s:s,s:I,s:i}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type", type_of(st.st_mode),
 					      "size", (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777)),
 			      NULL, 0);
 		return true;

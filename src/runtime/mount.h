@@ -2,6 +2,30 @@
 #pragma once
 #include <stdbool.h>
 #include "runtime/runtime.h"
+#include "util/fd.h"
+
+/* What the supervisor hands the cloned child with "go" (setup.c): the
+ * prepared trees as descriptors, -1 where there is none. */
+typedef struct setup_fds {
+	int upper, work;
+	int lowers[FD_MSG_MAX_FDS];
+	size_t n_lowers;
+	int volumes[FD_MSG_MAX_FDS];
+	size_t n_volumes;
+	int layers[FD_MSG_MAX_FDS];
+	size_t n_layers;
+	int run_dir, env_dir; /* O_PATH descriptors of c->run_dir and c->env_dir, or -1 */
+} setup_fds;
+
+/* Step 5 of the privilege sequence (setup.c): the environment's root at
+ * `stage`/root (written into root), built on a private staging tmpfs at
+ * `stage`: the lower layers (trees from the supervisor, idmapped, or opened
+ * here when rootless), the overlay root (per system directory for the host
+ * template), hidden paths, /dev, /proc, /tmp, the volumes, file secrets.
+ * Descriptors opened here are stored in *f for the caller to close; notes
+ * for the user are appended to warnings. */
+int mount_assemble_root(env_config *c, setup_fds *f, const char *stage, char *root, size_t root_size,
+			json_t *warnings, sbx_err **err);
 
 /* Makes every mount in our namespace private (nothing propagates to the host). */
 int mount_make_private(sbx_err **err);

@@ -9,18 +9,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/caps.h"
-#include "runtime/hide.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/landlock.h"
 #include "runtime/mount.h"
 #include "runtime/netns.h"
-#include "runtime/quota.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
 #include "runtime/user.h"
@@ -30,20 +28,9 @@
 #include "util/log.h"
 #include "util/syscalls.h"
 
-typedef struct setup_fds {
-	int upper, work;
-	int lowers[FD_MSG_MAX_FDS];
-	size_t n_lowers;
-	int volumes[FD_MSG_MAX_FDS];
-	size_t n_volumes;
-	int layers[FD_MSG_MAX_FDS];
-	size_t n_layers;
-	int run_dir, env_dir; /* O_PATH descriptors of c->run_dir and c->env_dir, or -1 */
-} setup_fds;
-
 _noreturn_ static void fail(int sock, sbx_err *e)
 {
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", "ev", "error", "code",
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code",
 					     sbx_code_name(sbx_err_code(e)), "message", sbx_err_message(e), "errno",
 					     sbx_err_errno(e));
 	if (m)
@@ -61,7 +48,7 @@ static int wait_go(int sock, setup_fds *f, sbx_err **err)
 	int r = json_recv(sock, &m, fds, &n);
 	if (r <= 0)
 		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
-	if (!streq(json_str(m, "op") ?: "", "go"))
+	if (!streq(json_str(m, CTL_F_OP) ?: "", CTL_OP_GO))
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
 	int64_t u = json_int(m, "upper", -1), w = json_int(m, "work", -1);
 	f->upper = u >= 0 && (size_t)u < n ? fds[u] : -1;
@@ -100,7 +87,7 @@ static int wait_attached(int sock, sbx_err **err)
 	int r = json_recv(sock, &m, NULL, NULL);
 	if (r <= 0)
 		return err_errnum(err, r ? r : EPIPE, "wait for the supervisor");
-	if (!streq(json_str(m, "op") ?: "", "attached"))
+	if (!streq(json_str(m, CTL_F_OP) ?: "", CTL_OP_ATTACHED))
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "unexpected message from the supervisor");
 	return 0;
 }
@@ -111,81 +98,6 @@ static int apply_landlock(sbx_err **err)
 {
 	static const landlock_rule rules[] = {{"/", LL_READ | LL_EXEC | LL_WRITE | LL_DEV}};
 	return landlock_restrict(rules, ARRAY_SIZE(rules), err);
-}
-
-/* A lower layer as a path for overlay's options: a detached tree from the
- * supervisor (idmapped) is attached under the staging tmpfs; a directory fd
- * of our own mount namespace is used in place through /proc/self/fd. */
-static int lower_path(const char *stage, const char *prefix, size_t i, int fd, bool is_tree, char *out, size_t n,
-		      sbx_err **err)
-{
-	if (!is_tree) {
-		snprintf(out, n, "/proc/self/fd/%d", fd);
-		return 0;
-	}
-	snprintf(out, n, "%s/%s%zu", stage, prefix, i);
-	if (mkdir(out, 0755) < 0)
-		return err_errno(err, "mkdir '%s'", out);
-	return mount_attach(fd, out, err);
-}
-
-static int append(char *buf, size_t n, const char *part, sbx_err **err)
-{
-	size_t len = strlen(buf);
-	int k = snprintf(buf + len, n - len, "%s%s", len ? ":" : "", part);
-	if (k < 0 || (size_t)k >= n - len)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers for one overlay mount");
-	return 0;
-}
-
-/* The host template: overlayfs refuses a lower layer that contains another
- * layer (the store, snapshot layers) or whose mount has locked submounts
- * (rootless), so "/" is never a layer. The root overlay gets the snapshot
- * layers over the mask; each system directory c->lowers[i] ("/usr", ...)
- * gets its own overlay: the layers' <dir> subtrees, mask/<dir>, the host
- * directory. Upper layout is what one overlay would give: upper/usr, ... */
-static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir,
-			    const char *hide_dir, char layer_paths[][4400], char lower_paths[][4400], sbx_err **err)
-{
-	char base[4300], up[4400], wk[4400], part[4500];
-	static char lowerdir[16384];
-	if (c->ephemeral)
-		snprintf(base, sizeof(base), "%s", stage);
-	else
-		quota_layer_base(c->env_dir, c->disk_bytes, base, sizeof(base));
-	for (size_t i = 0; i < c->n_lowers; i++) {
-		const char *d = c->lowers[i] + 1;
-		snprintf(up, sizeof(up), "%s/upper/%s", base, d);
-		snprintf(wk, sizeof(wk), "%s/work/%s", base, d);
-		/* Hidden as a whole (hide.c): no overlay, and no name in the upper. */
-		if (hide_dir && hide_is_whiteout(hide_dir, d)) {
-			(void)rmdir(up);
-			continue;
-		}
-		if ((mkdir(up, 0755) < 0 && errno != EEXIST) || (mkdir(wk, 0700) < 0 && errno != EEXIST))
-			return err_errno(err, "create '%s'", up);
-		if (!c->rootless)
-			(void)!chown(up, 0, 0); /* env root, not whoever created it */
-		lowerdir[0] = 0;
-		/* Hidden paths (hide.c): their whiteout layer on top of all. */
-		struct stat hst;
-		snprintf(part, sizeof(part), "%.4300s/%.150s", hide_dir ? hide_dir : "", d);
-		if (hide_dir && lstat(part, &hst) == 0 && S_ISDIR(hst.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
-			return -1;
-		for (size_t k = 0; k < c->n_layers; k++) {
-			struct stat st;
-			snprintf(part, sizeof(part), "%.4300s/%.150s", layer_paths[k], d);
-			if (lstat(part, &st) == 0 && S_ISDIR(st.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
-				return -1;
-		}
-		snprintf(part, sizeof(part), "%s/%s", mask_dir, d);
-		if (append(lowerdir, sizeof(lowerdir), part, err) < 0 ||
-		    append(lowerdir, sizeof(lowerdir), lower_paths[i], err) < 0)
-			return -1;
-		if (mount_overlay_dir(root, d, lowerdir, up, wk, err) < 0)
-			return -1;
-	}
-	return 0;
 }
 
 /* Points *path at "/proc/self/fd/<fd>" (fd >= 0), keeping the host path in
@@ -244,7 +156,7 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 		fail(sock, e);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	*abi_out = abi;
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", "ev", "ready", "landlock_abi", abi);
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi);
 	if (!ready || json_send(sock, ready, NULL, 0) < 0)
 		_exit(1);
 	init_main(c, sock);
@@ -307,122 +219,13 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (mount_make_private(&e) < 0)
 		fail(sock, e);
 
-	/* 5. Assemble the root in a private staging tmpfs: lower layers (idmapped
-	 *    by the supervisor, or cloned here when rootless), the overlay, then
-	 *    /dev, /proc, /tmp and the volumes. */
+	/* 5. Assemble the root in a private staging tmpfs (mount.c): lower
+	 *    layers, the overlay, hidden paths, /dev, /proc, /tmp, the volumes,
+	 *    file secrets. */
 	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
-	char stage_opts[64] = "mode=0755";
-	if (c->ephemeral && c->disk_bytes > 0) /* the writable layer lives here: its size is the quota */
-		snprintf(stage_opts, sizeof(stage_opts), "mode=0755,size=%lld", (long long)c->disk_bytes);
-	if (mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, stage_opts) < 0)
-		err_errno(&e, "mount staging tmpfs on '%s'", stage), fail(sock, e);
-	/* Lower layers as paths: the template's (trees from the supervisor, or
-	 * opened here when rootless) and the snapshot layers. */
-	static char lower_paths[FD_MSG_MAX_FDS][4400], layer_paths[FD_MSG_MAX_FDS][4400];
-	for (size_t i = 0; i < c->n_lowers; i++) {
-		bool tree = i < f.n_lowers && f.lowers[i] >= 0;
-		if (!tree && (f.lowers[i] = open(c->lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-			err_errno(&e, "open lower layer '%s'", c->lowers[i]), fail(sock, e);
-		if (lower_path(stage, "l", i, f.lowers[i], tree, lower_paths[i], sizeof(lower_paths[i]), &e) < 0)
-			fail(sock, e);
-	}
-	for (size_t i = 0; i < c->n_layers; i++) {
-		bool tree = i < f.n_layers && f.layers[i] >= 0;
-		if (!tree && (f.layers[i] = open(c->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-			err_errno(&e, "open snapshot layer '%s'", c->layers[i]), fail(sock, e);
-		if (lower_path(stage, "s", i, f.layers[i], tree, layer_paths[i], sizeof(layer_paths[i]), &e) < 0)
-			fail(sock, e);
-	}
-	/* upper/ and work/ are opened here, in our mount namespace: overlay
-	 * refuses layers whose mount belongs to another namespace. */
-	if (!c->ephemeral) {
-		char lbase[4250];
-		quota_layer_base(c->env_dir, c->disk_bytes, lbase, sizeof(lbase));
-		snprintf(root, sizeof(root), "%s/upper", lbase);
-		f.upper = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		snprintf(root, sizeof(root), "%s/work%s", lbase, c->mask ? "/_root" : "");
-		if (c->mask)
-			(void)mkdir(root, 0700);
-		f.work = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-		if (f.upper < 0 || f.work < 0)
-			err_errno(&e, "open '%s'", root), fail(sock, e);
-	}
-	char mask_dir[4300];
-	if (c->mask) {
-		snprintf(mask_dir, sizeof(mask_dir), "%s/mask", stage);
-		_cleanup_close_ int mfd = -1;
-		int q = mkdir(mask_dir, 0755) < 0 ? -errno : 0;
-		if (q == 0 && (mfd = open(mask_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-			q = -errno;
-		if (q == 0)
-			q = mask_replay(c->mask, mfd, !c->rootless);
-		if (q < 0)
-			err_errnum(&e, q, "build the mask layer in '%s'", mask_dir), fail(sock, e);
-	}
-	/* Host template: "/" is never a layer (see mount_split_dirs). The root
-	 * overlay: snapshot layers over the mask (host) or the template dir. */
-	bool split = c->mask != NULL;
-	static char lowerdir[16384];
-	lowerdir[0] = 0;
-	for (size_t i = 0; i < c->n_layers; i++)
-		if (append(lowerdir, sizeof(lowerdir), layer_paths[i], &e) < 0)
-			fail(sock, e);
-	for (size_t i = 0; i < (split ? 1 : c->n_lowers); i++)
-		if (append(lowerdir, sizeof(lowerdir), split ? mask_dir : lower_paths[i], &e) < 0)
-			fail(sock, e);
-	log_debug("child: mask replayed");
-	if (mount_rootfs(stage, lowerdir, f.upper, f.work, c->ephemeral, &e) < 0)
-		fail(sock, e);
-	snprintf(root, sizeof(root), "%s/root", stage);
-	if (split && mount_split_dirs(c, stage, root, mask_dir, NULL, layer_paths, lower_paths, &e) < 0)
-		fail(sock, e);
-	/* 5a. Hidden paths (hide.c): those in the layers become whiteouts in a
-	 *     layer above all others, so the overlays are mounted again with it
-	 *     (upper and work are untouched); the rest are covered below. */
-	_cleanup_strv_free_ char **hide_later = NULL;
 	_cleanup_json_ json_t *setup_warnings = json_array();
-	/* Rootless, host root is not mapped: what it owns in the host template
-	 * appears owned by nobody (mask.c mirrors the directories, so files can
-	 * be created, replaced and removed). Say so once, at create. */
-	if (c->rootless && c->mask && setup_warnings)
-		json_array_append_new(setup_warnings,
-				      json_string("rootless: the host template's files owned by host root appear owned "
-						  "by nobody: the environment can create, remove and replace (write anew, "
-						  "rename over) files in /etc, /var and /opt, but not change one in place "
-						  "(`>>`, `sed` without -i); run sbx as root for that"));
-	bool remount = false;
-	char hide_dir[4300];
-	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", stage);
-	if (c->hidden && hide_prepare(c, root, hide_dir, &remount, &hide_later, setup_warnings, &e) < 0)
+	if (mount_assemble_root(c, &f, stage, root, sizeof(root), setup_warnings, &e) < 0)
 		fail(sock, e);
-	if (remount) {
-		static char hidden_lowerdir[16384 + 4400];
-		snprintf(hidden_lowerdir, sizeof(hidden_lowerdir), "%s:%s", hide_dir, lowerdir);
-		if (umount2(root, MNT_DETACH) < 0)
-			err_errno(&e, "unmount '%s'", root), fail(sock, e);
-		if (mount_rootfs(stage, hidden_lowerdir, f.upper, f.work, c->ephemeral, &e) < 0 ||
-		    (split && mount_split_dirs(c, stage, root, mask_dir, hide_dir, layer_paths, lower_paths, &e) < 0))
-			err_wrap(&e, "hidden paths"), fail(sock, e);
-	}
-	log_debug("child: rootfs mounted");
-	if (mount_dev(root, c->rootless, &e) < 0 || mount_proc(root, &e) < 0 || mount_tmp(root, &e) < 0)
-		fail(sock, e);
-	for (size_t i = 0; i < c->n_volumes; i++) {
-		env_volume *v = &c->volumes[i];
-		int t = i < f.n_volumes ? f.volumes[i] : -1;
-		if (t < 0 && (t = mount_clone_tree(v->host, &e)) < 0)
-			fail(sock, e);
-		struct stat st;
-		bool is_dir = fstat(t, &st) < 0 || S_ISDIR(st.st_mode);
-		if (mount_volume(root, t, v->path, v->readonly, is_dir, &e) < 0)
-			err_wrap(&e, "volume '%s'", v->host), fail(sock, e);
-		safe_close(t);
-	}
-	/* 5b. File secrets on a tmpfs of their own (never the writable layer),
-	 *     then hidden paths under the mounts above get empty covers. */
-	if (secrets_mount(c, root, &e) < 0 || hide_cover(root, stage, hide_later, &e) < 0)
-		fail(sock, e);
-
 	log_debug("child: dev, proc, tmp, volumes mounted");
 	/* 6. Switch root; the host tree is detached and unreachable by path. */
 	if (mount_pivot(root, &e) < 0)
@@ -518,7 +321,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.upper);
 	safe_close(f.work);
 
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", "ev", "ready", "landlock_abi", abi, "warnings",
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi, "warnings",
 						 setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);

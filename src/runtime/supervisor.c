@@ -28,6 +28,7 @@
 
 #include "plugin/plugin.h"
 #include "policy/proxy.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
 #include "trace/bpf_rec.h"
@@ -107,7 +108,7 @@ static void send_json(int fd, json_t *m, const int *fds, size_t n)
 
 static json_t *err_json(const sbx_err *e)
 {
-	return json_pack("{s:s,s:s,s:s,s:i}", "ev", "error", "code", sbx_code_name(sbx_err_code(e)), "message",
+	return json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)), "message",
 			 sbx_err_message(e), "errno", sbx_err_errno(e));
 }
 
@@ -173,7 +174,7 @@ static void drop_exec(supervisor *s, sup_exec *x)
 
 static void signal_exec(supervisor *s, int64_t id, int sig)
 {
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", "op", "signal", "id", (json_int_t)id, "sig", sig);
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "id", (json_int_t)id, "sig", sig);
 	if (m)
 		(void)json_send(s->init_sock, m, NULL, 0);
 }
@@ -283,7 +284,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 		}
 	}
 	/* Forward to init: same document, our exec id, the client's fds. */
-	json_object_set_new(m, "op", json_string("spawn"));
+	json_object_set_new(m, CTL_F_OP, json_string(CTL_OP_SPAWN));
 	json_object_set_new(m, "id", json_integer(x->id));
 	if (json_send(s->init_sock, m, fds, n_fds) < 0) {
 		_cleanup_err_ sbx_err *e = NULL;
@@ -305,7 +306,7 @@ static json_t *info_json(supervisor *s)
 					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
 					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
 	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
-	json_object_set_new(j, "ev", json_string("info"));
+	json_object_set_new(j, CTL_F_EV, json_string(CTL_EV_INFO));
 	return j;
 }
 
@@ -315,7 +316,7 @@ static void thaw(supervisor *s)
 		(void)cgroup_freeze(s->cg, false, NULL);
 	if (s->stopped) {
 		/* Init answers stop_all; with stop false it does not wait. */
-		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 0);
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 0);
 		if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0)
 			s->waiters[s->n_waiters++] = -1; /* reply dropped */
 	}
@@ -351,31 +352,31 @@ static void client_request(supervisor *s, int conn)
 		close_conn(s, conn);
 		return;
 	}
-	const char *op = json_str(m, "op") ?: "";
+	const char *op = json_str(m, CTL_F_OP) ?: "";
 	bool keep = false;
-	if (conn == s->freeze_conn && streq(op, "thaw")) {
+	if (conn == s->freeze_conn && streq(op, CTL_OP_THAW)) {
 		thaw(s);
-		send_json(conn, json_pack("{s:s}", "ev", "thawed"), NULL, 0);
+		send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_THAWED), NULL, 0);
 		json_decref(m);
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
 		return;
 	}
-	if (streq(op, "exec")) {
+	if (streq(op, CTL_OP_EXEC)) {
 		client_exec(s, conn, m, fds, n);
 		keep = true;
-	} else if (streq(op, "signal")) {
+	} else if (streq(op, CTL_OP_SIGNAL)) {
 		for (size_t i = 0; i < s->n_execs; i++)
 			if (s->execs[i].conn == conn)
 				signal_exec(s, s->execs[i].id, (int)json_int(m, "sig", SIGTERM));
 		keep = true;
-	} else if ((streq(op, "ps") || streq(op, "file")) && s->n_waiters < ARRAY_SIZE(s->waiters)) {
+	} else if ((streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) && s->n_waiters < ARRAY_SIZE(s->waiters)) {
 		/* Init answers these in order; the reply goes to the oldest waiter. */
 		if (json_send(s->init_sock, m, NULL, 0) == 0) {
 			s->waiters[s->n_waiters++] = conn;
 			keep = true;
 		}
-	} else if (streq(op, "freeze")) {
+	} else if (streq(op, CTL_OP_FREEZE)) {
 		/* Held for as long as this connection lives: a client that dies
 		 * mid-snapshot never leaves the environment frozen. */
 		_cleanup_err_ sbx_err *fe = NULL;
@@ -387,7 +388,7 @@ static void client_request(supervisor *s, int conn)
 		if (!fe && !s->cg && !s->c->degraded) {
 			/* No cgroup (rootless): init stops every process with SIGSTOP
 			 * and answers once they all are; its reply goes to this client. */
-			_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 1);
+			_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 1);
 			if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0) {
 				s->waiters[s->n_waiters++] = -2 - conn; /* marks a stop_all reply for conn */
 				s->freeze_conn = conn;
@@ -398,16 +399,16 @@ static void client_request(supervisor *s, int conn)
 		} else if (frozen || !fe || !s->cg) {
 			s->freeze_conn = conn;
 			s->frozen = frozen;
-			send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", frozen), NULL, 0);
+			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", frozen), NULL, 0);
 			keep = true;
 		}
 		if (fe)
 			send_json(conn, err_json(fe), NULL, 0);
-	} else if (streq(op, "phase")) {
+	} else if (streq(op, CTL_OP_PHASE)) {
 		keep = phase_begin(s, conn, m);
-	} else if (streq(op, "info")) {
+	} else if (streq(op, CTL_OP_INFO)) {
 		send_json(conn, info_json(s), NULL, 0);
-	} else if (streq(op, "stop")) {
+	} else if (streq(op, CTL_OP_STOP)) {
 		begin_stop(s, conn);
 		keep = true;
 	} else {
@@ -437,11 +438,13 @@ static void init_event(supervisor *s)
 		}
 		return;
 	}
-	const char *ev = json_str(m, "ev") ?: "";
-	sup_exec *x = find_exec(s, json_int(m, "id", -1));
-	if (streq(ev, "phase"))
+	ctl_init_event e;
+	if (ctl_init_event_decode(m, &e) < 0)
+		e = (ctl_init_event){.kind = CTL_EVK_UNKNOWN, .id = -1};
+	sup_exec *x = find_exec(s, e.id);
+	if (e.kind == CTL_EVK_PHASE)
 		phase_end(s, m);
-	if (streq(ev, "ps") || streq(ev, "file") || streq(ev, "stop_all") || streq(ev, "phase")) {
+	if (e.kind == CTL_EVK_PS || e.kind == CTL_EVK_FILE || e.kind == CTL_EVK_STOP_ALL || e.kind == CTL_EVK_PHASE) {
 		if (s->n_waiters > 0) {
 			int conn = s->waiters[0];
 			memmove(s->waiters, s->waiters + 1, --s->n_waiters * sizeof(int));
@@ -450,39 +453,32 @@ static void init_event(supervisor *s)
 				 * and keep the connection (it holds the freeze). */
 				conn = -2 - conn;
 				if (conn == s->freeze_conn)
-					send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", json_bool(m, "ok", false)),
+					send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", e.ok),
 						  NULL, 0);
 			} else if (conn >= 0) {
 				(void)json_send(conn, m, fds, n);
 				close_conn(s, conn);
 			}
 		}
-	} else if (x && streq(ev, "spawned")) {
+	} else if (x && e.kind == CTL_EVK_SPAWNED) {
 		x->started = true;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:I}", "ev", "started", "pid", (json_int_t)json_int(m, "pid", 0));
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid", (json_int_t)e.pid);
 		if (o && x->traced)
 			json_object_set_new(o, "recorder", json_string(x->recorder));
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, fds, n);
 		else
 			signal_exec(s, x->id, SIGKILL);
-	} else if (x && streq(ev, "spawn_failed")) {
-		int e = (int)json_int(m, "errno", EIO);
-		int stage = (int)json_int(m, "stage", 0);
-		sbx_code code = stage == 3 && json_str(m, "code") ? err_code_from_name(json_str(m, "code")) /* user */
-				: stage == 0 && e == ENOENT	       ? SBX_E_NOT_FOUND
-				: stage == 0 && (e == EACCES || e == ENOEXEC) ? SBX_E_INVALID_ARGUMENT
-				: stage == 1			       ? SBX_E_INVALID_ARGUMENT
-				: e == EAGAIN			       ? SBX_E_LIMIT_EXCEEDED
-								       : SBX_E_INTERNAL;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", "ev", "error", "code", sbx_code_name(code),
-						     "message", json_str(m, "message") ?: "spawn failed", "errno", e,
-						     "stage", stage);
+	} else if (x && e.kind == CTL_EVK_SPAWN_FAILED) {
+		sbx_code code = ctl_spawn_failed_code(&e);
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(code),
+						     "message", e.message ?: "spawn failed", "errno", e.err,
+						     "stage", e.stage);
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		drop_exec(s, x);
-	} else if (x && streq(ev, "exited")) {
-		int status = (int)json_int(m, "status", 0);
+	} else if (x && e.kind == CTL_EVK_EXITED) {
+		int status = e.status;
 		/* An OOM kill is a SIGKILL; only then is the cgroup's counter read
 		 * (reading it on every exec costs more than the exec). */
 		bool oom = false;
@@ -495,7 +491,7 @@ static void init_event(supervisor *s)
 		struct timespec end;
 		clock_gettime(CLOCK_MONOTONIC, &end);
 		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", "ev", "exit", "status", status, "timed_out",
+		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", CTL_F_EV, CTL_EV_EXIT, "status", status, "timed_out",
 						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us, "timeout_ms",
 						     (json_int_t)x->timeout_ms);
 		if (o && x->traced) {
@@ -829,7 +825,7 @@ static int send_go(supervisor *s, sbx_err **err)
 	int fds[FD_MSG_MAX_FDS];
 	size_t n = 0;
 	int r = -1;
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[],s:[]}", "op", "go", "lowers", "volumes", "layers");
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[],s:[]}", CTL_F_OP, CTL_OP_GO, "lowers", "volumes", "layers");
 	_cleanup_close_ int userns = -1;
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -994,7 +990,7 @@ static int start_init(supervisor *s, sbx_err **err)
 	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
 		return -1;
 	log_debug("supervisor: go sent, attached");
-	_cleanup_json_ json_t *att = json_pack("{s:s}", "op", "attached");
+	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
 	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
 		return err_set(err, SBX_E_INTERNAL, EPIPE, "environment init died during setup");
 	/* Wait for the child's verdict: ready, or the step that failed. With
@@ -1007,16 +1003,16 @@ static int start_init(supervisor *s, sbx_err **err)
 		s->proxy_listen = pfd[0];
 	if (r <= 0)
 		return err_set(err, SBX_E_INTERNAL, r ? -r : EPIPE, "environment init died during setup");
-	const char *ev = json_str(m, "ev") ?: "";
-	if (streq(ev, "error")) {
-		sbx_code cc = err_code_from_name(json_str(m, "code"));
-		return err_set(err, cc, (int)json_int(m, "errno", 0), "set up environment: %s",
-			       json_str(m, "message") ?: "unknown error");
-	}
-	s->landlock_abi = (int)json_int(m, "landlock_abi", 0);
+	ctl_init_event e;
+	if (ctl_init_event_decode(m, &e) < 0)
+		e = (ctl_init_event){.kind = CTL_EVK_UNKNOWN, .id = -1};
+	if (e.kind == CTL_EVK_ERROR)
+		return err_set(err, err_code_from_name(e.code), e.err, "set up environment: %s",
+			       e.message ?: "unknown error");
+	s->landlock_abi = e.landlock_abi;
 	json_t *cw;
 	size_t wi;
-	json_array_foreach(json_object_get(m, "warnings"), wi, cw)
+	json_array_foreach(e.warnings, wi, cw)
 		add_warning(s, "%s", json_string_value(cw) ?: "");
 	if (streq(c->network, "allow") && proxy_start(s, err) < 0)
 		return -1;
@@ -1192,7 +1188,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		}
 	teardown(s);
 	if (s->stop_conn >= 0)
-		send_json(s->stop_conn, json_pack("{s:s}", "ev", "stopped"), NULL, 0);
+		send_json(s->stop_conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_STOPPED), NULL, 0);
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */
 	_exit(0);

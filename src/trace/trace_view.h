@@ -1,5 +1,5 @@
 /* Presenting a trace stream (trace_format.h): strace-like text and its JSON
- * form (trace_show.c), statistics (trace_stats.c), the Chrome trace-event
+ * form (trace_render.c), statistics (trace_stats.c), the Chrome trace-event
  * export (trace_chrome.c) and the normalized view a replay is compared
  * with (trace_norm.c). Pure code over a stream in memory; output goes to a
  * FILE* or a json_t. The stream is untrusted: it is validated record by
@@ -36,6 +36,8 @@
 #include "sbx.h"
 #include "trace/trace_read.h"
 #include "util/macro.h"
+#include "util/hashmap.h"
+#include "util/strbuf.h"
 
 /* ---- filters (show, JSON, Chrome) ----------------------------------------- */
 
@@ -171,29 +173,26 @@ const char *trace_norm_kind_name(trace_norm_kind k); /* "match", "processes", ..
 /* {match, kind, process, thread, item, expected, actual, lost_a, lost_b}; NULL on ENOMEM. */
 json_t *trace_norm_diff_json(const trace_norm_diff *d);
 
-/* ==== shared by the view modules (implemented in trace_show.c) ============ */
+/* ==== shared by the view modules (trace_decode.c, trace_model.c, trace_render.c) ============ */
 
 /* Names. */
 const char *trace_determ_kind_name(uint32_t kind); /* "clock", ...; NULL if unknown */
 const char *trace_errno_name(int e);		   /* "ENOENT"; NULL if unknown */
 bool trace_ret_is_err(int64_t ret);		   /* -4095 <= ret <= -1 */
 
-/* A growable string. A failed allocation sets oom and drops further text,
- * so callers check once at the end. */
-typedef struct trace_sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-} trace_sbuf;
-void trace_sb_addf(trace_sbuf *b, const char *fmt, ...) _printf_(2, 3);
-void trace_sb_add(trace_sbuf *b, const char *s, size_t n);
-#define trace_sb_lit(b, s) trace_sb_add((b), "" s, sizeof(s) - 1)
+/* The string buffer and hash maps are util/strbuf.h and util/hashmap.h;
+ * the trace_* names stay for the trace files. A failed allocation sets oom
+ * and drops further text, so callers check once at the end. */
+typedef strbuf trace_sbuf;
+#define trace_sb_addf strbuf_addf
+#define trace_sb_add strbuf_add
+#define trace_sb_lit strbuf_lit
 /* s[0..n) with non-printable bytes, '"' and '\\' escaped (\n, \t, \xNN):
  * what the text forms print for strings from the trace. */
-void trace_sb_esc(trace_sbuf *b, const char *s, size_t n);
-void trace_sb_reset(trace_sbuf *b);
-void trace_sb_free(trace_sbuf *b);
-const char *trace_sb_str(const trace_sbuf *b); /* "" when empty */
+#define trace_sb_esc strbuf_add_escaped
+#define trace_sb_reset strbuf_reset
+#define trace_sb_free strbuf_free
+#define trace_sb_str strbuf_str /* "" when empty */
 /* "exited 0", "killed by SIGKILL (core dumped)": a TR_EXIT status as a wait status. */
 void trace_sb_status(trace_sbuf *b, int32_t status);
 /* argv of a TR_EXEC as ["a", "b"] (escaped), "..." after it when truncated. */
@@ -206,31 +205,15 @@ json_t *trace_json_str(const char *s);
 json_t *trace_json_argv(const trace_ev *ev);
 json_t *trace_json_exit(const trace_ev *ev);
 
-/* Open-addressing hash map, uint64 key -> value slot. */
-typedef struct trace_map {
-	uint64_t *keys;
-	void **vals;
-	uint8_t *used;
-	size_t cap, n;
-} trace_map;
-/* The value slot for key, inserted (*slot == NULL) when absent; NULL on
- * ENOMEM. A later insert may move slots. */
-void **trace_map_slot(trace_map *m, uint64_t key);
-void *trace_map_get(const trace_map *m, uint64_t key);
-void trace_map_free(trace_map *m, void (*free_val)(void *));
-
-/* The same keyed by string (copied). */
-typedef struct trace_smap {
-	char **keys;
-	void **vals;
-	size_t cap, n;
-} trace_smap;
-void **trace_smap_slot(trace_smap *m, const char *key);
-/* The map's own copy of key (inserted if absent): equal strings, one pointer. NULL on ENOMEM. */
-const char *trace_smap_intern(trace_smap *m, const char *key);
-void trace_smap_free(trace_smap *m, void (*free_val)(void *));
-/* The keys, sorted (strcmp); malloc'd array of borrowed pointers, NULL on ENOMEM. */
-const char **trace_smap_sorted(const trace_smap *m);
+typedef hashmap trace_map; /* uint64 key -> value slot */
+#define trace_map_slot hashmap_slot
+#define trace_map_get hashmap_get
+#define trace_map_free hashmap_free
+typedef strmap trace_smap; /* the same keyed by string (copied) */
+#define trace_smap_slot strmap_slot
+#define trace_smap_intern strmap_intern
+#define trace_smap_free strmap_free
+#define trace_smap_sorted strmap_sorted
 
 /* A compiled filter. */
 typedef struct trace_fmatch {

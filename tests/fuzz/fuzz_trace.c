@@ -1,4 +1,4 @@
-/* libFuzzer target: the trace readers (src/trace/trace_read.c, trace_show.c,
+/* libFuzzer target: the trace readers (src/trace/trace_read.c, trace_decode.c, trace_model.c, trace_render.c,
  * trace_stats.c, trace_chrome.c, trace_norm.c) on arbitrary bytes taken as
  * a trace stream. Checked besides no crash, no out-of-bounds read and no
  * leak (ASan): every failure says why; a stream's normalized view matches

@@ -1,4 +1,4 @@
-/* Unit tests: src/trace/trace_read.c (validation, merge), trace_show.c
+/* Unit tests: src/trace/trace_read.c (validation, merge), trace_decode.c, trace_model.c, trace_render.c
  * (text, JSON, descriptor tracking, filters), trace_stats.c, trace_chrome.c
  * and trace_norm.c, over streams built by hand here. With
  * SBX_WRITE_CORPUS=1 the streams (valid and malformed) are also written as

@@ -1,0 +1,68 @@
+/* The environment record: $SBX_ROOT/envs/<id>/state.json, what an
+ * environment is (written by create, phase and restore; read by everything
+ * else), apart from its lifecycle (env.c). Also the two facts about a live
+ * environment that are not in the record: its supervisor's liveness lock
+ * ($SBX_RUN/<id>/lock) and its control socket ($SBX_RUN/<id>/ctl.sock). */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "api/ctx.h"
+#include "util/err.h"
+#include "util/macro.h"
+
+/* The typed view of state.json. Strings and the json_t members are
+ * borrowed from `json`, which the record owns (one reference): keys not
+ * typed here stay readable there. Absent keys read as NULL, 0 or false
+ * (uid_slot: -1). */
+typedef struct env_record {
+	json_t *json;
+	const char *id, *name, *hostname, *template_spec, *created_at, *network, *user, *snapshot_id, *state, *phase,
+		*policy;
+	int64_t created_ms, host_uid, id_count, supervisor_pid, landlock_abi, restoring_ms;
+	int uid_slot; /* -1: rootless (no slot) */
+	bool rootless, ephemeral, degraded, user_no_root, ttl_keep;
+	struct {
+		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes;
+		double cpus;
+	} limits;
+	json_t *env, *volumes, *network_allow, *capabilities, *layers, *warnings, *agent_phase, *secrets, *plugins;
+} env_record;
+
+/* Fills *ret from st, taking a reference to st. Pure. -EBADMSG when st is
+ * not an object. */
+int env_record_parse(json_t *st, env_record *ret);
+/* The record as a JSON object to write: r->json with the typed fields
+ * above written over it (a new reference). NULL on ENOMEM. Pure. */
+json_t *env_record_format(const env_record *r);
+void env_record_clear(env_record *r); /* drops the reference; NULL-safe, idempotent */
+#define _cleanup_env_record_ _cleanup_(env_record_clear)
+/* Reads and parses id's state.json: 0, or a negative errno. */
+int env_record_read(const sbx_ctx *ctx, const char *id, env_record *ret);
+/* Resolves ref, then env_record_read; *ret_id is the resolved id. */
+int env_record_load(sbx_ctx *ctx, const char *ref, char **ret_id, env_record *ret, sbx_err **err);
+
+/* The raw forms (callers that rewrite the record as JSON). */
+int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret);
+int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st);
+/* Resolves ref and reads its state.json. */
+int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err);
+
+/* An environment id: 12 lowercase hex digits. */
+bool env_valid_id(const char *s);
+/* The ids under $SBX_ROOT/envs, a NULL-terminated strv (NULL on ENOMEM). */
+char **env_list_ids(const sbx_ctx *ctx);
+/* Is the supervisor of `id` alive? (It holds the lock for its whole life.) */
+bool env_is_live(const sbx_ctx *ctx, const char *id);
+/* A state written by a create (or restore) that never finished, whose
+ * process (its "creator": pid and start time) is gone: nobody was given the
+ * environment, nobody will finish it. False for records without a creator. */
+bool env_creator_gone(const json_t *st);
+
+/* Connects to the environment's control socket. */
+int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
+/* Sends one request and returns the single reply (errors become *err). */
+int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
+/* A supervisor's {"ev":"error", code, errno, message} as *err. */
+int api_err_from_json(const json_t *m, sbx_err **err);

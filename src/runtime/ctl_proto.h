@@ -1,0 +1,121 @@
+/* The control protocol: the narrow interface between the three parties of a
+ * live environment (docs/runtime.md), like bubblewrap's PRIV_SEP_OP_*.
+ *
+ *   client (src/api) --ctl.sock--> supervisor --init socket--> init
+ *                                  supervisor <--------------- setup child
+ *
+ * One JSON object per SOCK_SEQPACKET message (util/fd.h: json_send and
+ * json_recv), at most CTL_MSG_MAX bytes and CTL_MAX_FDS descriptors
+ * (SCM_RIGHTS). A request names its operation in "op"; a reply or event
+ * names itself in "ev". An error is {"ev":"error", "code" (API.md's codes),
+ * "errno", "message"} in every direction.
+ *
+ * Which party sends what:
+ *   client -> supervisor: exec, signal, ps, file, freeze, thaw, phase, info, stop
+ *   supervisor -> client: started, exit, error, frozen, thawed, stopped, info,
+ *                         and init's ps/file/phase replies passed on as they are
+ *   supervisor -> init:   spawn, signal, ps, file, stop_all, phase
+ *   init -> supervisor:   spawned, spawn_failed, exited, ps, file, stop_all, phase
+ *   supervisor -> setup:  go (with the prepared trees), attached
+ *   setup -> supervisor:  ready (with the proxy socket for network allow), error
+ * What the supervisor takes from init is decoded by ctl_init_event_decode
+ * (pure, fuzzed by tests/fuzz/fuzz_ctl.c). */
+#pragma once
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sbx.h"
+#include "util/fd.h"
+
+#define CTL_MSG_MAX FD_MSG_MAX	   /* bytes in one message */
+#define CTL_MAX_FDS FD_MSG_MAX_FDS /* descriptors with one message */
+
+/* ---- the two keys that name a message ---- */
+#define CTL_F_OP "op"
+#define CTL_F_EV "ev"
+
+/* ---- operations ---- */
+#define CTL_OP_EXEC "exec"
+#define CTL_OP_SIGNAL "signal"
+#define CTL_OP_PS "ps"
+#define CTL_OP_FILE "file"
+#define CTL_OP_FREEZE "freeze"
+#define CTL_OP_THAW "thaw"
+#define CTL_OP_PHASE "phase"
+#define CTL_OP_INFO "info"
+#define CTL_OP_STOP "stop"
+#define CTL_OP_STOP_ALL "stop_all"
+#define CTL_OP_SPAWN "spawn"
+#define CTL_OP_GO "go"
+#define CTL_OP_ATTACHED "attached"
+
+/* ---- events and replies ---- */
+#define CTL_EV_ERROR "error"
+#define CTL_EV_READY "ready"
+#define CTL_EV_SPAWNED "spawned"
+#define CTL_EV_SPAWN_FAILED "spawn_failed"
+#define CTL_EV_EXITED "exited"
+#define CTL_EV_PS "ps"
+#define CTL_EV_FILE "file"
+#define CTL_EV_STOP_ALL "stop_all"
+#define CTL_EV_PHASE "phase"
+#define CTL_EV_STARTED "started"
+#define CTL_EV_EXIT "exit"
+#define CTL_EV_FROZEN "frozen"
+#define CTL_EV_THAWED "thawed"
+#define CTL_EV_STOPPED "stopped"
+#define CTL_EV_INFO "info"
+
+/* ---- fields of init's events and setup's reply ---- */
+#define CTL_F_ID "id"		  /* exec id (spawn, spawned, spawn_failed, exited) */
+#define CTL_F_PID "pid"		  /* spawned: the command's pid (inside) */
+#define CTL_F_STATUS "status"	  /* exited: a wait status */
+#define CTL_F_ERRNO "errno"	  /* error, spawn_failed */
+#define CTL_F_STAGE "stage"	  /* spawn_failed: 0 exec, 1 cwd, 3 user, else setup */
+#define CTL_F_CODE "code"	  /* error, spawn_failed (stage 3): API.md's code name */
+#define CTL_F_MESSAGE "message"	  /* error, spawn_failed */
+#define CTL_F_OK "ok"		  /* ps, file, stop_all, phase replies */
+#define CTL_F_LANDLOCK_ABI "landlock_abi" /* ready */
+#define CTL_F_WARNINGS "warnings" /* ready: strings */
+
+typedef enum ctl_ev_kind {
+	CTL_EVK_UNKNOWN,
+	CTL_EVK_ERROR,
+	CTL_EVK_READY,
+	CTL_EVK_SPAWNED,
+	CTL_EVK_SPAWN_FAILED,
+	CTL_EVK_EXITED,
+	CTL_EVK_PS,
+	CTL_EVK_FILE,
+	CTL_EVK_STOP_ALL,
+	CTL_EVK_PHASE,
+} ctl_ev_kind;
+
+/* A message from init or the setup child, as the supervisor reads it.
+ * Strings and json members are borrowed from the message. Absent or
+ * mistyped fields take the defaults the supervisor has always used. */
+typedef struct ctl_init_event {
+	ctl_ev_kind kind;
+	int64_t id;	     /* -1 when absent */
+	int64_t pid;	     /* 0 when absent */
+	int status;	     /* 0 */
+	int err;	     /* spawn_failed: EIO when absent; error: 0 */
+	int stage;	     /* 0 */
+	int landlock_abi;    /* 0 */
+	bool ok;	     /* false */
+	const char *code;    /* NULL */
+	const char *message; /* NULL */
+	json_t *warnings;    /* NULL */
+} ctl_init_event;
+
+/* The kind of event name ev (NULL: CTL_EVK_UNKNOWN). Pure. */
+ctl_ev_kind ctl_ev_kind_of(const char *ev);
+/* Decodes m. -EBADMSG when m is not an object; an unknown "ev" is
+ * CTL_EVK_UNKNOWN (ignored by the supervisor). Pure. */
+int ctl_init_event_decode(const json_t *m, ctl_init_event *ret);
+/* A spawn_failed event as the error its exec reports (API.md): a missing
+ * program is not_found, a non-executable one or a bad cwd invalid_argument,
+ * EAGAIN limit_exceeded, a user that cannot be resolved what init said,
+ * the rest internal. Pure. */
+sbx_code ctl_spawn_failed_code(const ctl_init_event *e);
