@@ -109,7 +109,7 @@ asan:
 # (the whole suite under ASan is `make asan`). test_ptrace_engine is left
 # out here: its timing-heavy determinism cases run 3-10x slower under ASan
 # and it runs in the normal suite.
-ASAN_CI_FILES ?= test_lifecycle test_exec test_badinput test_cp test_mcp_tools test_mcp_hardening test_replay_inputs test_attest
+ASAN_CI_FILES ?= test_lifecycle test_exec test_badinput test_cp test_mcp_tools test_mcp_hardening test_attest test_statedir
 asan-ci:
 	$(ASAN_MAKE)
 	$(ASAN_ENV) SBX_UNIT_EXCLUDE=test_ptrace_engine tests/run --unit
