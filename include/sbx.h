@@ -388,6 +388,38 @@ int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_path, const 
 int sbx_env_tar_out(sbx_ctx *ctx, const char *ref, const char *env_dir, int out_fd, sbx_err **err);
 int sbx_env_tar_in(sbx_ctx *ctx, const char *ref, const char *env_dir, int in_fd, bool create, sbx_err **err);
 
+/* ---- templates from Dockerfiles (docs/build.md) -------------------------- */
+
+/* Called before each step ({"step","steps","line","instruction","state":"running"})
+ * and after it ({..., "state":"done","cached","snapshot_id","duration_ms"}). */
+typedef void (*sbx_build_step_fn)(void *userdata, const json_t *step);
+
+#define SBX_BUILD_OPTS_VERSION 1
+typedef struct sbx_build_opts {
+	unsigned version;
+	const char *dockerfile;	     /* the Dockerfile's text */
+	size_t dockerfile_len;
+	const char *dockerfile_name; /* in error messages ("Dockerfile") */
+	const char *context;	     /* the host directory COPY/ADD read from (.dockerignore honoured) */
+	const char *tag;	     /* the template name to create or replace */
+	const char *network;	     /* RUN's network: "none" (default), "open", "allow=HOST,..." */
+	const char *const *build_args; /* NULL-terminated "K=V" for ARG */
+	const char *const *secrets;    /* as sbx_create_opts.secrets: given to RUN, never stored */
+	bool no_cache;
+	sbx_build_step_fn on_step;
+	sbx_output_fn on_output; /* RUN's output as it comes */
+	void *userdata;
+} sbx_build_opts;
+#define SBX_BUILD_OPTS_INIT {.version = SBX_BUILD_OPTS_VERSION}
+
+/* Builds a template from a Dockerfile: each step a snapshot, cached by
+ * (parent, instruction, input digests). On success the template `tag` names
+ * the result: {"template","snapshot_id","steps":[...],"cache_hits",
+ * "cache_misses","config":{env,workdir,user,cmd,entrypoint,expose,labels,shell},
+ * "build_ms"}. A failing RUN is an error naming its line and exit status; the
+ * template is then left as it was. */
+int sbx_build(sbx_ctx *ctx, const sbx_build_opts *opts, json_t **ret, sbx_err **err);
+
 /* ---- parsing helpers shared by front ends ------------------------------ */
 
 /* "512m", "2G", "1048576" -> bytes. */

@@ -39,6 +39,10 @@ static const cli_cmd commands[] = {
 	{"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]", "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
 	{"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]", "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
 	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
+	{"build", cmd_build, "sbx build [-f Dockerfile] -t NAME [--network MODE] [--build-arg K=V] [--secret NAME[=FILE]] [--no-cache] CONTEXT",
+	 "Build a template from a Dockerfile (FROM a template, snapshot, oci:DIR[:TAG] or scratch; RUN, COPY, ADD, "
+	 "ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, EXPOSE). Each step is a cached snapshot; RUN has "
+	 "no network unless --network allows it; secrets are never stored. See docs/build.md."},
 	{"policy", cmd_policy, "sbx policy ls | show NAME|FILE | check FILE",
 	 "List the built-in policies (strict, dev, open), show one, or validate a policy file."},
 	{"trace", cmd_trace, "sbx trace ls | show TRACE [--pid P] [--syscall NAME,...] | stats TRACE | export TRACE --format chrome [-o FILE] | inspect TRACE",
