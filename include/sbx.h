@@ -458,6 +458,12 @@ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *opts, jso
 /* Loads (and checks) the private key that sbx_attest uses when
  * opts.key_path is NULL: `sbx mcp --attest-key FILE`. */
 int sbx_ctx_set_attest_key(sbx_ctx *ctx, const char *path, sbx_err **err);
+/* Host directories a server's clients may name (sbx mcp/serve --allow-host-dir DIR): a
+ * directory that exists; its real path is kept. sbx_ctx_host_dir_allowed() resolves path
+ * (realpath) and returns it (caller frees) if it is one of them or beneath one, else NULL
+ * with errno EPERM (ENOENT if it does not exist). */
+int sbx_ctx_allow_host_dir(sbx_ctx *ctx, const char *dir, sbx_err **err);
+char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path);
 
 #define SBX_VERIFY_OPTS_VERSION 1
 typedef struct sbx_verify_opts {

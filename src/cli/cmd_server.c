@@ -21,19 +21,32 @@ static int set_attest_key(cli *c, const char *path)
 	return 0;
 }
 
+/* --allow-host-dir DIR: a host directory clients may name (template_build's context). */
+static int allow_dirs(cli *c, const char *const *dirs, size_t n)
+{
+	sbx_err *e = NULL;
+	for (size_t i = 0; i < n && i < 64; i++)
+		if (sbx_ctx_allow_host_dir(c->ctx, dirs[i], &e) < 0)
+			return cli_fail("--allow-host-dir", e);
+	return 0;
+}
+
 int cmd_mcp(cli *c, int argc, char **argv)
 {
-	const char *attest_key = NULL;
+	const char *attest_key = NULL, *allow[64];
+	size_t n_allow = 0;
 	for (int i = 1; i < argc; i++) {
 		if (streq(argv[i], "--attest-key") && i + 1 < argc)
 			attest_key = argv[++i];
 		else if (startswith(argv[i], "--attest-key="))
 			attest_key = argv[i] + strlen("--attest-key=");
+		else if (streq(argv[i], "--allow-host-dir") && i + 1 < argc)
+			allow[n_allow++ % 64] = argv[++i];
 		else
 			return cli_usage_error("mcp", "unexpected argument '%s'", argv[i]);
 	}
 	int r = cli_open_ctx(c);
-	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0 || (r = allow_dirs(c, allow, n_allow)) != 0)
 		return r;
 	sbx_err *e = NULL;
 	if (mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e) < 0)
@@ -72,7 +85,10 @@ static int parse_count(const char *name, const char *v, unsigned max, unsigned *
 int cmd_serve(cli *c, int argc, char **argv)
 {
 	static const char *const names[] = {"--listen",		      "--token-file",	 "--max-connections",
-					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout", "--attest-key"};
+					    "--max-connections-per-peer", "--idle-timeout", "--request-timeout", "--attest-key",
+					    "--allow-host-dir"};
+	const char *allow[64];
+	size_t n_allow = 0;
 	const char *listen = NULL, *token_file = NULL, *attest_key = NULL;
 	mcp_http_opts opts = {0};
 	for (int i = 1; i < argc; i++) {
@@ -96,6 +112,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 			listen = v;
 		else if (streq(name, "--attest-key"))
 			attest_key = v;
+		else if (streq(name, "--allow-host-dir"))
+			allow[n_allow++ % 64] = v;
 		else if (streq(name, "--token-file"))
 			token_file = v;
 		else if (streq(name, "--max-connections"))
@@ -113,7 +131,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 		return cli_usage_error("serve",
 				       "--listen ADDR:PORT is required (e.g. --listen 127.0.0.1:7777)");
 	int r = cli_open_ctx(c);
-	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0 || (r = allow_dirs(c, allow, n_allow)) != 0)
 		return r;
 	serve_ready sr = {.has_token = token_file != NULL};
 	opts.listen = listen;

@@ -59,7 +59,7 @@ static const cli_cmd commands[] = {
 	 "exit 0 only if all hold."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
-	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with)."},
+	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE] [--allow-host-dir DIR]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with; --allow-host-dir: a host directory clients may name, e.g. as template_build's context)."},
 	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] [--idle-timeout SECONDS] [--request-timeout SECONDS] [--attest-key FILE]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new one evicting the oldest that only waits (never-authorized first); a request must arrive whole within --request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle --idle-timeout (60 s). See docs/server.md."},
 };
 

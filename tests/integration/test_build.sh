@@ -151,3 +151,35 @@ t_build_refusals_name_the_line() {
 	[ "$(echo "$OUT" | json_field '[t["name"] for t in j["templates"] if t["name"]=="r"]')" = "[]" ] ||
 		fail "a refused build made a template"
 }
+
+# MCP template_build: only with a context the operator allowed.
+mcp_build() { # ALLOW_ARGS... -- CONTEXT: prints the tools/call result
+	local args=() ctx
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	ctx=$2
+	python3 - "$ctx" > "$TMPDIR_TEST/req" <<'PY'
+import json, sys
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+args = {"dockerfile": "FROM host\nARG WHO=x\nRUN echo built-by-$WHO > /root/mcp.txt\n", "context": sys.argv[1],
+        "tag": "viamcp", "build_args": {"WHO": "mcp"}}
+print(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "template_build", "arguments": args, "_meta": meta}}))
+PY
+	sbx mcp "${args[@]}" < "$TMPDIR_TEST/req" > "$TMPDIR_TEST/resp"
+	python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline())["result"]; print(r.get("isError", False), json.dumps(r["structuredContent"]))' "$TMPDIR_TEST/resp"
+}
+
+t_build_mcp_template_build() {
+	mkdir -p "$TMPDIR_TEST/allowed/ctx" "$TMPDIR_TEST/other"
+	out=$(mcp_build -- "$TMPDIR_TEST/other")
+	assert_contains "$out" "True"
+	assert_contains "$out" "is not a host directory the operator allowed"
+	out=$(mcp_build --allow-host-dir "$TMPDIR_TEST/allowed" -- "$TMPDIR_TEST/allowed/../other")
+	assert_contains "$out" "not a host directory the operator allowed"
+	out=$(mcp_build --allow-host-dir "$TMPDIR_TEST/allowed" -- "$TMPDIR_TEST/allowed/ctx")
+	assert_contains "$out" "False"
+	assert_contains "$out" '"cache_misses": 1'
+	ID=$(sbx create --template viamcp)
+	assert_eq "$(sbx exec "$ID" -- cat /root/mcp.txt)" "built-by-mcp"
+	sbx rm "$ID"
+}
