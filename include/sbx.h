@@ -331,6 +331,12 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
  * whole volume. A changed input is divergence {kind "input", path, expected,
  * actual ("sha256:.." or "absent"), pid, index}; result gains "inputs". */
 int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err);
+/* The trace as one self-contained HTML page (no network, inline script and
+ * style): process tree, per-process timelines of the system calls by kind,
+ * files read and written, the read set; with `replay` (a result of
+ * sbx_trace_replay*, NULL for none) its verdict, the first divergence
+ * highlighted and the replay's own timeline (replay_trace_id) beside. */
+int sbx_trace_html(sbx_ctx *ctx, const char *ref, const json_t *replay, FILE *out, sbx_err **err);
 
 /* ---- OCI images and templates -------------------------------------------- */
 
