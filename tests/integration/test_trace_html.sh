@@ -48,6 +48,7 @@ t_trace_html_renders_tree_and_divergence() {
 	sbx trace html "$T" --replay -o "$TMPDIR_TEST/m.html" 2> /dev/null
 	render "$TMPDIR_TEST/m.html"
 	dom_has '<span class="badge match">replay: MATCH</span>'
+	dom_has "data-replay-processes=\"$procs\"" # the replay's own timeline beside
 	dom_lacks 'data-divergence="'
 	# ...and, after the input changed, one whose divergence is highlighted on the recording's timeline.
 	echo two > "$TMPDIR_TEST/vol/in.txt"
