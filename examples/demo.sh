@@ -81,6 +81,7 @@ step "trace stats" sh -c "$SBX trace stats --json $TRACE | python3 -c 'import js
 step "replay" sh -c "$SBX replay $TRACE; true"
 printf 'alpha\ngamma\n' > "$DATA/input.txt"
 step "edit input.txt, replay again" sh -c "$SBX replay $TRACE; echo \"(exit \$?)\""
+step "trace html --replay" sh -c "$SBX trace html $TRACE --replay -o /tmp/sbx-demo-trace.html 2>&1; echo '(open it in a browser)'"
 
 say "6. The Python SDK: what an agent writes"
 cat <<'PY' | sed 's/^/    /'
