@@ -235,7 +235,7 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 		p++;
 	if (asprintf(&full, "%s/%s", b->o->context, *p ? p : ".") < 0)
 		return err_oom(err);
-	int r = glob(full, GLOB_NOSORT * 0, NULL, g);
+	int r = glob(full, 0, NULL, g); /* sorted: the staging order is stable */
 	if (r == GLOB_NOMATCH)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "%s:%u: '%s' is not in the build context", b->name, line, pat);
 	if (r)
@@ -253,9 +253,6 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 		if (!rp || strncmp(rp, croot, cl) || (rp[cl] && rp[cl] != '/'))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s:%u: '%s' is outside the build context",
 				       b->name, line, pat);
-		_cleanup_free_ char *rp2 = realpath(g->gl_pathv[i], NULL);
-		if (rp2 && (!strncmp(rp2, croot, cl) && !rp2[cl]))
-			continue; /* the context itself */
 	}
 	return 0;
 }
@@ -273,7 +270,6 @@ static int env_ensure(build *b, sbx_err **err)
 		co.template_spec = b->base_spec;
 	co.network = b->o->network;
 	co.secrets = b->o->secrets;
-	co.memory_bytes = 0;
 	if (sbx_env_create(b->ctx, &co, &b->env_id, NULL, err) < 0)
 		return err_wrap(err, "build environment");
 	return 0;
@@ -370,10 +366,7 @@ static int step_copy(build *b, const dockerfile_instr *in, const char *args, cha
 		     char **ret_dest, sbx_err **err)
 {
 	_cleanup_strv_free_ char **w = NULL;
-	if (in->argv) {
-		/* COPY ["a", "b"] */
-	}
-	if (args[0] == '[') {
+	if (args[0] == '[') { /* COPY ["a b", "/dst/"]: the JSON form, for names with spaces */
 		json_error_t je;
 		_cleanup_(json_decrefp) json_t *j = json_loads(args, 0, &je);
 		if (!j || !json_is_array(j) || json_array_size(j) < 2)

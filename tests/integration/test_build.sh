@@ -183,3 +183,17 @@ t_build_mcp_template_build() {
 	assert_eq "$(sbx exec "$ID" -- cat /root/mcp.txt)" "built-by-mcp"
 	sbx rm "$ID"
 }
+
+t_build_secret_given_to_run_never_stored() {
+	CTX=$TMPDIR_TEST/sec
+	mkdir -p "$CTX"
+	printf 'FROM host\nRUN test "$BUILD_TOKEN" = s3cr3t-v4lue && echo seen > /root/seen\n' > "$CTX/Dockerfile"
+	BUILD_TOKEN=s3cr3t-v4lue sbx build --secret BUILD_TOKEN -t sec "$CTX" > /dev/null 2>&1 || fail "the secret did not reach RUN"
+	ID=$(sbx create --template sec)
+	assert_eq "$(sbx exec "$ID" -- cat /root/seen)" "seen"
+	assert_eq "$(sbx exec "$ID" -- sh -c 'echo "${BUILD_TOKEN:-unset}"')" "unset"
+	sbx rm "$ID"
+	if grep -rqa s3cr3t-v4lue "$SBX_ROOT" 2> /dev/null; then fail "the secret is in the store"; fi
+	# Without the secret the same RUN fails (it really read it).
+	expect_status 125 sbx build --no-cache -t sec2 "$CTX"
+}
