@@ -21,6 +21,7 @@ const EXPECTED_TOOLS = [
 	'environment_snapshot',
 	'environment_write_file',
 	'snapshot_list',
+	'template_build',
 ];
 
 function check(cond, msg, extra) {
