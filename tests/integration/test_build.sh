@@ -171,6 +171,8 @@ PY
 
 t_build_mcp_template_build() {
 	mkdir -p "$TMPDIR_TEST/allowed/ctx" "$TMPDIR_TEST/other"
+	expect_status 125 sbx mcp --allow-host-dir "$TMPDIR_TEST/missing" < /dev/null
+	assert_contains "$ERR" "allowed host directory"
 	out=$(mcp_build -- "$TMPDIR_TEST/other")
 	assert_contains "$out" "True"
 	assert_contains "$out" "is not a host directory the operator allowed"
