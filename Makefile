@@ -17,7 +17,7 @@ LIBS := -lseccomp -ljansson -lcrypto -lz -lzstd -lm
 CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -lz -lzstd -Wl,-Bdynamic -lm
 LDFLAGS += $(SAN)
 
-LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c src/plugin/*.c)
+LIB_SRC := $(wildcard src/build/*.c src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c src/plugin/*.c)
 CLI_SRC := $(wildcard src/cli/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)

@@ -331,6 +331,12 @@ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
  * whole volume. A changed input is divergence {kind "input", path, expected,
  * actual ("sha256:.." or "absent"), pid, index}; result gains "inputs". */
 int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err);
+/* The trace as one self-contained HTML page (no network, inline script and
+ * style): process tree, per-process timelines of the system calls by kind,
+ * files read and written, the read set; with `replay` (a result of
+ * sbx_trace_replay*, NULL for none) its verdict, the first divergence
+ * highlighted and the replay's own timeline (replay_trace_id) beside. */
+int sbx_trace_html(sbx_ctx *ctx, const char *ref, const json_t *replay, FILE *out, sbx_err **err);
 
 /* ---- OCI images and templates -------------------------------------------- */
 
@@ -388,6 +394,38 @@ int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_path, const 
 int sbx_env_tar_out(sbx_ctx *ctx, const char *ref, const char *env_dir, int out_fd, sbx_err **err);
 int sbx_env_tar_in(sbx_ctx *ctx, const char *ref, const char *env_dir, int in_fd, bool create, sbx_err **err);
 
+/* ---- templates from Dockerfiles (docs/build.md) -------------------------- */
+
+/* Called before each step ({"step","steps","line","instruction","state":"running"})
+ * and after it ({..., "state":"done","cached","snapshot_id","duration_ms"}). */
+typedef void (*sbx_build_step_fn)(void *userdata, const json_t *step);
+
+#define SBX_BUILD_OPTS_VERSION 1
+typedef struct sbx_build_opts {
+	unsigned version;
+	const char *dockerfile;	     /* the Dockerfile's text */
+	size_t dockerfile_len;
+	const char *dockerfile_name; /* in error messages ("Dockerfile") */
+	const char *context;	     /* the host directory COPY/ADD read from (.dockerignore honoured) */
+	const char *tag;	     /* the template name to create or replace */
+	const char *network;	     /* RUN's network: "none" (default), "open", "allow=HOST,..." */
+	const char *const *build_args; /* NULL-terminated "K=V" for ARG */
+	const char *const *secrets;    /* as sbx_create_opts.secrets: given to RUN, never stored */
+	bool no_cache;
+	sbx_build_step_fn on_step;
+	sbx_output_fn on_output; /* RUN's output as it comes */
+	void *userdata;
+} sbx_build_opts;
+#define SBX_BUILD_OPTS_INIT {.version = SBX_BUILD_OPTS_VERSION}
+
+/* Builds a template from a Dockerfile: each step a snapshot, cached by
+ * (parent, instruction, input digests). On success the template `tag` names
+ * the result: {"template","snapshot_id","steps":[...],"cache_hits",
+ * "cache_misses","config":{env,workdir,user,cmd,entrypoint,expose,labels,shell},
+ * "build_ms"}. A failing RUN is an error naming its line and exit status; the
+ * template is then left as it was. */
+int sbx_build(sbx_ctx *ctx, const sbx_build_opts *opts, json_t **ret, sbx_err **err);
+
 /* ---- parsing helpers shared by front ends ------------------------------ */
 
 /* "512m", "2G", "1048576" -> bytes. */
@@ -426,6 +464,12 @@ int sbx_attest(sbx_ctx *ctx, const char *trace, const sbx_attest_opts *opts, jso
 /* Loads (and checks) the private key that sbx_attest uses when
  * opts.key_path is NULL: `sbx mcp --attest-key FILE`. */
 int sbx_ctx_set_attest_key(sbx_ctx *ctx, const char *path, sbx_err **err);
+/* Host directories a server's clients may name (sbx mcp/serve --allow-host-dir DIR): a
+ * directory that exists; its real path is kept. sbx_ctx_host_dir_allowed() resolves path
+ * (realpath) and returns it (caller frees) if it is one of them or beneath one, else NULL
+ * with errno EPERM (ENOENT if it does not exist). */
+int sbx_ctx_allow_host_dir(sbx_ctx *ctx, const char *dir, sbx_err **err);
+char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path);
 
 #define SBX_VERIFY_OPTS_VERSION 1
 typedef struct sbx_verify_opts {

@@ -106,6 +106,7 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 	free(ctx->root);
 	free(ctx->run);
 	free(ctx->attest_key_path);
+	strv_free(ctx->host_dirs);
 	free(ctx);
 }
 

@@ -83,6 +83,8 @@ int cmd_fsck(cli *c, int argc, char **argv);
 int cmd_trace(cli *c, int argc, char **argv);
 int cmd_replay(cli *c, int argc, char **argv);
 int cmd_cp(cli *c, int argc, char **argv);
+int cmd_build(cli *c, int argc, char **argv);
+int cmd_trace_html(cli *c, int argc, char **argv);
 int cmd_keygen(cli *c, int argc, char **argv);
 int cmd_attest(cli *c, int argc, char **argv);
 int cmd_verify(cli *c, int argc, char **argv);

@@ -21,25 +21,49 @@ static int set_attest_key(cli *c, const char *path)
 	return 0;
 }
 
+/* --allow-host-dir DIR: a host directory clients may name (template_build's context). */
+static int allow_dirs(cli *c, const char *const *dirs, size_t n)
+{
+	sbx_err *e = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (sbx_ctx_allow_host_dir(c->ctx, dirs[i], &e) < 0)
+			return cli_fail("--allow-host-dir", e);
+	return 0;
+}
+
+#define MAX_ALLOW_DIRS 64
+static int add_allow_dir(const char *cmd, const char **allow, size_t *n, const char *dir)
+{
+	if (*n == MAX_ALLOW_DIRS)
+		return cli_usage_error(cmd, "at most %d --allow-host-dir", MAX_ALLOW_DIRS);
+	allow[(*n)++] = dir;
+	return 0;
+}
+
 int cmd_mcp(cli *c, int argc, char **argv)
 {
-	enum { O_ATTEST_KEY = 256 };
+	enum { O_ATTEST_KEY = 256, O_ALLOW_HOST_DIR };
 	static const struct option longopts[] = {
 		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
+		{"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
 		{0},
 	};
 	cli_opts p = {.cmd = "mcp", .longopts = longopts, .tail_after = -1};
-	const char *attest_key = NULL;
+	const char *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
+	size_t n_allow = 0;
 	int o;
 	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
 		if (o == CLI_ERR)
 			return EXIT_SBX;
 		if (o == CLI_ARG)
 			return cli_usage_error("mcp", "unexpected argument '%s'", p.arg);
-		attest_key = p.arg;
+		if (o == O_ATTEST_KEY)
+			attest_key = p.arg;
+		else if (add_allow_dir("mcp", allow, &n_allow, p.arg) != 0)
+			return EXIT_SBX;
 	}
 	int r = cli_open_ctx(c);
-	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0 || (r = allow_dirs(c, allow, n_allow)) != 0)
 		return r;
 	sbx_err *e = NULL;
 	if (mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e) < 0)
@@ -77,7 +101,8 @@ static int parse_count(const char *name, const char *v, unsigned max, unsigned *
 
 int cmd_serve(cli *c, int argc, char **argv)
 {
-	enum { O_LISTEN = 256, O_TOKEN_FILE, O_MAX_CONN, O_MAX_CONN_PEER, O_IDLE_TIMEOUT, O_REQUEST_TIMEOUT, O_ATTEST_KEY };
+	enum { O_LISTEN = 256, O_TOKEN_FILE, O_MAX_CONN, O_MAX_CONN_PEER, O_IDLE_TIMEOUT, O_REQUEST_TIMEOUT, O_ATTEST_KEY,
+	       O_ALLOW_HOST_DIR };
 	static const struct option longopts[] = {
 		{"listen", required_argument, NULL, O_LISTEN},
 		{"token-file", required_argument, NULL, O_TOKEN_FILE},
@@ -86,10 +111,12 @@ int cmd_serve(cli *c, int argc, char **argv)
 		{"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
 		{"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
+		{"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
 		{0},
 	};
 	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
-	const char *listen = NULL, *token_file = NULL, *attest_key = NULL;
+	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
+	size_t n_allow = 0;
 	mcp_http_opts opts = {0};
 	int o;
 	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
@@ -108,6 +135,9 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_ATTEST_KEY:
 			attest_key = v;
+			break;
+		case O_ALLOW_HOST_DIR:
+			r = add_allow_dir("serve", allow, &n_allow, v);
 			break;
 		case O_MAX_CONN:
 			r = parse_count("--max-connections", v, 65536, &opts.max_connections);
@@ -129,7 +159,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 		return cli_usage_error("serve",
 				       "--listen ADDR:PORT is required (e.g. --listen 127.0.0.1:7777)");
 	int r = cli_open_ctx(c);
-	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0)
+	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0 || (r = allow_dirs(c, allow, n_allow)) != 0)
 		return r;
 	serve_ready sr = {.has_token = token_file != NULL};
 	opts.listen = listen;

@@ -69,6 +69,8 @@ static int trace_ls(cli *c)
 
 int cmd_trace(cli *c, int argc, char **argv)
 {
+	if (argc >= 2 && streq(argv[1], "html"))
+		return cmd_trace_html(c, argc - 1, argv + 1);
 	if (argc < 2)
 		return cli_usage_error("trace", "expected ls, show, stats, export or inspect");
 	const char *sub = argv[1];

@@ -39,10 +39,14 @@ static const cli_cmd commands[] = {
 	{"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]", "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
 	{"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]", "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
 	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
+	{"build", cmd_build, "sbx build [-f Dockerfile] -t NAME [--network MODE] [--build-arg K=V] [--secret NAME[=FILE]] [--no-cache] CONTEXT",
+	 "Build a template from a Dockerfile (FROM a template, snapshot, oci:DIR[:TAG] or scratch; RUN, COPY, ADD, "
+	 "ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, EXPOSE). Each step is a cached snapshot; RUN has "
+	 "no network unless --network allows it; secrets are never stored. See docs/build.md."},
 	{"policy", cmd_policy, "sbx policy ls | show NAME|FILE | check FILE",
 	 "List the built-in policies (strict, dev, open), show one, or validate a policy file."},
-	{"trace", cmd_trace, "sbx trace ls | show TRACE [--pid P] [--syscall NAME,...] | stats TRACE | export TRACE --format chrome [-o FILE] | inspect TRACE",
-	 "List recorded traces, print one strace-like, summarize it, export it for Perfetto, or show its manifest."},
+	{"trace", cmd_trace, "sbx trace ls | show TRACE [--pid P] [--syscall NAME,...] | stats TRACE | export TRACE --format chrome [-o FILE] | html TRACE [-o FILE] [--replay[=RESULT.json]] | inspect TRACE",
+	 "List recorded traces, print one strace-like, summarize it, export it for Perfetto, draw it as one self-contained HTML page (with a replay's divergence highlighted), or show its manifest."},
 	{"replay", cmd_replay, "sbx replay [--inputs read-set|volumes] TRACE",
 	 "Re-run a traced command from its snapshot under determinism controls; prints MATCH or the first divergence (exit 0 only on MATCH). Inputs checked first: the files the run read (default) or whole volumes."},
 	{"keygen", cmd_keygen, "sbx keygen FILE",
@@ -55,8 +59,8 @@ static const cli_cmd commands[] = {
 	 "exit 0 only if all hold."},
 	{"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
 	{"fsck", cmd_fsck, "sbx fsck", "Verify every digest and reference in the store; exit 1 if something is corrupt."},
-	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with)."},
-	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] [--idle-timeout SECONDS] [--request-timeout SECONDS] [--attest-key FILE]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new one evicting the oldest that only waits (never-authorized first); a request must arrive whole within --request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle --idle-timeout (60 s). See docs/server.md."},
+	{"mcp", cmd_mcp, "sbx mcp [--attest-key FILE] [--allow-host-dir DIR]", "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key environment_attest signs with; --allow-host-dir: a host directory clients may name, e.g. as template_build's context)."},
+	{"serve", cmd_serve, "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] [--idle-timeout SECONDS] [--request-timeout SECONDS] [--attest-key FILE] [--allow-host-dir DIR]", "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new one evicting the oldest that only waits (never-authorized first); a request must arrive whole within --request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle --idle-timeout (60 s). See docs/server.md."},
 };
 
 static const char options_help[] =

@@ -798,6 +798,62 @@ static int t_attest(tool_call *c, json_t **ret, sbx_err **err)
 	return sbx_attest(c->ctx, json_str(c->args, "trace_id"), &o, ret, err);
 }
 
+/* ---- template_build: a template from a Dockerfile (docs/build.md) --------- */
+
+static const char build_in[] =
+    "{'type':'object','additionalProperties':false,'required':['dockerfile','context','tag'],'properties':{"
+    "'dockerfile':{'type':'string','minLength':1,'description':'The Dockerfile text (FROM a template, snapshot, "
+    "oci:DIR[:TAG] or scratch; RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, EXPOSE).'},"
+    "'context':{'type':'string','minLength':1,'description':'The host directory COPY and ADD read from: one the "
+    "operator allowed (sbx mcp/serve --allow-host-dir DIR) or beneath one.'},"
+    "'tag':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$','description':'The template name to "
+    "create or replace (environment_create template: NAME).'},"
+    "'build_args':{'type':'object','description':'ARG values {NAME: value}.'},"
+    "'network':{'type':'string','description':'RUN network: none (default), open, or allow=HOST[:PORT],...'},"
+    "'no_cache':{'type':'boolean','description':'Run every step even if cached (default false).'}}}";
+static const char build_out[] =
+    OUTPUT("'template':{'type':'string'},'snapshot_id':{'type':'string'},'steps':{'type':'array','items':{"
+	   "'type':'object'}},'cache_hits':{'type':'integer'},'cache_misses':{'type':'integer'},'config':{"
+	   "'type':'object'},'build_ms':{'type':'number'}",
+	   "'template','snapshot_id','steps','cache_hits','cache_misses'");
+
+static int t_build(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *ctxdir = json_str(c->args, "context");
+	_cleanup_free_ char *real = sbx_ctx_host_dir_allowed(c->ctx, ctxdir);
+	if (!real)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+			       "build context '%s' is not a host directory the operator allowed (sbx mcp/serve "
+			       "--allow-host-dir DIR)",
+			       ctxdir);
+	json_t *ba = json_object_get(c->args, "build_args");
+	size_t n = ba ? json_object_size(ba) : 0, k = 0;
+	_cleanup_strv_free_ char **args = calloc(n + 1, sizeof(char *));
+	if (!args)
+		return err_oom(err);
+	const char *key;
+	json_t *v;
+	json_object_foreach(ba, key, v) {
+		if (!json_is_string(v) || asprintf(&args[k], "%s=%s", key, json_string_value(v)) < 0) {
+			args[k] = NULL;
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "build_args.%s: expected a string", key);
+		}
+		k++;
+	}
+	const char *text = json_str(c->args, "dockerfile");
+	sbx_build_opts o = SBX_BUILD_OPTS_INIT;
+	o.dockerfile = text;
+	o.dockerfile_len = strlen(text);
+	o.context = real;
+	o.tag = json_str(c->args, "tag");
+	o.network = json_str(c->args, "network");
+	o.build_args = n ? (const char *const *)args : NULL;
+	o.no_cache = json_bool(c->args, "no_cache", false);
+	o.on_output = c->on_output;
+	o.userdata = c->userdata;
+	return sbx_build(c->ctx, &o, ret, err);
+}
+
 /* ---- the table ------------------------------------------------------------ */
 
 static const char *const create_reserved[] = {NULL};
@@ -1188,6 +1244,21 @@ static const tool tools[] = {
 	.input_schema = attest_in,
 	.output_schema = attest_out,
 	.run = t_attest,
+    },
+    {
+	.name = "template_build",
+	.alias = "template.build",
+	.title = "Build a template from a Dockerfile",
+	.description =
+	    "Build a template (environment_create template: NAME) from Dockerfile text and a host context "
+	    "directory the operator allowed. Each step is a snapshot, cached: a step whose parent, instruction "
+	    "and input files are unchanged costs nothing, so after editing one RUN only that step and the ones "
+	    "after it run. RUN has no network unless network allows it. An instruction sbx cannot honour "
+	    "(HEALTHCHECK, VOLUME, RUN --mount, multi-stage, heredocs) is an error naming its line; a failing "
+	    "RUN is an error with its exit status and output, and leaves an existing template unchanged.",
+	.input_schema = build_in,
+	.output_schema = build_out,
+	.run = t_build,
     },
 };
 

@@ -267,3 +267,15 @@ const char *sbx_version(void)
 	return "fuzz";
 }
 
+
+/* template_build: no allowed directory in the fuzzed server. */
+char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path)
+{
+	errno = EPERM;
+	return NULL;
+}
+
+int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_err **err)
+{
+	return err_set(err, SBX_E_INTERNAL, EINVAL, "unreachable: no allowed directory");
+}

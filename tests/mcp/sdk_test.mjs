@@ -26,6 +26,7 @@ const EXPECTED_TOOLS = [
 	'environment_upload',
 	'environment_write_file',
 	'snapshot_list',
+	'template_build',
 	'template_list',
 ];
 
