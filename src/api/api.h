@@ -13,6 +13,12 @@ bool env_is_live(const sbx_ctx *ctx, const char *id);
 char **env_list_ids(const sbx_ctx *ctx);
 /* Connects to the environment's control socket. */
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
+/* Warm environments (src/api/pause.c, docs/warm.md): env_connect that first
+ * starts a suspended environment again (or refuses, !auto_resume); the
+ * state ls/inspect show (NULL: nothing to add); the last idle suspend. */
+int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err);
+const char *env_warm_state(const sbx_ctx *ctx, const char *id, bool live);
+json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
 /* Sends one request and returns the single reply (errors become *err). */
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */

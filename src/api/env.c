@@ -529,6 +529,9 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+	if (o->version >= 5 && o->idle_suspend_ms > 0 && o->ephemeral)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "idle suspend keeps the writable layer on disk: a one-shot (ephemeral) environment has none");
 	if (o->version >= 3 && o->ttl_keep && o->ttl_ms <= 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "ttl_keep needs an idle TTL (--ttl)");
 	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
@@ -606,6 +609,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	c->limits.cpus = o->cpus;
 	c->timeout_ms = o->timeout_ms;
 	c->ttl_ms = o->ttl_ms;
+	c->idle_suspend_ms = o->version >= 5 ? o->idle_suspend_ms : 0;
 	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
 	c->disk_bytes = disk;
 	if (disk && ctx->rootless && !c->ephemeral)
@@ -744,6 +748,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	}
 	if (st && o->version >= 3 && o->ttl_keep)
 		json_object_set_new(st, "ttl_keep", json_true());
+	if (st && c->idle_suspend_ms > 0) /* docs/warm.md */
+		json_object_set_new(json_object_get(st, "limits"), "idle_suspend_ms", json_integer(c->idle_suspend_ms));
 	if (st && c->network_allow)
 		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
 	if (st && c->plugins)
@@ -989,6 +995,8 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 	const char *state = live ? "running" : "exited";
 	if (!json_str(st, "state"))
 		state = live ? "creating" : "failed";
+	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
+		state = env_warm_state(ctx, id, live);
 	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
 			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
 			 json_object_get(st, "snapshot_id") ?: json_null(), "template", json_object_get(st, "template") ?: json_null());
@@ -1018,6 +1026,9 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
 	json_object_update_missing(s, st);
 	json_object_del(s, "created_ms");
+	json_t *susp = env_suspend_info(ctx, id); /* docs/warm.md */
+	if (susp)
+		json_object_set_new(s, "suspend", susp);
 	bool rootless = json_bool(st, "rootless", false);
 	int abi = (int)json_int(st, "landlock_abi", 0);
 	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
@@ -1129,6 +1140,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
 		_cleanup_json_ json_t *kst = NULL;
 		if (env_state_read(ctx, *p, &kst) == 0 && json_bool(kst, "ttl_keep", false))
+			continue;
+		if (env_warm_state(ctx, *p, false)) /* suspended: it comes back on the next call */
 			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);

@@ -146,6 +146,11 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			if (errno || *end || !(x > 0.0) || x > 1024)
 				return cli_usage_error(cmd, "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
 			o->create.cpus = x;
+		} else if ((flags & F_CREATE) && (v = VALUE("--idle-suspend"), m)) { /* docs/warm.md */
+			if (BAD(v) || sbx_parse_duration(v, &o->create.idle_suspend_ms, &e) < 0)
+				return BAD(v) ? EXIT_SBX : cli_fail(cmd, e);
+		} else if ((flags & F_EXEC) && streq(a, "--no-auto-resume")) {
+			o->exec.no_auto_resume = true;
 		} else if ((flags & F_CREATE) && streq(a, "--ttl-keep")) {
 			o->create.ttl_keep = true;
 		} else if ((flags & F_CREATE) && (v = VALUE("--ttl"), m)) {
