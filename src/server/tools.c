@@ -87,7 +87,10 @@ static const char create_in[] =
     "(stdout_truncated).'},"
     "'disk_bytes':{'type':'integer','minimum':0,'maximum':70368744177664,'description':'Quota on the writable layer in bytes, "
     "at least 4194304: writes beyond it fail inside with ENOSPC (No space left on device). 0: none. Needs "
-    "a server running as root.'}}},"
+    "a server running as root.'},"
+    "'idle_suspend_ms':{'type':'integer','minimum':0,'maximum':31536000000,'description':'Suspend the "
+    "environment after it has been idle this many milliseconds: its processes end, its files stay; the "
+    "next call starts it again with the same environment_id (0: never).'}}},"
     "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
     "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
     "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. open: "
@@ -424,6 +427,7 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	o.ttl_keep = json_bool(lim, "ttl_keep", false);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
 	o.disk_bytes = json_int(lim, "disk_bytes", 0);
+	o.idle_suspend_ms = json_int(lim, "idle_suspend_ms", 0); /* docs/warm.md */
 	char ubuf[300];
 	if ((r = user_arg(c, ubuf, sizeof(ubuf), &o.user)) < 0)
 		return r;
@@ -812,6 +816,30 @@ static int t_attest(tool_call *c, json_t **ret, sbx_err **err)
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* ---- warm environments: pause, resume (docs/warm.md) ---------------------- */
+
+static const char pause_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'state':{'type':'string','enum':['paused','running']},"
+	   "'pause_ms':{'type':'number'},'resume_ms':{'type':'number'},'restarted':{'type':'boolean'},"
+	   "'was_paused':{'type':'boolean'},'processes_ended':{'type':'boolean'}",
+	   "'environment_id','state'");
+
+static int t_pause(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_pause(c->ctx, id, ret, err);
+}
+
+static int t_resume(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_resume(c->ctx, id, ret, err);
+}
+
 static const char *const create_reserved[] = {NULL};
 static const char *const execute_binary[] = {"stdin", NULL};
 static const char *const write_binary[] = {"content", NULL};
@@ -864,6 +892,30 @@ static const tool tools[] = {
 	.destructive = true,
 	.idempotent = true,
 	.run = t_destroy,
+    },
+    {
+	.name = "environment_pause",
+	.alias = "environment.pause",
+	.title = "Pause an environment",
+	.description = "Freeze every process of a live environment: memory is kept, nothing runs and "
+		       "command timeouts stand still. The next environment_execute or file call resumes it "
+		       "first; environment_resume does so explicitly.",
+	.input_schema = env_only_in,
+	.output_schema = pause_out,
+	.idempotent = true,
+	.run = t_pause,
+    },
+    {
+	.name = "environment_resume",
+	.alias = "environment.resume",
+	.title = "Resume an environment",
+	.description = "Thaw a paused environment, or start a suspended (idle_suspend_ms) or stopped one "
+		       "again on its files with the same environment_id; then restarted is true and the "
+		       "processes it had are gone.",
+	.input_schema = env_only_in,
+	.output_schema = pause_out,
+	.idempotent = true,
+	.run = t_resume,
     },
     {
 	.name = "environment_list",

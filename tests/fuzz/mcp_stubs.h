@@ -230,6 +230,17 @@ int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err *
 	return 0;
 }
 
+/* Warm environments (src/api/pause.c). */
+static int warm_stub(const char *ref, const char *state, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:s,s:s}", "environment_id", "0123456789ab", "state", state);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "paused", ret, err); }
+int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "running", ret, err); }
+
 const char *sbx_version(void)
 {
 	return "fuzz";

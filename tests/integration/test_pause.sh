@@ -179,3 +179,44 @@ t_suspend_survives_reboot() {
 	assert_eq "$(state_of "$b")" "running"
 	sbx rm "$a" "$b"
 }
+
+# The MCP tools: environment_pause / environment_resume, state in
+# environment_list, limits.idle_suspend_ms on create (one request at a time:
+# the server runs calls concurrently).
+t_pause_mcp_tools() {
+	id=$(sbx create)
+	out=$(python3 - "$SBX_BIN" "$id" << 'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def rpc(i, method, params):
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        j = json.loads(p.stdout.readline())
+        if j.get("id") == i:
+            return j
+rpc(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+n = [0]
+def call(name, args):
+    n[0] += 1
+    return rpc(n[0], "tools/call", {"name": name, "arguments": args})["result"]
+eid = sys.argv[2]
+r = [call("environment_pause", {"environment_id": eid})["structuredContent"]["state"]]
+r += [e["state"] for e in call("environment_list", {})["structuredContent"]["environments"] if e["environment_id"] == eid]
+r.append(call("environment_execute", {"environment_id": eid, "command": "echo up"})["structuredContent"]["stdout"].strip())
+call("environment_pause", {"environment_id": eid})
+res = call("environment_resume", {"environment_id": eid})["structuredContent"]
+r += [res["state"], str(res["was_paused"])]
+bad = call("environment_pause", {"environment_id": "nosuch"})
+r += [str(bad["isError"]), bad["structuredContent"]["error"]["code"]]
+r.append(call("environment_create", {"limits": {"idle_suspend_ms": 60000}})["structuredContent"]["environment_id"])
+p.stdin.close()
+p.wait()
+print(" ".join(r))
+PY
+)
+	read -r s1 s2 s3 s5 w5 e7 c7 id6 <<< "$out"
+	assert_eq "$s1 $s2 $s3 $s5 $w5 $e7 $c7" "paused paused up running True True not_found"
+	assert_contains "$(sbx inspect "$id6")" '"idle_suspend_ms": 60000'
+	sbx rm "$id" "$id6"
+}
