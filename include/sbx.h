@@ -177,6 +177,18 @@ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
+/* The warm pool (docs/warm.md): size environments of source (a template
+ * spec or a snapshot digest/label) under policy (NULL: none) kept built;
+ * sbx_env_create with the same source and policy and no other option takes
+ * one (sbx_env_from_pool() then says so). Refilled in the background;
+ * capped by SBX_POOL_MAX ready entries per store and SBX_POOL_MIN_FREE
+ * available memory. ret: the pool {pool, kind, source, size, policy};
+ * list: {pools: [... ready], max_ready}; remove: {pool, removed: [ids]}. */
+int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err);
+int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err);
+bool sbx_env_from_pool(sbx_ctx *ctx, const char *id);
+
 /* {"processes":[{pid,ppid,state,argv}]} with pids as seen inside. */
 int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 

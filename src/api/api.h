@@ -19,6 +19,10 @@ int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
 int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err);
 const char *env_warm_state(const sbx_ctx *ctx, const char *id, bool live);
 json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
+/* The warm pool (src/api/pool.c): a ready entry for a create (1, or 0
+ * if none matches); sbx gc's removal of entries of pools that are gone. */
+int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings);
+void pool_gc(sbx_ctx *ctx, json_t *removed);
 /* Sends one request and returns the single reply (errors become *err). */
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */

@@ -13,6 +13,7 @@ struct sbx_ctx {
 	sbx_progress_fn progress; /* long operations report here, if set */
 	void *progress_ud;
 	char *attest_key_path; /* sbx_ctx_set_attest_key: sbx_attest's default key */
+	const char *pool_key;  /* set while building a warm pool entry (src/api/pool.c) */
 };
 
 /* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */

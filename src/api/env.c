@@ -748,6 +748,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	}
 	if (st && o->version >= 3 && o->ttl_keep)
 		json_object_set_new(st, "ttl_keep", json_true());
+	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
+		json_object_set_new(st, "pool", json_string(ctx->pool_key));
 	if (st && c->idle_suspend_ms > 0) /* docs/warm.md */
 		json_object_set_new(json_object_get(st, "limits"), "idle_suspend_ms", json_integer(c->idle_suspend_ms));
 	if (st && c->network_allow)
@@ -813,6 +815,8 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
 {
+	if (pool_take(ctx, o, ret_id, ret_warnings) > 0) /* a warm pool's entry (docs/warm.md) */
+		return 0;
 	if (!o || !o->policy)
 		return env_create_opts(ctx, o, NULL, ret_id, ret_warnings, err);
 	_cleanup_policy_ policy *p = NULL;
@@ -833,6 +837,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.cap_drop = co.cap_add = NULL;
 		co.user_no_root = false;
 	}
+	if (co.version < 5)
+		co.idle_suspend_ms = 0;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -989,7 +995,7 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 static json_t *summary(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0)
+	if (env_state_read(ctx, id, &st) < 0 || json_str(st, "pool")) /* pool entries are not listed */
 		return NULL;
 	bool live = env_is_live(ctx, id);
 	const char *state = live ? "running" : "exited";
@@ -1191,6 +1197,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	if (d)
 		closedir(d);
+	pool_gc(ctx, removed); /* entries of warm pools that are gone */
 	*ret = json_pack("{s:o}", "removed", removed);
 	if (!*ret)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

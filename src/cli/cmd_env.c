@@ -292,6 +292,7 @@ int cmd_create(cli *c, int argc, char **argv)
 		json_t *j = json_pack("{s:s,s:O,s:f,s:O}", "environment_id", id, "snapshot_id",
 				      json_object_get(info, "snapshot_id") ?: json_null(), "create_ms", t1 - t0, "warnings", w);
 		json_decref(info);
+		json_object_set_new(j, "from_pool", json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
 		cli_print_json(j);
 	} else {
 		print_warnings(w);

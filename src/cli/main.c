@@ -29,6 +29,9 @@ static const cli_cmd commands[] = {
 	 "side's user; setuid bits and devices are dropped."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
 	{"pause", cmd_pause, "sbx pause ID", "Freeze every process of an environment (memory kept, timeouts stopped); an exec resumes it."},
+	{"pool", cmd_pool, "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] | sbx pool ls | sbx pool rm TEMPLATE|SNAPSHOT [--policy P]",
+	 "Keep N environments of a template or snapshot built ahead; a create or run with the same template "
+	 "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background."},
 	{"resume", cmd_resume, "sbx resume ID",
 	 "Thaw a paused environment, or start a suspended or stopped one again on its files (same id; its processes are gone)."},
 	{"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",

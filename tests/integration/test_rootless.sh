@@ -62,6 +62,11 @@ t_rootless_pause() {
 	run_as_user test_pause.sh
 }
 
+t_rootless_pool() {
+	rootless_setup
+	run_as_user test_pool.sh
+}
+
 t_rootless_snapshot() {
 	rootless_setup
 	run_as_user test_snapshot.sh

@@ -22,6 +22,8 @@ const EXPECTED_TOOLS = [
 	'environment_resume',
 	'environment_snapshot',
 	'environment_write_file',
+	'pool_list',
+	'pool_set',
 	'snapshot_list',
 ];
 
