@@ -155,25 +155,27 @@ static int pool_read(const sbx_ctx *ctx, const char *key, json_t **ret)
 	return *ret ? 0 : -EBADMSG;
 }
 
-/* Creates entries until the pool is full or a cap says stop. Runs in the
- * detached refiller (or inline for tests with SBX_POOL_SYNC=1). */
-static void pool_fill(sbx_ctx *ctx, const char *key)
+/* Whether the pool of key wants another entry and the caps allow one. */
+static bool pool_wants_more(sbx_ctx *ctx, const char *key, const char *dir)
 {
-	_cleanup_free_ char *lp = pool_path(ctx, key, ".lock"), *dir = pool_path(ctx, key, ".d");
-	_cleanup_close_ int lk = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
-	if (lk < 0 || !dir || flock(lk, LOCK_EX | LOCK_NB) < 0)
-		return; /* another refiller is at it */
-	size_t max = (size_t)pool_env_int("SBX_POOL_MAX", 64);
-	int64_t min_free = pool_env_int("SBX_POOL_MIN_FREE", 1LL << 30);
-	for (int round = 0; round < POOL_SIZE_MAX; round++) {
+	_cleanup_json_ json_t *cfg = NULL;
+	if (pool_read(ctx, key, &cfg) < 0)
+		return false; /* removed meanwhile */
+	if (count_tokens(dir) >= (size_t)json_int(cfg, "size", 0) ||
+	    pool_total(ctx) >= (size_t)pool_env_int("SBX_POOL_MAX", 64))
+		return false;
+	int64_t avail = mem_available();
+	return avail < 0 || avail >= pool_env_int("SBX_POOL_MIN_FREE", 1LL << 30);
+}
+
+/* Creates entries until the pool is full or a cap says stop, holding the
+ * pool's lock. Returns false when building one failed. */
+static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir)
+{
+	for (int round = 0; round < POOL_SIZE_MAX && pool_wants_more(ctx, key, dir); round++) {
 		_cleanup_json_ json_t *cfg = NULL;
 		if (pool_read(ctx, key, &cfg) < 0)
-			return; /* removed meanwhile */
-		if (count_tokens(dir) >= (size_t)json_int(cfg, "size", 0) || pool_total(ctx) >= max)
-			return;
-		int64_t avail = mem_available();
-		if (avail >= 0 && avail < min_free)
-			return;
+			return true;
 		sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 		bool snap = streq(json_str(cfg, "kind") ?: "", "snapshot");
 		o.snapshot = snap ? json_str(cfg, "source") : NULL;
@@ -185,7 +187,7 @@ static void pool_fill(sbx_ctx *ctx, const char *key)
 		int r = sbx_env_create(ctx, &o, &id, &w, NULL);
 		ctx->pool_key = NULL;
 		if (r < 0)
-			return;
+			return false;
 		_cleanup_free_ char *tok = NULL;
 		_cleanup_close_ int fd = -1;
 		if (asprintf(&tok, "%s/%s", dir, id) < 0 ||
@@ -193,8 +195,27 @@ static void pool_fill(sbx_ctx *ctx, const char *key)
 			(void)sbx_env_remove(ctx, id, NULL); /* the pool went while it was built */
 			if (tok)
 				(void)unlink(tok);
-			return;
+			return true;
 		}
+	}
+	return true;
+}
+
+/* The refiller (detached, or inline with SBX_POOL_SYNC=1). A create that
+ * takes an entry while a refiller holds the lock starts none (see
+ * pool_refill_async): so after unlocking, the refiller looks again. */
+static void pool_fill(sbx_ctx *ctx, const char *key)
+{
+	_cleanup_free_ char *lp = pool_path(ctx, key, ".lock"), *dir = pool_path(ctx, key, ".d");
+	for (int pass = 0; lp && dir && pass < 8; pass++) {
+		_cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
+			return; /* another refiller is at it */
+		if (!pool_fill_locked(ctx, key, dir))
+			return;
+		safe_close(TAKE_FD(lk));
+		if (!pool_wants_more(ctx, key, dir))
+			return;
 	}
 }
 
@@ -205,6 +226,14 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 		pool_fill(ctx, key);
 		return;
 	}
+	/* A refiller at work sees the taken entry gone (pool_fill looks again
+	 * after unlocking): no fork needed. */
+	_cleanup_free_ char *lp = pool_path(ctx, key, ".lock");
+	int lk = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600) : -1;
+	bool busy = lk >= 0 && flock(lk, LOCK_EX | LOCK_NB) < 0;
+	safe_close(lk);
+	if (busy)
+		return;
 	pid_t pid = fork();
 	if (pid < 0)
 		return;
