@@ -119,6 +119,7 @@ bench: all
 	bench/run
 	bench/snapshot
 	bench/mcp
+	bench/pool/run
 	bench/determinism/run
 	bench/trace
 	bench/proxy

@@ -66,7 +66,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 4
+#define SBX_CREATE_OPTS_VERSION 5
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -115,6 +115,10 @@ typedef struct sbx_create_opts {
 					* policy's "capabilities" (a ceiling); anything else is refused */
 	bool user_no_root;             /* an exec may not ask for root (a policy whose user is not root sets
 					* it) */
+	/* version 5: warm environments (docs/warm.md) */
+	int64_t idle_suspend_ms;       /* idle this long (no command running, no call): suspend it (no
+					* processes, no memory, the writable layer kept); the next exec or
+					* file call starts it again with the same id. 0: never */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 
@@ -165,6 +169,26 @@ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
  * and missing, usage counters. */
 int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
+/* Warm environments (docs/warm.md). Pause freezes every process of a live
+ * environment (memory kept, timeouts stopped); resume thaws it, or starts a
+ * suspended or stopped one again on its writable layer with the same id
+ * (its processes are gone). ret: {environment_id, state, pause_ms |
+ * resume_ms, restarted}. */
+int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+
+/* The warm pool (docs/warm.md): size environments of source (a template
+ * spec or a snapshot digest/label) under policy (NULL: none) kept built;
+ * sbx_env_create with the same source and policy and no other option takes
+ * one (sbx_env_from_pool() then says so). Refilled in the background;
+ * capped by SBX_POOL_MAX ready entries per store and SBX_POOL_MIN_FREE
+ * available memory. ret: the pool {pool, kind, source, size, policy};
+ * list: {pools: [... ready], max_ready}; remove: {pool, removed: [ids]}. */
+int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err);
+int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
+int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err);
+bool sbx_env_from_pool(sbx_ctx *ctx, const char *id);
+
 /* {"processes":[{pid,ppid,state,argv}]} with pids as seen inside. */
 int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
@@ -191,7 +215,7 @@ enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
 
 typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
 
-#define SBX_EXEC_OPTS_VERSION 3
+#define SBX_EXEC_OPTS_VERSION 4
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
@@ -219,6 +243,9 @@ typedef struct sbx_exec_opts {
 			    * (stdout_fd) was resized; the new size is passed on to the pty inside */
 	/* version 3 */
 	const char *user;  /* this command's user (as sbx_create_opts.user); NULL: the environment's */
+	/* version 4 */
+	bool no_auto_resume; /* a paused or suspended environment is refused (SBX_E_CONFLICT) instead of
+			      * resumed first */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                         \
 	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \

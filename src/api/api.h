@@ -7,6 +7,16 @@
 #include "api/env_state.h"
 #include "util/err.h"
 
+/* Warm environments (src/api/pause.c, docs/warm.md): env_connect that first
+ * starts a suspended environment again (or refuses, !auto_resume); the
+ * state ls/inspect show (NULL: nothing to add); the last idle suspend. */
+int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err);
+const char *env_warm_state(const sbx_ctx *ctx, const char *id, bool live);
+json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
+/* The warm pool (src/api/pool.c): a ready entry for a create (1, or 0
+ * if none matches); sbx gc's removal of entries of pools that are gone. */
+int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings);
+void pool_gc(sbx_ctx *ctx, json_t *removed);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
 int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds, sbx_err **err);
 int64_t now_ms_real(void);

@@ -352,6 +352,9 @@ static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char *
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+	if (o->version >= 5 && o->idle_suspend_ms > 0 && o->ephemeral)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "idle suspend keeps the writable layer on disk: a one-shot (ephemeral) environment has none");
 	if (o->version >= 3 && o->ttl_keep && o->ttl_ms <= 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "ttl_keep needs an idle TTL (--ttl)");
 	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
@@ -443,6 +446,7 @@ static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o
 	c->limits.cpus = o->cpus;
 	c->timeout_ms = o->timeout_ms;
 	c->ttl_ms = o->ttl_ms;
+	c->idle_suspend_ms = o->version >= 5 ? o->idle_suspend_ms : 0;
 	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
 	c->disk_bytes = disk;
 	if (disk && ctx->rootless && !c->ephemeral)
@@ -590,6 +594,8 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	}
 	if (st && o->version >= 3 && o->ttl_keep)
 		json_object_set_new(st, "ttl_keep", json_true());
+	if (st && c->idle_suspend_ms > 0) /* docs/warm.md */
+		json_object_set_new(json_object_get(st, "limits"), "idle_suspend_ms", json_integer(c->idle_suspend_ms));
 	if (st && c->network_allow)
 		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
 	if (st && c->plugins)
@@ -649,6 +655,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
 		goto fail;
 	st = record_new(c, o, restore_state, sec_state, snap, snap_id, base_id, slot);
+	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
+		json_object_set_new(st, "pool", json_string(ctx->pool_key));
 	/* Who is creating it: until "state" is written, a create whose process
 	 * died (kill -9 of the CLI, of sbx serve) left an environment nobody was
 	 * given; gc removes it once its creator is gone (env_creator_gone). */
@@ -700,6 +708,8 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
 {
+	if (pool_take(ctx, o, ret_id, ret_warnings) > 0) /* a warm pool's entry (docs/warm.md) */
+		return 0;
 	if (!o || !o->policy)
 		return env_create_opts(ctx, o, NULL, ret_id, ret_warnings, err);
 	_cleanup_policy_ policy *p = NULL;
@@ -720,6 +730,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.cap_drop = co.cap_add = NULL;
 		co.user_no_root = false;
 	}
+	if (co.version < 5)
+		co.idle_suspend_ms = 0;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -884,12 +896,14 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 static json_t *summary(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0)
+	if (env_state_read(ctx, id, &st) < 0 || json_str(st, "pool")) /* pool entries are not listed */
 		return NULL;
 	bool live = env_is_live(ctx, id);
 	const char *state = live ? "running" : "exited";
 	if (!json_str(st, "state"))
 		state = live && !env_creator_gone(st) ? "creating" : "failed";
+	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
+		state = env_warm_state(ctx, id, live);
 	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
 			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
 			 json_object_get(st, "snapshot_id") ?: json_null(), "template", json_object_get(st, "template") ?: json_null());
@@ -919,6 +933,9 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
 	json_object_update_missing(s, st.json);
 	json_object_del(s, "created_ms");
+	json_t *susp = env_suspend_info(ctx, id); /* docs/warm.md */
+	if (susp)
+		json_object_set_new(s, "suspend", susp);
 	bool rootless = st.rootless;
 	int abi = (int)st.landlock_abi;
 	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
@@ -1033,6 +1050,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
 		if (env_record_read(ctx, *p, &kst) == 0 && kst.ttl_keep)
 			continue;
+		if (env_warm_state(ctx, *p, false)) /* suspended: it comes back on the next call */
+			continue;
 		stop_supervisor(ctx, *p);
 		remove_env_files(ctx, *p);
 		json_array_append_new(removed, json_string(*p));
@@ -1081,6 +1100,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	if (d)
 		closedir(d);
+	pool_gc(ctx, removed); /* entries of warm pools that are gone */
 	*ret = json_pack("{s:o}", "removed", removed);
 	if (!*ret)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -246,7 +246,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		default_cap = json_int(json_object_get(st, "limits"), "output_bytes", default_cap);
 	int64_t cap = o->output_bytes == 0 ? default_cap : o->output_bytes;
 
-	_cleanup_close_ int sock = env_connect(ctx, id, err);
+	bool no_resume = o->version >= 4 && o->no_auto_resume; /* docs/warm.md */
+	_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
 	if (sock < 0)
 		return -1;
 	_cleanup_json_ json_t *req = json_pack("{s:s,s:o,s:o,s:b,s:I}", CTL_F_OP, CTL_OP_EXEC, "argv",
@@ -258,6 +259,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		json_object_set_new(req, "cwd", json_string(o->cwd));
 	if (o->version >= 3 && o->user)
 		json_object_set_new(req, "user", json_string(o->user));
+	if (no_resume)
+		json_object_set_new(req, "no_auto_resume", json_true());
 	int in[2] = {-1, -1}, out[2] = {-1, -1}, er[2] = {-1, -1};
 	relay R = {.o = o, .out = {.limit = cap}, .err = {.limit = cap}, .stream_left = {-1, -1, -1}};
 	int send_fds[3 + EXEC_EXTRA_FDS];

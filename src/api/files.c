@@ -20,7 +20,7 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
-	_cleanup_close_ int sock = env_connect(ctx, id, err);
+	_cleanup_close_ int sock = env_connect_resume(ctx, id, true, err);
 	if (sock < 0)
 		return -1;
 	int r = json_send(sock, req, NULL, 0);

@@ -29,7 +29,9 @@ _public_ int sbx_env_limits_check(const sbx_create_opts *o, sbx_err **err)
 	    check_range("ttl_ms", o->ttl_ms, false, 1, SBX_TTL_MAX_MS, "1 ms", "365 days", err) < 0 ||
 	    check_range("output_bytes", o->output_bytes, true, 1, SBX_OUTPUT_MAX, "1", "1g", err) < 0 ||
 	    (o->version >= 3 &&
-	     check_range("disk_bytes", o->disk_bytes, false, SBX_DISK_MIN, SBX_DISK_MAX, "4m", "64t", err) < 0))
+	     check_range("disk_bytes", o->disk_bytes, false, SBX_DISK_MIN, SBX_DISK_MAX, "4m", "64t", err) < 0) ||
+	    (o->version >= 5 &&
+	     check_range("idle_suspend_ms", o->idle_suspend_ms, false, 1, SBX_TTL_MAX_MS, "1 ms", "365 days", err) < 0))
 		return -1;
 	if (!isfinite(o->cpus) || (o->cpus != 0 && (o->cpus < SBX_CPUS_MIN || o->cpus > SBX_CPUS_MAX)))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,

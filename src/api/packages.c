@@ -199,7 +199,8 @@ char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const cha
 			return v;
 		}
 	}
-	if (!env_is_live(ctx, id))
+	/* Not live, or paused (a read through init would resume it: docs/warm.md). */
+	if (!env_is_live(ctx, id) || streq(env_warm_state(ctx, id, true), "paused"))
 		return NULL;
 	pkglist l = {0};
 	_cleanup_free_ char *status = NULL;

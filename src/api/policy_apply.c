@@ -112,6 +112,8 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 	    cap_limit("timeout", &o->timeout_ms, l->timeout_ms, err) < 0 || cap_limit("ttl", &o->ttl_ms, l->ttl_ms, err) < 0 ||
 	    cap_limit("output limit", &o->output_bytes, l->output_bytes, err) < 0)
 		return -1;
+	if (o->idle_suspend_ms == 0 && l->idle_suspend_ms > 0) /* a default, not a ceiling */
+		o->idle_suspend_ms = l->idle_suspend_ms;
 	if (l->cpus > 0) {
 		if (o->cpus == 0)
 			o->cpus = l->cpus;

@@ -305,7 +305,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 }
 
 /* Rebuilds create options from an environment's recorded state. */
-static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
+int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
 			   char **net)
 {
 	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
@@ -321,6 +321,7 @@ static int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vol
 	o->ttl_ms = json_int(l, "ttl_ms", 0);
 	o->output_bytes = json_int(l, "output_bytes", 0);
 	o->disk_bytes = json_int(l, "disk_bytes", 0);
+	o->idle_suspend_ms = json_int(l, "idle_suspend_ms", 0);
 	*env = json_to_strv(json_object_get(st, "env"));
 	const char *mode = json_str(st, "network") ?: "none";
 	*net = streq(mode, "allow") ? json_join_strings(json_object_get(st, "network_allow"), "allow=", ',')

@@ -66,6 +66,9 @@ int cmd_inspect(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv);
 int cmd_phase(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
+int cmd_pause(cli *c, int argc, char **argv);  /* cmd_pause.c */
+int cmd_resume(cli *c, int argc, char **argv);
+int cmd_pool(cli *c, int argc, char **argv);   /* cmd_pool.c */
 int cmd_gc(cli *c, int argc, char **argv);
 int cmd_snapshot(cli *c, int argc, char **argv);
 int cmd_restore(cli *c, int argc, char **argv);

@@ -45,7 +45,7 @@ enum { F_CREATE = 1, F_EXEC = 2 };
 enum {
 	O_TEMPLATE = 256, O_NAME, O_NETWORK, O_MEMORY, O_DISK, O_PIDS, O_CPUS, O_TTL, O_TTL_KEEP, O_OUTPUT_LIMIT,
 	O_TIMEOUT, O_CWD, O_SNAPSHOT, O_POLICY, O_AGENT_POLICY, O_HIDE, O_SECRET, O_CAP_DROP, O_CAP_ADD, O_TRACE,
-	O_DETERMINISTIC, O_NO_DETERMINISTIC,
+	O_DETERMINISTIC, O_NO_DETERMINISTIC, O_IDLE_SUSPEND, O_NO_AUTO_RESUME,
 };
 
 /* Every option of create, exec and run, and which of them take it. */
@@ -63,6 +63,8 @@ static const struct {
 	{{"pids", required_argument, NULL, O_PIDS}, F_CREATE},
 	{{"cpus", required_argument, NULL, O_CPUS}, F_CREATE},
 	{{"ttl-keep", no_argument, NULL, O_TTL_KEEP}, F_CREATE},
+	{{"idle-suspend", required_argument, NULL, O_IDLE_SUSPEND}, F_CREATE},
+	{{"no-auto-resume", no_argument, NULL, O_NO_AUTO_RESUME}, F_EXEC},
 	{{"ttl", required_argument, NULL, O_TTL}, F_CREATE},
 	{{"output-limit", required_argument, NULL, O_OUTPUT_LIMIT}, F_CREATE | F_EXEC},
 	{{"timeout", required_argument, NULL, O_TIMEOUT}, F_CREATE | F_EXEC},
@@ -183,6 +185,13 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			break;
 		case O_CPUS:
 			r = parse_cpus(cmd, v, &o->create.cpus);
+			break;
+		case O_IDLE_SUSPEND: /* docs/warm.md */
+			if (sbx_parse_duration(v, &o->create.idle_suspend_ms, &e) < 0)
+				return cli_fail(cmd, e);
+			break;
+		case O_NO_AUTO_RESUME:
+			o->exec.no_auto_resume = true;
 			break;
 		case O_TTL_KEEP:
 			o->create.ttl_keep = true;
@@ -318,6 +327,7 @@ int cmd_create(cli *c, int argc, char **argv)
 		json_t *j = json_pack("{s:s,s:O,s:f,s:O}", "environment_id", id, "snapshot_id",
 				      json_object_get(info, "snapshot_id") ?: json_null(), "create_ms", t1 - t0, "warnings", w);
 		json_decref(info);
+		json_object_set_new(j, "from_pool", json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
 		cli_print_json(j);
 	} else {
 		print_warnings(w);

@@ -28,6 +28,12 @@ static const cli_cmd commands[] = {
 	 "existing directory under the source's name, else as the new name. Ownership becomes the receiving "
 	 "side's user; setuid bits and devices are dropped."},
 	{"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
+	{"pause", cmd_pause, "sbx pause ID", "Freeze every process of an environment (memory kept, timeouts stopped); an exec resumes it."},
+	{"pool", cmd_pool, "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] | sbx pool ls | sbx pool rm TEMPLATE|SNAPSHOT [--policy P]",
+	 "Keep N environments of a template or snapshot built ahead; a create or run with the same template "
+	 "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background."},
+	{"resume", cmd_resume, "sbx resume ID",
+	 "Thaw a paused environment, or start a suspended or stopped one again on its files (same id; its processes are gone)."},
 	{"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",
 	 "Capture an environment (frozen meanwhile) as a content-addressed snapshot; prints sha256:<hex>."},
 	{"restore", cmd_restore, "sbx restore ID SNAPSHOT",
@@ -86,6 +92,8 @@ static const char options_help[] =
 	"  --timeout DURATION  default per-command timeout (e.g. 30s)\n"
 	"  --ttl DURATION      destroy the environment after it has been idle this long\n"
 	"  --ttl-keep          ...but keep its state (writable layer) for sbx snapshot; sbx rm removes it\n"
+	"  --idle-suspend DURATION  after this long idle, suspend: processes end, files stay on disk;\n"
+	"                      the next exec or file call starts it again, same id (docs/warm.md)\n"
 	"  --output-limit SIZE cap on captured output per stream (default 10m)\n"
 	"  -u, --user U        run every command as U: UID[:GID] or NAME[:GROUP] from the environment's\n"
 	"                      /etc/passwd and /etc/group (default root; --policy strict: 65534:65534).\n"
@@ -102,6 +110,7 @@ static const char options_help[] =
 	"                      environment's user (a policy whose user is not root refuses root)\n"
 	"  --env K=V           extra environment variable (repeatable)\n"
 	"  --timeout DURATION  kill the command after this long (reported as timed out)\n"
+	"  --no-auto-resume    refuse a paused or suspended environment instead of resuming it\n"
 	"  -i                  pass stdin to the command\n"
 	"  -t                  allocate a pty inside the environment\n"
 	"  --trace             record every syscall of the environment while the command runs (prints\n"

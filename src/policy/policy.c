@@ -346,11 +346,12 @@ static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 		{"pids", offsetof(policy_limits, pids)},
 		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
 		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
+		{"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
 		{"output_bytes", offsetof(policy_limits, output_bytes)},
 		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
 	};
 	static const char *const keys[] = {"memory_bytes", "pids",	   "cpus",	 "timeout_ms",
-					   "ttl_ms",	   "output_bytes", "disk_bytes", NULL};
+					   "ttl_ms",	   "output_bytes", "disk_bytes", "idle_suspend_ms", NULL};
 	if (!json_is_object(l))
 		return bad(err, "limits", "must be an object");
 	if (check_keys(l, "limits", keys, err) < 0)
@@ -660,6 +661,7 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 		{"pids", offsetof(policy_limits, pids)},
 		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
 		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
+		{"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
 		{"output_bytes", offsetof(policy_limits, output_bytes)},
 		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
 	};
@@ -849,7 +851,8 @@ json_t *policy_to_json(const policy *p)
 		const char *k;
 		int64_t v;
 	} lims[] = {{"memory_bytes", L->memory_bytes}, {"pids", L->pids},		  {"timeout_ms", L->timeout_ms},
-		    {"ttl_ms", L->ttl_ms},		 {"output_bytes", L->output_bytes}, {"disk_bytes", L->disk_bytes}};
+		    {"ttl_ms", L->ttl_ms},		 {"output_bytes", L->output_bytes}, {"disk_bytes", L->disk_bytes},
+		    {"idle_suspend_ms", L->idle_suspend_ms}};
 	for (size_t i = 0; i < ARRAY_SIZE(lims); i++)
 		if (lims[i].v > 0)
 			json_object_set_new(l, lims[i].k, json_integer(lims[i].v));

@@ -54,6 +54,7 @@ typedef struct policy_secret {
 /* -1: unset (inherit; unlimited when nothing sets it). cpus: -1 or > 0. */
 typedef struct policy_limits {
 	int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes;
+	int64_t idle_suspend_ms; /* suspend when idle this long (docs/warm.md); 0: never */
 	double cpus;
 } policy_limits;
 

@@ -49,6 +49,8 @@
 #define CTL_OP_SPAWN "spawn"
 #define CTL_OP_GO "go"
 #define CTL_OP_ATTACHED "attached"
+#define CTL_OP_PAUSE "pause"   /* client -> supervisor: freeze every process (docs/warm.md) */
+#define CTL_OP_RESUME "resume" /* client -> supervisor: thaw */
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"
@@ -58,6 +60,8 @@
 #define CTL_EV_EXITED "exited"
 #define CTL_EV_PS "ps"
 #define CTL_EV_FILE "file"
+#define CTL_EV_PAUSED "paused"
+#define CTL_EV_RESUMED "resumed"
 #define CTL_EV_STOP_ALL "stop_all"
 #define CTL_EV_PHASE "phase"
 #define CTL_EV_STARTED "started"

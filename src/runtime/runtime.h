@@ -52,6 +52,7 @@ typedef struct env_config {
 	int64_t timeout_ms;
 	int64_t output_bytes;
 	int64_t ttl_ms;
+	int64_t idle_suspend_ms; /* suspend after this long idle (docs/warm.md); 0: never */
 	int64_t disk_bytes;  /* quota on the writable layer (0: none): quota.h; ephemeral: the tmpfs's size */
 	char *network;       /* "none", "allow" (through the egress proxy) or "open" (host network) */
 	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h) */

@@ -50,6 +50,7 @@ typedef struct sup_exec {
 	bool traced;	      /* holds the environment's one recorder slot */
 	const char *recorder; /* "bpf" or "ptrace" when traced */
 	struct timespec start;
+	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 } sup_exec;
 
 typedef struct supervisor {
@@ -85,6 +86,9 @@ typedef struct supervisor {
 	int stop_conn; /* replied to once everything is cleaned up */
 	bool phase_pending;  /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
+	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
+	bool paused;   /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
+	int idle_fd;   /* idle suspend timer, -1 if none */
 } supervisor;
 
 static void proxy_stop(supervisor *s);
@@ -112,12 +116,15 @@ static json_t *err_json(const sbx_err *e)
 			 sbx_err_message(e), "errno", sbx_err_errno(e));
 }
 
+static void arm_idle(supervisor *s);
+
 static void arm_ttl(supervisor *s)
 {
+	arm_idle(s);
 	if (s->ttl_fd < 0)
 		return;
 	struct itimerspec it = {0};
-	if (s->n_execs == 0) {
+	if (s->n_execs == 0 && !s->paused) {
 		it.it_value.tv_sec = s->c->ttl_ms / 1000;
 		it.it_value.tv_nsec = (s->c->ttl_ms % 1000) * 1000000;
 	}
@@ -306,6 +313,7 @@ static json_t *info_json(supervisor *s)
 					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
 					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
 	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
+	json_object_set_new(j, "paused", json_boolean(s->paused));
 	json_object_set_new(j, CTL_F_EV, json_string(CTL_EV_INFO));
 	return j;
 }
@@ -331,6 +339,192 @@ static void begin_stop(supervisor *s, int conn)
 	s->stop_conn = conn;
 }
 
+/* ---- pause, resume, idle suspend (docs/warm.md) ------------------------- */
+
+/* Marks in the run directory (paused: gone with a reboot, like the
+ * processes) and the environment directory (suspended: survives it). */
+static void warm_mark(supervisor *s, const char *dir, const char *name, const char *content)
+{
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	if (content) /* durable only where a reboot must find it */
+		(void)fs_write_atomic_flags(p, content, strlen(content), 0600, dir == s->c->env_dir);
+	else
+		(void)unlink(p);
+}
+
+/* While paused no timeout may fire (the command cannot run, so its time
+ * stands still): each exec's remaining time is kept and set again on resume.
+ * The idle TTL and idle suspend are off too (arm_ttl). */
+static void pause_timers(supervisor *s, bool pause)
+{
+	for (size_t i = 0; i < s->n_execs; i++) {
+		sup_exec *x = &s->execs[i];
+		if (x->timer < 0)
+			continue;
+		if (pause) {
+			struct itimerspec off = {0};
+			(void)timerfd_gettime(x->timer, &x->paused_left);
+			(void)timerfd_settime(x->timer, 0, &off, NULL);
+		} else {
+			if (!x->paused_left.it_value.tv_sec && !x->paused_left.it_value.tv_nsec)
+				x->paused_left.it_value.tv_nsec = 1; /* it was about to fire */
+			(void)timerfd_settime(x->timer, 0, &x->paused_left, NULL);
+		}
+	}
+}
+
+/* Freezes every process. With a cgroup the freezer does it (init too);
+ * rootless, init SIGSTOPs every other process and answers once they all
+ * are: that reply goes to conn. Returns whether conn is kept. */
+static bool pause_env(supervisor *s, int conn)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	if (s->paused) {
+		send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_PAUSED, "already", 1), NULL, 0);
+		return false;
+	}
+	if (s->freeze_conn >= 0)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is in progress: pause after it");
+	else if (s->c->degraded)
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM, "pause needs a pid namespace or a cgroup, and this host allows neither");
+	else if (s->phase_pending)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is switching phases: pause after it");
+	else if (s->cg)
+		(void)cgroup_freeze(s->cg, true, &e);
+	else if (s->n_waiters >= ARRAY_SIZE(s->waiters))
+		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many requests waiting for this environment");
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	bool keep = false;
+	if (!s->cg) {
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 1);
+		if (!q || json_send(s->init_sock, q, NULL, 0) < 0) {
+			err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
+			send_json(conn, err_json(e), NULL, 0);
+			return false;
+		}
+		s->waiters[s->n_waiters++] = conn; /* init's stop_all reply */
+		keep = true;
+	}
+	/* Marked before the reply: the client's next sbx ls must see it. */
+	s->paused = true;
+	pause_timers(s, true);
+	arm_ttl(s);
+	warm_mark(s, s->c->run_dir, "paused", "1\n");
+	if (!keep)
+		send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_PAUSED), NULL, 0);
+	return keep;
+}
+
+/* Thaws what pause_env froze; nothing when not paused. A snapshot's own
+ * freeze (freeze_conn) is separate and stays. */
+static void resume_env(supervisor *s)
+{
+	if (!s->paused)
+		return;
+	if (s->freeze_conn >= 0) {
+		/* A snapshot holds the freeze: its thaw ends the pause too. */
+		s->frozen = s->cg != NULL;
+		s->stopped = !s->cg;
+	} else if (s->cg)
+		(void)cgroup_freeze(s->cg, false, NULL);
+	else {
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 0);
+		if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0)
+			s->waiters[s->n_waiters++] = -1; /* reply dropped */
+	}
+	s->paused = false;
+	pause_timers(s, false);
+	arm_ttl(s);
+	warm_mark(s, s->c->run_dir, "paused", NULL);
+}
+
+/* A request that needs the environment's processes (exec, ps, file) while
+ * it is paused: it resumes first, unless the client said no_auto_resume.
+ * Returns false (and answers conn) when the request is refused. */
+static bool pause_gate(supervisor *s, int conn, const json_t *m)
+{
+	if (!s->paused)
+		return true;
+	if (json_bool(m, "no_auto_resume", false)) {
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_CONFLICT, EAGAIN,
+			"environment '%s' is paused (sbx resume %s, or leave out --no-auto-resume)", s->c->id, s->c->id);
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	resume_env(s);
+	return true;
+}
+
+static void arm_idle(supervisor *s)
+{
+	if (s->idle_fd < 0)
+		return;
+	struct itimerspec it = {0};
+	if (s->n_execs == 0 && !s->paused) {
+		it.it_value.tv_sec = s->c->idle_suspend_ms / 1000;
+		it.it_value.tv_nsec = (s->c->idle_suspend_ms % 1000) * 1000000;
+	}
+	(void)timerfd_settime(s->idle_fd, 0, &it, NULL);
+}
+
+/* Processes below pid (its threads' children files), to say how many a
+ * suspend ended; -1 if they cannot be read. */
+static int64_t count_descendants(pid_t pid, int depth)
+{
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)pid);
+	DIR *d = depth < 64 ? opendir(p) : NULL;
+	if (!d)
+		return -1;
+	int64_t n = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		char cp[128];
+		snprintf(cp, sizeof(cp), "/proc/%d/task/%.20s/children", (int)pid, de->d_name);
+		_cleanup_free_ char *buf = NULL;
+		if (fs_read_file(cp, 1 << 20, &buf, NULL) < 0)
+			continue;
+		char *save = NULL;
+		for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save)) {
+			int64_t below = count_descendants((pid_t)atoi(t), depth + 1);
+			n += 1 + (below > 0 ? below : 0);
+		}
+	}
+	closedir(d);
+	return n;
+}
+
+/* Idle for idle_suspend_ms: the environment ends (processes and memory go)
+ * and its environment directory says "suspended", with what was running,
+ * so that the next call starts it again on the same writable layer
+ * (src/api/suspend.c) and sbx inspect can say the processes are gone. */
+static void idle_event(supervisor *s)
+{
+	uint64_t t;
+	(void)!read(s->idle_fd, &t, sizeof(t));
+	if (s->n_execs > 0 || s->paused || s->freeze_conn >= 0 || s->phase_pending || s->n_waiters > 0)
+		return;
+	int64_t procs = count_descendants(s->init_pid, 0);
+	char at[32];
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	snprintf(at, sizeof(at), "%lld", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+	_cleanup_json_ json_t *j = json_pack("{s:s,s:I,s:I}", "reason", "idle", "suspended_ms",
+					     (json_int_t)strtoll(at, NULL, 10), "processes_ended", (json_int_t)procs);
+	_cleanup_free_ char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (!txt)
+		return;
+	warm_mark(s, s->c->env_dir, "suspended", txt);
+	begin_stop(s, -1);
+}
+
 static void client_request(supervisor *s, int conn)
 {
 	int fds[FD_MSG_MAX_FDS];
@@ -354,6 +548,14 @@ static void client_request(supervisor *s, int conn)
 	}
 	const char *op = json_str(m, CTL_F_OP) ?: "";
 	bool keep = false;
+	arm_idle(s); /* any request is activity */
+	if ((streq(op, CTL_OP_EXEC) || streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) && !pause_gate(s, conn, m)) {
+		json_decref(m);
+		for (size_t i = 0; i < n; i++)
+			safe_close(fds[i]);
+		close_conn(s, conn);
+		return;
+	}
 	if (conn == s->freeze_conn && streq(op, CTL_OP_THAW)) {
 		thaw(s);
 		send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_THAWED), NULL, 0);
@@ -383,9 +585,14 @@ static void client_request(supervisor *s, int conn)
 		bool frozen = false;
 		if (s->freeze_conn >= 0)
 			err_set(&fe, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is already in progress");
-		else if (s->cg && cgroup_freeze(s->cg, true, &fe) == 0)
+		else if (s->paused) {
+			/* Already frozen by sbx pause: the snapshot's thaw leaves it so. */
+			s->freeze_conn = conn;
+			send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", 1), NULL, 0);
+			keep = true;
+		} else if (s->cg && cgroup_freeze(s->cg, true, &fe) == 0)
 			frozen = true;
-		if (!fe && !s->cg && !s->c->degraded) {
+		if (!keep && !fe && !s->cg && !s->c->degraded) {
 			/* No cgroup (rootless): init stops every process with SIGSTOP
 			 * and answers once they all are; its reply goes to this client. */
 			_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 1);
@@ -396,7 +603,7 @@ static void client_request(supervisor *s, int conn)
 				keep = true;
 			} else
 				err_set(&fe, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
-		} else if (frozen || !fe || !s->cg) {
+		} else if (!keep && (frozen || !fe || !s->cg)) {
 			s->freeze_conn = conn;
 			s->frozen = frozen;
 			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", frozen), NULL, 0);
@@ -404,6 +611,12 @@ static void client_request(supervisor *s, int conn)
 		}
 		if (fe)
 			send_json(conn, err_json(fe), NULL, 0);
+	} else if (streq(op, CTL_OP_PAUSE)) {
+		keep = pause_env(s, conn);
+	} else if (streq(op, CTL_OP_RESUME)) {
+		bool was = s->paused;
+		resume_env(s);
+		send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_RESUMED, "was_paused", was), NULL, 0);
 	} else if (streq(op, CTL_OP_PHASE)) {
 		keep = phase_begin(s, conn, m);
 	} else if (streq(op, CTL_OP_INFO)) {
@@ -588,6 +801,7 @@ static void kill_descendants(void)
 
 static void teardown(supervisor *s)
 {
+	resume_env(s); /* sbx pause's freeze too */
 	thaw(s); /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
 	/* fini, then the plugin host ends (not freed: a resolver thread of the
@@ -1056,7 +1270,7 @@ static bool report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1, .rec_fd = -1,
+	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1, .idle_fd = -1, .rec_fd = -1,
 			.stop_conn = -1,  .freeze_conn = -1, .proxy_listen = -1, .proxy_stop = -1, .egress_log = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
@@ -1115,6 +1329,10 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		ep_add(s, s->ttl_fd);
 		arm_ttl(s);
 	}
+	if (c->idle_suspend_ms > 0 && (s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
+		ep_add(s, s->idle_fd);
+		arm_idle(s);
+	}
 	log_debug("supervisor: ready");
 	json_t *ready = json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
 				  (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
@@ -1163,6 +1381,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				snprintf(lp, sizeof(lp), "%s/lock", c->run_dir);
 				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 && errno == ENOENT)
 					begin_stop(s, -1);
+			} else if (fd == s->idle_fd) {
+				idle_event(s);
 			} else if (fd == s->ttl_fd) {
 				uint64_t t;
 				(void)!read(fd, &t, sizeof(t));

@@ -92,7 +92,10 @@ static const char create_in[] =
     "(stdout_truncated).'},"
     "'disk_bytes':{'type':'integer','minimum':0,'maximum':70368744177664,'description':'Quota on the writable layer in bytes, "
     "at least 4194304: writes beyond it fail inside with ENOSPC (No space left on device). 0: none. Needs "
-    "a server running as root.'}}},"
+    "a server running as root.'},"
+    "'idle_suspend_ms':{'type':'integer','minimum':0,'maximum':31536000000,'description':'Suspend the "
+    "environment after it has been idle this many milliseconds: its processes end, its files stay; the "
+    "next call starts it again with the same environment_id (0: never).'}}},"
     "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
     "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
     "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. open: "
@@ -107,7 +110,8 @@ static const char create_in[] =
 
 static const char create_out[] =
     OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
-	   "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}}",
+	   "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}},"
+	   "'from_pool':{'type':'boolean','description':'Taken from a warm pool (pool_set).'}",
 	   "'environment_id','create_ms'");
 
 static const char execute_in[] =
@@ -412,6 +416,7 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	o.ttl_keep = json_bool(lim, "ttl_keep", false);
 	o.output_bytes = json_int(lim, "output_bytes", 0);
 	o.disk_bytes = json_int(lim, "disk_bytes", 0);
+	o.idle_suspend_ms = json_int(lim, "idle_suspend_ms", 0); /* docs/warm.md */
 	char ubuf[300];
 	if ((r = user_arg(c, ubuf, sizeof(ubuf), &o.user)) < 0)
 		return r;
@@ -447,6 +452,7 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (json_array_size(warnings) > 0)
 		json_object_set(res, "warnings", warnings);
+	json_object_set_new(res, "from_pool", json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
 	*ret = res;
 	return 0;
 }
@@ -856,6 +862,62 @@ static int t_build(tool_call *c, json_t **ret, sbx_err **err)
 
 /* ---- the table ------------------------------------------------------------ */
 
+/* ---- warm environments: pause, resume (docs/warm.md) ---------------------- */
+
+static const char pause_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'state':{'type':'string','enum':['paused','running']},"
+	   "'pause_ms':{'type':'number'},'resume_ms':{'type':'number'},'restarted':{'type':'boolean'},"
+	   "'was_paused':{'type':'boolean'},'processes_ended':{'type':'boolean'}",
+	   "'environment_id','state'");
+
+static int t_pause(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_pause(c->ctx, id, ret, err);
+}
+
+static int t_resume(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_env_resume(c->ctx, id, ret, err);
+}
+
+static const char pool_set_in[] =
+    "{'type':'object','additionalProperties':false,'required':['source','size'],'properties':{"
+    "'source':{'type':'string','minLength':1,'description':'A template (host, dir:PATH, oci:PATH, a name) or a "
+    "snapshot (snapshot_id or label) whose environments the pool keeps built.'},"
+    "'size':{'type':'integer','minimum':0,'maximum':256,'description':'How many to keep ready (0 empties it).'},"
+    "'policy':{'type':'string','minLength':1,'description':'The policy they are built under; only a create "
+    "with the same policy takes one.'},"
+    "'remove':{'type':'boolean','description':'Remove the pool and its ready environments instead.'}}}";
+
+#define POOL_PROPS                                                                                           \
+	"'pool':{'type':'string'},'kind':{'type':'string','enum':['template','snapshot']},'source':{'type':'string'}," \
+	"'size':{'type':'integer'},'policy':{'type':['string','null']},'ready':{'type':'integer'}"
+
+static const char pool_set_out[] = OUTPUT(POOL_PROPS ",'removed':{'type':'array','items':{'type':'string'}}", "'pool'");
+
+static const char pool_list_out[] =
+    OUTPUT("'pools':{'type':'array','items':{'type':'object','properties':{" POOL_PROPS "}}},'max_ready':{'type':'integer'}",
+	   "'pools'");
+
+static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *source = json_str(c->args, "source"), *pol = json_str(c->args, "policy");
+	if (json_bool(c->args, "remove", false))
+		return sbx_pool_remove(c->ctx, source, pol, ret, err);
+	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);
+}
+
+static int t_pool_list(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_pool_list(c->ctx, ret, err);
+}
+
 static const char *const create_reserved[] = {NULL};
 static const char *const execute_binary[] = {"stdin", NULL};
 static const char *const write_binary[] = {"content", NULL};
@@ -1095,6 +1157,54 @@ static const tool tools[] = {
 	.destructive = true,
 	.idempotent = true,
 	.run = t_destroy,
+    },
+    {
+	.name = "environment_pause",
+	.alias = "environment.pause",
+	.title = "Pause an environment",
+	.description = "Freeze every process of a live environment: memory is kept, nothing runs and "
+		       "command timeouts stand still. The next environment_execute or file call resumes it "
+		       "first; environment_resume does so explicitly.",
+	.input_schema = env_only_in,
+	.output_schema = pause_out,
+	.idempotent = true,
+	.run = t_pause,
+    },
+    {
+	.name = "environment_resume",
+	.alias = "environment.resume",
+	.title = "Resume an environment",
+	.description = "Thaw a paused environment, or start a suspended (idle_suspend_ms) or stopped one "
+		       "again on its files with the same environment_id; then restarted is true and the "
+		       "processes it had are gone.",
+	.input_schema = env_only_in,
+	.output_schema = pause_out,
+	.idempotent = true,
+	.run = t_resume,
+    },
+    {
+	.name = "pool_set",
+	.alias = "pool.set",
+	.title = "Keep environments built ahead",
+	.description = "Keep size environments of a template or snapshot (under an optional policy) built and "
+		       "waiting, so that environment_create with the same template or snapshot and policy and no "
+		       "other option returns at once (from_pool: true). Refilled in the background. remove: "
+		       "true removes the pool.",
+	.input_schema = pool_set_in,
+	.output_schema = pool_set_out,
+	.idempotent = true,
+	.run = t_pool_set,
+    },
+    {
+	.name = "pool_list",
+	.alias = "pool.list",
+	.title = "List warm pools",
+	.description = "List the warm pools: source, policy, size and how many environments are ready.",
+	.input_schema = list_in,
+	.output_schema = pool_list_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_pool_list,
     },
     {
 	.name = "environment_list",

@@ -262,6 +262,32 @@ int sbx_snapshot_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err *
 	return 0;
 }
 
+/* Warm environments (src/api/pause.c). */
+static int warm_stub(const char *ref, const char *state, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:s,s:s}", "environment_id", "0123456789ab", "state", state);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "paused", ret, err); }
+int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "running", ret, err); }
+bool sbx_env_from_pool(sbx_ctx *ctx, const char *id) { return false; }
+int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:s,s:s,s:i}", "pool", "0123456789abcdef", "kind", "template", "source", source, "size", size);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[],s:i}", "pools", "max_ready", 64);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err)
+{
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool");
+}
+
 const char *sbx_version(void)
 {
 	return "fuzz";

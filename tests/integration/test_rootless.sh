@@ -56,6 +56,17 @@ t_rootless_reports_missing_walls() {
 	assert_contains "$out" "sbx: warning:"
 }
 
+# Pause (init's SIGSTOP, no cgroup freezer), idle suspend and resume (docs/warm.md).
+t_rootless_pause() {
+	rootless_setup
+	run_as_user test_pause.sh
+}
+
+t_rootless_pool() {
+	rootless_setup
+	run_as_user test_pool.sh
+}
+
 t_rootless_snapshot() {
 	rootless_setup
 	run_as_user test_snapshot.sh

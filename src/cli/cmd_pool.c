@@ -1,0 +1,74 @@
+/* sbx pool set|ls|rm (docs/warm.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cmd_pool(cli *c, int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : NULL, *source = NULL, *policy = NULL;
+	long size = -1;
+	for (int i = 2; i < argc; i++) {
+		const char *a = argv[i];
+		if ((!strcmp(a, "--size") || !strcmp(a, "--policy")) && i + 1 >= argc)
+			return cli_usage_error("pool", "%s needs a value", a);
+		if (!strcmp(a, "--size")) {
+			char *end;
+			size = strtol(argv[++i], &end, 10);
+			if (*end || size < 0 || size > 256)
+				return cli_usage_error("pool", "invalid --size '%s': 0 to 256", argv[i]);
+		} else if (!strcmp(a, "--policy"))
+			policy = argv[++i];
+		else if (a[0] == '-' && a[1])
+			return cli_usage_error("pool", "unknown option '%s'", a);
+		else if (!source)
+			source = a;
+		else
+			return cli_usage_error("pool", "too many arguments");
+	}
+	bool ls = sub && !strcmp(sub, "ls"), set = sub && !strcmp(sub, "set"), rm = sub && !strcmp(sub, "rm");
+	if (!ls && !set && !rm)
+		return cli_usage_error("pool", "expected set, ls or rm");
+	if ((set || rm) && !source)
+		return cli_usage_error("pool", "missing template or snapshot");
+	if (set && size < 0)
+		return cli_usage_error("pool", "set needs --size N");
+	if (ls && (source || policy || size >= 0))
+		return cli_usage_error("pool", "ls takes no arguments");
+	int r = cli_open_ctx(c);
+	if (r)
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (set)
+		r = sbx_pool_set(c->ctx, source, (int)size, policy, &j, &e);
+	else if (rm)
+		r = sbx_pool_remove(c->ctx, source, policy, &j, &e);
+	else
+		r = sbx_pool_list(c->ctx, &j, &e);
+	if (r < 0)
+		return cli_fail("pool", e);
+	if (c->json || !ls) {
+		if (c->json)
+			cli_print_json(j);
+		else {
+			printf("%s\n", json_string_value(json_object_get(j, "pool")));
+			json_decref(j);
+		}
+		return 0;
+	}
+	printf("%-18s %-9s %-5s %-5s %-10s %s\n", "POOL", "KIND", "SIZE", "READY", "POLICY", "SOURCE");
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(j, "pools"), i, p)
+	{
+		const char *pol = json_string_value(json_object_get(p, "policy"));
+		printf("%-18s %-9s %-5lld %-5lld %-10s %s\n", json_string_value(json_object_get(p, "pool")),
+		       json_string_value(json_object_get(p, "kind")), json_integer_value(json_object_get(p, "size")),
+		       json_integer_value(json_object_get(p, "ready")), pol ? pol : "-",
+		       json_string_value(json_object_get(p, "source")));
+	}
+	json_decref(j);
+	return 0;
+}
