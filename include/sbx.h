@@ -66,7 +66,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 4
+#define SBX_CREATE_OPTS_VERSION 5
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -115,6 +115,10 @@ typedef struct sbx_create_opts {
 					* policy's "capabilities" (a ceiling); anything else is refused */
 	bool user_no_root;             /* an exec may not ask for root (a policy whose user is not root sets
 					* it) */
+	/* version 5: CDI devices (docs/devices.md) */
+	const char *const *devices;    /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
+					* resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
+					* /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 

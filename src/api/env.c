@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "api/secrets.h"
+#include "api/devices.h"
 #include "runtime/caps.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
@@ -58,6 +59,7 @@ void env_config_free(env_config *c)
 	free(c->network);
 	strv_free(c->network_allow);
 	secrets_wipe(c); /* this process's copy: the environment's init holds its own */
+	devices_config_free(c);
 	strv_free(c->hidden);
 	json_decref(c->plugins);
 	safe_close(c->lock_fd);
@@ -660,6 +662,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	_cleanup_json_ json_t *sec_state = NULL;
 	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
 		return -1;
+	/* CDI devices (api/devices.c): resolved and checked on the host now; a
+	 * restart resolves its own again. */
+	_cleanup_strv_free_ char **dev_names = restore_state ? json_to_strv(json_object_get(restore_state, "devices")) : NULL;
+	if (devices_prepare(ctx, c, restore_state ? (const char *const *)dev_names : o->version >= 5 ? o->devices : NULL,
+			    err) < 0)
+		return -1;
 
 	unsigned slot = 0;
 	bool have_slot = false;
@@ -765,10 +773,13 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		json_array_append_new(json_object_get(st, "volumes"),
 				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
 						"readonly", c->volumes[i].readonly));
+	devices_state(c, st);
 	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
 	}
+	if (devices_env_apply(c, err) < 0)
+		goto fail;
 
 	log_debug("create: prepared, starting supervisor");
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
@@ -827,6 +838,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.cap_drop = co.cap_add = NULL;
 		co.user_no_root = false;
 	}
+	if (co.version < 5)
+		co.devices = NULL;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -878,6 +891,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->user = NULL;
 		co->cap_drop = co->cap_add = NULL;
 		co->user_no_root = false;
+		co->devices = NULL;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;

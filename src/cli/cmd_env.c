@@ -25,6 +25,8 @@ typedef struct opts {
 	size_t n_hidden, n_secrets;
 	const char *cap_drop[65], *cap_add[65]; /* --cap-drop, --cap-add */
 	size_t n_cap_drop, n_cap_add;
+	const char *devices[65]; /* --device (docs/devices.md) */
+	size_t n_devices;
 	bool interactive, have_timeout;
 	int64_t timeout;
 	char **positional;
@@ -215,6 +217,12 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 				o->cap_add[o->n_cap_add++] = v;
 			else
 				o->cap_drop[o->n_cap_drop++] = v;
+		} else if ((flags & F_CREATE) && (v = VALUE("--device"), m)) {
+			if (BAD(v))
+				return EXIT_SBX;
+			if (o->n_devices >= ARRAY_SIZE(o->devices) - 1)
+				return cli_usage_error(cmd, "too many --device");
+			o->devices[o->n_devices++] = v;
 		} else if ((flags & F_EXEC) && streq(a, "--trace")) {
 			o->exec.trace = true;
 		} else if ((flags & F_EXEC) && streq(a, "--deterministic")) {
@@ -242,6 +250,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		o->create.cap_drop = o->cap_drop;
 	if (o->n_cap_add)
 		o->create.cap_add = o->cap_add;
+	o->devices[o->n_devices] = NULL;
+	if (o->n_devices)
+		o->create.devices = o->devices;
 	return 0;
 }
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/caps.h"
+#include "runtime/devices.h"
 #include "runtime/hide.h"
 #include "runtime/landlock.h"
 #include "runtime/mount.h"
@@ -416,6 +417,9 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 5b. File secrets on a tmpfs of their own (never the writable layer),
 	 *     then hidden paths under the mounts above get empty covers. */
 	if (secrets_mount(c, root, &e) < 0 || hide_cover(root, stage, hide_later, &e) < 0)
+		fail(sock, e);
+	/* 5c. CDI devices' nodes and mounts (devices.h): binds of host paths. */
+	if (cdi_mount_apply(c, root, &e) < 0)
 		fail(sock, e);
 
 	log_debug("child: dev, proc, tmp, volumes mounted");
