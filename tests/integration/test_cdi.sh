@@ -244,3 +244,20 @@ t_cdi_rootless() {
 	[ -s "$MARK/create.json" ] || fail "createContainer hook did not run rootless"
 	assert_eq "$(stat -c %U "$MARK/create.json")" "sbxtest" "hook's user"
 }
+
+# A restore starts the environment again under its id: its devices are
+# resolved again from the state, with their edits.
+t_cdi_restore_keeps_devices() {
+	spec_dir
+	ID=$(sbx create --device example.com/fakegpu=1)
+	SNAP=$(sbx snapshot "$ID")
+	sbx exec "$ID" -- touch /root/after
+	sbx restore "$ID" "$SNAP" > /dev/null
+	out=$(sbx exec "$ID" -- sh -c 'ls /dev/fake; echo $FAKE_VISIBLE1; ls /root')
+	assert_contains "$out" "gpu1"
+	assert_contains "$out" "1"
+	assert_not_contains "$out" "after"
+	# state's env stays the user's across the restart (no device env twice)
+	assert_not_contains "$(sbx inspect "$ID")" "FAKE_VISIBLE1"
+	sbx rm "$ID"
+}

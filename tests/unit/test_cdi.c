@@ -1,6 +1,7 @@
 /* CDI specs: parsing (JSON and YAML), versions, resolution, the allowlist. */
 #include "unit.h"
 
+#include "policy/policy.h"
 #include "runtime/cdi.h"
 #include "util/err.h"
 #include "util/macro.h"
@@ -220,4 +221,35 @@ TEST(names)
 	CHECK(cdi_name_parse("nvidia.com/gpu/x=0", &k, &n, NULL) < 0);
 	CHECK(cdi_name_parse("nvidia.com/gpu=", &k, &n, NULL) < 0);
 	CHECK(cdi_name_parse("nvidia.com/gpu=a/b", &k, &n, NULL) < 0);
+}
+
+TEST(policy_devices_parse_and_merge)
+{
+	policy *base = NULL, *later = NULL, *wide = NULL, *m = NULL;
+	_cleanup_err_ sbx_err *e = NULL;
+	const char *b = "{\"devices\":[\"nvidia.com/gpu=*\",\"example.com/fake=0\"]}";
+	const char *l = "{\"devices\":[\"nvidia.com/gpu=0:1\"]}";
+	const char *w = "{\"devices\":[\"example.com/fake=1\"]}";
+	CHECK(policy_parse(b, strlen(b), &base, &e) == 0);
+	CHECK(policy_parse(l, strlen(l), &later, &e) == 0);
+	CHECK(policy_parse(w, strlen(w), &wide, &e) == 0);
+	CHECK(policy_merge(base, later, &m, &e) == 0);
+	CHECK(m->devices && strcmp(m->devices[0], "nvidia.com/gpu=0:1") == 0 && !m->devices[1]);
+	policy_free(m);
+	m = NULL;
+	/* a later policy may not allow what the base does not */
+	CHECK(policy_merge(base, wide, &m, &e) < 0 && strstr(sbx_err_message(e), "devices"));
+	/* the canonical form round-trips */
+	json_t *j = policy_to_json(base);
+	CHECK(j && json_array_size(json_object_get(j, "devices")) == 2);
+	json_decref(j);
+	policy_free(base);
+	policy_free(later);
+	policy_free(wide);
+	const char *bad[] = {"{\"devices\":\"x\"}", "{\"devices\":[\"gpu\"]}", "{\"devices\":[\"a.com/b=c/d\"]}", NULL};
+	for (int i = 0; bad[i]; i++) {
+		_cleanup_err_ sbx_err *be = NULL;
+		policy *p = NULL;
+		CHECK(policy_parse(bad[i], strlen(bad[i]), &p, &be) < 0 && strstr(sbx_err_message(be), "devices"));
+	}
 }
