@@ -137,7 +137,7 @@ $(BUILD)/sbx.pc: FORCE
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: sbx' 'Description: sandboxed environments for AI agents (namespaces, snapshots, traces)' \
 		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsbx' \
-		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lcrypto -lzstd -lz -lm' > $@
+		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lyaml -lcrypto -lzstd -lz -lm' > $@
 
 install: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(BUILD)/lib/libsbx.a $(BUILD)/sbx.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)

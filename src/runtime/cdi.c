@@ -254,6 +254,7 @@ static int yaml_to_json(const char *text, size_t len, json_t **ret, char *why, s
 
 typedef struct pctx {
 	const char *file;
+	bool yaml; /* an unquoted integer is also a string (name: 0), as YAML decoders into strings do */
 	ver minv;
 	sbx_err **err;
 } pctx;
@@ -294,9 +295,15 @@ static int get_str(pctx *c, const json_t *o, const char *key, const char *field,
 		*ret = NULL;
 		return 0;
 	}
-	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+	char num[32];
+	const char *s = NULL;
+	if (c->yaml && json_is_integer(v)) {
+		snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+		s = num;
+	} else if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
 		return bad(c, f, "must be a string");
-	const char *s = json_string_value(v);
+	else
+		s = json_string_value(v);
 	if (absolute && s[0] != '/')
 		return bad(c, f, "must be an absolute path");
 	if (absolute && (strstr(s, "/../") || (strlen(s) >= 3 && streq(s + strlen(s) - 3, "/..")) || streq(s, "/..")))
@@ -584,7 +591,7 @@ int cdi_spec_parse(const char *text, size_t len, const char *file, cdi_spec **re
 	_cleanup_(cdi_spec_freep) cdi_spec *s = calloc(1, sizeof(*s));
 	if (!s || !(s->file = strdup(file)))
 		return err_oom(err);
-	pctx c = {.file = file, .minv = {0, 3, 0}, .err = err};
+	pctx c = {.file = file, .yaml = yaml, .minv = {0, 3, 0}, .err = err};
 	if (spec_from_json(&c, doc, s) < 0)
 		return -1;
 	*ret = TAKE_PTR(s);

@@ -55,6 +55,10 @@ TEST(parses_yaml_spec_like_nvidia_ctk)
 				"    - path: /dev/nvidia0\n"
 				"      major: 195\n"
 				"      fileMode: 0666\n"
+				"- name: 1\n"
+				"  containerEdits:\n"
+				"    deviceNodes:\n"
+				"    - path: /dev/nvidia1\n"
 				"- name: all\n"
 				"  containerEdits:\n"
 				"    deviceNodes:\n"
@@ -76,6 +80,7 @@ TEST(parses_yaml_spec_like_nvidia_ctk)
 		fprintf(stderr, "  %s\n", sbx_err_message(e));
 	CHECK(s);
 	CHECK_STREQ(s->devices[0].name, "0"); /* quoted: a string */
+	CHECK_STREQ(s->devices[1].name, "1"); /* unquoted: still the name "1" */
 	CHECK(s->devices[0].edits.nodes[0].major == 195);
 	CHECK(s->devices[0].edits.nodes[0].file_mode == 0666);
 	CHECK_STREQ(s->edits.hooks[0].args[2], "update-ldcache");
