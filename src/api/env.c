@@ -19,6 +19,7 @@
 #include "api/api.h"
 #include "api/secrets.h"
 #include "api/devices.h"
+#include "runtime/devices.h"
 #include "runtime/caps.h"
 #include "runtime/runtime.h"
 #include "runtime/quota.h"
@@ -977,6 +978,7 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 		(void)cgroup_destroy(cg, NULL);
 		cgroup_free(cg);
 	}
+	devcg_remove(id); /* CDI devices' v1 device group (runtime/devices.h) */
 	/* Wait for the supervisor to release its lock (it exits right after). */
 	for (int i = 0; i < 2000 && env_is_live(ctx, id); i++)
 		usleep(1000);

@@ -150,5 +150,5 @@ void devices_teardown(const env_config *c, pid_t init_pid)
 	if (run_stage(c, "poststop", init_pid, "stopped", &e) < 0)
 		log_debug("cdi: %s", sbx_err_message(e));
 	sigaction(SIGPIPE, &old, NULL);
-	devcg_remove(c);
+	devcg_remove(c->id);
 }

@@ -216,10 +216,12 @@ int devcg_attach(const env_config *c, pid_t pid, int cg2_fd, json_t *warnings, s
 	return 0;
 }
 
-void devcg_remove(const env_config *c)
+void devcg_remove(const char *id)
 {
 	char dir[512];
-	snprintf(dir, sizeof(dir), DEVCG_V1 "/sbx/%s", c->id);
+	snprintf(dir, sizeof(dir), DEVCG_V1 "/sbx/%s", id);
+	if (access(dir, F_OK) < 0)
+		return;
 	for (int i = 0; i < 50 && rmdir(dir) < 0 && errno == EBUSY; i++)
 		usleep(20000);
 }

@@ -34,8 +34,9 @@ int devcg_attach(const env_config *c, pid_t pid, int cg2_fd, json_t *warnings, s
  * on stdin. */
 int cdi_hooks_create(const env_config *c, pid_t init_pid, json_t *warnings, sbx_err **err);
 
-/* Removes the v1 device group (the v2 program goes with the v2 group). */
-void devcg_remove(const env_config *c);
+/* Removes environment id's v1 device group, if any (the v2 program goes
+ * with the v2 group); also `sbx rm` after a supervisor died. */
+void devcg_remove(const char *id);
 
 void devices_teardown(const env_config *c, pid_t init_pid);
 

@@ -261,3 +261,18 @@ t_cdi_restore_keeps_devices() {
 	assert_not_contains "$(sbx inspect "$ID")" "FAKE_VISIBLE1"
 	sbx rm "$ID"
 }
+
+# A supervisor killed with SIGKILL cannot remove its device cgroup: sbx rm
+# (and gc) must.
+t_cdi_kill9_supervisor_leaves_no_device_cgroup() {
+	is_root || skip_ok "the device cgroup needs root"
+	[ -e /sys/fs/cgroup/devices/devices.allow ] || skip_ok "no cgroup v1 devices hierarchy on this host"
+	spec_dir
+	ID=$(sbx create --device example.com/fakegpu=0)
+	sp=$(sbx inspect "$ID" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
+	[ -d "/sys/fs/cgroup/devices/sbx/$ID" ] || fail "no device cgroup"
+	kill -9 "$sp"
+	for _ in $(seq 50); do kill -0 "$sp" 2> /dev/null || break; sleep 0.1; done
+	sbx rm "$ID" > /dev/null
+	[ ! -e "/sys/fs/cgroup/devices/sbx/$ID" ] || fail "device cgroup left behind after sbx rm"
+}
