@@ -52,10 +52,16 @@ static int bind_in(int root_fd, const char *src, const char *dst, bool recursive
 	return 0;
 }
 
-static int dev_writable(const char *root, bool rw, sbx_err **err)
+/* rw: /dev's tmpfs (mount.c: 256 inodes) made writable and large enough
+ * for n more nodes and their directories (a GPU's "all" with its MIG caps
+ * names hundreds); else read-only again. */
+static int dev_writable(const char *root, bool rw, size_t n, sbx_err **err)
 {
-	char dev[4300];
+	char dev[4300], opts[64];
 	snprintf(dev, sizeof(dev), "%s/dev", root);
+	snprintf(opts, sizeof(opts), "nr_inodes=%zu", 256 + 2 * n);
+	if (rw && mount(NULL, dev, NULL, MS_REMOUNT | MS_NOSUID | MS_NOEXEC, opts) < 0)
+		return err_errno(err, "remount '%s' with %s", dev, opts);
 	unsigned long fl = MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC | (rw ? 0 : MS_RDONLY);
 	if (mount(NULL, dev, NULL, fl, NULL) < 0)
 		return err_errno(err, "remount '%s' %s", dev, rw ? "read-write" : "read-only");
@@ -70,17 +76,17 @@ int cdi_mount_apply(const env_config *c, const char *root, sbx_err **err)
 	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
 		return err_errno(err, "open '%s'", root);
-	if (e->n_nodes && dev_writable(root, true, err) < 0)
+	if (e->n_nodes && dev_writable(root, true, e->n_nodes, err) < 0)
 		return -1;
 	for (size_t i = 0; i < e->n_nodes; i++) {
 		/* No nodev, no noexec change: the node must work. nosuid is
 		 * harmless on a device. */
 		if (bind_in(root_fd, e->nodes[i].host_path, e->nodes[i].path, false, MOUNT_ATTR_NOSUID, err) < 0) {
-			(void)dev_writable(root, false, NULL);
+			(void)dev_writable(root, false, 0, NULL);
 			return err_wrap(err, "device node '%s'", e->nodes[i].path);
 		}
 	}
-	if (e->n_nodes && dev_writable(root, false, err) < 0)
+	if (e->n_nodes && dev_writable(root, false, 0, err) < 0)
 		return -1;
 	for (size_t i = 0; i < e->n_mounts; i++) {
 		const cdi_mount *m = &e->mounts[i];

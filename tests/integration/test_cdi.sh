@@ -276,3 +276,16 @@ t_cdi_kill9_supervisor_leaves_no_device_cgroup() {
 	sbx rm "$ID" > /dev/null
 	[ ! -e "/sys/fs/cgroup/devices/sbx/$ID" ] || fail "device cgroup left behind after sbx rm"
 }
+
+# An "all" of a GPU with many MIG slices names hundreds of nodes
+# (/dev/nvidia-caps/nvidia-capN): /dev's tmpfs grows to hold them.
+t_cdi_many_nodes() {
+	spec_dir
+	python3 -c '
+import json, sys
+nodes = [{"path": "/dev/nvidia-caps/nvidia-cap%d" % i, "hostPath": "/dev/null"} for i in range(300)]
+json.dump({"cdiVersion": "0.5.0", "kind": "example.com/many", "devices": [{"name": "all", "containerEdits": {"deviceNodes": nodes}}]}, open(sys.argv[1], "w"))' "$CDI/many.json"
+	chmod 644 "$CDI/many.json"
+	assert_eq "$(sbx run --device example.com/many=all -- sh -c 'ls /dev/nvidia-caps | wc -l; echo x > /dev/nvidia-caps/nvidia-cap299 && echo ok')" "300
+ok"
+}
