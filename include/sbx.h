@@ -119,6 +119,10 @@ typedef struct sbx_create_opts {
 	int64_t idle_suspend_ms;       /* idle this long (no command running, no call): suspend it (no
 					* processes, no memory, the writable layer kept); the next exec or
 					* file call starts it again with the same id. 0: never */
+	/* version 5 too: CDI devices (docs/devices.md) */
+	const char *const *devices;    /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
+					* resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
+					* /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
 

@@ -18,6 +18,8 @@
 
 #include "api/api.h"
 #include "api/secrets.h"
+#include "api/devices.h"
+#include "runtime/devices.h"
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
@@ -60,6 +62,7 @@ void env_config_free(env_config *c)
 	free(c->network);
 	strv_free(c->network_allow);
 	secrets_wipe(c); /* this process's copy: the environment's init holds its own */
+	devices_config_free(c);
 	strv_free(c->hidden);
 	json_decref(c->plugins);
 	safe_close(c->lock_fd);
@@ -645,6 +648,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	 * paths and the agent phase's plan: src/api/secrets.c. */
 	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
 		return -1;
+	/* CDI devices (api/devices.c): resolved and checked on the host now; a
+	 * restart resolves its own again. */
+	_cleanup_strv_free_ char **dev_names = restore_state ? json_to_strv(json_object_get(restore_state, "devices")) : NULL;
+	if (devices_prepare(ctx, c, restore_state ? (const char *const *)dev_names : o->version >= 5 ? o->devices : NULL,
+			    err) < 0)
+		return -1;
 
 	unsigned slot = 0;
 	bool have_slot = false;
@@ -655,6 +664,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
 		goto fail;
 	st = record_new(c, o, restore_state, sec_state, snap, snap_id, base_id, slot);
+	if (st)
+		devices_state(c, st);
 	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
 		json_object_set_new(st, "pool", json_string(ctx->pool_key));
 	/* Who is creating it: until "state" is written, a create whose process
@@ -667,6 +678,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
 	}
+	if (devices_env_apply(c, err) < 0)
+		goto fail;
 
 	/* 7. The supervisor (src/runtime) builds and runs it; the record then
 	 *    says running, with what the supervisor found. */
@@ -730,8 +743,10 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.cap_drop = co.cap_add = NULL;
 		co.user_no_root = false;
 	}
-	if (co.version < 5)
+	if (co.version < 5) {
 		co.idle_suspend_ms = 0;
+		co.devices = NULL;
+	}
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -783,6 +798,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->user = NULL;
 		co->cap_drop = co->cap_add = NULL;
 		co->user_no_root = false;
+		co->devices = NULL;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;
@@ -876,6 +892,7 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 		(void)cgroup_destroy(cg, NULL);
 		cgroup_free(cg);
 	}
+	devcg_remove(id); /* CDI devices' v1 device group (runtime/devices.h) */
 	/* Wait for the supervisor to release its lock (it exits right after). */
 	for (int i = 0; i < 2000 && env_is_live(ctx, id); i++)
 		usleep(1000);

@@ -11,6 +11,7 @@
 #include "plugin/plugin.h"
 #include "policy/policy.h"
 #include "runtime/caps.h"
+#include "runtime/cdi.h"
 #include "runtime/user.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -104,6 +105,13 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		o->cap_drop = keep->cap_drop;
 		o->cap_add = NULL;
 	}
+	/* devices: each one asked for must be on the policy's allowlist (unset:
+	 * none); runtime/cdi.h */
+	for (const char *const *d = o->devices; d && *d; d++)
+		if (!cdi_allowed((const char *const *)p->devices, *d))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "device '%s': not allowed by policy '%s' (its \"devices\" allowlist %s)", *d, pname,
+				       p->devices ? "does not name it" : "is empty");
 	/* disk quota (o is a whole current struct here; rootless: sbx_env_create) */
 	if (cap_limit("disk quota", &o->disk_bytes, p->limits.disk_bytes, err) < 0)
 		return -1;

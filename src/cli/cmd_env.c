@@ -25,6 +25,8 @@ typedef struct opts {
 	size_t n_hidden, n_secrets;
 	const char *cap_drop[65], *cap_add[65]; /* --cap-drop, --cap-add */
 	size_t n_cap_drop, n_cap_add;
+	const char *devices[65]; /* --device (docs/devices.md) */
+	size_t n_devices;
 	bool interactive, have_timeout;
 	int64_t timeout;
 	const char *id; /* exec's environment */
@@ -45,7 +47,7 @@ enum { F_CREATE = 1, F_EXEC = 2 };
 enum {
 	O_TEMPLATE = 256, O_NAME, O_NETWORK, O_MEMORY, O_DISK, O_PIDS, O_CPUS, O_TTL, O_TTL_KEEP, O_OUTPUT_LIMIT,
 	O_TIMEOUT, O_CWD, O_SNAPSHOT, O_POLICY, O_AGENT_POLICY, O_HIDE, O_SECRET, O_CAP_DROP, O_CAP_ADD, O_TRACE,
-	O_DETERMINISTIC, O_NO_DETERMINISTIC, O_IDLE_SUSPEND, O_NO_AUTO_RESUME,
+	O_DETERMINISTIC, O_NO_DETERMINISTIC, O_IDLE_SUSPEND, O_NO_AUTO_RESUME, O_DEVICE,
 };
 
 /* Every option of create, exec and run, and which of them take it. */
@@ -79,6 +81,7 @@ static const struct {
 	{{"user", required_argument, NULL, 'u'}, F_CREATE | F_EXEC},
 	{{"cap-drop", required_argument, NULL, O_CAP_DROP}, F_CREATE},
 	{{"cap-add", required_argument, NULL, O_CAP_ADD}, F_CREATE},
+	{{"device", required_argument, NULL, O_DEVICE}, F_CREATE},
 	{{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
 	{{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
 	{{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
@@ -252,6 +255,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		case O_CAP_ADD:
 			r = push(cmd, o->cap_add, &o->n_cap_add, ARRAY_SIZE(o->cap_add), "--cap-add", v);
 			break;
+		case O_DEVICE: /* docs/devices.md */
+			r = push(cmd, o->devices, &o->n_devices, ARRAY_SIZE(o->devices), "--device", v);
+			break;
 		case O_TRACE:
 			o->exec.trace = true;
 			break;
@@ -282,6 +288,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		o->create.cap_drop = o->cap_drop;
 	if (o->n_cap_add)
 		o->create.cap_add = o->cap_add;
+	o->devices[o->n_devices] = NULL;
+	if (o->n_devices)
+		o->create.devices = o->devices;
 	return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/caps.h"
+#include "runtime/cdi.h"
 #include "runtime/user.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -51,6 +52,7 @@ policy *policy_free(policy *p)
 	}
 	free(p->secrets);
 	strv_free(p->plugins);
+	strv_free(p->devices);
 	json_decref(p->plugin_config);
 	free(p->user);
 	free(p);
@@ -513,10 +515,33 @@ static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 	return 0;
 }
 
+/* "devices": the CDI devices a create may ask for (runtime/cdi.h). */
+static int parse_devices(const json_t *a, policy *p, sbx_err **err)
+{
+	if (!json_is_array(a) || json_array_size(a) > 256 || !(p->devices = json_to_strv(a)))
+		return bad(err, "devices", "must be an array of CDI device names (vendor/class=name, vendor/class=*, *)");
+	for (size_t i = 0; p->devices[i]; i++) {
+		char f[64], *k = NULL, *n = NULL, q[600];
+		snprintf(f, sizeof(f), "devices[%zu]", i);
+		size_t len = strlen(p->devices[i]);
+		if (streq(p->devices[i], "*"))
+			continue;
+		snprintf(q, sizeof(q), "%.590s", p->devices[i]);
+		if (len >= 2 && len <= 590 && streq(q + len - 2, "=*"))
+			q[len - 1] = 'x'; /* "kind=*": the kind is checked as a name's */
+		if (len > 590 || cdi_name_parse(q, &k, &n, NULL) < 0)
+			return bad(err, f, "'%.200s' is not a CDI device name (vendor/class=name, vendor/class=*, *)",
+				   p->devices[i]);
+		free(k);
+		free(n);
+	}
+	return 0;
+}
+
 int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 {
 	static const char *const keys[] = {"name", "override", "network", "filesystem", "limits",
-					   "env",  "secrets",  "plugins", "user", "capabilities", NULL};
+					   "env",  "secrets",  "plugins", "user", "capabilities", "devices", NULL};
 	if (!json_is_object(doc))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: must be a JSON object");
 	_cleanup_policy_ policy *p = policy_new();
@@ -555,6 +580,8 @@ int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 	if ((v = json_object_get(doc, "user")) && parse_user(v, p, err) < 0)
 		return -EINVAL;
 	if ((v = json_object_get(doc, "capabilities")) && parse_caps(v, p, err) < 0)
+		return -EINVAL;
+	if ((v = json_object_get(doc, "devices")) && parse_devices(v, p, err) < 0)
 		return -EINVAL;
 	*ret = TAKE_PTR(p);
 	return 0;
@@ -799,6 +826,15 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	}
 	m->caps_set = later->caps_set || base->caps_set;
 	m->caps = later->caps_set ? later->caps : base->caps;
+	/* devices: an allowlist; later's entries must each be allowed by the
+	 * base's (unset: none) */
+	for (char **d = later->devices; !ov && d && *d; d++)
+		if (!cdi_allowed((const char *const *)base->devices, *d))
+			return bad(err, "devices", "'%.200s' is not allowed by the base policy" WIDEN_HINT, *d);
+	char **devs = later->devices ? later->devices : base->devices;
+	_cleanup_json_ json_t *dj = devs ? json_from_strv((const char *const *)devs) : NULL;
+	if (devs && (!dj || !(m->devices = json_to_strv(dj))))
+		return oom(err);
 
 	/* user: later's if set; root where the base's user is not root widens */
 	user_spec bu, lu;
@@ -892,6 +928,8 @@ json_t *policy_to_json(const policy *p)
 		json_object_set_new(o, "user", json_string(p->user));
 	if (p->caps_set)
 		json_object_set_new(o, "capabilities", caps_to_json(p->caps));
+	if (p->devices)
+		json_object_set_new(o, "devices", json_from_strv((const char *const *)p->devices));
 	return o;
 }
 

@@ -77,6 +77,8 @@ typedef struct policy {
 	char *user;            /* "user": NULL when unset (root) */
 	bool caps_set;         /* "capabilities": the kept set (runtime/caps.h), a ceiling */
 	uint64_t caps;
+	char **devices;        /* "devices": CDI names allowed ("vendor/class=name", "vendor/class=*",
+				* "*"; runtime/cdi.h); NULL when unset: none */
 } policy;
 
 /* Parses a document. Errors name the field: "network.allow[2]: '*' is too

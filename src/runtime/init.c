@@ -21,6 +21,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "runtime/devices.h"
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
@@ -347,6 +348,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 				cwd = u_home + 5;
 		}
 	}
+	cdi_gids_add(c, &su.id); /* CDI devices' additionalGids (devices.h) */
 	_cleanup_free_ char **envp = build_env(c, extra, tty, user_env);
 	_cleanup_close_ int master = -1;
 	char tty_path[64] = {0};

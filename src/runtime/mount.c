@@ -180,7 +180,7 @@ int mount_tmp(const char *root, sbx_err **err)
 
 /* Creates every missing component of `path` inside root_fd, never leaving
  * the root (RESOLVE_IN_ROOT), and returns an O_PATH fd of the last one. */
-static int mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_err **err)
+int mount_mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_err **err)
 {
 	_cleanup_free_ char *copy = strdup(path);
 	if (!copy)
@@ -224,7 +224,7 @@ int mount_volume(const char *root, int tree_fd, const char *path, bool readonly,
 	_cleanup_close_ int root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0)
 		return err_errno(err, "open '%s'", root);
-	_cleanup_close_ int target = mkdir_in_root(root_fd, path, is_dir, err);
+	_cleanup_close_ int target = mount_mkdir_in_root(root_fd, path, is_dir, err);
 	if (target < 0)
 		return -1;
 	struct sbx_mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0)};

@@ -51,3 +51,7 @@ int mount_tmp(const char *root, sbx_err **err);
 int mount_volume(const char *root, int tree_fd, const char *path, bool readonly, bool is_dir, sbx_err **err);
 /* pivot_root into `root` and detach the old root. */
 int mount_pivot(const char *root, sbx_err **err);
+/* Creates every missing component of `path` inside root_fd (RESOLVE_IN_ROOT:
+ * never leaving it), the last a directory or an empty file, and returns an
+ * O_PATH fd of it (a mount target). */
+int mount_mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_err **err);

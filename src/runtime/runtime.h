@@ -73,6 +73,10 @@ typedef struct env_config {
 	char *user;
 	uint64_t caps;
 	bool no_root;
+	/* CDI devices (docs/devices.md; runtime/devices.h): resolved on the host
+	 * at create, applied by setup, the supervisor and init. NULL: none. */
+	struct cdi_edits *cdi;
+	char **devices; /* the resolved names, "vendor/class=name" */
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */
 } env_config;

@@ -16,6 +16,7 @@
 
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
+#include "runtime/devices.h"
 #include "runtime/landlock.h"
 #include "runtime/mount.h"
 #include "runtime/netns.h"
@@ -225,6 +226,9 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	snprintf(stage, sizeof(stage), "%s/mnt", c->run_dir);
 	_cleanup_json_ json_t *setup_warnings = json_array();
 	if (mount_assemble_root(c, &f, stage, root, sizeof(root), setup_warnings, &e) < 0)
+		fail(sock, e);
+	/* 5c. CDI devices' nodes and mounts (devices.h): binds of host paths. */
+	if (cdi_mount_apply(c, root, &e) < 0)
 		fail(sock, e);
 	log_debug("child: dev, proc, tmp, volumes mounted");
 	/* 6. Switch root; the host tree is detached and unreachable by path. */

@@ -29,6 +29,7 @@
 #include "plugin/plugin.h"
 #include "policy/proxy.h"
 #include "runtime/ctl_proto.h"
+#include "runtime/devices.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
 #include "trace/bpf_rec.h"
@@ -820,6 +821,7 @@ static void teardown(supervisor *s)
 	 * with it; as their subreaper we find and kill them all. */
 	if (s->c->degraded)
 		kill_descendants();
+	devices_teardown(s->c, s->init_pid); /* CDI poststop hooks, device cgroup */
 	if (s->cg) {
 		(void)cgroup_destroy(s->cg, NULL);
 		cgroup_free(s->cg);
@@ -1203,6 +1205,8 @@ static int start_init(supervisor *s, sbx_err **err)
 	 * user's before that. */
 	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
 		return -1;
+	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) < 0) /* CDI devices only */
+		return -1;
 	log_debug("supervisor: go sent, attached");
 	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
 	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
@@ -1298,7 +1302,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	} else if (missing)
 		add_warning(s, "limits not enforced on this host: %s", missing);
 	log_debug("supervisor: cgroup created");
-	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0)
+	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 || cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
 		goto fail;
 	secrets_wipe(c); /* init holds the one copy of the secrets now */
 

@@ -106,7 +106,11 @@ static const char create_in[] =
     "'object','additionalProperties':false,'required':['host','path'],'properties':{"
     "'host':{'type':'string','description':'Absolute host path.'},"
     "'path':{'type':'string','description':'Absolute path inside the environment.'},"
-    "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}}," USER_PROP("Run every command (default root)") "}}";
+    "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}},"
+    "'devices':{'type':'array','maxItems':64,'description':'CDI devices, vendor/class=name (e.g. nvidia.com/gpu=0, "
+    "nvidia.com/gpu=0:1 for a MIG slice, nvidia.com/gpu=all), from the CDI specs on the server host; a policy "
+    "allows only the devices it names.','items':{'type':'string','minLength':1}},"
+    USER_PROP("Run every command (default root)") "}}";
 
 static const char create_out[] =
     OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
@@ -437,6 +441,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		o.volumes = v;
 		o.n_volumes = json_array_size(vols);
 	}
+	_cleanup_strv_free_ char **devices = json_to_strv(json_object_get(a, "devices")); /* CDI (docs/devices.md) */
+	o.devices = (const char *const *)devices;
 	_cleanup_free_ char *id = NULL;
 	_cleanup_json_ json_t *warnings = NULL;
 	int64_t t0 = now_us();
