@@ -261,41 +261,66 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 	_cleanup_(oci_config_freep) oci_config *cfg = NULL;
 	_cleanup_free_ char *cbuf = NULL;
 	_cleanup_strv_free_ char **layers = NULL;
-	char mdigest[STORE_DIGEST_SIZE] = "";
+	char mdigest[STORE_DIGEST_SIZE] = "", sid[STORE_DIGEST_SIZE];
 	size_t clen = 0;
+	uint64_t size = 0;
 	int r = find_manifest(&l, tag, &m, mdigest, err);
 	if (r == 0 && (r = oci_blob_read(&l, &m->config, &cbuf, &clen, err)) == 0 &&
 	    (r = oci_config_parse(cbuf, clen, &cfg, err)) < 0)
 		r = err_wrap(err, "config %s", m->config.digest);
-	if (r == 0 && cfg->n_diff_ids != m->n_layers)
-		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
-			    m->n_layers, cfg->n_diff_ids);
-	if (r == 0 && cfg->arch && !streq(cfg->arch, oci_host_arch()))
-		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
-			    cfg->arch, oci_host_arch());
-	if (r == 0 && !(layers = calloc(m->n_layers + 1, sizeof(char *))))
-		r = err_errnum(err, ENOMEM, "import");
-	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
-	uint64_t size = 0, blobs = 0;
-	for (size_t i = 0; r == 0 && m && i < m->n_layers; i++)
-		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
-	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
-	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
-		store_layer_info li;
-		r = store_layer_put_from_oci_blob(ctx->root, &l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget, &li,
-						  err);
-		if (r == 0 && !(layers[i] = strdup(li.digest)))
-			r = err_errnum(err, ENOMEM, "import");
-		size += li.size;
-		store_progress_add(0, 1);
-	}
-	store_progress_end();
+	if (r == 0)
+		r = api_oci_import_image(ctx, &l, m, cfg, label, false, sid, &layers, &size, err);
 	oci_layout_close(&l);
 	if (r < 0)
 		return err_wrap(err, "import '%s'", oci_ref);
+	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
+			 json_from_strv((const char *const *)layers), "diff_ids",
+			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
+			 (json_int_t)size);
+	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
+}
+
+int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, const oci_config *cfg,
+			 const char *label, bool reuse_present, char *ret_sid, char ***ret_layers,
+			 uint64_t *ret_size, sbx_err **err)
+{
+	if (cfg->n_diff_ids != m->n_layers)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
+			       m->n_layers, cfg->n_diff_ids);
+	if (cfg->arch && !streq(cfg->arch, oci_host_arch()))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
+			       cfg->arch, oci_host_arch());
+	_cleanup_strv_free_ char **layers = calloc(m->n_layers + 1, sizeof(char *));
+	if (!layers)
+		return err_errnum(err, ENOMEM, "import");
+	int r = 0;
+	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
+	uint64_t size = 0, blobs = 0;
+	for (size_t i = 0; i < m->n_layers; i++)
+		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
+	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
+	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
+		store_layer_info li = {0};
+		/* A layer the store has under its diff_id holds that very tar's tree
+		 * (a layer's digest is its canonical tar's): nothing to extract. */
+		if (reuse_present && store_layer_exists(ctx->root, cfg->diff_ids[i])) {
+			snprintf(li.digest, sizeof(li.digest), "%s", cfg->diff_ids[i]);
+			store_progress_add((uint64_t)m->layers[i].size, 1);
+		} else {
+			r = store_layer_put_from_oci_blob(ctx->root, l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget,
+							  &li, err);
+			store_progress_add(0, 1);
+		}
+		if (r == 0 && !(layers[i] = strdup(li.digest)))
+			r = err_errnum(err, ENOMEM, "import");
+		size += li.size;
+	}
+	store_progress_end();
+	if (r < 0)
+		return -1;
 
 	/* The snapshot, then the ref: a template appears whole or not at all. */
-	char created[32], sid[STORE_DIGEST_SIZE];
+	char created[32];
 	now_rfc3339(created);
 	static char *empty[] = {NULL};
 	store_snapshot s = {.layers = layers,
@@ -305,13 +330,11 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 			    .labels = empty,
 			    .created_at = created,
 			    .size_bytes = size};
-	if (store_snapshot_write(ctx->root, &s, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
-		return err_wrap(err, "import '%s'", oci_ref);
-	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
-			 json_from_strv((const char *const *)layers), "diff_ids",
-			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
-			 (json_int_t)size);
-	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
+	if (store_snapshot_write(ctx->root, &s, ret_sid, err) < 0 || store_ref_set(ctx->root, label, ret_sid, err) < 0)
+		return -1;
+	*ret_layers = TAKE_PTR(layers);
+	*ret_size = size;
+	return 0;
 }
 
 /* ---- templates ------------------------------------------------------------ */
