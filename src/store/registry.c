@@ -458,8 +458,8 @@ int reg_url_with_query(const char *base, const char *loc, const char *k, const c
 			return err_oom(err);
 	} else {
 		size_t bl = strlen(base);
-		if (strncmp(loc, base, bl) || (loc[bl] != '/' && loc[bl] != 0))
-			return BAD("upload location '%.100s' is not on %s", loc, base);
+		if (strncmp(loc, base, bl) || loc[bl] != '/' || loc[bl + 1] == '/')
+			return BAD("upload location '%.100s' is not a path on %s", loc, base);
 		if (!(url = strdup(loc)))
 			return err_oom(err);
 	}
@@ -813,7 +813,7 @@ static int get_token(reg_client *c, const reg_challenge *ch, sbx_err **err)
 {
 	if (ch->scheme == REG_AUTH_BASIC)
 		return set_basic(c, err);
-	_cleanup_free_ char *scope = NULL, *u1 = NULL, *u2 = NULL, *url = NULL;
+	_cleanup_free_ char *scope = NULL, *u1 = NULL, *url = NULL;
 	if (asprintf(&scope, "repository:%s:%s", c->repo, c->push ? "pull,push" : "pull") < 0)
 		return err_oom(err);
 	if (ch->service && reg_url_with_query(ch->realm, ch->realm, "service", ch->service, &u1, err) < 0)
