@@ -311,3 +311,44 @@ t_push_pull_bad_input() {
 	out=$(sbx pull "127.0.0.1:$(free_port)/a:b" --insecure 2>&1 || true)
 	assert_contains "$out" "registry 127.0.0.1"
 }
+
+t_mcp_snapshot_push_pull() {
+	start_registry
+	trap stop_registry EXIT
+	make_snapshot
+	INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+	INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
+	printf '%s\n' "$INIT" "$INITED" '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' \
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"snapshot_push\",\"arguments\":{\"snapshot_id\":\"$S\",\"ref\":\"$REG/sbx/mcp:v1\",\"insecure\":true}}}" \
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"snapshot_push\",\"arguments\":{\"snapshot_id\":\"$S\",\"ref\":\"$REG/sbx/mcp:v1\"}}}" |
+		sbx mcp > "$TMPDIR_TEST/mcp1.out"
+	export SBX_ROOT="$TMPDIR_TEST/root2" SBX_RUN="$TMPDIR_TEST/run2"
+	printf '%s\n' "$INIT" "$INITED" \
+		"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\",\"params\":{\"name\":\"snapshot_pull\",\"arguments\":{\"ref\":\"$REG/sbx/mcp:v1\",\"name\":\"m\",\"insecure\":true}}}" |
+		sbx mcp > "$TMPDIR_TEST/mcp2.out"
+	python3 - "$TMPDIR_TEST/mcp1.out" "$TMPDIR_TEST/mcp2.out" << 'PY' || fail "MCP answers: $(cat "$TMPDIR_TEST/mcp1.out" "$TMPDIR_TEST/mcp2.out")"
+import json, sys
+r = {}
+for f in sys.argv[1:]:
+    for line in open(f):
+        m = json.loads(line)
+        if "id" in m:
+            r[m["id"]] = m
+names = [t["name"] for t in r[1]["result"]["tools"]]
+assert "snapshot_push" in names and "snapshot_pull" in names, names
+push = r[2]["result"]
+assert not push.get("isError"), push
+assert push["structuredContent"]["manifest_digest"].startswith("sha256:"), push
+# Without insecure, HTTPS to a plain-HTTP registry: a tool error, not a crash.
+bad = r[3]["result"]
+assert bad.get("isError") and bad["structuredContent"]["error"]["code"] == "unavailable", bad
+pull = r[4]["result"]
+assert not pull.get("isError"), pull
+assert pull["structuredContent"]["label"] == "m", pull
+PY
+	ID=$(sbx fork m)
+	assert_eq "$(sbx exec "$ID" -- cat /root/file)" "hello"
+	sbx rm "$ID" > /dev/null
+	export SBX_ROOT="$TMPDIR_TEST/root" SBX_RUN="$TMPDIR_TEST/run"
+	sbx rm "$ENV_ID" > /dev/null
+}

@@ -20,6 +20,8 @@ const EXPECTED_TOOLS = [
 	'environment_snapshot',
 	'environment_write_file',
 	'snapshot_list',
+	'snapshot_pull',
+	'snapshot_push',
 ];
 
 function check(cond, msg, extra) {
