@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/mask.h"
+#include "store/hostbase.h"
 #include "store/layer.h"
 #include "store/oci.h"
 #include "store/progress.h"
@@ -46,7 +48,80 @@ static int template_label(const char *name, char ret[160], sbx_err **err)
 
 /* ---- export -------------------------------------------------------------- */
 
+#define HOSTBASE_PREFIX "hostbase."
+
+/* The host template's base of snapshot s as a layer, captured once per
+ * base (refs/labels/hostbase.<hex of the base snapshot>: a snapshot whose
+ * one layer it is, which keeps it from gc). The base is the root of s's
+ * parent chain (an environment's base snapshot, whose base_identity names
+ * the host directories, the mask and the package databases); it must be
+ * this host's current one, or the files it named are gone. */
+static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE_DIGEST_SIZE], sbx_err **err)
+{
+	char root[STORE_DIGEST_SIZE];
+	snprintf(root, sizeof(root), "%s", s->snapshot_id);
+	const char *parent = s->parent;
+	_cleanup_snapshot_ store_snapshot *cur = NULL;
+	for (int depth = 0; parent; depth++) {
+		if (depth > 100000)
+			return err_set(err, SBX_E_INTERNAL, ELOOP, "snapshot %s: parent chain too long", s->snapshot_id);
+		store_snapshot *nx = NULL;
+		if (store_snapshot_read(ctx->root, parent, &nx, err) < 0)
+			return err_wrap(err, "snapshot %s: its parent", s->snapshot_id);
+		store_snapshot_free(cur);
+		cur = nx;
+		snprintf(root, sizeof(root), "%s", cur->snapshot_id);
+		parent = cur->parent;
+	}
+	if (!cur || !cur->base_identity)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "snapshot %s: no base snapshot naming the host's files (made before sbx recorded one); "
+			       "create the environment again",
+			       s->snapshot_id);
+	mask_list *mask = NULL;
+	if (mask_host_layer(ctx->root, ctx->run, &mask, err) < 0)
+		return err_wrap(err, "host template");
+	char now[STORE_DIGEST_SIZE];
+	int r = snap_template_base(ctx, "host", mask, now, err);
+	if (r == 0 && !streq(now, root))
+		r = err_set(err, SBX_E_CONFLICT, ESTALE,
+			    "snapshot %s: its base is the host as it was (%s); the host has changed since (its package "
+			    "databases, directories or mask: now %s), so that base can no longer be captured",
+			    s->snapshot_id, root, now);
+	char label[160], sid[STORE_DIGEST_SIZE];
+	snprintf(label, sizeof(label), HOSTBASE_PREFIX "%s", store_digest_hex(root));
+	_cleanup_snapshot_ store_snapshot *have = NULL;
+	if (r == 0 && store_ref_get(ctx->root, label, sid, NULL) == 0 &&
+	    store_snapshot_read(ctx->root, sid, &have, NULL) == 0 && have->layers && have->layers[0] &&
+	    store_layer_exists(ctx->root, have->layers[0])) {
+		snprintf(ret, STORE_DIGEST_SIZE, "%s", have->layers[0]);
+		mask_free(mask);
+		return 0;
+	}
+	char layer[STORE_DIGEST_SIZE];
+	if (r == 0 && (r = hostbase_capture(ctx->root, mask, layer, err)) < 0)
+		r = err_wrap(err, "snapshot %s: capture the host base", s->snapshot_id);
+	mask_free(mask);
+	if (r < 0)
+		return -1;
+	char *layers[2] = {layer, NULL};
+	static char *empty[] = {NULL};
+	char *labels[2] = {label, NULL};
+	store_snapshot hb = {.layers = layers, .env = empty, .cwd = "/root", .user = "root", .labels = labels,
+			     .created_at = "1970-01-01T00:00:00Z", .parent = NULL};
+	if (store_snapshot_write(ctx->root, &hb, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
+		return err_wrap(err, "record the host base");
+	memcpy(ret, layer, STORE_DIGEST_SIZE);
+	return 0;
+}
+
 _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err)
+{
+	return api_oci_export(ctx, snapshot, oci_dir, NULL, NULL, ret, err);
+}
+
+int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have_fn, void *have_ud,
+		   json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL, *dir = NULL, *tag = NULL;
 	if (!oci_dir || !*oci_dir)
@@ -72,12 +147,14 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	size_t n = 0;
 	if (!base || !*base) {
 		/* An imported image: its layers are the whole tree. */
-	} else if (streq(base, "host"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "snapshot %s: snapshots of the host template cannot be exported: their base is the host's OS; "
-			       "use a dir: template or an imported image",
-			       digest);
-	else if (startswith(base, "dir:")) {
+	} else if (streq(base, "host")) {
+		/* The host's OS tree as the environment sees it, captured once. */
+		char hl[STORE_DIGEST_SIZE];
+		if (host_base_layer(ctx, snap, hl, err) < 0)
+			return -1;
+		if (!(layers[n++] = strdup(hl)))
+			return err_errnum(err, ENOMEM, "export");
+	} else if (startswith(base, "dir:")) {
 		_cleanup_close_ int dfd = open(base + 4, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return err_errno(err, "snapshot %s: template '%s'", digest, base);
@@ -111,6 +188,13 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	 * its tar is regenerated. */
 	store_progress_begin(ctx->progress, ctx->progress_ud, "export", 0, n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
+		/* A blob the caller's destination already holds (push: the registry) is not made again. */
+		if (have_fn && have_fn(have_ud, layers[i], &descs[i])) {
+			descs[i].media_type = OCI_MT_LAYER_GZIP;
+			total += (uint64_t)descs[i].size;
+			store_progress_add(0, 1);
+			continue;
+		}
 		/* The layer's tar, regenerated from its tree (the store keeps only
 		 * the tree) into an unlinked scratch file, checked against its digest. */
 		_cleanup_free_ char *tmpdir = store_fs_path(ctx->root, STORE_DIR_TMP);

@@ -25,6 +25,7 @@
 #define REG_DIR "registry"
 #define REG_PARTIAL "registry/partial"
 #define REG_SOURCES "registry/sources"
+#define REG_GZ "registry/gz"
 #define REG_DEFAULT_CHUNK (64ull << 20)
 
 static double now_s(void)
@@ -71,6 +72,47 @@ static uint64_t chunk_size(void)
 	return v >= 1024 ? v : REG_DEFAULT_CHUNK;
 }
 
+/* registry/gz/<diff_id hex>: "sha256:<gzip blob> <size>", the gzip blob
+ * export made of that layer (gzip is deterministic here: the same layer
+ * always compresses to the same blob), so that a later push can ask the
+ * registry for it without compressing the layer again (the host base:
+ * gigabytes). */
+static void gz_note(sbx_ctx *ctx, const char *diff_id, const char *digest, int64_t size)
+{
+	_cleanup_free_ char *dir = store_fs_path(ctx->root, REG_GZ), *line = NULL;
+	if (!dir || fs_mkdir_p(dir, 0700) < 0 || !store_digest_valid(diff_id) || !store_digest_valid(digest) ||
+	    asprintf(&line, "%s %lld\n", digest, (long long)size) < 0)
+		return;
+	_cleanup_free_ char *p = fs_path_join(dir, store_digest_hex(diff_id));
+	if (p)
+		(void)fs_write_atomic_flags(p, line, strlen(line), 0600, false);
+}
+
+typedef struct push_have {
+	sbx_ctx *ctx;
+	reg_client *c;
+} push_have;
+
+static bool push_have_blob(void *ud, const char *diff_id, oci_descriptor *d)
+{
+	push_have *h = ud;
+	_cleanup_free_ char *dir = store_fs_path(h->ctx->root, REG_GZ);
+	_cleanup_free_ char *p = dir && store_digest_valid(diff_id) ? fs_path_join(dir, store_digest_hex(diff_id)) : NULL,
+			    *buf = NULL;
+	size_t len = 0;
+	if (!p || fs_read_file(p, 256, &buf, &len) < 0)
+		return false;
+	char dg[STORE_DIGEST_SIZE];
+	long long size = -1;
+	if (sscanf(buf, "%71s %lld", dg, &size) != 2 || !store_digest_valid(dg) || size < 0)
+		return false;
+	if (reg_blob_exists(h->c, dg, size, NULL) != 1)
+		return false;
+	memcpy(d->digest, dg, STORE_DIGEST_SIZE);
+	d->size = size;
+	return true;
+}
+
 _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *refstr, bool insecure, json_t **ret,
 			       sbx_err **err)
 {
@@ -87,8 +129,16 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 		return err_oom(err);
 	if (fs_mkdir_p(tmp, 0700) < 0 || !mkdtemp(dir))
 		return err_errno(err, "push: scratch directory in '%s'", tmp);
+	_cleanup_reg_client_ reg_client *c = NULL;
+	int r = reg_client_open(&ref, insecure, true, &c, err);
 	_cleanup_json_ json_t *ej = NULL;
-	int r = sbx_snapshot_export(ctx, snapshot, dir, &ej, err);
+	push_have ph = {ctx, c};
+	if (r == 0)
+		r = api_oci_export(ctx, snapshot, dir, push_have_blob, &ph, &ej, err);
+	size_t li;
+	json_t *lv;
+	json_array_foreach(json_object_get(ej, "layers"), li, lv)
+		gz_note(ctx, json_str(lv, "diff_id"), json_str(lv, "digest"), json_int(lv, "size", -1));
 	oci_layout l = {.dfd = -1, .sha_fd = -1};
 	_cleanup_(oci_manifest_freep) oci_manifest *m = NULL;
 	_cleanup_free_ char *man = NULL;
@@ -107,9 +157,6 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 	if (r == 0 && (r = oci_blob_read(&l, &md, &man, &mlen, err)) == 0)
 		r = oci_manifest_parse(man, mlen, &m, err);
 
-	_cleanup_reg_client_ reg_client *c = NULL;
-	if (r == 0)
-		r = reg_client_open(&ref, insecure, true, &c, err);
 	json_t *blobs = json_array();
 	uint64_t up_bytes = 0, skip_bytes = 0, total = 0;
 	int n_up = 0, n_skip = 0, n_mount = 0;

@@ -470,6 +470,11 @@ int reg_url_with_query(const char *base, const char *loc, const char *k, const c
 		*ret = TAKE_PTR(url);
 		return 0;
 	}
+	return reg_url_add_query(url, k, v, ret, err);
+}
+
+int reg_url_add_query(const char *url, const char *k, const char *v, char **ret, sbx_err **err)
+{
 	_cleanup_free_ char *esc = malloc(strlen(v) * 3 + 1);
 	if (!esc)
 		return err_oom(err);
@@ -816,9 +821,12 @@ static int get_token(reg_client *c, const reg_challenge *ch, sbx_err **err)
 	_cleanup_free_ char *scope = NULL, *u1 = NULL, *url = NULL;
 	if (asprintf(&scope, "repository:%s:%s", c->repo, c->push ? "pull,push" : "pull") < 0)
 		return err_oom(err);
-	if (ch->service && reg_url_with_query(ch->realm, ch->realm, "service", ch->service, &u1, err) < 0)
+	for (const char *p = ch->realm; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "token realm has a space or a control character");
+	if (ch->service && reg_url_add_query(ch->realm, "service", ch->service, &u1, err) < 0)
 		return -1;
-	if (reg_url_with_query(u1 ? u1 : ch->realm, u1 ? u1 : ch->realm, "scope", scope, &url, err) < 0)
+	if (reg_url_add_query(u1 ? u1 : ch->realm, "scope", scope, &url, err) < 0)
 		return -1;
 	free(c->authz);
 	c->authz = NULL;

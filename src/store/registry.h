@@ -70,6 +70,8 @@ int reg_manifest_check(const char *body, size_t len, const char *content_type, c
 /* Pure. base is "http[s]://host[:port]"; loc an absolute URL (same scheme
  * and host only) or an absolute path; appends "?k=v" or "&k=v" (v escaped). */
 int reg_url_with_query(const char *base, const char *loc, const char *k, const char *v, char **ret, sbx_err **err);
+/* Pure. url plus "?k=v" or "&k=v" (v percent-escaped): the token request. */
+int reg_url_add_query(const char *url, const char *k, const char *v, char **ret, sbx_err **err);
 
 /* ---- I/O ------------------------------------------------------------------ */
 

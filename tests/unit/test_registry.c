@@ -262,3 +262,15 @@ TEST(upload_location)
 	for (const char **p = bad; *p; p++)
 		CHECK(reg_url_with_query("http://h:1", *p, "k", "v", &u, NULL) < 0);
 }
+
+TEST(token_url_query)
+{
+	char *u = NULL;
+	CHECK(reg_url_add_query("https://auth.io/token", "service", "reg io", &u, NULL) == 0);
+	CHECK_STREQ(u, "https://auth.io/token?service=reg%20io");
+	char *u2 = NULL;
+	CHECK(reg_url_add_query(u, "scope", "repository:a/b:pull,push", &u2, NULL) == 0);
+	CHECK_STREQ(u2, "https://auth.io/token?service=reg%20io&scope=repository%3Aa%2Fb%3Apull%2Cpush");
+	free(u);
+	free(u2);
+}
