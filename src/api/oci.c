@@ -375,7 +375,8 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
 			       cfg->arch, oci_host_arch());
 	_cleanup_strv_free_ char **layers = calloc(m->n_layers + 1, sizeof(char *));
-	if (!layers)
+	_cleanup_free_ bool *existed = calloc(m->n_layers + 1, sizeof(bool));
+	if (!layers || !existed)
 		return err_errnum(err, ENOMEM, "import");
 	int r = 0;
 	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
@@ -389,6 +390,7 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 		 * (a layer's digest is its canonical tar's): nothing to extract. */
 		if (reuse_present && store_layer_exists(ctx->root, cfg->diff_ids[i])) {
 			snprintf(li.digest, sizeof(li.digest), "%s", cfg->diff_ids[i]);
+			li.existed = true;
 			store_progress_add((uint64_t)m->layers[i].size, 1);
 		} else {
 			r = store_layer_put_from_oci_blob(ctx->root, l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget,
@@ -397,9 +399,15 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 		}
 		if (r == 0 && !(layers[i] = strdup(li.digest)))
 			r = err_errnum(err, ENOMEM, "import");
+		existed[i] = li.existed;
 		size += li.size;
 	}
 	store_progress_end();
+	/* A failed image leaves no layer behind that it added (a later layer's
+	 * diff_id or blob did not check out): nothing of it is stored. */
+	for (size_t i = 0; r < 0 && i < m->n_layers; i++)
+		if (layers[i] && !existed[i])
+			(void)store_layer_remove(ctx->root, layers[i], NULL);
 	if (r < 0)
 		return -1;
 

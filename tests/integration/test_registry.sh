@@ -133,7 +133,8 @@ t_child_push_uploads_only_the_new_layer() {
 }
 
 # A fake registry: serves the image in an OCI layout (LAYOUT, tag t), with
-# MODE corrupt (the first layer's bytes altered), bearer (a token from
+# MODE corrupt (the first layer's bytes altered), baddiffid (the config's
+# last diff_id is not the layer's), bearer (a token from
 # /token, which wants basic user:pw) or fail-after-N (the N+1th blob 500s).
 fake_registry() { # LAYOUT MODE
 	cat > "$TMPDIR_TEST/fake.py" <<'PY'
@@ -145,6 +146,21 @@ def blob(d):
     return open(os.path.join(layout, "blobs", "sha256", d[7:]), "rb").read()
 man = json.loads(blob(man_d))
 first_layer = man["layers"][0]["digest"]
+extra = {}
+if mode == "baddiffid":
+    # A config whose last diff_id is not the layer's: blobs all hash right.
+    import hashlib
+    cfg = json.loads(blob(man["config"]["digest"]))
+    cfg["rootfs"]["diff_ids"][-1] = "sha256:" + "0" * 64
+    cb = json.dumps(cfg).encode()
+    cd = "sha256:" + hashlib.sha256(cb).hexdigest()
+    extra[cd] = cb
+    man["config"]["digest"], man["config"]["size"] = cd, len(cb)
+    mb = json.dumps(man).encode()
+    man_d = "sha256:" + hashlib.sha256(mb).hexdigest()
+    extra[man_d] = mb
+def blob(d, _blob=blob):
+    return extra[d] if d in extra else _blob(d)
 served = [0]
 class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
@@ -229,6 +245,18 @@ t_corrupt_blob_refused_nothing_stored() {
 	# Nor in the partial-download area: only verified blobs get a name there.
 	first=$(python3 -c "import json; m=json.load(open('$TMPDIR_TEST/img/blobs/sha256/'+json.load(open('$TMPDIR_TEST/img/index.json'))['manifests'][0]['digest'][7:])); print(m['layers'][0]['digest'][7:])")
 	[ ! -e "$SBX_ROOT/registry/partial/blobs/sha256/$first" ] || fail "the corrupt blob was kept"
+}
+
+t_wrong_diff_id_refused_nothing_stored() {
+	make_snapshot
+	sbx export "$S" "oci:$TMPDIR_TEST/img:t" > /dev/null
+	sbx rm "$ENV_ID" > /dev/null
+	fake_registry "$TMPDIR_TEST/img" baddiffid
+	trap stop_fake EXIT
+	export SBX_ROOT="$TMPDIR_TEST/root2" SBX_RUN="$TMPDIR_TEST/run2"
+	expect_status 125 sbx pull "$FAKE/sbx/fake:t" --insecure
+	assert_contains "$ERR" "diff_id"
+	store_is_empty "$SBX_ROOT"
 }
 
 t_pull_resumes_after_interruption() {
