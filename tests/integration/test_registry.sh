@@ -425,3 +425,25 @@ t_host_template_push_pull_fork() {
 	export SBX_ROOT="$TMPDIR_TEST/root" SBX_RUN="$TMPDIR_TEST/run"
 	sbx rm "$ID" > /dev/null
 }
+
+t_progress_push_pull_on_a_terminal() {
+	command -v script > /dev/null || skip "script (bsdutils) is not installed"
+	start_registry
+	trap stop_registry EXIT
+	busybox_dir "$TMPDIR_TEST/rootfs"
+	ID=$(sbx create --template "dir:$TMPDIR_TEST/rootfs")
+	sbx exec "$ID" -- sh -c 'dd if=/dev/urandom of=/root/big bs=1M count=40 2>/dev/null'
+	sbx snapshot "$ID" --label prog > /dev/null
+	sbx rm "$ID" > /dev/null
+	script -qec "$SBX_BIN push prog $REG/sbx/prog:v1 --insecure" /dev/null > "$TMPDIR_TEST/tty.out"
+	out=$(tr '\r' '\n' < "$TMPDIR_TEST/tty.out")
+	assert_contains "$out" "push: "
+	assert_contains "$out" "MiB of "
+	script -qec "env SBX_ROOT=$TMPDIR_TEST/root2 SBX_RUN=$TMPDIR_TEST/run2 $SBX_BIN pull $REG/sbx/prog:v1 --insecure" /dev/null > "$TMPDIR_TEST/tty2.out"
+	out=$(tr '\r' '\n' < "$TMPDIR_TEST/tty2.out")
+	assert_contains "$out" "pull: "
+	assert_contains "$out" "sha256:"
+	# Not a terminal: only the result.
+	sbx push prog "$REG/sbx/prog:v2" --insecure > "$TMPDIR_TEST/plain.out" 2> "$TMPDIR_TEST/plain.err"
+	[ ! -s "$TMPDIR_TEST/plain.err" ] || fail "progress written to a non-terminal: $(cat "$TMPDIR_TEST/plain.err")"
+}
