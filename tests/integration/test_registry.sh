@@ -447,3 +447,19 @@ t_progress_push_pull_on_a_terminal() {
 	sbx push prog "$REG/sbx/prog:v2" --insecure > "$TMPDIR_TEST/plain.out" 2> "$TMPDIR_TEST/plain.err"
 	[ ! -s "$TMPDIR_TEST/plain.err" ] || fail "progress written to a non-terminal: $(cat "$TMPDIR_TEST/plain.err")"
 }
+
+t_chunked_upload() {
+	start_registry
+	trap stop_registry EXIT
+	make_snapshot
+	sbx rm "$ENV_ID" > /dev/null
+	# 64 KiB chunks: the 512 KiB layer goes as PATCHes, then the PUT with its digest.
+	out=$(SBX_REGISTRY_CHUNK=65536 sbx push --json "$S" "$REG/sbx/chunked:v1" --insecure) || fail "push: $out"
+	patches=$(grep -c '"PATCH /v2/sbx/chunked/blobs/uploads/' "$REG_LOG")
+	[ "$patches" -ge 8 ] || fail "expected chunked uploads, saw $patches PATCH requests"
+	export SBX_ROOT="$TMPDIR_TEST/root2" SBX_RUN="$TMPDIR_TEST/run2"
+	sbx pull "$REG/sbx/chunked:v1" --insecure > /dev/null || fail "pull of a chunked push"
+	ID=$(sbx fork chunked)
+	assert_eq "$(sbx exec "$ID" -- cat /root/file)" "hello"
+	sbx rm "$ID" > /dev/null
+}
