@@ -78,6 +78,15 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 			       "snapshot %s: no base snapshot naming the host's files (made before sbx recorded one); "
 			       "create the environment again",
 			       s->snapshot_id);
+	/* Captured before (while the host was that base): reused whatever the host is now. */
+	char label[160], sid[STORE_DIGEST_SIZE];
+	snprintf(label, sizeof(label), HOSTBASE_PREFIX "%s", store_digest_hex(root));
+	_cleanup_snapshot_ store_snapshot *have = NULL;
+	if (store_ref_get(ctx->root, label, sid, NULL) == 0 && store_snapshot_read(ctx->root, sid, &have, NULL) == 0 &&
+	    have->layers && have->layers[0] && store_layer_exists(ctx->root, have->layers[0])) {
+		snprintf(ret, STORE_DIGEST_SIZE, "%s", have->layers[0]);
+		return 0;
+	}
 	mask_list *mask = NULL;
 	if (mask_host_layer(ctx->root, ctx->run, &mask, err) < 0)
 		return err_wrap(err, "host template");
@@ -86,18 +95,9 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 	if (r == 0 && !streq(now, root))
 		r = err_set(err, SBX_E_CONFLICT, ESTALE,
 			    "snapshot %s: its base is the host as it was (%s); the host has changed since (its package "
-			    "databases, directories or mask: now %s), so that base can no longer be captured",
+			    "databases, directories or mask: now %s) and that base was not captured then, so it can no "
+			    "longer be",
 			    s->snapshot_id, root, now);
-	char label[160], sid[STORE_DIGEST_SIZE];
-	snprintf(label, sizeof(label), HOSTBASE_PREFIX "%s", store_digest_hex(root));
-	_cleanup_snapshot_ store_snapshot *have = NULL;
-	if (r == 0 && store_ref_get(ctx->root, label, sid, NULL) == 0 &&
-	    store_snapshot_read(ctx->root, sid, &have, NULL) == 0 && have->layers && have->layers[0] &&
-	    store_layer_exists(ctx->root, have->layers[0])) {
-		snprintf(ret, STORE_DIGEST_SIZE, "%s", have->layers[0]);
-		mask_free(mask);
-		return 0;
-	}
 	char layer[STORE_DIGEST_SIZE];
 	if (r == 0 && (r = hostbase_capture(ctx->root, mask, layer, err)) < 0)
 		r = err_wrap(err, "snapshot %s: capture the host base", s->snapshot_id);
