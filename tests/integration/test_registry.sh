@@ -381,11 +381,16 @@ PY
 	sbx rm "$ENV_ID" > /dev/null
 }
 
-# What an environment sees of the host, as lines to compare: a digest of the
-# file list and modes of the system directories, a few files' contents, the
-# mask's work (no /etc/shadow, an empty /home), and the environment's own file.
+# What an environment sees of the host, as lines to compare: every entry of
+# the system directories (mode, owner, size, link target; directories'
+# link counts differ between an overlay and a layer, so they are not
+# listed), a few files' contents, the mask's work (no /etc/shadow, an empty
+# /home) and the environment's own file. The host's package manager logs
+# and state are left out: other programs on a shared host may run apt
+# between the capture and the comparison (the live host is the reference).
 host_view() { # ID
-	sbx exec "$1" -- sh -c 'for d in /etc /usr/bin /usr/lib /var; do echo "$d $(ls -la --time-style=+ "$d" | sha256sum)"; done
+	sbx exec "$1" -- sh -c 'find /etc /usr /var /opt -xdev \( -path /var/log -o -path /var/lib/dpkg -o -path /var/lib/apt \
+			-o -path /var/cache \) -prune -o \( -type d -printf "%M %u %g %p\n" \) -o -printf "%M %u %g %s %p %l\n" | sort
 		sha256sum /etc/os-release /usr/bin/env /etc/passwd 2>&1
 		test -e /etc/shadow && echo "shadow visible" || echo "no shadow"
 		echo "home: $(ls -A /home | wc -l)"; cat /root/x'
