@@ -80,8 +80,8 @@ static uint64_t chunk_size(void)
 static void gz_note(sbx_ctx *ctx, const char *diff_id, const char *digest, int64_t size)
 {
 	_cleanup_free_ char *dir = store_fs_path(ctx->root, REG_GZ), *line = NULL;
-	if (!dir || fs_mkdir_p(dir, 0700) < 0 || !store_digest_valid(diff_id) || !store_digest_valid(digest) ||
-	    asprintf(&line, "%s %lld\n", digest, (long long)size) < 0)
+	if (!dir || fs_mkdir_p(dir, 0700) < 0 || !store_digest_valid(diff_id) ||
+	    !store_digest_valid(digest) || asprintf(&line, "%s %lld\n", digest, (long long)size) < 0)
 		return;
 	_cleanup_free_ char *p = fs_path_join(dir, store_digest_hex(diff_id));
 	if (p)
@@ -97,7 +97,9 @@ static bool push_have_blob(void *ud, const char *diff_id, oci_descriptor *d)
 {
 	push_have *h = ud;
 	_cleanup_free_ char *dir = store_fs_path(h->ctx->root, REG_GZ);
-	_cleanup_free_ char *p = dir && store_digest_valid(diff_id) ? fs_path_join(dir, store_digest_hex(diff_id)) : NULL,
+	_cleanup_free_ char *p = dir && store_digest_valid(diff_id)
+				     ? fs_path_join(dir, store_digest_hex(diff_id))
+				     : NULL,
 			    *buf = NULL;
 	size_t len = 0;
 	if (!p || fs_read_file(p, 256, &buf, &len) < 0)
@@ -113,16 +115,16 @@ static bool push_have_blob(void *ud, const char *diff_id, oci_descriptor *d)
 	return true;
 }
 
-_public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *refstr, bool insecure, json_t **ret,
-			       sbx_err **err)
+_public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *refstr, bool insecure,
+			       json_t **ret, sbx_err **err)
 {
 	double t0 = now_s();
 	_cleanup_(reg_ref_clear) reg_ref ref = {0};
 	if (reg_ref_parse(refstr, &ref, err) < 0)
 		return -1;
 	if (!ref.tag)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "push '%s': name a tag (REGISTRY/REPO:TAG), not a digest",
-			       refstr);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "push '%s': name a tag (REGISTRY/REPO:TAG), not a digest", refstr);
 	/* The image as export writes it, into a scratch layout. */
 	_cleanup_free_ char *tmp = store_fs_path(ctx->root, STORE_DIR_TMP), *dir = NULL;
 	if (!tmp || asprintf(&dir, "%s/push-XXXXXX", tmp) < 0)
@@ -138,7 +140,7 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 	size_t li;
 	json_t *lv;
 	json_array_foreach(json_object_get(ej, "layers"), li, lv)
-		gz_note(ctx, json_str(lv, "diff_id"), json_str(lv, "digest"), json_int(lv, "size", -1));
+	    gz_note(ctx, json_str(lv, "diff_id"), json_str(lv, "digest"), json_int(lv, "size", -1));
 	oci_layout l = {.dfd = -1, .sha_fd = -1};
 	_cleanup_(oci_manifest_freep) oci_manifest *m = NULL;
 	_cleanup_free_ char *man = NULL;
@@ -193,8 +195,8 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 			break;
 		}
 		source_note(ctx, d->digest, &ref);
-		json_array_append_new(blobs, json_pack("{s:s,s:I,s:s}", "digest", d->digest, "size", (json_int_t)d->size,
-						       "action", action));
+		json_array_append_new(blobs, json_pack("{s:s,s:I,s:s}", "digest", d->digest, "size",
+						       (json_int_t)d->size, "action", action));
 	}
 	store_progress_end();
 	if (r == 0)
@@ -206,9 +208,10 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 		return err_wrap(err, "push %s to %s", snapshot, refstr);
 	}
 	double secs = now_s() - t0;
-	*ret = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:i,s:f}", "snapshot_id", json_str(ej, "snapshot_id"),
-			 "ref", refstr, "manifest_digest", md.digest, "config_digest", m->config.digest, "blobs", blobs,
-			 "uploaded_bytes", (json_int_t)up_bytes, "skipped_bytes", (json_int_t)skip_bytes, "uploaded_blobs",
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:I,s:i,s:i,s:i,s:f}", "snapshot_id",
+			 json_str(ej, "snapshot_id"), "ref", refstr, "manifest_digest", md.digest,
+			 "config_digest", m->config.digest, "blobs", blobs, "uploaded_bytes",
+			 (json_int_t)up_bytes, "skipped_bytes", (json_int_t)skip_bytes, "uploaded_blobs",
 			 n_up, "skipped_blobs", n_skip, "mounted_blobs", n_mount, "seconds", secs);
 	return *ret ? 0 : err_oom(err);
 }
@@ -216,13 +219,15 @@ _public_ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *r
 /* Makes sure d's blob is in the partial layout, verified: kept from an
  * earlier pull, or fetched into an unlinked file that gets its name only
  * once its sha256 and size matched. 1 if it was already there. */
-static int fetch_blob(reg_client *c, oci_layout *l, const oci_descriptor *d, uint64_t *dl_bytes, sbx_err **err)
+static int fetch_blob(reg_client *c, oci_layout *l, const oci_descriptor *d, uint64_t *dl_bytes,
+		      sbx_err **err)
 {
 	if (d->size < 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "blob %s: negative size", d->digest);
 	const char *hex = store_digest_hex(d->digest);
 	struct stat st;
-	if (fstatat(l->sha_fd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == d->size) {
+	if (fstatat(l->sha_fd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == d->size) {
 		store_progress_add((uint64_t)d->size, 0);
 		return 1;
 	}
@@ -249,8 +254,8 @@ static int default_label(const reg_ref *ref, char **ret, sbx_err **err)
 	return (*ret = strdup(last)) ? 0 : err_oom(err);
 }
 
-_public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *name, bool insecure, json_t **ret,
-			       sbx_err **err)
+_public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *name, bool insecure,
+			       json_t **ret, sbx_err **err)
 {
 	double t0 = now_s();
 	_cleanup_(reg_ref_clear) reg_ref ref = {0};
@@ -261,7 +266,8 @@ _public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *nam
 		return err_oom(err);
 	if (!store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid name '%s': use letters, digits, '.', '_' or '-' (at most 128)", label);
+			       "invalid name '%s': use letters, digits, '.', '_' or '-' (at most 128)",
+			       label);
 	_cleanup_reg_client_ reg_client *c = NULL;
 	if (reg_client_open(&ref, insecure, false, &c, err) < 0)
 		return err_wrap(err, "pull %s", refstr);
@@ -271,13 +277,14 @@ _public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *nam
 	size_t blen = 0;
 	bool is_index = false;
 	char mdigest[STORE_DIGEST_SIZE];
-	int r = reg_manifest_get(c, ref.digest[0] ? ref.digest : ref.tag, ref.digest, &body, &blen, &is_index, mdigest,
-				 err);
+	int r = reg_manifest_get(c, ref.digest[0] ? ref.digest : ref.tag, ref.digest, &body, &blen, &is_index,
+				 mdigest, err);
 	for (int depth = 0; r == 0 && is_index; depth++) {
 		_cleanup_(oci_index_freep) oci_index *ix = NULL;
 		const oci_descriptor *d = NULL;
 		if (depth >= OCI_MAX_INDEX_DEPTH)
-			r = err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "image indexes nested deeper than %d", OCI_MAX_INDEX_DEPTH);
+			r = err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "image indexes nested deeper than %d",
+				    OCI_MAX_INDEX_DEPTH);
 		else if ((r = oci_index_parse(body, blen, &ix, err)) == 0 &&
 			 (r = oci_index_select(ix, NULL, oci_host_arch(), &d, err)) == 0) {
 			char want[STORE_DIGEST_SIZE];
@@ -314,8 +321,9 @@ _public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *nam
 	    (r = oci_config_parse(cbuf, clen, &cfg, err)) < 0)
 		r = err_wrap(err, "config %s", m->config.digest);
 	if (r == 0 && cfg->n_diff_ids != m->n_layers)
-		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
-			    m->n_layers, cfg->n_diff_ids);
+		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "the manifest lists %zu layers but the config %zu diff_ids", m->n_layers,
+			    cfg->n_diff_ids);
 	for (size_t i = 0; r == 0 && i < m->n_layers; i++)
 		total += (uint64_t)(m->layers[i].size > 0 ? m->layers[i].size : 0);
 	store_progress_begin(ctx->progress, ctx->progress_ud, "pull", total, m ? m->n_layers : 0);
@@ -352,9 +360,9 @@ _public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *nam
 	oci_layout_close(&l);
 	if (r < 0)
 		return err_wrap(err, "pull %s", refstr);
-	*ret = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:i,s:I,s:f}", "snapshot_id", sid, "label", label, "ref", refstr,
-			 "manifest_digest", mdigest, "layers", json_from_strv((const char *const *)layers),
-			 "downloaded_bytes", (json_int_t)dl, "reused_blobs", reused, "size_bytes", (json_int_t)size, "seconds",
-			 now_s() - t0);
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:o,s:I,s:i,s:I,s:f}", "snapshot_id", sid, "label", label, "ref",
+			 refstr, "manifest_digest", mdigest, "layers",
+			 json_from_strv((const char *const *)layers), "downloaded_bytes", (json_int_t)dl,
+			 "reused_blobs", reused, "size_bytes", (json_int_t)size, "seconds", now_s() - t0);
 	return *ret ? 0 : err_oom(err);
 }

@@ -59,7 +59,8 @@ int cmd_pull(cli *c, int argc, char **argv)
 			return cli_usage_error("pull", "too many arguments");
 	}
 	if (!ref)
-		return cli_usage_error("pull", "expected: sbx pull REGISTRY/REPO:TAG [--name N] [--insecure]");
+		return cli_usage_error("pull",
+				       "expected: sbx pull REGISTRY/REPO:TAG [--name N] [--insecure]");
 	int r = cli_open_ctx(c);
 	if (r)
 		return r;

@@ -59,14 +59,17 @@ static int capture_child(const char *store_root, const mask_list *mask, const ch
 	store_layer_info li;
 	if (store_layer_put_from_dir(store_root, rfd, &ids, &li, err) < 0)
 		return err_wrap(err, "store the host base as a layer");
-	return (int)fd_write_all(STDOUT_FILENO, li.digest, strlen(li.digest)) < 0 ? err_errno(err, "write") : 0;
+	return (int)fd_write_all(STDOUT_FILENO, li.digest, strlen(li.digest)) < 0 ? err_errno(err, "write")
+										  : 0;
 }
 
-int hostbase_capture(const char *store_root, const mask_list *mask, char ret[STORE_DIGEST_SIZE], sbx_err **err)
+int hostbase_capture(const char *store_root, const mask_list *mask, char ret[STORE_DIGEST_SIZE],
+		     sbx_err **err)
 {
 	if (geteuid() != 0)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "capturing the host template's base needs root (overlay mounts, the host's owners)");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "capturing the host template's base needs root (overlay mounts, the host's owners)");
 	_cleanup_free_ char *tmp = store_fs_path(store_root, STORE_DIR_TMP), *t = NULL;
 	if (!tmp || asprintf(&t, "%s/hostbase-XXXXXX", tmp) < 0)
 		return err_oom(err);
@@ -109,7 +112,8 @@ int hostbase_capture(const char *store_root, const mask_list *mask, char ret[STO
 	if (rr < 0)
 		return err_errnum(err, -rr, "host base: read the child's answer");
 	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0 || len == 0 || out[0] == '!')
-		return err_set(err, SBX_E_INTERNAL, EIO, "host base: %s", len > 1 && out[0] == '!' ? out + 1 : "the capture failed");
+		return err_set(err, SBX_E_INTERNAL, EIO, "host base: %s",
+			       len > 1 && out[0] == '!' ? out + 1 : "the capture failed");
 	if (len != STORE_DIGEST_LEN || (out[len] = 0, !store_digest_valid(out)))
 		return err_set(err, SBX_E_INTERNAL, EIO, "host base: a malformed answer from the capture");
 	memcpy(ret, out, STORE_DIGEST_SIZE);

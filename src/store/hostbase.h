@@ -13,4 +13,5 @@
  * directory: mask/<dir> over /<dir>, as setup.c's mount_split_dirs) and
  * stores it as a layer; ret: its digest. Root only (overlay mounts and the
  * host's ownership). */
-int hostbase_capture(const char *store_root, const mask_list *mask, char ret[STORE_DIGEST_SIZE], sbx_err **err);
+int hostbase_capture(const char *store_root, const mask_list *mask, char ret[STORE_DIGEST_SIZE],
+		     sbx_err **err);

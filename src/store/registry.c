@@ -30,7 +30,10 @@ void reg_ref_clear(reg_ref *r)
 	*r = (reg_ref){0};
 }
 
-static bool lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static bool lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
 
 /* One path component: [a-z0-9]+((\.|_|__|-+)[a-z0-9]+)* */
 static bool component_valid(const char *s, size_t n)
@@ -88,7 +91,8 @@ static bool host_valid(const char *h, size_t n)
 			if (colon != n)
 				return false;
 			colon = i;
-		} else if (colon == n ? !(isalnum((unsigned char)c) || c == '.' || c == '-') : !isdigit((unsigned char)c))
+		} else if (colon == n ? !(isalnum((unsigned char)c) || c == '.' || c == '-')
+				      : !isdigit((unsigned char)c))
 			return false;
 	}
 	if (colon == 0 || (colon != n && (colon + 1 == n || n - colon - 1 > 5)))
@@ -132,8 +136,9 @@ int reg_ref_parse(const char *s, reg_ref *ret, sbx_err **err)
 	char *first_sl = strchr(name, '/');
 	const char *host, *repo;
 	_cleanup_free_ char *lib = NULL;
-	if (first_sl && (memchr(name, '.', (size_t)(first_sl - name)) || memchr(name, ':', (size_t)(first_sl - name)) ||
-			 ((size_t)(first_sl - name) == 9 && !strncmp(name, "localhost", 9)))) {
+	if (first_sl &&
+	    (memchr(name, '.', (size_t)(first_sl - name)) || memchr(name, ':', (size_t)(first_sl - name)) ||
+	     ((size_t)(first_sl - name) == 9 && !strncmp(name, "localhost", 9)))) {
 		*first_sl = 0;
 		host = name;
 		repo = first_sl + 1;
@@ -151,7 +156,8 @@ int reg_ref_parse(const char *s, reg_ref *ret, sbx_err **err)
 		repo = lib;
 	}
 	if (!repo_valid(repo))
-		return BAD("'%.100s': invalid repository '%.100s' (lowercase letters, digits and separators . _ __ -, "
+		return BAD("'%.100s': invalid repository '%.100s' (lowercase letters, digits and separators "
+			   ". _ __ -, "
 			   "components joined by '/', at most %d characters)",
 			   s, repo, REG_MAX_REPO);
 	r.registry = strdup(host);
@@ -327,7 +333,8 @@ static bool auth_key_matches(const char *key, const char *registry)
 	if (kl == strlen(registry) && !strncmp(k, registry, kl))
 		return true;
 	if (streq(registry, REG_DOCKER_HUB))
-		return (kl == 15 && !strncmp(k, "index.docker.io", 15)) || (kl == 9 && !strncmp(k, "docker.io", 9));
+		return (kl == 15 && !strncmp(k, "index.docker.io", 15)) ||
+		       (kl == 9 && !strncmp(k, "docker.io", 9));
 	return false;
 }
 
@@ -351,7 +358,8 @@ int reg_auth_lookup(const char *json, size_t len, const char *registry, char **r
 			continue;
 		if (!json_is_object(e))
 			return BAD("docker config: auths[\"%.100s\"] is not an object", key);
-		const char *a = json_str(e, "auth"), *u = json_str(e, "username"), *pw = json_str(e, "password");
+		const char *a = json_str(e, "auth"), *u = json_str(e, "username"),
+			   *pw = json_str(e, "password");
 		_cleanup_free_ char *dec = NULL;
 		if (a && *a) {
 			size_t dl = 0;
@@ -362,7 +370,9 @@ int reg_auth_lookup(const char *json, size_t len, const char *registry, char **r
 				return BAD("docker config: auths[\"%.100s\"].auth is not base64", key);
 			char *c = strchr(dec, ':');
 			if (!c)
-				return BAD("docker config: auths[\"%.100s\"].auth is not base64 of user:password", key);
+				return BAD(
+				    "docker config: auths[\"%.100s\"].auth is not base64 of user:password",
+				    key);
 			*c = 0;
 			u = dec;
 			pw = c + 1;
@@ -405,15 +415,17 @@ int reg_manifest_check(const char *body, size_t len, const char *content_type, c
 		       sbx_err **err)
 {
 	if (len > OCI_MAX_JSON)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "manifest larger than %u bytes", OCI_MAX_JSON);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "manifest larger than %u bytes",
+			       OCI_MAX_JSON);
 	char d[STORE_DIGEST_SIZE];
 	if (store_digest_buf(body, len, d, err) < 0)
 		return -1;
 	if (want_digest && *want_digest && !streq(d, want_digest))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "manifest digest %s, expected %s", d, want_digest);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "manifest digest %s, expected %s", d,
+			       want_digest);
 	if (header_digest && *header_digest && !streq(d, header_digest))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "manifest digest %s, but the registry says %.80s", d,
-			       header_digest);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "manifest digest %s, but the registry says %.80s", d, header_digest);
 	/* The media type: the header's, unless generic, else the body's. */
 	_cleanup_free_ char *ct = NULL;
 	if (content_type) {
@@ -446,7 +458,8 @@ int reg_manifest_check(const char *body, size_t len, const char *content_type, c
 	return 0;
 }
 
-int reg_url_with_query(const char *base, const char *loc, const char *k, const char *v, char **ret, sbx_err **err)
+int reg_url_with_query(const char *base, const char *loc, const char *k, const char *v, char **ret,
+		       sbx_err **err)
 {
 	if (!loc || !*loc)
 		return BAD("registry sent no upload location");
@@ -597,7 +610,8 @@ static size_t on_body(char *buf, size_t sz, size_t n, void *ud)
 		}
 		if (r->status >= 200 && r->status < 300) {
 			r->limit -= (int64_t)len;
-			if (store_hasher_update(r->h, buf, len, NULL) < 0 || fd_write_all(r->out_fd, buf, len) < 0) {
+			if (store_hasher_update(r->h, buf, len, NULL) < 0 ||
+			    fd_write_all(r->out_fd, buf, len) < 0) {
 				r->write_err = true;
 				r->write_errno = errno;
 				return 0;
@@ -677,8 +691,8 @@ typedef struct reg_body {
 static int get_token(reg_client *c, const reg_challenge *ch, sbx_err **err);
 
 /* One request; on a 401 with a challenge, authenticates and retries once. */
-static int do_request(reg_client *c, const char *method, const char *url, const char *const *hdrs, const reg_body *b,
-		      reg_resp *r, sbx_err **err)
+static int do_request(reg_client *c, const char *method, const char *url, const char *const *hdrs,
+		      const reg_body *b, reg_resp *r, sbx_err **err)
 {
 	for (int attempt = 0;; attempt++) {
 		resp_clear(r);
@@ -690,7 +704,8 @@ static int do_request(reg_client *c, const char *method, const char *url, const 
 		curl_easy_setopt(h, CURLOPT_URL, url);
 		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, streq(method, "GET") || streq(method, "HEAD") ? 1L : 0L);
+		curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION,
+				 streq(method, "GET") || streq(method, "HEAD") ? 1L : 0L);
 		curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 		curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 30L);
@@ -715,8 +730,12 @@ static int do_request(reg_client *c, const char *method, const char *url, const 
 			curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
 		else {
 			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
-			src = (reg_src){.mem = b ? b->mem : NULL, .fd = b ? b->fd : -1, .off = b ? b->off : 0,
-					.end = b ? b->off + b->len : 0, .pos = b ? b->off : 0, .c = c};
+			src = (reg_src){.mem = b ? b->mem : NULL,
+					.fd = b ? b->fd : -1,
+					.off = b ? b->off : 0,
+					.end = b ? b->off + b->len : 0,
+					.pos = b ? b->off : 0,
+					.c = c};
 			if (b && b->mem)
 				src.pos = src.off = 0, src.end = b->len;
 			curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
@@ -739,12 +758,14 @@ static int do_request(reg_client *c, const char *method, const char *url, const 
 		curl_slist_free_all(sl);
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 		if (r->write_err)
-			return err_errnum(err, r->write_errno ? r->write_errno : EIO, "%s %s: write", method, url);
+			return err_errnum(err, r->write_errno ? r->write_errno : EIO, "%s %s: write", method,
+					  url);
 		if (r->overflow)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EFBIG, "%s %s: the registry sent more than expected",
-				       method, url);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EFBIG,
+				       "%s %s: the registry sent more than expected", method, url);
 		if (cc != CURLE_OK)
-			return err_set(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "%s %s: %s", method, url, curl_easy_strerror(cc));
+			return err_set(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "%s %s: %s", method, url,
+				       curl_easy_strerror(cc));
 		if (r->status == 401 && attempt == 0 && r->www_auth) {
 			reg_challenge ch = {0};
 			if (reg_challenge_parse(r->www_auth, &ch, err) < 0)
@@ -765,13 +786,14 @@ static int status_error(const reg_resp *r, const char *what, sbx_err **err)
 	_cleanup_json_ json_t *j = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
 	json_t *e0 = json_array_get(json_object_get(j, "errors"), 0);
 	const char *code = json_str(e0, "code"), *msg = json_str(e0, "message");
-	sbx_code sc = r->status == 404 ? SBX_E_NOT_FOUND
-		    : r->status == 401 || r->status == 403 ? SBX_E_UNAVAILABLE
-		    : r->status == 429 || r->status >= 500 ? SBX_E_UNAVAILABLE
-							    : SBX_E_INVALID_ARGUMENT;
+	sbx_code sc = r->status == 404			     ? SBX_E_NOT_FOUND
+		      : r->status == 401 || r->status == 403 ? SBX_E_UNAVAILABLE
+		      : r->status == 429 || r->status >= 500 ? SBX_E_UNAVAILABLE
+							     : SBX_E_INVALID_ARGUMENT;
 	int en = r->status == 404 ? ENOENT : r->status == 401 || r->status == 403 ? EACCES : EPROTO;
 	if (code)
-		return err_set(err, sc, en, "%s: HTTP %ld: %.60s: %.200s", what, r->status, code, msg ? msg : "");
+		return err_set(err, sc, en, "%s: HTTP %ld: %.60s: %.200s", what, r->status, code,
+			       msg ? msg : "");
 	return err_set(err, sc, en, "%s: HTTP %ld%s", what, r->status,
 		       r->status == 401 ? " (unauthorized: no or wrong credentials for this registry)" : "");
 }
@@ -779,9 +801,10 @@ static int status_error(const reg_resp *r, const char *what, sbx_err **err)
 static int set_basic(reg_client *c, sbx_err **err)
 {
 	if (!c->user)
-		return err_set(err, SBX_E_UNAVAILABLE, EACCES,
-			       "the registry asks for credentials and none are configured for it (docker login, "
-			       "~/.docker/config.json or $REGISTRY_AUTH_FILE)");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EACCES,
+		    "the registry asks for credentials and none are configured for it (docker login, "
+		    "~/.docker/config.json or $REGISTRY_AUTH_FILE)");
 	_cleanup_free_ char *up = NULL;
 	if (asprintf(&up, "%s:%s", c->user, c->pass) < 0)
 		return err_oom(err);
@@ -823,7 +846,8 @@ static int get_token(reg_client *c, const reg_challenge *ch, sbx_err **err)
 		return err_oom(err);
 	for (const char *p = ch->realm; *p; p++)
 		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "token realm has a space or a control character");
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "token realm has a space or a control character");
 	if (ch->service && reg_url_add_query(ch->realm, "service", ch->service, &u1, err) < 0)
 		return -1;
 	if (reg_url_add_query(u1 ? u1 : ch->realm, "scope", scope, &url, err) < 0)
@@ -854,7 +878,8 @@ static int get_token(reg_client *c, const reg_challenge *ch, sbx_err **err)
 	c->authz = NULL;
 	int ret;
 	if (cc != CURLE_OK)
-		ret = err_set(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "token from %s: %s", ch->realm, curl_easy_strerror(cc));
+		ret = err_set(err, SBX_E_UNAVAILABLE, ECONNREFUSED, "token from %s: %s", ch->realm,
+			      curl_easy_strerror(cc));
 	else if (r.status != 200)
 		ret = status_error(&r, "token", err);
 	else {
@@ -941,7 +966,10 @@ int reg_client_open(const reg_ref *ref, bool insecure, bool push, reg_client **r
 	return 0;
 }
 
-uint64_t reg_client_bytes_sent(const reg_client *c) { return c->sent; }
+uint64_t reg_client_bytes_sent(const reg_client *c)
+{
+	return c->sent;
+}
 
 int reg_blob_exists(reg_client *c, const char *digest, int64_t size, sbx_err **err)
 {
@@ -1077,14 +1105,14 @@ int reg_manifest_get(reg_client *c, const char *ref, const char *want_digest, ch
 	if (asprintf(&url, "%s/v2/%s/manifests/%s", c->base, c->repo, ref) < 0)
 		return err_oom(err);
 	static const char *const hdrs[] = {
-		"Accept: " OCI_MT_MANIFEST ", " OCI_MT_INDEX ", " DOCKER_MT_MANIFEST ", " DOCKER_MT_LIST, NULL};
+	    "Accept: " OCI_MT_MANIFEST ", " OCI_MT_INDEX ", " DOCKER_MT_MANIFEST ", " DOCKER_MT_LIST, NULL};
 	reg_resp r = {.out_fd = -1, .max = OCI_MAX_JSON};
 	int k = do_request(c, "GET", url, hdrs, NULL, &r, err);
 	if (k == 0 && r.status != 200)
 		k = status_error(&r, "manifest", err);
 	if (k == 0)
-		k = reg_manifest_check(r.body ? r.body : "", r.len, r.content_type, want_digest, r.docker_digest,
-				       ret_is_index, ret_digest, err);
+		k = reg_manifest_check(r.body ? r.body : "", r.len, r.content_type, want_digest,
+				       r.docker_digest, ret_is_index, ret_digest, err);
 	if (k == 0) {
 		*ret = r.body ? TAKE_PTR(r.body) : strdup("");
 		*ret_len = r.len;
@@ -1107,10 +1135,11 @@ int reg_blob_get(reg_client *c, const char *digest, int64_t size, int out_fd, sb
 		k = status_error(&r, "blob", err);
 	char d[STORE_DIGEST_SIZE];
 	if (k == 0 && r.limit != 0)
-		k = err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s: %lld bytes, expected %lld", digest,
-			    (long long)(size - r.limit), (long long)size);
+		k = err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s: %lld bytes, expected %lld",
+			    digest, (long long)(size - r.limit), (long long)size);
 	if (k == 0 && (k = store_hasher_final(h, d, err)) == 0 && !streq(d, digest))
-		k = err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s: its content hashes to %s", digest, d);
+		k = err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s: its content hashes to %s", digest,
+			    d);
 	resp_clear(&r);
 	return k;
 }

@@ -69,7 +69,8 @@ int reg_manifest_check(const char *body, size_t len, const char *content_type, c
 
 /* Pure. base is "http[s]://host[:port]"; loc an absolute URL (same scheme
  * and host only) or an absolute path; appends "?k=v" or "&k=v" (v escaped). */
-int reg_url_with_query(const char *base, const char *loc, const char *k, const char *v, char **ret, sbx_err **err);
+int reg_url_with_query(const char *base, const char *loc, const char *k, const char *v, char **ret,
+		       sbx_err **err);
 /* Pure. url plus "?k=v" or "&k=v" (v percent-escaped): the token request. */
 int reg_url_add_query(const char *url, const char *k, const char *v, char **ret, sbx_err **err);
 
@@ -82,7 +83,10 @@ typedef struct reg_client reg_client;
  * push and pull scope. Probes /v2/ and answers its challenge. */
 int reg_client_open(const reg_ref *ref, bool insecure, bool push, reg_client **ret, sbx_err **err);
 void reg_client_free(reg_client *c);
-static inline void reg_client_freep(reg_client **c) { reg_client_free(*c); }
+static inline void reg_client_freep(reg_client **c)
+{
+	reg_client_free(*c);
+}
 #define _cleanup_reg_client_ _cleanup_(reg_client_freep)
 
 /* HEAD /v2/<repo>/blobs/<digest>: 1 present (size matches), 0 absent. */

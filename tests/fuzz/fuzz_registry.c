@@ -39,7 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			no_ctl(r.registry);
 			no_ctl(r.repo);
 			no_ctl(r.tag);
-			if (strchr(r.registry, '/') || strchr(r.repo, '?') || strchr(r.repo, '#') || strstr(r.repo, ".."))
+			if (strchr(r.registry, '/') || strchr(r.repo, '?') || strchr(r.repo, '#') ||
+			    strstr(r.repo, ".."))
 				abort();
 			if (r.digest[0] && !store_digest_valid(r.digest))
 				abort();

@@ -119,8 +119,9 @@ TEST(challenge_bearer)
 	CHECK_STREQ(c.scope, "repository:a/b:pull,push");
 	reg_challenge_clear(&c);
 	/* Unquoted values, odd spacing, an escaped quote, an unknown param. */
-	CHECK(reg_challenge_parse("bearer  realm=http://x/t , service=\"a\\\"b\", error=\"insufficient_scope\"", &c,
-				  NULL) == 0);
+	CHECK(
+	    reg_challenge_parse("bearer  realm=http://x/t , service=\"a\\\"b\", error=\"insufficient_scope\"",
+				&c, NULL) == 0);
 	CHECK_STREQ(c.realm, "http://x/t");
 	CHECK_STREQ(c.service, "a\"b");
 	CHECK(c.scope == NULL);
@@ -134,8 +135,14 @@ TEST(challenge_basic_and_refusals)
 	CHECK(c.scheme == REG_AUTH_BASIC);
 	CHECK_STREQ(c.realm, "Registry Realm");
 	reg_challenge_clear(&c);
-	const char *bad[] = {"Negotiate", "Bearer", "Bearer service=\"x\"", "Bearer realm=\"ftp://x\"",
-			     "Bearer realm=\"https://x", "Bearer =x", "Bearer realm", NULL};
+	const char *bad[] = {"Negotiate",
+			     "Bearer",
+			     "Bearer service=\"x\"",
+			     "Bearer realm=\"ftp://x\"",
+			     "Bearer realm=\"https://x",
+			     "Bearer =x",
+			     "Bearer realm",
+			     NULL};
 	for (const char **p = bad; *p; p++) {
 		c = (reg_challenge){0};
 		if (reg_challenge_parse(*p, &c, NULL) == 0)
@@ -165,11 +172,13 @@ TEST(config_auth_lookup)
 	CHECK(auth(j, "127.0.0.1:5001", &u, &p) == 0);
 	CHECK(u == NULL);
 	/* URL keys; username/password fields; docker.io's historic key. */
-	CHECK(auth("{\"auths\":{\"https://r.io/v1/\":{\"username\":\"b\",\"password\":\"c\"}}}", "r.io", &u, &p) == 1);
+	CHECK(auth("{\"auths\":{\"https://r.io/v1/\":{\"username\":\"b\",\"password\":\"c\"}}}", "r.io", &u,
+		   &p) == 1);
 	CHECK_STREQ(u, "b");
 	free(u);
 	free(p);
-	CHECK(auth("{\"auths\":{\"https://index.docker.io/v1/\":{\"auth\":\"eDp5\"}}}", REG_DOCKER_HUB, &u, &p) == 1);
+	CHECK(auth("{\"auths\":{\"https://index.docker.io/v1/\":{\"auth\":\"eDp5\"}}}", REG_DOCKER_HUB, &u,
+		   &p) == 1);
 	CHECK_STREQ(u, "x");
 	CHECK_STREQ(p, "y");
 	free(u);
@@ -201,8 +210,8 @@ TEST(token_answers)
 	CHECK(reg_token_parse(j, strlen(j), &t, NULL) == 0);
 	CHECK_STREQ(t, "zz");
 	free(t);
-	const char *bad[] = {"{}", "{\"token\":\"\"}", "{\"token\":\"a b\"}", "{\"token\":\"a\\r\\nX-Evil: 1\"}", "[]",
-			     NULL};
+	const char *bad[] = {
+	    "{}", "{\"token\":\"\"}", "{\"token\":\"a b\"}", "{\"token\":\"a\\r\\nX-Evil: 1\"}", "[]", NULL};
 	for (const char **p = bad; *p; p++)
 		CHECK(reg_token_parse(*p, strlen(*p), &t, NULL) < 0);
 }
@@ -217,7 +226,8 @@ TEST(manifest_checks)
 	CHECK(!ix);
 	CHECK_STREQ(got, d);
 	/* No header, a generic content type: the body's mediaType decides. */
-	CHECK(reg_manifest_check(m, strlen(m), "application/json; charset=utf-8", NULL, NULL, &ix, got, NULL) == 0);
+	CHECK(reg_manifest_check(m, strlen(m), "application/json; charset=utf-8", NULL, NULL, &ix, got,
+				 NULL) == 0);
 	const char *idx = "{\"schemaVersion\":2,\"manifests\":[]}";
 	CHECK(reg_manifest_check(idx, strlen(idx), NULL, "", NULL, &ix, got, NULL) == 0);
 	CHECK(ix);
@@ -239,15 +249,16 @@ TEST(manifest_check_refusals)
 	CHECK(reg_manifest_check(m, strlen(m), NULL, NULL, other, &ix, got, NULL) < 0);
 	/* Header and body disagree; an unknown media type; not JSON. */
 	CHECK(reg_manifest_check(m, strlen(m), OCI_MT_INDEX, NULL, NULL, &ix, got, NULL) < 0);
-	CHECK(reg_manifest_check("{}", 2, "application/vnd.docker.distribution.manifest.v1+json", NULL, NULL, &ix, got,
-				 NULL) < 0);
+	CHECK(reg_manifest_check("{}", 2, "application/vnd.docker.distribution.manifest.v1+json", NULL, NULL,
+				 &ix, got, NULL) < 0);
 	CHECK(reg_manifest_check("nope", 4, OCI_MT_MANIFEST, NULL, NULL, &ix, got, NULL) < 0);
 }
 
 TEST(upload_location)
 {
 	char *u = NULL;
-	CHECK(reg_url_with_query("http://h:1", "/v2/r/blobs/uploads/abc?_state=x", "digest", "sha256:ab", &u, NULL) == 0);
+	CHECK(reg_url_with_query("http://h:1", "/v2/r/blobs/uploads/abc?_state=x", "digest", "sha256:ab", &u,
+				 NULL) == 0);
 	CHECK_STREQ(u, "http://h:1/v2/r/blobs/uploads/abc?_state=x&digest=sha256%3Aab");
 	free(u);
 	CHECK(reg_url_with_query("http://h:1", "http://h:1/v2/u", "digest", "d", &u, NULL) == 0);
@@ -257,7 +268,13 @@ TEST(upload_location)
 	CHECK_STREQ(u, "http://h:1/v2/u");
 	free(u);
 	/* Another host (or scheme), a protocol-relative or empty location, a CRLF. */
-	const char *bad[] = {"http://evil/v2/u", "https://h:1/v2/u", "http://h:10/v2", "//evil/x", "", "/v2/u\r\nX: y", "http://h:1",
+	const char *bad[] = {"http://evil/v2/u",
+			     "https://h:1/v2/u",
+			     "http://h:10/v2",
+			     "//evil/x",
+			     "",
+			     "/v2/u\r\nX: y",
+			     "http://h:1",
 			     NULL};
 	for (const char **p = bad; *p; p++)
 		CHECK(reg_url_with_query("http://h:1", *p, "k", "v", &u, NULL) < 0);
