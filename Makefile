@@ -11,13 +11,14 @@ CFLAGS_BASE := -std=gnu11 $(O) -g -Wall -Wextra -Werror -Wno-unused-parameter -W
 ifeq ($(SAN),)
 CFLAGS_BASE += -D_FORTIFY_SOURCE=2
 endif
-LIBS := -lseccomp -ljansson -lcrypto -lz -lzstd -lcurl -lm
+LIBS := -lseccomp -ljansson -lcrypto -lz -lzstd -lm
 # The CLI links its libraries statically: every sbx command starts faster
 # (no dynamic loading of libseccomp, libjansson and libcrypto).
-# libcurl (push/pull) is the exception, linked dynamically: Debian's libcurl.a
-# needs static nghttp2, rtmp, ssh2, psl, gssapi and ldap archives that
-# Debian does not ship.
-CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -lz -lzstd -Wl,-Bdynamic -lcurl -lm
+# libcurl (push/pull) is not linked at all: src/store/registry.c opens it
+# with dlopen on first use. Debian's libcurl.a needs static nghttp2, rtmp,
+# ssh2, psl, gssapi and ldap archives that Debian does not ship, and linking
+# it dynamically made every command load 30 more shared objects.
+CLI_LIBS := -Wl,-Bstatic -lseccomp -ljansson -lcrypto -lz -lzstd -Wl,-Bdynamic -lm
 LDFLAGS += $(SAN)
 
 LIB_SRC := $(wildcard src/util/*.c src/runtime/*.c src/api/*.c src/server/*.c src/store/*.c src/policy/*.c src/trace/*.c src/plugin/*.c)
@@ -140,7 +141,7 @@ $(BUILD)/sbx.pc: FORCE
 	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
 		'Name: sbx' 'Description: sandboxed environments for AI agents (namespaces, snapshots, traces)' \
 		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsbx' \
-		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lcrypto -lzstd -lz -lcurl -lm' > $@
+		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lcrypto -lzstd -lz -lm' > $@
 
 install: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(BUILD)/lib/libsbx.a $(BUILD)/sbx.pc
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)

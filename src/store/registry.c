@@ -509,6 +509,79 @@ int reg_url_add_query(const char *url, const char *k, const char *v, char **ret,
 
 /* ---- I/O: libcurl ------------------------------------------------------------ */
 
+/* libcurl is opened on first use (dlopen), not linked: the CLI is otherwise
+ * static, and linking libcurl made every sbx command load 30 more shared
+ * objects (2.5 ms -> 7.8 ms for `sbx --version` here). */
+#include <dlfcn.h>
+#include <pthread.h>
+
+static struct {
+	CURLcode (*global_init)(long);
+	CURL *(*easy_init)(void);
+	void (*easy_cleanup)(CURL *);
+	void (*easy_reset)(CURL *);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+	char err[256];
+	bool ok;
+} lc;
+static pthread_once_t lc_once = PTHREAD_ONCE_INIT;
+
+static void lc_load(void)
+{
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(lc.err, sizeof(lc.err), "%s", dlerror());
+		return;
+	}
+#define SYM(f, name)                                                                                                   \
+	if (!(*(void **)&lc.f = dlsym(h, name))) {                                                                      \
+		snprintf(lc.err, sizeof(lc.err), "libcurl.so.4 lacks %s", name);                                        \
+		return;                                                                                                \
+	}
+	SYM(global_init, "curl_global_init");
+	SYM(easy_init, "curl_easy_init");
+	SYM(easy_cleanup, "curl_easy_cleanup");
+	SYM(easy_reset, "curl_easy_reset");
+	SYM(easy_setopt, "curl_easy_setopt");
+	SYM(easy_perform, "curl_easy_perform");
+	SYM(easy_getinfo, "curl_easy_getinfo");
+	SYM(easy_strerror, "curl_easy_strerror");
+	SYM(slist_append, "curl_slist_append");
+	SYM(slist_free_all, "curl_slist_free_all");
+#undef SYM
+	if (lc.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(lc.err, sizeof(lc.err), "curl_global_init failed");
+		return;
+	}
+	lc.ok = true;
+}
+
+static int lc_open(sbx_err **err)
+{
+	pthread_once(&lc_once, lc_load);
+	return lc.ok ? 0
+		     : err_set(err, SBX_E_UNAVAILABLE, ELIBACC, "libcurl: %s (install libcurl4, e.g. libcurl4-openssl-dev)",
+			       lc.err);
+}
+
+#undef curl_easy_setopt
+#undef curl_easy_getinfo
+#define curl_easy_init lc.easy_init
+#define curl_easy_cleanup lc.easy_cleanup
+#define curl_easy_reset lc.easy_reset
+#define curl_easy_setopt lc.easy_setopt
+#define curl_easy_perform lc.easy_perform
+#define curl_easy_getinfo lc.easy_getinfo
+#define curl_easy_strerror lc.easy_strerror
+#define curl_slist_append lc.slist_append
+#define curl_slist_free_all lc.slist_free_all
+
+
 struct reg_client {
 	CURL *curl;
 	char *base; /* http[s]://host[:port] */
@@ -929,12 +1002,8 @@ void reg_client_free(reg_client *c)
 
 int reg_client_open(const reg_ref *ref, bool insecure, bool push, reg_client **ret, sbx_err **err)
 {
-	static bool inited;
-	if (!inited) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return err_set(err, SBX_E_INTERNAL, EIO, "libcurl: global init failed");
-		inited = true;
-	}
+	if (lc_open(err) < 0)
+		return -1;
 	_cleanup_(reg_client_freep) reg_client *c = calloc(1, sizeof(*c));
 	if (!c || !(c->curl = curl_easy_init()) || !(c->repo = strdup(ref->repo)) ||
 	    asprintf(&c->base, "%s://%s", insecure ? "http" : "https", ref->registry) < 0)
