@@ -519,6 +519,29 @@ typedef struct sbx_verify_opts {
  * only when it cannot check (no key, a store it cannot read). */
 int sbx_verify(sbx_ctx *ctx, const char *envelope, size_t len, const sbx_verify_opts *opts, json_t **ret,
 	       sbx_err **err);
+/* ---- snapshots through OCI registries (docs/store.md "Registries") -------- */
+
+/* Pushes a snapshot to REGISTRY/REPO:TAG over the OCI distribution API, as
+ * `sbx export` writes it (gzip layers, the same config and manifest): blobs
+ * the registry has (HEAD) are not sent, a blob the store knows in another
+ * repository of that registry is mounted (?mount=&from=), the rest uploaded
+ * (POST, then PUT; PATCH chunks above $SBX_REGISTRY_CHUNK bytes, default 64
+ * MiB). Credentials: $REGISTRY_AUTH_FILE, $DOCKER_CONFIG/config.json or
+ * ~/.docker/config.json (Basic, or a Bearer token from the challenge's
+ * realm). insecure: plain HTTP. ret: manifest_digest, blobs [{digest, size,
+ * action: uploaded|skipped|mounted}], uploaded_bytes, skipped_bytes,
+ * uploaded_blobs, skipped_blobs, mounted_blobs, seconds. */
+int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *ref, bool insecure, json_t **ret,
+		      sbx_err **err);
+/* Pulls REGISTRY/REPO[:TAG|@DIGEST] into a snapshot labelled name (default:
+ * the repository's last component). Every blob is hashed as it arrives and
+ * kept only if it matches; the layers are then checked and extracted as
+ * `sbx import` does (diff_ids against the config, hostile-input safe), and
+ * the snapshot and label are written last. A blob verified by an
+ * interrupted pull (kept in the store's registry/partial area) or a layer the
+ * store holds is not fetched again. ret: snapshot_id, label,
+ * manifest_digest, layers, downloaded_bytes, reused_blobs, seconds. */
+int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret, sbx_err **err);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "api/ctx.h"
 #include "api/env_state.h"
@@ -50,6 +51,22 @@ void policy_storage_clear(policy_storage *k);
 struct mask_list;
 int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *mask,
 		       char *ret /* STORE_DIGEST_SIZE */, sbx_err **err);
+/* sbx_snapshot_export with a hook (oci.c; used by push): have() returning
+ * true with d's digest and size filled means the destination has the
+ * layer's gzip blob already, so export neither makes nor writes it. */
+struct oci_descriptor;
+typedef bool (*api_export_have_fn)(void *ud, const char *diff_id, struct oci_descriptor *d);
+int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have, void *have_ud,
+		   json_t **ret, sbx_err **err);
+/* An image's layers into the store (verified as sbx import does), then its
+ * snapshot and the label ref (oci.c; used by import and pull). reuse_present:
+ * a layer the store holds under its diff_id is not extracted again. */
+struct oci_layout;
+struct oci_manifest;
+struct oci_config;
+int api_oci_import_image(sbx_ctx *ctx, struct oci_layout *l, const struct oci_manifest *m,
+			 const struct oci_config *cfg, const char *label, bool reuse_present,
+			 char *ret_sid /* STORE_DIGEST_SIZE */, char ***ret_layers, uint64_t *ret_size, sbx_err **err);
 /* Installed packages (dpkg, pip, npm) for a snapshot manifest (packages.c). */
 char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const char *parent);
 

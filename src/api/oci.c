@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/mask.h"
+#include "store/hostbase.h"
 #include "store/layer.h"
 #include "store/oci.h"
 #include "store/progress.h"
@@ -46,7 +48,80 @@ static int template_label(const char *name, char ret[160], sbx_err **err)
 
 /* ---- export -------------------------------------------------------------- */
 
+#define HOSTBASE_PREFIX "hostbase."
+
+/* The host template's base of snapshot s as a layer, captured once per
+ * base (refs/labels/hostbase.<hex of the base snapshot>: a snapshot whose
+ * one layer it is, which keeps it from gc). The base is the root of s's
+ * parent chain (an environment's base snapshot, whose base_identity names
+ * the host directories, the mask and the package databases); it must be
+ * this host's current one, or the files it named are gone. */
+static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE_DIGEST_SIZE], sbx_err **err)
+{
+	char root[STORE_DIGEST_SIZE];
+	snprintf(root, sizeof(root), "%s", s->snapshot_id);
+	const char *parent = s->parent;
+	_cleanup_snapshot_ store_snapshot *cur = NULL;
+	for (int depth = 0; parent; depth++) {
+		if (depth > 100000)
+			return err_set(err, SBX_E_INTERNAL, ELOOP, "snapshot %s: parent chain too long", s->snapshot_id);
+		store_snapshot *nx = NULL;
+		if (store_snapshot_read(ctx->root, parent, &nx, err) < 0)
+			return err_wrap(err, "snapshot %s: its parent", s->snapshot_id);
+		store_snapshot_free(cur);
+		cur = nx;
+		snprintf(root, sizeof(root), "%s", cur->snapshot_id);
+		parent = cur->parent;
+	}
+	if (!cur || !cur->base_identity)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "snapshot %s: no base snapshot naming the host's files (made before sbx recorded one); "
+			       "create the environment again",
+			       s->snapshot_id);
+	/* Captured before (while the host was that base): reused whatever the host is now. */
+	char label[160], sid[STORE_DIGEST_SIZE];
+	snprintf(label, sizeof(label), HOSTBASE_PREFIX "%s", store_digest_hex(root));
+	_cleanup_snapshot_ store_snapshot *have = NULL;
+	if (store_ref_get(ctx->root, label, sid, NULL) == 0 && store_snapshot_read(ctx->root, sid, &have, NULL) == 0 &&
+	    have->layers && have->layers[0] && store_layer_exists(ctx->root, have->layers[0])) {
+		snprintf(ret, STORE_DIGEST_SIZE, "%s", have->layers[0]);
+		return 0;
+	}
+	mask_list *mask = NULL;
+	if (mask_host_layer(ctx->root, ctx->run, &mask, err) < 0)
+		return err_wrap(err, "host template");
+	char now[STORE_DIGEST_SIZE];
+	int r = snap_template_base(ctx, "host", mask, now, err);
+	if (r == 0 && !streq(now, root))
+		r = err_set(err, SBX_E_CONFLICT, ESTALE,
+			    "snapshot %s: its base is the host as it was (%s); the host has changed since (its package "
+			    "databases, directories or mask: now %s) and that base was not captured then, so it can no "
+			    "longer be",
+			    s->snapshot_id, root, now);
+	char layer[STORE_DIGEST_SIZE];
+	if (r == 0 && (r = hostbase_capture(ctx->root, mask, layer, err)) < 0)
+		r = err_wrap(err, "snapshot %s: capture the host base", s->snapshot_id);
+	mask_free(mask);
+	if (r < 0)
+		return -1;
+	char *layers[2] = {layer, NULL};
+	static char *empty[] = {NULL};
+	char *labels[2] = {label, NULL};
+	store_snapshot hb = {.layers = layers, .env = empty, .cwd = "/root", .user = "root", .labels = labels,
+			     .created_at = "1970-01-01T00:00:00Z", .parent = NULL};
+	if (store_snapshot_write(ctx->root, &hb, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
+		return err_wrap(err, "record the host base");
+	memcpy(ret, layer, STORE_DIGEST_SIZE);
+	return 0;
+}
+
 _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err)
+{
+	return api_oci_export(ctx, snapshot, oci_dir, NULL, NULL, ret, err);
+}
+
+int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have_fn, void *have_ud,
+		   json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL, *dir = NULL, *tag = NULL;
 	if (!oci_dir || !*oci_dir)
@@ -72,12 +147,14 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	size_t n = 0;
 	if (!base || !*base) {
 		/* An imported image: its layers are the whole tree. */
-	} else if (streq(base, "host"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "snapshot %s: snapshots of the host template cannot be exported: their base is the host's OS; "
-			       "use a dir: template or an imported image",
-			       digest);
-	else if (startswith(base, "dir:")) {
+	} else if (streq(base, "host")) {
+		/* The host's OS tree as the environment sees it, captured once. */
+		char hl[STORE_DIGEST_SIZE];
+		if (host_base_layer(ctx, snap, hl, err) < 0)
+			return -1;
+		if (!(layers[n++] = strdup(hl)))
+			return err_errnum(err, ENOMEM, "export");
+	} else if (startswith(base, "dir:")) {
 		_cleanup_close_ int dfd = open(base + 4, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return err_errno(err, "snapshot %s: template '%s'", digest, base);
@@ -111,6 +188,13 @@ _public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char 
 	 * its tar is regenerated. */
 	store_progress_begin(ctx->progress, ctx->progress_ud, "export", 0, n);
 	for (size_t i = 0; r == 0 && i < n; i++) {
+		/* A blob the caller's destination already holds (push: the registry) is not made again. */
+		if (have_fn && have_fn(have_ud, layers[i], &descs[i])) {
+			descs[i].media_type = OCI_MT_LAYER_GZIP;
+			total += (uint64_t)descs[i].size;
+			store_progress_add(0, 1);
+			continue;
+		}
 		/* The layer's tar, regenerated from its tree (the store keeps only
 		 * the tree) into an unlinked scratch file, checked against its digest. */
 		_cleanup_free_ char *tmpdir = store_fs_path(ctx->root, STORE_DIR_TMP);
@@ -261,41 +345,74 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 	_cleanup_(oci_config_freep) oci_config *cfg = NULL;
 	_cleanup_free_ char *cbuf = NULL;
 	_cleanup_strv_free_ char **layers = NULL;
-	char mdigest[STORE_DIGEST_SIZE] = "";
+	char mdigest[STORE_DIGEST_SIZE] = "", sid[STORE_DIGEST_SIZE];
 	size_t clen = 0;
+	uint64_t size = 0;
 	int r = find_manifest(&l, tag, &m, mdigest, err);
 	if (r == 0 && (r = oci_blob_read(&l, &m->config, &cbuf, &clen, err)) == 0 &&
 	    (r = oci_config_parse(cbuf, clen, &cfg, err)) < 0)
 		r = err_wrap(err, "config %s", m->config.digest);
-	if (r == 0 && cfg->n_diff_ids != m->n_layers)
-		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
-			    m->n_layers, cfg->n_diff_ids);
-	if (r == 0 && cfg->arch && !streq(cfg->arch, oci_host_arch()))
-		r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
-			    cfg->arch, oci_host_arch());
-	if (r == 0 && !(layers = calloc(m->n_layers + 1, sizeof(char *))))
-		r = err_errnum(err, ENOMEM, "import");
-	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
-	uint64_t size = 0, blobs = 0;
-	for (size_t i = 0; r == 0 && m && i < m->n_layers; i++)
-		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
-	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
-	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
-		store_layer_info li;
-		r = store_layer_put_from_oci_blob(ctx->root, &l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget, &li,
-						  err);
-		if (r == 0 && !(layers[i] = strdup(li.digest)))
-			r = err_errnum(err, ENOMEM, "import");
-		size += li.size;
-		store_progress_add(0, 1);
-	}
-	store_progress_end();
+	if (r == 0)
+		r = api_oci_import_image(ctx, &l, m, cfg, label, false, sid, &layers, &size, err);
 	oci_layout_close(&l);
 	if (r < 0)
 		return err_wrap(err, "import '%s'", oci_ref);
+	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
+			 json_from_strv((const char *const *)layers), "diff_ids",
+			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
+			 (json_int_t)size);
+	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
+}
+
+int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, const oci_config *cfg,
+			 const char *label, bool reuse_present, char *ret_sid, char ***ret_layers,
+			 uint64_t *ret_size, sbx_err **err)
+{
+	if (cfg->n_diff_ids != m->n_layers)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
+			       m->n_layers, cfg->n_diff_ids);
+	if (cfg->arch && !streq(cfg->arch, oci_host_arch()))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
+			       cfg->arch, oci_host_arch());
+	_cleanup_strv_free_ char **layers = calloc(m->n_layers + 1, sizeof(char *));
+	_cleanup_free_ bool *existed = calloc(m->n_layers + 1, sizeof(bool));
+	if (!layers || !existed)
+		return err_errnum(err, ENOMEM, "import");
+	int r = 0;
+	oci_import_budget budget = {OCI_DEFAULT_MAX_BYTES, OCI_DEFAULT_MAX_ENTRIES};
+	uint64_t size = 0, blobs = 0;
+	for (size_t i = 0; i < m->n_layers; i++)
+		blobs += m->layers[i].size > 0 ? (uint64_t)m->layers[i].size : 0;
+	store_progress_begin(ctx->progress, ctx->progress_ud, "import", blobs, 0);
+	for (size_t i = 0; r == 0 && i < m->n_layers; i++) {
+		store_layer_info li = {0};
+		/* A layer the store has under its diff_id holds that very tar's tree
+		 * (a layer's digest is its canonical tar's): nothing to extract. */
+		if (reuse_present && store_layer_exists(ctx->root, cfg->diff_ids[i])) {
+			snprintf(li.digest, sizeof(li.digest), "%s", cfg->diff_ids[i]);
+			li.existed = true;
+			store_progress_add((uint64_t)m->layers[i].size, 1);
+		} else {
+			r = store_layer_put_from_oci_blob(ctx->root, l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget,
+							  &li, err);
+			store_progress_add(0, 1);
+		}
+		if (r == 0 && !(layers[i] = strdup(li.digest)))
+			r = err_errnum(err, ENOMEM, "import");
+		existed[i] = li.existed;
+		size += li.size;
+	}
+	store_progress_end();
+	/* A failed image leaves no layer behind that it added (a later layer's
+	 * diff_id or blob did not check out): nothing of it is stored. */
+	for (size_t i = 0; r < 0 && i < m->n_layers; i++)
+		if (layers[i] && !existed[i])
+			(void)store_layer_remove(ctx->root, layers[i], NULL);
+	if (r < 0)
+		return -1;
 
 	/* The snapshot, then the ref: a template appears whole or not at all. */
-	char created[32], sid[STORE_DIGEST_SIZE];
+	char created[32];
 	now_rfc3339(created);
 	static char *empty[] = {NULL};
 	store_snapshot s = {.layers = layers,
@@ -305,13 +422,11 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 			    .labels = empty,
 			    .created_at = created,
 			    .size_bytes = size};
-	if (store_snapshot_write(ctx->root, &s, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
-		return err_wrap(err, "import '%s'", oci_ref);
-	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
-			 json_from_strv((const char *const *)layers), "diff_ids",
-			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
-			 (json_int_t)size);
-	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
+	if (store_snapshot_write(ctx->root, &s, ret_sid, err) < 0 || store_ref_set(ctx->root, label, ret_sid, err) < 0)
+		return -1;
+	*ret_layers = TAKE_PTR(layers);
+	*ret_size = size;
+	return 0;
 }
 
 /* ---- templates ------------------------------------------------------------ */

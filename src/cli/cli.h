@@ -80,6 +80,8 @@ int cmd_mcp(cli *c, int argc, char **argv);
 int cmd_serve(cli *c, int argc, char **argv);
 int cmd_export(cli *c, int argc, char **argv);
 int cmd_import(cli *c, int argc, char **argv);
+int cmd_push(cli *c, int argc, char **argv);
+int cmd_pull(cli *c, int argc, char **argv);
 int cmd_template(cli *c, int argc, char **argv);
 int cmd_diff(cli *c, int argc, char **argv);
 int cmd_fsck(cli *c, int argc, char **argv);

@@ -44,6 +44,10 @@ static const cli_cmd commands[] = {
 	 "Show what changed in an environment since its base or a snapshot: A/M/D lines, sorted by path."},
 	{"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]", "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
 	{"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]", "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
+	{"push", cmd_push, "sbx push SNAPSHOT REGISTRY/REPO:TAG [--insecure]",
+	 "Push a snapshot to an OCI registry as sbx export writes it (blobs the registry has are not sent); credentials from ~/.docker/config.json or $REGISTRY_AUTH_FILE; --insecure: plain HTTP."},
+	{"pull", cmd_pull, "sbx pull REGISTRY/REPO:TAG [--name N] [--insecure]",
+	 "Pull a snapshot (or any image) from an OCI registry, every digest verified; labels it N (default: the repository's last component) and prints its digest."},
 	{"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls", "Name a template for create --template NAME; list templates."},
 	{"build", cmd_build, "sbx build [-f Dockerfile] -t NAME [--network MODE] [--build-arg K=V] [--secret NAME[=FILE]] [--no-cache] CONTEXT",
 	 "Build a template from a Dockerfile (FROM a template, snapshot, oci:DIR[:TAG] or scratch; RUN, COPY, ADD, "

@@ -866,6 +866,49 @@ static int t_build(tool_call *c, json_t **ret, sbx_err **err)
 	return sbx_build(c->ctx, &o, ret, err);
 }
 
+/* ---- snapshots through OCI registries (snapshot_push, snapshot_pull) ---------- */
+
+static int t_snapshot_push(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_snapshot_push(c->ctx, json_str(c->args, "snapshot_id"), json_str(c->args, "ref"),
+				 json_bool(c->args, "insecure", false), ret, err);
+}
+
+static int t_snapshot_pull(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_snapshot_pull(c->ctx, json_str(c->args, "ref"), json_str(c->args, "name"),
+				 json_bool(c->args, "insecure", false), ret, err);
+}
+
+#define REGISTRY_REF_PROP(what)                                                                                      \
+	"'ref':{'type':'string','minLength':1,'maxLength':1024,'description':'REGISTRY/REPO:TAG" what                \
+	" (e.g. registry.example.com/team/app:v1; a first component without a dot or colon means docker.io).'}"
+#define REGISTRY_INSECURE_PROP                                                                                        \
+	"'insecure':{'type':'boolean','description':'Plain HTTP instead of HTTPS (a registry on loopback).'}"
+static const char snapshot_push_in[] =
+    "{'type':'object','additionalProperties':false,'required':['snapshot_id','ref'],'properties':{"
+    "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to push: a snapshot_id (or "
+    "unique prefix) or a label.'}," REGISTRY_REF_PROP("") "," REGISTRY_INSECURE_PROP "}}";
+static const char snapshot_push_out[] =
+    OUTPUT("'snapshot_id':{'type':'string'},'ref':{'type':'string'},'manifest_digest':{'type':'string'},"
+	   "'config_digest':{'type':'string'},'blobs':{'type':'array','items':{'type':'object','properties':{"
+	   "'digest':{'type':'string'},'size':{'type':'integer'},'action':{'type':'string','enum':['uploaded',"
+	   "'skipped','mounted']}}}},'uploaded_bytes':{'type':'integer'},'skipped_bytes':{'type':'integer'},"
+	   "'uploaded_blobs':{'type':'integer'},'skipped_blobs':{'type':'integer'},'mounted_blobs':{'type':'integer'},"
+	   "'seconds':{'type':'number'}",
+	   "'manifest_digest','uploaded_bytes','skipped_bytes'");
+static const char snapshot_pull_in[] =
+    "{'type':'object','additionalProperties':false,'required':['ref'],'properties':{" REGISTRY_REF_PROP(
+	"[@sha256:DIGEST]") ",'name':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',"
+			    "'description':'The label of the pulled snapshot (default: the last component of "
+			    "the repository); moves if reused.'}," REGISTRY_INSECURE_PROP "}}";
+static const char snapshot_pull_out[] =
+    OUTPUT("'snapshot_id':{'type':'string'},'label':{'type':'string'},'ref':{'type':'string'},"
+	   "'manifest_digest':{'type':'string'},'layers':{'type':'array','items':{'type':'string'}},"
+	   "'downloaded_bytes':{'type':'integer'},'reused_blobs':{'type':'integer'},'size_bytes':{'type':'integer'},"
+	   "'seconds':{'type':'number'}",
+	   "'snapshot_id','label','manifest_digest'");
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* ---- warm environments: pause, resume (docs/warm.md) ---------------------- */
@@ -1315,6 +1358,32 @@ static const tool tools[] = {
 	.read_only = true,
 	.idempotent = true,
 	.run = t_snapshot_list,
+    },
+    {
+	.name = "snapshot_push",
+	.alias = "snapshot.push",
+	.title = "Push a snapshot to an OCI registry",
+	.description = "Push a snapshot to REGISTRY/REPO:TAG over the OCI distribution API as an OCI image "
+		       "(what sbx export writes: docker and skopeo read it). Blobs the registry already has are "
+		       "not sent. Credentials come from the host's docker config (~/.docker/config.json or "
+		       "$REGISTRY_AUTH_FILE). Returns the manifest digest and what was uploaded or skipped.",
+	.input_schema = snapshot_push_in,
+	.output_schema = snapshot_push_out,
+	.idempotent = true,
+	.open_world = true,
+	.run = t_snapshot_push,
+    },
+    {
+	.name = "snapshot_pull",
+	.alias = "snapshot.pull",
+	.title = "Pull a snapshot from an OCI registry",
+	.description = "Pull REGISTRY/REPO:TAG (an sbx snapshot or any OCI or docker image) into the store as a "
+		       "snapshot labelled name; every digest is verified before anything is stored. Pass the "
+		       "returned snapshot_id (or the label) to environment_create's snapshot to fork it.",
+	.input_schema = snapshot_pull_in,
+	.output_schema = snapshot_pull_out,
+	.open_world = true,
+	.run = t_snapshot_pull,
     },
     {
 	.name = "environment_replay",

@@ -421,7 +421,7 @@ const char *oci_arch_from_machine(const char *m)
 
 const char *oci_host_arch(void)
 {
-	static char buf[65];
+	static _Thread_local char buf[65];
 	struct utsname u;
 	if (uname(&u) < 0)
 		return "amd64";
@@ -744,7 +744,13 @@ int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gz
 		unlinkat(l->sha_fd, tmp, 0);
 		return -1;
 	}
-	static uint8_t ibuf[1 << 16], obuf[1 << 16];
+	/* Per call, not static: exports run concurrently in the MCP server's threads. */
+	enum { BUF = 1 << 16 };
+	_cleanup_free_ uint8_t *ibuf = malloc(BUF), *obuf = malloc(BUF);
+	if (!ibuf || !obuf) {
+		unlinkat(l->sha_fd, tmp, 0);
+		return err_oom(err);
+	}
 	z_stream z = {0};
 	if (gzip && deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		unlinkat(l->sha_fd, tmp, 0);
@@ -753,7 +759,7 @@ int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gz
 	int r = 0;
 	uint64_t total = 0;
 	for (bool eof = false; !eof && r == 0;) {
-		ssize_t k = RETRY_EINTR(read(in, ibuf, sizeof(ibuf)));
+		ssize_t k = RETRY_EINTR(read(in, ibuf, BUF));
 		if (k > 0)
 			store_progress_add((uint64_t)k, 0);
 		if (k < 0) {
@@ -773,13 +779,13 @@ int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gz
 		int zr;
 		do {
 			z.next_out = obuf;
-			z.avail_out = sizeof(obuf);
+			z.avail_out = BUF;
 			zr = deflate(&z, eof ? Z_FINISH : Z_NO_FLUSH);
 			if (zr == Z_STREAM_ERROR) {
 				r = err_set(err, SBX_E_INTERNAL, EIO, "zlib: deflate failed");
 				break;
 			}
-			size_t out = sizeof(obuf) - z.avail_out;
+			size_t out = BUF - z.avail_out;
 			if (out && ((r = store_hasher_update(h, obuf, out, err)) < 0 ||
 				    (r = store_fs_write_all(fd, obuf, out, err)) < 0))
 				break;
@@ -986,7 +992,7 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 		return err_wrap(err, "layer %s", d->digest);
 	}
 	/* The rest of the stream (tar padding) counts in the diff_id. */
-	static uint8_t sink[1 << 16];
+	uint8_t sink[4096];
 	ssize_t k;
 	while ((k = layer_read(lr, sink, sizeof(sink))) > 0)
 		;

@@ -30,6 +30,8 @@ const EXPECTED_TOOLS = [
 	'pool_list',
 	'pool_set',
 	'snapshot_list',
+	'snapshot_pull',
+	'snapshot_push',
 	'template_build',
 	'template_list',
 ];
