@@ -88,7 +88,7 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 		return 0;
 	}
 	mask_list *mask = NULL;
-	if (mask_host_layer(ctx->root, ctx->run, &mask, err) < 0)
+	if (mask_host_layer(ctx->root, ctx->run, ctx->rootless, &mask, err) < 0)
 		return err_wrap(err, "host template");
 	char now[STORE_DIGEST_SIZE];
 	int r = snap_template_base(ctx, "host", mask, now, err);
