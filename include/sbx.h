@@ -39,9 +39,9 @@ typedef struct sbx_err sbx_err;
 
 const char *sbx_err_message(const sbx_err *e); /* "what: why: why" */
 sbx_code sbx_err_code(const sbx_err *e);
-int sbx_err_errno(const sbx_err *e);          /* 0 if none */
-const char *sbx_code_name(sbx_code c);        /* "not_found", ... as in API.md */
-void sbx_err_free(sbx_err *e);                /* accepts NULL */
+int sbx_err_errno(const sbx_err *e);   /* 0 if none */
+const char *sbx_code_name(sbx_code c); /* "not_found", ... as in API.md */
+void sbx_err_free(sbx_err *e);	       /* accepts NULL */
 
 /* ---- context ----------------------------------------------------------- */
 
@@ -70,27 +70,27 @@ typedef struct sbx_volume {
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
-	const char *name;          /* optional unique name */
-	const char *const *env;    /* NULL-terminated "K=V" list, may be NULL */
+	const char *name;	   /* optional unique name */
+	const char *const *env;	   /* NULL-terminated "K=V" list, may be NULL */
 	const sbx_volume *volumes;
 	size_t n_volumes;
 	int64_t memory_bytes; /* 0: default; -1: unlimited */
-	int64_t pids;         /* 0: default; -1: unlimited */
-	double cpus;          /* 0: unlimited */
+	int64_t pids;	      /* 0: default; -1: unlimited */
+	double cpus;	      /* 0: unlimited */
 	int64_t timeout_ms;   /* default per-command timeout; 0: none */
-	int64_t ttl_ms;       /* idle lifetime; 0: none */
+	int64_t ttl_ms;	      /* idle lifetime; 0: none */
 	int64_t output_bytes; /* default captured output cap per stream; 0: default */
 	const char *network;  /* "none" (default) */
-	bool ephemeral;       /* writable layer on tmpfs, removed with the env */
+	bool ephemeral;	      /* writable layer on tmpfs, removed with the env */
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
 			       * above may narrow it, never widen it */
 	/* version 2 */
-	bool keep_identity;   /* with snapshot: keep the snapshot's /etc/machine-id (a replica, as replay
-			       * makes) instead of giving the new environment its own */
+	bool keep_identity; /* with snapshot: keep the snapshot's /etc/machine-id (a replica, as replay
+			     * makes) instead of giving the new environment its own */
 	/* version 3 */
-	int64_t disk_bytes;   /* quota on the writable layer: writes beyond it fail with ENOSPC inside
-			       * (0: none; at least 4 MiB; root only, or a one-shot environment) */
+	int64_t disk_bytes; /* quota on the writable layer: writes beyond it fail with ENOSPC inside
+			     * (0: none; at least 4 MiB; root only, or a one-shot environment) */
 	/* version 3: secrets, hidden paths, phases (docs/secrets.md) */
 	const char *const *hidden;  /* NULL-terminated absolute paths that do not exist inside */
 	const char *const *secrets; /* NULL-terminated: "NAME" (the host variable NAME, given to every
@@ -101,30 +101,33 @@ typedef struct sbx_create_opts {
 	const char *agent_policy;   /* the agent phase's policy (as `policy`; it may only narrow): the
 				     * environment starts in the setup phase and sbx_env_phase() switches.
 				     * NULL: the agent phase keeps everything but the secrets */
-	const char *hostname;       /* the environment's host name (default: its name, else "sbx") */
-	bool ttl_keep;              /* when the idle TTL ends it, keep its state (writable layer, metadata)
+	const char *hostname;	    /* the environment's host name (default: its name, else "sbx") */
+	bool ttl_keep;		    /* when the idle TTL ends it, keep its state (writable layer, metadata)
 				     * instead of leaving it to gc: `sbx snapshot ID` still captures it,
 				     * `sbx rm ID` removes it */
 	/* version 4: users and capabilities (docs/policy.md) */
-	const char *user;              /* every command's default user: "UID[:GID]" or "NAME[:GROUP]", resolved
-					* in the environment's /etc/passwd and /etc/group (NULL: root, or the
-					* policy's). A non-root user has no capabilities and no_new_privs. */
-	const char *const *cap_drop;   /* NULL-terminated capability names ("CHOWN", "CAP_CHOWN", "ALL") that
-					* commands run as root do not get */
-	const char *const *cap_add;    /* ...and names they get back: only within the safe set and the
-					* policy's "capabilities" (a ceiling); anything else is refused */
-	bool user_no_root;             /* an exec may not ask for root (a policy whose user is not root sets
-					* it) */
+	const char *user;	     /* every command's default user: "UID[:GID]" or "NAME[:GROUP]", resolved
+				      * in the environment's /etc/passwd and /etc/group (NULL: root, or the
+				      * policy's). A non-root user has no capabilities and no_new_privs. */
+	const char *const *cap_drop; /* NULL-terminated capability names ("CHOWN", "CAP_CHOWN", "ALL") that
+				      * commands run as root do not get */
+	const char *const *cap_add;  /* ...and names they get back: only within the safe set and the
+				      * policy's "capabilities" (a ceiling); anything else is refused */
+	bool user_no_root;	     /* an exec may not ask for root (a policy whose user is not root sets
+				      * it) */
 	/* version 5: warm environments (docs/warm.md) */
-	int64_t idle_suspend_ms;       /* idle this long (no command running, no call): suspend it (no
-					* processes, no memory, the writable layer kept); the next exec or
-					* file call starts it again with the same id. 0: never */
+	int64_t idle_suspend_ms; /* idle this long (no command running, no call): suspend it (no
+				  * processes, no memory, the writable layer kept); the next exec or
+				  * file call starts it again with the same id. 0: never */
 	/* version 5 too: CDI devices (docs/devices.md) */
-	const char *const *devices;    /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
-					* resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
-					* /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
+	const char *const *devices; /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
+				     * resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
+				     * /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
 } sbx_create_opts;
-#define SBX_CREATE_OPTS_INIT {.version = SBX_CREATE_OPTS_VERSION}
+#define SBX_CREATE_OPTS_INIT                                                                                 \
+	{                                                                                                    \
+		.version = SBX_CREATE_OPTS_VERSION                                                           \
+	}
 
 /* Bounds on sbx_create_opts' limits, enforced by sbx_env_limits_check() at
  * the start of every create (CLI, MCP and C callers alike; docs/conventions.md):
@@ -156,8 +159,8 @@ int sbx_env_limits_check(const sbx_create_opts *o, sbx_err **err);
  * calling process; remove it with sbx_env_remove(). If ret_warnings is
  * non-NULL it receives a JSON array of strings naming isolation walls that
  * this host could not provide (caller decrefs). */
-int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *opts, char **ret_id,
-		   json_t **ret_warnings, sbx_err **err);
+int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *opts, char **ret_id, json_t **ret_warnings,
+		   sbx_err **err);
 
 /* Resolves an id, unique id prefix or name to the full id. */
 int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err);
@@ -223,10 +226,10 @@ typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
-	const char *const *env;  /* extra "K=V" on top of the environment's */
-	const char *cwd;         /* default "/root" (or "/" if missing) */
-	int64_t timeout_ms;      /* 0: environment default; -1: none */
-	bool tty;                /* run on a pty allocated inside */
+	const char *const *env;	 /* extra "K=V" on top of the environment's */
+	const char *cwd;	 /* default "/root" (or "/" if missing) */
+	int64_t timeout_ms;	 /* 0: environment default; -1: none */
+	bool tty;		 /* run on a pty allocated inside */
 	/* Streaming: host fds to relay (-1 for none). With tty, stdin_fd and
 	 * stdout_fd are the terminal; the caller sets raw mode. */
 	int stdin_fd, stdout_fd, stderr_fd;
@@ -235,30 +238,32 @@ typedef struct sbx_exec_opts {
 	size_t stdin_len;
 	/* Capture output into the result (in addition to any fds). */
 	bool capture;
-	int64_t output_bytes; /* cap per stream: 0 = environment default, -1 = none */
+	int64_t output_bytes;	 /* cap per stream: 0 = environment default, -1 = none */
 	sbx_output_fn on_output; /* called with each chunk, may be NULL */
 	void *userdata;
 	int cancel_fd; /* -1, or an fd that becomes readable to cancel */
 	/* version 2 */
-	bool trace;        /* record a syscall trace of the environment while the command runs; the
+	bool trace;	   /* record a syscall trace of the environment while the command runs; the
 			    * result's trace_id names it (sbx_trace_*) */
 	int deterministic; /* determinism controls: -1 default (on when tracing), 0 off, 1 on */
-	int winch_fd;      /* with tty: -1, or an fd that becomes readable when the caller's terminal
+	int winch_fd;	   /* with tty: -1, or an fd that becomes readable when the caller's terminal
 			    * (stdout_fd) was resized; the new size is passed on to the pty inside */
 	/* version 3 */
-	const char *user;  /* this command's user (as sbx_create_opts.user); NULL: the environment's */
+	const char *user; /* this command's user (as sbx_create_opts.user); NULL: the environment's */
 	/* version 4 */
 	bool no_auto_resume; /* a paused or suspended environment is refused (SBX_E_CONFLICT) instead of
 			      * resumed first */
 } sbx_exec_opts;
-#define SBX_EXEC_OPTS_INIT                                                                         \
-	{.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,       \
-	 .cancel_fd = -1, .deterministic = -1, .winch_fd = -1}
+#define SBX_EXEC_OPTS_INIT                                                                                   \
+	{                                                                                                    \
+		.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,          \
+		.cancel_fd = -1, .deterministic = -1, .winch_fd = -1                                         \
+	}
 
 typedef struct sbx_exec_result {
-	int exit_code;   /* -1 if killed by a signal */
-	int signal;      /* 0 or the signal number */
-	bool timed_out;  /* killed by the timeout */
+	int exit_code;	 /* -1 if killed by a signal */
+	int signal;	 /* 0 or the signal number */
+	bool timed_out;	 /* killed by the timeout */
 	bool oom_killed; /* the memory limit was hit during the command */
 	bool cancelled;
 	char *stdout_buf, *stderr_buf; /* with capture; NUL-terminated */
@@ -266,7 +271,7 @@ typedef struct sbx_exec_result {
 	bool stdout_truncated, stderr_truncated;
 	int64_t duration_ms;
 	double duration_us;
-	char *trace_id;      /* with opts.trace: "sha256:..." of the stored trace */
+	char *trace_id;	     /* with opts.trace: "sha256:..." of the stored trace */
 	uint64_t trace_lost; /* events the recorder lost (reported in the trace too) */
 	int64_t timeout_ms;  /* the timeout that applied: the command's, else the environment's; 0: none */
 } sbx_exec_result;
@@ -275,8 +280,8 @@ typedef struct sbx_exec_result {
  * command ran (whatever its exit status); failure means it could not be run.
  * A command that is not found gives SBX_E_NOT_FOUND with errno ENOENT, one
  * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC. */
-int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts,
-		 sbx_exec_result *ret, sbx_err **err);
+int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, sbx_exec_result *ret,
+		 sbx_err **err);
 void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
 
 /* The result as API.md's environment_execute structuredContent. */
@@ -341,7 +346,8 @@ typedef struct sbx_trace_filter {
 /* strace-like text, one line per event, to out. */
 int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out, sbx_err **err);
 /* The same events as JSON: {"trace_id","events":[...]} */
-int sbx_trace_events_json(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, json_t **ret, sbx_err **err);
+int sbx_trace_events_json(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, json_t **ret,
+			  sbx_err **err);
 /* Syscall histogram, files read and written, execs, processes, network:
  * {"trace_id","syscalls":[{name,count,errors,time_us}],"files":{...},"execs":[...],...} */
 int sbx_trace_stats(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
@@ -373,10 +379,12 @@ int sbx_trace_html(sbx_ctx *ctx, const char *ref, const json_t *replay, FILE *ou
 
 /* Writes the snapshot as an OCI image into the layout DIR ("oci:DIR[:TAG]"
  * or "DIR"; tag default "latest"): gzip layers, config, manifest, index.json.
- * {"snapshot_id","oci_dir","tag","manifest_digest","config_digest","layers":[{diff_id,digest,size,mediaType}],"size_bytes"} */
+ * {"snapshot_id","oci_dir","tag","manifest_digest","config_digest","layers":[{diff_id,digest,size,mediaType}],"size_bytes"}
+ */
 int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err);
 /* Imports "oci:DIR[:TAG]" into the store as a template named `name` (default
- * the tag, else DIR's basename). {"snapshot_id","name","ref","layers","diff_ids","manifest_digest","size_bytes"} */
+ * the tag, else DIR's basename).
+ * {"snapshot_id","name","ref","layers","diff_ids","manifest_digest","size_bytes"} */
 int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret, sbx_err **err);
 /* source: oci:DIR[:TAG], dir:PATH, host, or a snapshot. {"name","snapshot_id","ref","source"} */
 int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t **ret, sbx_err **err);
@@ -404,8 +412,8 @@ int sbx_policy_show(const char *spec, json_t **ret, sbx_err **err);
 int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes, char **ret_data,
 		      size_t *ret_len, int64_t *ret_size, bool *ret_truncated, sbx_err **err);
 /* Creates or replaces a regular file (parents must exist); mode < 0: 0644. */
-int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const void *data, size_t len, int mode,
-		       sbx_err **err);
+int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const void *data, size_t len,
+		       int mode, sbx_err **err);
 /* {"entries":[{"name","type":"file|dir|symlink|other","size","mode"}]} */
 int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t **ret, sbx_err **err);
 
@@ -417,8 +425,10 @@ int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t *
  * the caller), setuid/setgid bits and device nodes are dropped. What comes
  * out of an environment is extracted as hostile input: nothing is written
  * outside host_path and no link is followed. */
-int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_path, const char *env_path, sbx_err **err);
-int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_path, const char *host_path, sbx_err **err);
+int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_path, const char *env_path,
+		    sbx_err **err);
+int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_path, const char *host_path,
+		     sbx_err **err);
 /* The same as tar streams (MCP upload/download): the contents of env_dir
  * as a tar written to out_fd; a tar read from in_fd (to its end) extracted
  * into env_dir (made first if create; its parent must exist). */
@@ -434,12 +444,12 @@ typedef void (*sbx_build_step_fn)(void *userdata, const json_t *step);
 #define SBX_BUILD_OPTS_VERSION 1
 typedef struct sbx_build_opts {
 	unsigned version;
-	const char *dockerfile;	     /* the Dockerfile's text */
+	const char *dockerfile; /* the Dockerfile's text */
 	size_t dockerfile_len;
-	const char *dockerfile_name; /* in error messages ("Dockerfile") */
-	const char *context;	     /* the host directory COPY/ADD read from (.dockerignore honoured) */
-	const char *tag;	     /* the template name to create or replace */
-	const char *network;	     /* RUN's network: "none" (default), "open", "allow=HOST,..." */
+	const char *dockerfile_name;   /* in error messages ("Dockerfile") */
+	const char *context;	       /* the host directory COPY/ADD read from (.dockerignore honoured) */
+	const char *tag;	       /* the template name to create or replace */
+	const char *network;	       /* RUN's network: "none" (default), "open", "allow=HOST,..." */
 	const char *const *build_args; /* NULL-terminated "K=V" for ARG */
 	const char *const *secrets;    /* as sbx_create_opts.secrets: given to RUN, never stored */
 	bool no_cache;
@@ -447,7 +457,10 @@ typedef struct sbx_build_opts {
 	sbx_output_fn on_output; /* RUN's output as it comes */
 	void *userdata;
 } sbx_build_opts;
-#define SBX_BUILD_OPTS_INIT {.version = SBX_BUILD_OPTS_VERSION}
+#define SBX_BUILD_OPTS_INIT                                                                                  \
+	{                                                                                                    \
+		.version = SBX_BUILD_OPTS_VERSION                                                            \
+	}
 
 /* Builds a template from a Dockerfile: each step a snapshot, cached by
  * (parent, instruction, input digests). On success the template `tag` names
@@ -480,9 +493,12 @@ int sbx_keygen(const char *path, json_t **ret, sbx_err **err);
 typedef struct sbx_attest_opts {
 	unsigned version;
 	const char *key_path; /* private key; NULL: the context's (sbx_ctx_set_attest_key) */
-	bool replay;          /* replay the trace first and record its verdict in the predicate */
+	bool replay;	      /* replay the trace first and record its verdict in the predicate */
 } sbx_attest_opts;
-#define SBX_ATTEST_OPTS_INIT {.version = SBX_ATTEST_OPTS_VERSION}
+#define SBX_ATTEST_OPTS_INIT                                                                                 \
+	{                                                                                                    \
+		.version = SBX_ATTEST_OPTS_VERSION                                                           \
+	}
 /* Signs a DSSE envelope (payloadType application/vnd.in-toto+json) over an
  * in-toto Statement v1 about the traced run `trace`: subjects stdout, stderr
  * and every regular file the run wrote (their contents enter the store as
@@ -506,9 +522,12 @@ char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path);
 typedef struct sbx_verify_opts {
 	unsigned version;
 	const char *key_path; /* public key (PEM) */
-	bool replay;          /* also replay the trace and require MATCH */
+	bool replay;	      /* also replay the trace and require MATCH */
 } sbx_verify_opts;
-#define SBX_VERIFY_OPTS_INIT {.version = SBX_VERIFY_OPTS_VERSION}
+#define SBX_VERIFY_OPTS_INIT                                                                                 \
+	{                                                                                                    \
+		.version = SBX_VERIFY_OPTS_VERSION                                                           \
+	}
 /* Checks an envelope (JSON text, hostile input): a signature by the key
  * over PAE(payloadType, payload), the statement's shape, every subject's
  * digest against the store (the trace's stdout/stderr, the files' blobs),
@@ -541,7 +560,8 @@ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *ref, bool 
  * interrupted pull (kept in the store's registry/partial area) or a layer the
  * store holds is not fetched again. ret: snapshot_id, label,
  * manifest_digest, layers, downloaded_bytes, reused_blobs, seconds. */
-int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret, sbx_err **err);
+int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret,
+		      sbx_err **err);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,8 @@ json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
 int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings);
 void pool_gc(sbx_ctx *ctx, json_t *removed);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
-int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds, sbx_err **err);
+int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds,
+		  sbx_err **err);
 int64_t now_ms_real(void);
 /* Stops the supervisor of `id` (if alive), waiting for its teardown. */
 void stop_supervisor(sbx_ctx *ctx, const char *id);
@@ -27,19 +28,19 @@ struct store_snapshot;
 /* plugins: [{"path", "config"?}] from a policy (NULL: none; a restore
  * takes restore_state's). */
 int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
-		    const struct store_snapshot *snap, const char *snap_id, const json_t *plugins, char **ret_id,
-		    json_t **ret_warnings, sbx_err **err);
+		    const struct store_snapshot *snap, const char *snap_id, const json_t *plugins,
+		    char **ret_id, json_t **ret_warnings, sbx_err **err);
 
 /* --policy (src/api/policy_apply.c). */
 struct policy;
 typedef struct policy_storage {
-	char *network;       /* what o->network may point to */
-	sbx_volume *volumes; /* what o->volumes may point to */
-	char **env;          /* what o->env may point to (strings borrowed) */
-	const char *warning; /* a part of the policy that is not enforced, or NULL */
-	json_t *plugins;     /* the policy's plugins: [{"path", "config"?}], or NULL */
-	char **hidden;       /* what o->hidden may point to */
-	char **secrets;      /* what o->secrets may point to */
+	char *network;	       /* what o->network may point to */
+	sbx_volume *volumes;   /* what o->volumes may point to */
+	char **env;	       /* what o->env may point to (strings borrowed) */
+	const char *warning;   /* a part of the policy that is not enforced, or NULL */
+	json_t *plugins;       /* the policy's plugins: [{"path", "config"?}], or NULL */
+	char **hidden;	       /* what o->hidden may point to */
+	char **secrets;	       /* what o->secrets may point to */
 	const char **cap_drop; /* what o->cap_drop may point to (names are static) */
 } policy_storage;
 int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
@@ -56,8 +57,8 @@ int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *m
  * layer's gzip blob already, so export neither makes nor writes it. */
 struct oci_descriptor;
 typedef bool (*api_export_have_fn)(void *ud, const char *diff_id, struct oci_descriptor *d);
-int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have, void *have_ud,
-		   json_t **ret, sbx_err **err);
+int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have,
+		   void *have_ud, json_t **ret, sbx_err **err);
 /* An image's layers into the store (verified as sbx import does), then its
  * snapshot and the label ref (oci.c; used by import and pull). reuse_present:
  * a layer the store holds under its diff_id is not extracted again. */
@@ -66,21 +67,22 @@ struct oci_manifest;
 struct oci_config;
 int api_oci_import_image(sbx_ctx *ctx, struct oci_layout *l, const struct oci_manifest *m,
 			 const struct oci_config *cfg, const char *label, bool reuse_present,
-			 char *ret_sid /* STORE_DIGEST_SIZE */, char ***ret_layers, uint64_t *ret_size, sbx_err **err);
+			 char *ret_sid /* STORE_DIGEST_SIZE */, char ***ret_layers, uint64_t *ret_size,
+			 sbx_err **err);
 /* Installed packages (dpkg, pip, npm) for a snapshot manifest (packages.c). */
 char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const char *parent);
 
 /* exec with extras (src/api/exec.c), used by tracing (src/api/trace.c). */
 #define EXEC_EXTRA_FDS 2
 typedef struct exec_extra {
-	json_t *req_fields;                  /* merged into the exec request (borrowed) */
-	int fds[EXEC_EXTRA_FDS];             /* sent after the stdio fds (borrowed) */
+	json_t *req_fields;		      /* merged into the exec request (borrowed) */
+	int fds[EXEC_EXTRA_FDS];	      /* sent after the stdio fds (borrowed) */
 	const char *fd_names[EXEC_EXTRA_FDS]; /* request key that carries each fd's index */
 	size_t n_fds;
 	unsigned close_after_send; /* bit i: exec_core closes fds[i] once sent (and sets it to -1) */
-	int trace_rd;  /* a pipe to copy into trace_out while the command runs, or -1 */
-	int trace_out; /* file */
-	json_t *started, *exit; /* out: the supervisor's "started" and "exit" events (caller decrefs) */
+	int trace_rd;		   /* a pipe to copy into trace_out while the command runs, or -1 */
+	int trace_out;		   /* file */
+	json_t *started, *exit;	   /* out: the supervisor's "started" and "exit" events (caller decrefs) */
 } exec_extra;
 int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
 	      sbx_err **err);

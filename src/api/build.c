@@ -136,8 +136,8 @@ static int hash_str(store_hasher *h, const char *s, sbx_err **err)
 /* Copies host `src` (file, symlink or directory) to `dst` (absent), skipping
  * what .dockerignore excludes (rel: the path inside the context), hashing
  * names, types, modes and contents into h in sorted order. */
-static int stage(build *b, const char *src, const char *rel, const char *dst, mode_t chmod_mode, bool chmod_set,
-		 store_hasher *h, sbx_err **err)
+static int stage(build *b, const char *src, const char *rel, const char *dst, mode_t chmod_mode,
+		 bool chmod_set, store_hasher *h, sbx_err **err)
 {
 	if (*rel && dockerignore_excluded((const char *const *)b->ignore, rel))
 		return 0;
@@ -164,7 +164,8 @@ static int stage(build *b, const char *src, const char *rel, const char *dst, mo
 	}
 	if (S_ISREG(st.st_mode)) {
 		_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		_cleanup_close_ int out = in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		_cleanup_close_ int out =
+		    in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (in < 0 || out < 0)
 			return err_errno(err, "stage '%s'", rel);
 		char d[STORE_DIGEST_SIZE];
@@ -181,7 +182,8 @@ static int stage(build *b, const char *src, const char *rel, const char *dst, mo
 		return 0;
 	}
 	if (!S_ISDIR(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "context '%s': not a file, directory or symlink", rel);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "context '%s': not a file, directory or symlink", rel);
 	if (mkdir(dst, 0700) < 0)
 		return err_errno(err, "stage '%s'", rel);
 	struct dirent **list = NULL;
@@ -192,7 +194,8 @@ static int stage(build *b, const char *src, const char *rel, const char *dst, mo
 	for (int i = 0; i < n; i++) {
 		const char *nm = list[i]->d_name;
 		if (r == 0 && strcmp(nm, ".") && strcmp(nm, "..")) {
-			_cleanup_free_ char *s2 = fs_path_join(src, nm), *d2 = fs_path_join(dst, nm), *r2 = NULL;
+			_cleanup_free_ char *s2 = fs_path_join(src, nm), *d2 = fs_path_join(dst, nm),
+					    *r2 = NULL;
 			if (asprintf(&r2, "%s%s%s", rel, *rel ? "/" : "", nm) < 0)
 				r2 = NULL;
 			r = (!s2 || !d2 || !r2) ? err_oom(err)
@@ -203,7 +206,8 @@ static int stage(build *b, const char *src, const char *rel, const char *dst, mo
 	free(list);
 	if (r < 0)
 		return r;
-	if (chmod(dst, chmod_set ? chmod_mode : (st.st_mode & 07777)) < 0 || utimensat(AT_FDCWD, dst, ts, 0) < 0)
+	if (chmod(dst, chmod_set ? chmod_mode : (st.st_mode & 07777)) < 0 ||
+	    utimensat(AT_FDCWD, dst, ts, 0) < 0)
 		return err_errno(err, "stage '%s'", rel);
 	return 0;
 }
@@ -213,8 +217,8 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 {
 	if (strstr(pat, "://") || startswith(pat, "git@"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "%s:%u: '%s': URLs are not supported (only files from the build context)", b->name, line,
-			       pat);
+			       "%s:%u: '%s': URLs are not supported (only files from the build context)",
+			       b->name, line, pat);
 	/* Lexically: ".." may not climb above the context. */
 	int depth = 0;
 	for (const char *c = pat; *c;) {
@@ -224,8 +228,8 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 		else if (l && !(l == 1 && c[0] == '.'))
 			depth++;
 		if (depth < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s:%u: '%s' is outside the build context",
-				       b->name, line, pat);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "%s:%u: '%s' is outside the build context", b->name, line, pat);
 		c += l;
 		c += strspn(c, "/");
 	}
@@ -237,7 +241,8 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 		return err_oom(err);
 	int r = glob(full, 0, NULL, g); /* sorted: the staging order is stable */
 	if (r == GLOB_NOMATCH)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "%s:%u: '%s' is not in the build context", b->name, line, pat);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "%s:%u: '%s' is not in the build context",
+			       b->name, line, pat);
 	if (r)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "%s:%u: glob '%s' failed", b->name, line, pat);
 	_cleanup_free_ char *croot = realpath(b->o->context, NULL);
@@ -245,14 +250,15 @@ static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, 
 		return err_errno(err, "build context '%s'", b->o->context);
 	size_t cl = strlen(croot);
 	for (size_t i = 0; i < g->gl_pathc; i++) {
-		/* The parent must resolve beneath the context (the last component may be a symlink, copied as such). */
+		/* The parent must resolve beneath the context (the last component may be a symlink, copied as
+		 * such). */
 		_cleanup_free_ char *dup = strdup(g->gl_pathv[i]);
 		if (!dup)
 			return err_oom(err);
 		_cleanup_free_ char *rp = realpath(dirname(dup), NULL);
 		if (!rp || strncmp(rp, croot, cl) || (rp[cl] && rp[cl] != '/'))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s:%u: '%s' is outside the build context",
-				       b->name, line, pat);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "%s:%u: '%s' is outside the build context", b->name, line, pat);
 	}
 	return 0;
 }
@@ -362,22 +368,23 @@ static int run_argv(build *b, const char *const *argv, const char *user, sbx_exe
 
 /* ---- steps --------------------------------------------------------------- */
 
-static int step_copy(build *b, const dockerfile_instr *in, const char *args, char **ret_extra, char **ret_staging,
-		     char **ret_dest, sbx_err **err)
+static int step_copy(build *b, const dockerfile_instr *in, const char *args, char **ret_extra,
+		     char **ret_staging, char **ret_dest, sbx_err **err)
 {
 	_cleanup_strv_free_ char **w = NULL;
 	if (args[0] == '[') { /* COPY ["a b", "/dst/"]: the JSON form, for names with spaces */
 		json_error_t je;
 		_cleanup_(json_decrefp) json_t *j = json_loads(args, 0, &je);
 		if (!j || !json_is_array(j) || json_array_size(j) < 2)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s: expected [\"SOURCE\", ..., \"DEST\"]",
-				       b->name, in->line, in->keyword);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "%s:%u: %s: expected [\"SOURCE\", ..., \"DEST\"]", b->name, in->line,
+				       in->keyword);
 		w = calloc(json_array_size(j) + 1, sizeof(char *));
 		for (size_t i = 0; w && i < json_array_size(j); i++)
 			if (!json_is_string(json_array_get(j, i)) ||
 			    !(w[i] = strdup(json_string_value(json_array_get(j, i)))))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s: expected strings", b->name,
-					       in->line, in->keyword);
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "%s:%u: %s: expected strings", b->name, in->line, in->keyword);
 		if (!w)
 			return err_oom(err);
 	} else if (dockerfile_words(args, b->escape, &w, err) < 0) {
@@ -390,7 +397,10 @@ static int step_copy(build *b, const dockerfile_instr *in, const char *args, cha
 	bool dest_dir = dest[strlen(dest) - 1] == '/' || n > 2;
 	_cleanup_free_ char *dabs = NULL;
 	if (asprintf(&dabs, "%s%s%s", dest[0] == '/' ? "" : (b->workdir ? b->workdir : "/"),
-		     dest[0] == '/' || (b->workdir && b->workdir[strlen(b->workdir) - 1] == '/') || !b->workdir ? "" : "/",
+		     dest[0] == '/' || (b->workdir && b->workdir[strlen(b->workdir) - 1] == '/') ||
+			     !b->workdir
+			 ? ""
+			 : "/",
 		     dest) < 0)
 		return err_oom(err);
 	size_t dl = strlen(dabs);
@@ -419,11 +429,13 @@ static int step_copy(build *b, const dockerfile_instr *in, const char *args, cha
 		if (in->kind == DF_ADD) {
 			const char *s = w[i];
 			size_t sl = strlen(s);
-			const char *ext[] = {".tar", ".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tar.zst"};
+			const char *ext[] = {".tar", ".tar.gz",	 ".tgz",    ".tar.xz",
+					     ".txz", ".tar.bz2", ".tar.zst"};
 			for (size_t k = 0; k < ARRAY_SIZE(ext); k++)
 				if (sl > strlen(ext[k]) && !strcmp(s + sl - strlen(ext[k]), ext[k])) {
 					err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-						"%s:%u: ADD of a local archive ('%s') is not supported: COPY it and RUN tar",
+						"%s:%u: ADD of a local archive ('%s') is not supported: COPY "
+						"it and RUN tar",
 						b->name, in->line, s);
 					goto fail;
 				}
@@ -480,7 +492,8 @@ static int step_copy(build *b, const dockerfile_instr *in, const char *args, cha
 				if (!rel[0] || dockerignore_excluded((const char *const *)b->ignore, rel)) {
 					if (g.gl_pathc == 1 && n == 2) {
 						err_set(err, SBX_E_NOT_FOUND, ENOENT,
-							"%s:%u: '%s' is excluded by .dockerignore", b->name, in->line, w[i]);
+							"%s:%u: '%s' is excluded by .dockerignore", b->name,
+							in->line, w[i]);
 						globfree(&g);
 						goto fail;
 					}
@@ -494,7 +507,8 @@ static int step_copy(build *b, const dockerfile_instr *in, const char *args, cha
 					target = parent;
 				}
 				dst = fs_path_join(staging, leaf);
-				r = dst ? stage(b, src, rel, dst, cm, in->chmod != NULL, h, err) : err_oom(err);
+				r = dst ? stage(b, src, rel, dst, cm, in->chmod != NULL, h, err)
+					: err_oom(err);
 			}
 			if (r < 0) {
 				globfree(&g);
@@ -522,7 +536,8 @@ static int cache_get(build *b, char ret[STORE_DIGEST_SIZE])
 	char label[128];
 	snprintf(label, sizeof label, CACHE_PREFIX "%s", store_digest_hex(b->key));
 	_cleanup_snapshot_ store_snapshot *s = NULL;
-	if (store_ref_get(b->ctx->root, label, ret, NULL) < 0 || store_snapshot_read(b->ctx->root, ret, &s, NULL) < 0)
+	if (store_ref_get(b->ctx->root, label, ret, NULL) < 0 ||
+	    store_snapshot_read(b->ctx->root, ret, &s, NULL) < 0)
 		return -1;
 	return 0;
 }
@@ -574,7 +589,8 @@ static int from_step(build *b, const dockerfile_instr *in, const char *arg, sbx_
 			sbx_err_free(e);
 			if (sbx_snapshot_resolve(b->ctx, spec, &digest, NULL) < 0)
 				return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-					       "%s:%u: FROM %s: not a template (sbx template ls), snapshot, oci:DIR[:TAG] or scratch",
+					       "%s:%u: FROM %s: not a template (sbx template ls), snapshot, "
+					       "oci:DIR[:TAG] or scratch",
 					       b->name, in->line, spec);
 		}
 		strcpy(b->cur, digest);
@@ -597,17 +613,19 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 		return err_oom(err);
 	_cleanup_free_ char *x = NULL;
 	/* RUN, CMD, ENTRYPOINT and SHELL are not substituted (the shell does it). */
-	bool subst = in->kind != DF_RUN && in->kind != DF_CMD && in->kind != DF_ENTRYPOINT && in->kind != DF_SHELL;
+	bool subst =
+	    in->kind != DF_RUN && in->kind != DF_CMD && in->kind != DF_ENTRYPOINT && in->kind != DF_SHELL;
 	if (subst ? dockerfile_expand(in->args, (const char *const *)vars, b->escape, &x, err) < 0
 		  : !(x = strdup(in->args)))
 		return x ? err_wrap(err, "%s:%u", b->name, in->line) : (err_ret(err) ? -1 : err_oom(err));
 	_cleanup_free_ char *text = NULL;
-	if (asprintf(&text, "%s%s%s%s%s %s", in->keyword, in->chown ? " --chown=" : "", in->chown ? in->chown : "",
-		     in->chmod ? " --chmod=" : "", in->chmod ? in->chmod : "", x) < 0)
+	if (asprintf(&text, "%s%s%s%s%s %s", in->keyword, in->chown ? " --chown=" : "",
+		     in->chown ? in->chown : "", in->chmod ? " --chmod=" : "", in->chmod ? in->chmod : "",
+		     x) < 0)
 		return err_oom(err);
-	_cleanup_(json_decrefp) json_t *step = json_pack("{s:I,s:I,s:I,s:s,s:s}", "step", (json_int_t)idx + 1, "steps",
-							 (json_int_t)total, "line", (json_int_t)in->line, "instruction",
-							 text, "state", "running");
+	_cleanup_(json_decrefp) json_t *step =
+	    json_pack("{s:I,s:I,s:I,s:s,s:s}", "step", (json_int_t)idx + 1, "steps", (json_int_t)total,
+		      "line", (json_int_t)in->line, "instruction", text, "state", "running");
 	if (!step)
 		return err_oom(err);
 	report(b, step);
@@ -646,7 +664,8 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 			} else {
 				char *eq = strchr(*p, '=');
 				*eq = 0;
-				json_object_set_new(b->labels, streq(in->keyword, "MAINTAINER") ? "maintainer" : *p,
+				json_object_set_new(b->labels,
+						    streq(in->keyword, "MAINTAINER") ? "maintainer" : *p,
 						    json_string(eq + 1));
 			}
 		}
@@ -684,10 +703,11 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 				_cleanup_free_ char *port = strndup(p, l);
 				char *end;
 				long v = port ? strtol(port, &end, 10) : 0;
-				if (!port || v < 1 || v > 65535 || (*end && strcmp(end, "/tcp") && strcmp(end, "/udp")))
+				if (!port || v < 1 || v > 65535 ||
+				    (*end && strcmp(end, "/tcp") && strcmp(end, "/udp")))
 					return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-						       "%s:%u: EXPOSE %s: expected PORT[/tcp|/udp]", b->name, in->line,
-						       port ? port : "");
+						       "%s:%u: EXPOSE %s: expected PORT[/tcp|/udp]", b->name,
+						       in->line, port ? port : "");
 				json_array_append_new(b->expose, json_string(port));
 			}
 			p += l;
@@ -763,7 +783,8 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 					goto fail;
 				}
 				if (in->chown) {
-					/* Ownership: the tree's top entries, recursively, by the environment's chown. */
+					/* Ownership: the tree's top entries, recursively, by the
+					 * environment's chown. */
 					_cleanup_strv_free_ char **names = NULL;
 					size_t nn = 0;
 					struct dirent **list = NULL;
@@ -775,7 +796,8 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 						names[nn++] = strdup(in->chown);
 					}
 					for (int i = 0; i < cnt; i++) {
-						if (names && strcmp(list[i]->d_name, ".") && strcmp(list[i]->d_name, ".."))
+						if (names && strcmp(list[i]->d_name, ".") &&
+						    strcmp(list[i]->d_name, ".."))
 							names[nn++] = fs_path_join(dest, list[i]->d_name);
 						free(list[i]);
 					}
@@ -784,15 +806,16 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 						goto oom;
 					sbx_exec_result res = {0};
 					if (run_argv(b, (const char *const *)names, NULL, &res, err) < 0) {
-						err_wrap(err, "%s:%u: %s --chown (needs chown in the image)", b->name,
-							 in->line, in->keyword);
+						err_wrap(err, "%s:%u: %s --chown (needs chown in the image)",
+							 b->name, in->line, in->keyword);
 						goto fail;
 					}
 					int ec = res.exit_code;
 					sbx_exec_result_free(&res);
 					if (ec != 0) {
-						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s --chown=%s failed (status %d)",
-							b->name, in->line, in->keyword, in->chown, ec);
+						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+							"%s:%u: %s --chown=%s failed (status %d)", b->name,
+							in->line, in->keyword, in->chown, ec);
 						goto fail;
 					}
 				}
@@ -807,18 +830,22 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 					goto fail;
 				}
 				if (res.exit_code != 0) {
-					const char *tail = res.stderr_len ? res.stderr_buf : res.stdout_buf ? res.stdout_buf : "";
+					const char *tail = res.stderr_len   ? res.stderr_buf
+							   : res.stdout_buf ? res.stdout_buf
+									    : "";
 					size_t tl = strlen(tail);
 					if (tl > RUN_OUTPUT_TAIL)
 						tail += tl - RUN_OUTPUT_TAIL;
 					while (*tail && tail[strlen(tail) - 1] == '\n')
 						((char *)tail)[strlen(tail) - 1] = 0;
 					if (res.signal)
-						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: RUN %s: killed by signal %d%s%s",
-							b->name, in->line, x, res.signal, *tail ? ": " : "", tail);
+						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+							"%s:%u: RUN %s: killed by signal %d%s%s", b->name,
+							in->line, x, res.signal, *tail ? ": " : "", tail);
 					else
-						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: RUN %s: exit status %d%s%s",
-							b->name, in->line, x, res.exit_code, *tail ? ": " : "", tail);
+						err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+							"%s:%u: RUN %s: exit status %d%s%s", b->name,
+							in->line, x, res.exit_code, *tail ? ": " : "", tail);
 					sbx_exec_result_free(&res);
 					goto fail;
 				}
@@ -893,12 +920,15 @@ static int final_manifest(build *b, char ret[STORE_DIGEST_SIZE], sbx_err **err)
 _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_err **err)
 {
 	if (!o || !o->dockerfile || !o->context || !o->tag)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "build: a Dockerfile, a context and a tag are needed");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "build: a Dockerfile, a context and a tag are needed");
 	if (!store_label_valid(o->tag) || strlen(o->tag) > 100)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "build: invalid template name '%s'", o->tag);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "build: invalid template name '%s'",
+			       o->tag);
 	struct stat st;
 	if (stat(o->context, &st) < 0 || !S_ISDIR(st.st_mode))
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "build context '%s' is not a directory", o->context);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "build context '%s' is not a directory",
+			       o->context);
 	int64_t t0 = now_ms_real();
 	const char *name = o->dockerfile_name ? o->dockerfile_name : "Dockerfile";
 	_cleanup_dockerfile_ dockerfile *df = NULL;
@@ -929,8 +959,8 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 			found = df->instr[k].kind == DF_ARG && !strncmp(df->instr[k].args, a, kl) &&
 				(!df->instr[k].args[kl] || df->instr[k].args[kl] == '=');
 		if (!a[kl] || !found)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--build-arg %.*s: %s", (int)kl, a,
-				       a[kl] ? "no ARG of that name in the Dockerfile" : "expected K=V");
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--build-arg %.*s: %s", (int)kl,
+				       a, a[kl] ? "no ARG of that name in the Dockerfile" : "expected K=V");
 	}
 	for (size_t i = 0; i < df->n; i++)
 		if (do_step(&b, &df->instr[i], i, df->n, err) < 0)
@@ -939,16 +969,18 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 	if (final_manifest(&b, tid, err) < 0)
 		return -1;
 	_cleanup_(json_decrefp) json_t *config = json_pack(
-		"{s:o,s:s?,s:s?,s:O?,s:O?,s:O,s:O,s:O}", "env", json_from_strv((const char *const *)b.env), "workdir",
-		b.workdir, "user", b.user, "cmd", b.cmd, "entrypoint", b.entrypoint, "expose", b.expose, "labels",
-		b.labels, "shell", b.shell);
+	    "{s:o,s:s?,s:s?,s:O?,s:O?,s:O,s:O,s:O}", "env", json_from_strv((const char *const *)b.env),
+	    "workdir", b.workdir, "user", b.user, "cmd", b.cmd, "entrypoint", b.entrypoint, "expose",
+	    b.expose, "labels", b.labels, "shell", b.shell);
 	if (!config)
 		return err_oom(err);
 	/* The build record (CMD, ENTRYPOINT, EXPOSE, LABEL have no place in the snapshot schema). */
 	_cleanup_free_ char *rdir = NULL, *rpath = NULL, *rtext = NULL;
-	if (asprintf(&rdir, "%s/builds", ctx->root) < 0 || asprintf(&rpath, "%s/%s.json", rdir, store_digest_hex(tid)) < 0)
+	if (asprintf(&rdir, "%s/builds", ctx->root) < 0 ||
+	    asprintf(&rpath, "%s/%s.json", rdir, store_digest_hex(tid)) < 0)
 		return err_oom(err);
-	_cleanup_(json_decrefp) json_t *rec = json_pack("{s:s,s:s,s:O}", "template", o->tag, "snapshot_id", tid, "config", config);
+	_cleanup_(json_decrefp) json_t *rec =
+	    json_pack("{s:s,s:s,s:O}", "template", o->tag, "snapshot_id", tid, "config", config);
 	if (!rec || !(rtext = json_dumps(rec, JSON_SORT_KEYS | JSON_COMPACT)))
 		return err_oom(err);
 	if (fs_mkdir_p(rdir, 0700) < 0 || fs_write_atomic(rpath, rtext, strlen(rtext), 0600) < 0)
@@ -958,8 +990,8 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 	if (sbx_template_add(ctx, o->tag, tid, &t, err) < 0)
 		return -1;
 	env_drop(&b);
-	*ret = json_pack("{s:s,s:s,s:O,s:i,s:i,s:O,s:I}", "template", o->tag, "snapshot_id", tid, "steps", b.steps,
-			 "cache_hits", b.hits, "cache_misses", b.misses, "config", config, "build_ms",
-			 (json_int_t)(now_ms_real() - t0));
+	*ret = json_pack("{s:s,s:s,s:O,s:i,s:i,s:O,s:I}", "template", o->tag, "snapshot_id", tid, "steps",
+			 b.steps, "cache_hits", b.hits, "cache_misses", b.misses, "config", config,
+			 "build_ms", (json_int_t)(now_ms_real() - t0));
 	return *ret ? 0 : err_oom(err);
 }

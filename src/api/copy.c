@@ -40,14 +40,16 @@ static json_t *file_req(const char *action, const char *path)
 
 /* lstat inside: ret_type "file", "dir", "symlink", "other", or NULL when
  * the path does not exist (no error then). */
-static int env_stat(sbx_ctx *ctx, const char *ref, const char *path, char **ret_type, int *ret_mode, sbx_err **err)
+static int env_stat(sbx_ctx *ctx, const char *ref, const char *path, char **ret_type, int *ret_mode,
+		    sbx_err **err)
 {
 	_cleanup_json_ json_t *req = file_req("stat", path), *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");
 	_cleanup_err_ sbx_err *e = NULL;
 	if (api_file_call(ctx, ref, req, &m, NULL, 0, &e) < 0) {
-		if (sbx_err_errno(e) == ENOENT && sbx_err_code(e) == SBX_E_NOT_FOUND && strstr(sbx_err_message(e), "stat '")) {
+		if (sbx_err_errno(e) == ENOENT && sbx_err_code(e) == SBX_E_NOT_FOUND &&
+		    strstr(sbx_err_message(e), "stat '")) {
 			*ret_type = NULL;
 			return 0;
 		}
@@ -144,12 +146,13 @@ _public_ int sbx_env_tar_in(sbx_ctx *ctx, const char *ref, const char *env_dir, 
 	line[len] = 0;
 	_cleanup_json_ json_t *res = json_loads(line, 0, NULL);
 	if (!res)
-		return err_set(err, SBX_E_INTERNAL, EPROTO, "copy into '%s': the environment's extractor ended without a result",
-			       env_dir);
+		return err_set(err, SBX_E_INTERNAL, EPROTO,
+			       "copy into '%s': the environment's extractor ended without a result", env_dir);
 	if (!json_bool(res, "ok", false)) {
 		int e = (int)json_int(res, "errno", EIO);
-		return err_set(err, e == EXDEV || e == EINVAL ? SBX_E_INVALID_ARGUMENT : err_code_from_errno(e), e,
-			       "copy into '%s': %s", env_dir, json_str(res, "message") ?: "extraction failed");
+		return err_set(
+		    err, e == EXDEV || e == EINVAL ? SBX_E_INVALID_ARGUMENT : err_code_from_errno(e), e,
+		    "copy into '%s': %s", env_dir, json_str(res, "message") ?: "extraction failed");
 	}
 	return 0;
 }
@@ -170,17 +173,19 @@ _public_ int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_pat
 			      sbx_err **err)
 {
 	if (!env_path || !*env_path || !host_path || !*host_path)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "copy: a source and a destination are required");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "copy: a source and a destination are required");
 	_cleanup_free_ char *type = NULL;
 	int mode = 0644;
 	if (env_stat(ctx, ref, env_path, &type, &mode, err) < 0)
 		return -1;
 	if (!type)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "copy from '%s': no such file or directory", env_path);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "copy from '%s': no such file or directory",
+			       env_path);
 	if (!streq(type, "file") && !streq(type, "dir"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "copy from '%s': it is a %s; give the file or directory itself",
-			       env_path, streq(type, "symlink") ? "symbolic link" : "special file");
+			       "copy from '%s': it is a %s; give the file or directory itself", env_path,
+			       streq(type, "symlink") ? "symbolic link" : "special file");
 	_cleanup_free_ char *target = NULL, *base = base_of(env_path);
 	if (!base)
 		return err_oom(err);
@@ -198,7 +203,8 @@ _public_ int sbx_env_copy_out(sbx_ctx *ctx, const char *ref, const char *env_pat
 			return err_oom(err);
 		if (api_file_call(ctx, ref, req, &m, &in, 1, err) < 0)
 			return -1;
-		_cleanup_close_ int out = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
+		_cleanup_close_ int out =
+		    open(target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode & 0777);
 		if (out < 0)
 			return err_errno(err, "copy to '%s'", target);
 		return copy_fd(in, out, target, err);
@@ -221,7 +227,8 @@ _public_ int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_pat
 			     sbx_err **err)
 {
 	if (!env_path || !*env_path || !host_path || !*host_path)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "copy: a source and a destination are required");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "copy: a source and a destination are required");
 	struct stat hs;
 	if (lstat(host_path, &hs) < 0)
 		return err_errno(err, "copy from '%s'", host_path);
@@ -244,8 +251,9 @@ _public_ int sbx_env_copy_in(sbx_ctx *ctx, const char *ref, const char *host_pat
 		_cleanup_close_ int in = open(host_path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (in < 0)
 			return err_errno(err, "copy from '%s'", host_path);
-		_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action", "write", "path", target,
-						       "mode", (int)(hs.st_mode & 0777)),
+		_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action",
+						       "write", "path", target, "mode",
+						       (int)(hs.st_mode & 0777)),
 				      *m = NULL;
 		_cleanup_close_ int out = -1;
 		if (!req)

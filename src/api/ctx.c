@@ -91,7 +91,8 @@ _public_ int sbx_ctx_open(sbx_ctx **ret, sbx_err **err)
 	}
 	if (strlen(c->run) > 80) {
 		int q = err_set(err, SBX_E_INVALID_ARGUMENT, ENAMETOOLONG,
-				"runtime directory '%s' is too long for unix sockets (at most 80 characters)", c->run);
+				"runtime directory '%s' is too long for unix sockets (at most 80 characters)",
+				c->run);
 		sbx_ctx_free(c);
 		return q;
 	}
@@ -116,10 +117,22 @@ _public_ void sbx_ctx_set_progress(sbx_ctx *ctx, sbx_progress_fn fn, void *userd
 	ctx->progress_ud = userdata;
 }
 
-_public_ const char *sbx_ctx_root(const sbx_ctx *ctx) { return ctx->root; }
-_public_ const char *sbx_ctx_run(const sbx_ctx *ctx) { return ctx->run; }
-_public_ bool sbx_ctx_rootless(const sbx_ctx *ctx) { return ctx->rootless; }
-_public_ const char *sbx_version(void) { return "0.1.0"; }
+_public_ const char *sbx_ctx_root(const sbx_ctx *ctx)
+{
+	return ctx->root;
+}
+_public_ const char *sbx_ctx_run(const sbx_ctx *ctx)
+{
+	return ctx->run;
+}
+_public_ bool sbx_ctx_rootless(const sbx_ctx *ctx)
+{
+	return ctx->rootless;
+}
+_public_ const char *sbx_version(void)
+{
+	return "0.1.0";
+}
 
 char *ctx_env_dir(const sbx_ctx *ctx, const char *id)
 {

@@ -5,9 +5,9 @@
 #include "sbx.h"
 
 struct sbx_ctx {
-	char *root;     /* SBX_ROOT: store and per-environment state */
-	char *run;      /* SBX_RUN: sockets, locks, staging mounts */
-	bool rootless;  /* not real root in the initial user namespace */
+	char *root;    /* SBX_ROOT: store and per-environment state */
+	char *run;     /* SBX_RUN: sockets, locks, staging mounts */
+	bool rootless; /* not real root in the initial user namespace */
 	uid_t uid;
 	gid_t gid;
 	sbx_progress_fn progress; /* long operations report here, if set */

@@ -21,17 +21,20 @@ static int check_node(cdi_node *n, sbx_err **err)
 	struct stat st;
 	if (stat(n->host_path, &st) < 0)
 		return err_set(err, errno == ENOENT ? SBX_E_NOT_FOUND : SBX_E_UNAVAILABLE, errno,
-			       "device node '%s': host node '%s': %s (sbx binds host nodes and never creates them: mknod "
-			       "is refused in a user namespace)", n->path, n->host_path, strerror(errno));
+			       "device node '%s': host node '%s': %s (sbx binds host nodes and never creates "
+			       "them: mknod "
+			       "is refused in a user namespace)",
+			       n->path, n->host_path, strerror(errno));
 	char type = S_ISCHR(st.st_mode) ? 'c' : S_ISBLK(st.st_mode) ? 'b' : S_ISFIFO(st.st_mode) ? 'p' : 0;
 	if (!type)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "device node '%s': host '%s' is not a device", n->path,
-			       n->host_path);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "device node '%s': host '%s' is not a device", n->path, n->host_path);
 	if (n->type && n->type != type)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "device node '%s': the spec says type %c, host '%s' is type %c", n->path, n->type,
-			       n->host_path, type);
-	long long maj = type == 'p' ? -1 : (long long)major(st.st_rdev), min = type == 'p' ? -1 : (long long)minor(st.st_rdev);
+			       "device node '%s': the spec says type %c, host '%s' is type %c", n->path,
+			       n->type, n->host_path, type);
+	long long maj = type == 'p' ? -1 : (long long)major(st.st_rdev),
+		  min = type == 'p' ? -1 : (long long)minor(st.st_rdev);
 	if ((n->major >= 0 && n->major != maj) || (n->minor >= 0 && n->minor != min))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "device node '%s': the spec says %lld:%lld, host '%s' is %lld:%lld", n->path,
@@ -45,8 +48,9 @@ static int check_node(cdi_node *n, sbx_err **err)
 static int check_mount(const cdi_mount *m, sbx_err **err)
 {
 	bool bind = !m->type || streq(m->type, "bind") || streq(m->type, "none");
-	static const char *const ok[] = {"ro", "rw", "bind", "rbind", "nosuid", "nodev", "noexec", "private",
-					 "rprivate", "slave", "rslave", "relatime", "norelatime", "noatime", NULL};
+	static const char *const ok[] = {"ro",	   "rw",       "bind",	     "rbind",	 "nosuid",
+					 "nodev",  "noexec",   "private",    "rprivate", "slave",
+					 "rslave", "relatime", "norelatime", "noatime",	 NULL};
 	for (char **o = m->options; o && *o; o++) {
 		bool known = false;
 		for (const char *const *k = ok; *k && !known; k++)
@@ -55,19 +59,23 @@ static int check_mount(const cdi_mount *m, sbx_err **err)
 			bind = true;
 		if (!known)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "CDI mount '%s': option '%s' is not supported (sbx applies ro, noexec, rbind; nosuid "
-				       "and nodev always)", m->container_path, *o);
+				       "CDI mount '%s': option '%s' is not supported (sbx applies ro, "
+				       "noexec, rbind; nosuid "
+				       "and nodev always)",
+				       m->container_path, *o);
 	}
 	if (!bind)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "CDI mount '%s': type '%s' is not supported (only bind mounts)", m->container_path, m->type);
+			       "CDI mount '%s': type '%s' is not supported (only bind mounts)",
+			       m->container_path, m->type);
 	if (m->host_path[0] != '/')
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "CDI mount '%s': host path '%s' is not absolute",
-			       m->container_path, m->host_path);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "CDI mount '%s': host path '%s' is not absolute", m->container_path,
+			       m->host_path);
 	struct stat st;
 	if (stat(m->host_path, &st) < 0)
-		return err_set(err, SBX_E_NOT_FOUND, errno, "CDI mount '%s': host path '%s': %s", m->container_path,
-			       m->host_path, strerror(errno));
+		return err_set(err, SBX_E_NOT_FOUND, errno, "CDI mount '%s': host path '%s': %s",
+			       m->container_path, m->host_path, strerror(errno));
 	return 0;
 }
 
@@ -90,7 +98,8 @@ int devices_prepare(sbx_ctx *ctx, env_config *c, const char *const *names, sbx_e
 	if (!names || !names[0])
 		return 0;
 	if (c->degraded)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM, "devices need user namespaces, which this host does not allow");
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "devices need user namespaces, which this host does not allow");
 	cdi_spec **specs = NULL;
 	size_t n = 0;
 	const char *dirs = getenv("SBX_CDI_SPEC_DIRS");
@@ -108,15 +117,19 @@ int devices_prepare(sbx_ctx *ctx, env_config *c, const char *const *names, sbx_e
 		r = check_mount(&e->mounts[i], err);
 	for (size_t i = 0; r == 0 && i < e->n_hooks; i++)
 		if (access(e->hooks[i].path, X_OK) < 0)
-			r = err_set(err, SBX_E_NOT_FOUND, errno, "%s hook '%s': %s", e->hooks[i].name, e->hooks[i].path,
-				    strerror(errno));
+			r = err_set(err, SBX_E_NOT_FOUND, errno, "%s hook '%s': %s", e->hooks[i].name,
+				    e->hooks[i].path, strerror(errno));
 	if (r == 0 && e->n_gids && c->rootless)
-		r = push_warning(c, "devices: rootless, additionalGids cannot be applied (setgroups is denied in the "
-				    "user namespace)") < 0 ? err_oom(err) : 0;
+		r = push_warning(
+			c, "devices: rootless, additionalGids cannot be applied (setgroups is denied in the "
+			   "user namespace)") < 0
+			? err_oom(err)
+			: 0;
 	for (size_t i = 0; r == 0 && !c->rootless && i < e->n_gids; i++)
 		if (e->gids[i] >= ENV_UID_COUNT)
 			r = err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
-				    "devices: additional gid %u is outside the environment's 0-65535", e->gids[i]);
+				    "devices: additional gid %u is outside the environment's 0-65535",
+				    e->gids[i]);
 	if (r < 0) {
 		cdi_edits_done(e);
 		return err_wrap(err, "devices");

@@ -55,7 +55,7 @@ enum { L_DIR, L_MASK, L_HOST };
 
 typedef struct layer {
 	int kind;
-	int fd;			    /* L_DIR, L_HOST: the layer's root */
+	int fd;			      /* L_DIR, L_HOST: the layer's root */
 	uint32_t ubase, gbase, count; /* on-disk owner k+base is id k; count 0: as is */
 } layer;
 
@@ -292,7 +292,10 @@ static int names_add(void *ud, const char *name)
 	return 0;
 }
 
-static int str_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static void names_sort_uniq(names *ns)
 {
@@ -398,8 +401,10 @@ static bool same_entry(const ent *a, const ent *b, const char *rel)
 		return false;
 	if (!S_ISLNK(a->st.st_mode) && (a->st.st_mode & 07777) != (b->st.st_mode & 07777))
 		return false;
-	if (norm_id(a->st.st_uid, a->from->ubase, a->from->count) != norm_id(b->st.st_uid, b->from->ubase, b->from->count) ||
-	    norm_id(a->st.st_gid, a->from->gbase, a->from->count) != norm_id(b->st.st_gid, b->from->gbase, b->from->count))
+	if (norm_id(a->st.st_uid, a->from->ubase, a->from->count) !=
+		norm_id(b->st.st_uid, b->from->ubase, b->from->count) ||
+	    norm_id(a->st.st_gid, a->from->gbase, a->from->count) !=
+		norm_id(b->st.st_gid, b->from->gbase, b->from->count))
 		return false;
 	if (S_ISREG(a->st.st_mode))
 		return a->st.st_size == b->st.st_size && same_content(a, b, rel);
@@ -552,8 +557,8 @@ static int view_push(view *v, layer *l, sbx_err **err)
 }
 
 /* Pushes the store layers (bottom first in the list) top first, then the template. */
-static int view_build(sbx_ctx *ctx, diff *d, view *v, layers_set *ls, char *const *lay, size_t n_lay, layer *tmpl[2],
-		      layer **opened, sbx_err **err)
+static int view_build(sbx_ctx *ctx, diff *d, view *v, layers_set *ls, char *const *lay, size_t n_lay,
+		      layer *tmpl[2], layer **opened, sbx_err **err)
 {
 	for (size_t i = n_lay; i > 0; i--) {
 		layer *l = opened[i - 1];
@@ -629,10 +634,11 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	if (r < 0)
 		return err_errnum(err, r, "read state of '%s'", id);
 	if (st.ephemeral || st.degraded)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "environment '%s' has no persistent writable layer to compare (one-shot runs and "
-			       "environments without user namespaces)",
-			       id);
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "environment '%s' has no persistent writable layer to compare (one-shot runs and "
+		    "environments without user namespaces)",
+		    id);
 	const char *tspec = st.template_spec ?: "host";
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (snapshot) {
@@ -641,10 +647,11 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 			return -1;
 		const char *stpl = snap->base_template ?: "host";
 		if (!streq(stpl, tspec))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "snapshot %s was taken from template '%s', environment '%s' runs on '%s': "
-				       "only snapshots of the same template can be compared",
-				       digest, stpl, id, tspec);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "snapshot %s was taken from template '%s', environment '%s' runs on '%s': "
+			    "only snapshots of the same template can be compared",
+			    digest, stpl, id, tspec);
 	}
 
 	diff d = {0};
@@ -668,13 +675,15 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 			d.msorted[i] = &mask->e[i];
 		qsort(d.msorted, d.n_mask, sizeof(*d.msorted), mask_cmp);
 		d.host_dirs = mask_host_dirs(mask);
-		if (!(tmpl[0] = layer_open(ls, L_MASK, NULL, err)) || !(tmpl[1] = layer_open(ls, L_HOST, "/", err)))
+		if (!(tmpl[0] = layer_open(ls, L_MASK, NULL, err)) ||
+		    !(tmpl[1] = layer_open(ls, L_HOST, "/", err)))
 			goto out;
 	} else if (startswith(tspec, "dir:")) {
 		if (!(tmpl[0] = layer_open(ls, L_DIR, tspec + 4, err)))
 			goto out;
 	} else {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment '%s': unknown template '%s'", id, tspec);
+		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment '%s': unknown template '%s'", id,
+			tspec);
 		goto out;
 	}
 
@@ -698,7 +707,8 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 		}
 		if (!(env_o[i] = layer_open(ls, L_DIR, p, err)))
 			goto out;
-		env_o[i]->ubase = sids.uid_base, env_o[i]->gbase = sids.gid_base, env_o[i]->count = sids.count;
+		env_o[i]->ubase = sids.uid_base, env_o[i]->gbase = sids.gid_base,
+		env_o[i]->count = sids.count;
 	}
 	/* The writable layer. */
 	char up[4300];
@@ -730,12 +740,14 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 			_cleanup_free_ char *p = store_layer_path(ctx->root, snap_l[i]);
 			if (!p || !store_layer_exists(ctx->root, snap_l[i])) {
 				err_set(err, SBX_E_NOT_FOUND, ENOENT,
-					"layer %s of snapshot %s is missing from the store (run sbx fsck)", snap_l[i], digest);
+					"layer %s of snapshot %s is missing from the store (run sbx fsck)",
+					snap_l[i], digest);
 				goto out;
 			}
 			if (!(snap_o[i] = layer_open(ls, L_DIR, p, err)))
 				goto out;
-			snap_o[i]->ubase = sids.uid_base, snap_o[i]->gbase = sids.gid_base, snap_o[i]->count = sids.count;
+			snap_o[i]->ubase = sids.uid_base, snap_o[i]->gbase = sids.gid_base,
+			snap_o[i]->count = sids.count;
 		}
 	} else {
 		n_snap = n_env;
@@ -767,9 +779,10 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	sort_strv(&d.added);
 	sort_strv(&d.modified);
 	sort_strv(&d.deleted);
-	*ret = json_pack("{s:o,s:o,s:o,s:s,s:o}", "added", strv_json(&d.added), "modified", strv_json(&d.modified),
-			 "deleted", strv_json(&d.deleted), "environment_id", id, "snapshot_id",
-			 digest ? json_string(digest) : (st.snapshot_id ? json_string(st.snapshot_id) : json_null()));
+	*ret = json_pack(
+	    "{s:o,s:o,s:o,s:s,s:o}", "added", strv_json(&d.added), "modified", strv_json(&d.modified),
+	    "deleted", strv_json(&d.deleted), "environment_id", id, "snapshot_id",
+	    digest ? json_string(digest) : (st.snapshot_id ? json_string(st.snapshot_id) : json_null()));
 	if (!*ret) {
 		err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		goto out;

@@ -68,7 +68,10 @@ void env_config_free(env_config *c)
 	safe_close(c->lock_fd);
 	free(c);
 }
-static void env_config_freep(env_config **c) { env_config_free(*c); }
+static void env_config_freep(env_config **c)
+{
+	env_config_free(*c);
+}
 
 static bool valid_name(const char *s)
 {
@@ -99,8 +102,8 @@ static int name_register(sbx_ctx *ctx, const char *name, const char *id, sbx_err
 			target[n] = 0;
 			_cleanup_free_ char *other = ctx_env_dir(ctx, target);
 			if (other && fs_exists(other))
-				return err_set(err, SBX_E_CONFLICT, EEXIST, "an environment named '%s' already exists (%s)",
-					       name, target);
+				return err_set(err, SBX_E_CONFLICT, EEXIST,
+					       "an environment named '%s' already exists (%s)", name, target);
 		}
 		(void)unlink(link); /* stale: its environment is gone */
 	}
@@ -159,7 +162,9 @@ static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap,
 	for (size_t i = 0; i < n; i++) {
 		const char *d = snap->layers[n - 1 - i];
 		if (!store_layer_exists(ctx->root, d))
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s of the snapshot is missing from the store (run sbx fsck)", d);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+				       "layer %s of the snapshot is missing from the store (run sbx fsck)",
+				       d);
 		if (!(c->layers[i] = store_layer_path(ctx->root, d)))
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	}
@@ -169,10 +174,11 @@ static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap,
 	for (size_t i = 0; i < c->n_lowers; i++) {
 		size_t l = strlen(c->lowers[i]);
 		if (strncmp(ctx->root, c->lowers[i], l) == 0 && (ctx->root[l] == '/' || ctx->root[l] == 0))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "the store %s lies under %s, which the template overlays: snapshots cannot be "
-				       "mounted from there; move SBX_ROOT (e.g. to /srv/sbx)",
-				       ctx->root, c->lowers[i]);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "the store %s lies under %s, which the template overlays: snapshots cannot be "
+			    "mounted from there; move SBX_ROOT (e.g. to /srv/sbx)",
+			    ctx->root, c->lowers[i]);
 	}
 	return 0;
 }
@@ -235,8 +241,9 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 		}
 		if (streq(real, "/")) {
 			free(real);
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "template 'dir:/' would expose the whole host: use the 'host' template");
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "template 'dir:/' would expose the whole host: use the 'host' template");
 		}
 		c->lowers = calloc(2, sizeof(char *));
 		if (!c->lowers) {
@@ -258,8 +265,9 @@ static int setup_template(sbx_ctx *ctx, env_config *c, const char *spec, sbx_err
 		c->mask = NULL;
 		return 0;
 	}
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-		       "unknown template '%s': expected 'host', 'dir:PATH', 'oci:DIR[:TAG]' or a template name", spec);
+	return err_set(
+	    err, SBX_E_NOT_FOUND, ENOENT,
+	    "unknown template '%s': expected 'host', 'dir:PATH', 'oci:DIR[:TAG]' or a template name", spec);
 }
 
 static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
@@ -272,7 +280,8 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 	for (size_t i = 0; i < o->n_volumes; i++) {
 		const sbx_volume *v = &o->volumes[i];
 		if (!v->host || !v->path || v->path[0] != '/')
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "volume %zu: host and absolute path required", i);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "volume %zu: host and absolute path required", i);
 		char *real = realpath(v->host, NULL);
 		if (!real)
 			return err_errno(err, "volume '%s'", v->host);
@@ -338,12 +347,13 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 /* Creates an environment, or (restore_state != NULL) starts an existing one
  * again under its own id, uid range and name, on the layers of `snap`. */
 /* Create, step 1: the options alone (the bounds in sbx.h, the forms). */
-static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char ***ret_allow, int64_t *ret_disk,
-		      sbx_err **err)
+static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char ***ret_allow,
+		      int64_t *ret_disk, sbx_err **err)
 {
 	if (o->name && !valid_name(o->name))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with a letter or digit",
+			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with "
+			       "a letter or digit",
 			       o->name);
 	if (o->network && parse_network(o->network, ret_netmode, ret_allow, err) < 0)
 		return -1;
@@ -351,18 +361,22 @@ static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char *
 		return -1;
 	int64_t disk = *ret_disk = o->version >= 3 ? o->disk_bytes : 0;
 	if (disk < 0 || (disk > 0 && disk < QUOTA_MIN_BYTES))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m", (long long)disk);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid disk quota %lld: at least 4m",
+			       (long long)disk);
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "invalid environment variable '%s': expected K=V", *e);
 	if (o->version >= 5 && o->idle_suspend_ms > 0 && o->ephemeral)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "idle suspend keeps the writable layer on disk: a one-shot (ephemeral) environment has none");
+			       "idle suspend keeps the writable layer on disk: a one-shot (ephemeral) "
+			       "environment has none");
 	if (o->version >= 3 && o->ttl_keep && o->ttl_ms <= 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "ttl_keep needs an idle TTL (--ttl)");
-	if (o->version >= 3 && o->hostname && (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid host name '%s' (1 to 64 characters)",
-			       o->hostname);
+	if (o->version >= 3 && o->hostname &&
+	    (!*o->hostname || strlen(o->hostname) > 64 || strchr(o->hostname, '/')))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid host name '%s' (1 to 64 characters)", o->hostname);
 	return 0;
 }
 
@@ -382,7 +396,8 @@ static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 		if (cj && caps_from_json(cj, &c->caps) < 0)
 			return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state: capabilities");
 		c->no_root = json_bool(restore_state, "user_no_root", false);
-	} else if (o->version >= 4 && caps_compute(caps_safe_set, false, o->cap_drop, o->cap_add, &c->caps, err) < 0)
+	} else if (o->version >= 4 &&
+		   caps_compute(caps_safe_set, false, o->cap_drop, o->cap_add, &c->caps, err) < 0)
 		return -1;
 	user_spec us;
 	if (user && user_spec_parse(user, &us, err) < 0)
@@ -390,8 +405,9 @@ static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 	if (user && !(c->user = strdup(user)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (user && ctx->rootless && !userns_available())
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "user '%s': commands run as the calling user on this host (no user namespaces)", user);
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "user '%s': commands run as the calling user on this host (no user namespaces)", user);
 	return 0;
 }
 
@@ -453,10 +469,11 @@ static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o
 	c->output_bytes = o->output_bytes ? o->output_bytes : DEFAULT_OUTPUT;
 	c->disk_bytes = disk;
 	if (disk && ctx->rootless && !c->ephemeral)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "a disk quota needs root: the writable layer goes on an ext4 image mounted from a loop "
-			       "device, which an unprivileged user cannot mount (one-shot runs, whose writable layer "
-			       "is a tmpfs, can have one)");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "a disk quota needs root: the writable layer goes on an ext4 image mounted from a loop "
+		    "device, which an unprivileged user cannot mount (one-shot runs, whose writable layer "
+		    "is a tmpfs, can have one)");
 	if (disk && ctx->rootless && !userns_available())
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "a disk quota needs user namespaces, which this host does not allow");
@@ -474,7 +491,8 @@ static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 		c->degraded = true;
 		if (!streq(c->network, "none"))
 			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-				       "network '%s' needs user namespaces, which this host does not allow", o->network);
+				       "network '%s' needs user namespaces, which this host does not allow",
+				       o->network);
 		if (o->template_spec && !streq(o->template_spec, "host"))
 			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 				       "template '%s' needs user namespaces, which this host does not allow "
@@ -484,13 +502,16 @@ static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 				       "volumes need user namespaces, which this host does not allow");
 		static const char *const missing[] = {
-			"user namespaces are not allowed on this host: running with Landlock + seccomp + no_new_privs only",
-			"no mount namespace: the host's system directories are visible read-only (Landlock); writes go to the "
-			"environment's own directory only",
-			"no pid namespace: host processes are visible in /proc (but cannot be signalled or traced)",
-			"no network namespace: IP sockets are denied by seccomp instead",
-			"no per-environment uid: commands run as the calling user",
-			NULL};
+		    "user namespaces are not allowed on this host: running with Landlock + seccomp + "
+		    "no_new_privs only",
+		    "no mount namespace: the host's system directories are visible read-only (Landlock); "
+		    "writes go to the "
+		    "environment's own directory only",
+		    "no pid namespace: host processes are visible in /proc (but cannot be signalled or "
+		    "traced)",
+		    "no network namespace: IP sockets are denied by seccomp instead",
+		    "no per-environment uid: commands run as the calling user",
+		    NULL};
 		c->warnings = calloc(ARRAY_SIZE(missing), sizeof(char *));
 		for (size_t i = 0; c->warnings && missing[i]; i++)
 			c->warnings[i] = strdup(missing[i]);
@@ -505,7 +526,8 @@ static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 			return -1;
 	}
 	/* No snapshot: the template's own content-addressed base (snap.c). */
-	if (!snap && !c->degraded && !c->ephemeral && snap_template_base(ctx, c->template_spec, c->mask, base_id, err) < 0)
+	if (!snap && !c->degraded && !c->ephemeral &&
+	    snap_template_base(ctx, c->template_spec, c->mask, base_id, err) < 0)
 		return -1;
 	return 0;
 }
@@ -548,8 +570,11 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o,
 	}
 	if (!restore_id && c->name && name_register(ctx, c->name, c->id, err) < 0)
 		return -1;
-	const char *subs[][2] = {{c->env_dir, "upper"}, {c->env_dir, "work"}, {c->run_dir, "mnt"},
-				 {c->env_dir, "home"}, {c->env_dir, "tmp"}};
+	const char *subs[][2] = {{c->env_dir, "upper"},
+				 {c->env_dir, "work"},
+				 {c->run_dir, "mnt"},
+				 {c->env_dir, "home"},
+				 {c->env_dir, "tmp"}};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		if ((c->ephemeral && i < 2) || (c->degraded ? i < 3 : i >= 3))
 			continue;
@@ -560,7 +585,8 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o,
 	}
 	/* Disk quota: upper/ and work/ move onto an image of the quota's size
 	 * (host mount namespace: snapshots and diff read them from here). */
-	if (c->disk_bytes && !c->ephemeral && quota_setup(c->env_dir, c->disk_bytes, c->host_uid, c->host_gid, err) < 0)
+	if (c->disk_bytes && !c->ephemeral &&
+	    quota_setup(c->env_dir, c->disk_bytes, c->host_uid, c->host_gid, err) < 0)
 		return -1;
 	bool keep_id = o->version >= 2 && o->keep_identity && snap;
 	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0)
@@ -571,8 +597,8 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o,
 /* Create, step 6: the record of a new environment (state.json), before
  * its supervisor runs. NULL on ENOMEM. */
 static json_t *record_new(const env_config *c, const sbx_create_opts *o, const json_t *restore_state,
-			  json_t *sec_state, const store_snapshot *snap, const char *snap_id, const char *base_id,
-			  unsigned slot)
+			  json_t *sec_state, const store_snapshot *snap, const char *snap_id,
+			  const char *base_id, unsigned slot)
 {
 	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
 	char created[32];
@@ -581,14 +607,15 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	if (restore_id && json_str(restore_state, "created_at"))
 		snprintf(created, sizeof(created), "%s", json_str(restore_state, "created_at"));
 	json_t *st = json_pack(
-		"{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}", "environment_id",
-		c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec, "created_at", created,
-		"created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral", c->ephemeral, "uid_slot",
-		c->rootless ? -1 : (int)slot, "host_uid", (json_int_t)c->host_uid, "id_count", (json_int_t)c->id_count,
-		"limits", "memory_bytes", (json_int_t)c->limits.memory_bytes, "pids", (json_int_t)c->limits.pids, "cpus",
-		c->limits.cpus, "timeout_ms", (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
-		(json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes", json_array(),
-		"network", c->network, "degraded", c->degraded);
+	    "{s:s,s:s?,s:s,s:s,s:s,s:I,s:b,s:b,s:i,s:I,s:I,s:{s:I,s:I,s:f,s:I,s:I,s:I},s:o,s:o,s:s,s:b}",
+	    "environment_id", c->id, "name", c->name, "hostname", c->hostname, "template", c->template_spec,
+	    "created_at", created, "created_ms", (json_int_t)now, "rootless", c->rootless, "ephemeral",
+	    c->ephemeral, "uid_slot", c->rootless ? -1 : (int)slot, "host_uid", (json_int_t)c->host_uid,
+	    "id_count", (json_int_t)c->id_count, "limits", "memory_bytes", (json_int_t)c->limits.memory_bytes,
+	    "pids", (json_int_t)c->limits.pids, "cpus", c->limits.cpus, "timeout_ms",
+	    (json_int_t)c->timeout_ms, "ttl_ms", (json_int_t)c->ttl_ms, "output_bytes",
+	    (json_int_t)c->output_bytes, "env", json_from_strv((const char *const *)c->env), "volumes",
+	    json_array(), "network", c->network, "degraded", c->degraded);
 	if (st) {
 		json_object_set_new(st, "user", c->user ? json_string(c->user) : json_null());
 		json_object_set_new(st, "capabilities", caps_to_json(c->caps));
@@ -598,9 +625,11 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	if (st && o->version >= 3 && o->ttl_keep)
 		json_object_set_new(st, "ttl_keep", json_true());
 	if (st && c->idle_suspend_ms > 0) /* docs/warm.md */
-		json_object_set_new(json_object_get(st, "limits"), "idle_suspend_ms", json_integer(c->idle_suspend_ms));
+		json_object_set_new(json_object_get(st, "limits"), "idle_suspend_ms",
+				    json_integer(c->idle_suspend_ms));
 	if (st && c->network_allow)
-		json_object_set_new(st, "network_allow", json_from_strv((const char *const *)c->network_allow));
+		json_object_set_new(st, "network_allow",
+				    json_from_strv((const char *const *)c->network_allow));
 	if (st && c->plugins)
 		json_object_set(st, "plugins", c->plugins);
 	if (st && sec_state) /* names and sources only, never a value */
@@ -618,13 +647,14 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	}
 	for (size_t i = 0; st && i < c->n_volumes; i++)
 		json_array_append_new(json_object_get(st, "volumes"),
-				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path", c->volumes[i].path,
-						"readonly", c->volumes[i].readonly));
+				      json_pack("{s:s,s:s,s:b}", "host", c->volumes[i].host, "path",
+						c->volumes[i].path, "readonly", c->volumes[i].readonly));
 	return st;
 }
 
-int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state, const store_snapshot *snap,
-		    const char *snap_id, const json_t *plugins, char **ret_id, json_t **ret_warnings, sbx_err **err)
+int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
+		    const store_snapshot *snap, const char *snap_id, const json_t *plugins, char **ret_id,
+		    json_t **ret_warnings, sbx_err **err)
 {
 	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
 	if (!o)
@@ -640,7 +670,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	char base_id[STORE_DIGEST_SIZE] = "";
 	_cleanup_json_ json_t *sec_state = NULL;
 	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
-	if (check_opts(o, &netmode, &allow, &disk, err) < 0 || config_user(ctx, c, o, restore_state, err) < 0 ||
+	if (check_opts(o, &netmode, &allow, &disk, err) < 0 ||
+	    config_user(ctx, c, o, restore_state, err) < 0 ||
 	    config_identity(ctx, c, o, restore_state, restore_id, netmode, &allow, plugins, disk, err) < 0 ||
 	    config_root(ctx, c, o, snap, base_id, err) < 0)
 		return -1;
@@ -650,8 +681,12 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		return -1;
 	/* CDI devices (api/devices.c): resolved and checked on the host now; a
 	 * restart resolves its own again. */
-	_cleanup_strv_free_ char **dev_names = restore_state ? json_to_strv(json_object_get(restore_state, "devices")) : NULL;
-	if (devices_prepare(ctx, c, restore_state ? (const char *const *)dev_names : o->version >= 5 ? o->devices : NULL,
+	_cleanup_strv_free_ char **dev_names =
+	    restore_state ? json_to_strv(json_object_get(restore_state, "devices")) : NULL;
+	if (devices_prepare(ctx, c,
+			    restore_state     ? (const char *const *)dev_names
+			    : o->version >= 5 ? o->devices
+					      : NULL,
 			    err) < 0)
 		return -1;
 
@@ -673,7 +708,8 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	 * given; gc removes it once its creator is gone (env_creator_gone). */
 	uint64_t start = 0;
 	if (st && proc_start_time(getpid(), &start) == 0)
-		json_object_set_new(st, "creator", json_pack("{s:i,s:I}", "pid", (int)getpid(), "start", (json_int_t)start));
+		json_object_set_new(st, "creator",
+				    json_pack("{s:i,s:I}", "pid", (int)getpid(), "start", (json_int_t)start));
 	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
 		err_errnum(err, st ? r : ENOMEM, "write environment state");
 		goto fail;
@@ -754,9 +790,11 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	int r = policy_apply(p, &co, &keep, err);
 	/* Rootless, a quota can only be a one-shot run's tmpfs: the policy's
 	 * is not enforced otherwise (asking for one explicitly is refused). */
-	if (r == 0 && ctx->rootless && !asked_disk && co.disk_bytes > 0 && (!co.ephemeral || !userns_available())) {
+	if (r == 0 && ctx->rootless && !asked_disk && co.disk_bytes > 0 &&
+	    (!co.ephemeral || !userns_available())) {
 		co.disk_bytes = 0;
-		keep.warning = "the policy's disk quota (limits.disk_bytes) is not enforced: rootless, the writable layer "
+		keep.warning = "the policy's disk quota (limits.disk_bytes) is not enforced: rootless, the "
+			       "writable layer "
 			       "cannot go on the loop-mounted ext4 image a quota needs (run as root)";
 	}
 	/* Rootless, the environment maps one uid (root inside): a policy's
@@ -771,8 +809,10 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.user_no_root = false;
 		co.cap_drop = drop_all;
 		co.cap_add = NULL;
-		user_warning = "the policy's user is not used: rootless, the environment maps a single uid (root inside); "
-			       "commands run as root with no capabilities instead (run sbx as root for a separate user)";
+		user_warning =
+		    "the policy's user is not used: rootless, the environment maps a single uid (root "
+		    "inside); "
+		    "commands run as root with no capabilities instead (run sbx as root for a separate user)";
 	}
 	json_t *w = NULL;
 	if (r == 0)
@@ -848,8 +888,8 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 	sbx_create_opts co = *o;
 	if (o->template_spec && snap->base_template && !streq(o->template_spec, snap->base_template))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "snapshot %s was taken from template '%s', not '%s'", digest, snap->base_template,
-			       o->template_spec);
+			       "snapshot %s was taken from template '%s', not '%s'", digest,
+			       snap->base_template, o->template_spec);
 	co.template_spec = snap->base_template;
 	snapshot_default_user(&co, snap);
 	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
@@ -874,7 +914,8 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 			struct pollfd p = {.fd = fd, .events = POLLIN};
 			if (poll(&p, 1, 15000) > 0) {
 				json_t *m = NULL;
-				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 && streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
+				bool stopped = json_recv(fd, &m, NULL, NULL) > 0 &&
+					       streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
 				json_decref(m);
 				/* It replies after teardown and exits right away: wait
 				 * for its lock without polling. */
@@ -921,9 +962,11 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 		state = live && !env_creator_gone(st) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
 		state = env_warm_state(ctx, id, live);
-	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name", json_object_get(st, "name") ?: json_null(),
-			 "state", state, "created_at", json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
-			 json_object_get(st, "snapshot_id") ?: json_null(), "template", json_object_get(st, "template") ?: json_null());
+	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name",
+			 json_object_get(st, "name") ?: json_null(), "state", state, "created_at",
+			 json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
+			 json_object_get(st, "snapshot_id") ?: json_null(), "template",
+			 json_object_get(st, "template") ?: json_null());
 }
 
 _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
@@ -955,9 +998,10 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 		json_object_set_new(s, "suspend", susp);
 	bool rootless = st.rootless;
 	int abi = (int)st.landlock_abi;
-	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid", "net", "uts",
-				"ipc", "cgroup", "uid_map", "", "rootless", rootless, "seccomp", "deny-list (libseccomp), foreign ABIs killed",
-				"no_new_privs", 1, "landlock_abi", abi, "landlock", abi > 0);
+	json_t *iso = json_pack("{s:[sssssss],s:s,s:b,s:s,s:b,s:i,s:b}", "namespaces", "user", "mount", "pid",
+				"net", "uts", "ipc", "cgroup", "uid_map", "", "rootless", rootless, "seccomp",
+				"deny-list (libseccomp), foreign ABIs killed", "no_new_privs", 1,
+				"landlock_abi", abi, "landlock", abi > 0);
 	json_array_append_new(json_object_get(iso, "namespaces"), json_string("time"));
 	char map[64];
 	snprintf(map, sizeof(map), "0 %lld %lld", (long long)st.host_uid, (long long)st.id_count);
@@ -979,9 +1023,11 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	json_object_set_new(s, "user", json_string(user ? user : "root"));
 	json_object_set_new(iso, "user", json_string(user ? user : "root"));
 	const char *net = st.network ?: "none";
-	json_object_set_new(iso, "network", json_string(streq(net, "open")	? "open: the host's network (unsafe)"
-						       : streq(net, "allow") ? "loopback only; egress through the sbx proxy to the allowlist"
-									      : "loopback only"));
+	json_object_set_new(iso, "network",
+			    json_string(streq(net, "open") ? "open: the host's network (unsafe)"
+					: streq(net, "allow")
+					    ? "loopback only; egress through the sbx proxy to the allowlist"
+					    : "loopback only"));
 	if (st.network_allow)
 		json_object_set(iso, "network_allow", st.network_allow);
 	if (streq(net, "allow")) {
@@ -990,7 +1036,8 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 		json_object_set_new(iso, "egress_log", json_string(lp));
 	}
 	if (st.degraded) {
-		json_object_set_new(iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
+		json_object_set_new(
+		    iso, "mode", json_string("degraded: Landlock + seccomp + no_new_privs, no namespaces"));
 		json_object_set_new(iso, "namespaces", json_array());
 		json_object_set_new(iso, "network", json_string("IP sockets denied by seccomp"));
 		json_object_set_new(iso, "uid_map", json_string("none"));
@@ -1013,7 +1060,8 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 		 * run's tmpfs is inside the environment: no usage from here). */
 		bool eph = st.ephemeral;
 		json_t *d = json_pack("{s:I,s:s,s:n}", "quota_bytes", (json_int_t)quota, "backing",
-				      eph ? "tmpfs inside the environment" : "ext4 image on a loop device", "used_bytes");
+				      eph ? "tmpfs inside the environment" : "ext4 image on a loop device",
+				      "used_bytes");
 		_cleanup_free_ char *dir = ctx_env_dir(ctx, id);
 		int64_t size, used, avail;
 		if (d && dir && !eph && quota_usage(dir, &size, &used, &avail) == 0) {
@@ -1060,7 +1108,8 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
 		_cleanup_json_ json_t *cst = NULL;
-		bool orphan = env_state_read(ctx, *p, &cst) == 0 && !json_str(cst, "state") && env_creator_gone(cst);
+		bool orphan =
+		    env_state_read(ctx, *p, &cst) == 0 && !json_str(cst, "state") && env_creator_gone(cst);
 		if ((env_is_live(ctx, *p) && !orphan) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
@@ -1137,10 +1186,11 @@ _public_ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	if (!streq(st.network ?: "none", "allow"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "environment '%s' has network '%s': only network allow goes through the egress proxy, "
-			       "which keeps the log",
-			       id, st.network ?: "none");
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "environment '%s' has network '%s': only network allow goes through the egress proxy, "
+		    "which keeps the log",
+		    id, st.network ?: "none");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/%s/egress.log", ctx->run, id);
 	_cleanup_free_ char *buf = NULL;

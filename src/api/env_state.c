@@ -61,23 +61,50 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 /* ---- the typed record ---------------------------------------------------- */
 
 /* One line per typed key: where it lives in the struct and its JSON name. */
+/* clang-format off: one field per line (the formatter folds X-macros differently on each pass) */
 #define STR_FIELDS(X)                                                                                        \
-	X(id, "environment_id") X(name, "name") X(hostname, "hostname") X(template_spec, "template")       \
-	X(created_at, "created_at") X(network, "network") X(user, "user") X(snapshot_id, "snapshot_id")    \
-	X(state, "state") X(phase, "phase") X(policy, "policy")
+	X(id, "environment_id")                                                                              \
+	X(name, "name")                                                                                      \
+	X(hostname, "hostname")                                                                              \
+	X(template_spec, "template")                                                                         \
+	X(created_at, "created_at")                                                                          \
+	X(network, "network")                                                                                \
+	X(user, "user")                                                                                      \
+	X(snapshot_id, "snapshot_id")                                                                        \
+	X(state, "state")                                                                                    \
+	X(phase, "phase")                                                                                    \
+	X(policy, "policy")
 #define INT_FIELDS(X)                                                                                        \
-	X(created_ms, "created_ms") X(host_uid, "host_uid") X(id_count, "id_count")                        \
-	X(supervisor_pid, "supervisor_pid") X(landlock_abi, "landlock_abi") X(restoring_ms, "restoring_ms")
+	X(created_ms, "created_ms")                                                                          \
+	X(host_uid, "host_uid")                                                                              \
+	X(id_count, "id_count")                                                                              \
+	X(supervisor_pid, "supervisor_pid")                                                                  \
+	X(landlock_abi, "landlock_abi")                                                                      \
+	X(restoring_ms, "restoring_ms")
 #define BOOL_FIELDS(X)                                                                                       \
-	X(rootless, "rootless") X(ephemeral, "ephemeral") X(degraded, "degraded")                           \
-	X(user_no_root, "user_no_root") X(ttl_keep, "ttl_keep")
+	X(rootless, "rootless")                                                                              \
+	X(ephemeral, "ephemeral")                                                                            \
+	X(degraded, "degraded")                                                                              \
+	X(user_no_root, "user_no_root")                                                                      \
+	X(ttl_keep, "ttl_keep")
 #define LIMIT_FIELDS(X)                                                                                      \
-	X(memory_bytes, "memory_bytes") X(pids, "pids") X(timeout_ms, "timeout_ms") X(ttl_ms, "ttl_ms")    \
-	X(output_bytes, "output_bytes") X(disk_bytes, "disk_bytes")
+	X(memory_bytes, "memory_bytes")                                                                      \
+	X(pids, "pids")                                                                                      \
+	X(timeout_ms, "timeout_ms")                                                                          \
+	X(ttl_ms, "ttl_ms")                                                                                  \
+	X(output_bytes, "output_bytes")                                                                      \
+	X(disk_bytes, "disk_bytes")
 #define JSON_FIELDS(X)                                                                                       \
-	X(env, "env") X(volumes, "volumes") X(network_allow, "network_allow") X(capabilities, "capabilities") \
-	X(layers, "layers") X(warnings, "warnings") X(agent_phase, "agent_phase") X(secrets, "secrets")     \
+	X(env, "env")                                                                                        \
+	X(volumes, "volumes")                                                                                \
+	X(network_allow, "network_allow")                                                                    \
+	X(capabilities, "capabilities")                                                                      \
+	X(layers, "layers")                                                                                  \
+	X(warnings, "warnings")                                                                              \
+	X(agent_phase, "agent_phase")                                                                        \
+	X(secrets, "secrets")                                                                                \
 	X(plugins, "plugins")
+/* clang-format on */
 
 int env_record_parse(json_t *st, env_record *ret)
 {
@@ -129,10 +156,18 @@ json_t *env_record_format(const env_record *r)
 	if (!j)
 		return NULL;
 	int q = 0;
-#define PUT_STR(f, k) if (!str_same(json_str(o, k), r->f)) q |= put(j, k, r->f ? json_string(r->f) : json_null());
-#define PUT_INT(f, k) if (json_int(o, k, 0) != r->f) q |= put(j, k, json_integer(r->f));
-#define PUT_BOOL(f, k) if (json_bool(o, k, false) != r->f) q |= put(j, k, json_boolean(r->f));
-#define PUT_JSON(f, k) if (json_object_get(o, k) != r->f) q |= r->f ? put(j, k, json_deep_copy(r->f)) : (json_object_del(j, k), 0);
+#define PUT_STR(f, k)                                                                                        \
+	if (!str_same(json_str(o, k), r->f))                                                                 \
+		q |= put(j, k, r->f ? json_string(r->f) : json_null());
+#define PUT_INT(f, k)                                                                                        \
+	if (json_int(o, k, 0) != r->f)                                                                       \
+		q |= put(j, k, json_integer(r->f));
+#define PUT_BOOL(f, k)                                                                                       \
+	if (json_bool(o, k, false) != r->f)                                                                  \
+		q |= put(j, k, json_boolean(r->f));
+#define PUT_JSON(f, k)                                                                                       \
+	if (json_object_get(o, k) != r->f)                                                                   \
+		q |= r->f ? put(j, k, json_deep_copy(r->f)) : (json_object_del(j, k), 0);
 	STR_FIELDS(PUT_STR)
 	INT_FIELDS(PUT_INT)
 	BOOL_FIELDS(PUT_BOOL)
@@ -146,7 +181,9 @@ json_t *env_record_format(const env_record *r)
 		lim = json_object_get(j, "limits");
 	}
 	lim = json_is_object(lim) ? lim : NULL;
-#define PUT_LIMIT(f, k) if (lim && json_int(olim, k, 0) != r->limits.f) q |= put(lim, k, json_integer(r->limits.f));
+#define PUT_LIMIT(f, k)                                                                                      \
+	if (lim && json_int(olim, k, 0) != r->limits.f)                                                      \
+		q |= put(lim, k, json_integer(r->limits.f));
 	LIMIT_FIELDS(PUT_LIMIT)
 	json_t *ocpus = json_object_get(olim, "cpus");
 	if (lim && (json_is_number(ocpus) ? json_number_value(ocpus) : 0) != r->limits.cpus)
@@ -264,7 +301,8 @@ _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_e
 	if (matches == 1)
 		return (*ret_id = strdup(match)) ? 0 : err_oom(err);
 	if (matches > 1)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous", ref);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment id prefix '%s' is ambiguous",
+			       ref);
 	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", ref);
 }
 
@@ -292,7 +330,8 @@ int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
 		safe_close(fd);
 		if (e == ENOENT || e == ECONNREFUSED)
 			return err_set(err, SBX_E_UNAVAILABLE, e,
-				       "environment '%s' is not running (its supervisor exited; `sbx rm` or `sbx gc` removes it)",
+				       "environment '%s' is not running (its supervisor exited; `sbx rm` or "
+				       "`sbx gc` removes it)",
 				       id);
 		return err_errnum(err, e, "connect to environment '%s'", id);
 	}
@@ -311,7 +350,8 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 	_cleanup_json_ json_t *m = NULL;
 	r = json_recv(fd, &m, NULL, NULL);
 	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
+		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
+			       id);
 	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	*ret = TAKE_PTR(m);
@@ -321,6 +361,6 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 int api_err_from_json(const json_t *m, sbx_err **err)
 {
 	sbx_code cc = err_code_from_name(json_str(m, "code"));
-	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
+	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s",
+		       json_str(m, "message") ?: "unknown error");
 }
-

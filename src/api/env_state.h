@@ -18,8 +18,8 @@
  * (uid_slot: -1). */
 typedef struct env_record {
 	json_t *json;
-	const char *id, *name, *hostname, *template_spec, *created_at, *network, *user, *snapshot_id, *state, *phase,
-		*policy;
+	const char *id, *name, *hostname, *template_spec, *created_at, *network, *user, *snapshot_id, *state,
+	    *phase, *policy;
 	int64_t created_ms, host_uid, id_count, supervisor_pid, landlock_abi, restoring_ms;
 	int uid_slot; /* -1: rootless (no slot) */
 	bool rootless, ephemeral, degraded, user_no_root, ttl_keep;
@@ -27,7 +27,8 @@ typedef struct env_record {
 		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes;
 		double cpus;
 	} limits;
-	json_t *env, *volumes, *network_allow, *capabilities, *layers, *warnings, *agent_phase, *secrets, *plugins;
+	json_t *env, *volumes, *network_allow, *capabilities, *layers, *warnings, *agent_phase, *secrets,
+	    *plugins;
 } env_record;
 
 /* Fills *ret from st, taking a reference to st. Pure. -EBADMSG when st is

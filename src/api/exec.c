@@ -155,18 +155,22 @@ _public_ void sbx_exec_result_free(sbx_exec_result *r)
 
 _public_ json_t *sbx_exec_result_json(const sbx_exec_result *r)
 {
-	json_t *j = json_pack("{s:o,s:s,s:s,s:b,s:b,s:b,s:I,s:b,s:o}", "exit_code",
-			      r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "stdout",
-			      r->stdout_buf ? r->stdout_buf : "", "stderr", r->stderr_buf ? r->stderr_buf : "",
-			      "stdout_truncated", r->stdout_truncated, "stderr_truncated", r->stderr_truncated, "timed_out",
-			      r->timed_out, "duration_ms", (json_int_t)r->duration_ms, "oom_killed", r->oom_killed,
-			      "trace_id", r->trace_id ? json_string(r->trace_id) : json_null());
+	json_t *j =
+	    json_pack("{s:o,s:s,s:s,s:b,s:b,s:b,s:I,s:b,s:o}", "exit_code",
+		      r->exit_code >= 0 ? json_integer(r->exit_code) : json_null(), "stdout",
+		      r->stdout_buf ? r->stdout_buf : "", "stderr", r->stderr_buf ? r->stderr_buf : "",
+		      "stdout_truncated", r->stdout_truncated, "stderr_truncated", r->stderr_truncated,
+		      "timed_out", r->timed_out, "duration_ms", (json_int_t)r->duration_ms, "oom_killed",
+		      r->oom_killed, "trace_id", r->trace_id ? json_string(r->trace_id) : json_null());
 	if (!j) {
 		/* Output that is not valid UTF-8: jansson refuses it; escape it. */
 		json_t *o = json_object();
-		json_object_set_new(o, "exit_code", r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
-		json_object_set_new(o, "stdout", json_stringn_nocheck(r->stdout_buf ? r->stdout_buf : "", r->stdout_len));
-		json_object_set_new(o, "stderr", json_stringn_nocheck(r->stderr_buf ? r->stderr_buf : "", r->stderr_len));
+		json_object_set_new(o, "exit_code",
+				    r->exit_code >= 0 ? json_integer(r->exit_code) : json_null());
+		json_object_set_new(o, "stdout",
+				    json_stringn_nocheck(r->stdout_buf ? r->stdout_buf : "", r->stdout_len));
+		json_object_set_new(o, "stderr",
+				    json_stringn_nocheck(r->stderr_buf ? r->stderr_buf : "", r->stderr_len));
 		json_object_set_new(o, "stdout_truncated", json_boolean(r->stdout_truncated));
 		json_object_set_new(o, "stderr_truncated", json_boolean(r->stderr_truncated));
 		json_object_set_new(o, "timed_out", json_boolean(r->timed_out));
@@ -216,7 +220,8 @@ static void sanitize_utf8(capture *c)
 		free(o.buf);
 }
 
-_public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err)
+_public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret,
+			  sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (!o || !o->argv || !o->argv[0] || !o->argv[0][0])
@@ -225,9 +230,11 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 		return -1;
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid environment variable '%s': expected K=V", *e);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "invalid environment variable '%s': expected K=V", *e);
 	if (o->cwd && o->cwd[0] != '/')
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute", o->cwd);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute",
+			       o->cwd);
 	/* The user is resolved by init, inside; its form is checked here. */
 	user_spec us;
 	if (o->version >= 3 && o->user && user_spec_parse(o->user, &us, err) < 0)
@@ -250,11 +257,12 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
 	if (sock < 0)
 		return -1;
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:o,s:o,s:b,s:I}", CTL_F_OP, CTL_OP_EXEC, "argv",
-					       json_from_strv(o->argv), "env", json_from_strv(o->env), "tty", o->tty,
-					       "timeout_ms", (json_int_t)o->timeout_ms);
+	_cleanup_json_ json_t *req =
+	    json_pack("{s:s,s:o,s:o,s:b,s:I}", CTL_F_OP, CTL_OP_EXEC, "argv", json_from_strv(o->argv), "env",
+		      json_from_strv(o->env), "tty", o->tty, "timeout_ms", (json_int_t)o->timeout_ms);
 	if (!req)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "command or environment is not valid UTF-8");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "command or environment is not valid UTF-8");
 	if (o->cwd)
 		json_object_set_new(req, "cwd", json_string(o->cwd));
 	if (o->version >= 3 && o->user)
@@ -275,7 +283,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 			json_object_set_new(req, "cols", json_integer(ws.ws_col));
 		}
 	} else {
-		if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 || pipe2(er, O_CLOEXEC) < 0) {
+		if ((want_stdin && pipe2(in, O_CLOEXEC) < 0) || pipe2(out, O_CLOEXEC) < 0 ||
+		    pipe2(er, O_CLOEXEC) < 0) {
 			err_errno(err, "pipe");
 			goto out;
 		}
@@ -310,7 +319,9 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	out[1] = safe_close(out[1]);
 	er[1] = safe_close(er[1]);
 	if (r < 0) {
-		err_errnum(err, r, r == -E2BIG || r == -EMSGSIZE ? "command and environment too large" : "send command");
+		err_errnum(err, r,
+			   r == -E2BIG || r == -EMSGSIZE ? "command and environment too large"
+							 : "send command");
 		goto out;
 	}
 	r = -1;
@@ -321,7 +332,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		size_t nf = 1;
 		int q = json_recv(sock, &m, fds, &nf);
 		if (q <= 0) {
-			err_set(err, SBX_E_UNAVAILABLE, q ? -q : EPIPE, "environment '%s' stopped answering", id);
+			err_set(err, SBX_E_UNAVAILABLE, q ? -q : EPIPE, "environment '%s' stopped answering",
+				id);
 			goto out;
 		}
 		if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR)) {
@@ -367,8 +379,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	int winch = o->version >= 2 && o->tty && master >= 0 ? o->winch_fd : -1;
 	while (!exited && (sock_open || rd_out >= 0 || rd_err >= 0)) {
 		struct pollfd p[8];
-		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1, ip_tr = -1,
-		    ip_winch = -1;
+		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1,
+		    ip_tr = -1, ip_winch = -1;
 		if (winch >= 0)
 			p[ip_winch = np++] = (struct pollfd){.fd = winch, .events = POLLIN};
 		if (rd_trace >= 0)
@@ -461,7 +473,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		}
 		if (ip_cancel >= 0 && p[ip_cancel].revents) {
 			res.cancelled = true;
-			_cleanup_json_ json_t *k = json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "sig", SIGKILL);
+			_cleanup_json_ json_t *k =
+			    json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "sig", SIGKILL);
 			(void)json_send(sock, k, NULL, 0);
 		}
 		if (ip_sock >= 0 && p[ip_sock].revents) {
@@ -469,7 +482,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 			int q = json_recv(sock, &m, NULL, NULL);
 			if (q <= 0) {
 				sock_open = false;
-				err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped while the command ran", id);
+				err_set(err, SBX_E_UNAVAILABLE, EPIPE,
+					"environment '%s' stopped while the command ran", id);
 				goto out;
 			}
 			const char *ev = json_str(m, CTL_F_EV) ?: "";

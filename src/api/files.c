@@ -15,7 +15,8 @@
 
 /* Sends a file request; on success returns the reply and the n_fds fds
  * that come with it (ret_fds may be NULL for none; fewer is an error). */
-int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds, sbx_err **err)
+int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds,
+		  sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
@@ -31,14 +32,16 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 	_cleanup_json_ json_t *m = NULL;
 	r = json_recv(sock, &m, fds, &n);
 	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering", id);
+		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
+			       id);
 	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	if (!json_bool(m, "ok", false)) {
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
 		int e = (int)json_int(m, "errno", EIO);
-		return err_set(err, err_code_from_errno(e), e, "%s", json_str(m, "message") ?: "file operation failed");
+		return err_set(err, err_code_from_errno(e), e, "%s",
+			       json_str(m, "message") ?: "file operation failed");
 	}
 	if (n < n_fds) {
 		for (size_t i = 0; i < n; i++)
@@ -60,14 +63,17 @@ static int file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, i
 	return api_file_call(ctx, ref, req, ret, ret_fd, ret_fd ? 1 : 0, err);
 }
 
-_public_ int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes, char **ret_data,
-			       size_t *ret_len, int64_t *ret_size, bool *ret_truncated, sbx_err **err)
+_public_ int sbx_env_read_file(sbx_ctx *ctx, const char *ref, const char *path, int64_t max_bytes,
+			       char **ret_data, size_t *ret_len, int64_t *ret_size, bool *ret_truncated,
+			       sbx_err **err)
 {
 	if (!path || !*path)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
 	if (max_bytes <= 0)
 		max_bytes = DEFAULT_READ_MAX;
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "read", "path", path), *m = NULL;
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "read",
+					       "path", path),
+			      *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");
 	_cleanup_close_ int fd = -1;
@@ -110,8 +116,8 @@ _public_ int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path,
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
 	if (mode > 07777)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid mode %o", mode);
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action", "write", "path", path, "mode",
-					       mode),
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_OP, CTL_OP_FILE, "action", "write",
+					       "path", path, "mode", mode),
 			      *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");
@@ -128,7 +134,8 @@ _public_ int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path,
 {
 	if (!path || !*path)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no path given");
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "list", "path", path);
+	_cleanup_json_ json_t *req =
+	    json_pack("{s:s,s:s,s:s}", CTL_F_OP, CTL_OP_FILE, "action", "list", "path", path);
 	json_t *m = NULL;
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "path is not valid UTF-8");

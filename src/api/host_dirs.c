@@ -17,7 +17,8 @@ _public_ int sbx_ctx_allow_host_dir(sbx_ctx *ctx, const char *dir, sbx_err **err
 	if (!real || stat(real, &st) < 0)
 		return err_errno(err, "allowed host directory '%s'", dir ? dir : "");
 	if (!S_ISDIR(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, ENOTDIR, "allowed host directory '%s' is not a directory", dir);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, ENOTDIR,
+			       "allowed host directory '%s' is not a directory", dir);
 	size_t n = 0;
 	while (ctx->host_dirs && ctx->host_dirs[n])
 		n++;

@@ -15,27 +15,29 @@ static int check_range(const char *name, int64_t v, bool none_ok, int64_t lo, in
 	if (v == 0 || (none_ok && v == -1) || (v >= lo && v <= hi))
 		return 0;
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-		       "invalid limit %s %lld: expected 0 (the default)%s, or at least %s and at most %s", name,
-		       (long long)v, none_ok ? ", -1 (none)" : "", lo_s, hi_s);
+		       "invalid limit %s %lld: expected 0 (the default)%s, or at least %s and at most %s",
+		       name, (long long)v, none_ok ? ", -1 (none)" : "", lo_s, hi_s);
 }
 
 _public_ int sbx_env_limits_check(const sbx_create_opts *o, sbx_err **err)
 {
 	if (!o)
 		return 0;
-	if (check_range("memory_bytes", o->memory_bytes, true, SBX_MEMORY_MIN, SBX_MEMORY_MAX, "4m", "64t", err) < 0 ||
+	if (check_range("memory_bytes", o->memory_bytes, true, SBX_MEMORY_MIN, SBX_MEMORY_MAX, "4m", "64t",
+			err) < 0 ||
 	    check_range("pids", o->pids, true, 1, SBX_PIDS_MAX, "1", "4194304", err) < 0 ||
-	    check_range("timeout_ms", o->timeout_ms, false, 1, SBX_TIMEOUT_MAX_MS, "1 ms", "30 days", err) < 0 ||
+	    check_range("timeout_ms", o->timeout_ms, false, 1, SBX_TIMEOUT_MAX_MS, "1 ms", "30 days", err) <
+		0 ||
 	    check_range("ttl_ms", o->ttl_ms, false, 1, SBX_TTL_MAX_MS, "1 ms", "365 days", err) < 0 ||
 	    check_range("output_bytes", o->output_bytes, true, 1, SBX_OUTPUT_MAX, "1", "1g", err) < 0 ||
-	    (o->version >= 3 &&
-	     check_range("disk_bytes", o->disk_bytes, false, SBX_DISK_MIN, SBX_DISK_MAX, "4m", "64t", err) < 0) ||
-	    (o->version >= 5 &&
-	     check_range("idle_suspend_ms", o->idle_suspend_ms, false, 1, SBX_TTL_MAX_MS, "1 ms", "365 days", err) < 0))
+	    (o->version >= 3 && check_range("disk_bytes", o->disk_bytes, false, SBX_DISK_MIN, SBX_DISK_MAX,
+					    "4m", "64t", err) < 0) ||
+	    (o->version >= 5 && check_range("idle_suspend_ms", o->idle_suspend_ms, false, 1, SBX_TTL_MAX_MS,
+					    "1 ms", "365 days", err) < 0))
 		return -1;
 	if (!isfinite(o->cpus) || (o->cpus != 0 && (o->cpus < SBX_CPUS_MIN || o->cpus > SBX_CPUS_MAX)))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid limit cpus %g: expected 0 (none) or %g to %g cores", o->cpus, SBX_CPUS_MIN,
-			       SBX_CPUS_MAX);
+			       "invalid limit cpus %g: expected 0 (none) or %g to %g cores", o->cpus,
+			       SBX_CPUS_MIN, SBX_CPUS_MAX);
 	return 0;
 }

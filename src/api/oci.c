@@ -38,9 +38,11 @@ static void now_rfc3339(char buf[32])
 
 static int template_label(const char *name, char ret[160], sbx_err **err)
 {
-	if (!name || !store_label_valid(name) || strlen(name) > 128 - strlen(TEMPLATE_PREFIX) || streq(name, "host"))
+	if (!name || !store_label_valid(name) || strlen(name) > 128 - strlen(TEMPLATE_PREFIX) ||
+	    streq(name, "host"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid template name '%s': use letters, digits, '.', '_' or '-' (at most %zu), not 'host'",
+			       "invalid template name '%s': use letters, digits, '.', '_' or '-' (at most "
+			       "%zu), not 'host'",
 			       name ? name : "", 128 - strlen(TEMPLATE_PREFIX));
 	snprintf(ret, 160, TEMPLATE_PREFIX "%s", name);
 	return 0;
@@ -64,7 +66,8 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 	_cleanup_snapshot_ store_snapshot *cur = NULL;
 	for (int depth = 0; parent; depth++) {
 		if (depth > 100000)
-			return err_set(err, SBX_E_INTERNAL, ELOOP, "snapshot %s: parent chain too long", s->snapshot_id);
+			return err_set(err, SBX_E_INTERNAL, ELOOP, "snapshot %s: parent chain too long",
+				       s->snapshot_id);
 		store_snapshot *nx = NULL;
 		if (store_snapshot_read(ctx->root, parent, &nx, err) < 0)
 			return err_wrap(err, "snapshot %s: its parent", s->snapshot_id);
@@ -74,16 +77,18 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 		parent = cur->parent;
 	}
 	if (!cur || !cur->base_identity)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "snapshot %s: no base snapshot naming the host's files (made before sbx recorded one); "
-			       "create the environment again",
-			       s->snapshot_id);
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "snapshot %s: no base snapshot naming the host's files (made before sbx recorded one); "
+		    "create the environment again",
+		    s->snapshot_id);
 	/* Captured before (while the host was that base): reused whatever the host is now. */
 	char label[160], sid[STORE_DIGEST_SIZE];
 	snprintf(label, sizeof(label), HOSTBASE_PREFIX "%s", store_digest_hex(root));
 	_cleanup_snapshot_ store_snapshot *have = NULL;
-	if (store_ref_get(ctx->root, label, sid, NULL) == 0 && store_snapshot_read(ctx->root, sid, &have, NULL) == 0 &&
-	    have->layers && have->layers[0] && store_layer_exists(ctx->root, have->layers[0])) {
+	if (store_ref_get(ctx->root, label, sid, NULL) == 0 &&
+	    store_snapshot_read(ctx->root, sid, &have, NULL) == 0 && have->layers && have->layers[0] &&
+	    store_layer_exists(ctx->root, have->layers[0])) {
 		snprintf(ret, STORE_DIGEST_SIZE, "%s", have->layers[0]);
 		return 0;
 	}
@@ -94,8 +99,10 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 	int r = snap_template_base(ctx, "host", mask, now, err);
 	if (r == 0 && !streq(now, root))
 		r = err_set(err, SBX_E_CONFLICT, ESTALE,
-			    "snapshot %s: its base is the host as it was (%s); the host has changed since (its package "
-			    "databases, directories or mask: now %s) and that base was not captured then, so it can no "
+			    "snapshot %s: its base is the host as it was (%s); the host has changed since "
+			    "(its package "
+			    "databases, directories or mask: now %s) and that base was not captured then, so "
+			    "it can no "
 			    "longer be",
 			    s->snapshot_id, root, now);
 	char layer[STORE_DIGEST_SIZE];
@@ -107,21 +114,28 @@ static int host_base_layer(sbx_ctx *ctx, const store_snapshot *s, char ret[STORE
 	char *layers[2] = {layer, NULL};
 	static char *empty[] = {NULL};
 	char *labels[2] = {label, NULL};
-	store_snapshot hb = {.layers = layers, .env = empty, .cwd = "/root", .user = "root", .labels = labels,
-			     .created_at = "1970-01-01T00:00:00Z", .parent = NULL};
-	if (store_snapshot_write(ctx->root, &hb, sid, err) < 0 || store_ref_set(ctx->root, label, sid, err) < 0)
+	store_snapshot hb = {.layers = layers,
+			     .env = empty,
+			     .cwd = "/root",
+			     .user = "root",
+			     .labels = labels,
+			     .created_at = "1970-01-01T00:00:00Z",
+			     .parent = NULL};
+	if (store_snapshot_write(ctx->root, &hb, sid, err) < 0 ||
+	    store_ref_set(ctx->root, label, sid, err) < 0)
 		return err_wrap(err, "record the host base");
 	memcpy(ret, layer, STORE_DIGEST_SIZE);
 	return 0;
 }
 
-_public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret, sbx_err **err)
+_public_ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, json_t **ret,
+				 sbx_err **err)
 {
 	return api_oci_export(ctx, snapshot, oci_dir, NULL, NULL, ret, err);
 }
 
-int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have_fn, void *have_ud,
-		   json_t **ret, sbx_err **err)
+int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_export_have_fn have_fn,
+		   void *have_ud, json_t **ret, sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL, *dir = NULL, *tag = NULL;
 	if (!oci_dir || !*oci_dir)
@@ -168,11 +182,11 @@ int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_
 	} else {
 		/* A template name (or oci:...): an imported image whose layers the snapshot lists. */
 		char d[STORE_DIGEST_SIZE], label[160];
-		bool known = startswith(base, "oci:") ||
-			     (template_label(base, label, NULL) == 0 && store_ref_get(ctx->root, label, d, NULL) == 0);
+		bool known = startswith(base, "oci:") || (template_label(base, label, NULL) == 0 &&
+							  store_ref_get(ctx->root, label, d, NULL) == 0);
 		if (!known && nl == 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot %s: unknown base template '%s'", digest,
-				       base);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "snapshot %s: unknown base template '%s'", digest, base);
 	}
 	for (size_t i = 0; i < nl; i++)
 		if (!(layers[n++] = strdup(snap->layers[i])))
@@ -257,19 +271,20 @@ int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_
 		return err_wrap(err, "export %s to '%s'", digest, dir);
 	json_t *ls = json_array();
 	for (size_t i = 0; i < n; i++)
-		json_array_append_new(ls, json_pack("{s:s,s:s,s:I,s:s}", "diff_id", layers[i], "digest", descs[i].digest,
-						    "size", (json_int_t)descs[i].size, "mediaType", descs[i].media_type));
-	*ret = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:I}", "snapshot_id", digest, "oci_dir", dir, "tag", tag ? tag : "latest",
-			 "manifest_digest", md.digest, "config_digest", cd.digest, "layers", ls, "size_bytes",
-			 (json_int_t)(total + cd.size + md.size));
+		json_array_append_new(ls, json_pack("{s:s,s:s,s:I,s:s}", "diff_id", layers[i], "digest",
+						    descs[i].digest, "size", (json_int_t)descs[i].size,
+						    "mediaType", descs[i].media_type));
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:I}", "snapshot_id", digest, "oci_dir", dir, "tag",
+			 tag ? tag : "latest", "manifest_digest", md.digest, "config_digest", cd.digest,
+			 "layers", ls, "size_bytes", (json_int_t)(total + cd.size + md.size));
 	return *ret ? 0 : err_errnum(err, ENOMEM, "export");
 }
 
 /* ---- import -------------------------------------------------------------- */
 
 /* index.json -> (nested indexes) -> the image manifest. */
-static int find_manifest(oci_layout *l, const char *tag, oci_manifest **ret, char ret_digest[STORE_DIGEST_SIZE],
-			 sbx_err **err)
+static int find_manifest(oci_layout *l, const char *tag, oci_manifest **ret,
+			 char ret_digest[STORE_DIGEST_SIZE], sbx_err **err)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
@@ -291,19 +306,22 @@ static int find_manifest(oci_layout *l, const char *tag, oci_manifest **ret, cha
 		bool is_index = oci_media_is_index(cur.media_type);
 		if (!cur.media_type) {
 			_cleanup_json_ json_t *j = json_loadb(buf, len, 0, NULL);
-			is_index = oci_media_is_index(json_str(j, "mediaType")) || json_object_get(j, "manifests");
+			is_index =
+			    oci_media_is_index(json_str(j, "mediaType")) || json_object_get(j, "manifests");
 		}
 		if (!is_index) {
 			if (cur.media_type && !oci_media_is_manifest(cur.media_type))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: media type '%.100s' is not an image manifest",
-					       cur.digest, cur.media_type);
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "%s: media type '%.100s' is not an image manifest", cur.digest,
+					       cur.media_type);
 			if (oci_manifest_parse(buf, len, ret, err) < 0)
 				return err_wrap(err, "manifest %s", cur.digest);
 			memcpy(ret_digest, cur.digest, STORE_DIGEST_SIZE);
 			return 0;
 		}
 		if (depth >= OCI_MAX_INDEX_DEPTH)
-			return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "image indexes nested deeper than %d", OCI_MAX_INDEX_DEPTH);
+			return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP,
+				       "image indexes nested deeper than %d", OCI_MAX_INDEX_DEPTH);
 		_cleanup_(oci_index_freep) oci_index *sub = NULL;
 		if (oci_index_parse(buf, len, &sub, err) < 0)
 			return err_wrap(err, "image index %s", cur.digest);
@@ -317,7 +335,8 @@ static int find_manifest(oci_layout *l, const char *tag, oci_manifest **ret, cha
 	}
 }
 
-_public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret, sbx_err **err)
+_public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret,
+			      sbx_err **err)
 {
 	_cleanup_free_ char *dir = NULL, *tag = NULL, *bn = NULL;
 	if (oci_ref && !startswith(oci_ref, "oci:"))
@@ -357,10 +376,10 @@ _public_ int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *nam
 	oci_layout_close(&l);
 	if (r < 0)
 		return err_wrap(err, "import '%s'", oci_ref);
-	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label, "layers",
-			 json_from_strv((const char *const *)layers), "diff_ids",
-			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest, "size_bytes",
-			 (json_int_t)size);
+	*ret = json_pack("{s:s,s:s,s:s,s:o,s:o,s:s,s:I}", "snapshot_id", sid, "name", name, "ref", label,
+			 "layers", json_from_strv((const char *const *)layers), "diff_ids",
+			 json_from_strv((const char *const *)cfg->diff_ids), "manifest_digest", mdigest,
+			 "size_bytes", (json_int_t)size);
 	return *ret ? 0 : err_errnum(err, ENOMEM, "import");
 }
 
@@ -369,11 +388,13 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 			 uint64_t *ret_size, sbx_err **err)
 {
 	if (cfg->n_diff_ids != m->n_layers)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the manifest lists %zu layers but the config %zu diff_ids",
-			       m->n_layers, cfg->n_diff_ids);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "the manifest lists %zu layers but the config %zu diff_ids", m->n_layers,
+			       cfg->n_diff_ids);
 	if (cfg->arch && !streq(cfg->arch, oci_host_arch()))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "the image is for linux/%.40s; this host is linux/%s",
-			       cfg->arch, oci_host_arch());
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "the image is for linux/%.40s; this host is linux/%s", cfg->arch,
+			       oci_host_arch());
 	_cleanup_strv_free_ char **layers = calloc(m->n_layers + 1, sizeof(char *));
 	_cleanup_free_ bool *existed = calloc(m->n_layers + 1, sizeof(bool));
 	if (!layers || !existed)
@@ -393,8 +414,8 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 			li.existed = true;
 			store_progress_add((uint64_t)m->layers[i].size, 1);
 		} else {
-			r = store_layer_put_from_oci_blob(ctx->root, l, &m->layers[i], m->comp[i], cfg->diff_ids[i], &budget,
-							  &li, err);
+			r = store_layer_put_from_oci_blob(ctx->root, l, &m->layers[i], m->comp[i],
+							  cfg->diff_ids[i], &budget, &li, err);
 			store_progress_add(0, 1);
 		}
 		if (r == 0 && !(layers[i] = strdup(li.digest)))
@@ -422,7 +443,8 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 			    .labels = empty,
 			    .created_at = created,
 			    .size_bytes = size};
-	if (store_snapshot_write(ctx->root, &s, ret_sid, err) < 0 || store_ref_set(ctx->root, label, ret_sid, err) < 0)
+	if (store_snapshot_write(ctx->root, &s, ret_sid, err) < 0 ||
+	    store_ref_set(ctx->root, label, ret_sid, err) < 0)
 		return -1;
 	*ret_layers = TAKE_PTR(layers);
 	*ret_size = size;
@@ -439,12 +461,15 @@ _public_ int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_dig
 		_cleanup_json_ json_t *j = NULL;
 		if (sbx_image_import(ctx, spec, NULL, &j, err) < 0)
 			return -1;
-		return (*ret_digest = strdup(json_str(j, "snapshot_id"))) ? 0 : err_errnum(err, ENOMEM, "template");
+		return (*ret_digest = strdup(json_str(j, "snapshot_id")))
+			   ? 0
+			   : err_errnum(err, ENOMEM, "template");
 	}
 	char label[160], d[STORE_DIGEST_SIZE];
 	if (template_label(spec, label, NULL) < 0 || store_ref_get(ctx->root, label, d, NULL) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "unknown template '%s': expected host, dir:PATH, oci:DIR[:TAG] or a template name (sbx template ls)",
+			       "unknown template '%s': expected host, dir:PATH, oci:DIR[:TAG] or a template "
+			       "name (sbx template ls)",
 			       spec);
 	return (*ret_digest = strdup(d)) ? 0 : err_errnum(err, ENOMEM, "template");
 }
@@ -465,17 +490,20 @@ _public_ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source
 		_cleanup_free_ char *real = realpath(source + 4, NULL);
 		struct stat st;
 		if (!real || stat(real, &st) < 0 || !S_ISDIR(st.st_mode))
-			return err_set(err, SBX_E_NOT_FOUND, real ? ENOTDIR : errno, "template source '%s' is not a directory",
-				       source);
+			return err_set(err, SBX_E_NOT_FOUND, real ? ENOTDIR : errno,
+				       "template source '%s' is not a directory", source);
 		if (streq(real, "/"))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "template 'dir:/' would expose the whole host");
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "template 'dir:/' would expose the whole host");
 		if (asprintf(&spec, "dir:%s", real) < 0)
 			spec = NULL;
 	} else {
 		/* A snapshot (digest, prefix or label) becomes a template as is. */
 		if (sbx_snapshot_resolve(ctx, source, &digest, NULL) < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "template source '%s': expected oci:DIR[:TAG], dir:PATH, host or a snapshot", source);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "template source '%s': expected oci:DIR[:TAG], dir:PATH, host or a snapshot",
+			    source);
 	}
 	if (!digest) {
 		if (!spec)
@@ -483,8 +511,13 @@ _public_ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source
 		char created[32], sid[STORE_DIGEST_SIZE];
 		now_rfc3339(created);
 		static char *empty[] = {NULL};
-		store_snapshot s = {.layers = empty, .base_template = spec, .env = empty, .cwd = "/root", .user = "root",
-				    .labels = empty, .created_at = created};
+		store_snapshot s = {.layers = empty,
+				    .base_template = spec,
+				    .env = empty,
+				    .cwd = "/root",
+				    .user = "root",
+				    .labels = empty,
+				    .created_at = created};
 		if (store_snapshot_write(ctx->root, &s, sid, err) < 0)
 			return err_wrap(err, "template '%s'", name);
 		if (!(digest = strdup(sid)))
@@ -492,7 +525,8 @@ _public_ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source
 	}
 	if (store_ref_set(ctx->root, label, digest, err) < 0)
 		return err_wrap(err, "template '%s'", name);
-	*ret = json_pack("{s:s,s:s,s:s,s:s}", "name", name, "snapshot_id", digest, "ref", label, "source", source);
+	*ret = json_pack("{s:s,s:s,s:s,s:s}", "name", name, "snapshot_id", digest, "ref", label, "source",
+			 source);
 	return *ret ? 0 : err_errnum(err, ENOMEM, "template");
 }
 
@@ -510,10 +544,11 @@ _public_ int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if (store_ref_get(ctx->root, *p, d, NULL) < 0)
 			continue;
 		(void)store_snapshot_read(ctx->root, d, &s, NULL);
-		json_t *e = json_pack("{s:s,s:s,s:s?,s:o,s:s?,s:I}", "name", *p + strlen(TEMPLATE_PREFIX), "snapshot_id", d,
-				      "base_template", s ? s->base_template : NULL, "layers",
-				      s ? json_from_strv((const char *const *)s->layers) : json_array(), "created_at",
-				      s ? s->created_at : NULL, "size_bytes", (json_int_t)(s ? s->size_bytes : 0));
+		json_t *e =
+		    json_pack("{s:s,s:s,s:s?,s:o,s:s?,s:I}", "name", *p + strlen(TEMPLATE_PREFIX),
+			      "snapshot_id", d, "base_template", s ? s->base_template : NULL, "layers",
+			      s ? json_from_strv((const char *const *)s->layers) : json_array(), "created_at",
+			      s ? s->created_at : NULL, "size_bytes", (json_int_t)(s ? s->size_bytes : 0));
 		if (e)
 			json_array_append_new(a, e);
 	}

@@ -170,7 +170,7 @@ static int cmp_str(const void *a, const void *b)
 /* Did the writable layer touch a package database? */
 static bool touched(const char *env_dir)
 {
-	static const char *const paths[] = {"var/lib/dpkg",	   "usr/lib/python3",	"usr/local/lib",
+	static const char *const paths[] = {"var/lib/dpkg",	    "usr/lib/python3", "usr/local/lib",
 					    "usr/lib/node_modules", "root/.local/lib", NULL};
 	for (const char *const *p = paths; *p; p++) {
 		char full[4400];
@@ -207,7 +207,8 @@ char **env_packages(sbx_ctx *ctx, const char *id, const char *env_dir, const cha
 	size_t len = 0;
 	int64_t size = 0;
 	bool trunc = false;
-	if (sbx_env_read_file(ctx, id, "/var/lib/dpkg/status", 64 << 20, &status, &len, &size, &trunc, NULL) == 0)
+	if (sbx_env_read_file(ctx, id, "/var/lib/dpkg/status", 64 << 20, &status, &len, &size, &trunc,
+			      NULL) == 0)
 		parse_dpkg(&l, status);
 	pip_dir(ctx, id, &l, "/usr/lib/python3/dist-packages");
 	pip_lib(ctx, id, &l, "/usr/local/lib");

@@ -30,7 +30,8 @@
 #include "util/json.h"
 #include "util/macro.h"
 
-int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env, char **net);
+int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
+		    char **net);
 
 static double pause_now_ms(void)
 {
@@ -79,8 +80,10 @@ json_t *env_suspend_info(const sbx_ctx *ctx, const char *id)
 			continue;
 		}
 		json_object_set_new(j, "resumed", json_boolean(i == 1));
-		json_object_set_new(j, "note", json_string("processes that were running when it was suspended were ended; "
-							   "files and environment were kept"));
+		json_object_set_new(
+		    j, "note",
+		    json_string("processes that were running when it was suspended were ended; "
+				"files and environment were kept"));
 		return j;
 	}
 	return NULL;
@@ -96,9 +99,10 @@ static int reclaim_slot(const char *env_dir, const json_t *st, sbx_err **err)
 	snprintf(p, sizeof(p), "%s/%lld", USERNS_SLOT_DIR, (long long)json_int(st, "uid_slot", -1));
 	_cleanup_free_ char *owner = NULL;
 	if (fs_read_file(p, 8192, &owner, NULL) == 0)
-		return streq(owner, env_dir) ? 0
-					     : err_set(err, SBX_E_CONFLICT, EBUSY,
-						       "its host uid range now belongs to another environment (%s)", owner);
+		return streq(owner, env_dir)
+			   ? 0
+			   : err_set(err, SBX_E_CONFLICT, EBUSY,
+				     "its host uid range now belongs to another environment (%s)", owner);
 	(void)fs_mkdir_p(USERNS_SLOT_DIR, 0700);
 	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -174,8 +178,10 @@ int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err *
 {
 	if (env_is_suspended(ctx, id)) {
 		if (!auto_resume)
-			return err_set(err, SBX_E_CONFLICT, EAGAIN,
-				       "environment '%s' is suspended (sbx resume %s, or leave out --no-auto-resume)", id, id);
+			return err_set(
+			    err, SBX_E_CONFLICT, EAGAIN,
+			    "environment '%s' is suspended (sbx resume %s, or leave out --no-auto-resume)",
+			    id, id);
 		bool restarted;
 		if (env_wake(ctx, id, &restarted, err) < 0)
 			return err_wrap(err, "resume suspended environment '%s'", id);
@@ -191,15 +197,18 @@ _public_ int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err 
 		return -1;
 	if (!env_is_live(ctx, id))
 		return env_is_suspended(ctx, id)
-			       ? err_set(err, SBX_E_CONFLICT, ESRCH, "environment '%s' is suspended: it has no processes to pause", id)
-			       : err_set(err, SBX_E_UNAVAILABLE, ESRCH, "environment '%s' is not running", id);
+			   ? err_set(err, SBX_E_CONFLICT, ESRCH,
+				     "environment '%s' is suspended: it has no processes to pause", id)
+			   : err_set(err, SBX_E_UNAVAILABLE, ESRCH, "environment '%s' is not running", id);
 	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_PAUSE), *m = NULL;
 	if (env_call(ctx, id, req, &m, err) < 0)
 		return err_wrap(err, "pause '%s'", id);
 	/* Rootless, init's own answer comes through: ok once every process stopped. */
 	if (streq(json_str(m, "ev") ?: "", "stop_all") && !json_bool(m, "ok", false))
-		return err_set(err, SBX_E_INTERNAL, EIO, "pause '%s': not every process could be stopped", id);
-	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "state", "paused", "pause_ms", pause_now_ms() - t0);
+		return err_set(err, SBX_E_INTERNAL, EIO, "pause '%s': not every process could be stopped",
+			       id);
+	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "state", "paused", "pause_ms",
+			 pause_now_ms() - t0);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 

@@ -238,19 +238,24 @@ int phase_plan(const env_config *c, const char *setup_spec, const char *spec, js
 			user_spec au, su;
 			if (user_spec_parse(a->user, &au, err) < 0)
 				return -1;
-			bool setup_user = c->user && user_spec_parse(c->user, &su, NULL) == 0 && !user_spec_is_root(&su);
+			bool setup_user =
+			    c->user && user_spec_parse(c->user, &su, NULL) == 0 && !user_spec_is_root(&su);
 			if (user_spec_is_root(&au) && (setup_user || c->no_root))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-					       "user '%s': root is wider than the setup phase's user '%s'; the agent "
-					       "phase may only narrow", a->user, c->user ? c->user : "?");
+				return err_set(
+				    err, SBX_E_INVALID_ARGUMENT, EPERM,
+				    "user '%s': root is wider than the setup phase's user '%s'; the agent "
+				    "phase may only narrow",
+				    a->user, c->user ? c->user : "?");
 			json_object_set_new(plan, "user", json_string(a->user));
 		}
 		if (a->caps_set) {
 			uint64_t wider = a->caps & ~c->caps;
 			if (wider)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-					       "capabilities: %s is not kept in the setup phase; the agent phase may "
-					       "only narrow", caps_name(__builtin_ctzll(wider)));
+				return err_set(
+				    err, SBX_E_INVALID_ARGUMENT, EPERM,
+				    "capabilities: %s is not kept in the setup phase; the agent phase may "
+				    "only narrow",
+				    caps_name(__builtin_ctzll(wider)));
 			json_object_set_new(plan, "capabilities", caps_to_json(a->caps));
 		}
 		/* env: the agent policy's on top (later wins) */
@@ -369,7 +374,8 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 		return json_str(reply, "message")
 			   ? err_set(err, err_code_from_name(json_str(reply, "code") ?: "internal"), EIO,
 				     "switch '%s' to the agent phase: %s", id, json_str(reply, "message"))
-			   : err_set(err, SBX_E_INTERNAL, EIO, "switch '%s' to the agent phase: init refused", id);
+			   : err_set(err, SBX_E_INTERNAL, EIO, "switch '%s' to the agent phase: init refused",
+				     id);
 
 	/* The record: what a restore starts again with, and what inspect shows. */
 	json_t *kept = json_object_get(plan, "secrets"), *removed = json_array();

@@ -16,7 +16,10 @@
 #include "util/fs.h"
 #include "util/json.h"
 
-static bool is_profile(const char *s) { return streq(s, "strict") || streq(s, "dev") || streq(s, "open"); }
+static bool is_profile(const char *s)
+{
+	return streq(s, "strict") || streq(s, "dev") || streq(s, "open");
+}
 
 int policy_load_spec(const char *spec, policy **ret, sbx_err **err)
 {
@@ -28,9 +31,10 @@ int policy_load_spec(const char *spec, policy **ret, sbx_err **err)
 	size_t len = 0;
 	int r = fs_read_file(spec, 1 << 20, &buf, &len);
 	if (r < 0)
-		return err_set(err, r == -ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, -r,
-			       "policy '%s': not a built-in profile (strict, dev, open) and not a readable file: %s", spec,
-			       strerror(-r));
+		return err_set(
+		    err, r == -ENOENT ? SBX_E_NOT_FOUND : SBX_E_INVALID_ARGUMENT, -r,
+		    "policy '%s': not a built-in profile (strict, dev, open) and not a readable file: %s",
+		    spec, strerror(-r));
 	if (policy_parse(buf, len, ret, err) < 0)
 		return err_wrap(err, "policy file '%s'", spec);
 	return 0;
@@ -47,8 +51,8 @@ static int cap_limit(const char *field, int64_t *opt, int64_t pol, sbx_err **err
 	}
 	if (*opt < 0 || *opt > pol)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-			       "%s: the policy allows at most %lld; an explicit value may only narrow it", field,
-			       (long long)pol);
+			       "%s: the policy allows at most %lld; an explicit value may only narrow it",
+			       field, (long long)pol);
 	return 0;
 }
 
@@ -71,7 +75,8 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		if (plugin_path_check(*pl, &real, err) < 0)
 			return err_wrap(err, "policy '%s'", pname);
 		json_t *cfg = json_object_get(p->plugin_config, *pl);
-		json_t *e = cfg ? json_pack("{s:s,s:O}", "path", *pl, "config", cfg) : json_pack("{s:s}", "path", *pl);
+		json_t *e = cfg ? json_pack("{s:s,s:O}", "path", *pl, "config", cfg)
+				: json_pack("{s:s}", "path", *pl);
 		if (!e || json_array_append_new(keep->plugins, e) < 0)
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	}
@@ -84,8 +89,10 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 			return -1;
 		if (o->user && p_nonroot && user_spec_is_root(&ou))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "user '%s': the policy runs commands as '%s', not root; an explicit user may only "
-				       "narrow it", o->user, p->user);
+				       "user '%s': the policy runs commands as '%s', not root; an explicit "
+				       "user may only "
+				       "narrow it",
+				       o->user, p->user);
 		if (!o->user)
 			o->user = p->user;
 		o->user_no_root = o->user_no_root || p_nonroot;
@@ -109,15 +116,18 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 	 * none); runtime/cdi.h */
 	for (const char *const *d = o->devices; d && *d; d++)
 		if (!cdi_allowed((const char *const *)p->devices, *d))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "device '%s': not allowed by policy '%s' (its \"devices\" allowlist %s)", *d, pname,
-				       p->devices ? "does not name it" : "is empty");
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EPERM,
+			    "device '%s': not allowed by policy '%s' (its \"devices\" allowlist %s)", *d,
+			    pname, p->devices ? "does not name it" : "is empty");
 	/* disk quota (o is a whole current struct here; rootless: sbx_env_create) */
 	if (cap_limit("disk quota", &o->disk_bytes, p->limits.disk_bytes, err) < 0)
 		return -1;
 	const policy_limits *l = &p->limits;
-	if (cap_limit("memory", &o->memory_bytes, l->memory_bytes, err) < 0 || cap_limit("pids", &o->pids, l->pids, err) < 0 ||
-	    cap_limit("timeout", &o->timeout_ms, l->timeout_ms, err) < 0 || cap_limit("ttl", &o->ttl_ms, l->ttl_ms, err) < 0 ||
+	if (cap_limit("memory", &o->memory_bytes, l->memory_bytes, err) < 0 ||
+	    cap_limit("pids", &o->pids, l->pids, err) < 0 ||
+	    cap_limit("timeout", &o->timeout_ms, l->timeout_ms, err) < 0 ||
+	    cap_limit("ttl", &o->ttl_ms, l->ttl_ms, err) < 0 ||
 	    cap_limit("output limit", &o->output_bytes, l->output_bytes, err) < 0)
 		return -1;
 	if (o->idle_suspend_ms == 0 && l->idle_suspend_ms > 0) /* a default, not a ceiling */
@@ -126,7 +136,8 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		if (o->cpus == 0)
 			o->cpus = l->cpus;
 		else if (o->cpus > l->cpus)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "cpus: the policy allows at most %g", l->cpus);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "cpus: the policy allows at most %g", l->cpus);
 	}
 	/* Network: none < allow (a subset of the policy's rules) < open. */
 	const char *want = o->network ? o->network : NULL;
@@ -142,18 +153,21 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		if (want && startswith(want, "allow=")) {
 			/* Every requested rule must be covered by one of the policy's. */
 			_cleanup_free_ char *copy = strdup(want + 6);
-			for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+			for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
+			     t = strtok_r(NULL, ",", &save)) {
 				egress_rule r;
 				if (egress_rule_parse(t, &r, err) < 0)
 					return err_wrap(err, "network");
 				bool covered = false;
 				for (char **a = p->allow; a && *a && !covered; a++) {
 					egress_rule pr;
-					covered = egress_rule_parse(*a, &pr, NULL) == 0 && egress_rule_covers(&pr, &r);
+					covered = egress_rule_parse(*a, &pr, NULL) == 0 &&
+						  egress_rule_covers(&pr, &r);
 				}
 				if (!covered)
-					return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-						       "network allow '%s': not within the policy's allowlist", t);
+					return err_set(
+					    err, SBX_E_INVALID_ARGUMENT, EPERM,
+					    "network allow '%s': not within the policy's allowlist", t);
 			}
 		} else if (!want || !streq(want, "none")) {
 			json_t *a = json_from_strv((const char *const *)p->allow);
@@ -170,10 +184,12 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		for (size_t i = 0; i < o->n_volumes; i++) {
 			bool ok = false;
 			for (size_t k = 0; k < p->n_volumes && !ok; k++)
-				ok = streq(p->volumes[k].host, o->volumes[i].host) && streq(p->volumes[k].path, o->volumes[i].path) &&
+				ok = streq(p->volumes[k].host, o->volumes[i].host) &&
+				     streq(p->volumes[k].path, o->volumes[i].path) &&
 				     (o->volumes[i].readonly || !p->volumes[k].readonly);
 			if (!ok)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "volume '%s:%s': not allowed by the policy",
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+					       "volume '%s:%s': not allowed by the policy",
 					       o->volumes[i].host, o->volumes[i].path);
 		}
 		if (o->n_volumes == 0 && p->n_volumes > 0) {
@@ -181,7 +197,8 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 			if (!keep->volumes)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 			for (size_t k = 0; k < p->n_volumes; k++)
-				keep->volumes[k] = (sbx_volume){p->volumes[k].host, p->volumes[k].path, p->volumes[k].readonly};
+				keep->volumes[k] = (sbx_volume){p->volumes[k].host, p->volumes[k].path,
+								p->volumes[k].readonly};
 			o->volumes = keep->volumes;
 			o->n_volumes = p->n_volumes;
 		}

@@ -44,13 +44,13 @@ bool pool_opts_plain(const sbx_create_opts *o)
 	if (!o)
 		return true;
 	bool plain = !o->name && !o->env && o->n_volumes == 0 && (!o->network || streq(o->network, "none")) &&
-		     o->memory_bytes == 0 && o->pids == 0 && o->cpus == 0 && o->timeout_ms == 0 && o->ttl_ms == 0 &&
-		     o->output_bytes == 0;
+		     o->memory_bytes == 0 && o->pids == 0 && o->cpus == 0 && o->timeout_ms == 0 &&
+		     o->ttl_ms == 0 && o->output_bytes == 0;
 	if (o->version >= 2)
 		plain = plain && !o->keep_identity;
 	if (o->version >= 3)
-		plain = plain && o->disk_bytes == 0 && !o->hidden && !o->secrets && !o->agent_policy && !o->hostname &&
-			!o->ttl_keep;
+		plain = plain && o->disk_bytes == 0 && !o->hidden && !o->secrets && !o->agent_policy &&
+			!o->hostname && !o->ttl_keep;
 	if (o->version >= 4)
 		plain = plain && !o->user && !o->cap_drop && !o->cap_add && !o->user_no_root;
 	if (o->version >= 5)
@@ -75,7 +75,8 @@ static char *pool_path(const sbx_ctx *ctx, const char *key, const char *suffix)
 }
 
 /* (kind, source) of a create: a snapshot by digest, else the template. */
-static int pool_source_of(sbx_ctx *ctx, const sbx_create_opts *o, const char **ret_kind, char **ret_source, sbx_err **err)
+static int pool_source_of(sbx_ctx *ctx, const sbx_create_opts *o, const char **ret_kind, char **ret_source,
+			  sbx_err **err)
 {
 	if (o && o->snapshot) {
 		*ret_kind = "snapshot";
@@ -191,7 +192,8 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir)
 		_cleanup_free_ char *tok = NULL;
 		_cleanup_close_ int fd = -1;
 		if (asprintf(&tok, "%s/%s", dir, id) < 0 ||
-		    (fd = open(tok, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 || pool_read(ctx, key, &w) < 0) {
+		    (fd = open(tok, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
+		    pool_read(ctx, key, &w) < 0) {
 			(void)sbx_env_remove(ctx, id, NULL); /* the pool went while it was built */
 			if (tok)
 				(void)unlink(tok);
@@ -321,12 +323,14 @@ _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 	return env_state_read(ctx, id, &st) == 0 && json_bool(st, "from_pool", false);
 }
 
-_public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret, sbx_err **err)
+_public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
+			  sbx_err **err)
 {
 	if (!source || !*source)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "pool: no template or snapshot given");
 	if (size < 0 || size > POOL_SIZE_MAX)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size, POOL_SIZE_MAX);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size,
+			       POOL_SIZE_MAX);
 	/* A snapshot (digest, prefix or label) if it resolves as one, else a template. */
 	_cleanup_free_ char *digest = NULL;
 	bool snap = sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
@@ -344,8 +348,8 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	int r = fs_mkdir_p(d, 0700);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", d);
-	_cleanup_json_ json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:s?}", "pool", key, "kind", kind, "source", src, "size",
-					       size, "policy", pol_spec);
+	_cleanup_json_ json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:s?}", "pool", key, "kind", kind, "source",
+					       src, "size", size, "policy", pol_spec);
 	_cleanup_free_ char *txt = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json");
 	if (!txt || !p)
@@ -427,7 +431,8 @@ static json_t *pool_remove_entries(sbx_ctx *ctx, const char *key)
 	return removed;
 }
 
-_public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_spec, json_t **ret, sbx_err **err)
+_public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_spec, json_t **ret,
+			     sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL;
 	bool snap = source && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
@@ -438,8 +443,9 @@ _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_s
 	if (!p || !dir || !lp)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (unlink(p) < 0)
-		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool for '%s'%s%s", source ? source : "",
-						 pol_spec ? " with policy " : "", pol_spec ? pol_spec : "")
+		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool for '%s'%s%s",
+						 source ? source : "", pol_spec ? " with policy " : "",
+						 pol_spec ? pol_spec : "")
 				       : err_errno(err, "remove '%s'", p);
 	/* A refiller sees the pool gone before its next entry; wait for it. */
 	_cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);

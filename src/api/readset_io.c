@@ -7,13 +7,11 @@
  * template: for `host` the mask (whiteouts, opaque and mirrored directories,
  * top-level links) over the host's system directories, for `dir:PATH` that
  * directory, for an imported image nothing more (its layers are the
- * snapshot's). A path a layer holds is the snapshot's: not an input. A path only the live tree (volume, host, dir:)
- * holds, or one nothing holds where the live tree could make it appear, is
- * an input. Symlinks are resolved component by component through that same
- * view (an absolute target restarts at the environment's root), at most 40.
- * Opaque directories of the snapshot's layers are not consulted
- * (a path under one is then attributed to the lower tree: an input too
- * many, never one too few).
+ * snapshot's). A path a layer holds is the snapshot's: not an input. A path only the live tree (volume, host,
+ * dir:) holds, or one nothing holds where the live tree could make it appear, is an input. Symlinks are
+ * resolved component by component through that same view (an absolute target restarts at the environment's
+ * root), at most 40. Opaque directories of the snapshot's layers are not consulted (a path under one is then
+ * attributed to the lower tree: an input too many, never one too few).
  *
  * Every lookup and every open is openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)
  * from the root of the tree that holds the path: a link swapped in between is
@@ -69,7 +67,7 @@ typedef struct rs_view {
 /* One lookup's answer. */
 typedef struct rs_ent {
 	int src;
-	size_t vol; /* SRC_VOLUME */
+	size_t vol;	 /* SRC_VOLUME */
 	const char *rel; /* relative to the source's root (points into the path) */
 	struct stat st;
 	char *target; /* a symlink's target (malloc'd) */
@@ -307,7 +305,9 @@ static int digest_dir(int fd, char out[STORE_DIGEST_SIZE], sbx_err **err)
 		if (!h)
 			r = -1;
 		for (size_t i = 0; h && i < n; i++)
-			(void)store_hasher_update(h, names[i], strlen(names[i]) + 1 + strlen(names[i] + strlen(names[i]) + 1), NULL);
+			(void)store_hasher_update(
+			    h, names[i], strlen(names[i]) + 1 + strlen(names[i] + strlen(names[i]) + 1),
+			    NULL);
 		if (h && store_hasher_final(h, out, err) < 0)
 			r = -1;
 	}
@@ -369,7 +369,8 @@ static int64_t ts_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
 }
 
-static bool cache_get(const rs_cache *c, const char *key, const struct stat *s, char out[STORE_DIGEST_SIZE + 32])
+static bool cache_get(const rs_cache *c, const char *key, const struct stat *s,
+		      char out[STORE_DIGEST_SIZE + 32])
 {
 	json_t *e = c && c->map ? json_object_get(c->map, key) : NULL;
 	if (!json_is_array(e) || json_array_size(e) != 6)
@@ -395,8 +396,9 @@ static void cache_put(rs_cache *c, const char *key, const struct stat *s, const 
 	int64_t young = ts_ns(&now) - RS_RACY_NS;
 	if (ts_ns(&s->st_mtim) > young || ts_ns(&s->st_ctim) > young)
 		return;
-	json_t *e = json_pack("[I,I,I,I,I,s]", (json_int_t)s->st_dev, (json_int_t)s->st_ino, (json_int_t)s->st_size,
-			      (json_int_t)ts_ns(&s->st_mtim), (json_int_t)ts_ns(&s->st_ctim), digest);
+	json_t *e =
+	    json_pack("[I,I,I,I,I,s]", (json_int_t)s->st_dev, (json_int_t)s->st_ino, (json_int_t)s->st_size,
+		      (json_int_t)ts_ns(&s->st_mtim), (json_int_t)ts_ns(&s->st_ctim), digest);
 	if (e && json_object_set_new(c->map, key, e) == 0)
 		c->dirty = true;
 }
@@ -412,7 +414,8 @@ static void digest_at(int root, const char *rel, bool dir, char out[STORE_DIGEST
 		if (fd == -ENOENT || fd == -ENOTDIR)
 			snprintf(out, STORE_DIGEST_SIZE + 32, "absent");
 		else
-			snprintf(out, STORE_DIGEST_SIZE + 32, "unreadable:%s", trace_errno_name(-fd) ?: "error");
+			snprintf(out, STORE_DIGEST_SIZE + 32, "unreadable:%s",
+				 trace_errno_name(-fd) ?: "error");
 		return;
 	}
 	struct stat s;
@@ -524,7 +527,9 @@ static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const j
 			const char *slash = strrchr(rv->host, '/');
 			if (slash && slash[1]) {
 				rv->file = strdup(slash + 1);
-				rv->parent = slash == rv->host ? strdup("/") : strndup(rv->host, (size_t)(slash - rv->host));
+				rv->parent = slash == rv->host
+						 ? strdup("/")
+						 : strndup(rv->host, (size_t)(slash - rv->host));
 				if (!rv->file || !rv->parent)
 					return err_errnum(err, ENOMEM, "read set");
 				rv->host = rv->parent;
@@ -538,14 +543,15 @@ static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const j
 
 static json_t *identity_json(const struct stat *s)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I}", "dev", (json_int_t)s->st_dev, "ino", (json_int_t)s->st_ino, "size",
-			 (json_int_t)s->st_size, "mtime_ns",
+	return json_pack("{s:I,s:I,s:I,s:I,s:I}", "dev", (json_int_t)s->st_dev, "ino", (json_int_t)s->st_ino,
+			 "size", (json_int_t)s->st_size, "mtime_ns",
 			 (json_int_t)s->st_mtim.tv_sec * 1000000000 + s->st_mtim.tv_nsec, "ctime_ns",
 			 (json_int_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec);
 }
 
 int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, const char *events,
-		   size_t len, const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes, sbx_err **err)
+		   size_t len, const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes,
+		   sbx_err **err)
 {
 	readset rs = {0};
 	if (readset_derive(events, len, cwd, &rs, err) < 0)
@@ -585,10 +591,11 @@ int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const jso
 		}
 		if (streq(dg, "directory"))
 			continue; /* a directory opened, not listed */
-		json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "path", it->path, "kind",
-				      it->kind == READSET_DIR ? "dir" : "file", "source",
-				      e.src == SRC_VOLUME ? "volume" : "host", "root", rootp, "rel", e.rel, "digest", dg,
-				      "index", (json_int_t)it->index, "pid", (json_int_t)it->pid);
+		json_t *j =
+		    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:I}", "path", it->path, "kind",
+			      it->kind == READSET_DIR ? "dir" : "file", "source",
+			      e.src == SRC_VOLUME ? "volume" : "host", "root", rootp, "rel", e.rel, "digest",
+			      dg, "index", (json_int_t)it->index, "pid", (json_int_t)it->pid);
 		if (j && have_id)
 			json_object_set_new(j, "identity", identity_json(&s));
 		if (!j || json_array_append_new(out, j) < 0)
@@ -602,8 +609,8 @@ int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const jso
 		digest_at(v.vols[e.vol].fd, e.rel, false, dg, NULL, NULL, NULL);
 		if (streq(dg, "directory"))
 			continue;
-		json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "path", rs.written[i], "root", v.vols[e.vol].host, "rel",
-				      e.rel, "digest", dg);
+		json_t *j = json_pack("{s:s,s:s,s:s,s:s}", "path", rs.written[i], "root", v.vols[e.vol].host,
+				      "rel", e.rel, "digest", dg);
 		if (!j || json_array_append_new(writes, j) < 0)
 			r = err_errnum(err, ENOMEM, "read set");
 	}
@@ -651,9 +658,10 @@ int readset_check(sbx_ctx *ctx, const json_t *read_set, json_t **ret_div, sbx_er
 		digest_now(ent, streq(json_str(ent, "kind") ?: "", "dir"), got, &cache);
 		if (streq(want, got))
 			continue;
-		json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "kind", "input", "path", json_str(ent, "path") ?: "",
-				      "expected", want, "actual", got, "index", (json_int_t)json_int(ent, "index", 0), "pid",
-				      (json_int_t)json_int(ent, "pid", 0), "source", json_str(ent, "source") ?: "");
+		json_t *d = json_pack(
+		    "{s:s,s:s,s:s,s:s,s:I,s:I,s:s}", "kind", "input", "path", json_str(ent, "path") ?: "",
+		    "expected", want, "actual", got, "index", (json_int_t)json_int(ent, "index", 0), "pid",
+		    (json_int_t)json_int(ent, "pid", 0), "source", json_str(ent, "source") ?: "");
 		if (!d)
 			return err_errnum(err, ENOMEM, "replay");
 		*ret_div = d;
@@ -675,8 +683,8 @@ int readset_check_writes(const json_t *volume_writes, json_t **ret_div, sbx_err 
 		if (streq(want, got))
 			continue;
 		json_t *d = json_pack("{s:s,s:s,s:s,s:s,s:I,s:n}", "kind", "filesystem", "path",
-				      json_str(ent, "path") ?: "", "expected", want, "actual", got, "index", (json_int_t)0,
-				      "pid");
+				      json_str(ent, "path") ?: "", "expected", want, "actual", got, "index",
+				      (json_int_t)0, "pid");
 		if (!d)
 			return err_errnum(err, ENOMEM, "replay");
 		*ret_div = d;

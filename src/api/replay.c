@@ -52,7 +52,8 @@ int trace_load_events(sbx_ctx *ctx, const json_t *m, char **ret, size_t *ret_len
 	return trace_decompress(z, zlen, ret, ret_len, err);
 }
 
-static json_t *divergence(const char *kind, int64_t index, int64_t pid, const char *expected, const char *actual)
+static json_t *divergence(const char *kind, int64_t index, int64_t pid, const char *expected,
+			  const char *actual)
 {
 	json_t *d = json_pack("{s:s,s:I,s:s,s:s}", "kind", kind, "index", (json_int_t)index, "expected",
 			      expected ? expected : "", "actual", actual ? actual : "");
@@ -88,8 +89,8 @@ static char *excerpt(const char *buf, size_t len, size_t off)
 }
 
 /* The first differing byte of two outputs. */
-static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *want, const char *got, size_t got_len,
-				 int64_t pid)
+static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *want, const char *got,
+				 size_t got_len, int64_t pid)
 {
 	const char *d = json_str(want, "digest");
 	_cleanup_free_ char *exp = NULL;
@@ -142,8 +143,8 @@ static int check_inputs(const json_t *m, json_t **ret_div, sbx_err **err)
 			snprintf(got, sizeof(got), "unreadable");
 		if (want && streq(want, got))
 			continue;
-		if (asprintf(&exp, "volume %s at %s: %s", host, json_str(v, "path") ?: "", want ? want : "(not recorded)") <
-			0 ||
+		if (asprintf(&exp, "volume %s at %s: %s", host, json_str(v, "path") ?: "",
+			     want ? want : "(not recorded)") < 0 ||
 		    asprintf(&act, "volume %s: %s", host, e ? sbx_err_message(e) : got) < 0)
 			return err_errnum(err, ENOMEM, "replay");
 		*ret_div = divergence("input", (int64_t)i, -1, exp, act);
@@ -206,16 +207,18 @@ _public_ int sbx_trace_replay(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_e
 	return sbx_trace_replay_inputs(ctx, ref, NULL, ret, err);
 }
 
-_public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret, sbx_err **err)
+_public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *inputs, json_t **ret,
+				     sbx_err **err)
 {
 	double t0 = now_ms_mono();
 	bool by_volume = inputs && streq(inputs, "volumes");
 	if (inputs && !by_volume && !streq(inputs, "read_set") && !streq(inputs, "read-set"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "inputs '%s': expected 'read_set' or 'volumes'",
-			       inputs);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "inputs '%s': expected 'read_set' or 'volumes'", inputs);
 	_cleanup_free_ char *tid = NULL;
 	_cleanup_json_ json_t *m = NULL;
-	if (trace_store_resolve(ctx->root, ref, &tid, err) < 0 || trace_store_get(ctx->root, tid, &m, err) < 0)
+	if (trace_store_resolve(ctx->root, ref, &tid, err) < 0 ||
+	    trace_store_get(ctx->root, tid, &m, err) < 0)
 		return -1;
 	json_t *cmd = json_object_get(m, "command"), *envj = json_object_get(m, "environment"),
 	       *detj = json_object_get(m, "determinism"), *want = json_object_get(m, "result");
@@ -252,7 +255,8 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 			return err_errnum(err, ENOMEM, "replay");
 		for (size_t i = 0; i < nv; i++) {
 			json_t *v = json_array_get(json_object_get(envj, "volumes"), i);
-			vols[i] = (sbx_volume){.host = json_str(v, "host"), .path = json_str(v, "path"),
+			vols[i] = (sbx_volume){.host = json_str(v, "host"),
+					       .path = json_str(v, "path"),
 					       .readonly = json_bool(v, "readonly", false)};
 		}
 		sbx_create_opts co = SBX_CREATE_OPTS_INIT;
@@ -314,12 +318,12 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 			div = divergence("exit", 0, pid, ws, gs);
 		if (!div && !streq(json_str(json_object_get(want, "stdout"), "digest") ?: "",
 				   json_str(json_object_get(got, "stdout"), "digest") ?: ""))
-			div = output_divergence(ctx, "stdout", json_object_get(want, "stdout"), res.stdout_buf,
-						res.stdout_len, pid);
+			div = output_divergence(ctx, "stdout", json_object_get(want, "stdout"),
+						res.stdout_buf, res.stdout_len, pid);
 		if (!div && !streq(json_str(json_object_get(want, "stderr"), "digest") ?: "",
 				   json_str(json_object_get(got, "stderr"), "digest") ?: ""))
-			div = output_divergence(ctx, "stderr", json_object_get(want, "stderr"), res.stderr_buf,
-						res.stderr_len, pid);
+			div = output_divergence(ctx, "stderr", json_object_get(want, "stderr"),
+						res.stderr_buf, res.stderr_len, pid);
 		json_t *wfs = json_object_get(want, "fs"), *gfs = json_object_get(got, "fs");
 		if (!div && !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "")) {
 			json_t *wp = json_object_get(wfs, "paths"), *gp = json_object_get(gfs, "paths");
@@ -327,12 +331,17 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 			while (i < json_array_size(wp) && i < json_array_size(gp) &&
 			       json_equal(json_array_get(wp, i), json_array_get(gp, i)))
 				i++;
-			const char *e = json_string_value(json_array_get(wp, i)), *a = json_string_value(json_array_get(gp, i));
+			const char *e = json_string_value(json_array_get(wp, i)),
+				   *a = json_string_value(json_array_get(gp, i));
 			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
 					 a ? a : "(no further change)");
 			if (e && a && streq(e, a)) {
-				json_object_set_new(div, "expected", json_sprintf("%s (content %s)", e, json_str(wfs, "digest")));
-				json_object_set_new(div, "actual", json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
+				json_object_set_new(
+				    div, "expected",
+				    json_sprintf("%s (content %s)", e, json_str(wfs, "digest")));
+				json_object_set_new(
+				    div, "actual",
+				    json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
 			}
 		}
 		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
@@ -358,17 +367,21 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				 * concurrent processes differs: a note, not a divergence. */
 				_cleanup_free_ char *note = NULL;
 				if (asprintf(&note,
-					     "the syscall sequences differ (%s: process %lld, item %lld: expected %s, got %s), "
-					     "but processes or threads ran concurrently and their order is the scheduler's, "
+					     "the syscall sequences differ (%s: process %lld, item %lld: "
+					     "expected %s, got %s), "
+					     "but processes or threads ran concurrently and their order is "
+					     "the scheduler's, "
 					     "not the program's; exit status, outputs and files match",
-					     trace_norm_kind_name(nd.kind), (long long)nd.process, (long long)nd.item,
-					     nd.expected ? nd.expected : "", nd.actual ? nd.actual : "") >= 0)
+					     trace_norm_kind_name(nd.kind), (long long)nd.process,
+					     (long long)nd.item, nd.expected ? nd.expected : "",
+					     nd.actual ? nd.actual : "") >= 0)
 					syscall_note = json_string(note);
 			} else if (q > 0) {
 				_cleanup_free_ char *exp = NULL, *act = NULL;
 				if (asprintf(&exp, "%s: process %lld, thread %lld, item %lld: %s",
-					     trace_norm_kind_name(nd.kind), (long long)nd.process, (long long)nd.thread,
-					     (long long)nd.item, nd.expected ? nd.expected : "") < 0)
+					     trace_norm_kind_name(nd.kind), (long long)nd.process,
+					     (long long)nd.thread, (long long)nd.item,
+					     nd.expected ? nd.expected : "") < 0)
 					exp = NULL;
 				act = nd.actual ? strdup(nd.actual) : NULL;
 				div = divergence("syscall", nd.item >= 0 ? nd.item : 0, -1, exp, act);
@@ -376,15 +389,16 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 					json_object_set_new(div, "process", json_integer(nd.process));
 					if (nd.lost_a || nd.lost_b)
 						json_object_set_new(div, "lost",
-								    json_pack("{s:I,s:I}", "recorded", (json_int_t)nd.lost_a,
-									      "replay", (json_int_t)nd.lost_b));
+								    json_pack("{s:I,s:I}", "recorded",
+									      (json_int_t)nd.lost_a, "replay",
+									      (json_int_t)nd.lost_b));
 				}
 			}
 			trace_norm_diff_clear(&nd);
 		}
 	}
-	json_t *out = json_pack("{s:s,s:s,s:f,s:s}", "trace_id", tid, "verdict", div ? "diverged" : "match", "replay_ms",
-				now_ms_mono() - t0, "inputs",
+	json_t *out = json_pack("{s:s,s:s,s:f,s:s}", "trace_id", tid, "verdict", div ? "diverged" : "match",
+				"replay_ms", now_ms_mono() - t0, "inputs",
 				!by_volume && json_is_array(read_set) ? "read_set" : "volumes");
 	if (out && syscall_note && !div)
 		json_object_set_new(out, "notes", json_pack("[o]", syscall_note));

@@ -56,10 +56,12 @@ _public_ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_dige
 			if (n == 1)
 				return (*ret_digest = strdup(match)) ? 0 : -ENOMEM;
 			if (n > 1)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot prefix '%s' is ambiguous", ref);
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "snapshot prefix '%s' is ambiguous", ref);
 		}
 	}
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such snapshot: '%s' (not a digest, prefix or label)", ref);
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such snapshot: '%s' (not a digest, prefix or label)",
+		       ref);
 }
 
 static char *read_os_release(const char *env_dir)
@@ -67,7 +69,8 @@ static char *read_os_release(const char *env_dir)
 	char p[4400];
 	_cleanup_free_ char *buf = NULL;
 	snprintf(p, sizeof(p), "%s/upper/etc/os-release", env_dir ? env_dir : "");
-	if ((!env_dir || fs_read_file(p, 65536, &buf, NULL) < 0) && fs_read_file("/etc/os-release", 65536, &buf, NULL) < 0)
+	if ((!env_dir || fs_read_file(p, 65536, &buf, NULL) < 0) &&
+	    fs_read_file("/etc/os-release", 65536, &buf, NULL) < 0)
 		return NULL;
 	char *q = strstr(buf, "PRETTY_NAME=");
 	if (!q)
@@ -91,11 +94,12 @@ static int mask_digest(const mask_list *m, char ret[STORE_DIGEST_SIZE], sbx_err 
 	for (size_t i = 0; i < m->n; i++) {
 		const mask_entry *e = &m->e[i];
 		char head[64];
-		int n = snprintf(head, sizeof(head), "%c %o %u %u ", e->type, e->mode & 07777, (unsigned)e->uid,
-				 (unsigned)e->gid);
+		int n = snprintf(head, sizeof(head), "%c %o %u %u ", e->type, e->mode & 07777,
+				 (unsigned)e->uid, (unsigned)e->gid);
 		if (store_hasher_update(h, head, (size_t)n, err) < 0 ||
 		    store_hasher_update(h, e->path, strlen(e->path) + 1, err) < 0 ||
-		    store_hasher_update(h, e->target ? e->target : "", (e->target ? strlen(e->target) : 0) + 1, err) < 0)
+		    store_hasher_update(h, e->target ? e->target : "",
+					(e->target ? strlen(e->target) : 0) + 1, err) < 0)
 			return err_ret(err);
 	}
 	return store_hasher_final(h, ret, err);
@@ -193,16 +197,18 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_free_ char *id = NULL;
 	if (label && !store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)", label);
+			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)",
+			       label);
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
 	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
 	int r;
 	if (st.ephemeral || st.degraded)
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-			       "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
-			       "namespaces have no persistent writable layer)",
-			       id);
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, EPERM,
+		    "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
+		    "namespaces have no persistent writable layer)",
+		    id);
 
 	/* Freeze for a consistent capture; the freeze lasts as long as this
 	 * connection, so a crash here thaws it. Not live: nothing to freeze. */
@@ -211,7 +217,8 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	if (fc >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_FREEZE), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) < 0 || json_recv(fc, &rep, NULL, NULL) <= 0)
-			return err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped answering", id);
+			return err_set(err, SBX_E_UNAVAILABLE, EPIPE, "environment '%s' stopped answering",
+				       id);
 		if (streq(json_str(rep, CTL_F_EV) ?: "", CTL_EV_ERROR))
 			return api_err_from_json(rep, err);
 		frozen = json_bool(rep, "frozen", false);
@@ -291,10 +298,11 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap_delta_commit(ctx, id, st.json, &cap, sid);
 	if (label && store_ref_set(ctx->root, label, sid, err) < 0)
 		return err_wrap(err, "label snapshot %s", sid);
-	*ret = json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o}", "snapshot_id", sid, "size_bytes", (json_int_t)total,
-			 "new_bytes", (json_int_t)(li.existed ? 0 : li.size), "files", (json_int_t)li.files, "snapshot_ms",
-			 now_ms() - t0, "layer", nl ? layers[nl - 1] : "", "frozen", frozen, "layers",
-			 json_from_strv((const char *const *)layers));
+	*ret =
+	    json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o}", "snapshot_id", sid, "size_bytes",
+		      (json_int_t)total, "new_bytes", (json_int_t)(li.existed ? 0 : li.size), "files",
+		      (json_int_t)li.files, "snapshot_ms", now_ms() - t0, "layer", nl ? layers[nl - 1] : "",
+		      "frozen", frozen, "layers", json_from_strv((const char *const *)layers));
 	if (*ret)
 		json_object_set_new(*ret, "incremental", json_boolean(cap.delta));
 	if (*ret && cap.full_reason)
@@ -306,7 +314,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 
 /* Rebuilds create options from an environment's recorded state. */
 int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
-			   char **net)
+		    char **net)
 {
 	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
 	*o = d;
@@ -336,7 +344,8 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
 	{
 		if (i >= max_vols)
 			return -E2BIG;
-		vols[i] = (sbx_volume){.host = json_str(v, "host"), .path = json_str(v, "path"),
+		vols[i] = (sbx_volume){.host = json_str(v, "host"),
+				       .path = json_str(v, "path"),
 				       .readonly = json_bool(v, "readonly", false)};
 	}
 	o->volumes = vols;
@@ -356,7 +365,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	for (char **l = snap->layers; l && *l; l++)
 		if (!store_layer_exists(ctx->root, *l))
 			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l, digest);
+				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l,
+				       digest);
 	_cleanup_json_ json_t *st = NULL;
 	int r = env_state_read(ctx, id, &st);
 	if (r < 0)
@@ -372,7 +382,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			return err_errnum(err, r, "read state of '%s'", id);
 	}
 	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
-		return err_set(err, SBX_E_UNAVAILABLE, EPERM, "environment '%s' cannot be restored (no persistent writable layer)", id);
+		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
+			       "environment '%s' cannot be restored (no persistent writable layer)", id);
 	sbx_create_opts o;
 	sbx_volume vols[64];
 	_cleanup_strv_free_ char **env = NULL;
@@ -407,7 +418,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	_cleanup_json_ json_t *w = NULL;
 	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
 		return err_wrap(err, "restore '%s' to %s", id, digest);
-	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms", now_ms() - t0);
+	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms",
+			 now_ms() - t0);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 
@@ -428,11 +440,11 @@ _public_ int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 			if (store_ref_get(ctx->root, *l, d, NULL) == 0 && streq(d, *p))
 				json_array_append_new(labels, json_string(*l));
 		}
-		json_t *e = json_pack("{s:s,s:O,s:o,s:s?,s:s?,s:I,s:o,s:s?}", "snapshot_id", *p, "label",
-				      json_array_size(labels) ? json_array_get(labels, 0) : json_null(), "labels", labels,
-				      "parent", s->parent, "created_at", s->created_at, "size_bytes",
-				      (json_int_t)s->size_bytes, "layers", json_from_strv((const char *const *)s->layers),
-				      "template", s->base_template);
+		json_t *e = json_pack(
+		    "{s:s,s:O,s:o,s:s?,s:s?,s:I,s:o,s:s?}", "snapshot_id", *p, "label",
+		    json_array_size(labels) ? json_array_get(labels, 0) : json_null(), "labels", labels,
+		    "parent", s->parent, "created_at", s->created_at, "size_bytes", (json_int_t)s->size_bytes,
+		    "layers", json_from_strv((const char *const *)s->layers), "template", s->base_template);
 		if (e)
 			json_array_append_new(a, e);
 	}

@@ -78,7 +78,8 @@ _public_ int sbx_fsck(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 			}
 			_cleanup_snapshot_ store_snapshot *snap = NULL;
 			if (store_snapshot_read(ctx->root, json_str(m, "snapshot_id"), &snap, NULL) < 0) {
-				snprintf(line, sizeof(line), "trace %s: snapshot %s is missing", *t, json_str(m, "snapshot_id"));
+				snprintf(line, sizeof(line), "trace %s: snapshot %s is missing", *t,
+					 json_str(m, "snapshot_id"));
 				json_array_append_new(probs, problem_json(line));
 			}
 			_cleanup_strv_free_ char **blobs = trace_manifest_blobs(m);
@@ -90,8 +91,8 @@ _public_ int sbx_fsck(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 				}
 			}
 		}
-	*ret = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "ok", json_array_size(probs) == 0, "problems", probs,
-			 "layers", (json_int_t)rep.layers, "blobs", (json_int_t)rep.blobs, "snapshots",
+	*ret = json_pack("{s:b,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "ok", json_array_size(probs) == 0, "problems",
+			 probs, "layers", (json_int_t)rep.layers, "blobs", (json_int_t)rep.blobs, "snapshots",
 			 (json_int_t)rep.snapshots, "refs", (json_int_t)rep.refs, "tmp_entries",
 			 (json_int_t)rep.tmp_entries, "traces", (json_int_t)n_traces);
 	store_fsck_report_clear(&rep);
@@ -247,7 +248,8 @@ int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err)
 			char dg[STORE_DIGEST_SIZE];
 			snprintf(dg, sizeof(dg), "sha256:%.64s", fe->d_name);
 			_cleanup_free_ char *bp = fs_path_join(sub, fe->d_name);
-			if (!bp || store_layer_exists(ctx->root, dg) || in_strv(refd, dg) || young(bp, now, grace))
+			if (!bp || store_layer_exists(ctx->root, dg) || in_strv(refd, dg) ||
+			    young(bp, now, grace))
 				continue;
 			if (unlink(bp) == 0)
 				json_array_append_new(blobs, json_string(dg));

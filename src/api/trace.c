@@ -164,7 +164,8 @@ static int put_blob(sbx_ctx *ctx, const void *data, size_t len, json_t **ret, sb
 
 /* The merged stream of the two recorders; either may have written nothing
  * (no eBPF recorder ran; the engine had nothing to say). */
-static int merge_streams(char *a, size_t alen, char *b, size_t blen, char **ret, size_t *ret_len, sbx_err **err)
+static int merge_streams(char *a, size_t alen, char *b, size_t blen, char **ret, size_t *ret_len,
+			 sbx_err **err)
 {
 	bool ha = alen >= sizeof(struct trace_file_header), hb = blen >= sizeof(struct trace_file_header);
 	if (ha && hb)
@@ -230,7 +231,8 @@ int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, s
 {
 	unsigned long long want = ZSTD_getFrameContentSize(buf, len);
 	if (want == ZSTD_CONTENTSIZE_ERROR || want == ZSTD_CONTENTSIZE_UNKNOWN || want > TRACE_EVENTS_MAX)
-		return err_set(err, SBX_E_INTERNAL, EBADMSG, "trace events: not a zstd frame of a known size");
+		return err_set(err, SBX_E_INTERNAL, EBADMSG,
+			       "trace events: not a zstd frame of a known size");
 	_cleanup_free_ char *out = malloc(want ? want : 1);
 	if (!out)
 		return err_errnum(err, ENOMEM, "decompress trace");
@@ -281,7 +283,8 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 			bool trunc = false;
 			_cleanup_err_ sbx_err *e = NULL;
 			char cd[STORE_DIGEST_SIZE] = "";
-			if (sbx_env_read_file(ctx, id, path, 256 << 20, &data, &len, &size, &trunc, &e) == 0) {
+			if (sbx_env_read_file(ctx, id, path, 256 << 20, &data, &len, &size, &trunc, &e) ==
+			    0) {
 				files++;
 				(void)store_digest_buf(data, len, cd, NULL);
 			} else
@@ -318,13 +321,14 @@ static void set_result_json(json_t *res, const sbx_exec_result *r)
 	json_object_set_new(res, "duration_ms", json_integer(r->duration_ms));
 }
 
-int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_params *tp, trace_outcome *out,
-	      sbx_exec_result *ret, sbx_err **err)
+int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_params *tp,
+	      trace_outcome *out, sbx_exec_result *ret, sbx_err **err)
 {
 	double t0 = now_ms_mono();
 	if (o->tty)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "a traced command cannot run on a terminal (-t): terminal input is not replayable");
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "a traced command cannot run on a terminal (-t): terminal input is not replayable");
 	_cleanup_json_ json_t *st = NULL;
 	if (env_state_read(ctx, id, &st) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
@@ -349,7 +353,8 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	if (o->stdin_fd >= 0) {
 		int r = fd_read_all(o->stdin_fd, TRACE_STDIN_MAX, &in_buf, &in_len);
 		if (r < 0)
-			return err_errnum(err, -r, "trace: read stdin (at most %u MiB)", TRACE_STDIN_MAX >> 20);
+			return err_errnum(err, -r, "trace: read stdin (at most %u MiB)",
+					  TRACE_STDIN_MAX >> 20);
 		have_stdin = true;
 	} else if (o->stdin_data) {
 		in_buf = malloc(o->stdin_len + 1);
@@ -370,8 +375,8 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		uint64_t entries = 0;
 		_cleanup_err_ sbx_err *ve = NULL;
 		const char *host = json_str(vol, "host") ?: "";
-		json_t *one = json_pack("{s:s,s:s,s:b}", "host", host, "path", json_str(vol, "path") ?: "", "readonly",
-					json_bool(vol, "readonly", false));
+		json_t *one = json_pack("{s:s,s:s,s:b}", "host", host, "path", json_str(vol, "path") ?: "",
+					"readonly", json_bool(vol, "readonly", false));
 		if (trace_tree_digest(host, vd, &entries, &ve) == 0) {
 			json_object_set_new(one, "digest", json_string(vd));
 			json_object_set_new(one, "entries", json_integer((json_int_t)entries));
@@ -403,9 +408,9 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	 * the replay's environment is created with the same one. */
 	const char *hostname = tp->hostname ? tp->hostname : json_str(st, "hostname") ?: "sbx";
 
-	_cleanup_json_ json_t *fields = json_pack("{s:{s:b,s:I,s:I,s:s,s:I}}", "trace", "deterministic", det,
-						  "epoch_ns", (json_int_t)epoch, "seed", (json_int_t)seed, "hostname",
-						  hostname, "first_pid", (json_int_t)tp->first_pid);
+	_cleanup_json_ json_t *fields = json_pack(
+	    "{s:{s:b,s:I,s:I,s:s,s:I}}", "trace", "deterministic", det, "epoch_ns", (json_int_t)epoch, "seed",
+	    (json_int_t)seed, "hostname", hostname, "first_pid", (json_int_t)tp->first_pid);
 	if (!fields)
 		return err_errnum(err, ENOMEM, "trace");
 	if (tp->recorder)
@@ -454,7 +459,8 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	double t_rs = now_ms_mono();
 	/* Without one (an unreadable layer, a malformed stream) the trace is still
 	 * recorded: its replay falls back to whole-volume digests. */
-	if (readset_record(ctx, id, snap, st, merged, mlen, command_cwd(o, st), &read_set, &vol_writes, &rs_err) < 0)
+	if (readset_record(ctx, id, snap, st, merged, mlen, command_cwd(o, st), &read_set, &vol_writes,
+			   &rs_err) < 0)
 		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)
@@ -497,15 +503,15 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		json_object_set_new(cmd, "user", json_string(tuser));
 	if (envj && json_object_get(st, "capabilities"))
 		json_object_set(envj, "capabilities", json_object_get(st, "capabilities"));
-	json_t *detj = json_pack("{s:b,s:I,s:I,s:s,s:I}", "enabled", det, "epoch_ns", (json_int_t)epoch, "seed",
-				 (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid);
+	json_t *detj =
+	    json_pack("{s:b,s:I,s:I,s:s,s:I}", "enabled", det, "epoch_ns", (json_int_t)epoch, "seed",
+		      (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid);
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);
 	if (resj)
 		set_result_json(resj, &res);
-	m = json_pack("{s:i,s:s,s:s,s:o,s:o,s:o,s:O,s:o,s:f}", "schema", TRACE_SCHEMA,
-					     "snapshot_id", snap, "created_at", created, "command", cmd,
-					     "environment", envj, "determinism", detj, "events", ev, "result", resj,
-					     "record_ms", now_ms_mono() - t0);
+	m = json_pack("{s:i,s:s,s:s,s:o,s:o,s:o,s:O,s:o,s:f}", "schema", TRACE_SCHEMA, "snapshot_id", snap,
+		      "created_at", created, "command", cmd, "environment", envj, "determinism", detj,
+		      "events", ev, "result", resj, "record_ms", now_ms_mono() - t0);
 	if (!m) {
 		err_errnum(err, ENOMEM, "trace manifest");
 		goto fail;
@@ -554,9 +560,9 @@ int trace_exec(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, sbx_exec_re
 	uint64_t seed;
 	if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
 		return err_errno(err, "getrandom");
-	_cleanup_json_ json_t *fields = json_pack("{s:{s:b,s:I,s:I,s:s}}", "trace", "deterministic", 1, "epoch_ns",
-						  (json_int_t)now_ns_real(), "seed", (json_int_t)seed, "hostname",
-						  "sandbox");
+	_cleanup_json_ json_t *fields =
+	    json_pack("{s:{s:b,s:I,s:I,s:s}}", "trace", "deterministic", 1, "epoch_ns",
+		      (json_int_t)now_ns_real(), "seed", (json_int_t)seed, "hostname", "sandbox");
 	if (!fields)
 		return err_errnum(err, ENOMEM, "deterministic exec");
 	exec_extra x = {.req_fields = fields, .trace_rd = -1, .trace_out = -1};

@@ -9,14 +9,14 @@
 
 typedef struct trace_params {
 	bool deterministic;
-	bool replay;            /* epoch/seed/hostname/first_pid below are given, not chosen */
+	bool replay; /* epoch/seed/hostname/first_pid below are given, not chosen */
 	int64_t epoch_ns;
 	uint64_t seed;
 	const char *hostname;
-	uint32_t first_pid;     /* the engine's pid in the recording (replay burns pids up to it) */
+	uint32_t first_pid;	 /* the engine's pid in the recording (replay burns pids up to it) */
 	const char *snapshot_id; /* the run starts from this (replay: the fresh environment's base) */
-	const char *replay_of;  /* trace id this run replays */
-	const char *recorder;   /* force "bpf" or "ptrace"; NULL: the best available */
+	const char *replay_of;	 /* trace id this run replays */
+	const char *recorder;	 /* force "bpf" or "ptrace"; NULL: the best available */
 } trace_params;
 
 typedef struct trace_outcome {
@@ -38,8 +38,8 @@ typedef struct trace_counts {
 } trace_counts;
 int trace_stream_count(const char *buf, size_t len, trace_counts *ret, sbx_err **err);
 
-int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_params *tp, trace_outcome *out,
-	      sbx_exec_result *ret, sbx_err **err);
+int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_params *tp,
+	      trace_outcome *out, sbx_exec_result *ret, sbx_err **err);
 int trace_compress(const char *buf, size_t len, char **ret, size_t *ret_len, sbx_err **err);
 int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, sbx_err **err);
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err);

@@ -40,7 +40,8 @@ static int filter_from(const sbx_trace_filter *in, trace_filter *f, uint32_t *pi
 		if (errno || *end || !**p || v == 0 || v > UINT32_MAX)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pid '%s'", *p);
 		if (f->n_pids >= FILTER_MAX_PIDS)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "too many pids (at most %d)", FILTER_MAX_PIDS);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "too many pids (at most %d)",
+				       FILTER_MAX_PIDS);
 		pids[f->n_pids++] = (uint32_t)v;
 	}
 	f->syscalls = in->syscalls;
@@ -58,17 +59,18 @@ _public_ int sbx_trace_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if (trace_store_get(ctx->root, *p, &m, NULL) < 0)
 			continue; /* sbx fsck names it */
 		json_t *ev = json_object_get(m, "events"), *res = json_object_get(m, "result");
-		json_t *t = json_pack("{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "trace_id", *p, "environment_id",
-				      json_object_get(json_object_get(m, "environment"), "environment_id") ?: json_null(),
-				      "snapshot_id", json_object_get(m, "snapshot_id"), "argv",
-				      json_object_get(json_object_get(m, "command"), "argv"), "created_at",
-				      json_object_get(m, "created_at") ?: json_null(), "exit_code",
-				      json_object_get(res, "exit_code") ?: json_null(), "syscalls",
-				      json_object_get(ev, "syscalls") ?: json_null(), "lost",
-				      json_object_get(ev, "lost") ?: json_null(), "recorder",
-				      json_object_get(ev, "recorder") ?: json_null(), "deterministic",
-				      json_object_get(json_object_get(m, "determinism"), "enabled") ?: json_null(),
-				      "replay_of", json_object_get(m, "replay_of") ?: json_null());
+		json_t *t = json_pack(
+		    "{s:s,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}", "trace_id", *p, "environment_id",
+		    json_object_get(json_object_get(m, "environment"), "environment_id") ?: json_null(),
+		    "snapshot_id", json_object_get(m, "snapshot_id"), "argv",
+		    json_object_get(json_object_get(m, "command"), "argv"), "created_at",
+		    json_object_get(m, "created_at") ?: json_null(), "exit_code",
+		    json_object_get(res, "exit_code") ?: json_null(), "syscalls",
+		    json_object_get(ev, "syscalls") ?: json_null(), "lost",
+		    json_object_get(ev, "lost") ?: json_null(), "recorder",
+		    json_object_get(ev, "recorder") ?: json_null(), "deterministic",
+		    json_object_get(json_object_get(m, "determinism"), "enabled") ?: json_null(), "replay_of",
+		    json_object_get(m, "replay_of") ?: json_null());
 		if (t)
 			json_array_append_new(a, t);
 	}
@@ -89,7 +91,8 @@ _public_ int sbx_trace_manifest(sbx_ctx *ctx, const char *ref, json_t **ret, sbx
 	return 0;
 }
 
-_public_ int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out, sbx_err **err)
+_public_ int sbx_trace_show(sbx_ctx *ctx, const char *ref, const sbx_trace_filter *f, FILE *out,
+			    sbx_err **err)
 {
 	uint32_t pids[FILTER_MAX_PIDS];
 	trace_filter tf;
@@ -131,7 +134,8 @@ _public_ int sbx_trace_stats(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	if (trace_stats(ev, len, &s, err) < 0)
 		return -1;
 	json_object_set_new(s, "trace_id", json_string(id));
-	json_object_set(s, "recorder", json_object_get(json_object_get(m, "events"), "recorder") ?: json_null());
+	json_object_set(s, "recorder",
+			json_object_get(json_object_get(m, "events"), "recorder") ?: json_null());
 	*ret = s;
 	return 0;
 }

@@ -75,24 +75,24 @@ static const struct {
 	int kind; /* a dockerfile_kind, or -1: refused */
 	const char *why;
 } keywords[] = {
-	{"FROM", DF_FROM, NULL},
-	{"RUN", DF_RUN, NULL},
-	{"COPY", DF_COPY, NULL},
-	{"ADD", DF_ADD, NULL},
-	{"ENV", DF_ENV, NULL},
-	{"ARG", DF_ARG, NULL},
-	{"WORKDIR", DF_WORKDIR, NULL},
-	{"USER", DF_USER, NULL},
-	{"LABEL", DF_LABEL, NULL},
-	{"MAINTAINER", DF_LABEL, NULL}, /* deprecated: the label "maintainer" */
-	{"SHELL", DF_SHELL, NULL},
-	{"CMD", DF_CMD, NULL},
-	{"ENTRYPOINT", DF_ENTRYPOINT, NULL},
-	{"EXPOSE", DF_EXPOSE, NULL},
-	{"HEALTHCHECK", -1, "is not supported (an sbx environment has no health monitor)"},
-	{"ONBUILD", -1, "is not supported (no build triggers)"},
-	{"STOPSIGNAL", -1, "is not supported"},
-	{"VOLUME", -1, "is not supported (give volumes at create: -v HOST:PATH)"},
+    {"FROM", DF_FROM, NULL},
+    {"RUN", DF_RUN, NULL},
+    {"COPY", DF_COPY, NULL},
+    {"ADD", DF_ADD, NULL},
+    {"ENV", DF_ENV, NULL},
+    {"ARG", DF_ARG, NULL},
+    {"WORKDIR", DF_WORKDIR, NULL},
+    {"USER", DF_USER, NULL},
+    {"LABEL", DF_LABEL, NULL},
+    {"MAINTAINER", DF_LABEL, NULL}, /* deprecated: the label "maintainer" */
+    {"SHELL", DF_SHELL, NULL},
+    {"CMD", DF_CMD, NULL},
+    {"ENTRYPOINT", DF_ENTRYPOINT, NULL},
+    {"EXPOSE", DF_EXPOSE, NULL},
+    {"HEALTHCHECK", -1, "is not supported (an sbx environment has no health monitor)"},
+    {"ONBUILD", -1, "is not supported (no build triggers)"},
+    {"STOPSIGNAL", -1, "is not supported"},
+    {"VOLUME", -1, "is not supported (give volumes at create: -v HOST:PATH)"},
 };
 
 void dockerfile_free(dockerfile *d)
@@ -171,20 +171,22 @@ static int add_instr(dockerfile *d, const char *name, unsigned line, const char 
 	for (char *p = up; *p; p++)
 		*p = (char)toupper((unsigned char)*p);
 	if (kind == -2)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: unknown instruction %s", name, line, up);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: unknown instruction %s", name,
+			       line, up);
 	if (kind == -1)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s %s", name, line, up, why);
 	if (kind == DF_FROM) {
 		if (*seen_from)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "%s:%u: a second FROM: multi-stage builds are not supported", name, line);
+				       "%s:%u: a second FROM: multi-stage builds are not supported", name,
+				       line);
 		*seen_from = true;
 	} else if (!*seen_from && kind != DF_ARG) {
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s before FROM", name, line, up);
 	}
 	if (d->n >= DOCKERFILE_MAX_INSTR)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "%s:%u: more than %u instructions", name, line,
-			       DOCKERFILE_MAX_INSTR);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "%s:%u: more than %u instructions", name,
+			       line, DOCKERFILE_MAX_INSTR);
 	dockerfile_instr *ni = realloc(d->instr, (d->n + 1) * sizeof(*ni));
 	if (!ni)
 		return err_oom(err);
@@ -194,7 +196,8 @@ static int add_instr(dockerfile *d, const char *name, unsigned line, const char 
 	if (kind == DF_RUN || kind == DF_COPY || kind == DF_ADD)
 		if (has_heredoc(rest))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "%s:%u: %s: heredocs (<<WORD) are not supported: put the text in a file and COPY it",
+				       "%s:%u: %s: heredocs (<<WORD) are not supported: put the text in a "
+				       "file and COPY it",
 				       name, line, in->keyword);
 	/* Flags. */
 	const char *p = skip_ws(rest);
@@ -215,23 +218,23 @@ static int add_instr(dockerfile *d, const char *name, unsigned line, const char 
 		if (!slot) {
 			if (eq)
 				*eq = 0;
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s %s is not supported", name,
-				       line, in->keyword, flag);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s %s is not supported",
+				       name, line, in->keyword, flag);
 		}
 		free(*slot);
 		if (!(*slot = strdup(eq + 1)))
 			return err_oom(err);
 		if (!**slot)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s %.*s needs a value", name, line,
-				       in->keyword, (int)(eq - flag), flag);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s %.*s needs a value",
+				       name, line, in->keyword, (int)(eq - flag), flag);
 		p = skip_ws(e);
 	}
 	if (in->chmod) {
 		char *end;
 		unsigned long m = strtoul(in->chmod, &end, 8);
 		if (*end || m > 07777)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: --chmod=%s: expected an octal mode",
-				       name, line, in->chmod);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "%s:%u: --chmod=%s: expected an octal mode", name, line, in->chmod);
 	}
 	size_t rl = strlen(p);
 	while (rl && (p[rl - 1] == ' ' || p[rl - 1] == '\t'))
@@ -241,11 +244,13 @@ static int add_instr(dockerfile *d, const char *name, unsigned line, const char 
 	if (!*in->args)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: %s needs an argument", name, line,
 			       in->keyword);
-	if ((kind == DF_RUN || kind == DF_CMD || kind == DF_ENTRYPOINT || kind == DF_SHELL) && in->args[0] == '[')
+	if ((kind == DF_RUN || kind == DF_CMD || kind == DF_ENTRYPOINT || kind == DF_SHELL) &&
+	    in->args[0] == '[')
 		in->argv = json_argv(in->args);
 	if (kind == DF_SHELL && (!in->argv || !in->argv[0]))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "%s:%u: SHELL needs the exec form, e.g. SHELL [\"/bin/bash\", \"-c\"]", name, line);
+			       "%s:%u: SHELL needs the exec form, e.g. SHELL [\"/bin/bash\", \"-c\"]", name,
+			       line);
 	if (asprintf(&in->text, "%s%s%s%s%s %s", in->keyword, in->chown ? " --chown=" : "",
 		     in->chown ? in->chown : "", in->chmod ? " --chmod=" : "", in->chmod ? in->chmod : "",
 		     in->args) < 0) {
@@ -256,7 +261,8 @@ static int add_instr(dockerfile *d, const char *name, unsigned line, const char 
 }
 
 /* A parser directive line "# key=value" (only before anything else). */
-static bool directive(const char *line, size_t n, char *ret_key, size_t ksz, const char **ret_val, size_t *ret_vlen)
+static bool directive(const char *line, size_t n, char *ret_key, size_t ksz, const char **ret_val,
+		      size_t *ret_vlen)
 {
 	const char *p = line, *end = line + n;
 	if (p >= end || *p != '#')
@@ -310,8 +316,8 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 		lineno++;
 		if (n > DOCKERFILE_MAX_LINE) {
 			free(b.s);
-			return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "%s:%u: line longer than %u bytes", name,
-				       lineno, DOCKERFILE_MAX_LINE);
+			return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "%s:%u: line longer than %u bytes",
+				       name, lineno, DOCKERFILE_MAX_LINE);
 		}
 		if (n && ls[n - 1] == '\r')
 			n--;
@@ -373,8 +379,8 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 	}
 	if (cont) {
 		free(b.s);
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s:%u: the file ends inside a line continuation",
-			       name, start_line);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "%s:%u: the file ends inside a line continuation", name, start_line);
 	}
 	free(b.s);
 	if (!seen_from)
@@ -421,14 +427,16 @@ int dockerfile_expand(const char *s, const char *const *vars, char escape, char 
 			const char *close = strchr(q, '}');
 			if (!kl || !close || (*q != '}' && !(q[0] == ':' && (q[1] == '-' || q[1] == '+')))) {
 				free(b.s);
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "bad substitution in '%s'", s);
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "bad substitution in '%s'", s);
 			}
 			const char *v = var_lookup(vars, k, kl);
 			if (*q == '}') {
 				r = v ? sb_add(&b, v, strlen(v)) : 0;
 			} else {
 				/* The word itself may use variables. */
-				_cleanup_free_ char *word = strndup(q + 2, (size_t)(close - q - 2)), *xw = NULL;
+				_cleanup_free_ char *word = strndup(q + 2, (size_t)(close - q - 2)),
+						    *xw = NULL;
 				if (!word || dockerfile_expand(word, vars, escape, &xw, err) < 0) {
 					free(b.s);
 					return word ? -1 : err_oom(err);
@@ -537,7 +545,8 @@ int dockerfile_pairs(const char *s, bool legacy, char escape, char ***ret, sbx_e
 	if (legacy && *sp != '=') {
 		/* "K V...": one pair, the value the rest of the line. */
 		if (sp == p || !*sp)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "expected KEY=VALUE, got '%s'", s);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "expected KEY=VALUE, got '%s'",
+				       s);
 		char *kv;
 		if (asprintf(&kv, "%.*s=%s", (int)(sp - p), p, skip_ws(sp)) < 0)
 			return err_oom(err);

@@ -43,13 +43,13 @@ typedef enum dockerfile_kind {
 
 typedef struct dockerfile_instr {
 	dockerfile_kind kind;
-	unsigned line;	 /* 1-based line of the keyword */
-	char *keyword;	 /* as written, upper-cased */
-	char *args;	 /* the text after the keyword and flags, continuations joined */
-	char **argv;	 /* exec form (NULL-terminated), or NULL for the shell form */
-	char *chown;	 /* COPY/ADD --chown, or NULL */
-	char *chmod;	 /* COPY/ADD --chmod (octal), or NULL */
-	char *text;	 /* the whole instruction, normalised (cache keys) */
+	unsigned line; /* 1-based line of the keyword */
+	char *keyword; /* as written, upper-cased */
+	char *args;    /* the text after the keyword and flags, continuations joined */
+	char **argv;   /* exec form (NULL-terminated), or NULL for the shell form */
+	char *chown;   /* COPY/ADD --chown, or NULL */
+	char *chmod;   /* COPY/ADD --chmod (octal), or NULL */
+	char *text;    /* the whole instruction, normalised (cache keys) */
 } dockerfile_instr;
 
 typedef struct dockerfile {

@@ -41,12 +41,12 @@ void cli_progress_setup(cli *c);
  * --json and --help are taken by main.c before the command runs. */
 enum { CLI_END = -1, CLI_ERR = -2, CLI_ARG = -3 };
 typedef struct cli_opts {
-	const char *cmd;		/* for messages */
-	const char *shortopts;		/* getopt letters ("v:e:it"), may be NULL */
-	const struct option *longopts;	/* {0}-terminated, may be NULL */
-	int tail_after;			/* -1: no command tail */
-	const char *arg;		/* out: the option's value or the positional */
-	char **tail;			/* out at CLI_END: the command line, n_tail words */
+	const char *cmd;	       /* for messages */
+	const char *shortopts;	       /* getopt letters ("v:e:it"), may be NULL */
+	const struct option *longopts; /* {0}-terminated, may be NULL */
+	int tail_after;		       /* -1: no command tail */
+	const char *arg;	       /* out: the option's value or the positional */
+	char **tail;		       /* out at CLI_END: the command line, n_tail words */
 	int n_tail;
 	/* private */
 	bool started, dashdash;
@@ -66,9 +66,9 @@ int cmd_inspect(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv);
 int cmd_phase(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
-int cmd_pause(cli *c, int argc, char **argv);  /* cmd_pause.c */
+int cmd_pause(cli *c, int argc, char **argv); /* cmd_pause.c */
 int cmd_resume(cli *c, int argc, char **argv);
-int cmd_pool(cli *c, int argc, char **argv);   /* cmd_pool.c */
+int cmd_pool(cli *c, int argc, char **argv); /* cmd_pool.c */
 int cmd_gc(cli *c, int argc, char **argv);
 int cmd_snapshot(cli *c, int argc, char **argv);
 int cmd_restore(cli *c, int argc, char **argv);

@@ -21,13 +21,16 @@ static void on_step(void *userdata, const json_t *step)
 	if (s->json)
 		return;
 	const char *state = json_string_value(json_object_get(step, "state"));
-	int n = (int)json_integer_value(json_object_get(step, "step")), total = (int)json_integer_value(json_object_get(step, "steps"));
+	int n = (int)json_integer_value(json_object_get(step, "step")),
+	    total = (int)json_integer_value(json_object_get(step, "steps"));
 	const char *text = json_string_value(json_object_get(step, "instruction"));
 	if (streq(state, "running")) {
-		fprintf(stderr, "%s[%2d/%d] %s%s\n", s->tty ? "\033[1m" : "", n, total, text, s->tty ? "\033[0m" : "");
+		fprintf(stderr, "%s[%2d/%d] %s%s\n", s->tty ? "\033[1m" : "", n, total, text,
+			s->tty ? "\033[0m" : "");
 		return;
 	}
-	bool cached = json_is_true(json_object_get(step, "cached")), files = json_is_true(json_object_get(step, "changes_files"));
+	bool cached = json_is_true(json_object_get(step, "cached")),
+	     files = json_is_true(json_object_get(step, "changes_files"));
 	const char *snap = json_string_value(json_object_get(step, "snapshot_id"));
 	if (files)
 		fprintf(stderr, "        %s %.19s  %lld ms\n", cached ? "CACHED" : "done  ", snap ? snap : "",
@@ -43,10 +46,13 @@ static void on_output(void *userdata, int stream, const char *buf, size_t len)
 int cmd_build(cli *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"file", required_argument, NULL, 'f'},	     {"tag", required_argument, NULL, 't'},
-		{"network", required_argument, NULL, 'n'},   {"build-arg", required_argument, NULL, 'a'},
-		{"secret", required_argument, NULL, 's'},    {"no-cache", no_argument, NULL, 'N'},
-		{NULL, 0, NULL, 0},
+	    {"file", required_argument, NULL, 'f'},
+	    {"tag", required_argument, NULL, 't'},
+	    {"network", required_argument, NULL, 'n'},
+	    {"build-arg", required_argument, NULL, 'a'},
+	    {"secret", required_argument, NULL, 's'},
+	    {"no-cache", no_argument, NULL, 'N'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *file = NULL, *tag = NULL, *network = NULL;
 	const char *bargs[MAX_LIST + 1] = {0}, *secrets[MAX_LIST + 1] = {0};
@@ -84,7 +90,8 @@ int cmd_build(cli *c, int argc, char **argv)
 				if (!src)
 					src = strstr(optarg, ",source=");
 				char *s = NULL;
-				if (src && asprintf(&s, "%.*s=%s", (int)(strchr(id, ',') - id), id, strchr(src + 1, '=') + 1) < 0)
+				if (src && asprintf(&s, "%.*s=%s", (int)(strchr(id, ',') - id), id,
+						    strchr(src + 1, '=') + 1) < 0)
 					s = NULL;
 				if (!src)
 					s = strdup(id);
@@ -162,7 +169,8 @@ int cmd_build(cli *c, int argc, char **argv)
 	printf("%s %s\n", json_string_value(json_object_get(res, "template")),
 	       json_string_value(json_object_get(res, "snapshot_id")));
 	fprintf(stderr, "built template '%s' in %lld ms (%lld cached, %lld run)\n",
-		json_string_value(json_object_get(res, "template")), (long long)json_integer_value(json_object_get(res, "build_ms")),
+		json_string_value(json_object_get(res, "template")),
+		(long long)json_integer_value(json_object_get(res, "build_ms")),
 		(long long)json_integer_value(json_object_get(res, "cache_hits")),
 		(long long)json_integer_value(json_object_get(res, "cache_misses")));
 	json_decref(res);

@@ -11,7 +11,8 @@
 static bool split_env(const char *arg, char **ret_ref, const char **ret_path)
 {
 	const char *colon = strchr(arg, ':');
-	if (!colon || colon == arg || arg[0] == '/' || arg[0] == '.' || memchr(arg, '/', (size_t)(colon - arg)))
+	if (!colon || colon == arg || arg[0] == '/' || arg[0] == '.' ||
+	    memchr(arg, '/', (size_t)(colon - arg)))
 		return false;
 	*ret_ref = strndup(arg, (size_t)(colon - arg));
 	*ret_path = colon + 1;
@@ -38,9 +39,11 @@ int cmd_cp(cli *c, int argc, char **argv)
 	if (r)
 		return r;
 	sbx_err *e = NULL;
-	if (sin ? sbx_env_copy_out(c->ctx, sref, spath, dpath, &e) : sbx_env_copy_in(c->ctx, dref, spath, dpath, &e))
+	if (sin ? sbx_env_copy_out(c->ctx, sref, spath, dpath, &e)
+		: sbx_env_copy_in(c->ctx, dref, spath, dpath, &e))
 		return cli_fail("cp", e);
 	if (c->json)
-		cli_print_json(json_pack("{s:s,s:s,s:b}", "source", pos[0], "destination", pos[1], "copied", 1));
+		cli_print_json(
+		    json_pack("{s:s,s:s,s:b}", "source", pos[0], "destination", pos[1], "copied", 1));
 	return 0;
 }

@@ -45,9 +45,31 @@ enum { F_CREATE = 1, F_EXEC = 2 };
 
 /* Long-only options; the short ones are their letter. */
 enum {
-	O_TEMPLATE = 256, O_NAME, O_NETWORK, O_MEMORY, O_DISK, O_PIDS, O_CPUS, O_TTL, O_TTL_KEEP, O_OUTPUT_LIMIT,
-	O_TIMEOUT, O_CWD, O_SNAPSHOT, O_POLICY, O_AGENT_POLICY, O_HIDE, O_SECRET, O_CAP_DROP, O_CAP_ADD, O_TRACE,
-	O_DETERMINISTIC, O_NO_DETERMINISTIC, O_IDLE_SUSPEND, O_NO_AUTO_RESUME, O_DEVICE,
+	O_TEMPLATE = 256,
+	O_NAME,
+	O_NETWORK,
+	O_MEMORY,
+	O_DISK,
+	O_PIDS,
+	O_CPUS,
+	O_TTL,
+	O_TTL_KEEP,
+	O_OUTPUT_LIMIT,
+	O_TIMEOUT,
+	O_CWD,
+	O_SNAPSHOT,
+	O_POLICY,
+	O_AGENT_POLICY,
+	O_HIDE,
+	O_SECRET,
+	O_CAP_DROP,
+	O_CAP_ADD,
+	O_TRACE,
+	O_DETERMINISTIC,
+	O_NO_DETERMINISTIC,
+	O_IDLE_SUSPEND,
+	O_NO_AUTO_RESUME,
+	O_DEVICE,
 };
 
 /* Every option of create, exec and run, and which of them take it. */
@@ -55,36 +77,36 @@ static const struct {
 	struct option o;
 	unsigned flags;
 } env_options[] = {
-	{{"template", required_argument, NULL, O_TEMPLATE}, F_CREATE},
-	{{"name", required_argument, NULL, O_NAME}, F_CREATE},
-	{{"volume", required_argument, NULL, 'v'}, F_CREATE},
-	{{"env", required_argument, NULL, 'e'}, F_CREATE | F_EXEC},
-	{{"network", required_argument, NULL, O_NETWORK}, F_CREATE},
-	{{"memory", required_argument, NULL, O_MEMORY}, F_CREATE},
-	{{"disk", required_argument, NULL, O_DISK}, F_CREATE},
-	{{"pids", required_argument, NULL, O_PIDS}, F_CREATE},
-	{{"cpus", required_argument, NULL, O_CPUS}, F_CREATE},
-	{{"ttl-keep", no_argument, NULL, O_TTL_KEEP}, F_CREATE},
-	{{"idle-suspend", required_argument, NULL, O_IDLE_SUSPEND}, F_CREATE},
-	{{"no-auto-resume", no_argument, NULL, O_NO_AUTO_RESUME}, F_EXEC},
-	{{"ttl", required_argument, NULL, O_TTL}, F_CREATE},
-	{{"output-limit", required_argument, NULL, O_OUTPUT_LIMIT}, F_CREATE | F_EXEC},
-	{{"timeout", required_argument, NULL, O_TIMEOUT}, F_CREATE | F_EXEC},
-	{{"cwd", required_argument, NULL, O_CWD}, F_EXEC},
-	{{"interactive", no_argument, NULL, 'i'}, F_EXEC},
-	{{"tty", no_argument, NULL, 't'}, F_EXEC},
-	{{"snapshot", required_argument, NULL, O_SNAPSHOT}, F_CREATE},
-	{{"policy", required_argument, NULL, O_POLICY}, F_CREATE},
-	{{"agent-policy", required_argument, NULL, O_AGENT_POLICY}, F_CREATE},
-	{{"hide", required_argument, NULL, O_HIDE}, F_CREATE},
-	{{"secret", required_argument, NULL, O_SECRET}, F_CREATE},
-	{{"user", required_argument, NULL, 'u'}, F_CREATE | F_EXEC},
-	{{"cap-drop", required_argument, NULL, O_CAP_DROP}, F_CREATE},
-	{{"cap-add", required_argument, NULL, O_CAP_ADD}, F_CREATE},
-	{{"device", required_argument, NULL, O_DEVICE}, F_CREATE},
-	{{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
-	{{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
-	{{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
+    {{"template", required_argument, NULL, O_TEMPLATE}, F_CREATE},
+    {{"name", required_argument, NULL, O_NAME}, F_CREATE},
+    {{"volume", required_argument, NULL, 'v'}, F_CREATE},
+    {{"env", required_argument, NULL, 'e'}, F_CREATE | F_EXEC},
+    {{"network", required_argument, NULL, O_NETWORK}, F_CREATE},
+    {{"memory", required_argument, NULL, O_MEMORY}, F_CREATE},
+    {{"disk", required_argument, NULL, O_DISK}, F_CREATE},
+    {{"pids", required_argument, NULL, O_PIDS}, F_CREATE},
+    {{"cpus", required_argument, NULL, O_CPUS}, F_CREATE},
+    {{"ttl-keep", no_argument, NULL, O_TTL_KEEP}, F_CREATE},
+    {{"idle-suspend", required_argument, NULL, O_IDLE_SUSPEND}, F_CREATE},
+    {{"no-auto-resume", no_argument, NULL, O_NO_AUTO_RESUME}, F_EXEC},
+    {{"ttl", required_argument, NULL, O_TTL}, F_CREATE},
+    {{"output-limit", required_argument, NULL, O_OUTPUT_LIMIT}, F_CREATE | F_EXEC},
+    {{"timeout", required_argument, NULL, O_TIMEOUT}, F_CREATE | F_EXEC},
+    {{"cwd", required_argument, NULL, O_CWD}, F_EXEC},
+    {{"interactive", no_argument, NULL, 'i'}, F_EXEC},
+    {{"tty", no_argument, NULL, 't'}, F_EXEC},
+    {{"snapshot", required_argument, NULL, O_SNAPSHOT}, F_CREATE},
+    {{"policy", required_argument, NULL, O_POLICY}, F_CREATE},
+    {{"agent-policy", required_argument, NULL, O_AGENT_POLICY}, F_CREATE},
+    {{"hide", required_argument, NULL, O_HIDE}, F_CREATE},
+    {{"secret", required_argument, NULL, O_SECRET}, F_CREATE},
+    {{"user", required_argument, NULL, 'u'}, F_CREATE | F_EXEC},
+    {{"cap-drop", required_argument, NULL, O_CAP_DROP}, F_CREATE},
+    {{"cap-add", required_argument, NULL, O_CAP_ADD}, F_CREATE},
+    {{"device", required_argument, NULL, O_DEVICE}, F_CREATE},
+    {{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
+    {{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
+    {{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
 };
 
 /* -v (create), -e and -u (both), -i and -t (exec) */
@@ -110,7 +132,8 @@ static int parse_cpus(const char *cmd, const char *v, double *ret)
 	errno = 0;
 	double x = strtod(v, &end);
 	if (errno || *end || !(x > 0.0) || x > 1024)
-		return cli_usage_error(cmd, "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
+		return cli_usage_error(cmd,
+				       "invalid --cpus '%s': expected a number of cores such as 0.5 or 2", v);
 	*ret = x;
 	return 0;
 }
@@ -135,7 +158,10 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 	for (size_t k = 0; k < ARRAY_SIZE(env_options); k++)
 		if (env_options[k].flags & flags)
 			longopts[n_long++] = env_options[k].o;
-	cli_opts p = {.cmd = cmd, .shortopts = env_shortopts(flags), .longopts = longopts, .tail_after = max_positional};
+	cli_opts p = {.cmd = cmd,
+		      .shortopts = env_shortopts(flags),
+		      .longopts = longopts,
+		      .tail_after = max_positional};
 	sbx_err *e = NULL;
 	int opt, r = 0;
 	while (r == 0 && (opt = cli_opt_next(&p, argc, argv)) != CLI_END) {
@@ -181,7 +207,8 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			if (sbx_parse_size(v, &o->create.disk_bytes, &e) < 0)
 				return cli_fail(cmd, e);
 			if (o->create.disk_bytes <= 0)
-				return cli_usage_error(cmd, "invalid --disk '%s': expected a size such as 512m or 4g", v);
+				return cli_usage_error(
+				    cmd, "invalid --disk '%s': expected a size such as 512m or 4g", v);
 			break;
 		case O_PIDS:
 			r = parse_pids(cmd, v, &o->create.pids);
@@ -334,9 +361,11 @@ int cmd_create(cli *c, int argc, char **argv)
 		json_t *info = NULL; /* its base snapshot: what it was created from */
 		(void)sbx_env_inspect(c->ctx, id, &info, NULL);
 		json_t *j = json_pack("{s:s,s:O,s:f,s:O}", "environment_id", id, "snapshot_id",
-				      json_object_get(info, "snapshot_id") ?: json_null(), "create_ms", t1 - t0, "warnings", w);
+				      json_object_get(info, "snapshot_id") ?: json_null(), "create_ms",
+				      t1 - t0, "warnings", w);
 		json_decref(info);
-		json_object_set_new(j, "from_pool", json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
+		json_object_set_new(j, "from_pool",
+				    json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
 		cli_print_json(j);
 	} else {
 		print_warnings(w);
@@ -406,10 +435,12 @@ static int do_exec(cli *c, const char *id, opts *o)
 	if (r < 0) {
 		int en = sbx_err_errno(e);
 		sbx_code code = sbx_err_code(e);
-		bool spawn = code == SBX_E_NOT_FOUND && en == ENOENT && strstr(sbx_err_message(e), "command not found");
+		bool spawn = code == SBX_E_NOT_FOUND && en == ENOENT &&
+			     strstr(sbx_err_message(e), "command not found");
 		bool noexec = code == SBX_E_INVALID_ARGUMENT && (en == EACCES || en == ENOEXEC);
 		if (c->json) {
-			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code), "message", sbx_err_message(e));
+			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code),
+					      "message", sbx_err_message(e));
 			cli_print_json(j);
 			sbx_err_free(e);
 			return spawn ? 127 : noexec ? 126 : EXIT_SBX;
@@ -422,9 +453,11 @@ static int do_exec(cli *c, const char *id, opts *o)
 		cli_print_json(sbx_exec_result_json(&res));
 	} else {
 		if (res.timed_out)
-			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n", (long long)res.timeout_ms);
+			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n",
+				(long long)res.timeout_ms);
 		else if (res.oom_killed)
-			fprintf(stderr, "sbx: exec: command was killed: out of memory (the environment's memory limit)\n");
+			fprintf(stderr, "sbx: exec: command was killed: out of memory (the environment's "
+					"memory limit)\n");
 		if (res.stdout_truncated || res.stderr_truncated)
 			fprintf(stderr, "sbx: exec: output truncated at the output limit\n");
 		if (res.trace_id)
@@ -684,8 +717,10 @@ int cmd_logs(cli *c, int argc, char **argv)
 	json_t *v;
 	json_array_foreach(json_object_get(j, "events"), i, v)
 	{
-		printf("%-7s %-7s %s:%lld  %s  up %lld down %lld\n", json_string_value(json_object_get(v, "verdict")) ?: "?",
-		       json_string_value(json_object_get(v, "kind")) ?: "-", json_string_value(json_object_get(v, "host")) ?: "?",
+		printf("%-7s %-7s %s:%lld  %s  up %lld down %lld\n",
+		       json_string_value(json_object_get(v, "verdict")) ?: "?",
+		       json_string_value(json_object_get(v, "kind")) ?: "-",
+		       json_string_value(json_object_get(v, "host")) ?: "?",
 		       (long long)json_integer_value(json_object_get(v, "port")),
 		       json_string_value(json_object_get(v, "rule")) ?: "",
 		       (long long)json_integer_value(json_object_get(v, "bytes_up")),

@@ -77,14 +77,17 @@ int cmd_template(cli *c, int argc, char **argv)
 	if (cli_args("template", argc, argv, pos, 3, &n))
 		return EXIT_SBX;
 	if (n < 1)
-		return cli_usage_error("template", "expected: sbx template add NAME SOURCE | sbx template ls");
+		return cli_usage_error("template",
+				       "expected: sbx template add NAME SOURCE | sbx template ls");
 	const char *sub = pos[0];
 	json_t *j = NULL;
 	sbx_err *e = NULL;
 	int r;
 	if (streq(sub, "add")) {
 		if (n != 3)
-			return cli_usage_error("template", "expected: sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT");
+			return cli_usage_error(
+			    "template",
+			    "expected: sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT");
 		if ((r = cli_open_ctx(c)))
 			return r;
 		if (sbx_template_add(c->ctx, pos[1], pos[2], &j, &e) < 0)
@@ -115,8 +118,8 @@ int cmd_template(cli *c, int argc, char **argv)
 		{
 			const char *base = json_string_value(json_object_get(v, "base_template"));
 			printf("%-24s %-20.19s %-7zu %s\n", json_string_value(json_object_get(v, "name")),
-			       json_string_value(json_object_get(v, "snapshot_id")), json_array_size(json_object_get(v, "layers")),
-			       base ? base : "(image)");
+			       json_string_value(json_object_get(v, "snapshot_id")),
+			       json_array_size(json_object_get(v, "layers")), base ? base : "(image)");
 		}
 		json_decref(j);
 		return 0;

@@ -8,7 +8,8 @@ static int warm_cmd(cli *c, int argc, char **argv, const char *cmd,
 {
 	if (argc != 2 || argv[1][0] == '-')
 		return argc < 2 ? cli_usage_error(cmd, "missing environment id")
-				: cli_usage_error(cmd, argc > 2 ? "too many arguments" : "unknown option '%s'", argv[1]);
+				: cli_usage_error(
+				      cmd, argc > 2 ? "too many arguments" : "unknown option '%s'", argv[1]);
 	int r = cli_open_ctx(c);
 	if (r)
 		return r;
@@ -28,6 +29,12 @@ static int warm_cmd(cli *c, int argc, char **argv, const char *cmd,
 	return 0;
 }
 
-int cmd_pause(cli *c, int argc, char **argv) { return warm_cmd(c, argc, argv, "pause", sbx_env_pause); }
+int cmd_pause(cli *c, int argc, char **argv)
+{
+	return warm_cmd(c, argc, argv, "pause", sbx_env_pause);
+}
 
-int cmd_resume(cli *c, int argc, char **argv) { return warm_cmd(c, argc, argv, "resume", sbx_env_resume); }
+int cmd_resume(cli *c, int argc, char **argv)
+{
+	return warm_cmd(c, argc, argv, "resume", sbx_env_resume);
+}

@@ -65,7 +65,8 @@ int cmd_pool(cli *c, int argc, char **argv)
 	{
 		const char *pol = json_string_value(json_object_get(p, "policy"));
 		printf("%-18s %-9s %-5lld %-5lld %-10s %s\n", json_string_value(json_object_get(p, "pool")),
-		       json_string_value(json_object_get(p, "kind")), json_integer_value(json_object_get(p, "size")),
+		       json_string_value(json_object_get(p, "kind")),
+		       json_integer_value(json_object_get(p, "size")),
 		       json_integer_value(json_object_get(p, "ready")), pol ? pol : "-",
 		       json_string_value(json_object_get(p, "source")));
 	}

@@ -44,9 +44,9 @@ int cmd_mcp(cli *c, int argc, char **argv)
 {
 	enum { O_ATTEST_KEY = 256, O_ALLOW_HOST_DIR };
 	static const struct option longopts[] = {
-		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
-		{"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
-		{0},
+	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
+	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
+	    {0},
 	};
 	cli_opts p = {.cmd = "mcp", .longopts = longopts, .tail_after = -1};
 	const char *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
@@ -93,26 +93,34 @@ static int parse_count(const char *name, const char *v, unsigned max, unsigned *
 	errno = 0;
 	unsigned long n = v[0] >= '0' && v[0] <= '9' ? strtoul(v, &end, 10) : 0;
 	if (!end || *end || errno || n < 1 || n > max)
-		return cli_usage_error("serve", "invalid %s '%s': expected a whole number from 1 to %u", name, v,
-				       max);
+		return cli_usage_error("serve", "invalid %s '%s': expected a whole number from 1 to %u", name,
+				       v, max);
 	*ret = (unsigned)n;
 	return 0;
 }
 
 int cmd_serve(cli *c, int argc, char **argv)
 {
-	enum { O_LISTEN = 256, O_TOKEN_FILE, O_MAX_CONN, O_MAX_CONN_PEER, O_IDLE_TIMEOUT, O_REQUEST_TIMEOUT, O_ATTEST_KEY,
-	       O_ALLOW_HOST_DIR };
+	enum {
+		O_LISTEN = 256,
+		O_TOKEN_FILE,
+		O_MAX_CONN,
+		O_MAX_CONN_PEER,
+		O_IDLE_TIMEOUT,
+		O_REQUEST_TIMEOUT,
+		O_ATTEST_KEY,
+		O_ALLOW_HOST_DIR
+	};
 	static const struct option longopts[] = {
-		{"listen", required_argument, NULL, O_LISTEN},
-		{"token-file", required_argument, NULL, O_TOKEN_FILE},
-		{"max-connections", required_argument, NULL, O_MAX_CONN},
-		{"max-connections-per-peer", required_argument, NULL, O_MAX_CONN_PEER},
-		{"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
-		{"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
-		{"attest-key", required_argument, NULL, O_ATTEST_KEY},
-		{"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
-		{0},
+	    {"listen", required_argument, NULL, O_LISTEN},
+	    {"token-file", required_argument, NULL, O_TOKEN_FILE},
+	    {"max-connections", required_argument, NULL, O_MAX_CONN},
+	    {"max-connections-per-peer", required_argument, NULL, O_MAX_CONN_PEER},
+	    {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
+	    {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
+	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
+	    {0},
 	};
 	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
 	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
@@ -143,7 +151,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 			r = parse_count("--max-connections", v, 65536, &opts.max_connections);
 			break;
 		case O_MAX_CONN_PEER:
-			r = parse_count("--max-connections-per-peer", v, 65536, &opts.max_connections_per_peer);
+			r = parse_count("--max-connections-per-peer", v, 65536,
+					&opts.max_connections_per_peer);
 			break;
 		case O_IDLE_TIMEOUT:
 			r = parse_count("--idle-timeout", v, 86400, &opts.idle_timeout_s);

@@ -90,8 +90,8 @@ int cmd_snapshots(cli *c, int argc, char **argv)
 		const char *sid = json_string_value(json_object_get(v, "snapshot_id"));
 		const char *label = json_string_value(json_object_get(v, "label"));
 		const char *parent = json_string_value(json_object_get(v, "parent"));
-		printf("%-20.19s %-16s %-20.19s %-21s %10lld\n", sid, label ? label : "-", parent ? parent : "-",
-		       json_string_value(json_object_get(v, "created_at")) ?: "-",
+		printf("%-20.19s %-16s %-20.19s %-21s %10lld\n", sid, label ? label : "-",
+		       parent ? parent : "-", json_string_value(json_object_get(v, "created_at")) ?: "-",
 		       (long long)json_integer_value(json_object_get(v, "size_bytes")));
 	}
 	json_decref(j);

@@ -35,8 +35,8 @@ static int trace_ls(cli *c)
 		cli_print_json(j);
 		return 0;
 	}
-	printf("%-19s %-12s %-19s %-6s %9s %5s %-6s %s\n", "TRACE", "ENV", "SNAPSHOT", "EXIT", "SYSCALLS", "LOST",
-	       "REC", "COMMAND");
+	printf("%-19s %-12s %-19s %-6s %9s %5s %-6s %s\n", "TRACE", "ENV", "SNAPSHOT", "EXIT", "SYSCALLS",
+	       "LOST", "REC", "COMMAND");
 	size_t i;
 	json_t *t;
 	json_array_foreach(json_object_get(j, "traces"), i, t)
@@ -54,9 +54,10 @@ static int trace_ls(cli *c)
 		json_array_foreach(json_object_get(t, "argv"), k, a)
 		{
 			size_t l = strlen(cmdline);
-			snprintf(cmdline + l, sizeof(cmdline) - l, "%s%s", k ? " " : "", json_string_value(a) ?: "");
+			snprintf(cmdline + l, sizeof(cmdline) - l, "%s%s", k ? " " : "",
+				 json_string_value(a) ?: "");
 		}
-		printf("%-19.19s %-12.12s %-19.19s %-6s %9lld %5lld %-6s %s%s\n", tid, 
+		printf("%-19.19s %-12.12s %-19.19s %-6s %9lld %5lld %-6s %s%s\n", tid,
 		       json_string_value(json_object_get(t, "environment_id")) ?: "-", sid, exit_s,
 		       (long long)json_integer_value(json_object_get(t, "syscalls")),
 		       (long long)json_integer_value(json_object_get(t, "lost")),
@@ -81,11 +82,11 @@ int cmd_trace(cli *c, int argc, char **argv)
 	size_t n_keep = 0;
 	enum { O_FORMAT = 256 };
 	static const struct option longopts[] = {
-		{"pid", required_argument, NULL, 'p'},
-		{"syscall", required_argument, NULL, 'e'},
-		{"format", required_argument, NULL, O_FORMAT},
-		{"output", required_argument, NULL, 'o'},
-		{0},
+	    {"pid", required_argument, NULL, 'p'},
+	    {"syscall", required_argument, NULL, 'e'},
+	    {"format", required_argument, NULL, O_FORMAT},
+	    {"output", required_argument, NULL, 'o'},
+	    {0},
 	};
 	/* the subcommand stands where getopt expects the program name */
 	cli_opts p = {.cmd = "trace", .shortopts = "p:e:o:", .longopts = longopts, .tail_after = -1};
@@ -126,30 +127,40 @@ int cmd_trace(cli *c, int argc, char **argv)
 	} else if (streq(sub, "stats")) {
 		json_t *j = NULL;
 		if (c->json)
-			r = sbx_trace_stats(c->ctx, ref, &j, &e) < 0 ? cli_fail("trace stats", e) : (cli_print_json(j), 0);
+			r = sbx_trace_stats(c->ctx, ref, &j, &e) < 0 ? cli_fail("trace stats", e)
+								     : (cli_print_json(j), 0);
 		else
-			r = sbx_trace_stats_text(c->ctx, ref, stdout, &e) < 0 ? cli_fail("trace stats", e) : 0;
+			r = sbx_trace_stats_text(c->ctx, ref, stdout, &e) < 0 ? cli_fail("trace stats", e)
+									      : 0;
 	} else if (streq(sub, "export")) {
 		if (!format || !streq(format, "chrome"))
-			r = cli_usage_error("trace", "export needs --format chrome (the Chrome trace-event JSON, for Perfetto)");
+			r = cli_usage_error(
+			    "trace",
+			    "export needs --format chrome (the Chrome trace-event JSON, for Perfetto)");
 		else {
 			FILE *out = outfile ? fopen(outfile, "we") : stdout;
 			if (!out) {
-				fprintf(stderr, "sbx: trace export: open '%s': %s\n", outfile, strerror(errno));
+				fprintf(stderr, "sbx: trace export: open '%s': %s\n", outfile,
+					strerror(errno));
 				r = EXIT_SBX;
 			} else {
-				r = sbx_trace_export_chrome(c->ctx, ref, out, &e) < 0 ? cli_fail("trace export", e) : 0;
+				r = sbx_trace_export_chrome(c->ctx, ref, out, &e) < 0
+					? cli_fail("trace export", e)
+					: 0;
 				if (outfile && fclose(out) != 0 && !r) {
-					fprintf(stderr, "sbx: trace export: write '%s': %s\n", outfile, strerror(errno));
+					fprintf(stderr, "sbx: trace export: write '%s': %s\n", outfile,
+						strerror(errno));
 					r = EXIT_SBX;
 				}
 			}
 		}
 	} else if (streq(sub, "inspect")) {
 		json_t *j = NULL;
-		r = sbx_trace_manifest(c->ctx, ref, &j, &e) < 0 ? cli_fail("trace inspect", e) : (cli_print_json(j), 0);
+		r = sbx_trace_manifest(c->ctx, ref, &j, &e) < 0 ? cli_fail("trace inspect", e)
+								: (cli_print_json(j), 0);
 	} else {
-		r = cli_usage_error("trace", "unknown subcommand '%s' (ls, show, stats, export, inspect)", sub);
+		r = cli_usage_error("trace", "unknown subcommand '%s' (ls, show, stats, export, inspect)",
+				    sub);
 	}
 	for (size_t i = 0; i < n_keep; i++)
 		free(keep[i]);
@@ -160,8 +171,8 @@ int cmd_replay(cli *c, int argc, char **argv)
 {
 	enum { O_INPUTS = 256 };
 	static const struct option longopts[] = {
-		{"inputs", required_argument, NULL, O_INPUTS},
-		{0},
+	    {"inputs", required_argument, NULL, O_INPUTS},
+	    {0},
 	};
 	cli_opts p = {.cmd = "replay", .longopts = longopts, .tail_after = -1};
 	const char *trace = NULL, *inputs = NULL;
@@ -174,12 +185,14 @@ int cmd_replay(cli *c, int argc, char **argv)
 		else if (!trace)
 			trace = p.arg;
 		else
-			return cli_usage_error("replay", "expected: sbx replay [--inputs read-set|volumes] TRACE");
+			return cli_usage_error("replay",
+					       "expected: sbx replay [--inputs read-set|volumes] TRACE");
 	}
 	if (!trace)
 		return cli_usage_error("replay", "expected: sbx replay [--inputs read-set|volumes] TRACE");
 	if (inputs && !streq(inputs, "read-set") && !streq(inputs, "read_set") && !streq(inputs, "volumes"))
-		return cli_usage_error("replay", "--inputs: expected 'read-set' or 'volumes', not '%s'", inputs);
+		return cli_usage_error("replay", "--inputs: expected 'read-set' or 'volumes', not '%s'",
+				       inputs);
 	int r = cli_open_ctx(c);
 	if (r)
 		return r;
@@ -196,9 +209,9 @@ int cmd_replay(cli *c, int argc, char **argv)
 		printf("MATCH (%.1f ms)\n", json_number_value(json_object_get(j, "replay_ms")));
 		size_t i;
 		json_t *n;
-		json_array_foreach(json_object_get(j, "notes"), i, n) printf("  note: %s\n", json_string_value(n));
-	}
-	else {
+		json_array_foreach(json_object_get(j, "notes"), i, n)
+		    printf("  note: %s\n", json_string_value(n));
+	} else {
 		json_t *d = json_object_get(j, "divergence");
 		json_t *pid = json_object_get(d, "pid");
 		printf("DIVERGED: %s at index %lld", json_string_value(json_object_get(d, "kind")) ?: "?",
@@ -207,7 +220,8 @@ int cmd_replay(cli *c, int argc, char **argv)
 			printf(", pid %lld", (long long)json_integer_value(pid));
 		if (json_is_string(json_object_get(d, "path")))
 			printf(", path %s", json_string_value(json_object_get(d, "path")));
-		printf("\n  expected: %s\n  actual:   %s\n", json_string_value(json_object_get(d, "expected")) ?: "",
+		printf("\n  expected: %s\n  actual:   %s\n",
+		       json_string_value(json_object_get(d, "expected")) ?: "",
 		       json_string_value(json_object_get(d, "actual")) ?: "");
 	}
 	json_decref(j);

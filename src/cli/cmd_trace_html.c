@@ -13,9 +13,9 @@
 int cmd_trace_html(cli *c, int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"replay", optional_argument, NULL, 'r'},
-		{NULL, 0, NULL, 0},
+	    {"output", required_argument, NULL, 'o'},
+	    {"replay", optional_argument, NULL, 'r'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *outfile = NULL, *result_file = NULL;
 	bool replay = false;
@@ -32,7 +32,8 @@ int cmd_trace_html(cli *c, int argc, char **argv)
 			return cli_usage_error("trace", "html: unknown option '%s'", argv[optind - 1]);
 	}
 	if (argc - optind != 1)
-		return cli_usage_error("trace", "expected: sbx trace html TRACE [-o FILE] [--replay[=RESULT.json]]");
+		return cli_usage_error("trace",
+				       "expected: sbx trace html TRACE [-o FILE] [--replay[=RESULT.json]]");
 	const char *ref = argv[optind];
 	int r = cli_open_ctx(c);
 	if (r)
@@ -74,7 +75,7 @@ int cmd_trace_html(cli *c, int argc, char **argv)
 	if (outfile && !streq(outfile, "-") && !c->json)
 		fprintf(stderr, "wrote %s\n", outfile);
 	if (c->json)
-		cli_print_json(json_pack("{s:s,s:s?,s:s?}", "trace_id", ref, "output", outfile,
-					 "verdict", res ? json_string_value(json_object_get(res, "verdict")) : NULL));
+		cli_print_json(json_pack("{s:s,s:s?,s:s?}", "trace_id", ref, "output", outfile, "verdict",
+					 res ? json_string_value(json_object_get(res, "verdict")) : NULL));
 	return 0;
 }

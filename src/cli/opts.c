@@ -12,7 +12,8 @@
 static bool exact_long(const char *word, const char *name)
 {
 	size_t n = strlen(name);
-	return startswith(word, "--") && strncmp(word + 2, name, n) == 0 && (word[2 + n] == 0 || word[2 + n] == '=');
+	return startswith(word, "--") && strncmp(word + 2, name, n) == 0 &&
+	       (word[2 + n] == 0 || word[2 + n] == '=');
 }
 
 int cli_opt_next(cli_opts *p, int argc, char **argv)

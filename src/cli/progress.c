@@ -43,11 +43,10 @@ static void show(void *ud, const sbx_progress *p)
 			 (unsigned long long)p->files_total);
 	else
 		snprintf(files, sizeof(files), "%llu", (unsigned long long)p->files_done);
-	bool layers = streq(p->op, "export") || streq(p->op, "import") || streq(p->op, "gc") || streq(p->op, "push") ||
-		      streq(p->op, "pull");
-	fprintf(stderr, "\r\033[K%s: %s%s%s, %s %s%s%s%s%s", p->op, done, total[0] ? " of " : "", total, files,
-		layers ? "layers" : "files",
-		rate[0] ? ", " : "", rate, rate[0] ? "/s" : "", eta);
+	bool layers = streq(p->op, "export") || streq(p->op, "import") || streq(p->op, "gc") ||
+		      streq(p->op, "push") || streq(p->op, "pull");
+	fprintf(stderr, "\r\033[K%s: %s%s%s, %s %s%s%s%s%s", p->op, done, total[0] ? " of " : "", total,
+		files, layers ? "layers" : "files", rate[0] ? ", " : "", rate, rate[0] ? "/s" : "", eta);
 	fflush(stderr);
 }
 

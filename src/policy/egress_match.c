@@ -12,11 +12,11 @@
 
 static const char *const WHY_NO_RULE = "no rule allows it";
 static const char *const WHY_NO_IP_RULE =
-	"no rule allows it (an IP address is only allowed by an IP rule; name rules never match addresses)";
+    "no rule allows it (an IP address is only allowed by an IP rule; name rules never match addresses)";
 static const char *const WHY_PORT =
-	"no rule allows this port for the host (a rule without a port allows only 80 and 443)";
+    "no rule allows this port for the host (a rule without a port allows only 80 and 443)";
 static const char *const WHY_INTERNAL =
-	"it resolves to an internal address (loopback, private or link-local), which only an IP rule allows";
+    "it resolves to an internal address (loopback, private or link-local), which only an IP rule allows";
 static const char *const RULE_OPEN = "network mode open";
 static const char *const RULE_PUBLIC = "public address";
 
@@ -141,7 +141,8 @@ int egress_rule_parse(const char *pattern, egress_rule *ret, sbx_err **err)
 				return bad(err, pattern, "port must be a number from 1 to 65535 or '*'");
 			for (const char *p = port; *p; p++) {
 				if (!isdigit((unsigned char)*p))
-					return bad(err, pattern, "port must be a number from 1 to 65535 or '*'");
+					return bad(err, pattern,
+						   "port must be a number from 1 to 65535 or '*'");
 				v = v * 10 + (*p - '0');
 			}
 			if (v < 1 || v > 65535)
@@ -169,7 +170,8 @@ int egress_rule_parse(const char *pattern, egress_rule *ret, sbx_err **err)
 			name = h + 2;
 			if (!strchr(name, '.'))
 				return bad(err, pattern,
-					   "wildcard over a top-level domain is too broad: name hosts or use network mode open");
+					   "wildcard over a top-level domain is too broad: name hosts or use "
+					   "network mode open");
 		} else
 			r.kind = EGRESS_RULE_NAME;
 		const char *why = name_invalid(name);
@@ -196,7 +198,8 @@ static int allowlist_parse(bool open, const char *const *patterns, egress_allowl
 	for (const char *const *p = patterns; p && *p; p++)
 		n++;
 	if (n > EGRESS_RULES_MAX)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "more than %d allowlist rules", EGRESS_RULES_MAX);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "more than %d allowlist rules",
+			       EGRESS_RULES_MAX);
 	_cleanup_free_ egress_allowlist *al = calloc(1, sizeof(*al) + n * sizeof(egress_rule));
 	if (!al)
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory");
@@ -221,7 +224,10 @@ int egress_allowlist_parse_open(const char *const *patterns, egress_allowlist **
 	return allowlist_parse(true, patterns, ret, err);
 }
 
-void egress_allowlist_free(egress_allowlist *al) { free(al); }
+void egress_allowlist_free(egress_allowlist *al)
+{
+	free(al);
+}
 
 static bool port_matches(int rule_port, int port)
 {
@@ -337,9 +343,9 @@ static bool v4_internal(const uint8_t *a)
 		uint32_t net;
 		int bits;
 	} nets[] = {
-		{0x00000000, 8},  {0x0a000000, 8},  {0x64400000, 10}, {0x7f000000, 8},	{0xa9fe0000, 16},
-		{0xac100000, 12}, {0xc0000000, 24}, {0xc0000200, 24}, {0xc0586300, 24}, {0xc0a80000, 16},
-		{0xc6120000, 15}, {0xc6336400, 24}, {0xcb007100, 24}, {0xe0000000, 4},	{0xf0000000, 4},
+	    {0x00000000, 8},  {0x0a000000, 8},	{0x64400000, 10}, {0x7f000000, 8},  {0xa9fe0000, 16},
+	    {0xac100000, 12}, {0xc0000000, 24}, {0xc0000200, 24}, {0xc0586300, 24}, {0xc0a80000, 16},
+	    {0xc6120000, 15}, {0xc6336400, 24}, {0xcb007100, 24}, {0xe0000000, 4},  {0xf0000000, 4},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(nets); i++)
 		if ((v >> (32 - nets[i].bits)) == (nets[i].net >> (32 - nets[i].bits)))

@@ -42,9 +42,9 @@ typedef enum egress_rule_kind {
 
 typedef struct egress_rule {
 	egress_rule_kind kind;
-	int port;                         /* 1-65535, EGRESS_PORT_WEB or EGRESS_PORT_ANY */
-	char host[EGRESS_HOST_MAX + 1];   /* normalized name / suffix (without "*.") / IP text */
-	uint8_t addr[16];                 /* IP rules: 4 or 16 bytes, network order */
+	int port;			   /* 1-65535, EGRESS_PORT_WEB or EGRESS_PORT_ANY */
+	char host[EGRESS_HOST_MAX + 1];	   /* normalized name / suffix (without "*.") / IP text */
+	uint8_t addr[16];		   /* IP rules: 4 or 16 bytes, network order */
 	char text[EGRESS_PATTERN_MAX + 8]; /* canonical pattern, used in messages */
 } egress_rule;
 
@@ -63,7 +63,10 @@ int egress_allowlist_parse(const char *const *patterns, egress_allowlist **ret, 
  * (network mode "open"); the patterns only add internal IPs (SSRF exceptions). */
 int egress_allowlist_parse_open(const char *const *patterns, egress_allowlist **ret, sbx_err **err);
 void egress_allowlist_free(egress_allowlist *al);
-static inline void egress_allowlist_freep(egress_allowlist **al) { egress_allowlist_free(*al); }
+static inline void egress_allowlist_freep(egress_allowlist **al)
+{
+	egress_allowlist_free(*al);
+}
 #define _cleanup_egress_allowlist_ _cleanup_(egress_allowlist_freep)
 
 /* Is the connection target host:port allowed? host is a name or an IP literal

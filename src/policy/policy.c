@@ -31,7 +31,10 @@ static int bad(sbx_err **err, const char *field, const char *fmt, ...)
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", field, msg);
 }
 
-static int oom(sbx_err **err) { return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory"); }
+static int oom(sbx_err **err)
+{
+	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory");
+}
 
 policy *policy_free(policy *p)
 {
@@ -170,7 +173,8 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
 		const char *s = jstr(e, POLICY_PATH_MAX);
 		if (!s)
-			return bad(err, f, "must be a path string (at most %d bytes, no NUL)", POLICY_PATH_MAX);
+			return bad(err, f, "must be a path string (at most %d bytes, no NUL)",
+				   POLICY_PATH_MAX);
 		const char *why = path_invalid(s);
 		if (why)
 			return bad(err, f, "'%.200s' %s", s, why);
@@ -187,7 +191,8 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 static int parse_plugins(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a))
-		return bad(err, "plugins", "must be an array of shared object paths or {path, config} objects");
+		return bad(err, "plugins",
+			   "must be an array of shared object paths or {path, config} objects");
 	_cleanup_json_ json_t *paths = json_array();
 	if (!paths)
 		return oom(err);
@@ -263,7 +268,8 @@ static int parse_network(const json_t *n, policy *p, sbx_err **err)
 		snprintf(f, sizeof(f), "network.allow[%zu]", i);
 		const char *s = jstr(e, EGRESS_PATTERN_MAX);
 		if (!s)
-			return bad(err, f, "must be a host[:port] string of at most %d bytes", EGRESS_PATTERN_MAX);
+			return bad(err, f, "must be a host[:port] string of at most %d bytes",
+				   EGRESS_PATTERN_MAX);
 		egress_rule r;
 		_cleanup_err_ sbx_err *e2 = NULL;
 		if (egress_rule_parse(s, &r, &e2) < 0)
@@ -344,16 +350,17 @@ static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 		const char *key;
 		size_t off;
 	} ints[] = {
-		{"memory_bytes", offsetof(policy_limits, memory_bytes)},
-		{"pids", offsetof(policy_limits, pids)},
-		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
-		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
-		{"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
-		{"output_bytes", offsetof(policy_limits, output_bytes)},
-		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
+	    {"memory_bytes", offsetof(policy_limits, memory_bytes)},
+	    {"pids", offsetof(policy_limits, pids)},
+	    {"timeout_ms", offsetof(policy_limits, timeout_ms)},
+	    {"ttl_ms", offsetof(policy_limits, ttl_ms)},
+	    {"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
+	    {"output_bytes", offsetof(policy_limits, output_bytes)},
+	    {"disk_bytes", offsetof(policy_limits, disk_bytes)},
 	};
-	static const char *const keys[] = {"memory_bytes", "pids",	   "cpus",	 "timeout_ms",
-					   "ttl_ms",	   "output_bytes", "disk_bytes", "idle_suspend_ms", NULL};
+	static const char *const keys[] = {
+	    "memory_bytes",    "pids", "cpus", "timeout_ms", "ttl_ms", "output_bytes", "disk_bytes",
+	    "idle_suspend_ms", NULL};
 	if (!json_is_object(l))
 		return bad(err, "limits", "must be an object");
 	if (check_keys(l, "limits", keys, err) < 0)
@@ -388,7 +395,10 @@ static bool env_name_ok(const char *k)
 	return true;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 static int parse_env(const json_t *e, policy *p, sbx_err **err)
 {
@@ -406,7 +416,9 @@ static int parse_env(const json_t *e, policy *p, sbx_err **err)
 		char f[300];
 		snprintf(f, sizeof(f), "env.%.64s", k);
 		if (!env_name_ok(k))
-			return bad(err, f, "invalid variable name (letters, digits and '_', not starting with a digit)");
+			return bad(
+			    err, f,
+			    "invalid variable name (letters, digits and '_', not starting with a digit)");
 		const char *s = jstr(val, 128 * 1024);
 		if (!s)
 			return bad(err, f, "value must be a string without NUL bytes (at most 128 KiB)");
@@ -422,7 +434,8 @@ static int parse_env(const json_t *e, policy *p, sbx_err **err)
 static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
 {
 	if (!json_is_object(s))
-		return bad(err, "secrets", "must be an object of \"NAME\": {\"env\": true} or {\"file\": \"/path\"}");
+		return bad(err, "secrets",
+			   "must be an object of \"NAME\": {\"env\": true} or {\"file\": \"/path\"}");
 	if (json_object_size(s) > POLICY_LIST_MAX)
 		return bad(err, "secrets", "more than %d secrets", POLICY_LIST_MAX);
 	p->secrets = calloc(json_object_size(s) + 1, sizeof(policy_secret));
@@ -437,14 +450,19 @@ static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
 		char f[300];
 		snprintf(f, sizeof(f), "secrets.%.64s", k);
 		if (!env_name_ok(k))
-			return bad(err, f, "invalid secret name (letters, digits and '_', not starting with a digit)");
+			return bad(
+			    err, f,
+			    "invalid secret name (letters, digits and '_', not starting with a digit)");
 		if (!json_is_object(v))
-			return bad(err, f, "must be {\"env\": true} or {\"file\": \"/path\"}; values are never stored in a policy");
+			return bad(err, f,
+				   "must be {\"env\": true} or {\"file\": \"/path\"}; values are never "
+				   "stored in a policy");
 		if (check_keys(v, f, keys, err) < 0)
 			return -EINVAL;
 		json_t *ev = json_object_get(v, "env"), *fv = json_object_get(v, "file");
 		if (ev && !json_is_true(ev))
-			return bad(err, f, "env must be true (take the value from the host variable of that name)");
+			return bad(err, f,
+				   "env must be true (take the value from the host variable of that name)");
 		if (!!ev == !!fv)
 			return bad(err, f, "set exactly one of env or file");
 		policy_secret *ps = &p->secrets[p->n_secrets];
@@ -479,7 +497,8 @@ static int parse_user(const json_t *v, policy *p, sbx_err **err)
 	} else if (json_is_string(v))
 		s = jstr(v, 256);
 	if (!s)
-		return bad(err, "user", "must be a string (\"UID[:GID]\" or a user name) or a non-negative integer uid");
+		return bad(err, "user",
+			   "must be a string (\"UID[:GID]\" or a user name) or a non-negative integer uid");
 	user_spec us;
 	_cleanup_err_ sbx_err *e = NULL;
 	if (user_spec_parse(s, &us, &e) < 0)
@@ -493,7 +512,8 @@ static int parse_user(const json_t *v, policy *p, sbx_err **err)
 static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a) || json_array_size(a) > 64)
-		return bad(err, "capabilities", "must be an array of capability names (within " CAPS_SAFE_NAMES ")");
+		return bad(err, "capabilities",
+			   "must be an array of capability names (within " CAPS_SAFE_NAMES ")");
 	size_t i;
 	json_t *v;
 	uint64_t set = 0;
@@ -519,7 +539,8 @@ static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 static int parse_devices(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a) || json_array_size(a) > 256 || !(p->devices = json_to_strv(a)))
-		return bad(err, "devices", "must be an array of CDI device names (vendor/class=name, vendor/class=*, *)");
+		return bad(err, "devices",
+			   "must be an array of CDI device names (vendor/class=name, vendor/class=*, *)");
 	for (size_t i = 0; p->devices[i]; i++) {
 		char f[64], *k = NULL, *n = NULL, q[600];
 		snprintf(f, sizeof(f), "devices[%zu]", i);
@@ -530,7 +551,8 @@ static int parse_devices(const json_t *a, policy *p, sbx_err **err)
 		if (len >= 2 && len <= 590 && streq(q + len - 2, "=*"))
 			q[len - 1] = 'x'; /* "kind=*": the kind is checked as a name's */
 		if (len > 590 || cdi_name_parse(q, &k, &n, NULL) < 0)
-			return bad(err, f, "'%.200s' is not a CDI device name (vendor/class=name, vendor/class=*, *)",
+			return bad(err, f,
+				   "'%.200s' is not a CDI device name (vendor/class=name, vendor/class=*, *)",
 				   p->devices[i]);
 		free(k);
 		free(n);
@@ -540,8 +562,8 @@ static int parse_devices(const json_t *a, policy *p, sbx_err **err)
 
 int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 {
-	static const char *const keys[] = {"name", "override", "network", "filesystem", "limits",
-					   "env",  "secrets",  "plugins", "user", "capabilities", "devices", NULL};
+	static const char *const keys[] = {"name",    "override", "network", "filesystem",   "limits",	"env",
+					   "secrets", "plugins",  "user",    "capabilities", "devices", NULL};
 	if (!json_is_object(doc))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: must be a JSON object");
 	_cleanup_policy_ policy *p = policy_new();
@@ -592,8 +614,8 @@ int policy_parse(const char *json, size_t len, policy **ret, sbx_err **err)
 	json_error_t je;
 	_cleanup_json_ json_t *doc = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!doc)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: invalid JSON at line %d: %s", je.line,
-			       je.text);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: invalid JSON at line %d: %s",
+			       je.line, je.text);
 	return policy_from_json(doc, ret, err);
 }
 
@@ -602,25 +624,25 @@ int policy_parse(const char *json, size_t len, policy **ret, sbx_err **err)
 /* strict runs commands as nobody (uid and gid 65534, numeric so that a
  * template without that passwd entry works too) with no capabilities. */
 static const char PROFILE_STRICT[] =
-	"{\"name\":\"strict\",\"network\":{\"mode\":\"none\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
-	"\"limits\":{\"memory_bytes\":536870912,\"pids\":256,\"cpus\":1,\"timeout_ms\":600000,"
-	"\"ttl_ms\":3600000,\"output_bytes\":16777216,\"disk_bytes\":1073741824},"
-	"\"env\":{},\"secrets\":{},\"plugins\":[],\"user\":\"65534:65534\",\"capabilities\":[]}";
+    "{\"name\":\"strict\",\"network\":{\"mode\":\"none\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+    "\"limits\":{\"memory_bytes\":536870912,\"pids\":256,\"cpus\":1,\"timeout_ms\":600000,"
+    "\"ttl_ms\":3600000,\"output_bytes\":16777216,\"disk_bytes\":1073741824},"
+    "\"env\":{},\"secrets\":{},\"plugins\":[],\"user\":\"65534:65534\",\"capabilities\":[]}";
 static const char PROFILE_DEV[] =
-	"{\"name\":\"dev\",\"network\":{\"mode\":\"allow\",\"allow\":["
-	"\"deb.debian.org\",\"security.debian.org\",\"pypi.org\",\"files.pythonhosted.org\","
-	"\"registry.npmjs.org\",\"github.com\",\"objects.githubusercontent.com\",\"crates.io\","
-	"\"static.crates.io\",\"proxy.golang.org\",\"sum.golang.org\"]},"
-	"\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
-	"\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
-	"\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
-	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+    "{\"name\":\"dev\",\"network\":{\"mode\":\"allow\",\"allow\":["
+    "\"deb.debian.org\",\"security.debian.org\",\"pypi.org\",\"files.pythonhosted.org\","
+    "\"registry.npmjs.org\",\"github.com\",\"objects.githubusercontent.com\",\"crates.io\","
+    "\"static.crates.io\",\"proxy.golang.org\",\"sum.golang.org\"]},"
+    "\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+    "\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
+    "\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
+    "\"env\":{},\"secrets\":{},\"plugins\":[]}";
 /* Unsafe: any public host and port through the proxy (internal addresses stay blocked). */
 static const char PROFILE_OPEN[] =
-	"{\"name\":\"open\",\"network\":{\"mode\":\"open\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
-	"\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
-	"\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
-	"\"env\":{},\"secrets\":{},\"plugins\":[]}";
+    "{\"name\":\"open\",\"network\":{\"mode\":\"open\"},\"filesystem\":{\"volumes\":[],\"hidden\":[]},"
+    "\"limits\":{\"memory_bytes\":4294967296,\"pids\":1024,\"cpus\":2,\"timeout_ms\":1800000,"
+    "\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
+    "\"env\":{},\"secrets\":{},\"plugins\":[]}";
 
 int policy_profile(const char *name, policy **ret, sbx_err **err)
 {
@@ -629,7 +651,8 @@ int policy_profile(const char *name, policy **ret, sbx_err **err)
 			  : streq(name, "open")		 ? PROFILE_OPEN
 							 : NULL;
 	if (!doc)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "unknown policy profile '%.64s' (strict, dev, open)", name);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+			       "unknown policy profile '%.64s' (strict, dev, open)", name);
 	return policy_parse(doc, strlen(doc), ret, err);
 }
 
@@ -656,8 +679,8 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	policy_net_mode bm = base->net_mode == POLICY_NET_UNSET ? POLICY_NET_NONE : base->net_mode;
 	policy_net_mode lm = later->net_mode == POLICY_NET_UNSET ? bm : later->net_mode;
 	if (!ov && lm > bm)
-		return bad(err, "network.mode", "\"%s\" is wider than the base's \"%s\"" WIDEN_HINT, mode_name(lm),
-			   mode_name(bm));
+		return bad(err, "network.mode", "\"%s\" is wider than the base's \"%s\"" WIDEN_HINT,
+			   mode_name(lm), mode_name(bm));
 	m->net_mode = lm;
 	char *const *allow = later->allow ? later->allow : base->allow;
 	if (!ov && later->allow && lm == POLICY_NET_ALLOW && bm == POLICY_NET_ALLOW) {
@@ -668,12 +691,14 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 			bool covered = false;
 			for (size_t j = 0; base->allow && base->allow[j] && !covered; j++) {
 				egress_rule bj;
-				covered = egress_rule_parse(base->allow[j], &bj, NULL) == 0 && egress_rule_covers(&bj, &li);
+				covered = egress_rule_parse(base->allow[j], &bj, NULL) == 0 &&
+					  egress_rule_covers(&bj, &li);
 			}
 			if (!covered)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "network.allow[%zu]: '%s' is not allowed by the base policy" WIDEN_HINT, i,
-					       later->allow[i]);
+				return err_set(
+				    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				    "network.allow[%zu]: '%s' is not allowed by the base policy" WIDEN_HINT,
+				    i, later->allow[i]);
 		}
 	}
 	if (lm != POLICY_NET_NONE && allow && strv_copy(allow, &m->allow) < 0)
@@ -684,21 +709,21 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 		const char *key;
 		size_t off;
 	} ints[] = {
-		{"memory_bytes", offsetof(policy_limits, memory_bytes)},
-		{"pids", offsetof(policy_limits, pids)},
-		{"timeout_ms", offsetof(policy_limits, timeout_ms)},
-		{"ttl_ms", offsetof(policy_limits, ttl_ms)},
-		{"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
-		{"output_bytes", offsetof(policy_limits, output_bytes)},
-		{"disk_bytes", offsetof(policy_limits, disk_bytes)},
+	    {"memory_bytes", offsetof(policy_limits, memory_bytes)},
+	    {"pids", offsetof(policy_limits, pids)},
+	    {"timeout_ms", offsetof(policy_limits, timeout_ms)},
+	    {"ttl_ms", offsetof(policy_limits, ttl_ms)},
+	    {"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
+	    {"output_bytes", offsetof(policy_limits, output_bytes)},
+	    {"disk_bytes", offsetof(policy_limits, disk_bytes)},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
 		int64_t b = *(const int64_t *)((const char *)&base->limits + ints[i].off);
 		int64_t l = *(const int64_t *)((const char *)&later->limits + ints[i].off);
 		if (!ov && l > 0 && b > 0 && l > b)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "limits.%s: %lld is larger than the base's %lld" WIDEN_HINT, ints[i].key,
-				       (long long)l, (long long)b);
+				       "limits.%s: %lld is larger than the base's %lld" WIDEN_HINT,
+				       ints[i].key, (long long)l, (long long)b);
 		*(int64_t *)((char *)&m->limits + ints[i].off) = l > 0 ? l : b;
 	}
 	if (!ov && later->limits.cpus > 0 && base->limits.cpus > 0 && later->limits.cpus > base->limits.cpus)
@@ -714,15 +739,18 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 			const policy_volume *lv = &later->volumes[i];
 			const policy_volume *bv = NULL;
 			for (size_t j = 0; j < base->n_volumes && !bv; j++)
-				if (streq(base->volumes[j].host, lv->host) && streq(base->volumes[j].path, lv->path))
+				if (streq(base->volumes[j].host, lv->host) &&
+				    streq(base->volumes[j].path, lv->path))
 					bv = &base->volumes[j];
 			if (!bv)
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "filesystem.volumes[%zu]: '%.200s' is not mounted by the base policy" WIDEN_HINT,
+					       "filesystem.volumes[%zu]: '%.200s' is not mounted by the base "
+					       "policy" WIDEN_HINT,
 					       i, lv->path);
 			if (bv->readonly && !lv->readonly)
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "filesystem.volumes[%zu]: '%.200s' is read-only in the base policy" WIDEN_HINT,
+					       "filesystem.volumes[%zu]: '%.200s' is read-only in the base "
+					       "policy" WIDEN_HINT,
 					       i, lv->path);
 		}
 	m->volumes_set = vsrc->volumes_set;
@@ -777,7 +805,8 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 			}
 			if (!ok)
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "secrets.%.64s: not granted by the base policy" WIDEN_HINT, ls->name);
+					       "secrets.%.64s: not granted by the base policy" WIDEN_HINT,
+					       ls->name);
 		}
 	m->secrets_set = ssrc->secrets_set;
 	if (ssrc->n_secrets) {
@@ -798,9 +827,10 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	if (!ov && later->plugins)
 		for (size_t i = 0; later->plugins[i]; i++)
 			if (!strv_has(base->plugins, later->plugins[i]))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "plugins[%zu]: '%.200s' is not loaded by the base policy" WIDEN_HINT, i,
-					       later->plugins[i]);
+				return err_set(
+				    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				    "plugins[%zu]: '%.200s' is not loaded by the base policy" WIDEN_HINT, i,
+				    later->plugins[i]);
 	char *const *plugins = later->plugins ? later->plugins : base->plugins;
 	if (plugins && strv_copy(plugins, &m->plugins) < 0)
 		return oom(err);
@@ -811,9 +841,10 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 		json_t *bc = json_object_get(base->plugin_config, plugins[i]);
 		json_t *lc = json_object_get(later->plugin_config, plugins[i]);
 		if (!ov && lc && !json_equal(lc, bc))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "plugins[%zu]: '%.200s': the config differs from the base policy's" WIDEN_HINT, i,
-				       plugins[i]);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "plugins[%zu]: '%.200s': the config differs from the base policy's" WIDEN_HINT, i,
+			    plugins[i]);
 		json_t *c = lc ? lc : bc;
 		if (c && ((!m->plugin_config && !(m->plugin_config = json_object())) ||
 			  json_object_set(m->plugin_config, plugins[i], c) < 0))
@@ -830,7 +861,8 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	 * base's (unset: none) */
 	for (char **d = later->devices; !ov && d && *d; d++)
 		if (!cdi_allowed((const char *const *)base->devices, *d))
-			return bad(err, "devices", "'%.200s' is not allowed by the base policy" WIDEN_HINT, *d);
+			return bad(err, "devices", "'%.200s' is not allowed by the base policy" WIDEN_HINT,
+				   *d);
 	char **devs = later->devices ? later->devices : base->devices;
 	_cleanup_json_ json_t *dj = devs ? json_from_strv((const char *const *)devs) : NULL;
 	if (devs && (!dj || !(m->devices = json_to_strv(dj))))
@@ -840,8 +872,8 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 	user_spec bu, lu;
 	if (!ov && later->user && base->user && user_spec_parse(base->user, &bu, NULL) == 0 &&
 	    user_spec_parse(later->user, &lu, NULL) == 0 && !user_spec_is_root(&bu) && user_spec_is_root(&lu))
-		return bad(err, "user", "'%.64s' (root) is wider than the base's '%.64s'" WIDEN_HINT, later->user,
-			   base->user);
+		return bad(err, "user", "'%.64s' (root) is wider than the base's '%.64s'" WIDEN_HINT,
+			   later->user, base->user);
 	const char *user = later->user ? later->user : base->user;
 	if (user && !(m->user = strdup(user)))
 		return oom(err);
@@ -873,8 +905,9 @@ json_t *policy_to_json(const policy *p)
 		if (p->volumes_set) {
 			json_t *a = json_array();
 			for (size_t i = 0; i < p->n_volumes; i++)
-				json_array_append_new(a, json_pack("{s:s,s:s,s:b}", "host", p->volumes[i].host, "path",
-								   p->volumes[i].path, "readonly", p->volumes[i].readonly));
+				json_array_append_new(
+				    a, json_pack("{s:s,s:s,s:b}", "host", p->volumes[i].host, "path",
+						 p->volumes[i].path, "readonly", p->volumes[i].readonly));
 			json_object_set_new(f, "volumes", a);
 		}
 		if (p->hidden)
@@ -886,8 +919,9 @@ json_t *policy_to_json(const policy *p)
 	const struct {
 		const char *k;
 		int64_t v;
-	} lims[] = {{"memory_bytes", L->memory_bytes}, {"pids", L->pids},		  {"timeout_ms", L->timeout_ms},
-		    {"ttl_ms", L->ttl_ms},		 {"output_bytes", L->output_bytes}, {"disk_bytes", L->disk_bytes},
+	} lims[] = {{"memory_bytes", L->memory_bytes},	    {"pids", L->pids},
+		    {"timeout_ms", L->timeout_ms},	    {"ttl_ms", L->ttl_ms},
+		    {"output_bytes", L->output_bytes},	    {"disk_bytes", L->disk_bytes},
 		    {"idle_suspend_ms", L->idle_suspend_ms}};
 	for (size_t i = 0; i < ARRAY_SIZE(lims); i++)
 		if (lims[i].v > 0)
@@ -912,15 +946,17 @@ json_t *policy_to_json(const policy *p)
 		json_t *s = json_object();
 		for (size_t i = 0; i < p->n_secrets; i++)
 			json_object_set_new(s, p->secrets[i].name,
-					    p->secrets[i].file ? json_pack("{s:s}", "file", p->secrets[i].file)
-							       : json_pack("{s:b}", "env", 1));
+					    p->secrets[i].file
+						? json_pack("{s:s}", "file", p->secrets[i].file)
+						: json_pack("{s:b}", "env", 1));
 		json_object_set_new(o, "secrets", s);
 	}
 	if (p->plugins) {
 		json_t *a = json_array();
 		for (char *const *pl = p->plugins; a && *pl; pl++) {
 			json_t *c = json_object_get(p->plugin_config, *pl);
-			json_array_append_new(a, c ? json_pack("{s:s,s:O}", "path", *pl, "config", c) : json_string(*pl));
+			json_array_append_new(a, c ? json_pack("{s:s,s:O}", "path", *pl, "config", c)
+						   : json_string(*pl));
 		}
 		json_object_set_new(o, "plugins", a);
 	}
@@ -940,8 +976,8 @@ int policy_egress_allowlist(const policy *p, egress_allowlist **ret, sbx_err **e
 		return 0;
 	}
 	int r = p->net_mode == POLICY_NET_OPEN
-			? egress_allowlist_parse_open((const char *const *)p->allow, ret, err)
-			: egress_allowlist_parse((const char *const *)p->allow, ret, err);
+		    ? egress_allowlist_parse_open((const char *const *)p->allow, ret, err)
+		    : egress_allowlist_parse((const char *const *)p->allow, ret, err);
 	return r < 0 ? err_wrap(err, "network.allow") : 0;
 }
 
@@ -950,8 +986,8 @@ int policy_secret_value(const policy_secret *s, char **ret, sbx_err **err)
 	if (s->from_env) {
 		const char *v = getenv(s->name);
 		if (!v)
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "secret %s: host variable %s is not set", s->name,
-				       s->name);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "secret %s: host variable %s is not set",
+				       s->name, s->name);
 		char *d = strdup(v);
 		if (!d)
 			return oom(err);

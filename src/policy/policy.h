@@ -72,13 +72,13 @@ typedef struct policy {
 	policy_secret *secrets;
 	size_t n_secrets;
 	bool secrets_set;
-	char **plugins; /* NULL-terminated; NULL when unset */
+	char **plugins;	       /* NULL-terminated; NULL when unset */
 	json_t *plugin_config; /* path -> the "config" of plugins that have one; NULL when none */
-	char *user;            /* "user": NULL when unset (root) */
-	bool caps_set;         /* "capabilities": the kept set (runtime/caps.h), a ceiling */
+	char *user;	       /* "user": NULL when unset (root) */
+	bool caps_set;	       /* "capabilities": the kept set (runtime/caps.h), a ceiling */
 	uint64_t caps;
-	char **devices;        /* "devices": CDI names allowed ("vendor/class=name", "vendor/class=*",
-				* "*"; runtime/cdi.h); NULL when unset: none */
+	char **devices; /* "devices": CDI names allowed ("vendor/class=name", "vendor/class=*",
+			 * "*"; runtime/cdi.h); NULL when unset: none */
 } policy;
 
 /* Parses a document. Errors name the field: "network.allow[2]: '*' is too
@@ -99,5 +99,8 @@ int policy_egress_allowlist(const policy *p, egress_allowlist **ret, sbx_err **e
 /* Reads a secret's value from the host (environment or file, max 1 MiB). */
 int policy_secret_value(const policy_secret *s, char **ret, sbx_err **err);
 policy *policy_free(policy *p);
-static inline void policy_freep(policy **p) { policy_free(*p); }
+static inline void policy_freep(policy **p)
+{
+	policy_free(*p);
+}
 #define _cleanup_policy_ _cleanup_(policy_freep)

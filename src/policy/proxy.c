@@ -37,7 +37,15 @@
 #define BUF_SIZE (64 * 1024)
 #define DRAIN_MS 2000
 
-typedef enum conn_state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_HELLO, ST_RELAY, ST_REFUSE, ST_DRAIN } conn_state;
+typedef enum conn_state {
+	ST_HEAD,
+	ST_RESOLVE,
+	ST_CONNECT,
+	ST_HELLO,
+	ST_RELAY,
+	ST_REFUSE,
+	ST_DRAIN
+} conn_state;
 
 /* A resolution handed to a thread; shared by the thread and the loop. */
 typedef struct rjob {
@@ -115,13 +123,17 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int64_t ms_or(int v, int dflt) { return v > 0 ? v : dflt; }
+static int64_t ms_or(int v, int dflt)
+{
+	return v > 0 ? v : dflt;
+}
 
 void proxy_refusal_text(const char *host, int port, const char *why, char *buf, size_t cap)
 {
 	bool v6 = host && strchr(host, ':');
 	snprintf(buf, cap,
-		 "sbx egress policy refused %s%s%s:%d: %s. Connections only go through this proxy; other routes are "
+		 "sbx egress policy refused %s%s%s:%d: %s. Connections only go through this proxy; other "
+		 "routes are "
 		 "blocked, so retrying another way will not work.\n",
 		 v6 ? "[" : "", host ? host : "?", v6 ? "]" : "", port, why);
 }
@@ -192,7 +204,7 @@ static void conn_log(server *s, conn *c)
 		return;
 	json_object_set_new(ev, "event", json_string("egress"));
 	json_object_set_new(ev, "kind",
-			    !c->have_req ? json_null()
+			    !c->have_req		       ? json_null()
 			    : c->req.kind == PROXY_REQ_CONNECT ? json_string("connect")
 							       : json_string("http"));
 	json_object_set_new(ev, "host", c->have_req ? json_string(c->req.host) : json_null());
@@ -298,7 +310,8 @@ static void fail(server *s, conn *c, const char *status, const char *what, const
 
 static int resolve_default(const char *host, struct sockaddr_storage *ret, size_t max, size_t *ret_n)
 {
-	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
+	struct addrinfo hints = {
+	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_ADDRCONFIG};
 	struct addrinfo *res = NULL;
 	int r = getaddrinfo(host, NULL, &hints, &res);
 	if (r != 0)
@@ -454,7 +467,8 @@ static void start_connect(server *s, conn *c)
 	c->deadline_ms = now_ms() + ms_or(s->o.connect_timeout_ms, 10000);
 	while (c->next_addr < c->n_addrs) {
 		const struct sockaddr_storage *a = &c->addrs[c->next_addr++];
-		socklen_t len = a->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+		socklen_t len =
+		    a->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
 		c->ufd = safe_close(c->ufd);
 		c->uev = 0;
 		int fd = socket(a->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -465,8 +479,9 @@ static void start_connect(server *s, conn *c)
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		char ip[INET6_ADDRSTRLEN];
-		const void *src = a->ss_family == AF_INET ? (const void *)&((const struct sockaddr_in *)a)->sin_addr
-							  : (const void *)&((const struct sockaddr_in6 *)a)->sin6_addr;
+		const void *src = a->ss_family == AF_INET
+				      ? (const void *)&((const struct sockaddr_in *)a)->sin_addr
+				      : (const void *)&((const struct sockaddr_in6 *)a)->sin6_addr;
 		inet_ntop(a->ss_family, src, ip, sizeof(ip));
 		snprintf(c->address, sizeof(c->address), a->ss_family == AF_INET6 ? "[%s]:%d" : "%s:%d", ip,
 			 c->req.port);
@@ -552,7 +567,8 @@ static void relay_pump(server *s, conn *c)
 		bool eofs = c->up.eof && c->down.eof;
 		if (dir_fill(s, c, &c->up, c->cfd, false) < 0 || dir_flush(s, c, &c->up, c->ufd, true) < 0)
 			return;
-		if (dir_fill(s, c, &c->down, c->ufd, true) < 0 || dir_flush(s, c, &c->down, c->cfd, false) < 0)
+		if (dir_fill(s, c, &c->down, c->ufd, true) < 0 ||
+		    dir_flush(s, c, &c->down, c->cfd, false) < 0)
 			return;
 		if (c->up.eof && !c->up.len && !c->up.shut) {
 			shutdown(c->ufd, SHUT_WR); /* pass the client's FIN on */
@@ -627,7 +643,8 @@ static void connected(server *s, conn *c)
 		 * replace the head by the rewritten origin-form head. */
 		size_t rest = c->up.len - c->req.head_len;
 		if (c->req.origin_head_len + rest > BUF_SIZE)
-			return fail(s, c, "431 Request Header Fields Too Large", "request head too large", NULL);
+			return fail(s, c, "431 Request Header Fields Too Large", "request head too large",
+				    NULL);
 		memmove(c->up.buf + c->req.origin_head_len, c->up.buf + c->req.head_len, rest);
 		memcpy(c->up.buf, c->req.origin_head, c->req.origin_head_len);
 		c->up.off = 0;
@@ -654,7 +671,8 @@ static void connected(server *s, conn *c)
 
 static void head_read(server *s, conn *c)
 {
-	ssize_t n = RETRY_EINTR(recv(c->cfd, c->up.buf + c->up.len, PROXY_HEAD_MAX - c->up.len, MSG_DONTWAIT));
+	ssize_t n =
+	    RETRY_EINTR(recv(c->cfd, c->up.buf + c->up.len, PROXY_HEAD_MAX - c->up.len, MSG_DONTWAIT));
 	if (n < 0) {
 		if (errno != EAGAIN) {
 			c->verdict = "bad_request";
@@ -678,7 +696,8 @@ static void head_read(server *s, conn *c)
 			/* A request naming two hosts is a policy matter: 403 with the reason. */
 			char body[900];
 			snprintf(body, sizeof(body),
-				 "sbx egress policy refused the request: %s. Connections only go through this proxy; "
+				 "sbx egress policy refused the request: %s. Connections only go through "
+				 "this proxy; "
 				 "other routes are blocked, so retrying another way will not work.\n",
 				 msg);
 			c->verdict = "denied";
@@ -686,7 +705,8 @@ static void head_read(server *s, conn *c)
 			snprintf(c->reason, sizeof(c->reason), "%s", msg);
 			return respond(s, c, "403 Forbidden", c->rule, body);
 		}
-		return fail(s, c, r == -E2BIG ? "431 Request Header Fields Too Large" : "400 Bad Request", msg, NULL);
+		return fail(s, c, r == -E2BIG ? "431 Request Header Fields Too Large" : "400 Bad Request",
+			    msg, NULL);
 	}
 	c->have_req = true;
 	const char *rule = NULL;
@@ -720,10 +740,12 @@ static void on_event(server *s, tag *t, uint32_t ev)
 		break;
 	case ST_HELLO:
 		if (t->role == 0 && (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
-			ssize_t n = RETRY_EINTR(recv(c->cfd, c->up.buf + c->up.len, BUF_SIZE - c->up.len, MSG_DONTWAIT));
+			ssize_t n = RETRY_EINTR(
+			    recv(c->cfd, c->up.buf + c->up.len, BUF_SIZE - c->up.len, MSG_DONTWAIT));
 			if (n == 0 || (n < 0 && errno != EAGAIN))
 				return conn_close(s, c,
-						  n == 0 ? "client closed before its TLS ClientHello" : strerror(errno));
+						  n == 0 ? "client closed before its TLS ClientHello"
+							 : strerror(errno));
 			if (n > 0)
 				c->up.len += (size_t)n;
 		}
@@ -782,16 +804,18 @@ static void on_accept(server *s, int lfd)
 			c->down.buf = malloc(BUF_SIZE);
 		}
 		if (!c || !c->up.buf || !c->down.buf) {
-			static const char busy[] =
-				"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nConnection: close\r\n"
-				"Content-Length: 67\r\n\r\nsbx egress proxy: too many connections at once; retry in a moment\n";
+			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+						   "text/plain\r\nConnection: close\r\n"
+						   "Content-Length: 67\r\n\r\nsbx egress proxy: too many "
+						   "connections at once; retry in a moment\n";
 			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
 			safe_close(fd);
 			if (c)
 				conn_free(c);
 			if (s->o.log) {
-				_cleanup_json_ json_t *ev = json_pack("{s:s,s:s,s:s}", "event", "egress", "verdict",
-								      "busy", "reason", "connection cap reached");
+				_cleanup_json_ json_t *ev =
+				    json_pack("{s:s,s:s,s:s}", "event", "egress", "verdict", "busy", "reason",
+					      "connection cap reached");
 				if (ev)
 					s->o.log(s->o.ud, ev);
 			}
@@ -831,7 +855,8 @@ static void on_timeouts(server *s, int64_t now)
 			break;
 		case ST_RESOLVE:
 		case ST_CONNECT:
-			fail(s, c, "504 Gateway Timeout", "timed out resolving or connecting to the host", NULL);
+			fail(s, c, "504 Gateway Timeout", "timed out resolving or connecting to the host",
+			     NULL);
 			update_interest(s, c);
 			break;
 		case ST_HELLO:
@@ -852,7 +877,8 @@ int proxy_serve(int listen_fd, const egress_allowlist *al, const proxy_opts *o, 
 	if (!o || o->version != PROXY_OPTS_VERSION)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "proxy: unsupported proxy_opts version");
 	if (listen_fd < 0 || !al)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "proxy: missing listening socket or allowlist");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "proxy: missing listening socket or allowlist");
 	server s = {.al = al, .o = *o};
 	_cleanup_close_ int ep = epoll_create1(EPOLL_CLOEXEC);
 	if (ep < 0)

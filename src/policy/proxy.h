@@ -60,18 +60,21 @@ typedef int (*proxy_check_fn)(void *ud, const char *kind, const char *host, int 
 #define PROXY_OPTS_VERSION 1
 typedef struct proxy_opts {
 	unsigned version;
-	int stop_fd;		/* readable or hung up: proxy_serve returns 0; -1: none */
-	unsigned max_conns;	/* concurrent client connections; 0: 256. Over it: 503 */
-	int idle_timeout_ms;	/* relay with no bytes either way; 0: 300000 */
-	int head_timeout_ms;	/* request head and ClientHello; 0: 10000 */
-	int connect_timeout_ms; /* resolution + TCP connect; 0: 10000 */
-	bool require_sni;	/* check SNI on every CONNECT, not only port 443 */
-	proxy_log_fn log;	/* may be NULL */
+	int stop_fd;		  /* readable or hung up: proxy_serve returns 0; -1: none */
+	unsigned max_conns;	  /* concurrent client connections; 0: 256. Over it: 503 */
+	int idle_timeout_ms;	  /* relay with no bytes either way; 0: 300000 */
+	int head_timeout_ms;	  /* request head and ClientHello; 0: 10000 */
+	int connect_timeout_ms;	  /* resolution + TCP connect; 0: 10000 */
+	bool require_sni;	  /* check SNI on every CONNECT, not only port 443 */
+	proxy_log_fn log;	  /* may be NULL */
 	proxy_resolve_fn resolve; /* NULL: getaddrinfo */
-	void *ud;		/* passed to log, resolve and check */
-	proxy_check_fn check;	/* NULL: none */
+	void *ud;		  /* passed to log, resolve and check */
+	proxy_check_fn check;	  /* NULL: none */
 } proxy_opts;
-#define PROXY_OPTS_INIT {.version = PROXY_OPTS_VERSION, .stop_fd = -1}
+#define PROXY_OPTS_INIT                                                                                      \
+	{                                                                                                    \
+		.version = PROXY_OPTS_VERSION, .stop_fd = -1                                                 \
+	}
 
 /* Serves listen_fd (a listening TCP socket; set non-blocking by this call, not
  * closed) in the calling thread until o->stop_fd becomes readable. al must

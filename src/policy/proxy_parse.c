@@ -72,8 +72,9 @@ static bool is_tchar(char c)
 
 static bool hop_by_hop(const char *name, size_t n)
 {
-	static const char *const drop[] = {"proxy-connection", "proxy-authorization", "connection",
-					   "keep-alive", "upgrade", "te", "trailer", "proxy-authenticate"};
+	static const char *const drop[] = {
+	    "proxy-connection", "proxy-authorization", "connection", "keep-alive", "upgrade", "te",
+	    "trailer",		"proxy-authenticate"};
 	for (size_t i = 0; i < ARRAY_SIZE(drop); i++)
 		if (strlen(drop[i]) == n && strncasecmp(name, drop[i], n) == 0)
 			return true;
@@ -98,8 +99,7 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 	}
 	size_t head_len = (size_t)(end - buf) + 2;
 	for (const char *p = buf; p < end; p++)
-		if (*p == 0 || (*p == '\n' && (p == buf || p[-1] != '\r')) ||
-		    (*p == '\r' && p[1] != '\n'))
+		if (*p == 0 || (*p == '\n' && (p == buf || p[-1] != '\r')) || (*p == '\r' && p[1] != '\n'))
 			return bad(err, "malformed request head (bare CR, LF or NUL)");
 	/* request line */
 	const char *line_end = strstr(buf, "\r\n");
@@ -128,7 +128,8 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 	if (mlen == 7 && memcmp(buf, "CONNECT", 7) == 0) {
 		r.kind = PROXY_REQ_CONNECT;
 		if (authority_split(target, tlen, -1, r.host, sizeof(r.host), &r.port) < 0)
-			return bad(err, "CONNECT needs host:port with a valid host and a port from 1 to 65535");
+			return bad(err,
+				   "CONNECT needs host:port with a valid host and a port from 1 to 65535");
 	} else {
 		r.kind = PROXY_REQ_HTTP;
 		if (tlen >= 8 && strncasecmp(target, "https://", 8) == 0)
@@ -156,8 +157,8 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 	if (r.kind == PROXY_REQ_HTTP) {
 		if (!out)
 			return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory");
-		o += (size_t)snprintf(out, cap, "%.*s %s%.*s %.*s\r\n", (int)mlen, buf, plen ? "" : "/", (int)plen,
-				      path ? path : "", (int)vlen, version);
+		o += (size_t)snprintf(out, cap, "%.*s %s%.*s %.*s\r\n", (int)mlen, buf, plen ? "" : "/",
+				      (int)plen, path ? path : "", (int)vlen, version);
 	}
 	int n_host = 0, n_headers = 0;
 	for (const char *l = line_end + 2; l < end; l = strstr(l, "\r\n") + 2) {
@@ -180,15 +181,17 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 			ve--;
 		if (nlen == 4 && strncasecmp(l, "host", 4) == 0) {
 			if (++n_host > 1)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "more than one Host header");
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+					       "more than one Host header");
 			char hh[EGRESS_HOST_MAX + 2];
 			int hp;
 			if (r.kind == PROXY_REQ_HTTP &&
 			    (authority_split(v, (size_t)(ve - v), 80, hh, sizeof(hh), &hp) < 0 ||
 			     !streq(hh, r.host) || hp != r.port))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-					       "Host header '%.*s' disagrees with the request URI host '%s:%d'",
-					       (int)((ve - v) > 300 ? 300 : (ve - v)), v, r.host, r.port);
+				return err_set(
+				    err, SBX_E_INVALID_ARGUMENT, EPERM,
+				    "Host header '%.*s' disagrees with the request URI host '%s:%d'",
+				    (int)((ve - v) > 300 ? 300 : (ve - v)), v, r.host, r.port);
 		}
 		if (r.kind == PROXY_REQ_HTTP && !hop_by_hop(l, nlen)) {
 			memcpy(out + o, l, (size_t)(le - l) + 2);
@@ -198,7 +201,8 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 	if (r.kind == PROXY_REQ_HTTP) {
 		if (!n_host) {
 			bool v6 = strchr(r.host, ':') != NULL;
-			o += (size_t)snprintf(out + o, cap - o, "Host: %s%s%s", v6 ? "[" : "", r.host, v6 ? "]" : "");
+			o += (size_t)snprintf(out + o, cap - o, "Host: %s%s%s", v6 ? "[" : "", r.host,
+					      v6 ? "]" : "");
 			if (r.port != 80)
 				o += (size_t)snprintf(out + o, cap - o, ":%d", r.port);
 			o += (size_t)snprintf(out + o, cap - o, "\r\n");
@@ -211,8 +215,14 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
 	return 1;
 }
 
-static uint32_t be16(const uint8_t *p) { return (uint32_t)p[0] << 8 | p[1]; }
-static uint32_t be24(const uint8_t *p) { return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]; }
+static uint32_t be16(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 8 | p[1];
+}
+static uint32_t be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
 
 int proxy_tls_sni(const uint8_t *buf, size_t len, char *ret, size_t cap)
 {

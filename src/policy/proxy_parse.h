@@ -8,7 +8,7 @@
 #include "policy/egress_match.h"
 #include "sbx.h"
 
-#define PROXY_HEAD_MAX (32 * 1024) /* request line + headers */
+#define PROXY_HEAD_MAX (32 * 1024)  /* request line + headers */
 #define PROXY_HELLO_MAX (64 * 1024) /* TLS records holding the ClientHello */
 
 typedef enum proxy_req_kind {

@@ -51,13 +51,13 @@ typedef struct oci_process {
 } oci_process;
 
 typedef struct oci_mount {
-	char *destination; /* absolute inside the container */
-	char *type;        /* "bind" when the spec has no type and a bind option (CDI) */
-	char *source;      /* may be NULL (proc, tmpfs, ...) */
-	unsigned long flags;       /* MS_* from the options, without propagation */
+	char *destination;	   /* absolute inside the container */
+	char *type;		   /* "bind" when the spec has no type and a bind option (CDI) */
+	char *source;		   /* may be NULL (proc, tmpfs, ...) */
+	unsigned long flags;	   /* MS_* from the options, without propagation */
 	unsigned long propagation; /* MS_PRIVATE|MS_REC etc., 0 if none */
-	char *data;        /* the options that are not flags, comma-joined; NULL if none */
-	bool bind;         /* a bind mount (type bind, or option bind/rbind) */
+	char *data;		   /* the options that are not flags, comma-joined; NULL if none */
+	bool bind;		   /* a bind mount (type bind, or option bind/rbind) */
 } oci_mount;
 
 /* linux.devices: nodes to create in the container's /dev. */
@@ -99,12 +99,12 @@ extern const char *const oci_hook_names[OCI_HOOK_MAX];
 /* linux.resources. A zero (or absent) field means "not set": for `update`
  * that is "leave as it is", which is what docker update expects. */
 typedef struct oci_resources {
-	int64_t memory_limit;       /* bytes; -1 unlimited */
+	int64_t memory_limit;	    /* bytes; -1 unlimited */
 	int64_t memory_reservation; /* bytes */
-	int64_t memory_swap;        /* bytes (memory+swap); -1 unlimited */
-	int64_t pids_limit;         /* -1 unlimited */
+	int64_t memory_swap;	    /* bytes (memory+swap); -1 unlimited */
+	int64_t pids_limit;	    /* -1 unlimited */
 	uint64_t cpu_shares;
-	int64_t cpu_quota;  /* us per period; -1 unlimited */
+	int64_t cpu_quota;   /* us per period; -1 unlimited */
 	uint64_t cpu_period; /* us */
 	char *cpuset_cpus, *cpuset_mems;
 } oci_resources;
@@ -124,7 +124,7 @@ typedef struct oci_spec {
 	oci_idmap *uid_mappings, *gid_mappings;
 	size_t n_uid_mappings, n_gid_mappings;
 	oci_resources resources;
-	char *cgroups_path; /* NULL if absent */
+	char *cgroups_path;    /* NULL if absent */
 	char **masked_paths;   /* NULL-terminated (never NULL) */
 	char **readonly_paths; /* NULL-terminated (never NULL) */
 	oci_hook *hooks[OCI_HOOK_MAX];
@@ -132,12 +132,15 @@ typedef struct oci_spec {
 	json_t *hooks_json;  /* the "hooks" object as written (kept for poststop at delete), or NULL */
 	json_t *annotations; /* object (never NULL) */
 	json_t *seccomp;     /* linux.seccomp as written, or NULL */
-	json_t *sysctl;      /* linux.sysctl object, or NULL */
+	json_t *sysctl;	     /* linux.sysctl object, or NULL */
 } oci_spec;
 
 int oci_spec_parse(const char *text, size_t len, oci_spec **ret, sbx_err **err);
 void oci_spec_free(oci_spec *s);
-static inline void oci_spec_freep(oci_spec **s) { oci_spec_free(*s); }
+static inline void oci_spec_freep(oci_spec **s)
+{
+	oci_spec_free(*s);
+}
 #define _cleanup_oci_spec_ _cleanup_(oci_spec_freep)
 
 /* A process object (config.json's "process", or exec's process.json). */
@@ -155,8 +158,8 @@ int oci_hooks_parse(const json_t *hooks, oci_hook_kind kind, oci_hook **ret, siz
 void oci_hooks_free(oci_hook *h, size_t n);
 
 /* Mount options (runc's table): flags, propagation and the rest as data. */
-int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags, unsigned long *ret_propagation,
-		      char **ret_data, bool *ret_bind, sbx_err **err);
+int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags,
+		      unsigned long *ret_propagation, char **ret_data, bool *ret_bind, sbx_err **err);
 /* "CAP_SYS_ADMIN" -> 21; -1 if unknown. */
 int oci_cap_from_name(const char *name);
 /* "9", "KILL", "SIGKILL" -> 9; -1 if not a signal. */

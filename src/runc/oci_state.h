@@ -16,15 +16,15 @@
 /* What `create` records in <root>/<id>/state.json. */
 typedef struct oci_state_rec {
 	char *id;
-	pid_t pid;           /* the container's process, in the caller's pid namespace */
+	pid_t pid;	     /* the container's process, in the caller's pid namespace */
 	uint64_t start_time; /* its /proc/<pid>/stat field 22: a reused pid is not ours */
-	char *bundle;        /* absolute */
-	char *rootfs;        /* absolute */
-	char *created;       /* RFC 3339, UTC */
-	char *cgroup;        /* hierarchy path, e.g. "/default/ID" (oci_cgroup_path) */
-	uint32_t owner;      /* uid that created it */
+	char *bundle;	     /* absolute */
+	char *rootfs;	     /* absolute */
+	char *created;	     /* RFC 3339, UTC */
+	char *cgroup;	     /* hierarchy path, e.g. "/default/ID" (oci_cgroup_path) */
+	uint32_t owner;	     /* uid that created it */
 	json_t *annotations; /* object */
-	json_t *hooks;       /* the spec's hooks object (poststop runs at delete), or NULL */
+	json_t *hooks;	     /* the spec's hooks object (poststop runs at delete), or NULL */
 } oci_state_rec;
 
 void oci_state_rec_done(oci_state_rec *r);
@@ -34,9 +34,9 @@ int oci_state_parse(const char *text, size_t len, oci_state_rec *ret, sbx_err **
 
 /* What was observed of a container's process. */
 typedef struct oci_observed {
-	bool alive;         /* /proc/<pid> exists with the recorded start time and is not a zombie */
+	bool alive;	    /* /proc/<pid> exists with the recorded start time and is not a zombie */
 	bool start_pending; /* the start socket is still there: `start` has not run */
-	bool frozen;        /* its freezer says FROZEN */
+	bool frozen;	    /* its freezer says FROZEN */
 } oci_observed;
 /* "created", "running", "paused" or "stopped". */
 const char *oci_status_decide(const oci_observed *o);

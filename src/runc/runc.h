@@ -21,7 +21,7 @@ typedef struct runc_globals {
 /* sbx's walls on top of the spec, each with an opt-out (annotation
  * "run.sbx.wall.<name>": "off", or the global --no-wall NAME). */
 enum {
-	RUNC_WALL_SECCOMP = 1u << 0, /* sbx's deny list, loaded as a second filter */
+	RUNC_WALL_SECCOMP = 1u << 0,  /* sbx's deny list, loaded as a second filter */
 	RUNC_WALL_LANDLOCK = 1u << 1, /* filesystem confined to the container's root */
 	RUNC_WALL_CAPS = 1u << 2,     /* capabilities: the spec's sets intersected with sbx's safe set */
 	RUNC_WALL_MASK = 1u << 3,     /* sbx's masked and read-only /proc and /sys paths */
@@ -91,8 +91,8 @@ int runc_ps(const runc_globals *g, const char *id, sbx_err **err);
 int runc_update(const runc_globals *g, const char *id, const char *resources_file, sbx_err **err);
 int runc_list(const runc_globals *g, sbx_err **err);
 /* Returns the exit status to use (detached: 0). */
-int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach, const char *pid_file,
-	      const char *console_socket, bool tty, sbx_err **err);
+int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach,
+	      const char *pid_file, const char *console_socket, bool tty, sbx_err **err);
 
 /* Loads <root>/<id>/state.json and observes the process. -ENOENT (with err
  * "container does not exist") if there is no such container. */

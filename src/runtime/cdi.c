@@ -49,7 +49,10 @@ static void ver_need(ver *minv, unsigned a, unsigned b, unsigned c)
 
 /* ---- names ---- */
 
-static bool is_alnum(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'); }
+static bool is_alnum(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+}
 
 /* alnum at both ends, alnum or one of `inner` between, 1..max chars. */
 static bool seg_ok(const char *s, size_t len, const char *inner, size_t max)
@@ -73,23 +76,29 @@ static bool kind_ok(const char *k)
 	return seg_ok(slash + 1, strlen(slash + 1), "-_.", 63);
 }
 
-static bool devname_ok(const char *n) { return seg_ok(n, strlen(n), "-_.:", 255); }
+static bool devname_ok(const char *n)
+{
+	return seg_ok(n, strlen(n), "-_.:", 255);
+}
 
 int cdi_name_parse(const char *q, char **ret_kind, char **ret_name, sbx_err **err)
 {
 	const char *eq = q ? strchr(q, '=') : NULL;
 	if (!eq)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "device '%s': expected a CDI name vendor/class=name (e.g. nvidia.com/gpu=0)", q ? q : "");
+			       "device '%s': expected a CDI name vendor/class=name (e.g. nvidia.com/gpu=0)",
+			       q ? q : "");
 	_cleanup_free_ char *kind = strndup(q, (size_t)(eq - q)), *name = strdup(eq + 1);
 	if (!kind || !name)
 		return err_oom(err);
 	if (!kind_ok(kind))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "device '%s': invalid kind '%s' (expected vendor/class, e.g. nvidia.com/gpu)", q, kind);
+			       "device '%s': invalid kind '%s' (expected vendor/class, e.g. nvidia.com/gpu)",
+			       q, kind);
 	if (!devname_ok(name))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "device '%s': invalid device name '%s' (letters, digits, '-', '_', '.', ':')", q, name);
+			       "device '%s': invalid device name '%s' (letters, digits, '-', '_', '.', ':')",
+			       q, name);
 	*ret_kind = TAKE_PTR(kind);
 	*ret_name = TAKE_PTR(name);
 	return 0;
@@ -149,7 +158,10 @@ void cdi_specs_free(cdi_spec **v, size_t n)
 	free(v);
 }
 
-static void cdi_spec_freep(cdi_spec **s) { cdi_spec_free(*s); }
+static void cdi_spec_freep(cdi_spec **s)
+{
+	cdi_spec_free(*s);
+}
 
 /* ---- YAML -> JSON ---- */
 
@@ -179,7 +191,8 @@ static json_t *yaml_scalar(const yaml_node_t *n)
 		v = strtoll(s + 2, &end, s[1] == 'o' ? 8 : 16);
 	else
 		v = strtoll(s, &end, len > 1 && s[0] == '0' ? 8 : 10);
-	if (errno == 0 && end == s + len && len == strlen(s) && (is_alnum(s[0]) || s[0] == '-' || s[0] == '+'))
+	if (errno == 0 && end == s + len && len == strlen(s) &&
+	    (is_alnum(s[0]) || s[0] == '-' || s[0] == '+'))
 		return json_integer(v);
 	return json_stringn(s, len);
 }
@@ -196,7 +209,8 @@ static json_t *yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth, s
 		_cleanup_json_ json_t *a = json_array();
 		if (!a)
 			return NULL;
-		for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top; it++) {
+		for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+		     it++) {
 			json_t *v = yaml_node_json(doc, yaml_document_get_node(doc, *it), depth + 1, budget);
 			if (!v || json_array_append_new(a, v) < 0)
 				return NULL;
@@ -209,9 +223,11 @@ static json_t *yaml_node_json(yaml_document_t *doc, yaml_node_t *n, int depth, s
 			return NULL;
 		for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
 			yaml_node_t *k = yaml_document_get_node(doc, p->key);
-			if (!k || k->type != YAML_SCALAR_NODE || strlen((char *)k->data.scalar.value) != k->data.scalar.length)
+			if (!k || k->type != YAML_SCALAR_NODE ||
+			    strlen((char *)k->data.scalar.value) != k->data.scalar.length)
 				return NULL;
-			json_t *v = yaml_node_json(doc, yaml_document_get_node(doc, p->value), depth + 1, budget);
+			json_t *v =
+			    yaml_node_json(doc, yaml_document_get_node(doc, p->value), depth + 1, budget);
 			if (!v || json_object_set_new(o, (const char *)k->data.scalar.value, v) < 0)
 				return NULL;
 		}
@@ -230,8 +246,8 @@ static int yaml_to_json(const char *text, size_t len, json_t **ret, char *why, s
 		return -ENOMEM;
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	if (!yaml_parser_load(&p, &doc)) {
-		snprintf(why, why_n, "line %zu column %zu: %s", p.problem_mark.line + 1, p.problem_mark.column + 1,
-			 p.problem ? p.problem : "malformed YAML");
+		snprintf(why, why_n, "line %zu column %zu: %s", p.problem_mark.line + 1,
+			 p.problem_mark.column + 1, p.problem ? p.problem : "malformed YAML");
 		yaml_parser_delete(&p);
 		return -EINVAL;
 	}
@@ -239,9 +255,10 @@ static int yaml_to_json(const char *text, size_t len, json_t **ret, char *why, s
 	size_t budget = YAML_MAX_NODES;
 	json_t *j = root ? yaml_node_json(&doc, root, 0, &budget) : NULL;
 	if (!j)
-		snprintf(why, why_n, "%s", !root ? "empty document"
-					   : budget == 0 ? "too large (aliases expand beyond the limit)"
-							 : "unsupported YAML (non-scalar keys, or too deep)");
+		snprintf(why, why_n, "%s",
+			 !root	       ? "empty document"
+			 : budget == 0 ? "too large (aliases expand beyond the limit)"
+				       : "unsupported YAML (non-scalar keys, or too deep)");
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&p);
 	if (!j)
@@ -306,7 +323,8 @@ static int get_str(pctx *c, const json_t *o, const char *key, const char *field,
 		s = json_string_value(v);
 	if (absolute && s[0] != '/')
 		return bad(c, f, "must be an absolute path");
-	if (absolute && (strstr(s, "/../") || (strlen(s) >= 3 && streq(s + strlen(s) - 3, "/..")) || streq(s, "/..")))
+	if (absolute &&
+	    (strstr(s, "/../") || (strlen(s) >= 3 && streq(s + strlen(s) - 3, "/..")) || streq(s, "/..")))
 		return bad(c, f, "must not contain '..'");
 	if (!(*ret = strdup(s)))
 		return err_oom(c->err);
@@ -338,7 +356,8 @@ static int get_strv(pctx *c, const json_t *o, const char *key, const char *field
 	return 0;
 }
 
-static int get_int(pctx *c, const json_t *o, const char *key, const char *field, int64_t lo, int64_t hi, int64_t *ret)
+static int get_int(pctx *c, const json_t *o, const char *key, const char *field, int64_t lo, int64_t hi,
+		   int64_t *ret)
 {
 	json_t *v = json_object_get(o, key);
 	char f[300];
@@ -353,8 +372,8 @@ static int get_int(pctx *c, const json_t *o, const char *key, const char *field,
 
 static int parse_node(pctx *c, const json_t *o, const char *field, cdi_node *n)
 {
-	static const char *const keys[] = {"path", "hostPath", "type", "major", "minor", "fileMode",
-					   "permissions", "uid", "gid", NULL};
+	static const char *const keys[] = {"path",     "hostPath",    "type", "major", "minor",
+					   "fileMode", "permissions", "uid",  "gid",   NULL};
 	*n = (cdi_node){.major = -1, .minor = -1, .file_mode = -1, .uid = -1, .gid = -1};
 	strcpy(n->perms, "rwm");
 	if (!json_is_object(o))
@@ -367,7 +386,8 @@ static int parse_node(pctx *c, const json_t *o, const char *field, cdi_node *n)
 	if (!n->host_path && !(n->host_path = strdup(n->path)))
 		return err_oom(c->err);
 	_cleanup_free_ char *type = NULL, *perms = NULL;
-	if (get_str(c, o, "type", field, false, false, &type) < 0 || get_str(c, o, "permissions", field, false, false, &perms) < 0)
+	if (get_str(c, o, "type", field, false, false, &type) < 0 ||
+	    get_str(c, o, "permissions", field, false, false, &perms) < 0)
 		return -1;
 	char f[300];
 	snprintf(f, sizeof(f), "%.200s.type", field);
@@ -393,9 +413,11 @@ static int parse_node(pctx *c, const json_t *o, const char *field, cdi_node *n)
 		norm[k] = 0;
 		memcpy(n->perms, norm, sizeof(norm));
 	}
-	if (get_int(c, o, "major", field, 0, 0xfff, &n->major) < 0 || get_int(c, o, "minor", field, 0, 0xfffff, &n->minor) < 0 ||
+	if (get_int(c, o, "major", field, 0, 0xfff, &n->major) < 0 ||
+	    get_int(c, o, "minor", field, 0, 0xfffff, &n->minor) < 0 ||
 	    get_int(c, o, "fileMode", field, 0, 07777 | 0170000, &n->file_mode) < 0 ||
-	    get_int(c, o, "uid", field, 0, UINT32_MAX, &n->uid) < 0 || get_int(c, o, "gid", field, 0, UINT32_MAX, &n->gid) < 0)
+	    get_int(c, o, "uid", field, 0, UINT32_MAX, &n->uid) < 0 ||
+	    get_int(c, o, "gid", field, 0, UINT32_MAX, &n->gid) < 0)
 		return -1;
 	if (n->type == 'p' && (n->major >= 0 || n->minor >= 0))
 		return bad(c, field, "a fifo has no major or minor number");
@@ -407,17 +429,19 @@ static int parse_mount(pctx *c, const json_t *o, const char *field, cdi_mount *m
 	static const char *const keys[] = {"hostPath", "containerPath", "type", "options", NULL};
 	if (!json_is_object(o))
 		return bad(c, field, "must be an object");
-	if (only_keys(c, o, field, keys) < 0 || get_str(c, o, "hostPath", field, true, false, &m->host_path) < 0 ||
+	if (only_keys(c, o, field, keys) < 0 ||
+	    get_str(c, o, "hostPath", field, true, false, &m->host_path) < 0 ||
 	    get_str(c, o, "containerPath", field, true, true, &m->container_path) < 0 ||
-	    get_str(c, o, "type", field, false, false, &m->type) < 0 || get_strv(c, o, "options", field, false, &m->options) < 0)
+	    get_str(c, o, "type", field, false, false, &m->type) < 0 ||
+	    get_strv(c, o, "options", field, false, &m->options) < 0)
 		return -1;
 	if (m->type)
 		ver_need(&c->minv, 0, 4, 0);
 	return 0;
 }
 
-static const char *const hook_names[] = {"createRuntime", "createContainer", "startContainer", "poststart",
-					 "poststop", "prestart", NULL};
+static const char *const hook_names[] = {
+    "createRuntime", "createContainer", "startContainer", "poststart", "poststop", "prestart", NULL};
 
 static int parse_hook(pctx *c, const json_t *o, const char *field, cdi_hook *h)
 {
@@ -425,7 +449,8 @@ static int parse_hook(pctx *c, const json_t *o, const char *field, cdi_hook *h)
 	if (!json_is_object(o))
 		return bad(c, field, "must be an object");
 	if (only_keys(c, o, field, keys) < 0 || get_str(c, o, "hookName", field, true, false, &h->name) < 0 ||
-	    get_str(c, o, "path", field, true, true, &h->path) < 0 || get_strv(c, o, "args", field, false, &h->args) < 0 ||
+	    get_str(c, o, "path", field, true, true, &h->path) < 0 ||
+	    get_strv(c, o, "args", field, false, &h->args) < 0 ||
 	    get_strv(c, o, "env", field, true, &h->env) < 0)
 		return -1;
 	bool known = false;
@@ -434,7 +459,8 @@ static int parse_hook(pctx *c, const json_t *o, const char *field, cdi_hook *h)
 	char f[300];
 	snprintf(f, sizeof(f), "%.200s.hookName", field);
 	if (!known)
-		return bad(c, f, "must be createRuntime, createContainer, startContainer, poststart or poststop");
+		return bad(c, f,
+			   "must be createRuntime, createContainer, startContainer, poststart or poststop");
 	h->timeout_s = 0;
 	if (get_int(c, o, "timeout", field, 1, 86400, &h->timeout_s) < 0)
 		return -1;
@@ -442,29 +468,30 @@ static int parse_hook(pctx *c, const json_t *o, const char *field, cdi_hook *h)
 }
 
 /* Parses the array o[key] into a fresh array of `size`-byte items. */
-#define PARSE_ARRAY(c, o, key, field, arr, n, fn)                                                                 \
-	({                                                                                                       \
-		int _r = 0;                                                                                      \
-		json_t *_a = json_object_get(o, key);                                                            \
-		char _f[300];                                                                                    \
-		snprintf(_f, sizeof(_f), "%.200s.%.60s", field, key);                                                   \
-		if (_a && !json_is_null(_a) && !json_is_array(_a))                                               \
-			_r = bad(c, _f, "must be an array");                                                     \
-		else if (json_array_size(_a) && !((arr) = calloc(json_array_size(_a), sizeof(*(arr)))))          \
-			_r = err_oom((c)->err);                                                                  \
-		for (size_t _i = 0; _r == 0 && _i < json_array_size(_a); _i++) {                                 \
-			char _fi[320];                                                                           \
-			snprintf(_fi, sizeof(_fi), "%.200s[%zu]", _f, _i);                                           \
-			(n)++;                                                                                   \
-			_r = fn(c, json_array_get(_a, _i), _fi, &(arr)[_i]);                                     \
-		}                                                                                                \
-		_r;                                                                                              \
+#define PARSE_ARRAY(c, o, key, field, arr, n, fn)                                                            \
+	({                                                                                                   \
+		int _r = 0;                                                                                  \
+		json_t *_a = json_object_get(o, key);                                                        \
+		char _f[300];                                                                                \
+		snprintf(_f, sizeof(_f), "%.200s.%.60s", field, key);                                        \
+		if (_a && !json_is_null(_a) && !json_is_array(_a))                                           \
+			_r = bad(c, _f, "must be an array");                                                 \
+		else if (json_array_size(_a) && !((arr) = calloc(json_array_size(_a), sizeof(*(arr)))))      \
+			_r = err_oom((c)->err);                                                              \
+		for (size_t _i = 0; _r == 0 && _i < json_array_size(_a); _i++) {                             \
+			char _fi[320];                                                                       \
+			snprintf(_fi, sizeof(_fi), "%.200s[%zu]", _f, _i);                                   \
+			(n)++;                                                                               \
+			_r = fn(c, json_array_get(_a, _i), _fi, &(arr)[_i]);                                 \
+		}                                                                                            \
+		_r;                                                                                          \
 	})
 
 static int parse_edits(pctx *c, const json_t *o, const char *field, cdi_edits *e)
 {
-	static const char *const keys[] = {"env", "deviceNodes", "mounts", "hooks", "additionalGids",
-					   "additionalGIDs", "intelRdt", "netDevices", NULL};
+	static const char *const keys[] = {"env",      "deviceNodes",	 "mounts",
+					   "hooks",    "additionalGids", "additionalGIDs",
+					   "intelRdt", "netDevices",	 NULL};
 	if (!o || json_is_null(o))
 		return 0;
 	if (!json_is_object(o))
@@ -487,7 +514,8 @@ static int parse_edits(pctx *c, const json_t *o, const char *field, cdi_edits *e
 		json_t *x;
 		json_array_foreach(g, i, x)
 		{
-			if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > UINT32_MAX)
+			if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+			    json_integer_value(x) > UINT32_MAX)
 				return bad(c, f, "must be an array of group ids");
 			if (json_integer_value(x) != 0) /* "a value of 0 is ignored" */
 				e->gids[e->n_gids++] = (uint32_t)json_integer_value(x);
@@ -526,10 +554,12 @@ static int parse_device(pctx *c, const json_t *o, const char *field, cdi_device 
 
 static int spec_from_json(pctx *c, const json_t *o, cdi_spec *s)
 {
-	static const char *const keys[] = {"cdiVersion", "kind", "annotations", "devices", "containerEdits", NULL};
+	static const char *const keys[] = {"cdiVersion", "kind",	   "annotations",
+					   "devices",	 "containerEdits", NULL};
 	if (!json_is_object(o))
 		return bad(c, "(document)", "must be an object");
-	if (only_keys(c, o, "", keys) < 0 || get_str(c, o, "cdiVersion", "(spec)", true, false, &s->version) < 0 ||
+	if (only_keys(c, o, "", keys) < 0 ||
+	    get_str(c, o, "cdiVersion", "(spec)", true, false, &s->version) < 0 ||
 	    get_str(c, o, "kind", "(spec)", true, false, &s->kind) < 0)
 		return -1;
 	ver v, lo = {0, 3, 0}, hi;
@@ -538,7 +568,8 @@ static int spec_from_json(pctx *c, const json_t *o, cdi_spec *s)
 		return bad(c, "cdiVersion", "must be a version such as 0.6.0");
 	if (ver_cmp(v, lo) < 0 || ver_cmp(v, hi) > 0)
 		return err_set(c->err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "spec '%s': cdiVersion %s is not supported (0.3.0 to " CDI_VERSION_MAX ")", c->file, s->version);
+			       "spec '%s': cdiVersion %s is not supported (0.3.0 to " CDI_VERSION_MAX ")",
+			       c->file, s->version);
 	if (!kind_ok(s->kind))
 		return bad(c, "kind", "must be vendor/class (e.g. nvidia.com/gpu)");
 	if (json_object_get(o, "annotations"))
@@ -554,12 +585,13 @@ static int spec_from_json(pctx *c, const json_t *o, cdi_spec *s)
 	for (size_t i = 0; i < s->n_devices; i++)
 		for (size_t k = 0; k < i; k++)
 			if (streq(s->devices[i].name, s->devices[k].name))
-				return err_set(c->err, SBX_E_INVALID_ARGUMENT, EINVAL, "spec '%s': device '%s' is defined twice",
-					       c->file, s->devices[i].name);
+				return err_set(c->err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "spec '%s': device '%s' is defined twice", c->file,
+					       s->devices[i].name);
 	if (ver_cmp(v, c->minv) < 0)
 		return err_set(c->err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "spec '%s': uses fields of cdiVersion %u.%u.%u but says %s", c->file, c->minv.a, c->minv.b,
-			       c->minv.c, s->version);
+			       "spec '%s': uses fields of cdiVersion %u.%u.%u but says %s", c->file,
+			       c->minv.a, c->minv.b, c->minv.c, s->version);
 	return 0;
 }
 
@@ -579,14 +611,15 @@ int cdi_spec_parse(const char *text, size_t len, const char *file, cdi_spec **re
 		json_error_t je;
 		doc = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &je);
 		if (!doc)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "spec '%s': malformed JSON at line %d: %s", file,
-				       je.line, je.text);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "spec '%s': malformed JSON at line %d: %s", file, je.line, je.text);
 	} else {
 		int r = yaml_to_json(text, len, &doc, why, sizeof(why));
 		if (r == -ENOMEM)
 			return err_oom(err);
 		if (r < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "spec '%s': malformed YAML: %s", file, why);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "spec '%s': malformed YAML: %s",
+				       file, why);
 	}
 	_cleanup_(cdi_spec_freep) cdi_spec *s = calloc(1, sizeof(*s));
 	if (!s || !(s->file = strdup(file)))
@@ -632,12 +665,12 @@ static char **strv_dup(char *const *v)
 	return out;
 }
 
-#define GROW(arr, n)                                                                                              \
-	({                                                                                                       \
-		__typeof__(arr) _p = realloc(arr, ((n) + 1) * sizeof(*(arr)));                                    \
-		if (_p)                                                                                          \
-			(arr) = _p;                                                                              \
-		_p != NULL;                                                                                      \
+#define GROW(arr, n)                                                                                         \
+	({                                                                                                   \
+		__typeof__(arr) _p = realloc(arr, ((n) + 1) * sizeof(*(arr)));                               \
+		if (_p)                                                                                      \
+			(arr) = _p;                                                                          \
+		_p != NULL;                                                                                  \
 	})
 
 /* Appends a deep copy of src's edits to dst. */
@@ -664,16 +697,18 @@ static int edits_append(cdi_edits *dst, const cdi_edits *src)
 		if (!GROW(dst->mounts, dst->n_mounts))
 			return -ENOMEM;
 		cdi_mount *m = &dst->mounts[dst->n_mounts++], *s = &src->mounts[i];
-		*m = (cdi_mount){strdup(s->host_path), strdup(s->container_path), s->type ? strdup(s->type) : NULL,
-				 strv_dup(s->options)};
-		if (!m->host_path || !m->container_path || (s->type && !m->type) || (s->options && !m->options))
+		*m = (cdi_mount){strdup(s->host_path), strdup(s->container_path),
+				 s->type ? strdup(s->type) : NULL, strv_dup(s->options)};
+		if (!m->host_path || !m->container_path || (s->type && !m->type) ||
+		    (s->options && !m->options))
 			return -ENOMEM;
 	}
 	for (size_t i = 0; i < src->n_hooks; i++) {
 		if (!GROW(dst->hooks, dst->n_hooks))
 			return -ENOMEM;
 		cdi_hook *h = &dst->hooks[dst->n_hooks++], *s = &src->hooks[i];
-		*h = (cdi_hook){strdup(s->name), strdup(s->path), strv_dup(s->args), strv_dup(s->env), s->timeout_s};
+		*h = (cdi_hook){strdup(s->name), strdup(s->path), strv_dup(s->args), strv_dup(s->env),
+				s->timeout_s};
 		if (!h->name || !h->path || (s->args && !h->args) || (s->env && !h->env))
 			return -ENOMEM;
 	}
@@ -716,8 +751,8 @@ static int find_device(cdi_spec *const *specs, size_t n, const char *kind, const
 	return clash ? -EEXIST : 0;
 }
 
-int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names, cdi_edits *ret, char ***ret_names,
-		sbx_err **err)
+int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names, cdi_edits *ret,
+		char ***ret_names, sbx_err **err)
 {
 	/* Expand to (spec, device) pairs, in request order, without repeats. */
 	_cleanup_strv_free_ char **resolved = NULL;
@@ -732,7 +767,8 @@ int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names
 		for (size_t i = 0; i < n_specs && !kind_known; i++)
 			kind_known = streq(specs[i]->kind, kind);
 		if (!kind_known)
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "device '%s': no CDI spec defines kind '%s'", *q, kind);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+				       "device '%s': no CDI spec defines kind '%s'", *q, kind);
 		size_t si, di, other;
 		int r = find_device(specs, n_specs, kind, name, &si, &di, &other);
 		/* "all" without a device of that name: every device of the kind,
@@ -741,19 +777,24 @@ int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names
 		if (r == -ENOENT && streq(name, "all"))
 			lo = 0, hi = n_specs;
 		else if (r == -ENOENT)
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "device '%s': kind '%s' has no device '%s'", *q, kind, name);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+				       "device '%s': kind '%s' has no device '%s'", *q, kind, name);
 		else if (r == -EEXIST)
-			return err_set(err, SBX_E_CONFLICT, EEXIST, "device '%s': defined by both '%s' and '%s'", *q,
-				       specs[si]->file, specs[other]->file);
+			return err_set(err, SBX_E_CONFLICT, EEXIST,
+				       "device '%s': defined by both '%s' and '%s'", *q, specs[si]->file,
+				       specs[other]->file);
 		for (size_t i = lo; i < hi; i++) {
 			if (!streq(specs[i]->kind, kind))
 				continue;
 			for (size_t d = 0; d < specs[i]->n_devices; d++) {
 				size_t s2, d2, o2;
-				int r2 = find_device(specs, n_specs, kind, specs[i]->devices[d].name, &s2, &d2, &o2);
+				int r2 = find_device(specs, n_specs, kind, specs[i]->devices[d].name, &s2,
+						     &d2, &o2);
 				if (r2 == -EEXIST)
-					return err_set(err, SBX_E_CONFLICT, EEXIST, "device '%s=%s': defined by both '%s' and '%s'",
-						       kind, specs[i]->devices[d].name, specs[s2]->file, specs[o2]->file);
+					return err_set(err, SBX_E_CONFLICT, EEXIST,
+						       "device '%s=%s': defined by both '%s' and '%s'", kind,
+						       specs[i]->devices[d].name, specs[s2]->file,
+						       specs[o2]->file);
 				if (s2 != i)
 					continue; /* overridden by a later directory */
 				if (!GROW(pick_s, n_pick) || !GROW(pick_d, n_pick))
@@ -780,13 +821,15 @@ int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names
 		if (strv_has(resolved, full))
 			continue;
 		if (d->edits.unsupported || s->edits.unsupported) {
-			r = err_set(err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
-				    "device '%s' (spec '%s'): intelRdt and netDevices edits are not supported by sbx", full,
-				    s->file);
+			r = err_set(
+			    err, SBX_E_UNAVAILABLE, EOPNOTSUPP,
+			    "device '%s' (spec '%s'): intelRdt and netDevices edits are not supported by sbx",
+			    full, s->file);
 			break;
 		}
 		if (strv_push(&resolved, &n_res, full) < 0 ||
-		    (!spec_used[pick_s[k]] && edits_append(&out, &s->edits) < 0) || edits_append(&out, &d->edits) < 0)
+		    (!spec_used[pick_s[k]] && edits_append(&out, &s->edits) < 0) ||
+		    edits_append(&out, &d->edits) < 0)
 			r = err_oom(err);
 		spec_used[pick_s[k]] = true;
 	}
@@ -813,7 +856,8 @@ bool cdi_allowed(const char *const *allow, const char *q)
 		if (streq(a, "*") || streq(a, q))
 			return true;
 		size_t al = strlen(a);
-		if (al >= 2 && streq(a + al - 2, "=*") && al - 2 == (size_t)(eq - q) && strncmp(a, q, al - 2) == 0)
+		if (al >= 2 && streq(a + al - 2, "=*") && al - 2 == (size_t)(eq - q) &&
+		    strncmp(a, q, al - 2) == 0)
 			return true;
 	}
 	return false;
@@ -821,7 +865,10 @@ bool cdi_allowed(const char *const *allow, const char *q)
 
 /* ---- loading (I/O) ---- */
 
-static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret_n, sbx_err **err)
 {
@@ -831,7 +878,8 @@ int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret
 	cdi_spec **v = NULL;
 	size_t n = 0;
 	int prio = 0, r = 0;
-	for (char *save = NULL, *d = strtok_r(copy, ":", &save); d && r == 0; d = strtok_r(NULL, ":", &save), prio++) {
+	for (char *save = NULL, *d = strtok_r(copy, ":", &save); d && r == 0;
+	     d = strtok_r(NULL, ":", &save), prio++) {
 		_cleanup_close_ int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0) {
 			if (errno == ENOENT || errno == ENOTDIR)
@@ -852,7 +900,8 @@ int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret
 		}
 		for (struct dirent *de; (de = readdir(dir));)
 			if (de->d_name[0] != '.' &&
-			    (ends_with(de->d_name, ".json") || ends_with(de->d_name, ".yaml") || ends_with(de->d_name, ".yml")) &&
+			    (ends_with(de->d_name, ".json") || ends_with(de->d_name, ".yaml") ||
+			     ends_with(de->d_name, ".yml")) &&
 			    strv_push(&files, &nf, de->d_name) < 0)
 				r = err_oom(err);
 		closedir(dir);
@@ -861,7 +910,8 @@ int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret
 		for (size_t i = 0; i < nf && r == 0; i++) {
 			char path[4400];
 			snprintf(path, sizeof(path), "%s/%s", d, files[i]);
-			_cleanup_close_ int fd = openat(dfd, files[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+			_cleanup_close_ int fd =
+			    openat(dfd, files[i], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 			struct stat st;
 			if (fd < 0 || fstat(fd, &st) < 0) {
 				r = err_errno(err, "CDI spec '%s'", path);
@@ -872,12 +922,15 @@ int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret
 			bool owner_ok = st.st_uid == 0 || (want_uid != 0 && st.st_uid == want_uid);
 			if (!owner_ok || (st.st_mode & 022)) {
 				r = err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-					    "CDI spec '%s': must be owned by root%s and not writable by group or others (its "
-					    "hooks run with sbx's privilege)", path, want_uid ? " or the caller" : "");
+					    "CDI spec '%s': must be owned by root%s and not writable by "
+					    "group or others (its "
+					    "hooks run with sbx's privilege)",
+					    path, want_uid ? " or the caller" : "");
 				break;
 			}
 			if (st.st_size > CDI_SPEC_MAX_BYTES) {
-				r = err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "CDI spec '%s': larger than 4 MiB", path);
+				r = err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG,
+					    "CDI spec '%s': larger than 4 MiB", path);
 				break;
 			}
 			_cleanup_free_ char *buf = NULL;

@@ -28,18 +28,18 @@
 #define CDI_SPEC_MAX_BYTES (4 << 20)
 
 typedef struct cdi_node {
-	char *path;      /* inside */
-	char *host_path; /* on the host (defaults to path) */
-	char type;       /* 'c', 'b', 'p' or 0 (unset: the host node's) */
+	char *path;	      /* inside */
+	char *host_path;      /* on the host (defaults to path) */
+	char type;	      /* 'c', 'b', 'p' or 0 (unset: the host node's) */
 	int64_t major, minor; /* -1: unset (the host node's) */
 	int64_t file_mode;    /* -1: unset */
 	int64_t uid, gid;     /* -1: unset */
-	char perms[4];        /* cgroup access, "rwm" by default, "" for "none" */
+	char perms[4];	      /* cgroup access, "rwm" by default, "" for "none" */
 } cdi_node;
 
 typedef struct cdi_mount {
 	char *host_path, *container_path, *type; /* type may be NULL (a bind) */
-	char **options;                          /* strv, may be NULL */
+	char **options;				 /* strv, may be NULL */
 } cdi_mount;
 
 typedef struct cdi_hook {
@@ -95,8 +95,8 @@ int cdi_name_parse(const char *qualified, char **ret_kind, char **ret_name, sbx_
  * device using intelRdt/netDevices are errors. *ret is filled (free with
  * cdi_edits_done); *ret_names gets the resolved device names (strv; "=all"
  * expanded). */
-int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names, cdi_edits *ret, char ***ret_names,
-		sbx_err **err);
+int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names, cdi_edits *ret,
+		char ***ret_names, sbx_err **err);
 void cdi_edits_done(cdi_edits *e);
 
 /* The policy's allowlist: entries "vendor/class=name", "vendor/class=*"

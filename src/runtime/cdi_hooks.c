@@ -39,9 +39,10 @@ static char *hook_state(const env_config *c, pid_t pid, const char *status)
 {
 	char root[64];
 	snprintf(root, sizeof(root), "/proc/%d/root", (int)pid);
-	_cleanup_json_ json_t *st = json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:{s:s}}", "ociVersion", "1.0.2", "id", c->id,
-					      "status", status, "pid", pid > 0 ? (int)pid : 0, "bundle", c->env_dir,
-					      "root", root, "annotations", "org.sbx.devices", "cdi");
+	_cleanup_json_ json_t *st =
+	    json_pack("{s:s,s:s,s:s,s:i,s:s,s:s,s:{s:s}}", "ociVersion", "1.0.2", "id", c->id, "status",
+		      status, "pid", pid > 0 ? (int)pid : 0, "bundle", c->env_dir, "root", root,
+		      "annotations", "org.sbx.devices", "cdi");
 	return st ? json_dumps(st, JSON_COMPACT) : NULL;
 }
 
@@ -89,8 +90,9 @@ static int run_hook(const cdi_hook *h, const char *state, sbx_err **err)
 		if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > tmo * 1000) {
 			kill(pid, SIGKILL);
 			(void)waitpid(pid, NULL, 0);
-			return err_set(err, SBX_E_LIMIT_EXCEEDED, ETIMEDOUT, "%s hook '%s': timed out after %llds", h->name,
-				       h->path, (long long)tmo);
+			return err_set(err, SBX_E_LIMIT_EXCEEDED, ETIMEDOUT,
+				       "%s hook '%s': timed out after %llds", h->name, h->path,
+				       (long long)tmo);
 		}
 		struct timespec d = {0, 5 * 1000 * 1000};
 		nanosleep(&d, NULL);
@@ -98,8 +100,9 @@ static int run_hook(const cdi_hook *h, const char *state, sbx_err **err)
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status))
-		return err_set(err, SBX_E_INTERNAL, ECHILD, "%s hook '%s' exited with status %d%s", h->name, h->path,
-			       WEXITSTATUS(status), WEXITSTATUS(status) == 127 ? " (could not be run?)" : "");
+		return err_set(err, SBX_E_INTERNAL, ECHILD, "%s hook '%s' exited with status %d%s", h->name,
+			       h->path, WEXITSTATUS(status),
+			       WEXITSTATUS(status) == 127 ? " (could not be run?)" : "");
 	return err_set(err, SBX_E_INTERNAL, ECHILD, "%s hook '%s' killed by signal %d", h->name, h->path,
 		       WTERMSIG(status));
 }
@@ -110,7 +113,8 @@ static int run_stage(const env_config *c, const char *stage, pid_t pid, const ch
 	for (size_t i = 0; c->cdi && i < c->cdi->n_hooks; i++) {
 		const cdi_hook *h = &c->cdi->hooks[i];
 		/* prestart (deprecated in OCI) is createRuntime's predecessor. */
-		bool match = streq(h->name, stage) || (streq(stage, "createRuntime") && streq(h->name, "prestart"));
+		bool match =
+		    streq(h->name, stage) || (streq(stage, "createRuntime") && streq(h->name, "prestart"));
 		if (!match)
 			continue;
 		if (!state && !(state = hook_state(c, pid, status)))

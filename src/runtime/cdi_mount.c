@@ -32,13 +32,14 @@ static bool has_opt(char *const *opts, const char *o)
 
 /* Clones host path `src` and attaches it at `dst` inside root_fd with the
  * given mount attributes. */
-static int bind_in(int root_fd, const char *src, const char *dst, bool recursive, uint64_t attrs, sbx_err **err)
+static int bind_in(int root_fd, const char *src, const char *dst, bool recursive, uint64_t attrs,
+		   sbx_err **err)
 {
 	struct stat st;
 	if (stat(src, &st) < 0)
 		return err_errno(err, "'%s' on the host", src);
-	_cleanup_close_ int tree =
-		sys_open_tree(AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
+	_cleanup_close_ int tree = sys_open_tree(
+	    AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (recursive ? AT_RECURSIVE : 0));
 	if (tree < 0)
 		return err_errno(err, "clone '%s'", src);
 	_cleanup_close_ int target = mount_mkdir_in_root(root_fd, dst, S_ISDIR(st.st_mode), err);
@@ -81,7 +82,8 @@ int cdi_mount_apply(const env_config *c, const char *root, sbx_err **err)
 	for (size_t i = 0; i < e->n_nodes; i++) {
 		/* No nodev, no noexec change: the node must work. nosuid is
 		 * harmless on a device. */
-		if (bind_in(root_fd, e->nodes[i].host_path, e->nodes[i].path, false, MOUNT_ATTR_NOSUID, err) < 0) {
+		if (bind_in(root_fd, e->nodes[i].host_path, e->nodes[i].path, false, MOUNT_ATTR_NOSUID, err) <
+		    0) {
 			(void)dev_writable(root, false, 0, NULL);
 			return err_wrap(err, "device node '%s'", e->nodes[i].path);
 		}
@@ -95,7 +97,8 @@ int cdi_mount_apply(const env_config *c, const char *root, sbx_err **err)
 			attrs |= MOUNT_ATTR_RDONLY;
 		if (has_opt(m->options, "noexec"))
 			attrs |= MOUNT_ATTR_NOEXEC;
-		if (bind_in(root_fd, m->host_path, m->container_path, has_opt(m->options, "rbind"), attrs, err) < 0)
+		if (bind_in(root_fd, m->host_path, m->container_path, has_opt(m->options, "rbind"), attrs,
+			    err) < 0)
 			return err_wrap(err, "CDI mount '%s'", m->container_path);
 	}
 	return 0;

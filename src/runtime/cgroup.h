@@ -11,17 +11,17 @@
 
 typedef struct cgroup_limits {
 	int64_t memory_bytes; /* <= 0: unlimited */
-	int64_t pids;         /* <= 0: unlimited */
-	double cpus;          /* <= 0: unlimited */
-	bool require;         /* fail (SBX_E_UNAVAILABLE) if a requested limit cannot be enforced */
+	int64_t pids;	      /* <= 0: unlimited */
+	double cpus;	      /* <= 0: unlimited */
+	bool require;	      /* fail (SBX_E_UNAVAILABLE) if a requested limit cannot be enforced */
 } cgroup_limits;
 
 typedef struct cgroup_stats {
-	int64_t memory_current;  /* bytes, -1 unknown */
-	int64_t memory_peak;     /* bytes, -1 unknown */
-	int64_t oom_kills;       /* OOM kills so far, -1 unknown */
-	int64_t pids_current;    /* -1 unknown */
-	int64_t cpu_usage_us;    /* -1 unknown */
+	int64_t memory_current; /* bytes, -1 unknown */
+	int64_t memory_peak;	/* bytes, -1 unknown */
+	int64_t oom_kills;	/* OOM kills so far, -1 unknown */
+	int64_t pids_current;	/* -1 unknown */
+	int64_t cpu_usage_us;	/* -1 unknown */
 } cgroup_stats;
 
 typedef struct sbx_cgroup sbx_cgroup;
@@ -34,7 +34,8 @@ const char *cgroup_host_mode(void);
  * without delegation); with limits that no hierarchy can enforce it fails
  * only when `require` is set. *ret_missing (if non-NULL) gets a malloc'd,
  * comma-separated list of limits that could not be enforced, or NULL. */
-int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, char **ret_missing, sbx_err **err);
+int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, char **ret_missing,
+		  sbx_err **err);
 /* Writes new limits into the existing groups (the agent phase lowers them
  * live; docs/secrets.md). Limits <= 0 are left as they are. */
 int cgroup_set_limits(sbx_cgroup *cg, const cgroup_limits *lim, sbx_err **err);

@@ -72,16 +72,16 @@
 #define CTL_EV_INFO "info"
 
 /* ---- fields of init's events and setup's reply ---- */
-#define CTL_F_ID "id"		  /* exec id (spawn, spawned, spawn_failed, exited) */
-#define CTL_F_PID "pid"		  /* spawned: the command's pid (inside) */
-#define CTL_F_STATUS "status"	  /* exited: a wait status */
-#define CTL_F_ERRNO "errno"	  /* error, spawn_failed */
-#define CTL_F_STAGE "stage"	  /* spawn_failed: 0 exec, 1 cwd, 3 user, else setup */
-#define CTL_F_CODE "code"	  /* error, spawn_failed (stage 3): API.md's code name */
-#define CTL_F_MESSAGE "message"	  /* error, spawn_failed */
-#define CTL_F_OK "ok"		  /* ps, file, stop_all, phase replies */
+#define CTL_F_ID "id"			  /* exec id (spawn, spawned, spawn_failed, exited) */
+#define CTL_F_PID "pid"			  /* spawned: the command's pid (inside) */
+#define CTL_F_STATUS "status"		  /* exited: a wait status */
+#define CTL_F_ERRNO "errno"		  /* error, spawn_failed */
+#define CTL_F_STAGE "stage"		  /* spawn_failed: 0 exec, 1 cwd, 3 user, else setup */
+#define CTL_F_CODE "code"		  /* error, spawn_failed (stage 3): API.md's code name */
+#define CTL_F_MESSAGE "message"		  /* error, spawn_failed */
+#define CTL_F_OK "ok"			  /* ps, file, stop_all, phase replies */
 #define CTL_F_LANDLOCK_ABI "landlock_abi" /* ready */
-#define CTL_F_WARNINGS "warnings" /* ready: strings */
+#define CTL_F_WARNINGS "warnings"	  /* ready: strings */
 
 typedef enum ctl_ev_kind {
 	CTL_EVK_UNKNOWN,

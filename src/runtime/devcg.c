@@ -29,7 +29,7 @@
 #define DEVCG_V1 "/sys/fs/cgroup/devices"
 
 typedef struct devrule {
-	char type;            /* 'c', 'b', 'a' (any) */
+	char type;	      /* 'c', 'b', 'a' (any) */
 	int64_t major, minor; /* -1: any */
 	char perms[4];
 } devrule;
@@ -37,8 +37,8 @@ typedef struct devrule {
 /* sbx's /dev (mount.c): null zero full random urandom tty ptmx and the
  * ptys; mknod of nothing. */
 static const devrule defaults[] = {
-	{'c', 1, 3, "rw"}, {'c', 1, 5, "rw"}, {'c', 1, 7, "rw"}, {'c', 1, 8, "rw"},
-	{'c', 1, 9, "rw"}, {'c', 5, 0, "rw"}, {'c', 5, 2, "rw"}, {'c', 136, -1, "rw"},
+    {'c', 1, 3, "rw"}, {'c', 1, 5, "rw"}, {'c', 1, 7, "rw"}, {'c', 1, 8, "rw"},
+    {'c', 1, 9, "rw"}, {'c', 5, 0, "rw"}, {'c', 5, 2, "rw"}, {'c', 136, -1, "rw"},
 };
 
 static size_t build_rules(const env_config *c, devrule *out, size_t cap)
@@ -104,11 +104,11 @@ static struct bpf_insn ins(uint8_t code, uint8_t dst, uint8_t src, int16_t off, 
 static size_t bpf_assemble(const devrule *r, size_t n, struct bpf_insn *p, size_t cap)
 {
 	size_t k = 0;
-#define EMIT(x)                                                                                                   \
-	do {                                                                                                     \
-		if (k < cap)                                                                                     \
-			p[k] = (x);                                                                              \
-		k++;                                                                                             \
+#define EMIT(x)                                                                                              \
+	do {                                                                                                 \
+		if (k < cap)                                                                                 \
+			p[k] = (x);                                                                          \
+		k++;                                                                                         \
 	} while (0)
 	EMIT(ins(BPF_LDX | BPF_W | BPF_MEM, 2, 1, 0, 0)); /* access_type */
 	EMIT(ins(BPF_ALU64 | BPF_MOV | BPF_X, 3, 2, 0, 0));
@@ -129,11 +129,13 @@ static size_t bpf_assemble(const devrule *r, size_t n, struct bpf_insn *p, size_
 			j++;
 		}
 		if (r[i].major >= 0) {
-			EMIT(ins(BPF_JMP | BPF_JNE | BPF_K, 4, 0, (int16_t)(len - j - 1), (int32_t)r[i].major));
+			EMIT(ins(BPF_JMP | BPF_JNE | BPF_K, 4, 0, (int16_t)(len - j - 1),
+				 (int32_t)r[i].major));
 			j++;
 		}
 		if (r[i].minor >= 0)
-			EMIT(ins(BPF_JMP | BPF_JNE | BPF_K, 5, 0, (int16_t)(len - j - 1), (int32_t)r[i].minor));
+			EMIT(ins(BPF_JMP | BPF_JNE | BPF_K, 5, 0, (int16_t)(len - j - 1),
+				 (int32_t)r[i].minor));
 		EMIT(ins(BPF_ALU64 | BPF_MOV | BPF_X, 6, 2, 0, 0));
 		EMIT(ins(BPF_ALU64 | BPF_AND | BPF_K, 6, 0, 0, ~acc));
 		EMIT(ins(BPF_JMP | BPF_JNE | BPF_K, 6, 0, 2, 0));
@@ -208,11 +210,14 @@ int devcg_attach(const env_config *c, pid_t pid, int cg2_fd, json_t *warnings, s
 			done++;
 	}
 	if (!done)
-		json_array_append_new(warnings,
-				      json_string(c->rootless ? "devices: rootless, the device cgroup cannot be set: the "
-								"environment reaches only the nodes bound into its /dev"
-							      : "devices: no device cgroup on this host (neither v1 devices nor a "
-								"v2 group): the environment reaches only the nodes bound into its /dev"));
+		json_array_append_new(
+		    warnings,
+		    json_string(
+			c->rootless
+			    ? "devices: rootless, the device cgroup cannot be set: the "
+			      "environment reaches only the nodes bound into its /dev"
+			    : "devices: no device cgroup on this host (neither v1 devices nor a "
+			      "v2 group): the environment reaches only the nodes bound into its /dev"));
 	return 0;
 }
 

@@ -44,13 +44,13 @@ static const env_config *g_config; /* read-only; set once in init_main */
 static size_t n_execs;
 
 static const char *const default_env[] = {
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	"HOME=/root",
-	"USER=root",
-	"LOGNAME=root",
-	"LANG=C.UTF-8",
-	"SHELL=/bin/sh",
-	NULL,
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/root",
+    "USER=root",
+    "LOGNAME=root",
+    "LANG=C.UTF-8",
+    "SHELL=/bin/sh",
+    NULL,
 };
 
 /* Builds the command's environment: defaults (HOME, USER and LOGNAME those
@@ -77,15 +77,20 @@ static char **build_env(const env_config *c, char **extra, bool tty, const char 
 	snprintf(dtmp, sizeof(dtmp), "TMPDIR=%s/tmp", c->env_dir);
 	const char *const degraded_env[] = {dhome, dtmp, NULL};
 	/* network allow: every well-behaved client goes through the proxy. */
-	const char *const proxy_env[] = {"HTTP_PROXY=http://127.0.0.1:3128",  "HTTPS_PROXY=http://127.0.0.1:3128",
-					 "http_proxy=http://127.0.0.1:3128",  "https_proxy=http://127.0.0.1:3128",
-					 "ALL_PROXY=http://127.0.0.1:3128",   "NO_PROXY=localhost,127.0.0.1,::1",
-					 "no_proxy=localhost,127.0.0.1,::1", NULL};
-	const char *const *lists[] = {default_env, user_env, (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
-				      c->degraded ? degraded_env : NULL,
-				      streq(c->network, "allow") ? proxy_env : NULL,
-				      (const char *const *)c->env, (const char *const *)c->secret_env,
-				      (const char *const *)extra};
+	const char *const proxy_env[] = {
+	    "HTTP_PROXY=http://127.0.0.1:3128", "HTTPS_PROXY=http://127.0.0.1:3128",
+	    "http_proxy=http://127.0.0.1:3128", "https_proxy=http://127.0.0.1:3128",
+	    "ALL_PROXY=http://127.0.0.1:3128",	"NO_PROXY=localhost,127.0.0.1,::1",
+	    "no_proxy=localhost,127.0.0.1,::1", NULL};
+	const char *const *lists[] = {
+	    default_env,
+	    user_env,
+	    (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
+	    c->degraded ? degraded_env : NULL,
+	    streq(c->network, "allow") ? proxy_env : NULL,
+	    (const char *const *)c->env,
+	    (const char *const *)c->secret_env,
+	    (const char *const *)extra};
 	for (size_t l = 0; l < ARRAY_SIZE(lists); l++)
 		for (const char *const *p = lists[l]; p && *p; p++) {
 			const char *eq = strchr(*p, '=');
@@ -224,8 +229,8 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 	 * the working directory is entered with the user's own permissions. */
 	if (su->apply) {
 		const char *step = NULL;
-		int q = caps_enter_identity(su->id.uid, su->id.gid, su->id.groups, su->id.n_groups, su->no_setgroups,
-					    su->caps, &step);
+		int q = caps_enter_identity(su->id.uid, su->id.gid, su->id.groups, su->id.n_groups,
+					    su->no_setgroups, su->caps, &step);
 		if (q < 0) {
 			se.stage = 3;
 			snprintf(se.step, sizeof(se.step), "%s", step ? step : "?");
@@ -284,9 +289,11 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 		snprintf(msg, sizeof(msg), "set up stdio: %s", strerror(errnum));
 	else
 		snprintf(msg, sizeof(msg), "%s: %s", what,
-			 errnum == ENOENT ? "command not found" : errnum == EACCES ? "permission denied (not executable)" : strerror(errnum));
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", CTL_F_EV, CTL_EV_SPAWN_FAILED, "id", (json_int_t)id,
-					     "errno", errnum, "stage", stage, "message", msg);
+			 errnum == ENOENT   ? "command not found"
+			 : errnum == EACCES ? "permission denied (not executable)"
+					    : strerror(errnum));
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", CTL_F_EV, CTL_EV_SPAWN_FAILED, "id",
+					     (json_int_t)id, "errno", errnum, "stage", stage, "message", msg);
 	if (m && code)
 		json_object_set_new(m, "code", json_string(code));
 	if (m)
@@ -305,12 +312,14 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	_cleanup_strv_free_ char **argv = json_to_strv(json_object_get(m, "argv"));
 	_cleanup_strv_free_ char **extra = json_to_strv(json_object_get(m, "env"));
 	/* The user: this exec's, else the environment's default, else root. */
-	spawn_user su = {.apply = !c->degraded, .caps = c->caps, .no_setgroups = c->rootless, .default_cwd = !cwd};
+	spawn_user su = {
+	    .apply = !c->degraded, .caps = c->caps, .no_setgroups = c->rootless, .default_cwd = !cwd};
 	const char *uspec = json_str(m, "user") ?: c->user;
 	static char u_home[300], u_user[64], u_logname[64];
 	const char *user_env[4] = {NULL};
 	if (uspec && c->degraded) {
-		reply_error_code(sock, id, 3, EPERM, "user: commands run as the calling user here (no user namespaces)",
+		reply_error_code(sock, id, 3, EPERM,
+				 "user: commands run as the calling user here (no user namespaces)",
 				 "unavailable");
 		return;
 	}
@@ -323,8 +332,10 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		}
 		if (c->no_root && su.id.uid == 0) {
 			char msg[400];
-			snprintf(msg, sizeof(msg), "user '%.64s': the environment's policy runs commands as '%.64s', not root; "
-				 "an exec may not ask for root", uspec, c->user ? c->user : "?");
+			snprintf(msg, sizeof(msg),
+				 "user '%.64s': the environment's policy runs commands as '%.64s', not root; "
+				 "an exec may not ask for root",
+				 uspec, c->user ? c->user : "?");
 			reply_error_code(sock, id, 3, EPERM, msg, "invalid_argument");
 			return;
 		}
@@ -332,7 +343,9 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 			/* HOME: the passwd entry's if it is a directory, else /tmp (a
 			 * tmpfs any user can write), which is also the default cwd. */
 			struct stat hs;
-			const char *h = su.id.home[0] && stat(su.id.home, &hs) == 0 && S_ISDIR(hs.st_mode) ? su.id.home : "/tmp";
+			const char *h = su.id.home[0] && stat(su.id.home, &hs) == 0 && S_ISDIR(hs.st_mode)
+					    ? su.id.home
+					    : "/tmp";
 			snprintf(u_home, sizeof(u_home), "HOME=%s", h);
 			if (su.id.name[0]) {
 				snprintf(u_user, sizeof(u_user), "USER=%s", su.id.name);
@@ -353,7 +366,10 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	_cleanup_close_ int master = -1;
 	char tty_path[64] = {0};
 	if (!argv || !argv[0] || !envp || n_execs >= INIT_MAX_EXECS) {
-		reply_error(sock, id, 2, !argv || !argv[0] ? EINVAL : n_execs >= INIT_MAX_EXECS ? EAGAIN : ENOMEM,
+		reply_error(sock, id, 2,
+			    !argv || !argv[0]		? EINVAL
+			    : n_execs >= INIT_MAX_EXECS ? EAGAIN
+							: ENOMEM,
 			    "request");
 		return;
 	}
@@ -363,7 +379,8 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	if (tty) {
 		master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 		int unlock = 0, ptn = -1;
-		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0 || ioctl(master, TIOCGPTN, &ptn) < 0) {
+		if (master < 0 || ioctl(master, TIOCSPTLCK, &unlock) < 0 ||
+		    ioctl(master, TIOCGPTN, &ptn) < 0) {
 			reply_error(sock, id, 2, errno, "pty");
 			return;
 		}
@@ -411,7 +428,8 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	}
 	if (pid == 0) {
 		safe_close(ep[0]);
-		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL, &su);
+		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL,
+			   &su);
 	}
 	safe_close(ep[1]);
 	spawn_err se;
@@ -421,13 +439,17 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		/* The child reported and exits 127; it is reaped untracked. */
 		char what[200];
 		if (se.stage == 3)
-			snprintf(what, sizeof(what), "run as uid %u gid %u: %s: %s", (unsigned)su.id.uid, (unsigned)su.id.gid,
-				 se.step, strerror(se.errnum));
-		reply_error(sock, id, se.stage, se.errnum, se.stage == 3 ? what : se.stage == 1 ? cwd : argv[0]);
+			snprintf(what, sizeof(what), "run as uid %u gid %u: %s: %s", (unsigned)su.id.uid,
+				 (unsigned)su.id.gid, se.step, strerror(se.errnum));
+		reply_error(sock, id, se.stage, se.errnum,
+			    se.stage == 3   ? what
+			    : se.stage == 1 ? cwd
+					    : argv[0]);
 		return;
 	}
 	execs[n_execs++] = (init_exec){id, pid};
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, "id", (json_int_t)id, "pid", (int)pid);
+	_cleanup_json_ json_t *r =
+	    json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, "id", (json_int_t)id, "pid", (int)pid);
 	if (r)
 		(void)json_send(sock, r, tty ? &master : NULL, tty ? 1 : 0);
 }
@@ -516,10 +538,14 @@ static void handle_ps(int sock)
 static void file_reply_error(int sock, int errnum, const char *what, const char *path)
 {
 	char msg[4400];
-	const char *why = errnum == ENOENT ? "no such file or directory" : errnum == EISDIR ? "is a directory"
-			  : errnum == ENOTDIR ? "not a directory" : errnum == EINVAL ? "not a regular file" : strerror(errnum);
+	const char *why = errnum == ENOENT    ? "no such file or directory"
+			  : errnum == EISDIR  ? "is a directory"
+			  : errnum == ENOTDIR ? "not a directory"
+			  : errnum == EINVAL  ? "not a regular file"
+					      : strerror(errnum);
 	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg);
+	_cleanup_json_ json_t *m =
+	    json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg);
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 }
@@ -572,7 +598,8 @@ static void handle_file(int sock, json_t *m)
 	char msg[512];
 	int q = file_identity_enter(g_config, msg, sizeof(msg));
 	if (q < 0) {
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", EPERM, "message", msg);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0,
+						     "errno", EPERM, "message", msg);
 		if (r)
 			(void)json_send(sock, r, NULL, 0);
 		return;
@@ -599,15 +626,17 @@ static void handle_file_as(int sock, json_t *m)
 	if (streq(action, "read") || streq(action, "write")) {
 		bool w = streq(action, "write");
 		int mode = (int)json_int(m, "mode", -1);
-		_cleanup_close_ int fd = open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
-					      mode >= 0 ? mode & 07777 : 0644);
+		_cleanup_close_ int fd =
+		    open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+			 mode >= 0 ? mode & 07777 : 0644);
 		struct stat st;
 		if (fd < 0 || fstat(fd, &st) < 0) {
 			file_reply_error(sock, errno, w ? "write" : "read", p);
 			return;
 		}
 		if (!S_ISREG(st.st_mode)) {
-			file_reply_error(sock, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, w ? "write" : "read", p);
+			file_reply_error(sock, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, w ? "write" : "read",
+					 p);
 			return;
 		}
 		if (w && (ftruncate(fd, 0) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode & 07777) < 0))) {
@@ -615,7 +644,8 @@ static void handle_file_as(int sock, json_t *m)
 			return;
 		}
 		(void)fd_set_nonblock(fd, 0);
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "size", (json_int_t)st.st_size);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "size",
+						     (json_int_t)st.st_size);
 		if (r)
 			(void)json_send(sock, r, &fd, 1);
 		return;
@@ -646,14 +676,18 @@ static void handle_file_as(int sock, json_t *m)
 			truncated = true;
 			break;
 		}
-		const char *type = S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : S_ISLNK(st.st_mode) ? "symlink" : "other";
-		json_t *e = json_pack("{s:s,s:s,s:I,s:i}", "name", de->d_name, "type", type, "size", (json_int_t)st.st_size,
-				      "mode", (int)(st.st_mode & 07777));
+		const char *type = S_ISREG(st.st_mode)	 ? "file"
+				   : S_ISDIR(st.st_mode) ? "dir"
+				   : S_ISLNK(st.st_mode) ? "symlink"
+							 : "other";
+		json_t *e = json_pack("{s:s,s:s,s:I,s:i}", "name", de->d_name, "type", type, "size",
+				      (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
 		if (e)
 			json_array_append_new(entries, e);
 	}
 	closedir(d);
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "entries", entries, "truncated", truncated);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "entries",
+					     entries, "truncated", truncated);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -720,7 +754,8 @@ static void reap(int sock)
 static void handle_phase(env_config *c, int sock, json_t *m)
 {
 	int ended = 0;
-	if (c->degraded) { /* not pid 1: kill(-1) would reach all the user's processes (the supervisor refuses) */
+	if (c->degraded) { /* not pid 1: kill(-1) would reach all the user's processes (the supervisor
+			      refuses) */
 		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_PHASE, "ok", 0);
 		if (no)
 			(void)json_send(sock, no, NULL, 0);
@@ -733,9 +768,10 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	_cleanup_err_ sbx_err *ue = NULL;
 	char *user_copy = user ? strdup(user) : NULL;
 	if (user && (!user_copy || user_resolve(user, c->id_count, c->rootless, &uid_check, &ue) < 0)) {
-		_cleanup_json_ json_t *no = json_pack("{s:s,s:b,s:s,s:s}", CTL_F_EV, CTL_EV_PHASE, "ok", 0, "message",
-						      ue ? sbx_err_message(ue) : "out of memory", "code",
-						      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
+		_cleanup_json_ json_t *no =
+		    json_pack("{s:s,s:b,s:s,s:s}", CTL_F_EV, CTL_EV_PHASE, "ok", 0, "message",
+			      ue ? sbx_err_message(ue) : "out of memory", "code",
+			      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
 		free(user_copy);
 		if (no)
 			(void)json_send(sock, no, NULL, 0);
@@ -782,8 +818,8 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	if (caps_from_json(json_object_get(m, "capabilities"), &kept) == 0)
 		c->caps &= kept; /* narrowing only (phase.c checked; this cannot widen) */
 	c->agent_phase = true;
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", CTL_F_EV, CTL_EV_PHASE, "ok", 1, "processes_ended", ended,
-					     "secrets_removed", removed);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", CTL_F_EV, CTL_EV_PHASE, "ok", 1,
+					     "processes_ended", ended, "secrets_removed", removed);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }

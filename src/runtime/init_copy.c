@@ -52,8 +52,12 @@ static void reply_error(int sock, int errnum, const char *what, const char *path
 {
 	char msg[4400];
 	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path,
-		 errnum == ENOENT ? "no such file or directory" : errnum == ENOTDIR ? "not a directory" : strerror(errnum));
-	reply(sock, json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg), NULL, 0);
+		 errnum == ENOENT    ? "no such file or directory"
+		 : errnum == ENOTDIR ? "not a directory"
+				     : strerror(errnum));
+	reply(sock,
+	      json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg),
+	      NULL, 0);
 }
 
 static const char *type_of(mode_t m)
@@ -147,12 +151,12 @@ static void tar_in(int sock, const char *path, const char *shown, bool create)
 		sbx_err *e = NULL;
 		int in = data[0];
 		if (store_tar_extract(dfd, store_tar_fd_read, &in, &o, &stats, &e) < 0) {
-			status_line(st[1], json_pack("{s:b,s:i,s:s}", "ok", 0, "errno", sbx_err_errno(e), "message",
-						     sbx_err_message(e)));
+			status_line(st[1], json_pack("{s:b,s:i,s:s}", "ok", 0, "errno", sbx_err_errno(e),
+						     "message", sbx_err_message(e)));
 			_exit(1);
 		}
-		status_line(st[1], json_pack("{s:b,s:I,s:I}", "ok", 1, "files", (json_int_t)stats.entries, "bytes",
-					     (json_int_t)stats.bytes));
+		status_line(st[1], json_pack("{s:b,s:I,s:I}", "ok", 1, "files", (json_int_t)stats.entries,
+					     "bytes", (json_int_t)stats.bytes));
 		_exit(0);
 	}
 	safe_close(data[0]);
@@ -170,8 +174,10 @@ bool init_copy_handle(int sock, const json_t *m, const char *action, const char 
 		if (lstat(path, &st) < 0)
 			reply_error(sock, errno, "stat", shown);
 		else
-			reply(sock, json_pack("{s:s,s:b,s:s,s:I,s:i}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type", type_of(st.st_mode),
-					      "size", (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777)),
+			reply(sock,
+			      json_pack("{s:s,s:b,s:s,s:I,s:i}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type",
+					type_of(st.st_mode), "size", (json_int_t)st.st_size, "mode",
+					(int)(st.st_mode & 07777)),
 			      NULL, 0);
 		return true;
 	}

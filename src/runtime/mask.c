@@ -45,8 +45,10 @@
 #define MASK_VERSION "7"
 #define MASK_MAX_ENTRIES 400000
 
-static const char *const keep_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr", "etc", "var", "opt", NULL};
-static const char *const empty_top[] = {"root", "home", "tmp", "run", "mnt", "media", "proc", "sys", "dev", NULL};
+static const char *const keep_top[] = {"bin", "sbin", "lib", "lib32", "lib64", "libx32",
+				       "usr", "etc",  "var", "opt",   NULL};
+static const char *const empty_top[] = {"root",	 "home", "tmp", "run", "mnt",
+					"media", "proc", "sys", "dev", NULL};
 static const char *const walk_top[] = {"etc", "var", "opt", NULL};
 
 static bool in_list(const char *const *l, const char *s)
@@ -75,12 +77,14 @@ static uint64_t mask_key(const char *sbx_root, const char *sbx_run, bool rootles
 		h = fnv(h, "rootless", 8);
 	h = fnv(h, sbx_root, strlen(sbx_root) + 1);
 	h = fnv(h, sbx_run, strlen(sbx_run) + 1);
-	const char *deps[] = {"/", "/etc", "/etc/ssh", "/etc/ssl", "/var", "/var/lib", "/var/cache", "/var/log", "/opt", NULL};
+	const char *deps[] = {"/",	  "/etc",	"/etc/ssh", "/etc/ssl", "/var",
+			      "/var/lib", "/var/cache", "/var/log", "/opt",	NULL};
 	for (int i = 0; deps[i]; i++) {
 		struct stat st;
 		if (lstat(deps[i], &st) < 0)
 			memset(&st, 0, sizeof(st));
-		uint64_t v[4] = {st.st_ino, (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec, st.st_mode};
+		uint64_t v[4] = {st.st_ino, (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec,
+				 st.st_mode};
 		h = fnv(h, v, sizeof(v));
 	}
 	return h;
@@ -182,7 +186,8 @@ static bool world_visible(const struct stat *st)
 /* Walks host directory hfd (= /rel), whiting out what is not world-visible.
  * Directories are mirrored (with their parents) only where they hold a
  * whiteout, so the mask stays small. */
-static int walk(mask_list *m, size_t *seen, size_t *mirror_left, int hfd, const char *rel, dev_t dev, int depth)
+static int walk(mask_list *m, size_t *seen, size_t *mirror_left, int hfd, const char *rel, dev_t dev,
+		int depth)
 {
 	if (depth > 64 || *seen > MASK_MAX_ENTRIES)
 		return 0;
@@ -231,7 +236,8 @@ static int walk(mask_list *m, size_t *seen, size_t *mirror_left, int hfd, const 
 			if ((r = mask_list_add(m, 'd', sub, &st)) < 0)
 				break;
 		}
-		_cleanup_close_ int fd = openat(hfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int fd =
+		    openat(hfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
 			r = walk(m, seen, mirror_left, fd, sub, dev, depth + 1);
 	}
@@ -278,7 +284,8 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run, bool r
 	struct dirent *de;
 	while (r >= 0 && (de = readdir(d))) {
 		const char *n = de->d_name;
-		if (streq(n, ".") || streq(n, "..") || in_list(empty_top, n) || strchr(n, '\n') || strchr(n, '\t'))
+		if (streq(n, ".") || streq(n, "..") || in_list(empty_top, n) || strchr(n, '\n') ||
+		    strchr(n, '\t'))
 			continue;
 		if (!in_list(keep_top, n)) {
 			r = mask_list_add(m, 'w', n, NULL);
@@ -321,7 +328,8 @@ static int build(mask_list *m, const char *sbx_root, const char *sbx_run, bool r
 		r = hide_path(m, sbx_run);
 	size_t seen = 0, mirror_left = rootless ? MASK_ROOTLESS_DIRS : 0;
 	for (int i = 0; r >= 0 && walk_top[i]; i++) {
-		_cleanup_close_ int fd = openat(host, walk_top[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int fd =
+		    openat(host, walk_top[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd >= 0)
 			r = walk(m, &seen, &mirror_left, fd, walk_top[i], rst.st_dev, 0);
 	}
@@ -337,9 +345,10 @@ static int save(const mask_list *m, const char *path)
 	for (size_t i = 0; i < m->n; i++) {
 		const mask_entry *e = &m->e[i];
 		for (;;) {
-			int n = snprintf(buf + len, cap - len, "%c %o %u %u %lld %ld %s%s%s\n", e->type, e->mode,
-					 (unsigned)e->uid, (unsigned)e->gid, (long long)e->mtime.tv_sec, e->mtime.tv_nsec,
-					 e->path, e->target ? "\t" : "", e->target ? e->target : "");
+			int n = snprintf(buf + len, cap - len, "%c %o %u %u %lld %ld %s%s%s\n", e->type,
+					 e->mode, (unsigned)e->uid, (unsigned)e->gid,
+					 (long long)e->mtime.tv_sec, e->mtime.tv_nsec, e->path,
+					 e->target ? "\t" : "", e->target ? e->target : "");
 			if (n >= 0 && (size_t)n < cap - len) {
 				len += (size_t)n;
 				break;
@@ -373,8 +382,9 @@ static int load(const char *path, mask_list **ret)
 		long long sec;
 		long nsec;
 		int off = 0;
-		if (sscanf(line, "%c %o %u %u %lld %ld %n", &type, &mode, &uid, &gid, &sec, &nsec, &off) != 6 || !off ||
-		    !strchr("dowl", type)) {
+		if (sscanf(line, "%c %o %u %u %lld %ld %n", &type, &mode, &uid, &gid, &sec, &nsec, &off) !=
+			6 ||
+		    !off || !strchr("dowl", type)) {
 			mask_free(m);
 			return -EBADMSG;
 		}
@@ -388,7 +398,8 @@ static int load(const char *path, mask_list **ret)
 		}
 		if (tab)
 			*tab = 0;
-		r = tab ? add_link(m, line + off, tab + 1) : mask_list_add(m, type, line + off, type == 'w' ? NULL : &st);
+		r = tab ? add_link(m, line + off, tab + 1)
+			: mask_list_add(m, type, line + off, type == 'w' ? NULL : &st);
 		if (r < 0) {
 			mask_free(m);
 			return r;
@@ -462,7 +473,8 @@ int mask_replay(const mask_list *m, int dfd, bool chown_ok)
 		if (!streq(p, ".") && mkdirat(dfd, p, 0755) < 0 && errno != EEXIST)
 			return -errno;
 		if (e->type == 'o') {
-			_cleanup_close_ int fd = openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			_cleanup_close_ int fd =
+			    openat(dfd, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (fd < 0 || fsetxattr(fd, "user.overlay.opaque", "y", 1, 0) < 0)
 				return -errno;
 		}

@@ -12,7 +12,7 @@ typedef struct mask_entry {
 	uid_t uid;
 	gid_t gid;
 	struct timespec mtime;
-	char *path; /* relative to the root, "." for the root itself */
+	char *path;   /* relative to the root, "." for the root itself */
 	char *target; /* 'l' only */
 } mask_entry;
 

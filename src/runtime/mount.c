@@ -23,7 +23,10 @@ static int do_mount(const char *src, const char *dst, const char *type, unsigned
 	return 0;
 }
 
-int mount_make_private(sbx_err **err) { return do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err); }
+int mount_make_private(sbx_err **err)
+{
+	return do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err);
+}
 
 int mount_clone_tree(const char *path, sbx_err **err)
 {
@@ -42,7 +45,8 @@ int mount_attach(int tree_fd, const char *dir, sbx_err **err)
 	return 0;
 }
 
-int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral, sbx_err **err)
+int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral,
+		 sbx_err **err)
 {
 	char path[4300], opts[4096];
 	size_t o = (size_t)snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s", lowerdir);
@@ -59,10 +63,12 @@ int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work
 		snprintf(path, sizeof(path), "%s/work/_root", stage);
 		if (mkdir(path, 0700) < 0 && errno != EEXIST)
 			return err_errno(err, "mkdir '%s'", path);
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=%s/upper,workdir=%s/work/_root", stage, stage);
+		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=%s/upper,workdir=%s/work/_root",
+				      stage, stage);
 	} else {
-		o += (size_t)snprintf(opts + o, sizeof(opts) - o, ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
-				      upper_fd, work_fd);
+		o += (size_t)snprintf(opts + o, sizeof(opts) - o,
+				      ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d", upper_fd,
+				      work_fd);
 	}
 	if (o >= sizeof(opts) - 1)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
@@ -80,12 +86,13 @@ static int ensure_dir(const char *root, const char *sub, mode_t mode, char *out,
 	return 0;
 }
 
-int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper, const char *work,
-		      sbx_err **err)
+int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper,
+		      const char *work, sbx_err **err)
 {
 	char target[4300], opts[4096];
 	snprintf(target, sizeof(target), "%s/%s", root, dir);
-	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s,upperdir=%s,workdir=%s", lowerdir, upper, work);
+	int n = snprintf(opts, sizeof(opts), "userxattr,lowerdir=%s,upperdir=%s,workdir=%s", lowerdir, upper,
+			 work);
 	if (n >= (int)sizeof(opts))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, E2BIG, "overlay options too long");
 	return do_mount("overlay", target, "overlay", MS_NOSUID | MS_NODEV, opts, err);
@@ -96,7 +103,8 @@ int mount_dev(const char *root, bool rootless, sbx_err **err)
 	char dev[4200], p[4300];
 	if (ensure_dir(root, "dev", 0755, dev, sizeof(dev), err) < 0)
 		return -1;
-	if (do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=256", err) < 0)
+	if (do_mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=1m,nr_inodes=256", err) <
+	    0)
 		return -1;
 	static const char *const nodes[] = {"null", "zero", "full", "random", "urandom", "tty", NULL};
 	for (int i = 0; nodes[i]; i++) {
@@ -109,8 +117,8 @@ int mount_dev(const char *root, bool rootless, sbx_err **err)
 		if (do_mount(host, p, NULL, MS_BIND, NULL, err) < 0)
 			return -1;
 	}
-	static const char *const links[][2] = {{"ptmx", "pts/ptmx"},        {"fd", "/proc/self/fd"},
-					       {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"},
+	static const char *const links[][2] = {{"ptmx", "pts/ptmx"},	      {"fd", "/proc/self/fd"},
+					       {"stdin", "/proc/self/fd/0"},  {"stdout", "/proc/self/fd/1"},
 					       {"stderr", "/proc/self/fd/2"}, {"core", "/dev/null"}};
 	for (size_t i = 0; i < ARRAY_SIZE(links); i++) {
 		snprintf(p, sizeof(p), "%s/%s", dev, links[i][0]);
@@ -120,7 +128,9 @@ int mount_dev(const char *root, bool rootless, sbx_err **err)
 	if (ensure_dir(dev, "pts", 0755, p, sizeof(p), err) < 0)
 		return -1;
 	if (do_mount("devpts", p, "devpts", MS_NOSUID | MS_NOEXEC,
-		     rootless ? "newinstance,ptmxmode=0666,mode=0620" : "newinstance,ptmxmode=0666,mode=0620,gid=5", err) < 0)
+		     rootless ? "newinstance,ptmxmode=0666,mode=0620"
+			      : "newinstance,ptmxmode=0666,mode=0620,gid=5",
+		     err) < 0)
 		return -1;
 	if (ensure_dir(dev, "shm", 01777, p, sizeof(p), err) < 0)
 		return -1;
@@ -146,12 +156,14 @@ int mount_proc(const char *root, sbx_err **err)
 		if (access(p, F_OK) < 0)
 			continue;
 		if (do_mount(p, p, NULL, MS_BIND | MS_REC, NULL, err) < 0 ||
-		    do_mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
+		    do_mount(NULL, p, NULL,
+			     MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL,
 			     err) < 0)
 			return -1;
 	}
-	static const char *const masked[] = {"kcore", "keys", "timer_list", "sched_debug", "kallsyms",
-					     "latency_stats", "acpi", "scsi", "kpageflags", "kpagecount", NULL};
+	static const char *const masked[] = {"kcore",	   "keys",	    "timer_list", "sched_debug",
+					     "kallsyms",   "latency_stats", "acpi",	  "scsi",
+					     "kpageflags", "kpagecount",    NULL};
 	snprintf(p, sizeof(p), "%s/dev/null", root);
 	_cleanup_free_ char *null = strdup(p);
 	if (!null)
@@ -162,7 +174,8 @@ int mount_proc(const char *root, sbx_err **err)
 		if (lstat(p, &st) < 0)
 			continue;
 		if (S_ISDIR(st.st_mode)) {
-			if (do_mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0", err) < 0)
+			if (do_mount("tmpfs", p, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				     "size=0", err) < 0)
 				return -1;
 		} else if (do_mount(null, p, NULL, MS_BIND, NULL, err) < 0)
 			return -1;
@@ -193,7 +206,8 @@ int mount_mkdir_in_root(int root_fd, const char *path, bool last_is_dir, sbx_err
 		char *slash = strrchr(copy, '/');
 		const char *name = slash + 1;
 		*slash = 0;
-		_cleanup_close_ int parent = fs_open_beneath(root_fd, *copy ? copy : "/", O_PATH, 0, FS_IN_ROOT);
+		_cleanup_close_ int parent =
+		    fs_open_beneath(root_fd, *copy ? copy : "/", O_PATH, 0, FS_IN_ROOT);
 		*slash = '/';
 		if (parent < 0)
 			return err_errno(err, "resolve '%s' in the environment", copy);
@@ -227,7 +241,8 @@ int mount_volume(const char *root, int tree_fd, const char *path, bool readonly,
 	_cleanup_close_ int target = mount_mkdir_in_root(root_fd, path, is_dir, err);
 	if (target < 0)
 		return -1;
-	struct sbx_mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0)};
+	struct sbx_mount_attr attr = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+						  (readonly ? MOUNT_ATTR_RDONLY : 0)};
 	if (sys_mount_setattr(tree_fd, "", AT_EMPTY_PATH, &attr) < 0)
 		return err_errno(err, "set volume '%s' attributes", path);
 	if (sys_move_mount(tree_fd, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
@@ -253,8 +268,8 @@ int mount_pivot(const char *root, sbx_err **err)
 /* A lower layer as a path for overlay's options: a detached tree from the
  * supervisor (idmapped) is attached under the staging tmpfs; a directory fd
  * of our own mount namespace is used in place through /proc/self/fd. */
-static int lower_path(const char *stage, const char *prefix, size_t i, int fd, bool is_tree, char *out, size_t n,
-		      sbx_err **err)
+static int lower_path(const char *stage, const char *prefix, size_t i, int fd, bool is_tree, char *out,
+		      size_t n, sbx_err **err)
 {
 	if (!is_tree) {
 		snprintf(out, n, "/proc/self/fd/%d", fd);
@@ -282,7 +297,8 @@ static int append(char *buf, size_t n, const char *part, sbx_err **err)
  * gets its own overlay: the layers' <dir> subtrees, mask/<dir>, the host
  * directory. Upper layout is what one overlay would give: upper/usr, ... */
 static int mount_split_dirs(env_config *c, const char *stage, const char *root, const char *mask_dir,
-			    const char *hide_dir, char layer_paths[][4400], char lower_paths[][4400], sbx_err **err)
+			    const char *hide_dir, char layer_paths[][4400], char lower_paths[][4400],
+			    sbx_err **err)
 {
 	char base[4300], up[4400], wk[4400], part[4500];
 	static char lowerdir[16384];
@@ -307,12 +323,14 @@ static int mount_split_dirs(env_config *c, const char *stage, const char *root, 
 		/* Hidden paths (hide.c): their whiteout layer on top of all. */
 		struct stat hst;
 		snprintf(part, sizeof(part), "%.4300s/%.150s", hide_dir ? hide_dir : "", d);
-		if (hide_dir && lstat(part, &hst) == 0 && S_ISDIR(hst.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
+		if (hide_dir && lstat(part, &hst) == 0 && S_ISDIR(hst.st_mode) &&
+		    append(lowerdir, sizeof(lowerdir), part, err) < 0)
 			return -1;
 		for (size_t k = 0; k < c->n_layers; k++) {
 			struct stat st;
 			snprintf(part, sizeof(part), "%.4300s/%.150s", layer_paths[k], d);
-			if (lstat(part, &st) == 0 && S_ISDIR(st.st_mode) && append(lowerdir, sizeof(lowerdir), part, err) < 0)
+			if (lstat(part, &st) == 0 && S_ISDIR(st.st_mode) &&
+			    append(lowerdir, sizeof(lowerdir), part, err) < 0)
 				return -1;
 		}
 		snprintf(part, sizeof(part), "%s/%s", mask_dir, d);
@@ -340,14 +358,16 @@ int mount_assemble_root(env_config *c, setup_fds *f, const char *stage, char *ro
 		bool tree = i < f->n_lowers && f->lowers[i] >= 0;
 		if (!tree && (f->lowers[i] = open(c->lowers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			return err_errno(err, "open lower layer '%s'", c->lowers[i]);
-		if (lower_path(stage, "l", i, f->lowers[i], tree, lower_paths[i], sizeof(lower_paths[i]), err) < 0)
+		if (lower_path(stage, "l", i, f->lowers[i], tree, lower_paths[i], sizeof(lower_paths[i]),
+			       err) < 0)
 			return -1;
 	}
 	for (size_t i = 0; i < c->n_layers; i++) {
 		bool tree = i < f->n_layers && f->layers[i] >= 0;
 		if (!tree && (f->layers[i] = open(c->layers[i], O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 			return err_errno(err, "open snapshot layer '%s'", c->layers[i]);
-		if (lower_path(stage, "s", i, f->layers[i], tree, layer_paths[i], sizeof(layer_paths[i]), err) < 0)
+		if (lower_path(stage, "s", i, f->layers[i], tree, layer_paths[i], sizeof(layer_paths[i]),
+			       err) < 0)
 			return -1;
 	}
 	/* upper/ and work/ are opened here, in our mount namespace: overlay
@@ -397,15 +417,16 @@ int mount_assemble_root(env_config *c, setup_fds *f, const char *stage, char *ro
 	 *     layer above all others, so the overlays are mounted again with it
 	 *     (upper and work are untouched); the rest are covered below. */
 	_cleanup_strv_free_ char **hide_later = NULL;
-		/* Rootless, host root is not mapped: what it owns in the host template
+	/* Rootless, host root is not mapped: what it owns in the host template
 	 * appears owned by nobody (mask.c mirrors the directories, so files can
 	 * be created, replaced and removed). Say so once, at create. */
 	if (c->rootless && c->mask && warnings)
-		json_array_append_new(warnings,
-				      json_string("rootless: the host template's files owned by host root appear owned "
-						  "by nobody: the environment can create, remove and replace (write anew, "
-						  "rename over) files in /etc, /var and /opt, but not change one in place "
-						  "(`>>`, `sed` without -i); run sbx as root for that"));
+		json_array_append_new(
+		    warnings,
+		    json_string("rootless: the host template's files owned by host root appear owned "
+				"by nobody: the environment can create, remove and replace (write anew, "
+				"rename over) files in /etc, /var and /opt, but not change one in place "
+				"(`>>`, `sed` without -i); run sbx as root for that"));
 	bool remount = false;
 	char hide_dir[4300];
 	snprintf(hide_dir, sizeof(hide_dir), "%s/hide", stage);
@@ -417,7 +438,8 @@ int mount_assemble_root(env_config *c, setup_fds *f, const char *stage, char *ro
 		if (umount2(root, MNT_DETACH) < 0)
 			return err_errno(err, "unmount '%s'", root);
 		if (mount_rootfs(stage, hidden_lowerdir, f->upper, f->work, c->ephemeral, err) < 0 ||
-		    (split && mount_split_dirs(c, stage, root, mask_dir, hide_dir, layer_paths, lower_paths, err) < 0))
+		    (split &&
+		     mount_split_dirs(c, stage, root, mask_dir, hide_dir, layer_paths, lower_paths, err) < 0))
 			return err_wrap(err, "hidden paths");
 	}
 	log_debug("child: rootfs mounted");

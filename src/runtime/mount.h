@@ -37,10 +37,11 @@ int mount_attach(int tree_fd, const char *dir, sbx_err **err);
  * (colon-separated, topmost first). upper_fd/work_fd (O_PATH, opened in our
  * mount namespace) are used when not ephemeral; otherwise upper and work
  * live on stage's tmpfs (work/_root). */
-int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral, sbx_err **err);
+int mount_rootfs(const char *stage, const char *lowerdir, int upper_fd, int work_fd, bool ephemeral,
+		 sbx_err **err);
 /* One overlay at root/dir (the host template's per-directory overlays). */
-int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper, const char *work,
-		      sbx_err **err);
+int mount_overlay_dir(const char *root, const char *dir, const char *lowerdir, const char *upper,
+		      const char *work, sbx_err **err);
 /* /proc (with masked and read-only parts), /dev, /tmp under `root`. */
 int mount_dev(const char *root, bool rootless, sbx_err **err);
 int mount_proc(const char *root, sbx_err **err);

@@ -30,7 +30,8 @@ int netns_proxy_socket(sbx_err **err)
 		return err_errno(err, "egress proxy socket");
 	int one = 1;
 	(void)setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(NETNS_PROXY_PORT),
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons(NETNS_PROXY_PORT),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (bind(s, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(s, 128) < 0)
 		return err_errno(err, "egress proxy socket: bind 127.0.0.1:%d", NETNS_PROXY_PORT);

@@ -66,7 +66,8 @@ static int is_mount_root(const char *path)
 
 static const char *mke2fs_path(void)
 {
-	static const char *const cands[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs", "/usr/local/sbin/mke2fs", "/usr/bin/mke2fs"};
+	static const char *const cands[] = {"/usr/sbin/mke2fs", "/sbin/mke2fs", "/usr/local/sbin/mke2fs",
+					    "/usr/bin/mke2fs"};
 	for (size_t i = 0; i < ARRAY_SIZE(cands); i++)
 		if (access(cands[i], X_OK) == 0)
 			return cands[i];
@@ -81,13 +82,32 @@ static int run_mke2fs(const char *img, sbx_err **err)
 {
 	const char *exe = mke2fs_path();
 	if (!exe)
-		return err_set(err, SBX_E_UNAVAILABLE, ENOENT,
-			       "mke2fs not found: a disk quota formats an ext4 image with it (install e2fsprogs)");
+		return err_set(
+		    err, SBX_E_UNAVAILABLE, ENOENT,
+		    "mke2fs not found: a disk quota formats an ext4 image with it (install e2fsprogs)");
 	char ratio[32];
 	snprintf(ratio, sizeof(ratio), "%d", QUOTA_INODE_RATIO);
-	char *const argv[] = {"mke2fs", "-q", "-F", "-t", "ext4", "-b", "4096", "-I", "256", "-i", ratio, "-m", "0",
-			      "-O", "^has_journal,^resize_inode", "-E", "lazy_itable_init=1,nodiscard,root_owner=0:0",
-			      "-L", "sbx-disk", (char *)img, NULL};
+	char *const argv[] = {"mke2fs",
+			      "-q",
+			      "-F",
+			      "-t",
+			      "ext4",
+			      "-b",
+			      "4096",
+			      "-I",
+			      "256",
+			      "-i",
+			      ratio,
+			      "-m",
+			      "0",
+			      "-O",
+			      "^has_journal,^resize_inode",
+			      "-E",
+			      "lazy_itable_init=1,nodiscard,root_owner=0:0",
+			      "-L",
+			      "sbx-disk",
+			      (char *)img,
+			      NULL};
 	char *const envp[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL};
 	int pfd[2];
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -131,7 +151,8 @@ static int run_mke2fs(const char *img, sbx_err **err)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return err_set(err, SBX_E_INTERNAL, EIO, "mke2fs on '%s' failed (%s %d)%s%s", img,
 			       WIFEXITED(status) ? "exit status" : "signal",
-			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), n ? ": " : "", out);
+			       WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), n ? ": " : "",
+			       out);
 	return 0;
 }
 
@@ -155,9 +176,10 @@ static int image_create(const quota_paths *p, int64_t bytes, sbx_err **err)
 		int e = errno;
 		(void)unlink(p->tmp);
 		if (e == EFBIG || e == EINVAL)
-			return err_set(err, SBX_E_LIMIT_EXCEEDED, e,
-				       "disk quota of %lld bytes: the host filesystem cannot hold an image that large",
-				       (long long)bytes);
+			return err_set(
+			    err, SBX_E_LIMIT_EXCEEDED, e,
+			    "disk quota of %lld bytes: the host filesystem cannot hold an image that large",
+			    (long long)bytes);
 		return err_errnum(err, e, "size '%s'", p->tmp);
 	}
 	fd = safe_close(fd);
@@ -180,11 +202,13 @@ static int loop_attach(int img_fd, const char *img, char *dev, size_t devsz, sbx
 	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		return err_set(err, SBX_E_UNAVAILABLE, errno,
-			       "open /dev/loop-control: %s (a disk quota is an ext4 image on a loop device)", strerror(errno));
+			       "open /dev/loop-control: %s (a disk quota is an ext4 image on a loop device)",
+			       strerror(errno));
 	for (int attempt = 0; attempt < 32; attempt++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
-			return err_set(err, SBX_E_UNAVAILABLE, errno, "no free loop device: %s", strerror(errno));
+			return err_set(err, SBX_E_UNAVAILABLE, errno, "no free loop device: %s",
+				       strerror(errno));
 		snprintf(dev, devsz, "/dev/loop%d", n);
 		_cleanup_close_ int lfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0) {

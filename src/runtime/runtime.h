@@ -25,10 +25,10 @@ typedef struct env_volume {
 
 typedef struct env_config {
 	char id[ENV_ID_LEN + 1];
-	char *name;     /* may be NULL */
+	char *name; /* may be NULL */
 	char *hostname;
-	char *env_dir;  /* $SBX_ROOT/envs/<id>: upper/, work/, state.json */
-	char *run_dir;  /* $SBX_RUN/<id>: ctl.sock, lock, mnt/ */
+	char *env_dir; /* $SBX_ROOT/envs/<id>: upper/, work/, state.json */
+	char *run_dir; /* $SBX_RUN/<id>: ctl.sock, lock, mnt/ */
 	char *template_spec;
 	bool rootless;
 	bool ephemeral; /* writable layer on a tmpfs inside the environment */
@@ -40,32 +40,32 @@ typedef struct env_config {
 	uid_t host_uid; /* rootless: the caller; root: the base of the range */
 	gid_t host_gid;
 	uint32_t id_count; /* 65536 with root, 1 rootless */
-	char **layers;  /* snapshot layer trees ($SBX_ROOT/layers/...), topmost first */
+	char **layers;	   /* snapshot layer trees ($SBX_ROOT/layers/...), topmost first */
 	size_t n_layers;
 	mask_list *mask; /* host template: replayed into a tmpfs as the top lower layer */
-	char **lowers;  /* host directories, topmost first (below the mask) */
+	char **lowers;	 /* host directories, topmost first (below the mask) */
 	size_t n_lowers;
 	env_volume *volumes;
 	size_t n_volumes;
-	char **env;     /* base environment "K=V" for every command */
+	char **env; /* base environment "K=V" for every command */
 	cgroup_limits limits;
 	int64_t timeout_ms;
 	int64_t output_bytes;
 	int64_t ttl_ms;
 	int64_t idle_suspend_ms; /* suspend after this long idle (docs/warm.md); 0: never */
-	int64_t disk_bytes;  /* quota on the writable layer (0: none): quota.h; ephemeral: the tmpfs's size */
-	char *network;       /* "none", "allow" (through the egress proxy) or "open" (host network) */
+	int64_t disk_bytes; /* quota on the writable layer (0: none): quota.h; ephemeral: the tmpfs's size */
+	char *network;	    /* "none", "allow" (through the egress proxy) or "open" (host network) */
 	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h) */
-	json_t *plugins;      /* [{"path", "config"?}] loaded in a plugin host (plugin/plugin.h); NULL: none */
+	json_t *plugins; /* [{"path", "config"?}] loaded in a plugin host (plugin/plugin.h); NULL: none */
 	/* Secrets, hidden paths, phases (docs/secrets.md; secrets.h, hide.h). Secret
 	 * values live only here, in memory: never in state.json. */
-	char **secret_env;          /* "NAME=value" added to every command's environment */
-	env_secret *secret_files;   /* written to the tmpfs at /run/secrets */
+	char **secret_env;	  /* "NAME=value" added to every command's environment */
+	env_secret *secret_files; /* written to the tmpfs at /run/secrets */
 	size_t n_secret_files;
-	int secrets_dirfd;          /* init: that tmpfs's root, -1 without file secrets */
-	char **hidden;              /* absolute paths that do not exist inside, may be NULL */
-	bool agent_phase;           /* in the agent phase (no way back to setup) */
-	int lock_fd;    /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
+	int secrets_dirfd; /* init: that tmpfs's root, -1 without file secrets */
+	char **hidden;	   /* absolute paths that do not exist inside, may be NULL */
+	bool agent_phase;  /* in the agent phase (no way back to setup) */
+	int lock_fd;	   /* flock'd $SBX_RUN/<id>/lock, inherited by the supervisor */
 	/* Users and capabilities (user.h, caps.h): commands run as `user` (NULL:
 	 * root) unless an exec names another; a root command holds `caps` (a
 	 * subset of the safe set), any other user none. no_root: the policy runs
@@ -122,4 +122,3 @@ int userns_write_maps(pid_t pid, const env_config *c, sbx_err **err);
  * environment's root (for idmapping a volume so that the environment's root
  * writes as the volume's owner). */
 int userns_make_idmap_ns(uid_t inner_uid, gid_t inner_gid, uid_t outer_uid, gid_t outer_gid, sbx_err **err);
-

@@ -164,7 +164,10 @@ static int seccomp_load_personality(sbx_err **err)
 	return 0;
 }
 
-int seccomp_apply(sbx_err **err) { return seccomp_apply_flags(0, err); }
+int seccomp_apply(sbx_err **err)
+{
+	return seccomp_apply_flags(0, err);
+}
 
 int seccomp_apply_flags(unsigned flags, sbx_err **err)
 {
@@ -224,7 +227,9 @@ int seccomp_apply_flags(unsigned flags, sbx_err **err)
 		static const int families[] = {2 /* AF_INET */, 10 /* AF_INET6 */, 17 /* AF_PACKET */};
 		int nr = seccomp_resolve("socket");
 		for (size_t i = 0; nr >= 0 && i < ARRAY_SIZE(families); i++) {
-			struct scmp_arg_cmp cmp = {.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffu,
+			struct scmp_arg_cmp cmp = {.arg = 0,
+						   .op = SCMP_CMP_MASKED_EQ,
+						   .datum_a = 0xffffffffu,
 						   .datum_b = (scmp_datum_t)families[i]};
 			r = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(EACCES), nr, 1, &cmp);
 			if (r < 0)

@@ -6,7 +6,7 @@
 
 typedef struct seccomp_rule {
 	const char *name; /* syscall name as libseccomp knows it */
-	int errnum;       /* errno returned; 0 = kill the process */
+	int errnum;	  /* errno returned; 0 = kill the process */
 	const char *why;  /* one line, for docs and `sbx inspect` */
 } seccomp_rule;
 

@@ -31,9 +31,9 @@
 
 _noreturn_ static void fail(int sock, sbx_err *e)
 {
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code",
-					     sbx_code_name(sbx_err_code(e)), "message", sbx_err_message(e), "errno",
-					     sbx_err_errno(e));
+	_cleanup_json_ json_t *m =
+	    json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)),
+		      "message", sbx_err_message(e), "errno", sbx_err_errno(e));
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 	_exit(1);
@@ -115,7 +115,10 @@ static int dir_via_fd(char **path, int fd, char **ret_host)
 	return 0;
 }
 
-char *degraded_home(const env_config *c) { return fs_path_join(c->env_dir, "home"); }
+char *degraded_home(const env_config *c)
+{
+	return fs_path_join(c->env_dir, "home");
+}
 
 /* Degraded mode (no user namespaces on this host): the same sequence minus
  * everything that needs namespaces. Landlock is the filesystem wall: the
@@ -140,19 +143,29 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 	/* Init adopts orphans so that ps and teardown see the whole tree. */
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	const landlock_rule rules[] = {
-		{"/usr", LL_READ | LL_EXEC},   {"/bin", LL_READ | LL_EXEC},  {"/sbin", LL_READ | LL_EXEC},
-		{"/lib", LL_READ | LL_EXEC},   {"/lib32", LL_READ | LL_EXEC}, {"/lib64", LL_READ | LL_EXEC},
-		{"/libx32", LL_READ | LL_EXEC}, {"/etc", LL_READ},           {"/opt", LL_READ | LL_EXEC},
-		{"/var/lib", LL_READ},          {"/proc", LL_READ},           {"/dev", LL_READ | LL_WRITE | LL_DEV},
-		{home, LL_READ | LL_EXEC | LL_WRITE}, {tmp, LL_READ | LL_EXEC | LL_WRITE},
+	    {"/usr", LL_READ | LL_EXEC},
+	    {"/bin", LL_READ | LL_EXEC},
+	    {"/sbin", LL_READ | LL_EXEC},
+	    {"/lib", LL_READ | LL_EXEC},
+	    {"/lib32", LL_READ | LL_EXEC},
+	    {"/lib64", LL_READ | LL_EXEC},
+	    {"/libx32", LL_READ | LL_EXEC},
+	    {"/etc", LL_READ},
+	    {"/opt", LL_READ | LL_EXEC},
+	    {"/var/lib", LL_READ},
+	    {"/proc", LL_READ},
+	    {"/dev", LL_READ | LL_WRITE | LL_DEV},
+	    {home, LL_READ | LL_EXEC | LL_WRITE},
+	    {tmp, LL_READ | LL_EXEC | LL_WRITE},
 	};
 	int abi = landlock_restrict(rules, ARRAY_SIZE(rules), &e);
 	if (abi < 0)
 		fail(sock, e);
 	if (abi == 0)
 		err_set(&e, SBX_E_UNAVAILABLE, ENOSYS,
-			"neither user namespaces nor Landlock are available: refusing to run without a filesystem wall"),
-			fail(sock, e);
+			"neither user namespaces nor Landlock are available: refusing to run without a "
+			"filesystem wall"),
+		    fail(sock, e);
 	if (seccomp_apply_flags(SECCOMP_NO_INET, &e) < 0)
 		fail(sock, e);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -279,8 +292,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (c->user && user_resolve(c->user, c->id_count, c->rootless, &uid_check, &e) < 0)
 		fail(sock, e);
 	if (c->user && c->no_root && uid_check.uid == 0) /* a name for uid 0 under a non-root policy */
-		err_set(&e, SBX_E_INVALID_ARGUMENT, EPERM, "user '%s' is uid 0: the policy runs commands as a user other "
-			"than root", c->user), fail(sock, e);
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EPERM,
+			"user '%s' is uid 0: the policy runs commands as a user other "
+			"than root",
+			c->user),
+		    fail(sock, e);
 	/*     File secrets (0400 in a 0700 tmpfs) belong to that user, who
 	 *     could not read them as root's; other users still cannot. */
 	if (c->user && uid_check.uid != 0 && c->secrets_dirfd >= 0) {
@@ -289,8 +305,9 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		for (size_t i = 0; i < c->n_secret_files; i++)
 			if (fchownat(c->secrets_dirfd, c->secret_files[i].name, uid_check.uid, uid_check.gid,
 				     AT_SYMLINK_NOFOLLOW) < 0)
-				err_errno(&e, "secrets: give /run/secrets/%s to the user", c->secret_files[i].name),
-					fail(sock, e);
+				err_errno(&e, "secrets: give /run/secrets/%s to the user",
+					  c->secret_files[i].name),
+				    fail(sock, e);
 	}
 
 	/* 9. Capabilities: keep only the documented safe set. After this,
@@ -325,8 +342,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.upper);
 	safe_close(f.work);
 
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi, "warnings",
-						 setup_warnings);
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi,
+						 "warnings", setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
 	proxy_fd = safe_close(proxy_fd);

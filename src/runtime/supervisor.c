@@ -44,10 +44,10 @@
 
 typedef struct sup_exec {
 	int64_t id;
-	int conn;     /* client connection fd, -1 once the client is gone */
-	int timer;    /* timerfd for the timeout, -1 if none */
+	int conn;  /* client connection fd, -1 once the client is gone */
+	int timer; /* timerfd for the timeout, -1 if none */
 	bool started, timed_out;
-	int64_t timeout_ms; /* the timeout that applies (the command's or the environment's), 0: none */
+	int64_t timeout_ms;   /* the timeout that applies (the command's or the environment's), 0: none */
 	bool traced;	      /* holds the environment's one recorder slot */
 	const char *recorder; /* "bpf" or "ptrace" when traced */
 	struct timespec start;
@@ -61,9 +61,9 @@ typedef struct supervisor {
 	int init_pidfd;
 	sbx_cgroup *cg;
 	sup_exec execs[MAX_SUP_EXECS];
-	bpf_rec *rec;	       /* the eBPF recorder of the one traced command, if it runs */
-	int rec_fd;	       /* where it writes (our copy of the client's file) */
-	char *rec_error;       /* why eBPF was not used, for the trace */
+	bpf_rec *rec;	 /* the eBPF recorder of the one traced command, if it runs */
+	int rec_fd;	 /* where it writes (our copy of the client's file) */
+	char *rec_error; /* why eBPF was not used, for the trace */
 	size_t n_execs;
 	int64_t next_id;
 	/* Clients waiting for init's in-order replies (ps, file operations). */
@@ -73,9 +73,9 @@ typedef struct supervisor {
 	json_t *warnings;
 	int64_t oom_seen; /* OOM kills already attributed to a command */
 	int freeze_conn;  /* the snapshot client holding the freeze, or -1 */
-	bool stopped;     /* frozen by SIGSTOP through init (no cgroup freezer) */
+	bool stopped;	  /* frozen by SIGSTOP through init (no cgroup freezer) */
 	int proxy_listen; /* network allow: listening socket inside the environment */
-	int proxy_stop;   /* eventfd that ends the proxy thread */
+	int proxy_stop;	  /* eventfd that ends the proxy thread */
 	pthread_t proxy_thread;
 	bool proxy_running;
 	egress_allowlist *allow;
@@ -84,12 +84,12 @@ typedef struct supervisor {
 	json_t *plugin_limits; /* limits a plugin lowered at create, for the creator */
 	bool frozen;
 	bool stopping;
-	int stop_conn; /* replied to once everything is cleaned up */
-	bool phase_pending;  /* the agent phase: init is ending the setup phase's processes */
+	int stop_conn;	      /* replied to once everything is cleaned up */
+	bool phase_pending;   /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
 	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
-	bool paused;   /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
-	int idle_fd;   /* idle suspend timer, -1 if none */
+	bool paused; /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
+	int idle_fd; /* idle suspend timer, -1 if none */
 } supervisor;
 
 static void proxy_stop(supervisor *s);
@@ -102,7 +102,10 @@ static void ep_add(supervisor *s, int fd)
 	(void)epoll_ctl(s->ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-static void ep_del(supervisor *s, int fd) { (void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL); }
+static void ep_del(supervisor *s, int fd)
+{
+	(void)epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL);
+}
 
 static void send_json(int fd, json_t *m, const int *fds, size_t n)
 {
@@ -113,8 +116,8 @@ static void send_json(int fd, json_t *m, const int *fds, size_t n)
 
 static json_t *err_json(const sbx_err *e)
 {
-	return json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)), "message",
-			 sbx_err_message(e), "errno", sbx_err_errno(e));
+	return json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)),
+			 "message", sbx_err_message(e), "errno", sbx_err_errno(e));
 }
 
 static void arm_idle(supervisor *s);
@@ -182,7 +185,8 @@ static void drop_exec(supervisor *s, sup_exec *x)
 
 static void signal_exec(supervisor *s, int64_t id, int sig)
 {
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "id", (json_int_t)id, "sig", sig);
+	_cleanup_json_ json_t *m =
+	    json_pack("{s:s,s:I,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "id", (json_int_t)id, "sig", sig);
 	if (m)
 		(void)json_send(s->init_sock, m, NULL, 0);
 }
@@ -202,20 +206,23 @@ static int64_t oom_count(supervisor *s)
  * The client sends the recorder's output file as the last fd ("bpf_fd");
  * it never reaches init. One traced command at a time: the recorder sees
  * the whole environment. */
-static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *fds, size_t *n_fds, sbx_err **err)
+static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *fds, size_t *n_fds,
+		       sbx_err **err)
 {
 	for (size_t i = 0; i < s->n_execs; i++)
 		if (s->execs[i].traced)
-			return err_set(err, SBX_E_CONFLICT, EBUSY,
-				       "another traced command is running in this environment (a trace records the "
-				       "whole environment, so traced commands run one at a time)");
+			return err_set(
+			    err, SBX_E_CONFLICT, EBUSY,
+			    "another traced command is running in this environment (a trace records the "
+			    "whole environment, so traced commands run one at a time)");
 	int bpf_idx = (int)json_int(m, "bpf_fd", -1);
 	int bpf_fd = -1;
 	if (bpf_idx >= 0 && (size_t)bpf_idx == *n_fds - 1) {
 		bpf_fd = fds[bpf_idx];
 		(*n_fds)--;
 	} else if (bpf_idx >= 0)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "trace: the recorder file must be the last fd");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "trace: the recorder file must be the last fd");
 	json_object_del(m, "bpf_fd");
 	const char *want = json_str(tr, "recorder");
 	bool use_bpf = false;
@@ -237,7 +244,8 @@ static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *f
 		if (!use_bpf) {
 			s->rec_fd = safe_close(s->rec_fd);
 			if (want)
-				return err_set(err, SBX_E_UNAVAILABLE, EPERM, "trace: eBPF recorder: %s", sbx_err_message(e));
+				return err_set(err, SBX_E_UNAVAILABLE, EPERM, "trace: eBPF recorder: %s",
+					       sbx_err_message(e));
 			/* Falls back to ptrace, and the trace says why. */
 			if (asprintf(&s->rec_error, "eBPF recorder unavailable (%s); recorded with ptrace",
 				     sbx_err_message(e)) < 0)
@@ -304,13 +312,14 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 
 static json_t *info_json(supervisor *s)
 {
-	json_t *j = json_pack("{s:i,s:i,s:i,s:O}", "supervisor_pid", (int)getpid(), "init_pid", (int)s->init_pid,
-			      "landlock_abi", s->landlock_abi, "warnings", s->warnings);
+	json_t *j = json_pack("{s:i,s:i,s:i,s:O}", "supervisor_pid", (int)getpid(), "init_pid",
+			      (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	cgroup_stats st;
 	if (s->cg && cgroup_stats_read(s->cg, &st) == 0)
 		json_object_set_new(j, "usage",
-				    json_pack("{s:I,s:I,s:I,s:I,s:I}", "memory_bytes", (json_int_t)st.memory_current,
-					      "memory_peak_bytes", (json_int_t)st.memory_peak, "oom_kills",
+				    json_pack("{s:I,s:I,s:I,s:I,s:I}", "memory_bytes",
+					      (json_int_t)st.memory_current, "memory_peak_bytes",
+					      (json_int_t)st.memory_peak, "oom_kills",
 					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
 					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
 	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
@@ -386,9 +395,11 @@ static bool pause_env(supervisor *s, int conn)
 		return false;
 	}
 	if (s->freeze_conn >= 0)
-		err_set(&e, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is in progress: pause after it");
+		err_set(&e, SBX_E_CONFLICT, EBUSY,
+			"a snapshot of this environment is in progress: pause after it");
 	else if (s->c->degraded)
-		err_set(&e, SBX_E_UNAVAILABLE, EPERM, "pause needs a pid namespace or a cgroup, and this host allows neither");
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM,
+			"pause needs a pid namespace or a cgroup, and this host allows neither");
 	else if (s->phase_pending)
 		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is switching phases: pause after it");
 	else if (s->cg)
@@ -453,7 +464,8 @@ static bool pause_gate(supervisor *s, int conn, const json_t *m)
 	if (json_bool(m, "no_auto_resume", false)) {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_CONFLICT, EAGAIN,
-			"environment '%s' is paused (sbx resume %s, or leave out --no-auto-resume)", s->c->id, s->c->id);
+			"environment '%s' is paused (sbx resume %s, or leave out --no-auto-resume)", s->c->id,
+			s->c->id);
 		send_json(conn, err_json(e), NULL, 0);
 		return false;
 	}
@@ -517,8 +529,9 @@ static void idle_event(supervisor *s)
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	snprintf(at, sizeof(at), "%lld", (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
-	_cleanup_json_ json_t *j = json_pack("{s:s,s:I,s:I}", "reason", "idle", "suspended_ms",
-					     (json_int_t)strtoll(at, NULL, 10), "processes_ended", (json_int_t)procs);
+	_cleanup_json_ json_t *j =
+	    json_pack("{s:s,s:I,s:I}", "reason", "idle", "suspended_ms", (json_int_t)strtoll(at, NULL, 10),
+		      "processes_ended", (json_int_t)procs);
 	_cleanup_free_ char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (!txt)
 		return;
@@ -550,7 +563,8 @@ static void client_request(supervisor *s, int conn)
 	const char *op = json_str(m, CTL_F_OP) ?: "";
 	bool keep = false;
 	arm_idle(s); /* any request is activity */
-	if ((streq(op, CTL_OP_EXEC) || streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) && !pause_gate(s, conn, m)) {
+	if ((streq(op, CTL_OP_EXEC) || streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) &&
+	    !pause_gate(s, conn, m)) {
 		json_decref(m);
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
@@ -573,7 +587,8 @@ static void client_request(supervisor *s, int conn)
 			if (s->execs[i].conn == conn)
 				signal_exec(s, s->execs[i].id, (int)json_int(m, "sig", SIGTERM));
 		keep = true;
-	} else if ((streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) && s->n_waiters < ARRAY_SIZE(s->waiters)) {
+	} else if ((streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) &&
+		   s->n_waiters < ARRAY_SIZE(s->waiters)) {
 		/* Init answers these in order; the reply goes to the oldest waiter. */
 		if (json_send(s->init_sock, m, NULL, 0) == 0) {
 			s->waiters[s->n_waiters++] = conn;
@@ -585,7 +600,8 @@ static void client_request(supervisor *s, int conn)
 		_cleanup_err_ sbx_err *fe = NULL;
 		bool frozen = false;
 		if (s->freeze_conn >= 0)
-			err_set(&fe, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is already in progress");
+			err_set(&fe, SBX_E_CONFLICT, EBUSY,
+				"a snapshot of this environment is already in progress");
 		else if (s->paused) {
 			/* Already frozen by sbx pause: the snapshot's thaw leaves it so. */
 			s->freeze_conn = conn;
@@ -596,8 +612,10 @@ static void client_request(supervisor *s, int conn)
 		if (!keep && !fe && !s->cg && !s->c->degraded) {
 			/* No cgroup (rootless): init stops every process with SIGSTOP
 			 * and answers once they all are; its reply goes to this client. */
-			_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 1);
-			if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0) {
+			_cleanup_json_ json_t *q =
+			    json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 1);
+			if (q && s->n_waiters < ARRAY_SIZE(s->waiters) &&
+			    json_send(s->init_sock, q, NULL, 0) == 0) {
 				s->waiters[s->n_waiters++] = -2 - conn; /* marks a stop_all reply for conn */
 				s->freeze_conn = conn;
 				s->stopped = true;
@@ -607,7 +625,8 @@ static void client_request(supervisor *s, int conn)
 		} else if (!keep && (frozen || !fe || !s->cg)) {
 			s->freeze_conn = conn;
 			s->frozen = frozen;
-			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", frozen), NULL, 0);
+			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", frozen),
+				  NULL, 0);
 			keep = true;
 		}
 		if (fe)
@@ -658,7 +677,8 @@ static void init_event(supervisor *s)
 	sup_exec *x = find_exec(s, e.id);
 	if (e.kind == CTL_EVK_PHASE)
 		phase_end(s, m);
-	if (e.kind == CTL_EVK_PS || e.kind == CTL_EVK_FILE || e.kind == CTL_EVK_STOP_ALL || e.kind == CTL_EVK_PHASE) {
+	if (e.kind == CTL_EVK_PS || e.kind == CTL_EVK_FILE || e.kind == CTL_EVK_STOP_ALL ||
+	    e.kind == CTL_EVK_PHASE) {
 		if (s->n_waiters > 0) {
 			int conn = s->waiters[0];
 			memmove(s->waiters, s->waiters + 1, --s->n_waiters * sizeof(int));
@@ -667,8 +687,10 @@ static void init_event(supervisor *s)
 				 * and keep the connection (it holds the freeze). */
 				conn = -2 - conn;
 				if (conn == s->freeze_conn)
-					send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", e.ok),
-						  NULL, 0);
+					send_json(
+					    conn,
+					    json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", e.ok),
+					    NULL, 0);
 			} else if (conn >= 0) {
 				(void)json_send(conn, m, fds, n);
 				close_conn(s, conn);
@@ -676,7 +698,8 @@ static void init_event(supervisor *s)
 		}
 	} else if (x && e.kind == CTL_EVK_SPAWNED) {
 		x->started = true;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid", (json_int_t)e.pid);
+		_cleanup_json_ json_t *o =
+		    json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid", (json_int_t)e.pid);
 		if (o && x->traced)
 			json_object_set_new(o, "recorder", json_string(x->recorder));
 		if (x->conn >= 0 && o)
@@ -685,9 +708,9 @@ static void init_event(supervisor *s)
 			signal_exec(s, x->id, SIGKILL);
 	} else if (x && e.kind == CTL_EVK_SPAWN_FAILED) {
 		sbx_code code = ctl_spawn_failed_code(&e);
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:s,s:s,s:i,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(code),
-						     "message", e.message ?: "spawn failed", "errno", e.err,
-						     "stage", e.stage);
+		_cleanup_json_ json_t *o =
+		    json_pack("{s:s,s:s,s:s,s:i,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(code),
+			      "message", e.message ?: "spawn failed", "errno", e.err, "stage", e.stage);
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		drop_exec(s, x);
@@ -704,10 +727,12 @@ static void init_event(supervisor *s)
 		}
 		struct timespec end;
 		clock_gettime(CLOCK_MONOTONIC, &end);
-		int64_t us = (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
-		_cleanup_json_ json_t *o = json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", CTL_F_EV, CTL_EV_EXIT, "status", status, "timed_out",
-						     x->timed_out, "oom", oom, "duration_us", (json_int_t)us, "timeout_ms",
-						     (json_int_t)x->timeout_ms);
+		int64_t us =
+		    (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
+		_cleanup_json_ json_t *o =
+		    json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", CTL_F_EV, CTL_EV_EXIT, "status", status,
+			      "timed_out", x->timed_out, "oom", oom, "duration_us", (json_int_t)us,
+			      "timeout_ms", (json_int_t)x->timeout_ms);
 		if (o && x->traced) {
 			json_t *ti = json_object();
 			stop_recorder(s, ti);
@@ -765,7 +790,8 @@ static void kill_descendants(void)
 				continue;
 			if (n == cap) {
 				cap = cap ? cap * 2 : 256;
-				pid_t *a = realloc(pids, cap * sizeof(pid_t)), *b = a ? realloc(ppids, cap * sizeof(pid_t)) : NULL;
+				pid_t *a = realloc(pids, cap * sizeof(pid_t)),
+				      *b = a ? realloc(ppids, cap * sizeof(pid_t)) : NULL;
 				if (a)
 					pids = a;
 				if (!a || !b)
@@ -803,7 +829,7 @@ static void kill_descendants(void)
 static void teardown(supervisor *s)
 {
 	resume_env(s); /* sbx pause's freeze too */
-	thaw(s); /* a v1-frozen task does not even die until thawed */
+	thaw(s);       /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
 	/* fini, then the plugin host ends (not freed: a resolver thread of the
 	 * proxy may still ask it, and then gets a refusal) */
@@ -882,7 +908,8 @@ static int proxy_swap(supervisor *s, const json_t *allow, sbx_err **err)
 	_cleanup_strv_free_ char **v = json_to_strv(allow);
 	egress_allowlist *al = NULL;
 	if (!v || egress_allowlist_parse((const char *const *)v, &al, err) < 0)
-		return v ? err_wrap(err, "agent phase network allowlist") : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		return v ? err_wrap(err, "agent phase network allowlist")
+			 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	uint64_t one = 1, drain;
 	(void)!write(s->proxy_stop, &one, sizeof(one));
 	pthread_join(s->proxy_thread, NULL);
@@ -943,16 +970,18 @@ static bool phase_begin(supervisor *s, int conn, json_t *m)
 	_cleanup_err_ sbx_err *e = NULL;
 	env_config *c = s->c;
 	if (!streq(json_str(m, "phase") ?: "", "agent"))
-		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown phase '%s' (the only switch is to agent)",
-			json_str(m, "phase") ?: "");
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			"unknown phase '%s' (the only switch is to agent)", json_str(m, "phase") ?: "");
 	else if (c->agent_phase || s->phase_pending)
 		err_set(&e, SBX_E_CONFLICT, EALREADY,
 			"the environment is already in the agent phase (phases only move forward)");
 	else if (c->degraded)
 		err_set(&e, SBX_E_UNAVAILABLE, EPERM,
-			"phases need a pid namespace to end the setup phase's processes, and this host allows none");
+			"phases need a pid namespace to end the setup phase's processes, and this host "
+			"allows none");
 	else if (s->freeze_conn >= 0)
-		err_set(&e, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is in progress: switch after it");
+		err_set(&e, SBX_E_CONFLICT, EBUSY,
+			"a snapshot of this environment is in progress: switch after it");
 	else if (s->n_waiters >= ARRAY_SIZE(s->waiters))
 		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many requests waiting for this environment");
 	json_t *allow = json_object_get(m, "network_allow");
@@ -987,7 +1016,8 @@ static void phase_end(supervisor *s, json_t *reply)
 	json_t *l = s->phase_limits;
 	if (s->c->agent_phase && s->cg && json_is_object(l)) {
 		json_t *cpus = json_object_get(l, "cpus");
-		cgroup_limits lim = {.memory_bytes = json_int(l, "memory_bytes", 0), .pids = json_int(l, "pids", 0),
+		cgroup_limits lim = {.memory_bytes = json_int(l, "memory_bytes", 0),
+				     .pids = json_int(l, "pids", 0),
 				     .cpus = json_is_number(cpus) ? json_number_value(cpus) : 0};
 		_cleanup_err_ sbx_err *e = NULL;
 		if (cgroup_set_limits(s->cg, &lim, &e) < 0)
@@ -1018,14 +1048,15 @@ static int prepare_tree(supervisor *s, const char *path, int userns_fd, bool rea
 	_cleanup_close_ int t = sys_open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (t < 0)
 		return err_errno(err, "clone mount of '%s'", path);
-	struct sbx_mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0)};
+	struct sbx_mount_attr a = {.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					       (readonly ? MOUNT_ATTR_RDONLY : 0)};
 	if (userns_fd >= 0) {
 		a.attr_set |= MOUNT_ATTR_IDMAP;
 		a.userns_fd = (uint64_t)userns_fd;
 		if (sys_mount_setattr(t, "", AT_EMPTY_PATH, &a) == 0)
 			return TAKE_FD(t);
-		add_warning(s, "idmapped mount of '%s' unavailable (%s): its files appear owned by nobody", path,
-			    strerror(errno));
+		add_warning(s, "idmapped mount of '%s' unavailable (%s): its files appear owned by nobody",
+			    path, strerror(errno));
 		a.attr_set &= ~(uint64_t)MOUNT_ATTR_IDMAP;
 		a.userns_fd = 0;
 	}
@@ -1041,7 +1072,8 @@ static int send_go(supervisor *s, sbx_err **err)
 	int fds[FD_MSG_MAX_FDS];
 	size_t n = 0;
 	int r = -1;
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:[],s:[],s:[]}", CTL_F_OP, CTL_OP_GO, "lowers", "volumes", "layers");
+	_cleanup_json_ json_t *m =
+	    json_pack("{s:s,s:[],s:[],s:[]}", CTL_F_OP, CTL_OP_GO, "lowers", "volumes", "layers");
 	_cleanup_close_ int userns = -1;
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -1102,14 +1134,17 @@ static int send_go(supervisor *s, sbx_err **err)
 			 * its first command (caps.c, seccomp) - the argument that
 			 * already keeps the idmapped host tree of the `host` template
 			 * read-only (README, "Volumes are idmapped"). */
-			_cleanup_close_ int ns = userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
+			_cleanup_close_ int ns =
+			    userns_make_idmap_ns(st.st_uid, st.st_gid, c->host_uid, c->host_gid, err);
 			if (ns < 0)
 				goto out;
 			bool ro = c->volumes[i].readonly || st.st_uid == 0;
 			if (st.st_uid == 0 && !c->volumes[i].readonly)
 				add_warning(s,
-					    "volume '%s' is owned by host root: it is mounted read-only (a writable one would "
-					    "let the environment create setuid-root files on the host); use a directory "
+					    "volume '%s' is owned by host root: it is mounted read-only (a "
+					    "writable one would "
+					    "let the environment create setuid-root files on the host); use "
+					    "a directory "
 					    "owned by an unprivileged user to write",
 					    c->volumes[i].host);
 			int t = prepare_tree(s, c->volumes[i].host, ns, ro, err);
@@ -1165,9 +1200,9 @@ static int start_init(supervisor *s, sbx_err **err)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	}
 	struct sbx_clone_args args = {
-		.flags = ns | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)&pidfd,
-		.exit_signal = SIGCHLD,
+	    .flags = ns | CLONE_PIDFD,
+	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
+	    .exit_signal = SIGCHLD,
 	};
 	pid_t pid = sys_clone3(&args);
 	if (pid < 0 && errno == ENOSYS)
@@ -1179,11 +1214,13 @@ static int start_init(supervisor *s, sbx_err **err)
 		safe_close(sp[0]);
 		safe_close(sp[1]);
 		if (e == EPERM || e == EACCES || e == ENOSPC || e == EUSERS)
-			return err_set(err, SBX_E_UNAVAILABLE, e,
-				       "create namespaces: %s (unprivileged user namespaces are disabled or exhausted on "
-				       "this host; run as root, or allow them with sysctl user.max_user_namespaces / "
-				       "kernel.apparmor_restrict_unprivileged_userns=0)",
-				       strerror(e));
+			return err_set(
+			    err, SBX_E_UNAVAILABLE, e,
+			    "create namespaces: %s (unprivileged user namespaces are disabled or exhausted "
+			    "on "
+			    "this host; run as root, or allow them with sysctl user.max_user_namespaces / "
+			    "kernel.apparmor_restrict_unprivileged_userns=0)",
+			    strerror(e));
 		return err_errnum(err, e, "create namespaces");
 	}
 	if (pid == 0) {
@@ -1205,7 +1242,8 @@ static int start_init(supervisor *s, sbx_err **err)
 	 * user's before that. */
 	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
 		return -1;
-	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) < 0) /* CDI devices only */
+	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) <
+	    0) /* CDI devices only */
 		return -1;
 	log_debug("supervisor: go sent, attached");
 	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
@@ -1230,12 +1268,13 @@ static int start_init(supervisor *s, sbx_err **err)
 	s->landlock_abi = e.landlock_abi;
 	json_t *cw;
 	size_t wi;
-	json_array_foreach(e.warnings, wi, cw)
-		add_warning(s, "%s", json_string_value(cw) ?: "");
+	json_array_foreach(e.warnings, wi, cw) add_warning(s, "%s", json_string_value(cw) ?: "");
 	if (streq(c->network, "allow") && proxy_start(s, err) < 0)
 		return -1;
 	if (streq(c->network, "open"))
-		add_warning(s, "network open: the environment shares the host's network stack (no network isolation)");
+		add_warning(
+		    s,
+		    "network open: the environment shares the host's network stack (no network isolation)");
 	if (s->landlock_abi == 0)
 		add_warning(s, "Landlock unavailable on this kernel: filesystem second wall missing");
 	return 0;
@@ -1274,8 +1313,18 @@ static bool report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c,		  .listen_fd = -1,  .init_sock = -1,  .init_pidfd = -1, .ttl_fd = -1, .idle_fd = -1, .rec_fd = -1,
-			.stop_conn = -1,  .freeze_conn = -1, .proxy_listen = -1, .proxy_stop = -1, .egress_log = -1};
+	supervisor S = {.c = c,
+			.listen_fd = -1,
+			.init_sock = -1,
+			.init_pidfd = -1,
+			.ttl_fd = -1,
+			.idle_fd = -1,
+			.rec_fd = -1,
+			.stop_conn = -1,
+			.freeze_conn = -1,
+			.proxy_listen = -1,
+			.proxy_stop = -1,
+			.egress_log = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
@@ -1291,7 +1340,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	if (plugin_env_create(c, &s->plugins, &s->plugin_limits, &e) < 0)
 		goto fail;
 	if ((plugin_host_hooks(s->plugins) & PLUGIN_HOOK_EGRESS) && streq(c->network, "open"))
-		add_warning(s, "network open bypasses the egress proxy: plugins' on_egress hooks see no connection");
+		add_warning(
+		    s, "network open bypasses the egress proxy: plugins' on_egress hooks see no connection");
 	_cleanup_free_ char *missing = NULL;
 	if (cgroup_create(c->id, &c->limits, &s->cg, &missing, &e) < 0) {
 		if (!c->rootless)
@@ -1302,7 +1352,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	} else if (missing)
 		add_warning(s, "limits not enforced on this host: %s", missing);
 	log_debug("supervisor: cgroup created");
-	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 || cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
+	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 ||
+	    cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
 		goto fail;
 	secrets_wipe(c); /* init holds the one copy of the secrets now */
 
@@ -1333,13 +1384,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		ep_add(s, s->ttl_fd);
 		arm_ttl(s);
 	}
-	if (c->idle_suspend_ms > 0 && (s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
+	if (c->idle_suspend_ms > 0 &&
+	    (s->idle_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0) {
 		ep_add(s, s->idle_fd);
 		arm_idle(s);
 	}
 	log_debug("supervisor: ready");
-	json_t *ready = json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
-				  (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
+	json_t *ready =
+	    json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
+		      (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	if (ready && s->plugin_limits)
 		json_object_set(ready, "limits", s->plugin_limits);
 	if (!report(ready_fd, ready)) {
@@ -1383,7 +1436,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				struct stat st;
 				char lp[4300];
 				snprintf(lp, sizeof(lp), "%s/lock", c->run_dir);
-				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 && errno == ENOENT)
+				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 &&
+				    errno == ENOENT)
 					begin_stop(s, -1);
 			} else if (fd == s->idle_fd) {
 				idle_event(s);
@@ -1407,7 +1461,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	for (size_t i = 0; i < s->n_execs; i++)
 		if (s->execs[i].conn >= 0) {
 			_cleanup_err_ sbx_err *ge = NULL;
-			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH, "the environment was stopped while the command ran");
+			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH,
+				"the environment was stopped while the command ran");
 			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
 		}
 	teardown(s);
@@ -1419,8 +1474,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 
 fail:
 	teardown(s);
-	(void)report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)), "message",
-				   sbx_err_message(e), "errno", sbx_err_errno(e)));
+	(void)report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)),
+					 "message", sbx_err_message(e), "errno", sbx_err_errno(e)));
 	_exit(1);
 }
 
@@ -1480,13 +1535,15 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	int r = fd_read_all(rp[0], 1 << 20, &buf, NULL);
 	safe_close(rp[0]);
 	if (r < 0 || !buf || !*buf)
-		return err_set(err, SBX_E_INTERNAL, r < 0 ? -r : EPIPE, "supervisor died while starting the environment");
+		return err_set(err, SBX_E_INTERNAL, r < 0 ? -r : EPIPE,
+			       "supervisor died while starting the environment");
 	_cleanup_json_ json_t *m = json_loads(buf, 0, NULL);
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, EBADMSG, "supervisor sent a malformed reply");
 	if (!json_bool(m, "ok", false)) {
 		sbx_code cc = err_code_from_name(json_str(m, "code"));
-		return err_set(err, cc, (int)json_int(m, "errno", 0), "%s", json_str(m, "message") ?: "unknown error");
+		return err_set(err, cc, (int)json_int(m, "errno", 0), "%s",
+			       json_str(m, "message") ?: "unknown error");
 	}
 	if (ret_warnings)
 		*ret_warnings = json_to_strv(json_object_get(m, "warnings"));

@@ -20,7 +20,10 @@
 #define SLOT_BASE 0x70000000u
 #define SLOT_COUNT 16384u
 
-uid_t userns_slot_base(unsigned slot) { return SLOT_BASE + slot * ENV_UID_COUNT; }
+uid_t userns_slot_base(unsigned slot)
+{
+	return SLOT_BASE + slot * ENV_UID_COUNT;
+}
 
 int userns_slot_alloc(const char *owner, unsigned *ret_slot, sbx_err **err)
 {
@@ -49,7 +52,8 @@ int userns_slot_alloc(const char *owner, unsigned *ret_slot, sbx_err **err)
 		*ret_slot = slot;
 		return 0;
 	}
-	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOSPC, "no free uid range: %u environments exist", SLOT_COUNT);
+	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOSPC, "no free uid range: %u environments exist",
+		       SLOT_COUNT);
 }
 
 int userns_slot_free(unsigned slot)

@@ -301,7 +301,8 @@ static void call_run(mcp_call *c)
 		reply = jsonrpc_errorf(c->id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
 				       c->t->name, tc.bad_params);
 	} else if (tc.bad_params) {
-		reply = jsonrpc_result(c->id, with_result_type(bad_arguments_result(c->t, tc.bad_params), c->stateless));
+		reply = jsonrpc_result(
+		    c->id, with_result_type(bad_arguments_result(c->t, tc.bad_params), c->stateless));
 	} else if (r < 0 && c->as_method) {
 		sbx_code code = e ? sbx_err_code(e) : SBX_E_INTERNAL;
 		reply = jsonrpc_error(c->id, JSONRPC_TOOL_FAILED, sbx_err_message(e),
@@ -394,8 +395,8 @@ static json_t *server_info(void)
 
 static json_t *capabilities(void)
 {
-	return json_pack("{s:{s:b},s:{s:b,s:b}}", "tools", "listChanged", 0, "resources", "subscribe", 0, "listChanged",
-			 0);
+	return json_pack("{s:{s:b},s:{s:b,s:b}}", "tools", "listChanged", 0, "resources", "subscribe", 0,
+			 "listChanged", 0);
 }
 
 static json_t *m_initialize(const json_t *params, char **ret_msg)
@@ -462,11 +463,13 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 		if (!label)
 			name[12] = 0;
 		snprintf(desc, sizeof(desc),
-			 "Snapshot manifest (layers, template, env, parent, created_at) of %s, created %s, %lld bytes. "
-			 "Pass its snapshot_id to environment_create (fork), environment_restore or environment_diff.",
+			 "Snapshot manifest (layers, template, env, parent, created_at) of %s, created %s, "
+			 "%lld bytes. "
+			 "Pass its snapshot_id to environment_create (fork), environment_restore or "
+			 "environment_diff.",
 			 sid, json_str(v, "created_at") ?: "?", (long long)json_int(v, "size_bytes", 0));
-		json_t *r = json_pack("{s:s++,s:s,s:s,s:s}", "uri", SNAPSHOT_URI_PREFIX, sid, "", "name", name,
-				      "mimeType", "application/json", "description", desc);
+		json_t *r = json_pack("{s:s++,s:s,s:s,s:s}", "uri", SNAPSHOT_URI_PREFIX, sid, "", "name",
+				      name, "mimeType", "application/json", "description", desc);
 		if (r) {
 			json_object_set_new(r, "title", json_sprintf("Snapshot %s", name));
 			json_array_append_new(a, r);
@@ -485,14 +488,17 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 			_cleanup_free_ char *cmdline = json_join_strings(json_object_get(v, "argv"), "", ' ');
 			char desc[768];
 			snprintf(desc, sizeof(desc),
-				 "Trace of '%.200s' in environment %s from snapshot %.19s, recorded %s: %lld syscalls, "
-				 "%lld lost. Pass its trace_id to environment_replay. Events (strace-like text): %s%s/events",
+				 "Trace of '%.200s' in environment %s from snapshot %.19s, recorded %s: %lld "
+				 "syscalls, "
+				 "%lld lost. Pass its trace_id to environment_replay. Events (strace-like "
+				 "text): %s%s/events",
 				 cmdline ? cmdline : "?", json_str(v, "environment_id") ?: "?",
 				 json_str(v, "snapshot_id") ?: "?", json_str(v, "created_at") ?: "?",
-				 (long long)json_int(v, "syscalls", 0), (long long)json_int(v, "lost", 0), TRACE_URI_PREFIX,
-				 tid);
-			json_t *r = json_pack("{s:s+,s:s+,s:s,s:s}", "uri", TRACE_URI_PREFIX, tid, "name", "trace ", tid + 7,
-					      "mimeType", "application/json", "description", desc);
+				 (long long)json_int(v, "syscalls", 0), (long long)json_int(v, "lost", 0),
+				 TRACE_URI_PREFIX, tid);
+			json_t *r =
+			    json_pack("{s:s+,s:s+,s:s,s:s}", "uri", TRACE_URI_PREFIX, tid, "name", "trace ",
+				      tid + 7, "mimeType", "application/json", "description", desc);
 			if (r) {
 				json_object_set_new(r, "title", json_sprintf("Trace %.12s", tid + 7));
 				json_array_append_new(a, r);
@@ -507,16 +513,17 @@ static json_t *m_resources_list(mcp_server *s, json_t *id)
 static json_t *m_resources_templates(json_t *id)
 {
 	return jsonrpc_result(
-	    id, json_pack("{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}",
-			  "resourceTemplates", "uriTemplate", SNAPSHOT_URI_PREFIX "{snapshot_id}", "name", "snapshot",
-			  "title", "Snapshot manifest", "mimeType", "application/json", "description",
-			  "The manifest of a snapshot, by snapshot_id (sha256:<hex>), as listed by snapshot_list.",
-			  "uriTemplate", TRACE_URI_PREFIX "{trace_id}", "name", "trace", "title", "Trace manifest",
-			  "mimeType", "application/json", "description",
-			  "The manifest of a trace (trace_id from environment_execute with trace: true).", "uriTemplate",
-			  TRACE_URI_PREFIX "{trace_id}/events", "name", "trace-events", "title", "Trace events",
-			  "mimeType", "text/plain", "description",
-			  "Every recorded system call, process event and determinism substitution, strace-like."));
+	    id, json_pack(
+		    "{s:[{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s},{s:s,s:s,s:s,s:s,s:s}]}",
+		    "resourceTemplates", "uriTemplate", SNAPSHOT_URI_PREFIX "{snapshot_id}", "name",
+		    "snapshot", "title", "Snapshot manifest", "mimeType", "application/json", "description",
+		    "The manifest of a snapshot, by snapshot_id (sha256:<hex>), as listed by snapshot_list.",
+		    "uriTemplate", TRACE_URI_PREFIX "{trace_id}", "name", "trace", "title", "Trace manifest",
+		    "mimeType", "application/json", "description",
+		    "The manifest of a trace (trace_id from environment_execute with trace: true).",
+		    "uriTemplate", TRACE_URI_PREFIX "{trace_id}/events", "name", "trace-events", "title",
+		    "Trace events", "mimeType", "text/plain", "description",
+		    "Every recorded system call, process event and determinism substitution, strace-like."));
 }
 
 static bool digest_ok(const char *d)
@@ -565,20 +572,22 @@ static json_t *read_trace(mcp_server *s, json_t *id, json_t *uri, const char *re
 		return jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL);
 	json_t *c = json_pack("{s:O,s:s,s:s}", "uri", uri, "mimeType", mime, "text", text);
 	if (!c) /* not UTF-8: carried escaped */
-		c = json_pack("{s:O,s:s,s:o}", "uri", uri, "mimeType", mime, "text", json_stringn_nocheck(text, strlen(text)));
+		c = json_pack("{s:O,s:s,s:o}", "uri", uri, "mimeType", mime, "text",
+			      json_stringn_nocheck(text, strlen(text)));
 	return jsonrpc_result(id, json_pack("{s:[o]}", "contents", c));
 not_found:
 	sbx_err_free(e);
-	return jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found", json_pack("{s:O}", "uri", uri));
+	return jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found",
+			     json_pack("{s:O}", "uri", uri));
 }
 
 static json_t *m_resources_read(mcp_server *s, json_t *id, const json_t *params)
 {
 	json_t *uri = json_object_get(params, "uri");
 	if (!json_is_string(uri))
-		return jsonrpc_error(id, JSONRPC_INVALID_PARAMS,
-				     "invalid params for resources/read: 'uri' must be a string (from resources/list)",
-				     NULL);
+		return jsonrpc_error(
+		    id, JSONRPC_INVALID_PARAMS,
+		    "invalid params for resources/read: 'uri' must be a string (from resources/list)", NULL);
 	const char *u = json_string_value(uri);
 	json_t *man = NULL;
 	sbx_err *e = NULL;
@@ -586,7 +595,8 @@ static json_t *m_resources_read(mcp_server *s, json_t *id, const json_t *params)
 		return read_trace(s, id, uri, u + strlen(TRACE_URI_PREFIX));
 	if (!startswith(u, SNAPSHOT_URI_PREFIX) || !digest_ok(u + strlen(SNAPSHOT_URI_PREFIX)) ||
 	    sbx_snapshot_manifest(s->ctx, u + strlen(SNAPSHOT_URI_PREFIX), &man, &e) < 0) {
-		json_t *r = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found", json_pack("{s:O}", "uri", uri));
+		json_t *r = jsonrpc_error(id, MCP_RESOURCE_NOT_FOUND, "Resource not found",
+					  json_pack("{s:O}", "uri", uri));
 		sbx_err_free(e);
 		return r;
 	}
@@ -616,13 +626,16 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		const tool *dt = tools_find(method);
 		bool dotted = dt && dt->alias && streq(dt->alias, method);
 		_cleanup_free_ char *where = NULL;
-		int nul = dotted ? 0 : json_find_nul(params, streq(method, "tools/call") ? tool_args : NULL, &where);
+		int nul = dotted
+			      ? 0
+			      : json_find_nul(params, streq(method, "tools/call") ? tool_args : NULL, &where);
 		if (nul != 0) {
-			send_msg(sink, nul < 0 ? jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL)
-					       : jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
-								"invalid params for %s: 'params.%s' contains NUL "
-								"(\\u0000), which it cannot carry",
-								method, where));
+			send_msg(sink, nul < 0
+					   ? jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "out of memory", NULL)
+					   : jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
+							    "invalid params for %s: 'params.%s' contains NUL "
+							    "(\\u0000), which it cannot carry",
+							    method, where));
 			return;
 		}
 	}
@@ -665,7 +678,7 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 
 	if (streq(method, "resources/list") || streq(method, "resources/templates/list") ||
 	    streq(method, "resources/read")) {
-		json_t *r = streq(method, "resources/list")	      ? m_resources_list(s, id)
+		json_t *r = streq(method, "resources/list")   ? m_resources_list(s, id)
 			    : streq(method, "resources/read") ? m_resources_read(s, id, params)
 							      : m_resources_templates(id);
 		json_t *res = json_object_get(r, "result");
@@ -732,9 +745,11 @@ static void handle_request(mcp_server *s, json_t *msg, const jsonrpc_msg *m, con
 		/* tools/call: a tool execution error the model can correct (MCP
 		 * 2025-11-25: input validation errors are isError results); a plain
 		 * JSON-RPC method: -32602. Either names the field. */
-		send_msg(sink, as_method ? jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
-							  t->name, why ? why : "out of memory")
-					 : jsonrpc_result(id, with_result_type(bad_arguments_result(t, why), stateless)));
+		send_msg(sink, as_method ? jsonrpc_errorf(id, JSONRPC_INVALID_PARAMS, NULL,
+							  "invalid arguments for %s: %s", t->name,
+							  why ? why : "out of memory")
+					 : jsonrpc_result(id, with_result_type(bad_arguments_result(t, why),
+									       stateless)));
 		json_decref(args);
 		return;
 	}

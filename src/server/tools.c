@@ -46,9 +46,11 @@
 	"]},{'required':['error']}]}"
 
 #define USER_PROP(what)                                                                                      \
-	"'user':{'type':['string','integer'],'minimum':0,'description':'" what " as this user: a uid (an "       \
-	"integer such as 1000, or the same as a string), uid:gid (1000:1000) or a name from the environment "    \
-	"/etc/passwd (nobody). A user other than root has no capabilities and cannot gain any (no su, sudo or "  \
+	"'user':{'type':['string','integer'],'minimum':0,'description':'" what " as this user: a uid (an "   \
+	"integer such as 1000, or the same as a string), uid:gid (1000:1000) or a name from the "            \
+	"environment "                                                                                       \
+	"/etc/passwd (nobody). A user other than root has no capabilities and cannot gain any (no su, sudo " \
+	"or "                                                                                                \
 	"setuid).'}"
 
 static const char create_in[] =
@@ -57,7 +59,8 @@ static const char create_in[] =
     "read-only, under a private writable layer) or dir:/absolute/path.'},"
     "'policy':{'description':'A policy that caps everything else: a built-in profile (strict: no network, "
     "512 MiB, 256 pids; dev: package registries allowed; open: unsafe) or a policy document object. "
-    "Other arguments may narrow it, never widen it.','oneOf':[{'type':'string','enum':['strict','dev','open']},"
+    "Other arguments may narrow it, never widen "
+    "it.','oneOf':[{'type':'string','enum':['strict','dev','open']},"
     "{'type':'object'}]},"
     "'phases':{'type':'object','additionalProperties':false,'description':'Two phases (instead of policy): "
     "setup, the policy in force at first (e.g. the package hosts and secrets a setup script needs), and "
@@ -73,7 +76,8 @@ static const char create_in[] =
     "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
     "variables for every command, as {NAME: value}.'},"
     "'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
-    "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output, no disk quota).',"
+    "ones take defaults (1 GiB memory, 1024 pids, no CPU cap, no timeout, no TTL, 10 MiB output, no disk "
+    "quota).',"
     "'properties':{"
     "'memory_bytes':{'type':'integer','minimum':4194304,'maximum':70368744177664,'description':'Memory "
     "limit in bytes, 4 MiB to 64 TiB.'},"
@@ -90,15 +94,18 @@ static const char create_in[] =
     "'output_bytes':{'type':'integer','minimum':1,'maximum':1073741824,'description':'Cap on captured "
     "stdout and stderr per command, each, up to 1 GiB; a result is cut further to fit an 8 MiB message "
     "(stdout_truncated).'},"
-    "'disk_bytes':{'type':'integer','minimum':0,'maximum':70368744177664,'description':'Quota on the writable layer in bytes, "
+    "'disk_bytes':{'type':'integer','minimum':0,'maximum':70368744177664,'description':'Quota on the "
+    "writable layer in bytes, "
     "at least 4194304: writes beyond it fail inside with ENOSPC (No space left on device). 0: none. Needs "
     "a server running as root.'},"
     "'idle_suspend_ms':{'type':'integer','minimum':0,'maximum':31536000000,'description':'Suspend the "
     "environment after it has been idle this many milliseconds: its processes end, its files stay; the "
     "next call starts it again with the same environment_id (0: never).'}}},"
-    "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], ...]}: "
+    "'network':{'description':'Network access. none (the default): loopback only. {allow: [host[:port], "
+    "...]}: "
     "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
-    "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. open: "
+    "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. "
+    "open: "
     "the host network, unisolated.','oneOf':[{'type':'string','enum':['none','open']},{'type':'object',"
     "'additionalProperties':false,'required':['allow'],'properties':{'allow':{'type':'array','minItems':1,"
     "'items':{'type':'string','minLength':1}}}}]},"
@@ -107,10 +114,12 @@ static const char create_in[] =
     "'host':{'type':'string','description':'Absolute host path.'},"
     "'path':{'type':'string','description':'Absolute path inside the environment.'},"
     "'readonly':{'type':'boolean','description':'Mount read-only (default false).'}}}},"
-    "'devices':{'type':'array','maxItems':64,'description':'CDI devices, vendor/class=name (e.g. nvidia.com/gpu=0, "
-    "nvidia.com/gpu=0:1 for a MIG slice, nvidia.com/gpu=all), from the CDI specs on the server host; a policy "
-    "allows only the devices it names.','items':{'type':'string','minLength':1}},"
-    USER_PROP("Run every command (default root)") "}}";
+    "'devices':{'type':'array','maxItems':64,'description':'CDI devices, vendor/class=name (e.g. "
+    "nvidia.com/gpu=0, "
+    "nvidia.com/gpu=0:1 for a MIG slice, nvidia.com/gpu=all), from the CDI specs on the server host; a "
+    "policy "
+    "allows only the devices it names.','items':{'type':'string','minLength':1}}," USER_PROP(
+	"Run every command (default root)") "}}";
 
 static const char create_out[] =
     OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
@@ -130,7 +139,8 @@ static const char execute_in[] =
     "variables for this command, as {NAME: value}.'},"
     "'stdin':{'type':'string','description':'Text fed to the standard input of the command (default: "
     "empty, closed).'},"
-    "'timeout_ms':{'type':'integer','minimum':-1,'maximum':2592000000,'description':'Kill the command after this many "
+    "'timeout_ms':{'type':'integer','minimum':-1,'maximum':2592000000,'description':'Kill the command after "
+    "this many "
     "milliseconds and report timed_out (0 or absent: the environment default; -1: none).'},"
     "'trace':{'type':'boolean','description':'Record every system call of the environment while the "
     "command runs; the result carries trace_id, which environment_replay re-runs and verifies. The "
@@ -370,17 +380,20 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	o.policy = pol ? pol : json_string_value(pj);
 	o.agent_policy = agent_pol ? agent_pol : json_string_value(aj);
-	if (o.agent_policy && !agent_pol && !streq(o.agent_policy, "strict") && !streq(o.agent_policy, "dev") &&
-	    !streq(o.agent_policy, "open"))
+	if (o.agent_policy && !agent_pol && !streq(o.agent_policy, "strict") &&
+	    !streq(o.agent_policy, "dev") && !streq(o.agent_policy, "open"))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "phases.agent '%s': give a built-in profile (strict, dev, open) or a policy document object",
+			       "phases.agent '%s': give a built-in profile (strict, dev, open) or a policy "
+			       "document object",
 			       o.agent_policy);
 	/* Only names and documents over MCP: a path would let the model make the
 	 * server read host files. */
-	if (!pol && o.policy && !streq(o.policy, "strict") && !streq(o.policy, "dev") && !streq(o.policy, "open"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "policy '%s': give a built-in profile (strict, dev, open) or a policy document object",
-			       o.policy);
+	if (!pol && o.policy && !streq(o.policy, "strict") && !streq(o.policy, "dev") &&
+	    !streq(o.policy, "open"))
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "policy '%s': give a built-in profile (strict, dev, open) or a policy document object",
+		    o.policy);
 	o.template_spec = json_str(a, "template");
 	o.snapshot = json_str(a, "snapshot");
 	_cleanup_free_ char *base = NULL;
@@ -395,10 +408,15 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		size_t i;
 		json_t *v;
 		if (!json_is_array(allow))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "network.allow must be an array of host patterns");
-		json_array_foreach(allow, i, v) if (!json_is_string(v) || strchr(json_string_value(v), ','))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "network.allow[%zu] must be a host pattern such as example.com or *.example.com:443", i);
+				       "network.allow must be an array of host patterns");
+		json_array_foreach(
+		    allow, i, v) if (!json_is_string(v) ||
+				     strchr(json_string_value(v),
+					    ',')) return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+								 "network.allow[%zu] must be a host pattern "
+								 "such as example.com or *.example.com:443",
+								 i);
 		if (!(net = json_join_strings(allow, "allow=", ',')))
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		o.network = net;
@@ -441,7 +459,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		o.volumes = v;
 		o.n_volumes = json_array_size(vols);
 	}
-	_cleanup_strv_free_ char **devices = json_to_strv(json_object_get(a, "devices")); /* CDI (docs/devices.md) */
+	_cleanup_strv_free_ char **devices =
+	    json_to_strv(json_object_get(a, "devices")); /* CDI (docs/devices.md) */
 	o.devices = (const char *const *)devices;
 	_cleanup_free_ char *id = NULL;
 	_cleanup_json_ json_t *warnings = NULL;
@@ -582,7 +601,8 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (tools_fit_output(j, TOOLS_RESULT_MAX) < 0) {
 		json_decref(j);
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory shrinking the output to fit a message");
+		return err_set(err, SBX_E_INTERNAL, ENOMEM,
+			       "out of memory shrinking the output to fit a message");
 	}
 	*ret = j;
 	return 0;
@@ -696,12 +716,15 @@ static int t_restore(tool_call *c, json_t **ret, sbx_err **err)
 	const char *snap = json_str(c->args, "snapshot_id");
 	if (sbx_env_restore(c->ctx, id, snap, ret, err) < 0)
 		return sbx_err_code(*err) == SBX_E_NOT_FOUND
-			       ? err_wrap(err, "restore (call snapshot_list to see the snapshots)")
-			       : -1;
+			   ? err_wrap(err, "restore (call snapshot_list to see the snapshots)")
+			   : -1;
 	return 0;
 }
 
-static int t_snapshot_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_snapshot_list(c->ctx, ret, err); }
+static int t_snapshot_list(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_snapshot_list(c->ctx, ret, err);
+}
 
 static int t_phase(tool_call *c, json_t **ret, sbx_err **err)
 {
@@ -713,7 +736,8 @@ static int t_phase(tool_call *c, json_t **ret, sbx_err **err)
 
 static const char phase_in[] =
     "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
-    ",'phase':{'type':'string','enum':['agent','setup'],'description':'agent: switch for good (there is no way "
+    ",'phase':{'type':'string','enum':['agent','setup'],'description':'agent: switch for good (there is no "
+    "way "
     "back to setup). Absent: only report the current phase.'}}}";
 static const char phase_out[] =
     OUTPUT("'environment_id':{'type':'string'},'phase':{'type':'string','enum':['setup','agent']},"
@@ -732,17 +756,17 @@ static const char snapshot_out[] =
 	   "'files':{'type':'integer'},'snapshot_ms':{'type':'number'},'label':{'type':'string'}",
 	   "'snapshot_id','size_bytes','new_bytes','files','snapshot_ms'");
 static const char restore_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','snapshot_id'],'properties':{"
-    ENV_ID_PROP ",'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to roll back "
+    "{'type':'object','additionalProperties':false,'required':['environment_id','snapshot_id'],'properties':"
+    "{" ENV_ID_PROP ",'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to roll back "
     "to: a snapshot_id (or unique prefix) or a label.'}}}";
-static const char restore_out[] =
-    OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':'string'},'restore_ms':{'type':'number'}",
-	   "'environment_id','snapshot_id','restore_ms'");
-static const char snapshot_list_out[] =
-    OUTPUT("'snapshots':{'type':'array','items':{'type':'object','properties':{'snapshot_id':{'type':'string'},"
-	   "'label':{'type':['string','null']},'parent':{'type':['string','null']},'created_at':{'type':'string'},"
-	   "'size_bytes':{'type':'integer'}}}}",
-	   "'snapshots'");
+static const char restore_out[] = OUTPUT(
+    "'environment_id':{'type':'string'},'snapshot_id':{'type':'string'},'restore_ms':{'type':'number'}",
+    "'environment_id','snapshot_id','restore_ms'");
+static const char snapshot_list_out[] = OUTPUT(
+    "'snapshots':{'type':'array','items':{'type':'object','properties':{'snapshot_id':{'type':'string'},"
+    "'label':{'type':['string','null']},'parent':{'type':['string','null']},'created_at':{'type':'string'},"
+    "'size_bytes':{'type':'integer'}}}}",
+    "'snapshots'");
 
 static const char replay_in[] =
     "{'type':'object','additionalProperties':false,'required':['trace_id'],'properties':{"
@@ -750,19 +774,20 @@ static const char replay_in[] =
     "trace: true (or a unique prefix of its hex).'},"
     "'inputs':{'type':'string','enum':['read_set','volumes'],'description':'What is checked before the "
     "re-run: the files the recording read (read_set, the default) or every whole volume (volumes).'}}}";
-static const char replay_out[] =
-    OUTPUT("'verdict':{'type':'string','enum':['match','diverged']},'divergence':{'type':'object','properties':{"
-	   "'kind':{'type':'string','enum':['input','exit','stdout','stderr','filesystem','syscall']},"
-	   "'index':{'type':'integer'},'pid':{'type':['integer','null']},'expected':{'type':'string'},"
-	   "'actual':{'type':'string'},'path':{'type':'string'}}},'inputs':{'type':'string'},"
-	   "'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
-	   "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'},"
-	   "'notes':{'type':'array','items':{'type':'string'}}",
-	   "'verdict','replay_ms'");
+static const char replay_out[] = OUTPUT(
+    "'verdict':{'type':'string','enum':['match','diverged']},'divergence':{'type':'object','properties':{"
+    "'kind':{'type':'string','enum':['input','exit','stdout','stderr','filesystem','syscall']},"
+    "'index':{'type':'integer'},'pid':{'type':['integer','null']},'expected':{'type':'string'},"
+    "'actual':{'type':'string'},'path':{'type':'string'}}},'inputs':{'type':'string'},"
+    "'replay_ms':{'type':'number'},'trace_id':{'type':'string'},"
+    "'replay_trace_id':{'type':'string'},'lost':{'type':'integer'},"
+    "'notes':{'type':'array','items':{'type':'string'}}",
+    "'verdict','replay_ms'");
 
 static int t_replay(tool_call *c, json_t **ret, sbx_err **err)
 {
-	return sbx_trace_replay_inputs(c->ctx, json_str(c->args, "trace_id"), json_str(c->args, "inputs"), ret, err);
+	return sbx_trace_replay_inputs(c->ctx, json_str(c->args, "trace_id"), json_str(c->args, "inputs"),
+				       ret, err);
 }
 
 static int t_diff(tool_call *c, json_t **ret, sbx_err **err)
@@ -773,17 +798,19 @@ static int t_diff(tool_call *c, json_t **ret, sbx_err **err)
 	const char *snap = json_str(c->args, "snapshot_id");
 	if (sbx_env_diff(c->ctx, id, snap, ret, err) < 0)
 		return snap && sbx_err_code(*err) == SBX_E_NOT_FOUND
-			       ? err_wrap(err, "diff (call snapshot_list to see the snapshots)")
-			       : -1;
+			   ? err_wrap(err, "diff (call snapshot_list to see the snapshots)")
+			   : -1;
 	return 0;
 }
 
 static const char diff_in[] =
     "{'type':'object','additionalProperties':false,'required':['environment_id'],'properties':{" ENV_ID_PROP
     ",'snapshot_id':{'type':'string','minLength':1,'description':'Compare with this snapshot (a snapshot_id, "
-    "unique prefix or label) instead of the environment base (what it was created or last restored from).'}}}";
+    "unique prefix or label) instead of the environment base (what it was created or last restored "
+    "from).'}}}";
 static const char diff_out[] =
-    OUTPUT("'added':{'type':'array','items':{'type':'string'}},'modified':{'type':'array','items':{'type':'string'}},"
+    OUTPUT("'added':{'type':'array','items':{'type':'string'}},'modified':{'type':'array','items':{'type':'"
+	   "string'}},"
 	   "'deleted':{'type':'array','items':{'type':'string'}},'environment_id':{'type':'string'},"
 	   "'snapshot_id':{'type':['string','null']}",
 	   "'added','modified','deleted'");
@@ -795,12 +822,13 @@ static const char attest_in[] =
     "'trace_id':{'type':'string','minLength':1,'description':'A trace_id from environment_execute with "
     "trace: true (or a unique prefix of its hex).'},'replay':{'type':'boolean','description':'Replay the "
     "trace first and record the verdict in the attestation (default false).'}}}";
-static const char attest_out[] =
-    OUTPUT("'envelope':{'type':'object','description':'The DSSE envelope: payloadType, payload (base64 of the "
-	   "in-toto Statement v1), signatures [{keyid, sig}].'},'keyid':{'type':'string'},'trace_id':{'type':'string'},"
-	   "'subjects':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
-	   "'digest':{'type':'string'}}}},'replay':{'type':'object'}",
-	   "'envelope','keyid','subjects'");
+static const char attest_out[] = OUTPUT(
+    "'envelope':{'type':'object','description':'The DSSE envelope: payloadType, payload (base64 of the "
+    "in-toto Statement v1), signatures [{keyid, "
+    "sig}].'},'keyid':{'type':'string'},'trace_id':{'type':'string'},"
+    "'subjects':{'type':'array','items':{'type':'object','properties':{'name':{'type':'string'},"
+    "'digest':{'type':'string'}}}},'replay':{'type':'object'}",
+    "'envelope','keyid','subjects'");
 
 static int t_attest(tool_call *c, json_t **ret, sbx_err **err)
 {
@@ -814,11 +842,15 @@ static int t_attest(tool_call *c, json_t **ret, sbx_err **err)
 
 static const char build_in[] =
     "{'type':'object','additionalProperties':false,'required':['dockerfile','context','tag'],'properties':{"
-    "'dockerfile':{'type':'string','minLength':1,'description':'The Dockerfile text (FROM a template, snapshot, "
-    "oci:DIR[:TAG] or scratch; RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, EXPOSE).'},"
-    "'context':{'type':'string','minLength':1,'description':'The host directory COPY and ADD read from: one the "
+    "'dockerfile':{'type':'string','minLength':1,'description':'The Dockerfile text (FROM a template, "
+    "snapshot, "
+    "oci:DIR[:TAG] or scratch; RUN, COPY, ADD, ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, "
+    "EXPOSE).'},"
+    "'context':{'type':'string','minLength':1,'description':'The host directory COPY and ADD read from: one "
+    "the "
     "operator allowed (sbx mcp/serve --allow-host-dir DIR) or beneath one.'},"
-    "'tag':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$','description':'The template name to "
+    "'tag':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$','description':'The template name "
+    "to "
     "create or replace (environment_create template: NAME).'},"
     "'build_args':{'type':'object','description':'ARG values {NAME: value}.'},"
     "'network':{'type':'string','description':'RUN network: none (default), open, or allow=HOST[:PORT],...'},"
@@ -834,10 +866,11 @@ static int t_build(tool_call *c, json_t **ret, sbx_err **err)
 	const char *ctxdir = json_str(c->args, "context");
 	_cleanup_free_ char *real = sbx_ctx_host_dir_allowed(c->ctx, ctxdir);
 	if (!real)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-			       "build context '%s' is not a host directory the operator allowed (sbx mcp/serve "
-			       "--allow-host-dir DIR)",
-			       ctxdir);
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EPERM,
+		    "build context '%s' is not a host directory the operator allowed (sbx mcp/serve "
+		    "--allow-host-dir DIR)",
+		    ctxdir);
 	json_t *ba = json_object_get(c->args, "build_args");
 	size_t n = ba ? json_object_size(ba) : 0, k = 0;
 	_cleanup_strv_free_ char **args = calloc(n + 1, sizeof(char *));
@@ -845,10 +878,12 @@ static int t_build(tool_call *c, json_t **ret, sbx_err **err)
 		return err_oom(err);
 	const char *key;
 	json_t *v;
-	json_object_foreach(ba, key, v) {
+	json_object_foreach(ba, key, v)
+	{
 		if (!json_is_string(v) || asprintf(&args[k], "%s=%s", key, json_string_value(v)) < 0) {
 			args[k] = NULL;
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "build_args.%s: expected a string", key);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "build_args.%s: expected a string", key);
 		}
 		k++;
 	}
@@ -880,34 +915,37 @@ static int t_snapshot_pull(tool_call *c, json_t **ret, sbx_err **err)
 				 json_bool(c->args, "insecure", false), ret, err);
 }
 
-#define REGISTRY_REF_PROP(what)                                                                                      \
-	"'ref':{'type':'string','minLength':1,'maxLength':1024,'description':'REGISTRY/REPO:TAG" what                \
-	" (e.g. registry.example.com/team/app:v1; a first component without a dot or colon means docker.io).'}"
-#define REGISTRY_INSECURE_PROP                                                                                        \
-	"'insecure':{'type':'boolean','description':'Plain HTTP instead of HTTPS (a registry on loopback).'}"
+#define REGISTRY_REF_PROP(what)                                                                              \
+	"'ref':{'type':'string','minLength':1,'maxLength':1024,'description':'REGISTRY/REPO:TAG" what        \
+	" (e.g. registry.example.com/team/app:v1; a first component without a dot or colon means "           \
+	"docker.io).'}"
+#define REGISTRY_INSECURE_PROP                                                                               \
+	"'insecure':{'type':'boolean','description':'Plain HTTP instead of HTTPS (a registry on "            \
+	"loopback).'}"
 static const char snapshot_push_in[] =
     "{'type':'object','additionalProperties':false,'required':['snapshot_id','ref'],'properties':{"
     "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to push: a snapshot_id (or "
     "unique prefix) or a label.'}," REGISTRY_REF_PROP("") "," REGISTRY_INSECURE_PROP "}}";
-static const char snapshot_push_out[] =
-    OUTPUT("'snapshot_id':{'type':'string'},'ref':{'type':'string'},'manifest_digest':{'type':'string'},"
-	   "'config_digest':{'type':'string'},'blobs':{'type':'array','items':{'type':'object','properties':{"
-	   "'digest':{'type':'string'},'size':{'type':'integer'},'action':{'type':'string','enum':['uploaded',"
-	   "'skipped','mounted']}}}},'uploaded_bytes':{'type':'integer'},'skipped_bytes':{'type':'integer'},"
-	   "'uploaded_blobs':{'type':'integer'},'skipped_blobs':{'type':'integer'},'mounted_blobs':{'type':'integer'},"
-	   "'seconds':{'type':'number'}",
-	   "'manifest_digest','uploaded_bytes','skipped_bytes'");
+static const char snapshot_push_out[] = OUTPUT(
+    "'snapshot_id':{'type':'string'},'ref':{'type':'string'},'manifest_digest':{'type':'string'},"
+    "'config_digest':{'type':'string'},'blobs':{'type':'array','items':{'type':'object','properties':{"
+    "'digest':{'type':'string'},'size':{'type':'integer'},'action':{'type':'string','enum':['uploaded',"
+    "'skipped','mounted']}}}},'uploaded_bytes':{'type':'integer'},'skipped_bytes':{'type':'integer'},"
+    "'uploaded_blobs':{'type':'integer'},'skipped_blobs':{'type':'integer'},'mounted_blobs':{'type':'integer'"
+    "},"
+    "'seconds':{'type':'number'}",
+    "'manifest_digest','uploaded_bytes','skipped_bytes'");
 static const char snapshot_pull_in[] =
     "{'type':'object','additionalProperties':false,'required':['ref'],'properties':{" REGISTRY_REF_PROP(
 	"[@sha256:DIGEST]") ",'name':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$',"
 			    "'description':'The label of the pulled snapshot (default: the last component of "
 			    "the repository); moves if reused.'}," REGISTRY_INSECURE_PROP "}}";
-static const char snapshot_pull_out[] =
-    OUTPUT("'snapshot_id':{'type':'string'},'label':{'type':'string'},'ref':{'type':'string'},"
-	   "'manifest_digest':{'type':'string'},'layers':{'type':'array','items':{'type':'string'}},"
-	   "'downloaded_bytes':{'type':'integer'},'reused_blobs':{'type':'integer'},'size_bytes':{'type':'integer'},"
-	   "'seconds':{'type':'number'}",
-	   "'snapshot_id','label','manifest_digest'");
+static const char snapshot_pull_out[] = OUTPUT(
+    "'snapshot_id':{'type':'string'},'label':{'type':'string'},'ref':{'type':'string'},"
+    "'manifest_digest':{'type':'string'},'layers':{'type':'array','items':{'type':'string'}},"
+    "'downloaded_bytes':{'type':'integer'},'reused_blobs':{'type':'integer'},'size_bytes':{'type':'integer'},"
+    "'seconds':{'type':'number'}",
+    "'snapshot_id','label','manifest_digest'");
 
 /* ---- the table ------------------------------------------------------------ */
 
@@ -937,21 +975,26 @@ static int t_resume(tool_call *c, json_t **ret, sbx_err **err)
 
 static const char pool_set_in[] =
     "{'type':'object','additionalProperties':false,'required':['source','size'],'properties':{"
-    "'source':{'type':'string','minLength':1,'description':'A template (host, dir:PATH, oci:PATH, a name) or a "
+    "'source':{'type':'string','minLength':1,'description':'A template (host, dir:PATH, oci:PATH, a name) or "
+    "a "
     "snapshot (snapshot_id or label) whose environments the pool keeps built.'},"
-    "'size':{'type':'integer','minimum':0,'maximum':256,'description':'How many to keep ready (0 empties it).'},"
+    "'size':{'type':'integer','minimum':0,'maximum':256,'description':'How many to keep ready (0 empties "
+    "it).'},"
     "'policy':{'type':'string','minLength':1,'description':'The policy they are built under; only a create "
     "with the same policy takes one.'},"
     "'remove':{'type':'boolean','description':'Remove the pool and its ready environments instead.'}}}";
 
 #define POOL_PROPS                                                                                           \
-	"'pool':{'type':'string'},'kind':{'type':'string','enum':['template','snapshot']},'source':{'type':'string'}," \
+	"'pool':{'type':'string'},'kind':{'type':'string','enum':['template','snapshot']},'source':{'type':" \
+	"'string'},"                                                                                         \
 	"'size':{'type':'integer'},'policy':{'type':['string','null']},'ready':{'type':'integer'}"
 
-static const char pool_set_out[] = OUTPUT(POOL_PROPS ",'removed':{'type':'array','items':{'type':'string'}}", "'pool'");
+static const char pool_set_out[] =
+    OUTPUT(POOL_PROPS ",'removed':{'type':'array','items':{'type':'string'}}", "'pool'");
 
 static const char pool_list_out[] =
-    OUTPUT("'pools':{'type':'array','items':{'type':'object','properties':{" POOL_PROPS "}}},'max_ready':{'type':'integer'}",
+    OUTPUT("'pools':{'type':'array','items':{'type':'object','properties':{" POOL_PROPS
+	   "}}},'max_ready':{'type':'integer'}",
 	   "'pools'");
 
 static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
@@ -977,7 +1020,8 @@ static const char *const execute_reserved[] = {NULL};
 
 static const char fork_in[] =
     "{'type':'object','additionalProperties':false,'required':['snapshot_id'],'properties':{"
-    "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to start from (a snapshot_id, unique "
+    "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to start from (a snapshot_id, "
+    "unique "
     "prefix or label).'},'name':{'type':'string','minLength':1,'description':'Optional unique name.'}}}";
 
 static int t_fork(tool_call *c, json_t **ret, sbx_err **err)
@@ -1008,14 +1052,19 @@ static int t_logs(tool_call *c, json_t **ret, sbx_err **err)
 	return sbx_env_net_log(c->ctx, id, ret, err);
 }
 
-static int t_template_list(tool_call *c, json_t **ret, sbx_err **err) { return sbx_template_list(c->ctx, ret, err); }
+static int t_template_list(tool_call *c, json_t **ret, sbx_err **err)
+{
+	return sbx_template_list(c->ctx, ret, err);
+}
 
 #define TREE_MAX (32LL << 20) /* a tree in or out of one call, as a tar before base64 */
 
 static const char upload_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],'properties':{"
-    ENV_ID_PROP ",'path':{'type':'string','minLength':1,'description':'Directory inside the environment to unpack "
-    "into (made if missing; its parent must exist).'},'content':{'type':'string','description':'A tar archive, "
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path','content'],'"
+    "properties':{" ENV_ID_PROP
+    ",'path':{'type':'string','minLength':1,'description':'Directory inside the environment to unpack "
+    "into (made if missing; its parent must exist).'},'content':{'type':'string','description':'A tar "
+    "archive, "
     "base64: its entries land under path. At most 32 MiB of tar.'}}}";
 static const char upload_out[] = OUTPUT("'environment_id':{'type':'string'},'path':{'type':'string'},"
 					"'bytes':{'type':'integer'}",
@@ -1029,7 +1078,8 @@ static int t_upload(tool_call *c, json_t **ret, sbx_err **err)
 	const char *b64 = json_str(c->args, "content") ?: "";
 	size_t n = strlen(b64);
 	if (n / 4 * 3 > (size_t)TREE_MAX)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "content: more than 32 MiB of tar (use sbx cp)");
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG,
+			       "content: more than 32 MiB of tar (use sbx cp)");
 	_cleanup_free_ unsigned char *tar = NULL;
 	size_t len = 0;
 	int r = b64_decode(b64, n, &tar, &len);
@@ -1048,12 +1098,14 @@ static int t_upload(tool_call *c, json_t **ret, sbx_err **err)
 }
 
 static const char download_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':{" ENV_ID_PROP
-    ",'path':{'type':'string','minLength':1,'description':'A directory inside the environment: its contents come "
+    "{'type':'object','additionalProperties':false,'required':['environment_id','path'],'properties':"
+    "{" ENV_ID_PROP ",'path':{'type':'string','minLength':1,'description':'A directory inside the "
+    "environment: its contents come "
     "back as one tar archive (base64), at most 32 MiB of tar.'}}}";
-static const char download_out[] = OUTPUT("'environment_id':{'type':'string'},'path':{'type':'string'},"
-					  "'content':{'type':'string'},'encoding':{'type':'string'},'bytes':{'type':'integer'}",
-					  "'content','bytes'");
+static const char download_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'path':{'type':'string'},"
+	   "'content':{'type':'string'},'encoding':{'type':'string'},'bytes':{'type':'integer'}",
+	   "'content','bytes'");
 
 static int t_download(tool_call *c, json_t **ret, sbx_err **err)
 {
@@ -1073,7 +1125,8 @@ static int t_download(tool_call *c, json_t **ret, sbx_err **err)
 		return err_errno(err, "download: size the archive");
 	if (size > TREE_MAX)
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG,
-			       "'%s' is %lld bytes as a tar, over the 32 MiB of one call (use sbx cp)", path, (long long)size);
+			       "'%s' is %lld bytes as a tar, over the 32 MiB of one call (use sbx cp)", path,
+			       (long long)size);
 	_cleanup_free_ unsigned char *tar = malloc((size_t)size + 1);
 	if (!tar)
 		return err_oom(err);
@@ -1082,8 +1135,8 @@ static int t_download(tool_call *c, json_t **ret, sbx_err **err)
 	_cleanup_free_ char *b64 = dsse_b64_encode(tar, (size_t)size);
 	if (!b64)
 		return err_oom(err);
-	*ret = json_pack("{s:s,s:s,s:s,s:s,s:I}", "environment_id", id, "path", path, "content", b64, "encoding",
-			 "base64+tar", "bytes", (json_int_t)size);
+	*ret = json_pack("{s:s,s:s,s:s,s:s,s:I}", "environment_id", id, "path", path, "content", b64,
+			 "encoding", "base64+tar", "bytes", (json_int_t)size);
 	return *ret ? 0 : err_oom(err);
 }
 
@@ -1094,9 +1147,10 @@ static const tool tools[] = {
 	.name = "environment_fork",
 	.alias = "environment.fork",
 	.title = "Start a new environment from a snapshot",
-	.description = "Create a new environment whose filesystem starts as a snapshot's (a fork): the same as "
-		       "environment_create with snapshot. Use it to try several continuations of one state side by "
-		       "side; each fork is independent and costs no copy.",
+	.description =
+	    "Create a new environment whose filesystem starts as a snapshot's (a fork): the same as "
+	    "environment_create with snapshot. Use it to try several continuations of one state side by "
+	    "side; each fork is independent and costs no copy.",
 	.input_schema = fork_in,
 	.output_schema = create_out,
 	.run = t_fork,
@@ -1106,8 +1160,9 @@ static const tool tools[] = {
 	.name = "environment_inspect",
 	.alias = "environment.inspect",
 	.title = "Describe an environment",
-	.description = "Everything about one environment: state, template and base snapshot, limits, the user and "
-		       "capabilities its commands run with, the isolation walls in force and any missing, usage.",
+	.description =
+	    "Everything about one environment: state, template and base snapshot, limits, the user and "
+	    "capabilities its commands run with, the isolation walls in force and any missing, usage.",
 	.input_schema = env_only_in,
 	.output_schema = any_out,
 	.read_only = true,
@@ -1118,9 +1173,10 @@ static const tool tools[] = {
 	.name = "environment_logs",
 	.alias = "environment.logs",
 	.title = "Show an environment's network log",
-	.description = "The egress proxy's log of an environment created with a network allowlist: each connection "
-		       "it allowed or refused, with the host, port and the rule that decided. Use it to see why a "
-		       "download failed.",
+	.description =
+	    "The egress proxy's log of an environment created with a network allowlist: each connection "
+	    "it allowed or refused, with the host, port and the rule that decided. Use it to see why a "
+	    "download failed.",
 	.input_schema = env_only_in,
 	.output_schema = any_out,
 	.read_only = true,
@@ -1130,8 +1186,9 @@ static const tool tools[] = {
 	.name = "template_list",
 	.alias = "template.list",
 	.title = "List templates",
-	.description = "The named templates environment_create accepts as template (besides host and dir:PATH): "
-		       "imported images and named snapshots, with their snapshot_id and size.",
+	.description =
+	    "The named templates environment_create accepts as template (besides host and dir:PATH): "
+	    "imported images and named snapshots, with their snapshot_id and size.",
 	.input_schema = list_in,
 	.output_schema = any_out,
 	.read_only = true,
@@ -1142,8 +1199,9 @@ static const tool tools[] = {
 	.name = "environment_upload",
 	.alias = "environment.upload",
 	.title = "Upload a directory tree into an environment",
-	.description = "Unpack a tar archive (base64) into a directory inside a live environment, as the "
-		       "environment's user: many files in one call. For one file, environment_write_file is simpler.",
+	.description =
+	    "Unpack a tar archive (base64) into a directory inside a live environment, as the "
+	    "environment's user: many files in one call. For one file, environment_write_file is simpler.",
 	.input_schema = upload_in,
 	.output_schema = upload_out,
 	.destructive = true,
@@ -1153,8 +1211,9 @@ static const tool tools[] = {
 	.name = "environment_download",
 	.alias = "environment.download",
 	.title = "Download a directory tree from an environment",
-	.description = "A directory inside a live environment as one tar archive (base64): its files, directories "
-		       "and symlinks with their modes and times. For one file, environment_read_file is simpler.",
+	.description =
+	    "A directory inside a live environment as one tar archive (base64): its files, directories "
+	    "and symlinks with their modes and times. For one file, environment_read_file is simpler.",
 	.input_schema = download_in,
 	.output_schema = download_out,
 	.read_only = true,
@@ -1235,10 +1294,11 @@ static const tool tools[] = {
 	.name = "pool_set",
 	.alias = "pool.set",
 	.title = "Keep environments built ahead",
-	.description = "Keep size environments of a template or snapshot (under an optional policy) built and "
-		       "waiting, so that environment_create with the same template or snapshot and policy and no "
-		       "other option returns at once (from_pool: true). Refilled in the background. remove: "
-		       "true removes the pool.",
+	.description =
+	    "Keep size environments of a template or snapshot (under an optional policy) built and "
+	    "waiting, so that environment_create with the same template or snapshot and policy and no "
+	    "other option returns at once (from_pool: true). Refilled in the background. remove: "
+	    "true removes the pool.",
 	.input_schema = pool_set_in,
 	.output_schema = pool_set_out,
 	.idempotent = true,
@@ -1363,10 +1423,11 @@ static const tool tools[] = {
 	.name = "snapshot_push",
 	.alias = "snapshot.push",
 	.title = "Push a snapshot to an OCI registry",
-	.description = "Push a snapshot to REGISTRY/REPO:TAG over the OCI distribution API as an OCI image "
-		       "(what sbx export writes: docker and skopeo read it). Blobs the registry already has are "
-		       "not sent. Credentials come from the host's docker config (~/.docker/config.json or "
-		       "$REGISTRY_AUTH_FILE). Returns the manifest digest and what was uploaded or skipped.",
+	.description =
+	    "Push a snapshot to REGISTRY/REPO:TAG over the OCI distribution API as an OCI image "
+	    "(what sbx export writes: docker and skopeo read it). Blobs the registry already has are "
+	    "not sent. Credentials come from the host's docker config (~/.docker/config.json or "
+	    "$REGISTRY_AUTH_FILE). Returns the manifest digest and what was uploaded or skipped.",
 	.input_schema = snapshot_push_in,
 	.output_schema = snapshot_push_out,
 	.idempotent = true,
@@ -1377,9 +1438,10 @@ static const tool tools[] = {
 	.name = "snapshot_pull",
 	.alias = "snapshot.pull",
 	.title = "Pull a snapshot from an OCI registry",
-	.description = "Pull REGISTRY/REPO:TAG (an sbx snapshot or any OCI or docker image) into the store as a "
-		       "snapshot labelled name; every digest is verified before anything is stored. Pass the "
-		       "returned snapshot_id (or the label) to environment_create's snapshot to fork it.",
+	.description =
+	    "Pull REGISTRY/REPO:TAG (an sbx snapshot or any OCI or docker image) into the store as a "
+	    "snapshot labelled name; every digest is verified before anything is stored. Pass the "
+	    "returned snapshot_id (or the label) to environment_create's snapshot to fork it.",
 	.input_schema = snapshot_pull_in,
 	.output_schema = snapshot_pull_out,
 	.open_world = true,
@@ -1406,9 +1468,12 @@ static const tool tools[] = {
 	.alias = "environment.phase",
 	.title = "Switch an environment from its setup phase to its agent phase",
 	.description =
-	    "Environments start in the setup phase (created with phases: the setup policy, with its secrets and "
-	    "network). Switching to the agent phase is for good: every process started in the setup phase ends, "
-	    "the secrets are removed (variables and /run/secrets files), and the agent policy's narrower network "
+	    "Environments start in the setup phase (created with phases: the setup policy, with its secrets "
+	    "and "
+	    "network). Switching to the agent phase is for good: every process started in the setup phase "
+	    "ends, "
+	    "the secrets are removed (variables and /run/secrets files), and the agent policy's narrower "
+	    "network "
 	    "allowlist and limits apply to later commands. Files written during setup stay. Without phase, "
 	    "reports the current phase.",
 	.input_schema = phase_in,
@@ -1421,9 +1486,12 @@ static const tool tools[] = {
 	.alias = "environment.attest",
 	.title = "Sign an attestation of a traced command",
 	.description =
-	    "Sign, with the server's key, a DSSE envelope holding an in-toto Statement v1 of a traced command "
-	    "(environment_execute with trace: true): its subjects are stdout, stderr and every file the command "
-	    "wrote, by sha256; its predicate the snapshot it started from, the command, environment, exit status "
+	    "Sign, with the server's key, a DSSE envelope holding an in-toto Statement v1 of a traced "
+	    "command "
+	    "(environment_execute with trace: true): its subjects are stdout, stderr and every file the "
+	    "command "
+	    "wrote, by sha256; its predicate the snapshot it started from, the command, environment, exit "
+	    "status "
 	    "and trace_id. Anyone with the public key can check it (sbx verify). Call it before changing the "
 	    "environment further. unavailable if the server was started without --attest-key.",
 	.input_schema = attest_in,
@@ -1436,10 +1504,13 @@ static const tool tools[] = {
 	.title = "Build a template from a Dockerfile",
 	.description =
 	    "Build a template (environment_create template: NAME) from Dockerfile text and a host context "
-	    "directory the operator allowed. Each step is a snapshot, cached: a step whose parent, instruction "
-	    "and input files are unchanged costs nothing, so after editing one RUN only that step and the ones "
+	    "directory the operator allowed. Each step is a snapshot, cached: a step whose parent, "
+	    "instruction "
+	    "and input files are unchanged costs nothing, so after editing one RUN only that step and the "
+	    "ones "
 	    "after it run. RUN has no network unless network allows it. An instruction sbx cannot honour "
-	    "(HEALTHCHECK, VOLUME, RUN --mount, multi-stage, heredocs) is an error naming its line; a failing "
+	    "(HEALTHCHECK, VOLUME, RUN --mount, multi-stage, heredocs) is an error naming its line; a "
+	    "failing "
 	    "RUN is an error with its exit status and output, and leaves an existing template unchanged.",
 	.input_schema = build_in,
 	.output_schema = build_out,
@@ -1474,15 +1545,14 @@ static void schemas_load(void)
 		for (int k = 0; k < 2; k++) {
 			_cleanup_free_ char *why = NULL;
 			if (tools_schema_supported(schemas[i][k], &why) < 0) {
-				snprintf(schemas_error, sizeof(schemas_error), "tool %s's %s schema: %s", tools[i].name,
-					 k ? "output" : "input", why ? why : "out of memory");
+				snprintf(schemas_error, sizeof(schemas_error), "tool %s's %s schema: %s",
+					 tools[i].name, k ? "output" : "input", why ? why : "out of memory");
 				return;
 			}
 		}
 	}
 	schemas_ok = 0;
 }
-
 
 int tools_init(void)
 {
@@ -1599,7 +1669,10 @@ static void alt_types(FILE *f, const json_t *alts)
 	json_array_foreach(alts, i, a)
 	{
 		json_t *t = json_object_get(a, "type");
-		fprintf(f, "%s%s", i == 0 ? "" : i + 1 == json_array_size(alts) ? " or " : ", ",
+		fprintf(f, "%s%s",
+			i == 0				 ? ""
+			: i + 1 == json_array_size(alts) ? " or "
+							 : ", ",
 			json_is_string(t) ? type_noun(json_string_value(t)) : "a value of another form");
 	}
 }
@@ -1647,7 +1720,8 @@ static int check_alternatives(const json_t *alts, bool one, const json_t *v, con
 		alt_types(f, alts);
 		fclose(f);
 	}
-	return fail(msg, "'%s' must be %s, not %s", path, forms ? forms : "of an accepted form", json_noun(v));
+	return fail(msg, "'%s' must be %s, not %s", path, forms ? forms : "of an accepted form",
+		    json_noun(v));
 }
 
 /* The schemas' "pattern", as a POSIX extended regular expression: the
@@ -1701,19 +1775,23 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 	if (json_is_number(v)) {
 		json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
 		/* Integers compare as integers: a double cannot hold every int64. */
-		bool lo = json_is_integer(v) && json_is_integer(mn) ? json_integer_value(v) < json_integer_value(mn)
-				     : mn && json_number_value(v) < json_number_value(mn);
-		bool hi = json_is_integer(v) && json_is_integer(mx) ? json_integer_value(v) > json_integer_value(mx)
-				     : mx && json_number_value(v) > json_number_value(mx);
+		bool lo = json_is_integer(v) && json_is_integer(mn)
+			      ? json_integer_value(v) < json_integer_value(mn)
+			      : mn && json_number_value(v) < json_number_value(mn);
+		bool hi = json_is_integer(v) && json_is_integer(mx)
+			      ? json_integer_value(v) > json_integer_value(mx)
+			      : mx && json_number_value(v) > json_number_value(mx);
 		if (lo)
 			return fail(msg, "'%s' must be at least %.17g", path, json_number_value(mn));
 		if (hi)
 			return fail(msg, "'%s' must be at most %.17g", path, json_number_value(mx));
 	}
 	if (json_is_string(v)) {
-		if (json_object_get(s, "minLength") && json_string_length(v) < (size_t)json_int(s, "minLength", 0))
+		if (json_object_get(s, "minLength") &&
+		    json_string_length(v) < (size_t)json_int(s, "minLength", 0))
 			return fail(msg, "'%s' must not be empty", path);
-		if (json_object_get(s, "maxLength") && json_string_length(v) > (size_t)json_int(s, "maxLength", 0))
+		if (json_object_get(s, "maxLength") &&
+		    json_string_length(v) > (size_t)json_int(s, "maxLength", 0))
 			return fail(msg, "'%s' must be at most %lld bytes long", path,
 				    (long long)json_int(s, "maxLength", 0));
 		json_t *pat = json_object_get(s, "pattern");
@@ -1724,7 +1802,8 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 		if (json_array_size(v) < (size_t)json_int(s, "minItems", 0))
 			return fail(msg, "'%s' must not be empty", path);
 		if (json_object_get(s, "maxItems") && json_array_size(v) > (size_t)json_int(s, "maxItems", 0))
-			return fail(msg, "'%s' may have at most %lld items", path, (long long)json_int(s, "maxItems", 0));
+			return fail(msg, "'%s' may have at most %lld items", path,
+				    (long long)json_int(s, "maxItems", 0));
 		json_t *items = json_object_get(s, "items");
 		size_t i;
 		json_t *e;
@@ -1795,7 +1874,8 @@ static int check(const json_t *s, const json_t *v, const char *path, const char 
 
 static bool known_type(const char *t)
 {
-	static const char *const types[] = {"object", "array", "string", "integer", "number", "boolean", "null"};
+	static const char *const types[] = {"object", "array",	 "string", "integer",
+					    "number", "boolean", "null"};
 	for (size_t i = 0; t && i < ARRAY_SIZE(types); i++)
 		if (streq(types[i], t))
 			return true;
@@ -1804,9 +1884,9 @@ static bool known_type(const char *t)
 
 /* The keywords check() implements, and the annotations it may ignore. */
 static const char *const schema_keywords[] = {
-    "type",	 "enum",     "oneOf",	  "anyOf",    "minimum",  "maximum",		 "minLength",
-    "maxLength", "pattern",  "minItems", "maxItems", "items",	   "properties",	 "additionalProperties",
-    "required",	 "description", "title", "default",  "examples", NULL,
+    "type",	 "enum",	"oneOf",    "anyOf",	"minimum",  "maximum",	  "minLength",
+    "maxLength", "pattern",	"minItems", "maxItems", "items",    "properties", "additionalProperties",
+    "required",	 "description", "title",    "default",	"examples", NULL,
 };
 
 static int supported(const json_t *s, const char *path, char **msg)
@@ -1821,7 +1901,8 @@ static int supported(const json_t *s, const char *path, char **msg)
 		for (const char *const *q = schema_keywords; *q && !known; q++)
 			known = streq(*q, k);
 		if (!known)
-			return fail(msg, "%s: keyword '%s' is not implemented by the argument checker", path, k);
+			return fail(msg, "%s: keyword '%s' is not implemented by the argument checker", path,
+				    k);
 		_cleanup_free_ char *sub = NULL;
 		if (streq(k, "properties")) {
 			if (!json_is_object(v))
@@ -1850,11 +1931,14 @@ static int supported(const json_t *s, const char *path, char **msg)
 			}
 		} else if (streq(k, "pattern")) {
 			regex_t re;
-			if (!json_is_string(v) || regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
-				return fail(msg, "%s: pattern is not a POSIX extended regular expression", path);
+			if (!json_is_string(v) ||
+			    regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
+				return fail(msg, "%s: pattern is not a POSIX extended regular expression",
+					    path);
 			regfree(&re);
 		} else if (streq(k, "type")) {
-			bool ok = json_is_string(v) ? known_type(json_string_value(v)) : json_array_size(v) > 0;
+			bool ok =
+			    json_is_string(v) ? known_type(json_string_value(v)) : json_array_size(v) > 0;
 			size_t i;
 			json_t *t;
 			json_array_foreach(v, i, t) ok = ok && known_type(json_string_value(t));
@@ -1898,8 +1982,9 @@ int tools_validate(const tool *t, const json_t *args, char **ret_msg)
 	if (r < 0)
 		return fail(ret_msg, "out of memory");
 	if (r > 0)
-		return fail(ret_msg, "'%s' contains NUL (\\u0000), which it cannot carry (a path, name, command "
-				     "or variable is a C string)",
+		return fail(ret_msg,
+			    "'%s' contains NUL (\\u0000), which it cannot carry (a path, name, command "
+			    "or variable is a C string)",
 			    where);
 	return 0;
 }

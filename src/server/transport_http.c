@@ -75,9 +75,10 @@ static int mhd_load(sbx_err **err)
 		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return err_set(err, SBX_E_UNAVAILABLE, ENOENT,
-			       "sbx serve needs libmicrohttpd (Debian: apt-get install libmicrohttpd12): %s", dlerror());
-#define MHD_SYM(field, sym)                                                                                \
-	if (!(*(void **)&mhd.field = dlsym(h, #sym)))                                                      \
+			       "sbx serve needs libmicrohttpd (Debian: apt-get install libmicrohttpd12): %s",
+			       dlerror());
+#define MHD_SYM(field, sym)                                                                                  \
+	if (!(*(void **)&mhd.field = dlsym(h, #sym)))                                                        \
 		return err_set(err, SBX_E_UNAVAILABLE, ENOENT, "libmicrohttpd lacks %s", #sym);
 	MHD_SYM(add_response_header, MHD_add_response_header)
 	MHD_SYM(create_response_from_buffer, MHD_create_response_from_buffer)
@@ -107,10 +108,10 @@ static int mhd_load(sbx_err **err)
 #define HTTP_MAX_BODY JSONRPC_MAX_MESSAGE   /* larger bodies: 413 */
 #define HTTP_DISCARD_MAX ((size_t)64 << 20) /* larger ones get their 413 before the body is read */
 /* Defaults of the connection limits (mcp_http_opts; docs/server.md). */
-#define HTTP_MAX_CONNECTIONS 256	  /* in total: each is a thread */
+#define HTTP_MAX_CONNECTIONS 256	 /* in total: each is a thread */
 #define HTTP_MAX_CONNECTIONS_PER_PEER 64 /* from one address */
-#define HTTP_IDLE_TIMEOUT_S 60		  /* an idle keep-alive connection is closed after this */
-#define HTTP_REQUEST_TIMEOUT_S 30	  /* to send one request's headers and body */
+#define HTTP_IDLE_TIMEOUT_S 60		 /* an idle keep-alive connection is closed after this */
+#define HTTP_REQUEST_TIMEOUT_S 30	 /* to send one request's headers and body */
 #define HTTP_REAP_INTERVAL_MS 250
 #define HTTP_LIMIT_SLACK 32 /* libmicrohttpd's own limit is ours plus this: evicted ones still closing */
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -579,7 +580,8 @@ static const char *header(struct MHD_Connection *conn, const char *name)
 /* Setting it from 0 also restarts the idle clock. */
 static void restore_timeout(http_req *r)
 {
-	MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)(r->hs->idle_us / 1000000));
+	MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT,
+				  (unsigned)(r->hs->idle_us / 1000000));
 }
 
 /* ---- connection limits -------------------------------------------------------------------
@@ -668,8 +670,10 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 		http_conn *c = calloc(1, sizeof(*c));
 		if (!c)
 			return; /* untracked: only MHD's own limits apply to it */
-		const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-		const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		const union MHD_ConnectionInfo *fi =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *ai =
+		    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		c->fd = fi ? fi->connect_fd : -1;
 		if (ai && ai->client_addr)
 			memcpy(&c->peer, ai->client_addr,
@@ -700,7 +704,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 static http_conn *conn_of(struct MHD_Connection *conn)
 {
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
@@ -1260,7 +1265,8 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 							   : HTTP_MAX_CONNECTIONS_PER_PEER,
 	    .idle_us = (int64_t)(opts->idle_timeout_s ? opts->idle_timeout_s : HTTP_IDLE_TIMEOUT_S) * 1000000,
 	    .request_us =
-		(int64_t)(opts->request_timeout_s ? opts->request_timeout_s : HTTP_REQUEST_TIMEOUT_S) * 1000000,
+		(int64_t)(opts->request_timeout_s ? opts->request_timeout_s : HTTP_REQUEST_TIMEOUT_S) *
+		1000000,
 	};
 	/* A thread and a descriptor per connection: make room for them. */
 	struct rlimit rl;
@@ -1269,10 +1275,11 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < need)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EMFILE,
-				       "--max-connections %u needs %llu open files, and this process may open only "
-				       "%llu (ulimit -n)",
-				       hs.max_conns, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EMFILE,
+			    "--max-connections %u needs %llu open files, and this process may open only "
+			    "%llu (ulimit -n)",
+			    hs.max_conns, (unsigned long long)need, (unsigned long long)rl.rlim_cur);
 	}
 	if (opts->token_file && read_token(opts->token_file, &hs.token, &hs.token_len, err) < 0)
 		return -1;
@@ -1292,11 +1299,11 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD;
 	if (family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	struct MHD_Daemon *d = MHD_start_daemon(
-	    flags, 0, on_accept, &hs, on_request, &hs, MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED,
-	    on_completed, &hs, MHD_OPTION_NOTIFY_CONNECTION, on_connection, &hs, MHD_OPTION_CONNECTION_LIMIT,
-	    hs.max_conns + HTTP_LIMIT_SLACK, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(hs.idle_us / 1000000),
-	    MHD_OPTION_END);
+	struct MHD_Daemon *d =
+	    MHD_start_daemon(flags, 0, on_accept, &hs, on_request, &hs, MHD_OPTION_LISTEN_SOCKET, fd,
+			     MHD_OPTION_NOTIFY_COMPLETED, on_completed, &hs, MHD_OPTION_NOTIFY_CONNECTION,
+			     on_connection, &hs, MHD_OPTION_CONNECTION_LIMIT, hs.max_conns + HTTP_LIMIT_SLACK,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(hs.idle_us / 1000000), MHD_OPTION_END);
 	if (!d) {
 		safe_close(fd);
 		pthread_mutex_destroy(&hs.lock);

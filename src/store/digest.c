@@ -136,7 +136,10 @@ static const char *prefix_hex(const char *ref)
 	return !hex[n] && n >= STORE_DIGEST_PREFIX_MIN && n <= STORE_DIGEST_HEX_LEN ? hex : NULL;
 }
 
-bool store_digest_prefix_valid(const char *ref) { return prefix_hex(ref) != NULL; }
+bool store_digest_prefix_valid(const char *ref)
+{
+	return prefix_hex(ref) != NULL;
+}
 
 int store_digest_prefix_match(char *const *all, const char *ref, const char **ret_match)
 {

@@ -99,7 +99,8 @@ int store_blob_put(const char *store_root, const void *data, size_t len, char re
 			return err_errno(err, "open '%s'", tmpdir);
 		char tmp_name[64];
 		snprintf(tmp_name, sizeof(tmp_name), "blob-%d-%ld", (int)getpid(), random());
-		_cleanup_close_ int fd = openat(tdfd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		_cleanup_close_ int fd =
+		    openat(tdfd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return err_errno(err, "create '%s/%s'", tmpdir, tmp_name);
 		if (store_fs_write_all(fd, data, len, err) < 0 || store_sys.fsync(fd) < 0 ||
@@ -126,7 +127,8 @@ int store_blob_get(const char *store_root, const char *digest, size_t max, char 
 	if (fstat(fd, &st) < 0)
 		return err_errno(err, "stat blob %s", digest);
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size > max)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "blob %s is larger than %zu bytes", digest, max);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "blob %s is larger than %zu bytes", digest,
+			       max);
 	_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return err_errnum(err, ENOMEM, "read blob %s", digest);
@@ -145,8 +147,8 @@ int store_blob_get(const char *store_root, const char *digest, size_t max, char 
 	if (store_digest_buf(buf, got, check, err) < 0)
 		return -1;
 	if (!streq(check, digest))
-		return err_set(err, SBX_E_INTERNAL, EBADMSG, "blob %s is corrupt: its content hashes to %s", digest,
-			       check);
+		return err_set(err, SBX_E_INTERNAL, EBADMSG, "blob %s is corrupt: its content hashes to %s",
+			       digest, check);
 	*ret = TAKE_PTR(buf);
 	*ret_len = got;
 	return 0;
@@ -284,7 +286,8 @@ static int layer_tar(const char *store_root, const char *digest, unsigned flags,
 {
 	_cleanup_free_ char *p = store_layer_path(store_root, digest);
 	if (!p)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'", digest ? digest : "");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid digest '%s'",
+			       digest ? digest : "");
 	_cleanup_close_ int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "layer %s is missing", digest)
@@ -301,8 +304,8 @@ static int layer_tar(const char *store_root, const char *digest, unsigned flags,
 	if (store_hasher_final(h, got, err) < 0)
 		return -1;
 	if (!streq(got, digest))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "layer %s is corrupt: its tree hashes to %s", digest,
-			       got);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "layer %s is corrupt: its tree hashes to %s", digest, got);
 	return 0;
 }
 

@@ -76,7 +76,8 @@ static json_t *load(const char *json, size_t len, const char *what, sbx_err **er
 	json_error_t je;
 	json_t *j = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!j) {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "%s: invalid JSON: %s (line %d)", what, je.text, je.line);
+		err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "%s: invalid JSON: %s (line %d)", what, je.text,
+			je.line);
 		return NULL;
 	}
 	if (!json_is_object(j)) {
@@ -114,7 +115,8 @@ static int desc_parse(const json_t *j, oci_descriptor *d, const char *what, sbx_
 		for (char *p = shown; *p; p++)
 			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
 				*p = '?';
-		return BAD("%s", "digest '%s' is not sha256:<64 lowercase hex> (only sha256 is supported)", what, shown);
+		return BAD("%s", "digest '%s' is not sha256:<64 lowercase hex> (only sha256 is supported)",
+			   what, shown);
 	}
 	memcpy(d->digest, dg, STORE_DIGEST_SIZE);
 	json_t *sz = json_object_get(j, "size");
@@ -132,8 +134,8 @@ static int desc_parse(const json_t *j, oci_descriptor *d, const char *what, sbx_
 	}
 	json_t *pl = json_object_get(j, "platform");
 	if (pl && !json_is_null(pl)) {
-		if (!json_is_object(pl) || !opt_str(pl, "architecture", &d->arch) || !opt_str(pl, "os", &d->os) ||
-		    !opt_str(pl, "variant", &d->variant))
+		if (!json_is_object(pl) || !opt_str(pl, "architecture", &d->arch) ||
+		    !opt_str(pl, "os", &d->os) || !opt_str(pl, "variant", &d->variant))
 			return BAD("%s", "descriptor %s: invalid platform", what, dg);
 	}
 	return 0;
@@ -163,23 +165,24 @@ int oci_layer_compression(const char *mt, oci_compression *ret, sbx_err **err)
 		const char *mt;
 		oci_compression c;
 	} known[] = {
-		{OCI_MT_LAYER, OCI_COMP_NONE},
-		{OCI_MT_LAYER_GZIP, OCI_COMP_GZIP},
-		{OCI_MT_LAYER_ZSTD, OCI_COMP_ZSTD},
-		{"application/vnd.oci.image.layer.nondistributable.v1.tar", OCI_COMP_NONE},
-		{"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", OCI_COMP_GZIP},
-		{"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", OCI_COMP_ZSTD},
-		{"application/vnd.docker.image.rootfs.diff.tar", OCI_COMP_NONE},
-		{"application/vnd.docker.image.rootfs.diff.tar.gzip", OCI_COMP_GZIP},
-		{"application/vnd.docker.image.rootfs.diff.tar.zstd", OCI_COMP_ZSTD},
-		{"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", OCI_COMP_GZIP},
+	    {OCI_MT_LAYER, OCI_COMP_NONE},
+	    {OCI_MT_LAYER_GZIP, OCI_COMP_GZIP},
+	    {OCI_MT_LAYER_ZSTD, OCI_COMP_ZSTD},
+	    {"application/vnd.oci.image.layer.nondistributable.v1.tar", OCI_COMP_NONE},
+	    {"application/vnd.oci.image.layer.nondistributable.v1.tar+gzip", OCI_COMP_GZIP},
+	    {"application/vnd.oci.image.layer.nondistributable.v1.tar+zstd", OCI_COMP_ZSTD},
+	    {"application/vnd.docker.image.rootfs.diff.tar", OCI_COMP_NONE},
+	    {"application/vnd.docker.image.rootfs.diff.tar.gzip", OCI_COMP_GZIP},
+	    {"application/vnd.docker.image.rootfs.diff.tar.zstd", OCI_COMP_ZSTD},
+	    {"application/vnd.docker.image.rootfs.foreign.diff.tar.gzip", OCI_COMP_GZIP},
 	};
 	for (size_t i = 0; mt && i < ARRAY_SIZE(known); i++)
 		if (streq(mt, known[i].mt)) {
 			*ret = known[i].c;
 			return 0;
 		}
-	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unsupported layer media type '%.100s'", mt ? mt : "(none)");
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unsupported layer media type '%.100s'",
+		       mt ? mt : "(none)");
 }
 
 int oci_index_parse(const char *json, size_t len, oci_index **ret, sbx_err **err)
@@ -238,7 +241,8 @@ int oci_index_select(const oci_index *ix, const char *tag, const char *arch, con
 	}
 	if (n == 0) {
 		if (tag)
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "image index has no image tagged '%s'", tag);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "image index has no image tagged '%s'",
+				       tag);
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "image index lists no image");
 	}
 	if (n == 1) {
@@ -257,7 +261,8 @@ int oci_index_select(const oci_index *ix, const char *tag, const char *arch, con
 	for (size_t i = 0; i < ix->n; i++)
 		any_platform |= ix->manifests[i].arch != NULL;
 	if (any_platform)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "image index has no image for linux/%s", arch ? arch : "?");
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "image index has no image for linux/%s",
+			       arch ? arch : "?");
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 		       "image index lists %zu images: name one with oci:DIR:TAG", n);
 }
@@ -281,14 +286,17 @@ int oci_manifest_parse(const char *json, size_t len, oci_manifest **ret, sbx_err
 		return r;
 	if (m->config.media_type && !streq(m->config.media_type, OCI_MT_CONFIG) &&
 	    !streq(m->config.media_type, DOCKER_MT_CONFIG))
-		return BAD("image manifest", "config media type '%.100s' is not an image config", m->config.media_type);
+		return BAD("image manifest", "config media type '%.100s' is not an image config",
+			   m->config.media_type);
 	json_t *ls = json_object_get(j, "layers");
 	if (!json_is_array(ls))
 		return BAD("image manifest", "layers must be an array");
 	size_t n = json_array_size(ls);
 	if (n > OCI_MAX_LAYERS)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "image manifest: %zu layers (max %d)", n, OCI_MAX_LAYERS);
-	if (!(m->layers = calloc(n + 1, sizeof(oci_descriptor))) || !(m->comp = calloc(n + 1, sizeof(oci_compression))))
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "image manifest: %zu layers (max %d)", n,
+			       OCI_MAX_LAYERS);
+	if (!(m->layers = calloc(n + 1, sizeof(oci_descriptor))) ||
+	    !(m->comp = calloc(n + 1, sizeof(oci_compression))))
 		return err_errnum(err, ENOMEM, "image manifest");
 	for (size_t i = 0; i < n; i++) {
 		m->n_layers = i + 1;
@@ -335,15 +343,16 @@ int oci_config_parse(const char *json, size_t len, oci_config **ret, sbx_err **e
 	if (c->os && !streq(c->os, "linux"))
 		return BAD("image config", "os '%.50s' is not linux", c->os);
 	json_t *rootfs = json_object_get(j, "rootfs");
-	if (!json_is_object(rootfs) || !json_str(rootfs, "type") || !streq(json_str(rootfs, "type"), "layers"))
+	if (!json_is_object(rootfs) || !json_str(rootfs, "type") ||
+	    !streq(json_str(rootfs, "type"), "layers"))
 		return BAD("image config", "rootfs.type must be \"layers\"");
 	json_t *ids = json_object_get(rootfs, "diff_ids");
 	if (!json_is_array(ids) || strv_from(ids, &c->diff_ids) < 0)
 		return BAD("image config", "rootfs.diff_ids must be an array of strings");
 	c->n_diff_ids = json_array_size(ids);
 	if (c->n_diff_ids > OCI_MAX_LAYERS)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "image config: %zu diff_ids (max %d)", c->n_diff_ids,
-			       OCI_MAX_LAYERS);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "image config: %zu diff_ids (max %d)",
+			       c->n_diff_ids, OCI_MAX_LAYERS);
 	for (size_t i = 0; i < c->n_diff_ids; i++)
 		if (!store_digest_valid(c->diff_ids[i]))
 			return BAD("image config", "diff_id '%.80s' is not a sha256 digest", c->diff_ids[i]);
@@ -377,8 +386,8 @@ bool oci_tag_valid(const char *tag)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char ch = tag[i];
-		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-			  (i > 0 && (ch == '.' || ch == '-'));
+		bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+			  ch == '_' || (i > 0 && (ch == '.' || ch == '-'));
 		if (!ok)
 			return false;
 	}
@@ -388,7 +397,8 @@ bool oci_tag_valid(const char *tag)
 int oci_ref_parse(const char *ref, char **ret_dir, char **ret_tag, sbx_err **err)
 {
 	if (!ref || !startswith(ref, "oci:") || !ref[4])
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s' is not oci:DIR[:TAG]", ref ? ref : "");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s' is not oci:DIR[:TAG]",
+			       ref ? ref : "");
 	const char *s = ref + 4;
 	const char *slash = strrchr(s, '/');
 	const char *colon = strrchr(slash ? slash : s, ':');
@@ -400,7 +410,8 @@ int oci_ref_parse(const char *ref, char **ret_dir, char **ret_tag, sbx_err **err
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s': empty directory", ref);
 	if (tag && !oci_tag_valid(tag))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "'%s': invalid tag '%s' (letters, digits, '_', '.', '-'; at most 128)", ref, tag);
+			       "'%s': invalid tag '%s' (letters, digits, '_', '.', '-'; at most 128)", ref,
+			       tag);
 	*ret_dir = TAKE_PTR(dir);
 	*ret_tag = TAKE_PTR(tag);
 	return 0;
@@ -409,9 +420,9 @@ int oci_ref_parse(const char *ref, char **ret_dir, char **ret_tag, sbx_err **err
 const char *oci_arch_from_machine(const char *m)
 {
 	static const char *const map[][2] = {
-		{"x86_64", "amd64"}, {"aarch64", "arm64"}, {"armv7l", "arm"},	  {"armv6l", "arm"},
-		{"i686", "386"},     {"i386", "386"},	   {"ppc64le", "ppc64le"}, {"s390x", "s390x"},
-		{"riscv64", "riscv64"},
+	    {"x86_64", "amd64"},    {"aarch64", "arm64"}, {"armv7l", "arm"},
+	    {"armv6l", "arm"},	    {"i686", "386"},	  {"i386", "386"},
+	    {"ppc64le", "ppc64le"}, {"s390x", "s390x"},	  {"riscv64", "riscv64"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
 		if (streq(m, map[i][0]))
@@ -443,34 +454,38 @@ char *oci_config_build(const char *arch, const char *const *env, const char *cwd
 {
 	json_t *hist = json_array();
 	for (size_t i = 0; diff_ids && diff_ids[i]; i++)
-		json_array_append_new(hist, json_pack("{s:s,s:s}", "created", created, "created_by", "sbx snapshot"));
+		json_array_append_new(
+		    hist, json_pack("{s:s,s:s}", "created", created, "created_by", "sbx snapshot"));
 	json_t *cfg = json_pack("{s:o}", "Env", json_from_strv(env));
 	if (cfg && cwd && *cwd)
 		json_object_set_new(cfg, "WorkingDir", json_string(cwd));
-	return dump(json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:o},s:o}", "architecture", arch, "os", "linux", "created", created,
-			      "config", cfg, "rootfs", "type", "layers", "diff_ids", json_from_strv(diff_ids), "history",
-			      hist));
+	return dump(json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:o},s:o}", "architecture", arch, "os", "linux",
+			      "created", created, "config", cfg, "rootfs", "type", "layers", "diff_ids",
+			      json_from_strv(diff_ids), "history", hist));
 }
 
 static json_t *desc_json(const oci_descriptor *d)
 {
-	json_t *j = json_pack("{s:s,s:s,s:I}", "mediaType", d->media_type, "digest", d->digest, "size", (json_int_t)d->size);
+	json_t *j = json_pack("{s:s,s:s,s:I}", "mediaType", d->media_type, "digest", d->digest, "size",
+			      (json_int_t)d->size);
 	if (j && d->ref_name)
 		json_object_set_new(j, "annotations", json_pack("{s:s}", OCI_REF_NAME, d->ref_name));
 	return j;
 }
 
-char *oci_manifest_build(const oci_descriptor *config, const oci_descriptor *layers, size_t n, const char *created)
+char *oci_manifest_build(const oci_descriptor *config, const oci_descriptor *layers, size_t n,
+			 const char *created)
 {
 	json_t *ls = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(ls, desc_json(&layers[i]));
-	return dump(json_pack("{s:i,s:s,s:o,s:o,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_MT_MANIFEST, "config",
-			      desc_json(config), "layers", ls, "annotations", "org.opencontainers.image.created", created));
+	return dump(json_pack("{s:i,s:s,s:o,s:o,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_MT_MANIFEST,
+			      "config", desc_json(config), "layers", ls, "annotations",
+			      "org.opencontainers.image.created", created));
 }
 
-int oci_index_add(const char *existing, size_t len, const oci_descriptor *manifest, const char *tag, char **ret,
-		  sbx_err **err)
+int oci_index_add(const char *existing, size_t len, const oci_descriptor *manifest, const char *tag,
+		  char **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *j = NULL;
 	if (existing) {
@@ -518,8 +533,8 @@ static int open_dir_at(int dfd, const char *name, bool create, const char *path,
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ELOOP || errno == ENOTDIR)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, errno, "'%s/%s' is not a directory (symlinks are not followed)",
-				       path, name);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, errno,
+				       "'%s/%s' is not a directory (symlinks are not followed)", path, name);
 		return err_errno(err, "open '%s/%s'", path, name);
 	}
 	return fd;
@@ -531,17 +546,19 @@ static int read_small_at(int dfd, const char *name, const char *path, size_t max
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ELOOP)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, ELOOP, "'%s/%s' is a symlink (not followed)", path, name);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, ELOOP,
+				       "'%s/%s' is a symlink (not followed)", path, name);
 		return err_errno(err, "open '%s/%s'", path, name);
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return err_errno(err, "stat '%s/%s'", path, name);
 	if (!S_ISREG(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s/%s' is not a regular file", path, name);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s/%s' is not a regular file", path,
+			       name);
 	if ((uint64_t)st.st_size > max)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "'%s/%s' is %lld bytes (max %zu)", path, name,
-			       (long long)st.st_size, max);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "'%s/%s' is %lld bytes (max %zu)", path,
+			       name, (long long)st.st_size, max);
 	{
 		_cleanup_free_ char *buf = malloc((size_t)st.st_size + 1);
 		if (!buf)
@@ -631,19 +648,23 @@ int oci_blob_open(oci_layout *l, const oci_descriptor *d, int *ret_fd, sbx_err *
 	_cleanup_close_ int fd = openat(l->sha_fd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
 		if (errno == ENOENT)
-			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "blob %s is missing from the layout", d->digest);
+			return err_set(err, SBX_E_NOT_FOUND, ENOENT, "blob %s is missing from the layout",
+				       d->digest);
 		if (errno == ELOOP)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, ELOOP, "blob %s is a symlink (not followed)", d->digest);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, ELOOP,
+				       "blob %s is a symlink (not followed)", d->digest);
 		return err_errno(err, "open blob %s", d->digest);
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return err_errno(err, "stat blob %s", d->digest);
 	if (!S_ISREG(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "blob %s is not a regular file", d->digest);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "blob %s is not a regular file",
+			       d->digest);
 	if (st.st_size != d->size)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s is %lld bytes, its descriptor says %lld",
-			       d->digest, (long long)st.st_size, (long long)d->size);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "blob %s is %lld bytes, its descriptor says %lld", d->digest,
+			       (long long)st.st_size, (long long)d->size);
 	int fl = fcntl(fd, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -654,8 +675,8 @@ int oci_blob_open(oci_layout *l, const oci_descriptor *d, int *ret_fd, sbx_err *
 int oci_blob_read(oci_layout *l, const oci_descriptor *d, char **ret, size_t *ret_len, sbx_err **err)
 {
 	if (d->size > (int64_t)OCI_MAX_JSON)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "blob %s: %lld bytes (max %u for JSON)", d->digest,
-			       (long long)d->size, OCI_MAX_JSON);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, EFBIG, "blob %s: %lld bytes (max %u for JSON)",
+			       d->digest, (long long)d->size, OCI_MAX_JSON);
 	_cleanup_close_ int fd = -1;
 	if (oci_blob_open(l, d, &fd, err) < 0)
 		return -1;
@@ -668,7 +689,8 @@ int oci_blob_read(oci_layout *l, const oci_descriptor *d, char **ret, size_t *re
 		if (k < 0)
 			return err_errno(err, "read blob %s", d->digest);
 		if (k == 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s is truncated", d->digest);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s is truncated",
+				       d->digest);
 		got += (size_t)k;
 	}
 	buf[got] = 0;
@@ -676,8 +698,8 @@ int oci_blob_read(oci_layout *l, const oci_descriptor *d, char **ret, size_t *re
 	if (store_digest_buf(buf, got, dg, err) < 0)
 		return -1;
 	if (!streq(dg, d->digest))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s is corrupt: its content hashes to %s",
-			       d->digest, dg);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "blob %s is corrupt: its content hashes to %s", d->digest, dg);
 	*ret = TAKE_PTR(buf);
 	*ret_len = got;
 	return 0;
@@ -707,12 +729,14 @@ static int blob_commit(oci_layout *l, int fd, const char *tmp, const char *diges
 	return 0;
 }
 
-int oci_blob_write(oci_layout *l, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE], sbx_err **err)
+int oci_blob_write(oci_layout *l, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE],
+		   sbx_err **err)
 {
 	char tmp[64];
 	if (store_digest_buf(data, len, ret_digest, err) < 0 || tmp_name(tmp) < 0)
 		return err_ret(err) ?: -EIO;
-	_cleanup_close_ int fd = openat(l->sha_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	_cleanup_close_ int fd =
+	    openat(l->sha_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_errno(err, "create blob in '%s'", l->path);
 	if (store_fs_write_all(fd, data, len, err) < 0) {
@@ -736,7 +760,8 @@ int oci_blob_write_layer_fd(oci_layout *l, int in, const char *tar_path, bool gz
 	char tmp[64];
 	if (tmp_name(tmp) < 0)
 		return err_errno(err, "getrandom");
-	_cleanup_close_ int fd = openat(l->sha_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	_cleanup_close_ int fd =
+	    openat(l->sha_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return err_errno(err, "create blob in '%s'", l->path);
 	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
@@ -886,7 +911,8 @@ static ssize_t decompress(layer_reader *lr, uint8_t *buf, size_t len)
 			if (zr == Z_STREAM_END)
 				lr->z_end = true;
 			else if (zr != Z_OK && zr != Z_BUF_ERROR) {
-				snprintf(lr->why, sizeof(lr->why), "gzip data is corrupt: %s", lr->z.msg ? lr->z.msg : "error");
+				snprintf(lr->why, sizeof(lr->why), "gzip data is corrupt: %s",
+					 lr->z.msg ? lr->z.msg : "error");
 				return -EBADMSG;
 			}
 			size_t out = before_out - lr->z.avail_out;
@@ -924,7 +950,8 @@ static ssize_t layer_read(void *ud, void *buf, size_t len)
 		return n;
 	lr->out_total += (uint64_t)n;
 	if (lr->out_total > lr->max_out) {
-		snprintf(lr->why, sizeof(lr->why), "the uncompressed layer exceeds the import size limit (%llu bytes)",
+		snprintf(lr->why, sizeof(lr->why),
+			 "the uncompressed layer exceeds the import size limit (%llu bytes)",
 			 (unsigned long long)lr->max_out);
 		return -EFBIG;
 	}
@@ -946,8 +973,8 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 	if (store_digest_fd(fd, dg, &sz, err) < 0)
 		return err_wrap(err, "blob %s", d->digest);
 	if (!streq(dg, d->digest))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s is corrupt: its content hashes to %s",
-			       d->digest, dg);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+			       "blob %s is corrupt: its content hashes to %s", d->digest, dg);
 	if (lseek(fd, 0, SEEK_SET) < 0)
 		return err_errno(err, "seek blob %s", d->digest);
 
@@ -986,8 +1013,8 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 			sbx_err_free(err ? *err : NULL);
 			if (err)
 				*err = NULL;
-			return err_set(err, r == -EFBIG ? SBX_E_LIMIT_EXCEEDED : SBX_E_INVALID_ARGUMENT, -r, "layer %s: %s",
-				       d->digest, lr->why);
+			return err_set(err, r == -EFBIG ? SBX_E_LIMIT_EXCEEDED : SBX_E_INVALID_ARGUMENT, -r,
+				       "layer %s: %s", d->digest, lr->why);
 		}
 		return err_wrap(err, "layer %s", d->digest);
 	}
@@ -997,17 +1024,19 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 	while ((k = layer_read(lr, sink, sizeof(sink))) > 0)
 		;
 	if (k < 0)
-		return err_set(err, k == -EFBIG ? SBX_E_LIMIT_EXCEEDED : SBX_E_INVALID_ARGUMENT, (int)-k, "layer %s: %s",
-			       d->digest, lr->why[0] ? lr->why : strerror((int)-k));
+		return err_set(err, k == -EFBIG ? SBX_E_LIMIT_EXCEEDED : SBX_E_INVALID_ARGUMENT, (int)-k,
+			       "layer %s: %s", d->digest, lr->why[0] ? lr->why : strerror((int)-k));
 	char blob_dg[STORE_DIGEST_SIZE], tar_dg[STORE_DIGEST_SIZE];
 	if (store_hasher_final(lr->hc, blob_dg, err) < 0 || store_hasher_final(lr->hu, tar_dg, err) < 0)
 		return -1;
 	if (!streq(blob_dg, d->digest) || lr->in_total != (uint64_t)d->size)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s changed while it was read", d->digest);
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG, "blob %s changed while it was read",
+			       d->digest);
 	if (!streq(tar_dg, diff_id))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EBADMSG,
-			       "layer %s: its uncompressed content hashes to %s, but the config's diff_id is %s", d->digest,
-			       tar_dg, diff_id);
+		return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EBADMSG,
+		    "layer %s: its uncompressed content hashes to %s, but the config's diff_id is %s",
+		    d->digest, tar_dg, diff_id);
 	budget->max_bytes -= lr->out_total <= budget->max_bytes ? lr->out_total : budget->max_bytes;
 	budget->max_entries -= st.entries <= budget->max_entries ? st.entries : budget->max_entries;
 

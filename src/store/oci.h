@@ -42,7 +42,7 @@ typedef struct oci_descriptor {
 	char *media_type; /* NULL if absent (allowed in old index/manifests) */
 	char digest[STORE_DIGEST_SIZE];
 	int64_t size;
-	char *ref_name; /* annotation org.opencontainers.image.ref.name, or NULL */
+	char *ref_name;		   /* annotation org.opencontainers.image.ref.name, or NULL */
 	char *arch, *os, *variant; /* platform, or NULL */
 } oci_descriptor;
 
@@ -60,9 +60,9 @@ typedef struct oci_manifest {
 
 typedef struct oci_config {
 	char *arch, *os;
-	char **env;  /* "K=V", NULL-terminated (never NULL) */
-	char *cwd;   /* WorkingDir or NULL */
-	char *user;  /* User or NULL */
+	char **env;	 /* "K=V", NULL-terminated (never NULL) */
+	char *cwd;	 /* WorkingDir or NULL */
+	char *user;	 /* User or NULL */
 	char **diff_ids; /* NULL-terminated */
 	size_t n_diff_ids;
 } oci_config;
@@ -70,9 +70,18 @@ typedef struct oci_config {
 void oci_index_free(oci_index *ix);
 void oci_manifest_free(oci_manifest *m);
 void oci_config_free(oci_config *c);
-static inline void oci_index_freep(oci_index **p) { oci_index_free(*p); }
-static inline void oci_manifest_freep(oci_manifest **p) { oci_manifest_free(*p); }
-static inline void oci_config_freep(oci_config **p) { oci_config_free(*p); }
+static inline void oci_index_freep(oci_index **p)
+{
+	oci_index_free(*p);
+}
+static inline void oci_manifest_freep(oci_manifest **p)
+{
+	oci_manifest_free(*p);
+}
+static inline void oci_config_freep(oci_config **p)
+{
+	oci_config_free(*p);
+}
 
 /* Pure. index.json or a nested image index (OCI or docker manifest list). */
 int oci_index_parse(const char *json, size_t len, oci_index **ret, sbx_err **err);
@@ -103,17 +112,18 @@ const char *oci_host_arch(void);
 /* Pure. JSON documents for export (compact, keys sorted). */
 char *oci_config_build(const char *arch, const char *const *env, const char *cwd, const char *const *diff_ids,
 		       const char *created);
-char *oci_manifest_build(const oci_descriptor *config, const oci_descriptor *layers, size_t n, const char *created);
+char *oci_manifest_build(const oci_descriptor *config, const oci_descriptor *layers, size_t n,
+			 const char *created);
 /* Adds (or replaces, by ref name) the manifest descriptor in an index.json
  * (existing may be NULL). */
-int oci_index_add(const char *existing, size_t len, const oci_descriptor *manifest, const char *tag, char **ret,
-		  sbx_err **err);
+int oci_index_add(const char *existing, size_t len, const oci_descriptor *manifest, const char *tag,
+		  char **ret, sbx_err **err);
 
 /* ---- I/O ---------------------------------------------------------------- */
 
 typedef struct oci_layout {
-	int dfd;     /* the layout directory */
-	int sha_fd;  /* blobs/sha256 */
+	int dfd;    /* the layout directory */
+	int sha_fd; /* blobs/sha256 */
 	char *path;
 } oci_layout;
 void oci_layout_close(oci_layout *l);
@@ -127,7 +137,8 @@ int oci_blob_open(oci_layout *l, const oci_descriptor *d, int *ret_fd, sbx_err *
 /* Reads a JSON blob (size <= OCI_MAX_JSON) and checks its digest. */
 int oci_blob_read(oci_layout *l, const oci_descriptor *d, char **ret, size_t *ret_len, sbx_err **err);
 /* Writes data as a blob; fills digest and size. */
-int oci_blob_write(oci_layout *l, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE], sbx_err **err);
+int oci_blob_write(oci_layout *l, const void *data, size_t len, char ret_digest[STORE_DIGEST_SIZE],
+		   sbx_err **err);
 /* Copies the plain tar at tar_path into the layout (gzip-compressed if
  * gzip); fills the descriptor's digest and size. */
 int oci_blob_write_layer(oci_layout *l, const char *tar_path, bool gzip, oci_descriptor *ret, sbx_err **err);

@@ -538,10 +538,10 @@ static void lc_load(void)
 		snprintf(lc.err, sizeof(lc.err), "%s", dlerror());
 		return;
 	}
-#define SYM(f, name)                                                                                                   \
-	if (!(*(void **)&lc.f = dlsym(h, name))) {                                                                      \
-		snprintf(lc.err, sizeof(lc.err), "libcurl.so.4 lacks %s", name);                                        \
-		return;                                                                                                \
+#define SYM(f, name)                                                                                         \
+	if (!(*(void **)&lc.f = dlsym(h, name))) {                                                           \
+		snprintf(lc.err, sizeof(lc.err), "libcurl.so.4 lacks %s", name);                             \
+		return;                                                                                      \
 	}
 	SYM(global_init, "curl_global_init");
 	SYM(easy_init, "curl_easy_init");
@@ -565,8 +565,8 @@ static int lc_open(sbx_err **err)
 {
 	pthread_once(&lc_once, lc_load);
 	return lc.ok ? 0
-		     : err_set(err, SBX_E_UNAVAILABLE, ELIBACC, "libcurl: %s (install libcurl4, e.g. libcurl4-openssl-dev)",
-			       lc.err);
+		     : err_set(err, SBX_E_UNAVAILABLE, ELIBACC,
+			       "libcurl: %s (install libcurl4, e.g. libcurl4-openssl-dev)", lc.err);
 }
 
 #undef curl_easy_setopt
@@ -580,7 +580,6 @@ static int lc_open(sbx_err **err)
 #define curl_easy_strerror lc.easy_strerror
 #define curl_slist_append lc.slist_append
 #define curl_slist_free_all lc.slist_free_all
-
 
 struct reg_client {
 	CURL *curl;

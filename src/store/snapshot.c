@@ -232,7 +232,7 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 	if (!json_is_object(o))
 		return BAD("not a JSON object");
 	static const char *const known[] = {
-	    "schema", "snapshot_id", "parent",	 "layers", "base_template", "env",	 "cwd",
+	    "schema", "snapshot_id", "parent",	 "layers", "base_template", "env",	  "cwd",
 	    "user",   "os_release",  "packages", "labels", "created_at",    "size_bytes", "base_identity"};
 	const char *k;
 	json_t *v;

@@ -77,14 +77,18 @@ int store_fs_write_atomic(const char *dir, const char *name, const void *data, s
 	if (dfd < 0)
 		return err_errno(err, "open '%s'", dir);
 	/* util/fs.c's one atomic write, its steps through the fault table. */
-	const fs_atomic_ops ops = {.write = store_sys.write, .fsync = store_sys.fsync, .renameat = store_sys.renameat};
+	const fs_atomic_ops ops = {
+	    .write = store_sys.write, .fsync = store_sys.fsync, .renameat = store_sys.renameat};
 	int r = fs_write_atomicat(dfd, name, data, len, mode, FS_ATOMIC_DURABLE, &ops);
 	if (r < 0)
 		return err_errnum(err, r, "write '%s/%s' atomically", dir, name);
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Sorted names in dir accepted by keep (which may rewrite them into *out). */
 int store_fs_list_dir(const char *dir, char *(*keep)(const char *name), char ***ret, sbx_err **err)
@@ -123,4 +127,3 @@ int store_fs_list_dir(const char *dir, char *(*keep)(const char *name), char ***
 	*ret = TAKE_PTR(v);
 	return 0;
 }
-

@@ -630,7 +630,8 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 		const char *victim = name + strlen(STORE_WH_PREFIX);
 		bool wh_literal = r->o.literal_names && r->pd.wh_literal;
 		if (wh_literal && startswith(victim, STORE_WH_PREFIX))
-			return make_whiteout(r, pfd, victim, NULL, err); /* the whiteout of a real ".wh." name */
+			return make_whiteout(r, pfd, victim, NULL,
+					     err); /* the whiteout of a real ".wh." name */
 		if (startswith(victim, STORE_WH_PREFIX) || !*victim || streq(victim, ".") ||
 		    streq(victim, ".."))
 			return BAD("tar entry '%s': reserved or invalid whiteout name", r->disp);

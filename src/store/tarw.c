@@ -185,7 +185,7 @@ typedef struct entry {
 	uint64_t size;
 	const char *link;
 	const xattrs *xa;
-	bool literal;	  /* a real name starting with ".wh.": pax SBX.literal=1 */
+	bool literal;	 /* a real name starting with ".wh.": pax SBX.literal=1 */
 	bool wh_literal; /* a whiteout of such a name: pax SBX.whiteout=1 */
 } entry;
 
@@ -540,7 +540,11 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 		if (hl_lookup_or_add(w, c->st.st_dev, c->st.st_ino, path, &first) < 0)
 			return err_errnum(err, ENOMEM, "tar");
 		if (first) {
-			entry l = {.path = path, .type = '1', .link = first, .uid = e.uid, .gid = e.gid,
+			entry l = {.path = path,
+				   .type = '1',
+				   .link = first,
+				   .uid = e.uid,
+				   .gid = e.gid,
 				   .literal = c->literal};
 			entry_from_stat(&l, &c->st);
 			return emit_header(w, &l, err);
@@ -664,10 +668,11 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 		x->whiteout = S_ISCHR(x->st.st_mode) && x->st.st_rdev == 0;
 		x->literal = startswith(de->d_name, STORE_WH_PREFIX);
 		if (x->literal && (w->flags & STORE_TAR_W_OCI)) {
-			r = err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				    "%s'/%s%s%s': names starting with '.wh.' cannot be stored in an OCI layer "
-				    "(OCI reserves them for whiteouts)",
-				    x->whiteout ? "the deletion of " : "", dpath, *dpath ? "/" : "", de->d_name);
+			r = err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "%s'/%s%s%s': names starting with '.wh.' cannot be stored in an OCI layer "
+			    "(OCI reserves them for whiteouts)",
+			    x->whiteout ? "the deletion of " : "", dpath, *dpath ? "/" : "", de->d_name);
 			break;
 		}
 		x->name = strdup(de->d_name);

@@ -18,7 +18,8 @@ int store_beneath_open(int root, const char *rel, int flags)
 {
 	if (!*rel)
 		return openat(root, ".", flags | O_CLOEXEC);
-	int fd = fs_open_beneath(root, rel, flags | O_NOFOLLOW, 0, FS_BENEATH); /* falls back without openat2 */
+	int fd =
+	    fs_open_beneath(root, rel, flags | O_NOFOLLOW, 0, FS_BENEATH); /* falls back without openat2 */
 	return fd < 0 ? -errno : fd;
 }
 

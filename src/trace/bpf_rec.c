@@ -90,9 +90,9 @@ struct bpf_rec {
 	uint32_t rb_bytes;
 	volatile struct sbx_trace_state *state; /* the program's .bss, mmaped (state_len bytes) */
 	size_t state_len;
-	uint64_t misses_base;	    /* recursion_misses when this recording started */
-	bool discard;		    /* drop samples: leftovers of an earlier recording */
-	uint64_t idle_since;	    /* CLOCK_MONOTONIC ns when it was last stopped */
+	uint64_t misses_base; /* recursion_misses when this recording started */
+	bool discard;	      /* drop samples: leftovers of an earlier recording */
+	uint64_t idle_since;  /* CLOCK_MONOTONIC ns when it was last stopped */
 	struct bpf_object *obj;
 	struct bpf_link *links[ARRAY_SIZE(rec_progs)];
 	struct ring_buffer *rb;
@@ -324,7 +324,8 @@ static void *rec_linger_main(void *arg)
 			rec_detach(rec_cache);
 			continue;
 		}
-		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u), .tv_nsec = (long)(due % 1000000000u)};
+		struct timespec ts = {.tv_sec = (time_t)(due / 1000000000u),
+				      .tv_nsec = (long)(due % 1000000000u)};
 		(void)pthread_cond_timedwait(&rec_cache_cond, &rec_cache_lock, &ts);
 	}
 	return NULL;

@@ -357,7 +357,8 @@ static void on_timerfd(engine *e, task *t, const uint64_t *a, uint64_t sp)
 	int kind = determ_clock_kind(c ? strtol(c + 8, NULL, 10) : 1);
 	if (kind != DETERM_CLK_REAL && kind != DETERM_CLK_MONO)
 		return;
-	put_ts(to_real(determ_proc_of(e, t), kind, (uint64_t)its[2] * 1000000000ULL + (uint64_t)its[3]), its + 2, 1);
+	put_ts(to_real(determ_proc_of(e, t), kind, (uint64_t)its[2] * 1000000000ULL + (uint64_t)its[3]),
+	       its + 2, 1);
 	uint64_t at = scratch(sp, sizeof(its));
 	if (ptrace_mem_write(t->tid, at, its, sizeof(its)) < 0)
 		return;
@@ -492,9 +493,11 @@ static void fix_stat(engine *e, task *t, int nr)
 	if (ptrace_mem_read(t->tid, t->xaddr, &st, sizeof(st)) != (ssize_t)sizeof(st))
 		return;
 	if (not_a_file(st.st_mode) || st.st_dev == e->pseudo_dev[0] || st.st_dev == e->pseudo_dev[1]) {
-		struct timespec ep = {(time_t)(e->o->epoch_ns / 1000000000u), (long)(e->o->epoch_ns % 1000000000u)};
+		struct timespec ep = {(time_t)(e->o->epoch_ns / 1000000000u),
+				      (long)(e->o->epoch_ns % 1000000000u)};
 		st.st_atim = st.st_mtim = st.st_ctim = ep;
-		size_t from = offsetof(struct stat, st_atim), to = offsetof(struct stat, st_ctim) + sizeof(st.st_ctim);
+		size_t from = offsetof(struct stat, st_atim),
+		       to = offsetof(struct stat, st_ctim) + sizeof(st.st_ctim);
 		(void)ptrace_mem_write(t->tid, t->xaddr + from, (uint8_t *)&st + from, to - from);
 		return;
 	}
@@ -529,7 +532,8 @@ static void fix_statx(engine *e, task *t, int nr)
 		struct statx_timestamp ep = {.tv_sec = (int64_t)(e->o->epoch_ns / 1000000000u),
 					     .tv_nsec = (uint32_t)(e->o->epoch_ns % 1000000000u)};
 		sx.stx_atime = sx.stx_btime = sx.stx_ctime = sx.stx_mtime = ep;
-		size_t from = offsetof(struct statx, stx_atime), to = offsetof(struct statx, stx_mtime) + sizeof(sx.stx_mtime);
+		size_t from = offsetof(struct statx, stx_atime),
+		       to = offsetof(struct statx, stx_mtime) + sizeof(sx.stx_mtime);
 		(void)ptrace_mem_write(t->tid, t->xaddr + from, (uint8_t *)&sx + from, to - from);
 		return;
 	}
@@ -540,9 +544,11 @@ static void fix_statx(engine *e, task *t, int nr)
 		struct statx_timestamp *m = &sx.stx_mtime;
 		if (sx.stx_mask & STATX_ATIME)
 			sx.stx_atime = *m;
-		if ((sx.stx_mask & STATX_CTIME) && (int64_t)sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec < start)
+		if ((sx.stx_mask & STATX_CTIME) &&
+		    (int64_t)sx.stx_ctime.tv_sec * 1000000000LL + sx.stx_ctime.tv_nsec < start)
 			sx.stx_ctime = *m;
-		if ((sx.stx_mask & STATX_BTIME) && (int64_t)sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec < start)
+		if ((sx.stx_mask & STATX_BTIME) &&
+		    (int64_t)sx.stx_btime.tv_sec * 1000000000LL + sx.stx_btime.tv_nsec < start)
 			sx.stx_btime = *m;
 	}
 	struct statx_timestamp *ts[4] = {&sx.stx_atime, &sx.stx_btime, &sx.stx_ctime, &sx.stx_mtime};
@@ -553,7 +559,8 @@ static void fix_statx(engine *e, task *t, int nr)
 	for (int i = 0; i < 4; i++)
 		if (sx.stx_mask & bit[i]) {
 			sec[n] = ts[i]->tv_sec, nsec[n] = ts[i]->tv_nsec;
-			ver[n] = bit[i] == STATX_BTIME ? 0 : sz; /* a birth time stays put as the file grows */
+			ver[n] =
+			    bit[i] == STATX_BTIME ? 0 : sz; /* a birth time stays put as the file grows */
 			which[n++] = i;
 		}
 	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, sx.stx_ino, ver, sec, nsec, n))
@@ -597,7 +604,7 @@ void determ_on_exit_action(engine *e, task *t, int nr, int64_t rval)
 			size_t hl = strlen(e->o->hostname);
 			memcpy(node, e->o->hostname, hl < 64 ? hl : 64);
 			if (ptrace_mem_write(t->tid, t->xaddr + offsetof(struct utsname, nodename), node,
-				      sizeof(node)) == 0)
+					     sizeof(node)) == 0)
 				ptrace_rec_determ(e, t, TRACE_DETERM_UNAME, nr, node, strlen(node));
 		}
 		break;
@@ -679,7 +686,8 @@ void determ_on_exec(engine *e, task *t)
 	}
 	if (at_random) {
 		uint8_t r[16];
-		determ_rng_read(&e->rng, determ_stream(p->id, DETERM_STREAM_AT_RANDOM, exec_i), 0, r, sizeof(r));
+		determ_rng_read(&e->rng, determ_stream(p->id, DETERM_STREAM_AT_RANDOM, exec_i), 0, r,
+				sizeof(r));
 		if (ptrace_mem_write(t->tid, at_random, r, sizeof(r)) == 0)
 			ptrace_rec_determ(e, t, TRACE_DETERM_RANDOM, SYS_execve, r, sizeof(r));
 	}
@@ -714,7 +722,8 @@ bool determ_emulate_rdtsc(engine *e, task *t)
 	struct user_regs_struct r;
 	uint8_t code[3];
 	bool rdtscp;
-	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r) < 0 || ptrace_mem_read(t->tid, r.rip, code, sizeof(code)) < 2)
+	if (ptrace(PTRACE_GETREGS, t->tid, 0, &r) < 0 ||
+	    ptrace_mem_read(t->tid, r.rip, code, sizeof(code)) < 2)
 		return false;
 	int len = determ_tsc_insn(code, sizeof(code), &rdtscp);
 	if (!len)
@@ -731,6 +740,5 @@ bool determ_emulate_rdtsc(engine *e, task *t)
 	ptrace_rec_determ(e, t, TRACE_DETERM_RDTSC, -1, &tsc, sizeof(tsc));
 	return true;
 }
-
 
 #endif

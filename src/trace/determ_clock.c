@@ -135,15 +135,16 @@ static bool timemap_grow(determ_timemap *m)
 		return false;
 	for (size_t i = 0; i < m->cap; i++)
 		if (m->ents[i].used)
-			*time_slot(n, ncap, m->ents[i].dev, m->ents[i].ino, m->ents[i].ver, m->ents[i].t) = m->ents[i];
+			*time_slot(n, ncap, m->ents[i].dev, m->ents[i].ino, m->ents[i].ver, m->ents[i].t) =
+			    m->ents[i];
 	free(m->ents);
 	m->ents = n;
 	m->cap = ncap;
 	return true;
 }
 
-int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
-			int64_t *t, int n)
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino,
+			const uint64_t *ver, int64_t *t, int n)
 {
 	int64_t v = 0;
 	bool have_v = false;

@@ -181,7 +181,8 @@ static void on_notif(engine *e)
 	}
 	dproc *dp = determ_proc_of(e, t);
 	uint64_t idx = dp->n_urandom++;
-	e->rs[e->n_rs++] = (rstream){p[1], determ_stream(dp->id, DETERM_STREAM_URANDOM, idx), 0}; /* fed by the next poll */
+	e->rs[e->n_rs++] =
+	    (rstream){p[1], determ_stream(dp->id, DETERM_STREAM_URANDOM, idx), 0}; /* fed by the next poll */
 	if (t)
 		t->emulated = true;
 	e->res.emulated++;

@@ -54,13 +54,15 @@ int determ_pid_reach(pid_t want, sbx_err **err)
 	long pid_max = read_long("/proc/sys/kernel/pid_max");
 	if (want < 1 || (pid_max > 0 && want >= pid_max))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
-			       "cannot give the command pid %d: pids here go from 1 to %ld", (int)want, pid_max - 1);
+			       "cannot give the command pid %d: pids here go from 1 to %ld", (int)want,
+			       pid_max - 1);
 	char path[32];
 	snprintf(path, sizeof(path), "/proc/%d", (int)want);
 	struct stat st;
 	if (stat(path, &st) == 0)
 		return err_set(err, SBX_E_CONFLICT, EBUSY,
-			       "cannot give the command pid %d: that pid is in use by another process here", (int)want);
+			       "cannot give the command pid %d: that pid is in use by another process here",
+			       (int)want);
 	long last = read_long("/proc/sys/kernel/ns_last_pid");
 	if (last + 1 == want)
 		return 0;
@@ -70,21 +72,23 @@ int determ_pid_reach(pid_t want, sbx_err **err)
 	if (r == 0 && read_long("/proc/sys/kernel/ns_last_pid") + 1 == want)
 		return 0;
 	if (last >= want)
-		return err_set(err, SBX_E_CONFLICT, ERANGE,
-			       "cannot give the command pid %d: this pid namespace has already handed out pids up "
-			       "to %ld (more processes ran in it before the command than when recording), and "
-			       "its pid counter cannot be moved back (ns_last_pid: %s)",
-			       (int)want, last, r < 0 ? strerror(-r) : "not taken");
+		return err_set(
+		    err, SBX_E_CONFLICT, ERANGE,
+		    "cannot give the command pid %d: this pid namespace has already handed out pids up "
+		    "to %ld (more processes ran in it before the command than when recording), and "
+		    "its pid counter cannot be moved back (ns_last_pid: %s)",
+		    (int)want, last, r < 0 ? strerror(-r) : "not taken");
 	/* No way to set it: use up pids until the next is ours. */
 	for (;;) {
 		last = read_long("/proc/sys/kernel/ns_last_pid");
 		if (last + 1 == want)
 			return 0;
 		if (last >= want)
-			return err_set(err, SBX_E_CONFLICT, ERANGE,
-				       "cannot give the command pid %d: another process here took pids up to %ld "
-				       "meanwhile",
-				       (int)want, last);
+			return err_set(
+			    err, SBX_E_CONFLICT, ERANGE,
+			    "cannot give the command pid %d: another process here took pids up to %ld "
+			    "meanwhile",
+			    (int)want, last);
 		pid_t p = burn_one();
 		if (p < 0)
 			return err_errno(err, "fork (to reach pid %d)", (int)want);
@@ -92,10 +96,11 @@ int determ_pid_reach(pid_t want, sbx_err **err)
 			if (p + 1 == want)
 				return 0;
 			if (p >= want)
-				return err_set(err, SBX_E_CONFLICT, ERANGE,
-					       "cannot give the command pid %d: pid %d was already handed out "
-					       "(and /proc/sys/kernel/ns_last_pid is not readable)",
-					       (int)want, (int)p);
+				return err_set(
+				    err, SBX_E_CONFLICT, ERANGE,
+				    "cannot give the command pid %d: pid %d was already handed out "
+				    "(and /proc/sys/kernel/ns_last_pid is not readable)",
+				    (int)want, (int)p);
 		}
 	}
 }

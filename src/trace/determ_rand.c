@@ -84,7 +84,9 @@ static uint64_t mix64(uint64_t x)
 uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index)
 {
 	if (proc_id == 0)
-		return kind == DETERM_STREAM_GETRANDOM ? 0 : kind == DETERM_STREAM_URANDOM ? 1 + index : (1ULL << 40) + index;
+		return kind == DETERM_STREAM_GETRANDOM ? 0
+		       : kind == DETERM_STREAM_URANDOM ? 1 + index
+						       : (1ULL << 40) + index;
 	return mix64(mix64(proc_id ^ (kind << 56)) + index) | (1ULL << 63);
 }
 

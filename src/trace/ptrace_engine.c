@@ -117,7 +117,8 @@ static struct trace_rec rec_hdr(uint16_t type, size_t len, pid_t pid, pid_t tid,
 /* ts: when the substitution happened, 0 = now. A record written after the
  * reply (the tracee may have run on) carries the time of the request, so
  * that merged with the eBPF stream it lands before the call's exit, always. */
-void ptrace_rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len, uint64_t ts)
+void ptrace_rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len,
+			  uint64_t ts)
 {
 	if (e->rfd < 0)
 		return;
@@ -537,7 +538,8 @@ static void on_wait(engine *e, pid_t pid, int status)
 			if (t->tid == t->tgid) {
 				threaded_forget(e, t->tgid);
 				if (t->p)
-					t->p->dead = true; /* the leader is reported last: the clock is final */
+					t->p->dead =
+					    true; /* the leader is reported last: the clock is final */
 			}
 			task_remove(e, t);
 		}

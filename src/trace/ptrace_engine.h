@@ -85,7 +85,8 @@ int determ_pid_reach(pid_t want, sbx_err **err);
 #define DETERM_MONO_BASE_NS 1000000000000ULL /* virtual CLOCK_MONOTONIC at start: 1000 s "uptime" */
 #define DETERM_COARSE_RES_NS 4000000ULL	     /* clock_getres of *_COARSE (HZ=250) */
 #define DETERM_SQUEEZE_NS 86400000000000LL   /* file times later than epoch-1d squeezed below the epoch */
-#define DETERM_EPOCH_SLACK_NS 60000000000LL  /* an epoch less than this after the real start counts as before it */
+#define DETERM_EPOCH_SLACK_NS                                                                                \
+	60000000000LL /* an epoch less than this after the real start counts as before it */
 enum { DETERM_CLK_NONE = 0, DETERM_CLK_REAL, DETERM_CLK_MONO, DETERM_CLK_CPU };
 typedef struct determ_clock {
 	uint64_t epoch_ns; /* virtual CLOCK_REALTIME at vt = 0 */
@@ -132,8 +133,8 @@ typedef struct determ_timemap {
  * kernel tick (the same real time, on kernels without fine-grained file
  * times) still reads as changed, whether or not the tick passed. Returns how
  * many changed. */
-int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, const uint64_t *ver,
-			int64_t *t, int n);
+int determ_time_map_set(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino,
+			const uint64_t *ver, int64_t *t, int n);
 /* The same for one time. *changed tells whether the result differs. */
 int64_t determ_time_map(determ_timemap *m, const determ_clock *c, uint64_t dev, uint64_t ino, int64_t t,
 			bool *changed);

@@ -75,7 +75,7 @@ typedef struct engine {
 	bool main_done, draining, started;
 	dproc **procs; /* determinism: live processes, and dead ones not yet reaped */
 	size_t n_procs, cap_procs;
-	dproc stray;   /* a caller the engine does not know (should not happen): its own clock */
+	dproc stray; /* a caller the engine does not know (should not happen): its own clock */
 	determ_timemap tmap;
 	dev_t pseudo_dev[2]; /* procfs and sysfs: their inode times are when the kernel made the inode */
 	determ_rng rng;

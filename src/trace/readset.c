@@ -126,7 +126,8 @@ static void add_read(walk *w, const char *path, uint8_t kind, bool absent, const
 		return;
 	}
 	w->dropped[rs->n] = false;
-	rs->v[rs->n] = (readset_item){.path = p, .kind = kind, .absent = absent, .index = ev->seq, .pid = ev->pid};
+	rs->v[rs->n] =
+	    (readset_item){.path = p, .kind = kind, .absent = absent, .index = ev->seq, .pid = ev->pid};
 	*slot = (void *)(uintptr_t)(++rs->n);
 }
 
@@ -216,7 +217,8 @@ static void on_open(walk *w, const trace_ev *ev, uint64_t flags, bool flags_know
 	int acc = (int)(flags & O_ACCMODE);
 	bool opath = flags_known && (flags & O_PATH) == O_PATH;
 	bool writes = flags_known && (acc == O_WRONLY || acc == O_RDWR || (flags & (O_TRUNC | O_CREAT)));
-	bool replaces = flags_known && (acc == O_WRONLY || (flags & O_TRUNC) || ((flags & O_CREAT) && (flags & O_EXCL)));
+	bool replaces =
+	    flags_known && (acc == O_WRONLY || (flags & O_TRUNC) || ((flags & O_CREAT) && (flags & O_EXCL)));
 	const char *s = trace_sb_str(&p);
 	if (opath) {
 		/* neither a read nor a write */
@@ -264,7 +266,9 @@ static void on_sys(walk *w, const trace_ev *ev)
 	} else if (nr == SYS_fchdir && ok) {
 		const trace_fd *f = trace_state_fd(&w->st, ev->pid, (int32_t)a[0]);
 		set_cwd(w, ev->pid,
-			f && f->kind == TRACE_FD_FILE && norm_path(NULL, f->path, false, &p) ? trace_sb_str(&p) : NULL);
+			f && f->kind == TRACE_FD_FILE && norm_path(NULL, f->path, false, &p)
+			    ? trace_sb_str(&p)
+			    : NULL);
 	}
 	w->oom |= p.oom;
 	trace_sb_free(&p);

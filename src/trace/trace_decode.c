@@ -593,4 +593,3 @@ void trace_dec_free(trace_dec *d)
 	}
 	trace_sb_free(&d->ret);
 }
-

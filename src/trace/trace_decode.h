@@ -5,7 +5,7 @@
 #include "trace/trace_sys.h"
 #include "trace/trace_view.h"
 
-#define PATH_CAP 4096  /* a tracked path longer than this is cut (joins can nest without bound) */
+#define PATH_CAP 4096 /* a tracked path longer than this is cut (joins can nest without bound) */
 
 /* glibc defines O_LARGEFILE as 0 on 64-bit; the kernel's bit is this. */
 #if defined(__x86_64__)
@@ -15,7 +15,6 @@
 #else
 #error "traces are recorded on x86_64 and arm64 only"
 #endif
-
 
 /* The argument index of the k-th string argument, or -1. */
 int trace_str_arg_index(int32_t nr, int k);

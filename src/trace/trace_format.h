@@ -53,14 +53,15 @@ struct trace_rec {
 #define TRACE_MAX_STR 256 /* bytes captured per string argument, including NUL */
 
 /* TR_SYSCALL flags */
-#define TRS_HAS_RET 0x1	     /* ret is valid (the exit was seen) */
-#define TRS_STR0_TRUNC 0x2   /* str0 was longer than TRACE_MAX_STR-1 */
-#define TRS_STR1_TRUNC 0x4   /* str1 was longer than TRACE_MAX_STR-1 */
-#define TRS_STR0_FAULT 0x8   /* str0 could not be read (bad pointer) */
-#define TRS_STR1_FAULT 0x10  /* str1 could not be read */
-#define TRS_EMULATED 0x20    /* the determinism engine answered this call instead of the kernel */
-#define TRS_NO_ENTER 0x40    /* only the exit was seen: seccomp refused the call before sys_enter fires
-			      * (args and strings were read at the exit; enter_ns is the exit time) */
+#define TRS_HAS_RET 0x1	    /* ret is valid (the exit was seen) */
+#define TRS_STR0_TRUNC 0x2  /* str0 was longer than TRACE_MAX_STR-1 */
+#define TRS_STR1_TRUNC 0x4  /* str1 was longer than TRACE_MAX_STR-1 */
+#define TRS_STR0_FAULT 0x8  /* str0 could not be read (bad pointer) */
+#define TRS_STR1_FAULT 0x10 /* str1 could not be read */
+#define TRS_EMULATED 0x20   /* the determinism engine answered this call instead of the kernel */
+#define TRS_NO_ENTER                                                                                         \
+	0x40 /* only the exit was seen: seccomp refused the call before sys_enter fires                      \
+	      * (args and strings were read at the exit; enter_ns is the exit time) */
 
 /* TR_SYSCALL: followed by str0 then str1 (each NUL-terminated, lengths in
  * str0_len/str1_len including the NUL, 0 when absent), padded to 8. Which
@@ -71,7 +72,7 @@ struct trace_syscall {
 	int32_t nr;	   /* native syscall number */
 	uint16_t str0_len; /* bytes of str0 including NUL, 0 if none */
 	uint16_t str1_len;
-	int64_t ret;	   /* raw return value (-errno on failure), valid with TRS_HAS_RET */
+	int64_t ret; /* raw return value (-errno on failure), valid with TRS_HAS_RET */
 	uint64_t args[6];
 	uint64_t enter_ns; /* CLOCK_MONOTONIC at entry; h.ts_ns is the exit time */
 };

@@ -15,19 +15,20 @@ static json_t *text_of(const json_t *e, const char *type)
 {
 	char buf[TEXT_MAX + 8];
 	size_t n = 0;
-#define ADD(...)                                                                                   \
-	do {                                                                                       \
-		if (n < TEXT_MAX)                                                                  \
-			n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);               \
-		if (n > TEXT_MAX)                                                                  \
-			n = TEXT_MAX;                                                              \
+#define ADD(...)                                                                                             \
+	do {                                                                                                 \
+		if (n < TEXT_MAX)                                                                            \
+			n += (size_t)snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                         \
+		if (n > TEXT_MAX)                                                                            \
+			n = TEXT_MAX;                                                                        \
 	} while (0)
 	buf[0] = 0;
 	if (streq(type, "syscall")) {
 		ADD("%s(", json_str(e, "syscall") ? json_str(e, "syscall") : "?");
 		json_t *a = json_object_get(e, "args"), *v;
 		size_t i;
-		json_array_foreach(a, i, v) ADD("%s%s", i ? ", " : "", json_is_string(v) ? json_string_value(v) : "?");
+		json_array_foreach(a, i, v)
+		    ADD("%s%s", i ? ", " : "", json_is_string(v) ? json_string_value(v) : "?");
 		json_t *ret = json_object_get(e, "ret");
 		if (json_is_integer(ret))
 			ADD(") = %lld", (long long)json_integer_value(ret));
@@ -42,7 +43,8 @@ static json_t *text_of(const json_t *e, const char *type)
 	} else if (streq(type, "exec")) {
 		json_t *a = json_object_get(e, "argv"), *v;
 		size_t i;
-		json_array_foreach(a, i, v) ADD("%s%s", i ? " " : "", json_is_string(v) ? json_string_value(v) : "?");
+		json_array_foreach(a, i, v)
+		    ADD("%s%s", i ? " " : "", json_is_string(v) ? json_string_value(v) : "?");
 	} else if (streq(type, "exit")) {
 		json_t *sig = json_object_get(e, "signal");
 		if (json_is_integer(sig))
@@ -52,7 +54,8 @@ static json_t *text_of(const json_t *e, const char *type)
 		if (!json_is_true(json_object_get(e, "process")))
 			ADD(" (thread)");
 	} else if (streq(type, "determ")) {
-		ADD("%s answered by the determinism engine", json_str(e, "syscall") ? json_str(e, "syscall") : "?");
+		ADD("%s answered by the determinism engine",
+		    json_str(e, "syscall") ? json_str(e, "syscall") : "?");
 	} else if (streq(type, "lost")) {
 		ADD("%lld events lost", (long long)json_int(e, "count", 0));
 	}
@@ -74,7 +77,8 @@ json_t *trace_html_events(const json_t *events)
 		return NULL;
 	size_t i;
 	json_t *e;
-	json_array_foreach(events, i, e) {
+	json_array_foreach(events, i, e)
+	{
 		const char *type = json_str(e, "type");
 		if (!type)
 			continue;
@@ -123,14 +127,15 @@ int trace_html_write(const json_t *trace, const json_t *replay, FILE *out, sbx_e
 	const json_t *re = replay ? json_object_get(replay, "events") : NULL;
 	if (re && json_is_array(re) && !(rev = trace_html_events(re)))
 		return err_oom(err);
-	_cleanup_json_ json_t *data = json_pack(
-		"{s:{s:O?,s:O?,s:O?,s:O},s:O?}", "trace", "trace_id", json_object_get(trace, "trace_id"), "manifest",
-		json_object_get(trace, "manifest"), "stats", json_object_get(trace, "stats"), "events", ev, "replay",
-		NULL);
+	_cleanup_json_ json_t *data =
+	    json_pack("{s:{s:O?,s:O?,s:O?,s:O},s:O?}", "trace", "trace_id",
+		      json_object_get(trace, "trace_id"), "manifest", json_object_get(trace, "manifest"),
+		      "stats", json_object_get(trace, "stats"), "events", ev, "replay", NULL);
 	if (!ev || !data)
 		return err_oom(err);
 	if (replay) {
-		json_t *r = json_pack("{s:O?,s:O?}", "result", json_object_get(replay, "result"), "events", rev);
+		json_t *r =
+		    json_pack("{s:O?,s:O?}", "result", json_object_get(replay, "result"), "events", rev);
 		if (!r || json_object_set_new(data, "replay", r) < 0)
 			return err_oom(err);
 	}

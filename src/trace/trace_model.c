@@ -410,4 +410,3 @@ int trace_state_apply(trace_state *st, const trace_ev *ev)
 		return 0;
 	}
 }
-

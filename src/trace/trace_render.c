@@ -374,13 +374,15 @@ static int json_fields(json_t *o, const trace_state *st, const trace_dec *d, con
 		/* The value the program was given, in hex (its layout per kind is in
 		 * trace_format.h). */
 		char hex[2 * TRACE_DETERM_MAX_VALUE + 1];
-		size_t vl = ev->determ.value_len < TRACE_DETERM_MAX_VALUE ? ev->determ.value_len : TRACE_DETERM_MAX_VALUE;
+		size_t vl = ev->determ.value_len < TRACE_DETERM_MAX_VALUE ? ev->determ.value_len
+									  : TRACE_DETERM_MAX_VALUE;
 		for (size_t i = 0; i < vl; i++)
 			snprintf(hex + 2 * i, 3, "%02x", ev->determ.value[i]);
 		hex[2 * vl] = 0;
 		return jset(o, "kind", kn ? json_string(kn) : json_integer(ev->determ.kind)) < 0 ||
 			       jset(o, "syscall", sn ? json_string(sn) : json_null()) < 0 ||
-			       jset(o, "nr", json_integer(ev->determ.nr)) < 0 || jset(o, "value", json_string(hex)) < 0
+			       jset(o, "nr", json_integer(ev->determ.nr)) < 0 ||
+			       jset(o, "value", json_string(hex)) < 0
 			   ? -1
 			   : 0;
 	}

@@ -49,8 +49,8 @@ int trace_manifest_validate(const json_t *m, sbx_err **err)
 		return BAD("command.argv", "must be a non-empty array");
 	size_t i;
 	json_t *v;
-	json_array_foreach(json_object_get(cmd, "argv"), i, v) if (!json_is_string(v)) return BAD("command.argv",
-												  "must hold strings");
+	json_array_foreach(json_object_get(cmd, "argv"), i,
+			   v) if (!json_is_string(v)) return BAD("command.argv", "must hold strings");
 	if (!json_is_array(json_object_get(cmd, "env")))
 		return BAD("command.env", "must be an array");
 	json_t *ev = json_object_get(m, "events");
@@ -107,7 +107,8 @@ char **trace_manifest_blobs(const json_t *m)
 	return v;
 }
 
-int trace_store_put(const char *store_root, const json_t *manifest, char ret_id[STORE_DIGEST_SIZE], sbx_err **err)
+int trace_store_put(const char *store_root, const json_t *manifest, char ret_id[STORE_DIGEST_SIZE],
+		    sbx_err **err)
 {
 	if (trace_manifest_validate(manifest, err) < 0)
 		return -1;
@@ -154,7 +155,8 @@ int trace_store_get(const char *store_root, const char *id, json_t **ret, sbx_er
 	if (store_digest_buf(buf, n, got, err) < 0)
 		return -1;
 	if (!streq(got, id))
-		return err_set(err, SBX_E_INTERNAL, EBADMSG, "trace %s is corrupt: its manifest hashes to %s", id, got);
+		return err_set(err, SBX_E_INTERNAL, EBADMSG, "trace %s is corrupt: its manifest hashes to %s",
+			       id, got);
 	json_error_t je;
 	_cleanup_json_ json_t *m = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
 	if (!m)
@@ -200,7 +202,8 @@ int trace_store_resolve(const char *store_root, const char *ref, char **ret_id, 
 		if (n == 1)
 			return (*ret_id = strdup(match)) ? 0 : err_errnum(err, ENOMEM, "resolve trace");
 		if (n > 1)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "trace prefix '%s' is ambiguous", ref);
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "trace prefix '%s' is ambiguous",
+				       ref);
 	}
 	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such trace: '%s'", ref);
 }

@@ -13,7 +13,8 @@
 #define TRACE_SCHEMA 1
 
 /* Writes the manifest (atomically) and returns its id. */
-int trace_store_put(const char *store_root, const json_t *manifest, char ret_id[STORE_DIGEST_SIZE], sbx_err **err);
+int trace_store_put(const char *store_root, const json_t *manifest, char ret_id[STORE_DIGEST_SIZE],
+		    sbx_err **err);
 /* Reads and verifies (hash, schema, shape) a manifest. not_found if absent. */
 int trace_store_get(const char *store_root, const char *id, json_t **ret, sbx_err **err);
 /* A digest, "sha256:"+prefix or a hex prefix (>= 6) -> the full id. */

@@ -21,11 +21,26 @@
  * comparison; A: the result is an address. Signal delivery and child
  * reaping are T too: a SIGCHLD handler runs (rt_sigreturn) wherever the
  * child's exit lands, and a wait4 may find the child gone or not yet. */
-#define G(n, sig, s, f) {n, sig, s, f, 0, OP_NONE, -1, 0, NULL}
-#define O(n, sig, s, f, op) {n, sig, s, f, 0, op, -1, 0, NULL}
-#define T(n, sig) {n, sig, 0, 0, SYS_TIMING, OP_NONE, -1, 0, NULL}
-#define A(n, sig, f) {n, sig, 0, f, SYS_ADDR, OP_NONE, -1, 0, NULL}
-#define AN(n, sig, s, f, label, arg, mask) {n, sig, s, f, 0, OP_ANON, arg, mask, label}
+#define G(n, sig, s, f)                                                                                      \
+	{                                                                                                    \
+		n, sig, s, f, 0, OP_NONE, -1, 0, NULL                                                        \
+	}
+#define O(n, sig, s, f, op)                                                                                  \
+	{                                                                                                    \
+		n, sig, s, f, 0, op, -1, 0, NULL                                                             \
+	}
+#define T(n, sig)                                                                                            \
+	{                                                                                                    \
+		n, sig, 0, 0, SYS_TIMING, OP_NONE, -1, 0, NULL                                               \
+	}
+#define A(n, sig, f)                                                                                         \
+	{                                                                                                    \
+		n, sig, 0, f, SYS_ADDR, OP_NONE, -1, 0, NULL                                                 \
+	}
+#define AN(n, sig, s, f, label, arg, mask)                                                                   \
+	{                                                                                                    \
+		n, sig, s, f, 0, OP_ANON, arg, mask, label                                                   \
+	}
 static const trace_sysent table[] = {
     G("read", "fxu", 0, 0x1),
     G("write", "fxu", 0, 0x1),
@@ -332,7 +347,8 @@ static struct {
 static void tab_init(void)
 {
 	for (int nr = 0; nr < TRACE_NR_MAX; nr++)
-		tab.name[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* leaked once: static table */
+		tab.name[nr] =
+		    seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr); /* leaked once: static table */
 	for (size_t i = 0; i < ARRAY_SIZE(table); i++) {
 		int nr = seccomp_syscall_resolve_name_arch(SCMP_ARCH_NATIVE, table[i].name);
 		if (nr >= 0 && nr < TRACE_NR_MAX)

@@ -26,7 +26,7 @@ bool trace_sys_timing_dependent(int nr);
 bool trace_sys_returns_addr(int nr);
 
 enum { SYS_TIMING = 1, SYS_ADDR = 2 }; /* trace_sys_timing_dependent, trace_sys_returns_addr */
-#define CL_ALWAYS (-2) /* anonymous-descriptor makers that always set close-on-exec */
+#define CL_ALWAYS (-2)		       /* anonymous-descriptor makers that always set close-on-exec */
 
 /* What a call does to the descriptor table. */
 enum {

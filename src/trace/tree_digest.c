@@ -35,7 +35,8 @@ static int hash_str(walk *w, const char *s, sbx_err **err)
 static int walk_dir(walk *w, int dfd, const char *rel, int depth, sbx_err **err)
 {
 	if (depth > TREE_MAX_DEPTH)
-		return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "'%s': deeper than %d levels", rel, TREE_MAX_DEPTH);
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, ELOOP, "'%s': deeper than %d levels", rel,
+			       TREE_MAX_DEPTH);
 	struct dirent **ents = NULL;
 	/* scandirat on the open directory keeps every lookup beneath it. */
 	int n = scandirat(dfd, ".", &ents, NULL, by_name);
@@ -83,8 +84,10 @@ static int walk_dir(walk *w, int dfd, const char *rel, int depth, sbx_err **err)
 			target[l] = 0;
 			r = hash_str(w, target, err);
 		} else if (S_ISDIR(st.st_mode)) {
-			_cleanup_close_ int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			r = sub < 0 ? err_errno(err, "open '%s'", path) : walk_dir(w, sub, path, depth + 1, err);
+			_cleanup_close_ int sub =
+			    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			r = sub < 0 ? err_errno(err, "open '%s'", path)
+				    : walk_dir(w, sub, path, depth + 1, err);
 		}
 	}
 	for (int i = 0; i < n; i++)

@@ -5,13 +5,13 @@
 #include <string.h>
 
 static const char *const code_names[] = {
-	[SBX_OK] = "ok",
-	[SBX_E_NOT_FOUND] = "not_found",
-	[SBX_E_INVALID_ARGUMENT] = "invalid_argument",
-	[SBX_E_LIMIT_EXCEEDED] = "limit_exceeded",
-	[SBX_E_CONFLICT] = "conflict",
-	[SBX_E_UNAVAILABLE] = "unavailable",
-	[SBX_E_INTERNAL] = "internal",
+    [SBX_OK] = "ok",
+    [SBX_E_NOT_FOUND] = "not_found",
+    [SBX_E_INVALID_ARGUMENT] = "invalid_argument",
+    [SBX_E_LIMIT_EXCEEDED] = "limit_exceeded",
+    [SBX_E_CONFLICT] = "conflict",
+    [SBX_E_UNAVAILABLE] = "unavailable",
+    [SBX_E_INTERNAL] = "internal",
 };
 
 _public_ const char *sbx_code_name(sbx_code c)
@@ -20,9 +20,18 @@ _public_ const char *sbx_code_name(sbx_code c)
 		return "internal";
 	return code_names[c];
 }
-_public_ const char *sbx_err_message(const sbx_err *e) { return e && e->msg ? e->msg : "unknown error"; }
-_public_ sbx_code sbx_err_code(const sbx_err *e) { return e ? e->code : SBX_OK; }
-_public_ int sbx_err_errno(const sbx_err *e) { return e ? e->errnum : 0; }
+_public_ const char *sbx_err_message(const sbx_err *e)
+{
+	return e && e->msg ? e->msg : "unknown error";
+}
+_public_ sbx_code sbx_err_code(const sbx_err *e)
+{
+	return e ? e->code : SBX_OK;
+}
+_public_ int sbx_err_errno(const sbx_err *e)
+{
+	return e ? e->errnum : 0;
+}
 _public_ void sbx_err_free(sbx_err *e)
 {
 	if (!e)

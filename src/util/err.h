@@ -35,5 +35,8 @@ sbx_code err_code_from_name(const char *name);
 /* Return value for an error already set: -errnum or -1. */
 int err_ret(sbx_err *const *err);
 
-static inline void sbx_err_freep(sbx_err **e) { sbx_err_free(*e); }
+static inline void sbx_err_freep(sbx_err **e)
+{
+	sbx_err_free(*e);
+}
 #define _cleanup_err_ _cleanup_(sbx_err_freep)

@@ -94,8 +94,8 @@ ssize_t fd_recv_msg(int sock, char *buf, size_t cap, int *fds, size_t *n_fds)
 		char buf[CMSG_SPACE(sizeof(int) * FD_MSG_MAX_FDS)];
 		struct cmsghdr align;
 	} u;
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			     .msg_controllen = sizeof(u.buf)};
+	struct msghdr msg = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf)};
 	size_t want = n_fds ? *n_fds : 0, got = 0;
 	if (n_fds)
 		*n_fds = 0;

@@ -52,7 +52,10 @@ int fs_write_atomic_flags(const char *path, const void *data, size_t len, mode_t
 				 durable ? FS_ATOMIC_DURABLE : 0, NULL);
 }
 
-static ssize_t sys_write(int fd, const void *buf, size_t len) { return write(fd, buf, len); }
+static ssize_t sys_write(int fd, const void *buf, size_t len)
+{
+	return write(fd, buf, len);
+}
 
 static const fs_atomic_ops real_ops = {.write = sys_write, .fsync = fsync, .renameat = renameat};
 
@@ -115,7 +118,10 @@ int fs_write_stringat(int dfd, const char *path, const char *s)
 	return n < 0 ? (int)n : 0;
 }
 
-int fs_write_string(const char *path, const char *s) { return fs_write_stringat(AT_FDCWD, path, s); }
+int fs_write_string(const char *path, const char *s)
+{
+	return fs_write_stringat(AT_FDCWD, path, s);
+}
 
 int fs_read_fileat(int dfd, const char *path, size_t max, char **ret, size_t *ret_len)
 {
@@ -130,7 +136,10 @@ int fs_read_file(const char *path, size_t max, char **ret, size_t *ret_len)
 	return fs_read_fileat(AT_FDCWD, path, max, ret, ret_len);
 }
 
-bool fs_exists(const char *path) { return access(path, F_OK) == 0; }
+bool fs_exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
 
 char *fs_path_join(const char *a, const char *b)
 {

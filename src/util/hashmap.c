@@ -28,10 +28,10 @@ static int hashmap_grow(hashmap *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 64;
 	hashmap n = {.keys = calloc(cap, sizeof(uint64_t)),
-		       .vals = calloc(cap, sizeof(void *)),
-		       .used = calloc(cap, 1),
-		       .cap = cap,
-		       .n = m->n};
+		     .vals = calloc(cap, sizeof(void *)),
+		     .used = calloc(cap, 1),
+		     .cap = cap,
+		     .n = m->n};
 	if (!n.keys || !n.vals || !n.used) {
 		free(n.keys);
 		free(n.vals);
@@ -185,4 +185,3 @@ const char **strmap_sorted(const strmap *m)
 	v[k] = NULL;
 	return v;
 }
-

@@ -73,7 +73,10 @@ int json_recv(int sock, json_t **ret, int *fds, size_t *n_fds)
 	return 1;
 }
 
-const char *json_str(const json_t *obj, const char *key) { return json_string_value(json_object_get(obj, key)); }
+const char *json_str(const json_t *obj, const char *key)
+{
+	return json_string_value(json_object_get(obj, key));
+}
 
 int64_t json_int(const json_t *obj, const char *key, int64_t dflt)
 {
@@ -115,7 +118,8 @@ char *json_join_strings(const json_t *a, const char *prefix, char sep)
 static char *nul_child(const char *path, const char *key, size_t idx)
 {
 	char *p = NULL;
-	int n = key ? asprintf(&p, "%s%s%s", path, *path ? "." : "", key) : asprintf(&p, "%s[%zu]", path, idx);
+	int n =
+	    key ? asprintf(&p, "%s%s%s", path, *path ? "." : "", key) : asprintf(&p, "%s[%zu]", path, idx);
 	return n < 0 ? NULL : p;
 }
 

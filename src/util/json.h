@@ -15,7 +15,7 @@ char **json_to_strv(const json_t *a);
 int json_send(int sock, const json_t *msg, const int *fds, size_t n_fds);
 /* Returns 1 on a message, 0 on EOF, negative errno on failure. */
 int json_recv(int sock, json_t **ret, int *fds, size_t *n_fds);
-const char *json_str(const json_t *obj, const char *key);        /* NULL if absent/not string */
+const char *json_str(const json_t *obj, const char *key);	    /* NULL if absent/not string */
 int64_t json_int(const json_t *obj, const char *key, int64_t dflt); /* dflt if absent/not int */
 bool json_bool(const json_t *obj, const char *key, bool dflt);
 /* prefix + the array's strings joined by sep; NULL if an element is not a

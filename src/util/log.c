@@ -27,7 +27,8 @@ void log_debug_impl(const char *fmt, ...)
 	va_end(ap);
 	if (m < 0)
 		return;
-	size_t len = (size_t)n + ((size_t)m < sizeof(buf) - (size_t)n - 1 ? (size_t)m : sizeof(buf) - (size_t)n - 2);
+	size_t len =
+	    (size_t)n + ((size_t)m < sizeof(buf) - (size_t)n - 1 ? (size_t)m : sizeof(buf) - (size_t)n - 2);
 	buf[len++] = '\n';
 	(void)!write(2, buf, len);
 }

@@ -7,8 +7,8 @@
 extern bool log_debug_enabled;
 void log_init(void);
 void log_debug_impl(const char *fmt, ...) _printf_(1, 2);
-#define log_debug(...)                                                                             \
-	do {                                                                                       \
-		if (log_debug_enabled)                                                             \
-			log_debug_impl(__VA_ARGS__);                                               \
+#define log_debug(...)                                                                                       \
+	do {                                                                                                 \
+		if (log_debug_enabled)                                                                       \
+			log_debug_impl(__VA_ARGS__);                                                         \
 	} while (0)

@@ -16,20 +16,23 @@
 #define _noreturn_ __attribute__((noreturn))
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-#define TAKE_PTR(p)                                                                                \
-	({                                                                                         \
-		__typeof__(p) _p = (p);                                                            \
-		(p) = NULL;                                                                        \
-		_p;                                                                                \
+#define TAKE_PTR(p)                                                                                          \
+	({                                                                                                   \
+		__typeof__(p) _p = (p);                                                                      \
+		(p) = NULL;                                                                                  \
+		_p;                                                                                          \
 	})
-#define TAKE_FD(fd)                                                                                \
-	({                                                                                         \
-		int _fd = (fd);                                                                    \
-		(fd) = -1;                                                                         \
-		_fd;                                                                               \
+#define TAKE_FD(fd)                                                                                          \
+	({                                                                                                   \
+		int _fd = (fd);                                                                              \
+		(fd) = -1;                                                                                   \
+		_fd;                                                                                         \
 	})
 
-static inline void freep(void *p) { free(*(void **)p); }
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
 #define _cleanup_free_ _cleanup_(freep)
 
 /* close() that preserves errno and ignores -1; the only place fds are closed. */
@@ -42,7 +45,10 @@ static inline int safe_close(int fd)
 	}
 	return -1;
 }
-static inline void closep(int *fd) { safe_close(*fd); }
+static inline void closep(int *fd)
+{
+	safe_close(*fd);
+}
 #define _cleanup_close_ _cleanup_(closep)
 
 /* A child process a function owns: on scope exit it is killed (SIGKILL) and
@@ -60,11 +66,11 @@ static inline void pid_killp(pid_t *pid)
 	}
 }
 #define _cleanup_pid_ _cleanup_(pid_killp)
-#define TAKE_PID(pid)                                                                              \
-	({                                                                                         \
-		pid_t _pid = (pid);                                                                \
-		(pid) = 0;                                                                         \
-		_pid;                                                                              \
+#define TAKE_PID(pid)                                                                                        \
+	({                                                                                                   \
+		pid_t _pid = (pid);                                                                          \
+		(pid) = 0;                                                                                   \
+		_pid;                                                                                        \
 	})
 
 static inline void strv_free(char **v)
@@ -75,17 +81,20 @@ static inline void strv_free(char **v)
 		free(*p);
 	free(v);
 }
-static inline void strv_freep(char ***v) { strv_free(*v); }
+static inline void strv_freep(char ***v)
+{
+	strv_free(*v);
+}
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 
 /* Retry a syscall expression while it fails with EINTR. */
-#define RETRY_EINTR(expr)                                                                          \
-	({                                                                                         \
-		__typeof__(expr) _r;                                                               \
-		do                                                                                 \
-			_r = (expr);                                                               \
-		while (_r < 0 && errno == EINTR);                                                  \
-		_r;                                                                                \
+#define RETRY_EINTR(expr)                                                                                    \
+	({                                                                                                   \
+		__typeof__(expr) _r;                                                                         \
+		do                                                                                           \
+			_r = (expr);                                                                         \
+		while (_r < 0 && errno == EINTR);                                                            \
+		_r;                                                                                          \
 	})
 
 #define streq(a, b) (strcmp((a), (b)) == 0)

@@ -126,7 +126,8 @@ static bool path_ok(const char *p)
 _public_ int sbx_parse_volume(const char *s, char **ret_host, char **ret_path, bool *ret_ro, sbx_err **err)
 {
 	if (!s || !*s)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid volume '': expected HOST:PATH[:ro|rw]");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid volume '': expected HOST:PATH[:ro|rw]");
 	_cleanup_free_ char *copy = strdup(s);
 	if (!copy)
 		return -ENOMEM;

@@ -99,4 +99,3 @@ const char *strbuf_str(const strbuf *b)
 {
 	return b->p && !b->oom ? b->p : "";
 }
-

@@ -18,5 +18,5 @@ void strbuf_addf(strbuf *b, const char *fmt, ...) _printf_(2, 3);
 /* s[0..n) with non-printable bytes, '"' and '\\' escaped (\n, \t, \r, \xNN). */
 void strbuf_add_escaped(strbuf *b, const char *s, size_t n);
 void strbuf_reset(strbuf *b);
-void strbuf_free(strbuf *b);			/* back to {0}; NULL-safe contents */
-const char *strbuf_str(const strbuf *b);	/* "" when empty or after oom */
+void strbuf_free(strbuf *b);		 /* back to {0}; NULL-safe contents */
+const char *strbuf_str(const strbuf *b); /* "" when empty or after oom */

@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (egress_rule_parse(s, &r, NULL) == 0) {
 		egress_rule r2;
 		/* the canonical text parses to the same rule */
-		if (egress_rule_parse(r.text, &r2, NULL) != 0 || strcmp(r.text, r2.text) != 0 || !egress_rule_covers(&r, &r2))
+		if (egress_rule_parse(r.text, &r2, NULL) != 0 || strcmp(r.text, r2.text) != 0 ||
+		    !egress_rule_covers(&r, &r2))
 			abort();
 		const char *pats[] = {s, NULL};
 		egress_allowlist *al = NULL;

@@ -36,7 +36,8 @@ static void on_ready(const char *url, bool loopback, void *userdata)
 static void *serve(void *arg)
 {
 	/* Short timeouts: an input that stops mid-request is cut quickly. */
-	mcp_http_opts o = {.listen = "127.0.0.1:0", .on_ready = on_ready, .request_timeout_s = 2, .idle_timeout_s = 2};
+	mcp_http_opts o = {
+	    .listen = "127.0.0.1:0", .on_ready = on_ready, .request_timeout_s = 2, .idle_timeout_s = 2};
 	sbx_err *e = NULL;
 	if (mcp_serve_http(NULL, &o, &e) < 0) {
 		fprintf(stderr, "fuzz_http: cannot serve: %s\n", sbx_err_message(e));
@@ -106,9 +107,10 @@ static size_t roundtrip(const uint8_t *data, size_t size, char *buf, size_t cap)
 
 static void health_check(void)
 {
-	static const char req[] = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-				  "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
-				  "Content-Length: 51\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}";
+	static const char req[] =
+	    "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+	    "Accept: application/json, text/event-stream\r\nConnection: close\r\n"
+	    "Content-Length: 51\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"}";
 	char buf[256];
 	size_t n = roundtrip((const uint8_t *)req, sizeof(req) - 1, buf, sizeof(buf) - 1);
 	buf[n] = 0;

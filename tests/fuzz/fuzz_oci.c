@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (size_t i = 0; i < ix->n; i++)
 				check_desc(&ix->manifests[i]);
 			const oci_descriptor *d = NULL;
-			if (oci_index_select(ix, "latest", "amd64", &d, NULL) == 0 && (d < ix->manifests || d >= ix->manifests + ix->n))
+			if (oci_index_select(ix, "latest", "amd64", &d, NULL) == 0 &&
+			    (d < ix->manifests || d >= ix->manifests + ix->n))
 				abort();
 			if (oci_index_select(ix, NULL, "amd64", &d, NULL) == 0)
 				check_desc(d);

@@ -26,10 +26,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (which == 0) {
 		oci_spec *s = NULL;
 		if (oci_spec_parse(text, len, &s, &e) == 0) {
-			if (!s->process.args || !s->process.args[0] || s->process.cwd[0] != '/' || !s->root_path)
+			if (!s->process.args || !s->process.args[0] || s->process.cwd[0] != '/' ||
+			    !s->root_path)
 				abort();
 			for (size_t i = 0; i < s->n_mounts; i++)
-				if (s->mounts[i].destination[0] != '/' || (s->mounts[i].bind && !s->mounts[i].source))
+				if (s->mounts[i].destination[0] != '/' ||
+				    (s->mounts[i].bind && !s->mounts[i].source))
 					abort();
 			oci_spec_free(s);
 		}

@@ -26,7 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool ro;
 	if (sbx_parse_volume(s, &h, &p, &ro, &e) == 0) {
 		/* Accepted volumes are absolute and never contain a ".." component. */
-		if (h[0] != '/' || p[0] != '/' || strstr(p, "/../") || (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")))
+		if (h[0] != '/' || p[0] != '/' || strstr(p, "/../") ||
+		    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")))
 			abort();
 		free(h);
 		free(p);

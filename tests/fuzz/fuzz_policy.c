@@ -25,7 +25,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (policy_profile("dev", &base, NULL) != 0)
 			abort();
 		if (policy_merge(base, p, &m, NULL) == 0 && !p->override) {
-			if (m->limits.memory_bytes > base->limits.memory_bytes || m->net_mode > base->net_mode)
+			if (m->limits.memory_bytes > base->limits.memory_bytes ||
+			    m->net_mode > base->net_mode)
 				abort();
 		}
 		egress_allowlist *al = NULL;

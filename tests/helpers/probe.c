@@ -745,7 +745,6 @@ static int probe_info(int argc, char **argv)
 	return 0;
 }
 
-
 /* ---- more kernel doors (each must stay shut) ---- */
 
 /* The new mount API: fsopen/fsmount and open_tree(OPEN_TREE_CLONE) would
@@ -783,7 +782,8 @@ static int probe_handle(int argc, char **argv)
 		unsigned int handle_bytes;
 		int handle_type;
 		unsigned char f_handle[8];
-	} h = {.handle_bytes = 8, .handle_type = 1 /* FILEID_INO32_GEN */, .f_handle = {2, 0, 0, 0, 0, 0, 0, 0}};
+	} h = {
+	    .handle_bytes = 8, .handle_type = 1 /* FILEID_INO32_GEN */, .f_handle = {2, 0, 0, 0, 0, 0, 0, 0}};
 	int mfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (mfd < 0)
 		return blocked("open /: %s", strerror(errno));
@@ -890,7 +890,8 @@ static int probe_abstract(int argc, char **argv)
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return blocked("socket: %s", strerror(errno));
-	int r = connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
+	int r =
+	    connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n));
 	int e = errno;
 	close(fd);
 	if (r == 0)
@@ -904,8 +905,9 @@ static int probe_cgroup(int argc, char **argv)
 {
 	char why[768] = "";
 	int got = 0;
-	static const char *const procs[] = {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
-					    "/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/pids/cgroup.procs"};
+	static const char *const procs[] = {
+	    "/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
+	    "/sys/fs/cgroup/memory/cgroup.procs", "/sys/fs/cgroup/pids/cgroup.procs"};
 	for (size_t i = 0; i < sizeof(procs) / sizeof(procs[0]); i++) {
 		int fd = open(procs[i], O_WRONLY | O_CLOEXEC);
 		if (fd < 0) {
@@ -940,7 +942,8 @@ static int probe_procfiles(int argc, char **argv)
 		close(fd);
 	}
 	note(why, sizeof(why), "open /proc/sysrq-trigger for writing", fd >= 0 ? 0 : errno);
-	static const char *const rd[] = {"/proc/kcore", "/proc/timer_list", "/proc/sched_debug", "/proc/keys"};
+	static const char *const rd[] = {"/proc/kcore", "/proc/timer_list", "/proc/sched_debug",
+					 "/proc/keys"};
 	for (size_t i = 0; i < sizeof(rd) / sizeof(rd[0]); i++) {
 		char buf[64];
 		fd = open(rd[i], O_RDONLY | O_CLOEXEC);

@@ -11,7 +11,7 @@ t_fuzz_corpora_replay() {
 t_fuzz_targets_bounded_run() {
 	command -v clang > /dev/null || skip "clang is not installed (scripts/deps.sh test installs it)"
 	out=$(cd "$SBX_SRC" && FUZZ_TIME=${SBX_FUZZ_TIME:-5} timeout 600 tests/fuzz/run 2>&1) || { echo "$out" | tail -40; fail "a fuzz target found a crash"; }
-	echo "$out" | grep -E "^== run|number_of_executed_units"
+	echo "$out" | grep -E "^== run|number_of_executed_units|DONE +cov"
 	# Every target must have run, and executed inputs: a target that
 	# builds but never runs (or stops at once) would pass vacuously.
 	local targets ran

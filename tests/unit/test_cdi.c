@@ -7,15 +7,18 @@
 #include "util/macro.h"
 
 static const char fake_json[] =
-	"{\"cdiVersion\":\"0.6.0\",\"kind\":\"example.com/fake\","
-	"\"containerEdits\":{\"env\":[\"FAKE_SPEC=1\"],\"mounts\":[{\"hostPath\":\"/etc/hostname\","
-	"\"containerPath\":\"/opt/fake/hostname\",\"options\":[\"ro\",\"bind\"]}]},"
-	"\"devices\":["
-	"{\"name\":\"0\",\"containerEdits\":{\"env\":[\"FAKE_DEV=0\"],\"deviceNodes\":[{\"path\":\"/dev/fakegpu0\","
-	"\"hostPath\":\"/dev/null\",\"type\":\"c\",\"major\":1,\"minor\":3,\"permissions\":\"wr\"}]}},"
-	"{\"name\":\"0:1\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/fakemig01\",\"hostPath\":\"/dev/zero\"}],"
-	"\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/bin/sh\",\"args\":[\"sh\",\"-c\",\"true\"],\"timeout\":5}]}}"
-	"]}";
+    "{\"cdiVersion\":\"0.6.0\",\"kind\":\"example.com/fake\","
+    "\"containerEdits\":{\"env\":[\"FAKE_SPEC=1\"],\"mounts\":[{\"hostPath\":\"/etc/hostname\","
+    "\"containerPath\":\"/opt/fake/hostname\",\"options\":[\"ro\",\"bind\"]}]},"
+    "\"devices\":["
+    "{\"name\":\"0\",\"containerEdits\":{\"env\":[\"FAKE_DEV=0\"],\"deviceNodes\":[{\"path\":\"/dev/"
+    "fakegpu0\","
+    "\"hostPath\":\"/dev/null\",\"type\":\"c\",\"major\":1,\"minor\":3,\"permissions\":\"wr\"}]}},"
+    "{\"name\":\"0:1\",\"containerEdits\":{\"deviceNodes\":[{\"path\":\"/dev/fakemig01\",\"hostPath\":\"/dev/"
+    "zero\"}],"
+    "\"hooks\":[{\"hookName\":\"createContainer\",\"path\":\"/bin/"
+    "sh\",\"args\":[\"sh\",\"-c\",\"true\"],\"timeout\":5}]}}"
+    "]}";
 
 static cdi_spec *parse(const char *text, const char *file, sbx_err **e)
 {
@@ -93,29 +96,32 @@ TEST(malformed_specs_are_clear_errors)
 	static const struct {
 		const char *file, *text, *want;
 	} cases[] = {
-		{"a.json", "{\"cdiVersion\":", "malformed JSON"},
-		{"a.yaml", "kind: [unclosed\n", "malformed YAML"},
-		{"a.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"x\",\"devices\":[{\"name\":\"a\"}]}", "kind"},
-		{"a.json", "{\"cdiVersion\":\"9.0.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\"}]}", "not supported"},
-		{"a.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[]}", "devices"},
-		{"a.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"bogus\":1}]}",
-		 "devices[0].bogus: unknown field"},
-		{"a.json",
-		 "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
-		 "{\"deviceNodes\":[{\"path\":\"dev/x\"}]}}]}",
-		 "deviceNodes[0].path: must be an absolute path"},
-		{"a.json",
-		 "{\"cdiVersion\":\"0.4.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
-		 "{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/dev/y\"}]}}]}",
-		 "uses fields of cdiVersion 0.5.0"},
-		{"a.json",
-		 "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\"},{\"name\":\"a\"}]}",
-		 "defined twice"},
-		{"a.json",
-		 "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
-		 "{\"hooks\":[{\"hookName\":\"whenever\",\"path\":\"/bin/true\"}]}}]}",
-		 "hookName"},
-		{"a.yaml", "a: &x [*x]\n", "malformed YAML"},
+	    {"a.json", "{\"cdiVersion\":", "malformed JSON"},
+	    {"a.yaml", "kind: [unclosed\n", "malformed YAML"},
+	    {"a.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"x\",\"devices\":[{\"name\":\"a\"}]}", "kind"},
+	    {"a.json", "{\"cdiVersion\":\"9.0.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\"}]}",
+	     "not supported"},
+	    {"a.json", "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[]}", "devices"},
+	    {"a.json",
+	     "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"bogus\":1}]}",
+	     "devices[0].bogus: unknown field"},
+	    {"a.json",
+	     "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
+	     "{\"deviceNodes\":[{\"path\":\"dev/x\"}]}}]}",
+	     "deviceNodes[0].path: must be an absolute path"},
+	    {"a.json",
+	     "{\"cdiVersion\":\"0.4.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
+	     "{\"deviceNodes\":[{\"path\":\"/dev/x\",\"hostPath\":\"/dev/y\"}]}}]}",
+	     "uses fields of cdiVersion 0.5.0"},
+	    {"a.json",
+	     "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/"
+	     "b\",\"devices\":[{\"name\":\"a\"},{\"name\":\"a\"}]}",
+	     "defined twice"},
+	    {"a.json",
+	     "{\"cdiVersion\":\"0.6.0\",\"kind\":\"a.com/b\",\"devices\":[{\"name\":\"a\",\"containerEdits\":"
+	     "{\"hooks\":[{\"hookName\":\"whenever\",\"path\":\"/bin/true\"}]}}]}",
+	     "hookName"},
+	    {"a.yaml", "a: &x [*x]\n", "malformed YAML"},
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		_cleanup_err_ sbx_err *e = NULL;
@@ -132,7 +138,8 @@ TEST(yaml_alias_bomb_is_bounded)
 	char y[2048] = "a0: &a0 [x]\n";
 	for (int i = 1; i <= 9; i++) {
 		char line[160];
-		snprintf(line, sizeof(line), "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i - 1,
+		snprintf(line, sizeof(line),
+			 "a%d: &a%d [*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d,*a%d]\n", i, i, i - 1,
 			 i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1, i - 1);
 		strcat(y, line);
 	}
@@ -151,7 +158,8 @@ TEST(resolves_spec_and_device_edits)
 	char **res = NULL;
 	CHECK(cdi_resolve(&s, 1, names, &ed, &res, &e) == 0);
 	/* spec-level edits once, then each device's in order; the repeat counts once */
-	CHECK(ed.env && strcmp(ed.env[0], "FAKE_SPEC=1") == 0 && strcmp(ed.env[1], "FAKE_DEV=0") == 0 && !ed.env[2]);
+	CHECK(ed.env && strcmp(ed.env[0], "FAKE_SPEC=1") == 0 && strcmp(ed.env[1], "FAKE_DEV=0") == 0 &&
+	      !ed.env[2]);
 	CHECK(ed.n_nodes == 2 && ed.n_mounts == 1 && ed.n_hooks == 1);
 	CHECK_STREQ(ed.nodes[1].path, "/dev/fakemig01");
 	CHECK(res && strcmp(res[1], "example.com/fake=0:1") == 0 && !res[2]);
@@ -172,10 +180,12 @@ TEST(unknown_names_are_not_found)
 	cdi_spec *s = parse(fake_json, "fake.json", &e1);
 	CHECK(s);
 	cdi_edits ed;
-	const char *a[] = {"example.com/fake=7", NULL}, *b[] = {"other.com/gpu=0", NULL}, *c[] = {"nonsense", NULL};
+	const char *a[] = {"example.com/fake=7", NULL}, *b[] = {"other.com/gpu=0", NULL},
+		   *c[] = {"nonsense", NULL};
 	CHECK(cdi_resolve(&s, 1, a, &ed, NULL, &e1) < 0 && sbx_err_code(e1) == SBX_E_NOT_FOUND &&
 	      strstr(sbx_err_message(e1), "has no device '7'"));
-	CHECK(cdi_resolve(&s, 1, b, &ed, NULL, &e2) < 0 && strstr(sbx_err_message(e2), "no CDI spec defines kind"));
+	CHECK(cdi_resolve(&s, 1, b, &ed, NULL, &e2) < 0 &&
+	      strstr(sbx_err_message(e2), "no CDI spec defines kind"));
 	CHECK(cdi_resolve(&s, 1, c, &ed, NULL, &e3) < 0 && sbx_err_code(e3) == SBX_E_INVALID_ARGUMENT);
 	cdi_spec_free(s);
 }
@@ -251,10 +261,12 @@ TEST(policy_devices_parse_and_merge)
 	policy_free(base);
 	policy_free(later);
 	policy_free(wide);
-	const char *bad[] = {"{\"devices\":\"x\"}", "{\"devices\":[\"gpu\"]}", "{\"devices\":[\"a.com/b=c/d\"]}", NULL};
+	const char *bad[] = {"{\"devices\":\"x\"}", "{\"devices\":[\"gpu\"]}",
+			     "{\"devices\":[\"a.com/b=c/d\"]}", NULL};
 	for (int i = 0; bad[i]; i++) {
 		_cleanup_err_ sbx_err *be = NULL;
 		policy *p = NULL;
-		CHECK(policy_parse(bad[i], strlen(bad[i]), &p, &be) < 0 && strstr(sbx_err_message(be), "devices"));
+		CHECK(policy_parse(bad[i], strlen(bad[i]), &p, &be) < 0 &&
+		      strstr(sbx_err_message(be), "devices"));
 	}
 }

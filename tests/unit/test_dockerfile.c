@@ -53,12 +53,15 @@ TEST(every_instruction)
 		return;
 	CHECK(d->n == 15);
 	CHECK(d->instr[0].kind == DF_ARG && d->instr[0].line == 2);
-	CHECK(d->instr[1].kind == DF_FROM && !strcmp(d->instr[1].keyword, "FROM") && !strcmp(d->instr[1].args, "$BASE"));
-	CHECK(d->instr[2].kind == DF_RUN && d->instr[2].line == 5 && !strcmp(d->instr[2].args, "echo a && echo b"));
+	CHECK(d->instr[1].kind == DF_FROM && !strcmp(d->instr[1].keyword, "FROM") &&
+	      !strcmp(d->instr[1].args, "$BASE"));
+	CHECK(d->instr[2].kind == DF_RUN && d->instr[2].line == 5 &&
+	      !strcmp(d->instr[2].args, "echo a && echo b"));
 	CHECK(d->instr[2].argv == NULL);
 	CHECK(d->instr[3].argv && !strcmp(d->instr[3].argv[1], "x y") && !d->instr[3].argv[2]);
 	CHECK(d->instr[3].line == 9);
-	CHECK(d->instr[4].kind == DF_COPY && !strcmp(d->instr[4].chown, "1:2") && !strcmp(d->instr[4].chmod, "0640"));
+	CHECK(d->instr[4].kind == DF_COPY && !strcmp(d->instr[4].chown, "1:2") &&
+	      !strcmp(d->instr[4].chmod, "0640"));
 	CHECK(!strcmp(d->instr[4].args, "a b /dst/"));
 	CHECK(!strcmp(d->instr[4].text, "COPY --chown=1:2 --chmod=0640 a b /dst/"));
 	CHECK(d->instr[12].kind == DF_CMD && d->instr[12].argv && !strcmp(d->instr[12].argv[0], "python3"));
@@ -79,12 +82,14 @@ TEST(escape_directive)
 
 TEST(refusals_name_the_line)
 {
-	CHECK(refused("FROM host\nRUN true\n\n\n\n\nHEALTHCHECK CMD true\n", "Dockerfile:7: HEALTHCHECK is not supported"));
+	CHECK(refused("FROM host\nRUN true\n\n\n\n\nHEALTHCHECK CMD true\n",
+		      "Dockerfile:7: HEALTHCHECK is not supported"));
 	CHECK(refused("FROM host\nonbuild RUN x\n", "Dockerfile:2: ONBUILD is not supported"));
 	CHECK(refused("FROM host\nVOLUME /data\n", "Dockerfile:2: VOLUME is not supported"));
 	CHECK(refused("FROM host\nFOO bar\n", "Dockerfile:2: unknown instruction FOO"));
 	CHECK(refused("FROM host\nRUN <<EOF\necho\nEOF\n", "Dockerfile:2: RUN: heredocs"));
-	CHECK(refused("FROM host\nRUN --mount=type=cache,target=/x true\n", "Dockerfile:2: RUN --mount is not supported"));
+	CHECK(refused("FROM host\nRUN --mount=type=cache,target=/x true\n",
+		      "Dockerfile:2: RUN --mount is not supported"));
 	CHECK(refused("FROM host\nCOPY --from=build /a /b\n", "Dockerfile:2: COPY --from is not supported"));
 	CHECK(refused("FROM host\nFROM host\n", "Dockerfile:2: a second FROM"));
 	CHECK(refused("RUN true\nFROM host\n", "Dockerfile:1: RUN before FROM"));
@@ -102,9 +107,9 @@ TEST(expand)
 	struct {
 		const char *in, *out;
 	} cases[] = {
-		{"$A", "3"},		 {"${B}x", "twox"},	 {"${C:-d$B}", "dtwo"}, {"${E:-def}", "def"},
-		{"${B:+alt}", "alt"},	 {"${C:+alt}", ""},	 {"\\$A", "$A"},	{"$", "$"},
-		{"a$Cb", "a"},		 {"50$", "50$"},
+	    {"$A", "3"},	  {"${B}x", "twox"}, {"${C:-d$B}", "dtwo"}, {"${E:-def}", "def"},
+	    {"${B:+alt}", "alt"}, {"${C:+alt}", ""}, {"\\$A", "$A"},	    {"$", "$"},
+	    {"a$Cb", "a"},	  {"50$", "50$"},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		char *o = NULL;
@@ -123,12 +128,14 @@ TEST(pairs_and_words)
 	CHECK(v && !strcmp(v[0], "A=1") && !strcmp(v[1], "B=two words") && !strcmp(v[2], "C=x\\y") && !v[3]);
 	strv_free(v);
 	v = NULL;
-	CHECK(dockerfile_pairs("K  value with  spaces", true, '\\', &v, NULL) == 0 && !strcmp(v[0], "K=value with  spaces"));
+	CHECK(dockerfile_pairs("K  value with  spaces", true, '\\', &v, NULL) == 0 &&
+	      !strcmp(v[0], "K=value with  spaces"));
 	strv_free(v);
 	v = NULL;
 	CHECK(dockerfile_pairs("K value", false, '\\', &v, NULL) < 0);
 	CHECK(dockerfile_pairs("A=\"open", true, '\\', &v, NULL) < 0);
-	CHECK(dockerfile_words("a \"b c\" /d", '\\', &v, NULL) == 0 && !strcmp(v[1], "b c") && !strcmp(v[2], "/d"));
+	CHECK(dockerfile_words("a \"b c\" /d", '\\', &v, NULL) == 0 && !strcmp(v[1], "b c") &&
+	      !strcmp(v[2], "/d"));
 	strv_free(v);
 	v = NULL;
 	CHECK(dockerfile_words("onlyone", '\\', &v, NULL) < 0);
@@ -153,6 +160,7 @@ TEST(dockerignore)
 	CHECK(dockerignore_excluded(cp, "a/b/node_modules"));
 	CHECK(!dockerignore_excluded(cp, "src/main.c"));
 	strv_free(p);
-	CHECK(dockerignore_parse("", 0, &p, NULL) == 0 && p && !p[0] && !dockerignore_excluded((const char *const *)p, "x"));
+	CHECK(dockerignore_parse("", 0, &p, NULL) == 0 && p && !p[0] &&
+	      !dockerignore_excluded((const char *const *)p, "x"));
 	strv_free(p);
 }

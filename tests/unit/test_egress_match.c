@@ -143,10 +143,11 @@ static struct sockaddr_storage sa(const char *ip, int port)
 
 TEST(ssrf_internal_addresses)
 {
-	const char *internal[] = {"127.0.0.1", "10.1.2.3",	"172.16.0.1", "172.31.255.255", "192.168.1.1",
-				  "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255",
-				  "::1",	     "::",	      "fe80::1", "fc00::1",	"fd12::1",
-				  "::ffff:10.0.0.1", "64:ff9b::a00:1", "2002:a00:1::", "ff02::1"};
+	const char *internal[] = {"127.0.0.1",	    "10.1.2.3",	       "172.16.0.1", "172.31.255.255",
+				  "192.168.1.1",    "169.254.169.254", "100.64.0.1", "0.0.0.0",
+				  "224.0.0.1",	    "255.255.255.255", "::1",	     "::",
+				  "fe80::1",	    "fc00::1",	       "fd12::1",    "::ffff:10.0.0.1",
+				  "64:ff9b::a00:1", "2002:a00:1::",    "ff02::1"};
 	for (size_t i = 0; i < ARRAY_SIZE(internal); i++) {
 		struct sockaddr_storage s = sa(internal[i], 80);
 		if (!egress_addr_is_internal((struct sockaddr *)&s)) {
@@ -211,7 +212,9 @@ TEST(allowlist_errors_name_index)
 TEST(covers)
 {
 	egress_rule a, b;
-#define COV(x, y) (egress_rule_parse(x, &a, NULL) == 0 && egress_rule_parse(y, &b, NULL) == 0 && egress_rule_covers(&a, &b))
+#define COV(x, y)                                                                                            \
+	(egress_rule_parse(x, &a, NULL) == 0 && egress_rule_parse(y, &b, NULL) == 0 &&                       \
+	 egress_rule_covers(&a, &b))
 	CHECK(COV("example.com", "example.com:443"));
 	CHECK(!COV("example.com:443", "example.com"));
 	CHECK(COV("example.com:*", "example.com:22"));
@@ -292,8 +295,8 @@ static size_t make_hello(uint8_t *out, const char *sni, size_t rec)
 	n += 3; /* length later */
 	hs[n++] = 3, hs[n++] = 3;
 	memset(hs + n, 7, 32), n += 32;
-	hs[n++] = 0;		   /* session id */
-	hs[n++] = 0, hs[n++] = 2;  /* cipher suites */
+	hs[n++] = 0;		  /* session id */
+	hs[n++] = 0, hs[n++] = 2; /* cipher suites */
 	hs[n++] = 0x13, hs[n++] = 1;
 	hs[n++] = 1, hs[n++] = 0; /* compression */
 	size_t sl = sni ? strlen(sni) : 0;

@@ -69,12 +69,14 @@ static void *origin_conn(void *arg)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (streq(path, "/big")) {
 		char hdr[128];
-		int h = snprintf(hdr, sizeof(hdr), "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
+		int h = snprintf(hdr, sizeof(hdr),
+				 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
 				 BIG_BYTES);
 		(void)!write(fd, hdr, (size_t)h);
 		static char chunk[256 * 1024];
 		for (long long left = BIG_BYTES; left > 0;) {
-			ssize_t k = write(fd, chunk, left < (long long)sizeof(chunk) ? (size_t)left : sizeof(chunk));
+			ssize_t k =
+			    write(fd, chunk, left < (long long)sizeof(chunk) ? (size_t)left : sizeof(chunk));
 			if (k <= 0)
 				break;
 			left -= k;
@@ -82,8 +84,9 @@ static void *origin_conn(void *arg)
 	} else {
 		char body[300], resp[512];
 		int b = snprintf(body, sizeof(body), "hello %s\n", path);
-		int r = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-				 b, body);
+		int r =
+		    snprintf(resp, sizeof(resp),
+			     "HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", b, body);
 		(void)!write(fd, resp, (size_t)r);
 	}
 	close(fd);
@@ -216,7 +219,8 @@ static json_t *proxy_event(proxy_run *p, size_t n)
 static int dial(int port)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port),
 				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		close(fd);
@@ -256,7 +260,10 @@ static char *roundtrip(int port, const char *req, size_t req_len, bool half_clos
 	return buf;
 }
 
-static char *rt(int port, const char *req) { return roundtrip(port, req, strlen(req), false); }
+static char *rt(int port, const char *req)
+{
+	return roundtrip(port, req, strlen(req), false);
+}
 
 /* ---- tests -------------------------------------------------------------------- */
 
@@ -269,8 +276,10 @@ TEST(connect_allowed_end_to_end)
 	const char *allow[] = {r1, r2, NULL};
 	proxy_run *p = proxy_start(allow, false, 0);
 	CHECK(p);
-	snprintf(req, sizeof(req), "CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n"
-				   "GET /through HTTP/1.1\r\nHost: allowed.test\r\n\r\n", origin_port, origin_port);
+	snprintf(req, sizeof(req),
+		 "CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test:%d\r\n\r\n"
+		 "GET /through HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+		 origin_port, origin_port);
 	/* the client half-closes right away: the FIN travels on, the answer still comes back */
 	char *resp = roundtrip(p->port, req, strlen(req), true);
 	CHECK(resp && strncmp(resp, "HTTP/1.1 200 Connection established\r\n\r\n", 39) == 0);
@@ -295,8 +304,9 @@ TEST(denied_host_gets_403_with_rule)
 	char *resp = rt(p->port, "CONNECT evil.test:443 HTTP/1.1\r\n\r\n");
 	CHECK(resp && strncmp(resp, "HTTP/1.1 403 Forbidden\r\n", 24) == 0);
 	CHECK(strstr(resp, "X-Sbx-Policy-Rule: no rule allows it\r\n"));
-	CHECK(strstr(resp, "sbx egress policy refused evil.test:443: no rule allows it. Connections only go through "
-			   "this proxy; other routes are blocked, so retrying another way will not work."));
+	CHECK(strstr(
+	    resp, "sbx egress policy refused evil.test:443: no rule allows it. Connections only go through "
+		  "this proxy; other routes are blocked, so retrying another way will not work."));
 	free(resp);
 	resp = rt(p->port, "CONNECT allowed.test:8443 HTTP/1.1\r\n\r\n");
 	CHECK(resp && strstr(resp, "403") && strstr(resp, "no rule allows this port"));
@@ -331,7 +341,8 @@ TEST(plain_http_forward)
 	proxy_run *p = proxy_start(allow, false, 0);
 	CHECK(p);
 	snprintf(req, sizeof(req),
-		 "GET http://allowed.test:%d/plain?x=1 HTTP/1.1\r\nHost: allowed.test:%d\r\nProxy-Connection: keep-alive\r\n"
+		 "GET http://allowed.test:%d/plain?x=1 HTTP/1.1\r\nHost: "
+		 "allowed.test:%d\r\nProxy-Connection: keep-alive\r\n"
 		 "User-Agent: t\r\n\r\n",
 		 origin_port, origin_port);
 	char *resp = rt(p->port, req);
@@ -339,7 +350,8 @@ TEST(plain_http_forward)
 	free(resp);
 	pthread_mutex_lock(&origin_mu);
 	bool origin_form = strncmp(origin_last_head, "GET /plain?x=1 HTTP/1.1\r\n", 25) == 0 &&
-			   !strstr(origin_last_head, "Proxy-Connection") && strstr(origin_last_head, "Connection: close");
+			   !strstr(origin_last_head, "Proxy-Connection") &&
+			   strstr(origin_last_head, "Connection: close");
 	pthread_mutex_unlock(&origin_mu);
 	CHECK(origin_form);
 	json_t *ev = proxy_event(p, 0);
@@ -357,7 +369,8 @@ TEST(absolute_uri_host_mismatch_refused)
 	const char *allow[] = {r1, r2, NULL};
 	proxy_run *p = proxy_start(allow, false, 0);
 	CHECK(p);
-	snprintf(req, sizeof(req), "GET http://allowed.test:%d/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", origin_port);
+	snprintf(req, sizeof(req), "GET http://allowed.test:%d/ HTTP/1.1\r\nHost: evil.test\r\n\r\n",
+		 origin_port);
 	char *resp = rt(p->port, req);
 	CHECK(resp && strstr(resp, "403 Forbidden") && strstr(resp, "disagrees with the request URI"));
 	free(resp);
@@ -383,7 +396,8 @@ TEST(ssrf_name_resolving_to_loopback_refused)
 	resp = rt(p->port, req);
 	CHECK(resp && strstr(resp, "403 Forbidden") && strstr(resp, "internal address"));
 	free(resp);
-	resp = rt(p->port, "CONNECT unknown.test:80 HTTP/1.1\r\n\r\n"); /* no rule: refused before resolving */
+	resp =
+	    rt(p->port, "CONNECT unknown.test:80 HTTP/1.1\r\n\r\n"); /* no rule: refused before resolving */
 	CHECK(resp && strstr(resp, "403"));
 	free(resp);
 	CHECK(proxy_stop(p) == 0);
@@ -423,10 +437,11 @@ TEST(tls_sni_checked)
 		SKIP("openssl CLI not installed");
 	char dir[] = "/tmp/sbx-proxy-tls-XXXXXX", cmd[1024], out[65536];
 	CHECK(mkdtemp(dir));
-	snprintf(cmd, sizeof(cmd),
-		 "cd %s && timeout 30 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=allowed.test -days 1 "
-		 "-keyout key.pem -out cert.pem >/dev/null 2>&1",
-		 dir);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "cd %s && timeout 30 openssl req -x509 -newkey rsa:2048 -nodes -subj /CN=allowed.test -days 1 "
+	    "-keyout key.pem -out cert.pem >/dev/null 2>&1",
+	    dir);
 	CHECK(system(cmd) == 0);
 	int sport;
 	int tmp = listen_local(&sport);
@@ -439,7 +454,8 @@ TEST(tls_sni_checked)
 		snprintf(key, sizeof(key), "%s/key.pem", dir);
 		int dn = open("/dev/null", O_RDWR);
 		dup2(dn, 0), dup2(dn, 1), dup2(dn, 2);
-		execlp("openssl", "openssl", "s_server", "-accept", acc, "-cert", cert, "-key", key, "-www", NULL);
+		execlp("openssl", "openssl", "s_server", "-accept", acc, "-cert", cert, "-key", key, "-www",
+		       NULL);
 		_exit(127);
 	}
 	int up = -1;
@@ -456,19 +472,21 @@ TEST(tls_sni_checked)
 	const char *allow[] = {r1, r2, NULL};
 	proxy_run *p = proxy_start(allow, true, 0); /* not port 443: ask for the SNI check */
 	CHECK(p);
-	snprintf(cmd, sizeof(cmd),
-		 "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
-		 "allowed.test:%d -servername allowed.test -quiet 2>&1",
-		 p->port, sport);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
+	    "allowed.test:%d -servername allowed.test -quiet 2>&1",
+	    p->port, sport);
 	sh(cmd, out, sizeof(out));
 	bool ok = strstr(out, "s_server") != NULL || strstr(out, "Ciphers") != NULL;
 	if (!ok)
 		fprintf(stderr, "  s_client said: %.400s\n", out);
 	/* SNI that differs from the CONNECT host: closed, and logged */
-	snprintf(cmd, sizeof(cmd),
-		 "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
-		 "allowed.test:%d -servername other.test -quiet 2>&1",
-		 p->port, sport);
+	snprintf(
+	    cmd, sizeof(cmd),
+	    "printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 20 openssl s_client -proxy 127.0.0.1:%d -connect "
+	    "allowed.test:%d -servername other.test -quiet 2>&1",
+	    p->port, sport);
 	sh(cmd, out, sizeof(out));
 	bool refused = strstr(out, "Ciphers supported") == NULL;
 	json_t *ev = proxy_event(p, 1);
@@ -553,7 +571,8 @@ TEST(measure_latency_and_throughput)
 	int n = getenv("SBX_PROXY_BENCH_N") ? atoi(getenv("SBX_PROXY_BENCH_N")) : 1000;
 	double direct = median_us(origin_port, dreq, n), via = median_us(p->port, req, n);
 	printf("  latency (median of %d requests, new connection each): direct %.0f us, via proxy %.0f us, "
-	       "added %.0f us\n", n, direct, via, via - direct);
+	       "added %.0f us\n",
+	       n, direct, via, via - direct);
 	double t0 = now_s();
 	int fd = dial(origin_port);
 	CHECK(fd >= 0);
@@ -563,10 +582,12 @@ TEST(measure_latency_and_throughput)
 	fd = dial(p->port);
 	CHECK(fd >= 0);
 	char creq[256];
-	int k = snprintf(creq, sizeof(creq), "CONNECT allowed.test:%d HTTP/1.1\r\n\r\nGET /big HTTP/1.1\r\n\r\n", origin_port);
+	int k = snprintf(creq, sizeof(creq),
+			 "CONNECT allowed.test:%d HTTP/1.1\r\n\r\nGET /big HTTP/1.1\r\n\r\n", origin_port);
 	(void)!write(fd, creq, (size_t)k);
 	double p_mbs = drain_big(fd, t0);
-	printf("  throughput (100 MiB download): direct %.0f MB/s, via proxy CONNECT %.0f MB/s\n", d_mbs, p_mbs);
+	printf("  throughput (100 MiB download): direct %.0f MB/s, via proxy CONNECT %.0f MB/s\n", d_mbs,
+	       p_mbs);
 	CHECK(d_mbs > 0 && p_mbs > 0);
 	json_t *ev = NULL;
 	for (size_t i = 0; (ev = proxy_event(p, i)); i++)

@@ -10,13 +10,15 @@
 
 /* What create writes (env.c), with keys the struct does not type. */
 static const char sample[] =
-	"{\"environment_id\":\"0123456789ab\",\"name\":\"web\",\"hostname\":\"sbx-0123\",\"template\":\"host\","
-	"\"created_at\":\"2026-01-01T00:00:00Z\",\"created_ms\":1767225600000,\"rootless\":false,\"ephemeral\":true,"
-	"\"uid_slot\":3,\"host_uid\":100000,\"id_count\":65536,\"limits\":{\"memory_bytes\":1073741824,\"pids\":1024,"
-	"\"cpus\":0.5,\"timeout_ms\":0,\"ttl_ms\":0,\"output_bytes\":10485760},\"env\":[\"A=1\"],\"volumes\":[],"
-	"\"network\":\"allow\",\"network_allow\":[\"example.com\"],\"degraded\":false,\"user\":null,"
-	"\"capabilities\":[\"CHOWN\"],\"snapshot_id\":\"sha256:ab\",\"layers\":[],\"state\":\"running\","
-	"\"supervisor_pid\":42,\"landlock_abi\":4,\"warnings\":[],\"untyped\":{\"kept\":true}}";
+    "{\"environment_id\":\"0123456789ab\",\"name\":\"web\",\"hostname\":\"sbx-0123\",\"template\":\"host\","
+    "\"created_at\":\"2026-01-01T00:00:00Z\",\"created_ms\":1767225600000,\"rootless\":false,\"ephemeral\":"
+    "true,"
+    "\"uid_slot\":3,\"host_uid\":100000,\"id_count\":65536,\"limits\":{\"memory_bytes\":1073741824,\"pids\":"
+    "1024,"
+    "\"cpus\":0.5,\"timeout_ms\":0,\"ttl_ms\":0,\"output_bytes\":10485760},\"env\":[\"A=1\"],\"volumes\":[],"
+    "\"network\":\"allow\",\"network_allow\":[\"example.com\"],\"degraded\":false,\"user\":null,"
+    "\"capabilities\":[\"CHOWN\"],\"snapshot_id\":\"sha256:ab\",\"layers\":[],\"state\":\"running\","
+    "\"supervisor_pid\":42,\"landlock_abi\":4,\"warnings\":[],\"untyped\":{\"kept\":true}}";
 
 TEST(record_parse_typed_fields)
 {
@@ -76,7 +78,8 @@ TEST(record_format_writes_changes)
 TEST(record_keeps_untyped_shapes)
 {
 	/* a key of another type than the struct's stays as it is */
-	_cleanup_json_ json_t *st = json_loads("{\"template\":{\"kind\":\"dir\"},\"host_uid\":\"x\"}", 0, NULL);
+	_cleanup_json_ json_t *st =
+	    json_loads("{\"template\":{\"kind\":\"dir\"},\"host_uid\":\"x\"}", 0, NULL);
 	env_record r;
 	CHECK(env_record_parse(st, &r) == 0);
 	CHECK(r.template_spec == NULL && r.host_uid == 0 && r.uid_slot == -1);
@@ -86,4 +89,3 @@ TEST(record_keeps_untyped_shapes)
 	_cleanup_json_ json_t *arr = json_array();
 	CHECK(env_record_parse(arr, &r) == -EBADMSG);
 }
-

@@ -31,7 +31,8 @@ TEST(bounds_accepted)
 	o.memory_bytes = SBX_MEMORY_MIN, o.pids = 1, o.cpus = SBX_CPUS_MIN, o.timeout_ms = SBX_TIMEOUT_MAX_MS;
 	o.ttl_ms = SBX_TTL_MAX_MS, o.output_bytes = SBX_OUTPUT_MAX, o.disk_bytes = SBX_DISK_MIN;
 	CHECK(accepted(o));
-	o.memory_bytes = SBX_MEMORY_MAX, o.pids = SBX_PIDS_MAX, o.cpus = SBX_CPUS_MAX, o.disk_bytes = SBX_DISK_MAX;
+	o.memory_bytes = SBX_MEMORY_MAX, o.pids = SBX_PIDS_MAX, o.cpus = SBX_CPUS_MAX,
+	o.disk_bytes = SBX_DISK_MAX;
 	CHECK(accepted(o));
 }
 

@@ -45,9 +45,10 @@ TEST(index_select_by_tag)
 
 TEST(index_select_platform)
 {
-	const char *j = "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\",\"manifests\":["
-			"{\"digest\":\"" D1 "\",\"size\":1,\"platform\":{\"architecture\":\"arm64\",\"os\":\"linux\"}},"
-			"{\"digest\":\"" D2 "\",\"size\":1,\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}}]}";
+	const char *j =
+	    "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_INDEX "\",\"manifests\":["
+	    "{\"digest\":\"" D1 "\",\"size\":1,\"platform\":{\"architecture\":\"arm64\",\"os\":\"linux\"}},"
+	    "{\"digest\":\"" D2 "\",\"size\":1,\"platform\":{\"architecture\":\"amd64\",\"os\":\"linux\"}}]}";
 	oci_index *ix = NULL;
 	char *msg = NULL;
 	CHECK(parse_index(j, &ix, &msg) == 0);
@@ -65,18 +66,22 @@ TEST(index_rejects)
 	static const struct {
 		const char *json, *msg;
 	} bad[] = {
-		{"[]", "not a JSON object"},
-		{"{", "invalid JSON"},
-		{"{\"schemaVersion\":1,\"manifests\":[]}", "schemaVersion must be 2"},
-		{"{\"schemaVersion\":2}", "manifests must be an array"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"sha256:../../etc/passwd\",\"size\":1}]}", "is not sha256"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"sha512:aa\",\"size\":1}]}", "only sha256"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":-1}]}", "non-negative"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\"}]}", "size must be"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"size\":1}]}", "without a digest"},
-		{"{\"schemaVersion\":2,\"schemaVersion\":2,\"manifests\":[]}", "invalid JSON"}, /* duplicate key */
-		{"{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\",\"manifests\":[]}", "is not an image index"},
-		{"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,\"annotations\":[]}]}", "annotations"},
+	    {"[]", "not a JSON object"},
+	    {"{", "invalid JSON"},
+	    {"{\"schemaVersion\":1,\"manifests\":[]}", "schemaVersion must be 2"},
+	    {"{\"schemaVersion\":2}", "manifests must be an array"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"sha256:../../etc/passwd\",\"size\":1}]}",
+	     "is not sha256"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"sha512:aa\",\"size\":1}]}", "only sha256"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":-1}]}", "non-negative"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\"}]}", "size must be"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"size\":1}]}", "without a digest"},
+	    {"{\"schemaVersion\":2,\"schemaVersion\":2,\"manifests\":[]}",
+	     "invalid JSON"}, /* duplicate key */
+	    {"{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\",\"manifests\":[]}",
+	     "is not an image index"},
+	    {"{\"schemaVersion\":2,\"manifests\":[{\"digest\":\"" D1 "\",\"size\":1,\"annotations\":[]}]}",
+	     "annotations"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		oci_index *ix = NULL;
@@ -92,12 +97,14 @@ TEST(index_rejects)
 
 TEST(manifest_parse)
 {
-	const char *j = "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
-			"\"config\":{\"mediaType\":\"" OCI_MT_CONFIG "\",\"digest\":\"" D1 "\",\"size\":5},"
-			"\"layers\":[{\"mediaType\":\"" OCI_MT_LAYER_GZIP "\",\"digest\":\"" D2 "\",\"size\":7},"
-			"{\"mediaType\":\"application/vnd.docker.image.rootfs.diff.tar.gzip\",\"digest\":\"" D3 "\",\"size\":8},"
-			"{\"mediaType\":\"" OCI_MT_LAYER_ZSTD "\",\"digest\":\"" D3 "\",\"size\":8},"
-			"{\"mediaType\":\"" OCI_MT_LAYER "\",\"digest\":\"" D3 "\",\"size\":8}]}";
+	const char *j =
+	    "{\"schemaVersion\":2,\"mediaType\":\"" OCI_MT_MANIFEST "\","
+	    "\"config\":{\"mediaType\":\"" OCI_MT_CONFIG "\",\"digest\":\"" D1 "\",\"size\":5},"
+	    "\"layers\":[{\"mediaType\":\"" OCI_MT_LAYER_GZIP "\",\"digest\":\"" D2 "\",\"size\":7},"
+	    "{\"mediaType\":\"application/vnd.docker.image.rootfs.diff.tar.gzip\",\"digest\":\"" D3
+	    "\",\"size\":8},"
+	    "{\"mediaType\":\"" OCI_MT_LAYER_ZSTD "\",\"digest\":\"" D3 "\",\"size\":8},"
+	    "{\"mediaType\":\"" OCI_MT_LAYER "\",\"digest\":\"" D3 "\",\"size\":8}]}";
 	oci_manifest *m = NULL;
 	CHECK(oci_manifest_parse(j, strlen(j), &m, NULL) == 0);
 	CHECK(m->n_layers == 4);
@@ -107,8 +114,9 @@ TEST(manifest_parse)
 	oci_manifest_free(m);
 
 	sbx_err *e = NULL;
-	const char *bad = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":5},"
-			  "\"layers\":[{\"mediaType\":\"application/x-evil\",\"digest\":\"" D2 "\",\"size\":7}]}";
+	const char *bad =
+	    "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":5},"
+	    "\"layers\":[{\"mediaType\":\"application/x-evil\",\"digest\":\"" D2 "\",\"size\":7}]}";
 	CHECK(oci_manifest_parse(bad, strlen(bad), &m, &e) < 0);
 	CHECK(strstr(sbx_err_message(e), "unsupported layer media type"));
 	sbx_err_free(e);
@@ -125,10 +133,12 @@ TEST(manifest_layer_limit)
 	size_t cap = 600 * 200 + 256;
 	char *j = malloc(cap);
 	CHECK(j);
-	size_t n = (size_t)snprintf(j, cap, "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":1},\"layers\":[");
+	size_t n = (size_t)snprintf(
+	    j, cap, "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D1 "\",\"size\":1},\"layers\":[");
 	for (int i = 0; i < 501; i++)
-		n += (size_t)snprintf(j + n, cap - n, "%s{\"mediaType\":\"" OCI_MT_LAYER "\",\"digest\":\"" D2 "\",\"size\":1}",
-				      i ? "," : "");
+		n += (size_t)snprintf(
+		    j + n, cap - n, "%s{\"mediaType\":\"" OCI_MT_LAYER "\",\"digest\":\"" D2 "\",\"size\":1}",
+		    i ? "," : "");
 	snprintf(j + n, cap - n, "]}");
 	oci_manifest *m = NULL;
 	sbx_err *e = NULL;
@@ -142,9 +152,10 @@ TEST(manifest_layer_limit)
 
 TEST(config_parse)
 {
-	const char *j = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\"],"
-			"\"WorkingDir\":\"/work\",\"User\":\"1000\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"" D1
-			"\",\"" D2 "\"]},\"history\":[]}";
+	const char *j =
+	    "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"PATH=/bin\",\"A=b=c\"],"
+	    "\"WorkingDir\":\"/work\",\"User\":\"1000\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"" D1
+	    "\",\"" D2 "\"]},\"history\":[]}";
 	oci_config *c = NULL;
 	CHECK(oci_config_parse(j, strlen(j), &c, NULL) == 0);
 	CHECK_STREQ(c->arch, "amd64");
@@ -164,21 +175,26 @@ TEST(config_parse)
 	static const struct {
 		const char *json, *msg;
 	} bad[] = {
-		{"{\"rootfs\":{\"type\":\"tar\",\"diff_ids\":[]}}", "rootfs.type"},
-		{"{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:x\"]}}", "not a sha256 digest"},
-		{"{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[1]}}", "diff_ids must be"},
-		{"{\"os\":\"windows\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "not linux"},
-		{"{\"config\":{\"Env\":[\"NOEQUALS\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "KEY=value"},
-		{"{\"config\":{\"Env\":\"PATH=/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "Env must be"},
-		{"{\"config\":{\"WorkingDir\":\"rel\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "not absolute"},
-		{"{\"config\":{\"Env\":[\"A=\\u0000b\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "invalid JSON"},
+	    {"{\"rootfs\":{\"type\":\"tar\",\"diff_ids\":[]}}", "rootfs.type"},
+	    {"{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:x\"]}}", "not a sha256 digest"},
+	    {"{\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[1]}}", "diff_ids must be"},
+	    {"{\"os\":\"windows\",\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}", "not linux"},
+	    {"{\"config\":{\"Env\":[\"NOEQUALS\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
+	     "KEY=value"},
+	    {"{\"config\":{\"Env\":\"PATH=/\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
+	     "Env must be"},
+	    {"{\"config\":{\"WorkingDir\":\"rel\"},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
+	     "not absolute"},
+	    {"{\"config\":{\"Env\":[\"A=\\u0000b\"]},\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[]}}",
+	     "invalid JSON"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		sbx_err *e = NULL;
 		c = NULL;
 		int r = oci_config_parse(bad[i].json, strlen(bad[i].json), &c, &e);
 		if (r == 0 || !strstr(sbx_err_message(e), bad[i].msg)) {
-			fprintf(stderr, "  case %zu: %s -> %s\n", i, bad[i].json, e ? sbx_err_message(e) : "(accepted)");
+			fprintf(stderr, "  case %zu: %s -> %s\n", i, bad[i].json,
+				e ? sbx_err_message(e) : "(accepted)");
 			unit_failed_now = 1;
 		}
 		sbx_err_free(e);
@@ -220,7 +236,8 @@ TEST(ref_parse)
 	CHECK(oci_ref_parse("oci:/x:", &dir, &tag, NULL) < 0);
 	CHECK(oci_ref_parse("oci:/x:-bad", &dir, &tag, NULL) < 0);
 	CHECK(oci_ref_parse("oci::t", &dir, &tag, NULL) < 0);
-	CHECK(oci_tag_valid("latest") && oci_tag_valid("_a.b-c") && !oci_tag_valid(".x") && !oci_tag_valid(""));
+	CHECK(oci_tag_valid("latest") && oci_tag_valid("_a.b-c") && !oci_tag_valid(".x") &&
+	      !oci_tag_valid(""));
 	CHECK_STREQ(oci_arch_from_machine("x86_64"), "amd64");
 	CHECK_STREQ(oci_arch_from_machine("aarch64"), "arm64");
 }
@@ -232,7 +249,8 @@ TEST(build_roundtrip)
 	CHECK(cfg);
 	oci_config *c = NULL;
 	CHECK(oci_config_parse(cfg, strlen(cfg), &c, NULL) == 0);
-	CHECK(c->n_diff_ids == 2 && streq(c->diff_ids[0], D1) && streq(c->cwd, "/root") && streq(c->env[0], "PATH=/bin"));
+	CHECK(c->n_diff_ids == 2 && streq(c->diff_ids[0], D1) && streq(c->cwd, "/root") &&
+	      streq(c->env[0], "PATH=/bin"));
 	oci_config_free(c);
 	free(cfg);
 	oci_descriptor cd = {.media_type = OCI_MT_CONFIG, .digest = D1, .size = 3};
@@ -242,7 +260,8 @@ TEST(build_roundtrip)
 	CHECK(man);
 	oci_manifest *m = NULL;
 	CHECK(oci_manifest_parse(man, strlen(man), &m, NULL) == 0);
-	CHECK(m->n_layers == 2 && m->comp[0] == OCI_COMP_GZIP && m->comp[1] == OCI_COMP_NONE && m->layers[1].size == 5);
+	CHECK(m->n_layers == 2 && m->comp[0] == OCI_COMP_GZIP && m->comp[1] == OCI_COMP_NONE &&
+	      m->layers[1].size == 5);
 	oci_manifest_free(m);
 	free(man);
 	/* index.json: add, then replace the same tag and add another. */

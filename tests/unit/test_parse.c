@@ -15,7 +15,8 @@ TEST(size_units)
 TEST(size_rejects)
 {
 	int64_t v = 7;
-	const char *bad[] = {"", "-1", "m", "12x", " 5", "5 ", "1e9", "99999999999999999999t", ".5", "5.", NULL};
+	const char *bad[] = {"",   "-1", "m", "12x", " 5", "5 ", "1e9", "99999999999999999999t",
+			     ".5", "5.", NULL};
 	for (int i = 0; bad[i]; i++) {
 		sbx_err *e = NULL;
 		CHECK(sbx_parse_size(bad[i], &v, &e) < 0);

@@ -50,12 +50,14 @@ static const char *merr(const char *a, const char *b)
 
 TEST(parse_full)
 {
-	policy *p = P("{\"name\":\"ci\",\"network\":{\"allow\":[\"Example.com\",\"*.pkg.dev:443\"]},"
-		      "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/work\",\"readonly\":false},"
-		      "{\"host\":\"/data\",\"path\":\"/data\"}],\"hidden\":[\"/etc/shadow\"]},"
-		      "\"limits\":{\"memory_bytes\":1048576,\"pids\":10,\"cpus\":0.5,\"timeout_ms\":1000},"
-		      "\"env\":{\"B\":\"2\",\"A\":\"1\"},\"secrets\":{\"TOKEN\":{\"env\":true},\"KEY\":{\"file\":\"/k\"}},"
-		      "\"plugins\":[\"/usr/lib/sbx/veto.so\"]}");
+	policy *p =
+	    P("{\"name\":\"ci\",\"network\":{\"allow\":[\"Example.com\",\"*.pkg.dev:443\"]},"
+	      "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/work\",\"readonly\":false},"
+	      "{\"host\":\"/data\",\"path\":\"/data\"}],\"hidden\":[\"/etc/shadow\"]},"
+	      "\"limits\":{\"memory_bytes\":1048576,\"pids\":10,\"cpus\":0.5,\"timeout_ms\":1000},"
+	      "\"env\":{\"B\":\"2\",\"A\":\"1\"},\"secrets\":{\"TOKEN\":{\"env\":true},\"KEY\":{\"file\":\"/"
+	      "k\"}},"
+	      "\"plugins\":[\"/usr/lib/sbx/veto.so\"]}");
 	CHECK(p);
 	CHECK_STREQ(p->name, "ci");
 	CHECK(p->net_mode == POLICY_NET_ALLOW);
@@ -82,14 +84,17 @@ TEST(parse_errors_name_the_field)
 	CHECK_STREQ(perr("{\"network\":{\"allow\":[\"a.com\",\"b.com\",\"*\"]}}"),
 		    "network.allow[2]: '*': '*' is too broad: name hosts or use network mode open");
 	CHECK(strstr(perr("{\"network\":{\"mode\":\"some\"}}"), "network.mode: must be"));
-	CHECK(strstr(perr("{\"network\":{\"mode\":\"none\",\"allow\":[\"a.com\"]}}"), "network.allow: network mode \"none\""));
+	CHECK(strstr(perr("{\"network\":{\"mode\":\"none\",\"allow\":[\"a.com\"]}}"),
+		     "network.allow: network mode \"none\""));
 	CHECK(strstr(perr("{\"netwrk\":{}}"), "unknown field 'netwrk'"));
-	CHECK(strstr(perr("{\"limits\":{\"memory_bytes\":-1}}"), "limits.memory_bytes: must be a positive integer"));
+	CHECK(strstr(perr("{\"limits\":{\"memory_bytes\":-1}}"),
+		     "limits.memory_bytes: must be a positive integer"));
 	CHECK(strstr(perr("{\"limits\":{\"memory\":1}}"), "limits: unknown field 'memory'"));
 	CHECK(strstr(perr("{\"limits\":{\"cpus\":0}}"), "limits.cpus"));
 	CHECK(strstr(perr("{\"filesystem\":{\"volumes\":[{\"host\":\"rel\",\"path\":\"/x\"}]}}"),
 		     "filesystem.volumes[0]: host 'rel' must be an absolute path"));
-	CHECK(strstr(perr("{\"filesystem\":{\"volumes\":[{\"host\":\"/a\",\"path\":\"/x/../etc\"}]}}"), "'..'"));
+	CHECK(strstr(perr("{\"filesystem\":{\"volumes\":[{\"host\":\"/a\",\"path\":\"/x/../etc\"}]}}"),
+		     "'..'"));
 	CHECK(strstr(perr("{\"filesystem\":{\"hidden\":[\"/ok\", 3]}}"), "filesystem.hidden[1]"));
 	CHECK(strstr(perr("{\"env\":{\"1BAD\":\"x\"}}"), "env.1BAD: invalid variable name"));
 	CHECK(strstr(perr("{\"secrets\":{\"T\":\"literal-value\"}}"), "secrets.T: must be"));
@@ -130,17 +135,19 @@ TEST(profiles)
 
 TEST(merge_narrows)
 {
-	const char *base = "{\"name\":\"base\",\"network\":{\"allow\":[\"*.example.com:*\",\"pypi.org\"]},"
-			   "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\",\"readonly\":false}]},"
-			   "\"limits\":{\"memory_bytes\":1000,\"cpus\":2},\"secrets\":{\"T\":{\"env\":true}},"
-			   "\"plugins\":[\"/p/a.so\"]}";
+	const char *base =
+	    "{\"name\":\"base\",\"network\":{\"allow\":[\"*.example.com:*\",\"pypi.org\"]},"
+	    "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\",\"readonly\":false}]},"
+	    "\"limits\":{\"memory_bytes\":1000,\"cpus\":2},\"secrets\":{\"T\":{\"env\":true}},"
+	    "\"plugins\":[\"/p/a.so\"]}";
 	CHECK_STREQ(merr(base, "{\"network\":{\"allow\":[\"api.example.com:443\"]}}"), "(merged)");
 	CHECK_STREQ(merr(base, "{\"network\":{\"mode\":\"none\"}}"), "(merged)");
 	CHECK_STREQ(merr(base, "{\"limits\":{\"memory_bytes\":999,\"cpus\":1.5}}"), "(merged)");
 	CHECK_STREQ(merr(base, "{\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\"}],"
 			       "\"hidden\":[\"/secret\"]}}"),
 		    "(merged)");
-	CHECK_STREQ(merr(base, "{\"filesystem\":{\"volumes\":[]},\"secrets\":{},\"plugins\":[]}"), "(merged)");
+	CHECK_STREQ(merr(base, "{\"filesystem\":{\"volumes\":[]},\"secrets\":{},\"plugins\":[]}"),
+		    "(merged)");
 	/* the result carries the narrower values and the base's unchanged ones */
 	policy *b = P(base), *l = P("{\"limits\":{\"memory_bytes\":500},\"env\":{\"X\":\"1\"}}"), *m = NULL;
 	CHECK(b && l && policy_merge(b, l, &m, NULL) == 0);
@@ -156,15 +163,17 @@ TEST(merge_narrows)
 
 TEST(merge_widening_is_an_error)
 {
-	const char *base = "{\"network\":{\"allow\":[\"*.example.com\",\"pypi.org\"]},"
-			   "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\"}]},"
-			   "\"limits\":{\"memory_bytes\":1000,\"cpus\":1},\"secrets\":{\"T\":{\"env\":true}}}";
+	const char *base =
+	    "{\"network\":{\"allow\":[\"*.example.com\",\"pypi.org\"]},"
+	    "\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\"}]},"
+	    "\"limits\":{\"memory_bytes\":1000,\"cpus\":1},\"secrets\":{\"T\":{\"env\":true}}}";
 	CHECK(strstr(merr(base, "{\"network\":{\"allow\":[\"pypi.org\",\"evil.test\"]}}"),
 		     "network.allow[1]: 'evil.test' is not allowed by the base policy"));
 	CHECK(strstr(merr(base, "{\"network\":{\"allow\":[\"example.com\"]}}"), "network.allow[0]"));
 	CHECK(strstr(merr(base, "{\"network\":{\"allow\":[\"pypi.org:8080\"]}}"), "network.allow[0]"));
-	CHECK(strstr(merr(base, "{\"network\":{\"mode\":\"open\"}}"),
-		     "network.mode: \"open\" is wider than the base's \"allow\"; set \"override\": true to widen"));
+	CHECK(strstr(
+	    merr(base, "{\"network\":{\"mode\":\"open\"}}"),
+	    "network.mode: \"open\" is wider than the base's \"allow\"; set \"override\": true to widen"));
 	CHECK(strstr(merr("{\"network\":{\"mode\":\"none\"}}", "{\"network\":{\"allow\":[\"a.test\"]}}"),
 		     "network.mode"));
 	CHECK(strstr(merr(base, "{\"limits\":{\"memory_bytes\":2000}}"),
@@ -172,20 +181,25 @@ TEST(merge_widening_is_an_error)
 	CHECK(strstr(merr(base, "{\"limits\":{\"cpus\":1.5}}"), "limits.cpus"));
 	CHECK(strstr(merr(base, "{\"filesystem\":{\"volumes\":[{\"host\":\"/\",\"path\":\"/host\"}]}}"),
 		     "filesystem.volumes[0]: '/host' is not mounted by the base policy"));
-	CHECK(strstr(merr(base, "{\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\",\"readonly\":false}]}}"),
-		     "read-only in the base"));
+	CHECK(strstr(
+	    merr(base,
+		 "{\"filesystem\":{\"volumes\":[{\"host\":\"/src\",\"path\":\"/src\",\"readonly\":false}]}}"),
+	    "read-only in the base"));
 	CHECK(strstr(merr(base, "{\"secrets\":{\"AWS\":{\"env\":true}}}"), "secrets.AWS"));
 	CHECK(strstr(merr(base, "{\"secrets\":{\"T\":{\"file\":\"/t\"}}}"), "secrets.T"));
 	CHECK(strstr(merr(base, "{\"plugins\":[\"/x.so\"]}"), "plugins[0]"));
 	/* ...unless the later document says so explicitly */
-	CHECK_STREQ(merr(base, "{\"override\":true,\"network\":{\"mode\":\"open\"},\"limits\":{\"memory_bytes\":2000},"
-			       "\"filesystem\":{\"volumes\":[{\"host\":\"/\",\"path\":\"/host\"}]}}"),
-		    "(merged)");
+	CHECK_STREQ(
+	    merr(base,
+		 "{\"override\":true,\"network\":{\"mode\":\"open\"},\"limits\":{\"memory_bytes\":2000},"
+		 "\"filesystem\":{\"volumes\":[{\"host\":\"/\",\"path\":\"/host\"}]}}"),
+	    "(merged)");
 }
 
 TEST(secret_values)
 {
-	policy *p = P("{\"secrets\":{\"SBX_TEST_SECRET\":{\"env\":true},\"F\":{\"file\":\"/proc/self/comm\"}}}");
+	policy *p =
+	    P("{\"secrets\":{\"SBX_TEST_SECRET\":{\"env\":true},\"F\":{\"file\":\"/proc/self/comm\"}}}");
 	CHECK(p);
 	char *v = NULL;
 	unsetenv("SBX_TEST_SECRET");
@@ -230,8 +244,10 @@ TEST(user_and_capabilities)
 	CHECK(startswith(perr("{\"user\":\"a b\"}"), "user"));
 	CHECK(startswith(perr("{\"user\":\"1000:\"}"), "user"));
 	CHECK(startswith(perr("{\"capabilities\":\"CHOWN\"}"), "capabilities:"));
-	CHECK(strstr(perr("{\"capabilities\":[\"SYS_ADMIN\"]}"), "capabilities[0] SYS_ADMIN: not in the safe set"));
-	CHECK(strstr(perr("{\"capabilities\":[\"CHOWN\",\"NOPE\"]}"), "capabilities[1] 'NOPE': unknown capability"));
+	CHECK(strstr(perr("{\"capabilities\":[\"SYS_ADMIN\"]}"),
+		     "capabilities[0] SYS_ADMIN: not in the safe set"));
+	CHECK(strstr(perr("{\"capabilities\":[\"CHOWN\",\"NOPE\"]}"),
+		     "capabilities[1] 'NOPE': unknown capability"));
 	CHECK(strstr(perr("{\"capabilities\":[1]}"), "capabilities[0]"));
 }
 
@@ -249,15 +265,18 @@ TEST(strict_runs_as_nobody_without_capabilities)
 
 TEST(merge_user_and_capabilities_ceiling)
 {
-	CHECK_STREQ(merr("{\"capabilities\":[\"CHOWN\",\"KILL\"]}", "{\"capabilities\":[\"KILL\"]}"), "(merged)");
+	CHECK_STREQ(merr("{\"capabilities\":[\"CHOWN\",\"KILL\"]}", "{\"capabilities\":[\"KILL\"]}"),
+		    "(merged)");
 	CHECK(strstr(merr("{\"capabilities\":[\"KILL\"]}", "{\"capabilities\":[\"KILL\",\"CHOWN\"]}"),
 		     "capabilities: CHOWN is not kept by the base policy; set \"override\": true to widen"));
-	CHECK_STREQ(merr("{\"capabilities\":[\"KILL\"]}", "{\"override\":true,\"capabilities\":[\"CHOWN\"]}"), "(merged)");
+	CHECK_STREQ(merr("{\"capabilities\":[\"KILL\"]}", "{\"override\":true,\"capabilities\":[\"CHOWN\"]}"),
+		    "(merged)");
 	CHECK(strstr(merr("{\"user\":\"nobody\"}", "{\"user\":\"root\"}"), "user: 'root' (root) is wider"));
 	CHECK(strstr(merr("{\"user\":\"1000\"}", "{\"user\":0}"), "user: '0' (root) is wider"));
 	CHECK_STREQ(merr("{\"user\":\"1000\"}", "{\"user\":\"2000\"}"), "(merged)");
 	CHECK_STREQ(merr("{}", "{\"user\":\"root\"}"), "(merged)");
-	policy *a = P("{\"user\":\"nobody\",\"capabilities\":[\"CHOWN\"]}"), *b = P("{\"name\":\"x\"}"), *m = NULL;
+	policy *a = P("{\"user\":\"nobody\",\"capabilities\":[\"CHOWN\"]}"), *b = P("{\"name\":\"x\"}"),
+	       *m = NULL;
 	CHECK(a && b && policy_merge(a, b, &m, NULL) == 0);
 	CHECK(streq(m->user, "nobody") && m->caps_set && m->caps == 1);
 	policy_free(a);

@@ -168,7 +168,9 @@ TEST(file_time_mapping)
 	determ_clock g = {.epoch_ns = (uint64_t)start + 3000000};
 	determ_timemap m3 = {.real_start = start};
 	int64_t old_file = start - 300000000; /* written 0.3 s before the run */
-	CHECK(determ_time_map(&m3, &g, 1, 2, old_file, &ch) == determ_time_squeeze(old_file, (int64_t)g.epoch_ns) && ch);
+	CHECK(determ_time_map(&m3, &g, 1, 2, old_file, &ch) ==
+		  determ_time_squeeze(old_file, (int64_t)g.epoch_ns) &&
+	      ch);
 	determ_timemap_free(&m3);
 }
 
@@ -830,15 +832,16 @@ TEST(python_reproducible)
 	char cache[256];
 	snprintf(cache, sizeof(cache), "%s/pycache", dir);
 	setenv("PYTHONPYCACHEPREFIX", cache, 1);
-	char *argv[] = {
-	    "/usr/bin/python3", "-c",
-	    "import random,time,os,uuid,json,decimal; print(random.random(), time.time(), os.urandom(4).hex(), "
-	    "uuid.uuid4(), hash(\"x\"))",
-	    NULL};
+	char *argv[] = {"/usr/bin/python3", "-c",
+			"import random,time,os,uuid,json,decimal; print(random.random(), time.time(), "
+			"os.urandom(4).hex(), "
+			"uuid.uuid4(), hash(\"x\"))",
+			NULL};
 	run_cfg cfg = {.cwd = "/"};
 	ptrace_opts o = det_opts(7);
 	run a, b, c;
-	bool ran = run_cmd(&o, argv, &cfg, &a) && exited_ok(&a) && run_cmd(&o, argv, &cfg, &b) && exited_ok(&b);
+	bool ran =
+	    run_cmd(&o, argv, &cfg, &a) && exited_ok(&a) && run_cmd(&o, argv, &cfg, &b) && exited_ok(&b);
 	unsetenv("PYTHONPYCACHEPREFIX");
 	CHECK(ran);
 	CHECK(same_output(&a, &b)); /* prints both outputs when they differ */
@@ -1042,7 +1045,8 @@ TEST(first_pid_below_the_next_free_pid)
 	run a;
 	bool ok = run_cmd(&o, argv, &cfg, &a) && exited_ok(&a);
 	if (!ok || a.res.pid != 20 || strcmp(a.out, "20\n21\n") != 0)
-		fprintf(stderr, "  pid %d, output '%s', error '%s'\n", (int)a.res.pid, a.out ? a.out : "", a.msg);
+		fprintf(stderr, "  pid %d, output '%s', error '%s'\n", (int)a.res.pid, a.out ? a.out : "",
+			a.msg);
 	CHECK(ok && a.res.pid == 20 && strcmp(a.out, "20\n21\n") == 0);
 	run_free(&a);
 }
@@ -1184,7 +1188,8 @@ static bool replays_exactly(const char *label, char **argv, const run_cfg *cfg, 
 		}
 		if (r.out_len != ref.out_len || memcmp(r.out, ref.out, ref.out_len) != 0) {
 			if (bad++ == 0)
-				fprintf(stderr, "  %s: run %d differs from run 0:\n--- run 0\n%s--- run %d\n%s---\n",
+				fprintf(stderr,
+					"  %s: run %d differs from run 0:\n--- run 0\n%s--- run %d\n%s---\n",
 					label, i, ref.out, i, r.out);
 		}
 		run_free(&r);
@@ -1214,8 +1219,9 @@ TEST(det_clock_programs_replay_exactly)
 			   "ls -l --full-time; stat -c '%n %y %z %x' f1 f2 f3; touch f1; stat -c '%y' f1; "
 			   "cd .. && rm -rf ft"},
 	    /* a file changed again soon after it was seen: within one kernel tick or across two */
-	    {"file rewritten", "f=rw.$$; echo a > $f; stat -c %y $f; echo bb >> $f; stat -c %y $f; echo ccc >> $f; "
-			       "date +%N; stat -c %y $f; rm $f"},
+	    {"file rewritten",
+	     "f=rw.$$; echo a > $f; stat -c %y $f; echo bb >> $f; stat -c %y $f; echo ccc >> $f; "
+	     "date +%N; stat -c %y $f; rm $f"},
 	    /* concurrent processes, each output in a fixed place */
 	    {"pipeline", "date +%N | (date +%N; cat) | (date +%N; cat) | cat; "
 			 "a=$(date +%N & date +%N; wait); echo \"$a\" | sort; date +%s.%N"},
@@ -1229,8 +1235,9 @@ TEST(det_clock_programs_replay_exactly)
 		ok &= replays_exactly(progs[i].label, sh_argv, &cfg, 3, CLOCK_RUNS);
 	}
 	if (py) {
-		char *pargv[] = {"/usr/bin/python3", "-S", "-c",
-				 "import time\nfor i in range(10): print(time.time_ns(), time.monotonic_ns())", NULL};
+		char *pargv[] = {
+		    "/usr/bin/python3", "-S", "-c",
+		    "import time\nfor i in range(10): print(time.time_ns(), time.monotonic_ns())", NULL};
 		ok &= replays_exactly("python time_ns", pargv, &cfg, 3, CLOCK_RUNS);
 		/* Written, seen, written again microseconds later: within one
 		 * kernel tick mostly, across two sometimes. */
@@ -1239,7 +1246,8 @@ TEST(det_clock_programs_replay_exactly)
 				 "for i in range(20):\n"
 				 "  open(f,'a').write('x')\n  s=os.stat(f)\n  time.time()\n"
 				 "  print(s.st_mtime_ns, s.st_ctime_ns)\n"
-				 "os.unlink(f)", NULL};
+				 "os.unlink(f)",
+				 NULL};
 		ok &= replays_exactly("python rewrite", wargv, &cfg, 3, CLOCK_RUNS);
 	} else
 		fprintf(stderr, "  (no /usr/bin/python3: the Python program was not run)\n");

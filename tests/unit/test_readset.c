@@ -128,7 +128,8 @@ static void stream(tb *b)
 	tb_fork(b, US(1), 10, 10, 9, 9, false);
 	SYS(b, .name = "execve", .pid = 10, .t = US(2), .ret = 0, .s0 = "/usr/bin/python3");
 	/* 2: read-only open of a volume file, relative to the cwd */
-	SYS(b, .name = "openat", .pid = 10, .t = US(3), .ret = 3, .a = {AT_CWD, 0, O_RDONLY}, .s0 = "data.csv");
+	SYS(b, .name = "openat", .pid = 10, .t = US(3), .ret = 3, .a = {AT_CWD, 0, O_RDONLY},
+	    .s0 = "data.csv");
 	/* 3: a directory, then a dirfd-relative open under it */
 	SYS(b, .name = "openat", .pid = 10, .t = US(4), .ret = 4, .a = {AT_CWD, 0, O_RDONLY | O_DIRECTORY},
 	    .s0 = "/work/conf");
@@ -136,10 +137,11 @@ static void stream(tb *b)
 	/* 5: a listing of the directory */
 	SYS(b, .name = "getdents64", .pid = 10, .t = US(6), .ret = 48, .a = {4});
 	/* 6: a write-only open is not a read */
-	SYS(b, .name = "openat", .pid = 10, .t = US(7), .ret = 6, .a = {AT_CWD, 0, O_WRONLY | O_CREAT | O_TRUNC},
-	    .s0 = "/work/out.txt");
+	SYS(b, .name = "openat", .pid = 10, .t = US(7), .ret = 6,
+	    .a = {AT_CWD, 0, O_WRONLY | O_CREAT | O_TRUNC}, .s0 = "/work/out.txt");
 	/* 7: and reading it back afterwards is reading the run's own output */
-	SYS(b, .name = "openat", .pid = 10, .t = US(8), .ret = 7, .a = {AT_CWD, 0, O_RDONLY}, .s0 = "/work/out.txt");
+	SYS(b, .name = "openat", .pid = 10, .t = US(8), .ret = 7, .a = {AT_CWD, 0, O_RDONLY},
+	    .s0 = "/work/out.txt");
 	/* 8: a failed open: the file's absence is an input */
 	SYS(b, .name = "openat", .pid = 10, .t = US(9), .ret = -ENOENT, .a = {AT_CWD, 0, O_RDONLY},
 	    .s0 = "/work/missing.json");
@@ -149,10 +151,11 @@ static void stream(tb *b)
 	/* 10: ENOENT, then created by the run: an output, not an input */
 	SYS(b, .name = "openat", .pid = 10, .t = US(11), .ret = -ENOENT, .a = {AT_CWD, 0, O_RDONLY},
 	    .s0 = "/work/cache.db");
-	SYS(b, .name = "openat", .pid = 10, .t = US(12), .ret = 8, .a = {AT_CWD, 0, O_WRONLY | O_CREAT | O_EXCL},
-	    .s0 = "/work/cache.db");
+	SYS(b, .name = "openat", .pid = 10, .t = US(12), .ret = 8,
+	    .a = {AT_CWD, 0, O_WRONLY | O_CREAT | O_EXCL}, .s0 = "/work/cache.db");
 	/* 12: O_PATH, /proc: not inputs */
-	SYS(b, .name = "openat", .pid = 10, .t = US(13), .ret = 9, .a = {AT_CWD, 0, O_PATH}, .s0 = "/etc/hosts");
+	SYS(b, .name = "openat", .pid = 10, .t = US(13), .ret = 9, .a = {AT_CWD, 0, O_PATH},
+	    .s0 = "/etc/hosts");
 	SYS(b, .name = "openat", .pid = 10, .t = US(14), .ret = 10, .a = {AT_CWD, 0, O_RDONLY},
 	    .s0 = "/proc/self/maps");
 	/* 14: a child changes directory and execs a relative path */
@@ -163,8 +166,8 @@ static void stream(tb *b)
 	/* 18: the parent's cwd is still /work; a second read of data.csv adds nothing */
 	SYS(b, .name = "open", .pid = 10, .t = US(19), .ret = 11, .a = {0, O_RDONLY}, .s0 = "data.csv");
 	/* 19: a truncated path is left out */
-	SYS(b, .name = "openat", .pid = 10, .t = US(20), .ret = 12, .a = {AT_CWD, 0, O_RDONLY}, .s0 = "/work/long",
-	    .flags = TRS_STR0_TRUNC);
+	SYS(b, .name = "openat", .pid = 10, .t = US(20), .ret = 12, .a = {AT_CWD, 0, O_RDONLY},
+	    .s0 = "/work/long", .flags = TRS_STR0_TRUNC);
 }
 
 TEST(readset_derive_stream)
@@ -180,7 +183,8 @@ TEST(readset_derive_stream)
 	tb_free(&b);
 	CHECK(r == 0);
 	const readset_item *it;
-	CHECK((it = find(&rs, "/usr/bin/python3", READSET_FILE)) && !it->absent && it->index == 1 && it->pid == 10);
+	CHECK((it = find(&rs, "/usr/bin/python3", READSET_FILE)) && !it->absent && it->index == 1 &&
+	      it->pid == 10);
 	CHECK((it = find(&rs, "/work/data.csv", READSET_FILE)) && !it->absent && it->index == 2);
 	CHECK((it = find(&rs, "/work/conf", READSET_FILE)) && it->index == 3);
 	CHECK((it = find(&rs, "/work/conf/a.ini", READSET_FILE)) && it->index == 4);
@@ -205,7 +209,8 @@ TEST(readset_unknown_cwd_drops_relative)
 	tb b = {0};
 	tb_header(&b);
 	tb_fork(&b, US(1), 10, 10, 9, 9, false);
-	SYS(&b, .name = "openat", .pid = 10, .t = US(3), .ret = 3, .a = {AT_CWD, 0, O_RDONLY}, .s0 = "rel.txt");
+	SYS(&b, .name = "openat", .pid = 10, .t = US(3), .ret = 3, .a = {AT_CWD, 0, O_RDONLY},
+	    .s0 = "rel.txt");
 	SYS(&b, .name = "openat", .pid = 10, .t = US(4), .ret = 4, .a = {AT_CWD, 0, O_RDWR}, .s0 = "//a/./b");
 	readset rs = {0};
 	CHECK(readset_derive(b.p, b.len, NULL, &rs, NULL) == 0);
@@ -229,4 +234,3 @@ TEST(readset_malformed_stream)
 	sbx_err_free(e);
 	tb_free(&b);
 }
-

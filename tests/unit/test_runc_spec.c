@@ -14,19 +14,25 @@
 
 static const char docker_like[] =
     "{\"ociVersion\":\"1.0.2-dev\",\"process\":{\"terminal\":false,\"user\":{\"uid\":65534,\"gid\":65534,"
-    "\"additionalGids\":[10,20]},\"args\":[\"sh\",\"-c\",\"true\"],\"env\":[\"PATH=/bin\",\"A=b\"],\"cwd\":\"/tmp\","
-    "\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\",\"CAP_NOSUCH\"],\"effective\":[\"CAP_KILL\"]},"
+    "\"additionalGids\":[10,20]},\"args\":[\"sh\",\"-c\",\"true\"],\"env\":[\"PATH=/"
+    "bin\",\"A=b\"],\"cwd\":\"/tmp\","
+    "\"capabilities\":{\"bounding\":[\"CAP_CHOWN\",\"CAP_KILL\",\"CAP_NOSUCH\"],\"effective\":[\"CAP_KILL\"]}"
+    ","
     "\"rlimits\":[{\"type\":\"RLIMIT_NOFILE\",\"hard\":1048576,\"soft\":1024}],\"noNewPrivileges\":true,"
     "\"oomScoreAdj\":-500},"
     "\"root\":{\"path\":\"/var/lib/x/rootfs\",\"readonly\":true},\"hostname\":\"h1\","
-    "\"mounts\":[{\"destination\":\"/proc\",\"type\":\"proc\",\"source\":\"proc\",\"options\":[\"nosuid\",\"noexec\",\"nodev\"]},"
+    "\"mounts\":[{\"destination\":\"/"
+    "proc\",\"type\":\"proc\",\"source\":\"proc\",\"options\":[\"nosuid\",\"noexec\",\"nodev\"]},"
     "{\"destination\":\"/data\",\"source\":\"/srv\",\"options\":[\"rbind\",\"ro\",\"rprivate\"]},"
-    "{\"destination\":\"/dev/shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"nosuid\",\"mode=1777\",\"size=65536k\"]}],"
+    "{\"destination\":\"/dev/"
+    "shm\",\"type\":\"tmpfs\",\"source\":\"shm\",\"options\":[\"nosuid\",\"mode=1777\",\"size=65536k\"]}],"
     "\"hooks\":{\"prestart\":[{\"path\":\"/proc/1/exe\",\"args\":[\"libnetwork-setkey\",\"x\"]}],"
     "\"poststop\":[{\"path\":\"/bin/true\",\"timeout\":5}]},"
-    "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/proc/7/ns/net\"},{\"type\":\"mount\"}],"
+    "\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\",\"path\":\"/proc/7/ns/"
+    "net\"},{\"type\":\"mount\"}],"
     "\"uidMappings\":[{\"containerID\":0,\"hostID\":100000,\"size\":65536}],"
-    "\"resources\":{\"memory\":{\"limit\":67108864,\"swap\":67108864},\"pids\":{\"limit\":100},\"cpu\":{\"shares\":512,"
+    "\"resources\":{\"memory\":{\"limit\":67108864,\"swap\":67108864},\"pids\":{\"limit\":100},\"cpu\":{"
+    "\"shares\":512,"
     "\"quota\":50000,\"period\":100000}},\"cgroupsPath\":\"/docker/abc\",\"maskedPaths\":[\"/proc/kcore\"],"
     "\"readonlyPaths\":[\"/proc/sys\"],\"sysctl\":{\"net.ipv4.ip_forward\":\"1\"},"
     "\"seccomp\":{\"defaultAction\":\"SCMP_ACT_ERRNO\"}},\"annotations\":{\"run.sbx.wall.seccomp\":\"off\"}}";
@@ -43,7 +49,8 @@ TEST(spec_docker_like)
 	CHECK(s->process.caps.bounding == ((1ULL << 0) | (1ULL << 5))); /* the unknown one ignored */
 	CHECK(s->process.n_rlimits == 1 && s->process.rlimits[0].resource == RLIMIT_NOFILE &&
 	      s->process.rlimits[0].hard == 1048576);
-	CHECK(s->process.no_new_privileges && s->process.has_oom_score_adj && s->process.oom_score_adj == -500);
+	CHECK(s->process.no_new_privileges && s->process.has_oom_score_adj &&
+	      s->process.oom_score_adj == -500);
 	CHECK(s->root_readonly);
 	CHECK_STREQ(s->hostname, "h1");
 	CHECK(s->n_mounts == 3);
@@ -75,14 +82,17 @@ TEST(spec_defaults_and_refusals)
 	    "{\"process\":{\"args\":[\"a\"],\"user\":{\"uid\":-1}}}",			 /* bad uid */
 	    "{\"process\":{\"args\":[\"a\"],\"rlimits\":[{\"type\":\"RLIMIT_NOPE\"}]}}", /* unknown rlimit */
 	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"rel\",\"type\":\"tmpfs\"}]}",
-	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"/x\"}]}",	 /* no type, not a bind */
+	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"/x\"}]}", /* no type, not a bind
+										       */
 	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"/x\",\"type\":\"bind\"}]}",
-	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}]}}",
+	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"pid\"}"
+	    "]}}",
 	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"namespaces\":[{\"type\":\"nope\"}]}}",
 	    "{\"process\":{\"args\":[\"a\"]},\"hooks\":{\"prestart\":[{\"path\":\"rel\"}]}}",
 	    "{\"process\":{\"args\":\"a\"}}",
 	    "[1]",
-	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"/x\",\"type\":\"none\",\"source\":\"/y\",\"options\":[\"idmap\"]}]}",
+	    "{\"process\":{\"args\":[\"a\"]},\"mounts\":[{\"destination\":\"/"
+	    "x\",\"type\":\"none\",\"source\":\"/y\",\"options\":[\"idmap\"]}]}",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		oci_spec *s = NULL;
@@ -112,7 +122,8 @@ TEST(process_json_exec)
 			"\"user\":{\"uid\":1,\"gid\":2,\"umask\":18}}";
 	oci_process pr = {0};
 	CHECK(oci_process_parse(p, strlen(p), &pr, NULL) == 0);
-	CHECK(pr.terminal && pr.user.uid == 1 && pr.user.gid == 2 && pr.user.has_umask && pr.user.umask == 022);
+	CHECK(pr.terminal && pr.user.uid == 1 && pr.user.gid == 2 && pr.user.has_umask &&
+	      pr.user.umask == 022);
 	CHECK_STREQ(oci_env_get(pr.env, "PATH"), "/usr/bin");
 	CHECK(oci_env_get(pr.env, "PAT") == NULL);
 	oci_process_done(&pr);
@@ -162,8 +173,14 @@ TEST(caps_names)
 
 TEST(state_roundtrip_and_status)
 {
-	oci_state_rec r = {.id = "c1", .pid = 1234, .start_time = 987654321ULL, .bundle = "/b", .rootfs = "/b/rootfs",
-			   .created = "2026-01-01T00:00:00Z", .cgroup = "/default/c1", .owner = 0};
+	oci_state_rec r = {.id = "c1",
+			   .pid = 1234,
+			   .start_time = 987654321ULL,
+			   .bundle = "/b",
+			   .rootfs = "/b/rootfs",
+			   .created = "2026-01-01T00:00:00Z",
+			   .cgroup = "/default/c1",
+			   .owner = 0};
 	r.annotations = json_pack("{s:s}", "a", "b");
 	r.hooks = json_pack("{s:[{s:s}]}", "poststop", "path", "/bin/true");
 	char *txt = oci_state_format(&r);
@@ -223,8 +240,10 @@ TEST(cgroup_paths)
 	CHECK(oci_cgroup_path("system.slice:docker:abc", "abc", true, &p, NULL) == 0);
 	CHECK_STREQ(p, "/system.slice/docker-abc.scope");
 	free(p);
-	CHECK(oci_cgroup_path("kubepods-besteffort-pod1.slice:cri-containerd:abc", "abc", true, &p, NULL) == 0);
-	CHECK_STREQ(p, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/cri-containerd-abc.scope");
+	CHECK(oci_cgroup_path("kubepods-besteffort-pod1.slice:cri-containerd:abc", "abc", true, &p, NULL) ==
+	      0);
+	CHECK_STREQ(p, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1.slice/"
+		       "cri-containerd-abc.scope");
 	free(p);
 	CHECK(oci_cgroup_path("/a/../b", "c1", false, &p, NULL) < 0);
 	CHECK(oci_cgroup_path("a:b", "c1", true, &p, NULL) < 0);
@@ -257,13 +276,16 @@ TEST(mount_options)
 
 TEST(devices)
 {
-	const char *j = "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"u\","
-			"\"major\":1,\"minor\":3,\"fileMode\":438,\"uid\":5}]}}";
+	const char *j =
+	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"/dev/x\",\"type\":\"u\","
+	    "\"major\":1,\"minor\":3,\"fileMode\":438,\"uid\":5}]}}";
 	oci_spec *s = NULL;
 	CHECK(oci_spec_parse(j, strlen(j), &s, NULL) == 0);
 	CHECK(s->n_devices == 1 && s->devices[0].type == 'c' && s->devices[0].minor == 3);
-	CHECK(s->devices[0].has_mode && s->devices[0].mode == 0666 && s->devices[0].has_uid && !s->devices[0].has_gid);
+	CHECK(s->devices[0].has_mode && s->devices[0].mode == 0666 && s->devices[0].has_uid &&
+	      !s->devices[0].has_gid);
 	oci_spec_free(s);
-	const char *bad = "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"x\",\"type\":\"c\"}]}}";
+	const char *bad =
+	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"x\",\"type\":\"c\"}]}}";
 	CHECK(oci_spec_parse(bad, strlen(bad), &s, NULL) < 0);
 }

@@ -60,13 +60,14 @@ TEST(unknown_keywords_refused)
 	CHECK(sup("{\"type\":\"string\",\"pattern\":\"([a-z\"}", "pattern") == -1);
 	CHECK(sup("{\"type\":\"strin\"}", "type") == -1);
 	CHECK(sup("{\"oneOf\":[]}", "oneOf") == -1);
-	CHECK(sup("{\"type\":\"string\",\"pattern\":\"^[a-z]{1,3}$\",\"description\":\"d\",\"title\":\"t\"}", NULL) ==
-	      0);
+	CHECK(sup("{\"type\":\"string\",\"pattern\":\"^[a-z]{1,3}$\",\"description\":\"d\",\"title\":\"t\"}",
+		  NULL) == 0);
 }
 
 TEST(one_of)
 {
-	const char *s = "{\"oneOf\":[{\"type\":\"string\",\"enum\":[\"strict\",\"dev\"]},{\"type\":\"object\"}]}";
+	const char *s =
+	    "{\"oneOf\":[{\"type\":\"string\",\"enum\":[\"strict\",\"dev\"]},{\"type\":\"object\"}]}";
 	CHECK(val(s, "\"strict\"", NULL) == 0);
 	CHECK(val(s, "{}", NULL) == 0);
 	CHECK(val(s, "123", "a string or an object") == -1);
@@ -75,7 +76,8 @@ TEST(one_of)
 	/* Two alternatives matching is a oneOf failure. */
 	CHECK(val("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "3", "more than one") == -1);
 	/* The nested complaint of the alternative of the right type. */
-	CHECK(val("{\"type\":\"object\",\"properties\":{\"network\":{\"oneOf\":[{\"type\":\"string\"},{\"type\":"
+	CHECK(val("{\"type\":\"object\",\"properties\":{\"network\":{\"oneOf\":[{\"type\":\"string\"},{"
+		  "\"type\":"
 		  "\"object\",\"properties\":{\"allow\":{\"type\":\"array\"}}}]}}}",
 		  "{\"network\":{\"allow\":\"x\"}}", "network.allow") == -1);
 }
@@ -90,7 +92,8 @@ TEST(any_of)
 
 TEST(pattern_and_lengths)
 {
-	const char *s = "{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,3}$\",\"maxLength\":4}";
+	const char *s =
+	    "{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,3}$\",\"maxLength\":4}";
 	CHECK(val(s, "\"ab.c\"", NULL) == 0);
 	CHECK(val(s, "\"a b\"", "pattern") == -1);
 	CHECK(val(s, "\".ab\"", "pattern") == -1);
@@ -108,5 +111,6 @@ TEST(integers_and_bounds)
 	CHECK(val(s, "-1", "at least") == -1);
 	CHECK(val(s, "1e9", "an integer") == -1);
 	CHECK(val(s, "2.5", "an integer") == -1);
-	CHECK(val("{\"type\":\"integer\",\"maximum\":9223372036854775806}", "9223372036854775807", "at most") == -1);
+	CHECK(val("{\"type\":\"integer\",\"maximum\":9223372036854775806}", "9223372036854775807",
+		  "at most") == -1);
 }

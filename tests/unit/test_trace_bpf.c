@@ -633,7 +633,8 @@ TEST(recorder_is_loaded_once_and_recordings_stay_apart)
 	_cleanup_traced_ traced t = {.go_fd = -1, .out_fd = -1};
 	CHECK(traced_spawn(&t, two_phases) == 0);
 	close(TAKE_FD(p2r));
-	_cleanup_close_ int out1 = memfd_create("trace1", MFD_CLOEXEC), out2 = memfd_create("trace2", MFD_CLOEXEC);
+	_cleanup_close_ int out1 = memfd_create("trace1", MFD_CLOEXEC),
+			    out2 = memfd_create("trace2", MFD_CLOEXEC);
 	CHECK(out1 >= 0 && out2 >= 0);
 
 	_cleanup_rec_ bpf_rec *rec = NULL;
@@ -672,7 +673,8 @@ TEST(recorder_is_loaded_once_and_recordings_stay_apart)
 	/* the read of phase2 began in the first recording: in neither */
 	CHECK(!find_syscall(&s2, 1, SYS_read));
 	const struct trace_syscall *g = find_syscall(&s2, 1, SYS_getppid);
-	CHECK(g->h.pid == 1 && (g->h.flags & TRS_HAS_RET) && g->enter_ns >= ((const struct trace_file_header *)d2)->start_ns);
+	CHECK(g->h.pid == 1 && (g->h.flags & TRS_HAS_RET) &&
+	      g->enter_ns >= ((const struct trace_file_header *)d2)->start_ns);
 	CHECK(find_syscall(&s2, 1, SYS_exit_group) && find_rec(&s2, TR_EXIT, 1));
 
 	/* Stopped, the programs stay attached for a while (the next recording

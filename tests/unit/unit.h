@@ -15,32 +15,32 @@ typedef struct unit_test {
 static unit_test unit_tests[UNIT_MAX];
 static int unit_n, unit_failed_now, unit_skipped_now;
 
-#define TEST(nm)                                                                                   \
-	static void test_##nm(void);                                                               \
-	__attribute__((constructor)) static void reg_##nm(void)                                    \
-	{                                                                                          \
-		if (unit_n < UNIT_MAX)                                                             \
-			unit_tests[unit_n++] = (unit_test){#nm, test_##nm};                        \
-	}                                                                                          \
+#define TEST(nm)                                                                                             \
+	static void test_##nm(void);                                                                         \
+	__attribute__((constructor)) static void reg_##nm(void)                                              \
+	{                                                                                                    \
+		if (unit_n < UNIT_MAX)                                                                       \
+			unit_tests[unit_n++] = (unit_test){#nm, test_##nm};                                  \
+	}                                                                                                    \
 	static void test_##nm(void)
 
-#define CHECK(cond)                                                                                \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-			unit_failed_now = 1;                                                       \
-			return;                                                                    \
-		}                                                                                  \
+#define CHECK(cond)                                                                                          \
+	do {                                                                                                 \
+		if (!(cond)) {                                                                               \
+			fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);           \
+			unit_failed_now = 1;                                                                 \
+			return;                                                                              \
+		}                                                                                            \
 	} while (0)
-#define CHECK_STREQ(a, b)                                                                          \
-	do {                                                                                       \
-		const char *_a = (a), *_b = (b);                                                   \
-		if (!_a || !_b || strcmp(_a, _b) != 0) {                                           \
-			fprintf(stderr, "  %s:%d: '%s' != '%s'\n", __FILE__, __LINE__,             \
-				_a ? _a : "(null)", _b ? _b : "(null)");                           \
-			unit_failed_now = 1;                                                       \
-			return;                                                                    \
-		}                                                                                  \
+#define CHECK_STREQ(a, b)                                                                                    \
+	do {                                                                                                 \
+		const char *_a = (a), *_b = (b);                                                             \
+		if (!_a || !_b || strcmp(_a, _b) != 0) {                                                     \
+			fprintf(stderr, "  %s:%d: '%s' != '%s'\n", __FILE__, __LINE__, _a ? _a : "(null)",   \
+				_b ? _b : "(null)");                                                         \
+			unit_failed_now = 1;                                                                 \
+			return;                                                                              \
+		}                                                                                            \
 	} while (0)
 /* SKIP: something this test needs is missing. Under SBX_TEST_STRICT=1 (CI)
  * that is a failure, as for integration skips: CI installs everything.
@@ -51,23 +51,22 @@ static inline int unit_strict(void)
 	const char *s = getenv("SBX_TEST_STRICT");
 	return s && strcmp(s, "1") == 0;
 }
-#define SKIP(why)                                                                                  \
-	do {                                                                                       \
-		if (unit_strict()) {                                                               \
-			fprintf(stderr, "  %s:%d: skipped in strict mode: %s\n", __FILE__, __LINE__, \
-				why);                                                              \
-			unit_failed_now = 1;                                                       \
-			return;                                                                    \
-		}                                                                                  \
-		fprintf(stderr, "  skipped: %s\n", why);                                           \
-		unit_skipped_now = 1;                                                              \
-		return;                                                                            \
+#define SKIP(why)                                                                                            \
+	do {                                                                                                 \
+		if (unit_strict()) {                                                                         \
+			fprintf(stderr, "  %s:%d: skipped in strict mode: %s\n", __FILE__, __LINE__, why);   \
+			unit_failed_now = 1;                                                                 \
+			return;                                                                              \
+		}                                                                                            \
+		fprintf(stderr, "  skipped: %s\n", why);                                                     \
+		unit_skipped_now = 1;                                                                        \
+		return;                                                                                      \
 	} while (0)
-#define SKIP_OK(why)                                                                               \
-	do {                                                                                       \
-		fprintf(stderr, "  skipped: %s\n", why);                                           \
-		unit_skipped_now = 1;                                                              \
-		return;                                                                            \
+#define SKIP_OK(why)                                                                                         \
+	do {                                                                                                 \
+		fprintf(stderr, "  skipped: %s\n", why);                                                     \
+		unit_skipped_now = 1;                                                                        \
+		return;                                                                                      \
 	} while (0)
 
 int main(int argc, char **argv)
