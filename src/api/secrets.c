@@ -94,21 +94,6 @@ static bool is_hidden(char *const *hidden, const char *p)
 	return false;
 }
 
-static int strv_append(char ***v, size_t *n, char *s)
-{
-	if (!s)
-		return -ENOMEM;
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv) {
-		free(s);
-		return -ENOMEM;
-	}
-	*v = nv;
-	nv[(*n)++] = s;
-	nv[*n] = NULL;
-	return 0;
-}
-
 int secrets_policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err)
 {
 	/* Hidden paths: the caller's and the policy's (hiding more only narrows). */
@@ -116,10 +101,10 @@ int secrets_policy_apply(const policy *p, sbx_create_opts *o, policy_storage *ke
 		size_t n = 0;
 		_cleanup_strv_free_ char **all = NULL;
 		for (const char *const *h = o->hidden; h && *h; h++)
-			if (strv_append(&all, &n, strdup(*h)) < 0)
+			if (strv_push(&all, &n, strdup(*h)) < 0)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		for (char **h = p->hidden; *h; h++)
-			if (strv_append(&all, &n, strdup(*h)) < 0)
+			if (strv_push(&all, &n, strdup(*h)) < 0)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		strv_free(keep->hidden);
 		keep->hidden = TAKE_PTR(all);
@@ -150,7 +135,7 @@ int secrets_policy_apply(const policy *p, sbx_create_opts *o, policy_storage *ke
 		char *spec = NULL;
 		if (ps->file ? asprintf(&spec, "%s=%s", ps->name, ps->file) < 0 : !(spec = strdup(ps->name)))
 			spec = NULL;
-		if (strv_append(&keep->secrets, &n, spec) < 0)
+		if (strv_push(&keep->secrets, &n, spec) < 0)
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	}
 	static const char *const none[] = {NULL};
@@ -247,7 +232,7 @@ static int resolve_values(env_config *c, const json_t *sources, sbx_err **err)
 					       "restores the environment)",
 					       name, name);
 			char *kv = NULL;
-			if (asprintf(&kv, "%s=%s", name, val) < 0 || strv_append(&c->secret_env, &ne, kv) < 0)
+			if (asprintf(&kv, "%s=%s", name, val) < 0 || strv_push(&c->secret_env, &ne, kv) < 0)
 				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 			continue;
 		}
@@ -373,7 +358,7 @@ int secrets_prepare(const sbx_create_opts *o, const json_t *restore_state, env_c
 			free(n);
 			return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "more than 256 hidden paths");
 		}
-		if (strv_append(&c->hidden, &nh, n) < 0)
+		if (strv_push(&c->hidden, &nh, n) < 0)
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	}
 
@@ -423,7 +408,7 @@ int secrets_prepare(const sbx_create_opts *o, const json_t *restore_state, env_c
 	while (c->warnings && c->warnings[nw])
 		nw++;
 	json_array_foreach(json_object_get(agent, "warnings"), i,
-			   v) if (strv_append(&c->warnings, &nw, strdup(json_string_value(v) ?: "")) <
+			   v) if (strv_push(&c->warnings, &nw, strdup(json_string_value(v) ?: "")) <
 				  0) return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	json_object_del(agent, "warnings");
 

@@ -105,21 +105,6 @@ static int mask_digest(const mask_list *m, char ret[STORE_DIGEST_SIZE], sbx_err 
 	return store_hasher_final(h, ret, err);
 }
 
-static int strv_push(char ***v, size_t *n, char *s)
-{
-	if (!s)
-		return -ENOMEM;
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv) {
-		free(s);
-		return -ENOMEM;
-	}
-	nv[(*n)++] = s;
-	nv[*n] = NULL;
-	*v = nv;
-	return 0;
-}
-
 static char *kv(const char *k, const char *v)
 {
 	char *s = NULL;

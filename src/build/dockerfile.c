@@ -53,21 +53,6 @@ static char *sb_take(sb *b)
 	return s;
 }
 
-static int strv_push(char ***v, size_t *n, char *s)
-{
-	if (!s)
-		return -ENOMEM;
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv) {
-		free(s);
-		return -ENOMEM;
-	}
-	nv[(*n)++] = s;
-	nv[*n] = NULL;
-	*v = nv;
-	return 0;
-}
-
 /* ---- instructions ----------------------------------------------------- */
 
 static const struct {

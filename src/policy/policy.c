@@ -114,7 +114,7 @@ static bool strv_has(char *const *v, const char *s)
 }
 
 /* Appends a copy of s (v may be NULL). Returns 0 or -ENOMEM. */
-static int strv_push(char ***v, const char *s)
+static int strv_push_copy_n(char ***v, const char *s)
 {
 	size_t n = strv_len(*v);
 	char **nv = realloc(*v, (n + 2) * sizeof(char *));
@@ -135,7 +135,7 @@ static int strv_copy(char *const *src, char ***ret)
 	if (!v)
 		return -ENOMEM;
 	for (; src && *src; src++)
-		if (strv_push(&v, *src) < 0)
+		if (strv_push_copy_n(&v, *src) < 0)
 			return -ENOMEM;
 	*ret = TAKE_PTR(v);
 	return 0;
@@ -180,7 +180,7 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 			return bad(err, f, "'%.200s' %s", s, why);
 		if (so && (strlen(s) < 4 || strcmp(s + strlen(s) - 3, ".so") != 0))
 			return bad(err, f, "'%.200s' is not a shared object (.so)", s);
-		if (strv_push(&v, s) < 0)
+		if (strv_push_copy_n(&v, s) < 0)
 			return oom(err);
 	}
 	*ret = TAKE_PTR(v);
@@ -274,7 +274,7 @@ static int parse_network(const json_t *n, policy *p, sbx_err **err)
 		_cleanup_err_ sbx_err *e2 = NULL;
 		if (egress_rule_parse(s, &r, &e2) < 0)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", f, sbx_err_message(e2));
-		if (strv_push(&v, r.text) < 0)
+		if (strv_push_copy_n(&v, r.text) < 0)
 			return oom(err);
 	}
 	p->allow = TAKE_PTR(v);
@@ -423,7 +423,7 @@ static int parse_env(const json_t *e, policy *p, sbx_err **err)
 		if (!s)
 			return bad(err, f, "value must be a string without NUL bytes (at most 128 KiB)");
 		_cleanup_free_ char *kv = NULL;
-		if (asprintf(&kv, "%s=%s", k, s) < 0 || strv_push(&v, kv) < 0)
+		if (asprintf(&kv, "%s=%s", k, s) < 0 || strv_push_copy_n(&v, kv) < 0)
 			return oom(err);
 	}
 	qsort(v, strv_len(v), sizeof(char *), cmp_str);
@@ -773,7 +773,7 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 		if (strv_copy(base->hidden, &m->hidden) < 0)
 			return oom(err);
 		for (char *const *h = later->hidden; h && *h; h++)
-			if (!strv_has(m->hidden, *h) && strv_push(&m->hidden, *h) < 0)
+			if (!strv_has(m->hidden, *h) && strv_push_copy_n(&m->hidden, *h) < 0)
 				return oom(err);
 	}
 
@@ -786,7 +786,7 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 			bool dup = false;
 			for (char *const *q = later->env; q && *q && !dup; q++)
 				dup = strncmp(*q, *e, kl + 1) == 0;
-			if (!dup && strv_push(&m->env, *e) < 0)
+			if (!dup && strv_push_copy_n(&m->env, *e) < 0)
 				return oom(err);
 		}
 		qsort(m->env, strv_len(m->env), sizeof(char *), cmp_str);

@@ -633,18 +633,6 @@ int cdi_spec_parse(const char *text, size_t len, const char *file, cdi_spec **re
 
 /* ---- resolve ---- */
 
-static int strv_push(char ***v, size_t *n, const char *s)
-{
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	if (!(nv[*n] = strdup(s)))
-		return -ENOMEM;
-	nv[++*n] = NULL;
-	return 0;
-}
-
 static bool strv_has(char *const *v, const char *s)
 {
 	for (; v && *v; v++)
@@ -658,7 +646,7 @@ static char **strv_dup(char *const *v)
 	size_t n = 0;
 	char **out = NULL;
 	for (; v && *v; v++)
-		if (strv_push(&out, &n, *v) < 0) {
+		if (strv_push_copy(&out, &n, *v) < 0) {
 			strv_free(out);
 			return NULL;
 		}
@@ -680,7 +668,7 @@ static int edits_append(cdi_edits *dst, const cdi_edits *src)
 	while (dst->env && dst->env[ne])
 		ne++;
 	for (char **e = src->env; e && *e; e++)
-		if (strv_push(&dst->env, &ne, *e) < 0)
+		if (strv_push_copy(&dst->env, &ne, *e) < 0)
 			return -ENOMEM;
 	for (size_t i = 0; i < src->n_nodes; i++) {
 		if (!GROW(dst->nodes, dst->n_nodes))
@@ -827,7 +815,7 @@ int cdi_resolve(cdi_spec *const *specs, size_t n_specs, const char *const *names
 			    full, s->file);
 			break;
 		}
-		if (strv_push(&resolved, &n_res, full) < 0 ||
+		if (strv_push_copy(&resolved, &n_res, full) < 0 ||
 		    (!spec_used[pick_s[k]] && edits_append(&out, &s->edits) < 0) ||
 		    edits_append(&out, &d->edits) < 0)
 			r = err_oom(err);
@@ -902,7 +890,7 @@ int cdi_load_dirs(const char *dirs, uid_t want_uid, cdi_spec ***ret, size_t *ret
 			if (de->d_name[0] != '.' &&
 			    (ends_with(de->d_name, ".json") || ends_with(de->d_name, ".yaml") ||
 			     ends_with(de->d_name, ".yml")) &&
-			    strv_push(&files, &nf, de->d_name) < 0)
+			    strv_push_copy(&files, &nf, de->d_name) < 0)
 				r = err_oom(err);
 		closedir(dir);
 		if (nf)

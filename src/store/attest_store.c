@@ -34,18 +34,6 @@ static char *keep_record(const char *name)
 	return strdup(name);
 }
 
-static int strv_push(char ***v, size_t *n, const char *s)
-{
-	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	if (!(nv[*n] = strdup(s)))
-		return -ENOMEM;
-	nv[++*n] = NULL;
-	return 0;
-}
-
 char **attest_store_blobs(const char *root)
 {
 	_cleanup_free_ char *dir = store_fs_path(root, STORE_DIR_ATTESTATIONS);
@@ -71,7 +59,7 @@ char **attest_store_blobs(const char *root)
 		{
 			char d[STORE_DIGEST_SIZE];
 			snprintf(d, sizeof(d), "sha256:%s", json_str(json_object_get(s, "digest"), "sha256"));
-			if (strv_push(&out, &n, d) < 0) {
+			if (strv_push_copy(&out, &n, d) < 0) {
 				strv_free(out);
 				return NULL;
 			}

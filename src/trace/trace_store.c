@@ -72,7 +72,7 @@ int trace_manifest_validate(const json_t *m, sbx_err **err)
 #undef BAD
 }
 
-static int strv_push(char ***v, size_t *n, const char *s)
+static int strv_push_unique(char ***v, size_t *n, const char *s)
 {
 	for (size_t i = 0; i < *n; i++)
 		if (streq((*v)[i], s))
@@ -99,7 +99,7 @@ char **trace_manifest_blobs(const json_t *m)
 	};
 	for (size_t i = 0; v && i < ARRAY_SIZE(objs); i++) {
 		const char *d = json_str(objs[i], "digest");
-		if (d && store_digest_valid(d) && strv_push(&v, &n, d) < 0) {
+		if (d && store_digest_valid(d) && strv_push_unique(&v, &n, d) < 0) {
 			strv_free(v);
 			return NULL;
 		}

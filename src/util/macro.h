@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,6 +87,27 @@ static inline void strv_freep(char ***v)
 	strv_free(*v);
 }
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
+/* Appends s (taken: freed on failure) to the NULL-terminated *v of *n
+ * entries. -ENOMEM if s is NULL or the array cannot grow. */
+static inline int strv_push(char ***v, size_t *n, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	char **nv = realloc(*v, (*n + 2) * sizeof(char *));
+	if (!nv) {
+		free(s);
+		return -ENOMEM;
+	}
+	nv[(*n)++] = s;
+	nv[*n] = NULL;
+	*v = nv;
+	return 0;
+}
+/* The same with a copy of s (strdup). */
+static inline int strv_push_copy(char ***v, size_t *n, const char *s)
+{
+	return strv_push(v, n, s ? strdup(s) : NULL);
+}
 
 /* Retry a syscall expression while it fails with EINTR. */
 #define RETRY_EINTR(expr)                                                                                    \
