@@ -4,28 +4,14 @@
 
 mcp_py() {
 	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
-	python3 - "$SBX_BIN" "$@"
+	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$SBX_BIN" "$@"
 }
 
 t_mcp_fork_inspect_logs_templates() {
 	out=$(mcp_py <<'PY'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-n = 0
-def call(name, args):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            r = m["result"]
-            return r.get("isError", False), r["structuredContent"]
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-p.stdin.flush()
-p.stdout.readline()
+import sys
+from mcp_client import Client
+call = Client(sys.argv[1]).call
 _, c = call("environment_create", {})
 env = c["environment_id"]
 call("environment_write_file", {"environment_id": env, "path": "/root/f", "content": "base"})
@@ -62,24 +48,10 @@ t_mcp_upload_download_trees() {
 	ln -s a "$TMPDIR_TEST/src/link"
 	tar -C "$TMPDIR_TEST/src" -cf "$TMPDIR_TEST/in.tar" .
 	out=$(mcp_py "$TMPDIR_TEST" <<'PY'
-import base64, io, json, subprocess, sys, tarfile, hashlib
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+import base64, hashlib, io, sys, tarfile
+from mcp_client import Client
+call = Client(sys.argv[1]).call
 d = sys.argv[2]
-n = 0
-def call(name, args):
-    global n
-    n += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": args}}) + "\n")
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == n:
-            r = m["result"]
-            return r.get("isError", False), r["structuredContent"]
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
-p.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-p.stdin.flush()
-p.stdout.readline()
 _, c = call("environment_create", {})
 env = c["environment_id"]
 tar = open(d + "/in.tar", "rb").read()
