@@ -4,7 +4,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <fnmatch.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -564,106 +563,4 @@ int dockerfile_pairs(const char *s, bool legacy, char escape, char ***ret, sbx_e
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "expected KEY=VALUE");
 	*ret = TAKE_PTR(v);
 	return 0;
-}
-
-/* ---- .dockerignore ---------------------------------------------------- */
-
-int dockerignore_parse(const char *text, size_t len, char ***ret, sbx_err **err)
-{
-	_cleanup_strv_free_ char **v = NULL;
-	size_t n = 0, pos = 0;
-	if (!(v = calloc(1, sizeof(char *)))) /* an empty file gives an empty list */
-		return err_oom(err);
-	while (pos < len) {
-		const char *ls = text + pos, *nl = memchr(ls, '\n', len - pos);
-		size_t l = nl ? (size_t)(nl - ls) : len - pos;
-		pos += l + (nl ? 1 : 0);
-		while (l && (ls[l - 1] == '\r' || ls[l - 1] == ' ' || ls[l - 1] == '\t'))
-			l--;
-		while (l && (*ls == ' ' || *ls == '\t'))
-			ls++, l--;
-		if (!l || *ls == '#' || memchr(ls, 0, l))
-			continue;
-		bool neg = *ls == '!';
-		if (neg)
-			ls++, l--;
-		for (;;) {
-			if (l && *ls == '/')
-				ls++, l--;
-			else if (l >= 2 && ls[0] == '.' && ls[1] == '/')
-				ls += 2, l -= 2;
-			else
-				break;
-		}
-		while (l > 1 && ls[l - 1] == '/')
-			l--;
-		if (!l)
-			continue;
-		char *pat;
-		if (asprintf(&pat, "%s%.*s", neg ? "!" : "", (int)l, ls) < 0)
-			return err_oom(err);
-		if (strv_push(&v, &n, pat) < 0)
-			return err_oom(err);
-	}
-	*ret = TAKE_PTR(v);
-	return 0;
-}
-
-/* fnmatch with `**` matching any number of path components. */
-static bool pat_match(const char *pat, const char *path)
-{
-	const char *dd = strstr(pat, "**");
-	if (!dd)
-		return fnmatch(pat, path, FNM_PATHNAME) == 0;
-	/* PREFIX, then any directories, then REST: try every split. */
-	size_t pl = (size_t)(dd - pat);
-	_cleanup_free_ char *prefix = strndup(pat, pl);
-	if (!prefix)
-		return false;
-	const char *rest = dd + 2;
-	if (*rest == '/')
-		rest++;
-	/* prefix must match a leading part of path ending at a component boundary (or be empty). */
-	for (const char *s = path;; s++) {
-		if (s == path || s[-1] == '/') {
-			_cleanup_free_ char *head = strndup(path, (size_t)(s - path));
-			bool hm = head && (pl == 0 ? s == path : fnmatch(prefix, head, FNM_PATHNAME) == 0);
-			if (hm) {
-				if (!*rest)
-					return true;
-				for (const char *t = s;; t++) {
-					if ((t == s || t[-1] == '/') && pat_match(rest, t))
-						return true;
-					if (!*t)
-						break;
-				}
-			}
-		}
-		if (!*s)
-			break;
-	}
-	return false;
-}
-
-bool dockerignore_excluded(const char *const *patterns, const char *path)
-{
-	bool excluded = false;
-	for (size_t i = 0; patterns && patterns[i]; i++) {
-		const char *p = patterns[i];
-		bool neg = *p == '!';
-		if (neg)
-			p++;
-		/* The path itself or any of its parents. */
-		bool m = pat_match(p, path);
-		if (!m) {
-			_cleanup_free_ char *dup = strdup(path);
-			for (char *s = dup ? strrchr(dup, '/') : NULL; s && !m; s = strrchr(dup, '/')) {
-				*s = 0;
-				m = pat_match(p, dup);
-			}
-		}
-		if (m)
-			excluded = !neg;
-	}
-	return excluded;
 }

@@ -1,5 +1,6 @@
-/* src/build/dockerfile.c: the Dockerfile parser, substitution, .dockerignore (pure). */
+/* src/build/dockerfile.c, dockerignore.c: the Dockerfile parser, substitution, .dockerignore (pure). */
 #include <string.h>
+#include <unistd.h>
 
 #include "build/dockerfile.h"
 #include "unit.h"
@@ -163,4 +164,60 @@ TEST(dockerignore)
 	CHECK(dockerignore_parse("", 0, &p, NULL) == 0 && p && !p[0] &&
 	      !dockerignore_excluded((const char *const *)p, "x"));
 	strv_free(p);
+}
+
+/* Patterns a context's author (or a fuzzer) writes to make matching
+ * exponential: runs of stars, many `**`, many `*` against a long path. The
+ * match must end (a watchdog fails the test) and still be right. */
+TEST(dockerignore_hostile_patterns)
+{
+	alarm(20);
+	const char *t = "!*****************oT.l\n**/**/**/**/**/**/**/**/**/**/**/**/zz\n"
+			"a*a*a*a*a*a*a*a*a*a*a*a*a*b\n*/*/*/*/*/*/*/*/*/*/*/*/q\n";
+	char **p = NULL;
+	CHECK(dockerignore_parse(t, strlen(t), &p, NULL) == 0);
+	const char *const *cp = (const char *const *)p;
+	char longp[4096];
+	memset(longp, 'a', sizeof(longp) - 1);
+	longp[sizeof(longp) - 1] = 0;
+	CHECK(!dockerignore_excluded(cp, longp));
+	for (size_t i = 1; i < sizeof(longp) - 1; i += 2)
+		longp[i] = '/';
+	CHECK(!dockerignore_excluded(cp, longp));
+	CHECK(dockerignore_excluded(cp, "x/y/z/zz"));
+	CHECK(dockerignore_excluded(cp, "zz"));
+	CHECK(dockerignore_excluded(cp, "aaaaaaaaaaaaab"));
+	CHECK(!dockerignore_excluded(cp, "aaab"));
+	CHECK(dockerignore_excluded(cp, "1/2/3/4/5/6/7/8/9/a/b/c/q"));
+	CHECK(!dockerignore_excluded(cp, "1/2/3/q"));
+	strv_free(p);
+	alarm(0);
+}
+
+/* What each wildcard matches, one at a time. */
+TEST(dockerignore_wildcards)
+{
+	static const struct {
+		const char *pat, *path;
+		bool match;
+	} cases[] = {
+	    {"*.c", "main.c", true},	  {"*.c", "src/main.c", false},
+	    {"?.c", "a.c", true},	  {"?.c", "/.c", false},
+	    {"[ab].c", "b.c", true},	  {"[!ab].c", "b.c", false},
+	    {"[[:digit:]]x", "7x", true}, {"[a", "[a", true},
+	    {"\\*x", "*x", true},	  {"\\*x", "ax", false},
+	    {"**", "a/b/c", true},	  {"a/**", "a/b/c", true},
+	    {"a/**/c", "a/c", true},	  {"a/**/c", "a/b/b/c", true},
+	    {"a/**/c", "ab/c", false},	  {"**/c", "c", true},
+	    {"**/c", "x/yc", false},	  {"a**c", "a/b/c", true},
+	    {"***", "x/y", true},	  {"a/*/c", "a/b/c", true},
+	    {"a/*/c", "a/b/d/c", false},  {"docs/**/*.tmp", "docs/a.tmp", true},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *p[] = {(char *)cases[i].pat, NULL};
+		bool got = dockerignore_excluded((const char *const *)p, cases[i].path);
+		if (got != cases[i].match)
+			fprintf(stderr, "  '%s' vs '%s': got %d\n", cases[i].pat, cases[i].path, got);
+		CHECK(got == cases[i].match);
+	}
 }

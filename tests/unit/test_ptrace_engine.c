@@ -32,6 +32,7 @@
 #include "runtime/seccomp.h"
 #include "unit.h"
 #include "util/err.h"
+#include "util/fd.h"
 
 #define EPOCH 1700000000000000000ULL /* 2023-11-14 22:13:20 UTC */
 
@@ -548,6 +549,21 @@ static const char *scratch_dir(void)
 	return tmpdir;
 }
 
+/* Copies an executable (mode 0755) for a run as another user. */
+static bool copy_exe(const char *from, const char *to)
+{
+	_cleanup_close_ int in = open(from, O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+	if (in < 0 || out < 0)
+		return false;
+	char buf[65536];
+	ssize_t n;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n)
+			return false;
+	return n == 0 && fchmod(out, 0755) == 0;
+}
+
 __attribute__((destructor)) static void scratch_cleanup(void)
 {
 	if (tmpdir[0] && getpid() == tmpdir_owner) {
@@ -1058,9 +1074,13 @@ TEST(rootless)
 		SKIP("build/helpers/detprobe not built");
 	if (geteuid() != 0)
 		SKIP_OK("already unprivileged: every other test ran rootless");
-	char file[256];
+	char file[256], copy[256];
 	snprintf(file, sizeof(file), "%s/probe-nobody", dir);
-	char *argv[] = {(char *)probe, file, NULL};
+	/* nobody may not reach the checkout (a clone in /root, mode 0700, on a
+	 * fresh machine): it runs a copy in the scratch directory. */
+	snprintf(copy, sizeof(copy), "%s/detprobe", dir);
+	CHECK(copy_exe(probe, copy));
+	char *argv[] = {copy, file, NULL};
 	run_cfg cfg = {.cwd = dir, .uid = 65534};
 	ptrace_opts o = det_opts(1);
 	o.record = true;
@@ -1074,7 +1094,7 @@ TEST(rootless)
 		CHECK(!field_differs(a.out, b.out, same[i]));
 	CHECK(field_is(a.out, "libc_realtime", "1700000000.000001000"));
 	CHECK(field_is(a.out, "nodename", "detbox"));
-	seen s = {.file = file, .probe = probe, .main = a.res.pid};
+	seen s = {.file = file, .probe = copy, .main = a.res.pid};
 	uint64_t n;
 	CHECK(walk(&a, note, &s, &n) && s.exec == 1 && s.open_file == 1 && s.main_exit == 1);
 	run_free(&a);
