@@ -151,8 +151,11 @@ void determ_timemap_free(determ_timemap *m);
 #define DETERM_STREAM_GETRANDOM 0ULL /* getrandom() of the process, in its call order */
 #define DETERM_STREAM_URANDOM 1ULL   /* index i: the process's i-th open of /dev/urandom or /dev/random */
 #define DETERM_STREAM_AT_RANDOM 2ULL /* index i: AT_RANDOM of the process's i-th exec */
+#define DETERM_STREAM_PROC_UUID 3ULL /* index i: the process's i-th open of /proc/sys/kernel/random/uuid */
+#define DETERM_STREAM_BOOT_ID 4ULL   /* process 0, index 0: /proc/sys/kernel/random/boot_id of the run */
 /* The stream of (process id, kind, index). The root's are 0, 1 + i and
- * 2^40 + i; any other process's have the top bit set, so none collide. */
+ * (kind - 1) * 2^40 + i for kind >= 2; any other process's have the top bit
+ * set, so none collide. */
 uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index);
 /* The id of the n-th child (n from 0) a process with id `parent` forks; never 0. */
 uint64_t determ_proc_child_id(uint64_t parent, uint64_t n);
