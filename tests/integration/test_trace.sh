@@ -109,6 +109,8 @@ PY
 import json, sys
 print(sum(1 for e in json.load(sys.stdin)["events"] if e["type"] == "determ" and e["kind"] == "procfs"))')
 	assert_eq "$n" 10 "procfs records (uptime 4, uuid 2, boot_id 2, loadavg, stat)"
+	n=$(sbx trace show "$tid" | grep -c 'openat answered by determinism engine: /proc/uptime ~~~' || true)
+	assert_eq "$n" 4 "show's lines for the opens of /proc/uptime"
 	sbx rm "$ID"
 }
 
