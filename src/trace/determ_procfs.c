@@ -153,3 +153,11 @@ size_t determ_procfs_content(int kind, const determ_procfs_src *s, char *buf, si
 		return 0;
 	}
 }
+
+void determ_sysinfo_virtual(struct sysinfo *si, const determ_clock *c)
+{
+	uint64_t up = determ_clock_peek(c, DETERM_CLK_MONO);
+	si->uptime = (long)(up / 1000000000ULL + (up % 1000000000ULL ? 1 : 0));
+	si->loads[0] = si->loads[1] = si->loads[2] = 0;
+	si->procs = 1;
+}

@@ -22,11 +22,13 @@
  *                                 for the process's i-th open
  *   /proc/sys/kernel/random/boot_id  one version 4 UUID per run, from
  *                                 determ_stream(0, DETERM_STREAM_BOOT_ID, 0)
+ * And sysinfo(2), the same report as a system call (determ_sysinfo_virtual).
  * x86_64 or not, these need nothing from the engine. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/sysinfo.h>
 
 #include "trace/ptrace_engine.h"
 
@@ -78,3 +80,9 @@ size_t determ_procfs_content(int kind, const determ_procfs_src *s, char *buf, si
 /* A version 4 UUID from 16 random bytes, as the kernel prints it (lowercase,
  * 8-4-4-4-12, then "\n"): out gets 37 bytes and a NUL. */
 void determ_procfs_uuid(const uint8_t r[16], char out[38]);
+
+/* sysinfo(2) as the kernel would fill it on the virtual clock: uptime = the
+ * virtual CLOCK_BOOTTIME in seconds, a partial second rounded up (as
+ * kernel/sys.c does), loads 0 and procs 1 (as /proc/loadavg). The memory
+ * fields are left as they are (the machine's). */
+void determ_sysinfo_virtual(struct sysinfo *si, const determ_clock *c);

@@ -169,8 +169,8 @@ void determ_chacha20_block(const uint32_t key[8], uint64_t counter, uint64_t non
 
 /* The seccomp program installed in the command (determ_filter.c): USER_NOTIF
  * for the calls answered from values alone (clocks, getrandom, getcpu,
- * nanosleep) and for open/openat/openat2 (so /dev/urandom opens can be
- * answered with an fd, ADDFD); TRACE for the calls fixed up at their exit
+ * sysinfo, nanosleep) and for open/openat/openat2 (so /dev/urandom and the
+ * procfs files of determ_procfs.h can be answered with an fd, ADDFD); TRACE for the calls fixed up at their exit
  * (stat family, uname) or whose arguments change (clock_nanosleep, absolute
  * futex/timerfd timeouts); ERRNO ENOSYS for rseq (keeps the CPU number
  * virtual); ALLOW for the rest and for other ABIs (sbx's own filter kills

@@ -288,3 +288,24 @@ TEST(streams_do_not_collide)
 	CHECK(determ_stream(child, DETERM_STREAM_PROC_UUID, 0) !=
 	      determ_stream(child, DETERM_STREAM_PROC_UUID, 1));
 }
+
+TEST(sysinfo_on_the_virtual_clock)
+{
+	struct sysinfo si;
+	CHECK(sysinfo(&si) == 0);
+	unsigned long ram = si.totalram;
+	determ_clock c = {.epoch_ns = EPOCH, .vt = 0};
+	determ_sysinfo_virtual(&si, &c);
+	CHECK(si.uptime == 1000 && si.loads[0] == 0 && si.loads[1] == 0 && si.loads[2] == 0 && si.procs == 1);
+	CHECK(si.totalram == ram); /* the machine's */
+	c.vt = 1; /* a partial second counts as one, as the kernel rounds */
+	determ_sysinfo_virtual(&si, &c);
+	CHECK(si.uptime == 1001);
+	c.vt = 5000000000ULL;
+	determ_sysinfo_virtual(&si, &c);
+	CHECK(si.uptime == 1005);
+	/* agrees with /proc/uptime's first field, rounded up */
+	char b[DETERM_PROCFS_MAX];
+	content(DETERM_PROCFS_UPTIME, 5000000000ULL, 1, 0, 0, b);
+	CHECK_STREQ(b, "1005.00 1000.00\n");
+}

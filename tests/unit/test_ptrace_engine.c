@@ -260,6 +260,7 @@ TEST(seccomp_program)
 	CHECK(n > 0);
 	CHECK(verdict(f, n, SYS_clock_gettime, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_getrandom, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(verdict(f, n, SYS_sysinfo, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_clock_nanosleep, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_newfstatat, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_TRACE);
@@ -1426,4 +1427,34 @@ TEST(det_procfs_behind_walls_and_rootless)
 		run_free(&a);
 		run_free(&b);
 	}
+}
+
+TEST(det_sysinfo_is_virtual)
+{
+	/* sysinfo(2) tells uptime and load too (busybox uptime, libuv's
+	 * os.loadavg()): the same virtual values as /proc/uptime and loadavg;
+	 * the memory fields stay the machine's. */
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char *argv[] = {"/usr/bin/python3", "-S", "-c",
+			"import ctypes, time\n"
+			"class SI(ctypes.Structure):\n"
+			"  _fields_ = [('uptime', ctypes.c_long), ('loads', ctypes.c_ulong * 3),\n"
+			"    ('totalram', ctypes.c_ulong), ('rest', ctypes.c_ulong * 5), ('procs', ctypes.c_ushort),\n"
+			"    ('pad', ctypes.c_char * 22), ('mem_unit', ctypes.c_uint), ('f', ctypes.c_char * 8)]\n"
+			"libc = ctypes.CDLL(None)\n"
+			"for i in range(2):\n"
+			"  s = SI(); r = libc.sysinfo(ctypes.byref(s))\n"
+			"  print(r, s.uptime, list(s.loads), s.procs, s.totalram > 0, s.mem_unit > 0)\n"
+			"  time.sleep(1.5)\n",
+			NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(41);
+	run a;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	/* the kernel rounds a partial second up */
+	if (strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") != 0)
+		fprintf(stderr, "  output: %s\n", a.out);
+	CHECK(strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") == 0);
+	run_free(&a);
 }
