@@ -1458,3 +1458,34 @@ TEST(det_sysinfo_is_virtual)
 	CHECK(strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") == 0);
 	run_free(&a);
 }
+
+TEST(det_procfs_uuid_survives_interrupted_opens)
+{
+	/* A signal storm (a 50 us real-time itimer) interrupts opens while the
+	 * engine answers them: an answer the caller never got must not count,
+	 * so the UUIDs are the same as without the storm. */
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	static const char prog[] = "import hashlib, signal, sys\n"
+				   "if sys.argv[1] == 'storm':\n"
+				   "  signal.signal(signal.SIGALRM, lambda *a: None)\n"
+				   "  signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)\n"
+				   "h = hashlib.sha256()\n"
+				   "for i in range(400):\n"
+				   "  h.update(open('/proc/sys/kernel/random/uuid', 'rb').read())\n"
+				   "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+				   "print(h.hexdigest())\n";
+	char *calm[] = {"/usr/bin/python3", "-S", "-c", (char *)prog, "calm", NULL};
+	char *storm[] = {"/usr/bin/python3", "-S", "-c", (char *)prog, "storm", NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(51);
+	run a, b;
+	CHECK(run_cmd(&o, calm, &cfg, &a) && exited_ok(&a));
+	for (int i = 0; i < 3; i++) {
+		CHECK(run_cmd(&o, storm, &cfg, &b) && exited_ok(&b));
+		bool same = same_output(&a, &b);
+		run_free(&b);
+		CHECK(same);
+	}
+	run_free(&a);
+}
