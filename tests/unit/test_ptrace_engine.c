@@ -1436,18 +1436,19 @@ TEST(det_sysinfo_is_virtual)
 	 * the memory fields stay the machine's. */
 	if (access("/usr/bin/python3", X_OK) != 0)
 		SKIP("no /usr/bin/python3");
-	char *argv[] = {"/usr/bin/python3", "-S", "-c",
-			"import ctypes, time\n"
-			"class SI(ctypes.Structure):\n"
-			"  _fields_ = [('uptime', ctypes.c_long), ('loads', ctypes.c_ulong * 3),\n"
-			"    ('totalram', ctypes.c_ulong), ('rest', ctypes.c_ulong * 5), ('procs', ctypes.c_ushort),\n"
-			"    ('pad', ctypes.c_char * 22), ('mem_unit', ctypes.c_uint), ('f', ctypes.c_char * 8)]\n"
-			"libc = ctypes.CDLL(None)\n"
-			"for i in range(2):\n"
-			"  s = SI(); r = libc.sysinfo(ctypes.byref(s))\n"
-			"  print(r, s.uptime, list(s.loads), s.procs, s.totalram > 0, s.mem_unit > 0)\n"
-			"  time.sleep(1.5)\n",
-			NULL};
+	char *argv[] = {
+	    "/usr/bin/python3", "-S", "-c",
+	    "import ctypes, time\n"
+	    "class SI(ctypes.Structure):\n"
+	    "  _fields_ = [('uptime', ctypes.c_long), ('loads', ctypes.c_ulong * 3),\n"
+	    "    ('totalram', ctypes.c_ulong), ('rest', ctypes.c_ulong * 5), ('procs', ctypes.c_ushort),\n"
+	    "    ('pad', ctypes.c_char * 22), ('mem_unit', ctypes.c_uint), ('f', ctypes.c_char * 8)]\n"
+	    "libc = ctypes.CDLL(None)\n"
+	    "for i in range(2):\n"
+	    "  s = SI(); r = libc.sysinfo(ctypes.byref(s))\n"
+	    "  print(r, s.uptime, list(s.loads), s.procs, s.totalram > 0, s.mem_unit > 0)\n"
+	    "  time.sleep(1.5)\n",
+	    NULL};
 	run_cfg cfg = {.cwd = "/"};
 	ptrace_opts o = det_opts(41);
 	run a;
