@@ -1,7 +1,8 @@
 /* The ptrace engine: runs a command as a traced child and
  *  - applies determinism controls (virtual clocks and TSC, seeded getrandom,
- *    /dev/urandom and AT_RANDOM, a fixed nodename, virtual file times, no
- *    ASLR, one CPU, sequential pids), and/or
+ *    /dev/urandom and AT_RANDOM, a fixed nodename, virtual file times, the
+ *    procfs files of uptime, load and the kernel's UUIDs (determ_procfs.h),
+ *    no ASLR, one CPU, sequential pids), and/or
  *  - records every syscall into the trace stream (trace_format.h): the
  *    fallback recorder when eBPF is unavailable (rootless). It costs two
  *    ptrace stops per syscall (~15 us together on the development VM), so a
@@ -170,11 +171,12 @@ void determ_chacha20_block(const uint32_t key[8], uint64_t counter, uint64_t non
 /* The seccomp program installed in the command (determ_filter.c): USER_NOTIF
  * for the calls answered from values alone (clocks, getrandom, getcpu,
  * sysinfo, nanosleep) and for open/openat/openat2 (so /dev/urandom and the
- * procfs files of determ_procfs.h can be answered with an fd, ADDFD); TRACE for the calls fixed up at their exit
- * (stat family, uname) or whose arguments change (clock_nanosleep, absolute
- * futex/timerfd timeouts); ERRNO ENOSYS for rseq (keeps the CPU number
- * virtual); ALLOW for the rest and for other ABIs (sbx's own filter kills
- * those). Returns the length, or -1 if `cap` is too small. */
+ * procfs files of determ_procfs.h can be answered with an fd, ADDFD); TRACE
+ * for the calls fixed up at their exit (stat family, uname) or whose
+ * arguments change (clock_nanosleep, absolute futex/timerfd timeouts); ERRNO
+ * ENOSYS for rseq (keeps the CPU number virtual); ALLOW for the rest and for
+ * other ABIs (sbx's own filter kills those). Returns the length, or -1 if
+ * `cap` is too small. */
 struct sock_filter;
 int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname);
 #define DETERM_FILTER_MAX 96

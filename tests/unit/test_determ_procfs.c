@@ -298,7 +298,7 @@ TEST(sysinfo_on_the_virtual_clock)
 	determ_sysinfo_virtual(&si, &c);
 	CHECK(si.uptime == 1000 && si.loads[0] == 0 && si.loads[1] == 0 && si.loads[2] == 0 && si.procs == 1);
 	CHECK(si.totalram == ram); /* the machine's */
-	c.vt = 1; /* a partial second counts as one, as the kernel rounds */
+	c.vt = 1;		   /* a partial second counts as one, as the kernel rounds */
 	determ_sysinfo_virtual(&si, &c);
 	CHECK(si.uptime == 1001);
 	c.vt = 5000000000ULL;
