@@ -122,7 +122,8 @@ struct trace_determ {
 
 /* TR_DETERM kinds and what the engine (ptrace_engine.c) puts in the value (nr is the syscall answered):
  *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
- *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
+ *             timeval (gettimeofday), int64 seconds (time), struct tms (times),
+ *             int64 uptime seconds (sysinfo)
  *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
  *             open of /dev/[u]random: u64 index i (the process's i-th open;
  *             determ_stream(.., DETERM_STREAM_URANDOM, i)); AT_RANDOM: the 16 bytes, nr execve
