@@ -14,6 +14,7 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
 #include <sys/user.h>
 #include <sys/utsname.h>
@@ -169,7 +170,7 @@ static uint64_t scratch(uint64_t sp, size_t n)
 	return (sp - SCRATCH_BELOW_SP - n) & ~15ULL;
 }
 
-/* The calls answered from values alone (the clocks, getrandom, getcpu):
+/* The calls answered from values alone (the clocks, getrandom, getcpu, sysinfo):
  * true with the return value in *ret, false when the kernel should run the
  * call. tid is the caller; t (its task, for the records) may be NULL. They
  * come as seccomp user notifications, cheaper than a ptrace stop (no
@@ -254,6 +255,17 @@ bool determ_answer(engine *e, task *t, pid_t tid, int nr, const uint64_t *a, int
 		return answer_clock(e, t, tid, nr, a, ret);
 	case SYS_getrandom:
 		return answer_getrandom(e, t, tid, a, ret);
+	case SYS_sysinfo: {
+		/* The machine's memory figures, the virtual uptime and load. */
+		struct sysinfo si;
+		if (sysinfo(&si) < 0)
+			return false;
+		determ_sysinfo_virtual(&si, &determ_proc_of(e, t)->clk);
+		*ret = ptrace_mem_write(tid, a[0], &si, sizeof(si));
+		if (*ret == 0)
+			ptrace_rec_determ(e, t, TRACE_DETERM_CLOCK, nr, &si.uptime, sizeof(si.uptime));
+		return true;
+	}
 	case SYS_getcpu: {
 		uint32_t zero = 0, v[2] = {0, 0};
 		*ret = a[0] ? ptrace_mem_write(tid, a[0], &zero, 4) : 0;
@@ -385,6 +397,7 @@ void determ_on_seccomp(engine *e, task *t)
 	case SYS_time:
 	case SYS_times:
 	case SYS_getrandom:
+	case SYS_sysinfo:
 	case SYS_getcpu: {
 		int64_t r;
 		if (determ_answer(e, t, t->tid, nr, a, &r))

@@ -1,8 +1,9 @@
 /* The determinism engine's second thread: it answers the seccomp user
- * notifications (the clocks, getrandom, getcpu, nanosleep, and the opens of
- * /dev/urandom, which get one end of a socket pair it keeps fed). ptrace
- * requests must come from the tracer thread (ptrace_engine.c), but
- * notifications need none. */
+ * notifications (the clocks, getrandom, getcpu, nanosleep, the opens of
+ * /dev/urandom, which get one end of a socket pair it keeps fed, and the
+ * opens of the procfs files of time, randomness and load, which get a sealed
+ * memfd of virtual content: determ_procfs.h). ptrace requests must come from
+ * the tracer thread (ptrace_engine.c), but notifications need none. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -11,11 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 
 #include "trace/ptrace_priv.h"
@@ -55,20 +60,168 @@ static void rs_drain(rstream *r)
 		;
 }
 
+/* `path` as the tracee would open it, through its root, cwd or dirfd. */
+static void tracee_path(char *full, size_t cap, pid_t tid, int dirfd, const char *path)
+{
+	if (path[0] == '/')
+		snprintf(full, cap, "/proc/%d/root%s", tid, path);
+	else if (dirfd == AT_FDCWD)
+		snprintf(full, cap, "/proc/%d/cwd/%s", tid, path);
+	else
+		snprintf(full, cap, "/proc/%d/fd/%d/%s", tid, dirfd, path);
+}
+
 /* True when `path` as the tracee would open it is /dev/random or /dev/urandom. */
 static bool is_random_dev(pid_t tid, int dirfd, const char *path, uint64_t flags)
 {
 	char full[4096 + 64];
-	if (path[0] == '/')
-		snprintf(full, sizeof(full), "/proc/%d/root%s", tid, path);
-	else if (dirfd == AT_FDCWD)
-		snprintf(full, sizeof(full), "/proc/%d/cwd/%s", tid, path);
-	else
-		snprintf(full, sizeof(full), "/proc/%d/fd/%d/%s", tid, dirfd, path);
+	tracee_path(full, sizeof(full), tid, dirfd, path);
 	struct stat st;
 	int r = flags & O_NOFOLLOW ? lstat(full, &st) : stat(full, &st);
 	return r == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 &&
 	       (minor(st.st_rdev) == 8 || minor(st.st_rdev) == 9);
+}
+
+/* ---- procfs: uptime, loadavg, stat, random/uuid, random/boot_id ---- */
+
+#ifndef MFD_NOEXEC_SEAL
+#define MFD_NOEXEC_SEAL 0x0008U
+#endif
+
+/* The engine's own view of each kind's file, on the first candidate path:
+ * an O_PATH fd kept open for the run and its identity. */
+static void pfs_init(engine *e)
+{
+	if (e->pfs.init)
+		return;
+	e->pfs.init = true;
+	for (int k = 0; k < DETERM_PROCFS_N; k++) {
+		const char *p = determ_procfs_path(k);
+		struct stat st;
+		e->pfs.fd[k] = p ? open(p, O_PATH | O_CLOEXEC) : -1;
+		if (e->pfs.fd[k] >= 0 && fstat(e->pfs.fd[k], &st) == 0 && S_ISREG(st.st_mode)) {
+			e->pfs.dev[k] = st.st_dev;
+			e->pfs.ino[k] = st.st_ino;
+		} else
+			e->pfs.fd[k] = safe_close(e->pfs.fd[k]);
+	}
+}
+
+static void pfs_close(engine *e)
+{
+	if (!e->pfs.init)
+		return;
+	for (int k = 0; k < DETERM_PROCFS_N; k++)
+		e->pfs.fd[k] = safe_close(e->pfs.fd[k]);
+	e->pfs.init = false;
+}
+
+/* The kind of the procfs file `path` names as the tracee would open it, or
+ * NONE. The path string decides first (determ_procfs_candidate: nothing is
+ * resolved for the other opens); then the file it resolves to must be a
+ * regular file on a procfs whose inode is the engine's own file's: a proc
+ * entry's inode number is the same on every procfs mount of the boot, a
+ * sysctl's is made with its inode, which the engine's O_PATH fd keeps (so
+ * also the same device). */
+static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64_t flags)
+{
+	int k = determ_procfs_candidate(path);
+	if (k == DETERM_PROCFS_NONE)
+		return k;
+	pfs_init(e);
+	if (e->pfs.fd[k] < 0)
+		return DETERM_PROCFS_NONE;
+	char full[4096 + 64];
+	tracee_path(full, sizeof(full), tid, dirfd, path);
+	_cleanup_close_ int fd = open(full, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW ? O_NOFOLLOW : 0));
+	struct stat st;
+	struct statfs sf;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != PROC_SUPER_MAGIC || st.st_ino != e->pfs.ino[k] ||
+	    (determ_procfs_is_sysctl(k) && st.st_dev != e->pfs.dev[k]))
+		return DETERM_PROCFS_NONE;
+	return k;
+}
+
+/* A read-only fd of `content`: a sealed memfd (no write, grow or shrink), so
+ * read, pread, lseek, mmap and fstat's size work as on a file, reopened
+ * O_RDONLY through /proc/self/fd for a read-only description. Where that
+ * reopen is refused, the sealed description itself (writes then fail with
+ * EPERM). A negative errno on failure. */
+static int procfs_fd(const char *content, size_t len, uint64_t flags)
+{
+	_cleanup_close_ int m = memfd_create("sbx-procfs", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_NOEXEC_SEAL);
+	if (m < 0 && errno == EINVAL) /* before 6.3 */
+		m = memfd_create("sbx-procfs", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m < 0)
+		return -errno;
+	if (write(m, content, len) != (ssize_t)len)
+		return -EIO;
+	if (fcntl(m, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", m);
+	int ro = open(self, O_RDONLY | O_CLOEXEC | (int)(flags & O_NONBLOCK));
+	if (ro >= 0)
+		return ro;
+	if (lseek(m, 0, SEEK_SET) < 0)
+		return -errno;
+	return TAKE_FD(m);
+}
+
+static bool notif_continue(engine *e, uint64_t id, int error);
+
+/* Answers an open of a procfs file of determ_procfs.h with its virtual
+ * content, computed now from the opener's clock and streams: true when it
+ * answered (or the caller is gone), false to let the kernel open it. Only
+ * plain read-only opens: for writing, O_PATH, O_DIRECTORY, O_TRUNC,
+ * O_CREAT|O_EXCL or openat2 with resolve flags, the kernel answers. */
+static bool answer_procfs(engine *e, task *t, uint64_t id, pid_t tid, int nr, int dirfd, const char *path,
+			  uint64_t flags, uint64_t resolve, uint64_t t_recv)
+{
+	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_PATH | O_DIRECTORY | O_TRUNC)) ||
+	    (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL) || resolve)
+		return false;
+	int k = procfs_kind(e, tid, dirfd, path, flags);
+	if (k == DETERM_PROCFS_NONE)
+		return false;
+	dproc *dp = determ_proc_of(e, t);
+	determ_procfs_src src = {
+	    .clk = &dp->clk, .rng = &e->rng, .proc_id = dp->id, .uuid_index = dp->n_uuid};
+	/* the record's value: the path, a NUL, the content */
+	char val[DETERM_PROCFS_MAX + 64];
+	const char *kp = determ_procfs_path(k);
+	size_t pl = strlen(kp) + 1;
+	memcpy(val, kp, pl);
+	size_t n = determ_procfs_content(k, &src, val + pl, sizeof(val) - pl);
+	if (n == 0)
+		return false;
+	int fd = procfs_fd(val + pl, n, flags);
+	if (fd < 0) {
+		notif_continue(e, id, -fd);
+		return true;
+	}
+	struct seccomp_notif_addfd add = {.id = id,
+					  .flags = SECCOMP_ADDFD_FLAG_SEND,
+					  .srcfd = (uint32_t)fd,
+					  .newfd_flags = (uint32_t)(flags & O_CLOEXEC)};
+	int r = ioctl(e->lfd, SECCOMP_IOCTL_NOTIF_ADDFD, &add);
+	int err = errno;
+	safe_close(fd);
+	if (r < 0) {
+		/* Not received: nothing is counted, so a restarted open gets the
+		 * same UUID. */
+		if (err != ENOENT && err != EINPROGRESS)
+			notif_continue(e, id, err);
+		return true;
+	}
+	if (k == DETERM_PROCFS_UUID)
+		dp->n_uuid++;
+	if (t)
+		t->emulated = true;
+	e->res.emulated++;
+	ptrace_rec_determ_at(e, t, TRACE_DETERM_PROCFS, nr, val, pl + n, t_recv);
+	return true;
 }
 
 /* False when the caller was no longer waiting (ENOENT: a signal interrupted
@@ -126,17 +279,21 @@ static void on_notif(engine *e)
 		return;
 	}
 	int dirfd = AT_FDCWD;
-	uint64_t path_addr, flags;
+	uint64_t path_addr, flags, resolve = 0;
 	if (nr == SYS_open)
 		path_addr = a[0], flags = a[1];
 	else if (nr == SYS_openat)
 		dirfd = (int)a[0], path_addr = a[1], flags = a[2];
 	else if (nr == SYS_openat2) {
+		struct open_how how = {0};
 		dirfd = (int)a[0], path_addr = a[1];
-		if (a[3] < 8 || ptrace_mem_read(tid, a[2], &flags, 8) != 8) {
+		if (a[3] < 8 ||
+		    ptrace_mem_read(tid, a[2], &how, a[3] < sizeof(how) ? a[3] : sizeof(how)) < 8) {
 			notif_continue(e, req.id, 0);
 			return;
 		}
+		flags = how.flags;
+		resolve = a[3] >= sizeof(how) ? how.resolve : 0;
 	} else {
 		notif_continue(e, req.id, 0);
 		return;
@@ -144,8 +301,13 @@ static void on_notif(engine *e)
 	char path[4096];
 	bool trunc;
 	if ((flags & O_ACCMODE) == O_WRONLY || (flags & O_PATH) ||
-	    ptrace_mem_read_str(tid, path_addr, path, sizeof(path), &trunc) < 0 || trunc ||
-	    !strstr(path, "random") || !is_random_dev(tid, dirfd, path, flags)) {
+	    ptrace_mem_read_str(tid, path_addr, path, sizeof(path), &trunc) < 0 || trunc) {
+		notif_continue(e, req.id, 0);
+		return;
+	}
+	if (answer_procfs(e, t, req.id, tid, nr, dirfd, path, flags, resolve, t_recv))
+		return;
+	if (!strstr(path, "random") || !is_random_dev(tid, dirfd, path, flags)) {
 		notif_continue(e, req.id, 0);
 		return;
 	}
@@ -256,6 +418,7 @@ void determ_notif_wake(engine *e, bool stop)
 
 void determ_rs_close_all(engine *e)
 {
+	pfs_close(e);
 	while (e->n_rs > 0)
 		rs_close(e, e->n_rs - 1);
 	free(e->rs);

@@ -1,4 +1,5 @@
-/* Seeded byte streams for getrandom, /dev/urandom and AT_RANDOM. ChaCha20
+/* Seeded byte streams for getrandom, /dev/urandom, AT_RANDOM and the
+ * /proc/sys/kernel/random UUIDs. ChaCha20
  * rather than a small PRNG: programs use these bytes as keys and nonces, and
  * a stream cipher keeps them unpredictable to anyone without the seed while
  * staying exactly reproducible with it. Streams are addressed by (id, byte
@@ -86,7 +87,7 @@ uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index)
 	if (proc_id == 0)
 		return kind == DETERM_STREAM_GETRANDOM ? 0
 		       : kind == DETERM_STREAM_URANDOM ? 1 + index
-						       : (1ULL << 40) + index;
+						       : ((kind - 1) << 40) + index; /* AT_RANDOM: 2^40 + i */
 	return mix64(mix64(proc_id ^ (kind << 56)) + index) | (1ULL << 63);
 }
 

@@ -1,7 +1,8 @@
 /* The ptrace engine: runs a command as a traced child and
  *  - applies determinism controls (virtual clocks and TSC, seeded getrandom,
- *    /dev/urandom and AT_RANDOM, a fixed nodename, virtual file times, no
- *    ASLR, one CPU, sequential pids), and/or
+ *    /dev/urandom and AT_RANDOM, a fixed nodename, virtual file times, the
+ *    procfs files of uptime, load and the kernel's UUIDs (determ_procfs.h),
+ *    no ASLR, one CPU, sequential pids), and/or
  *  - records every syscall into the trace stream (trace_format.h): the
  *    fallback recorder when eBPF is unavailable (rootless). It costs two
  *    ptrace stops per syscall (~15 us together on the development VM), so a
@@ -151,8 +152,11 @@ void determ_timemap_free(determ_timemap *m);
 #define DETERM_STREAM_GETRANDOM 0ULL /* getrandom() of the process, in its call order */
 #define DETERM_STREAM_URANDOM 1ULL   /* index i: the process's i-th open of /dev/urandom or /dev/random */
 #define DETERM_STREAM_AT_RANDOM 2ULL /* index i: AT_RANDOM of the process's i-th exec */
+#define DETERM_STREAM_PROC_UUID 3ULL /* index i: the process's i-th open of /proc/sys/kernel/random/uuid */
+#define DETERM_STREAM_BOOT_ID 4ULL   /* process 0, index 0: /proc/sys/kernel/random/boot_id of the run */
 /* The stream of (process id, kind, index). The root's are 0, 1 + i and
- * 2^40 + i; any other process's have the top bit set, so none collide. */
+ * (kind - 1) * 2^40 + i for kind >= 2; any other process's have the top bit
+ * set, so none collide. */
 uint64_t determ_stream(uint64_t proc_id, uint64_t kind, uint64_t index);
 /* The id of the n-th child (n from 0) a process with id `parent` forks; never 0. */
 uint64_t determ_proc_child_id(uint64_t parent, uint64_t n);
@@ -166,12 +170,13 @@ void determ_chacha20_block(const uint32_t key[8], uint64_t counter, uint64_t non
 
 /* The seccomp program installed in the command (determ_filter.c): USER_NOTIF
  * for the calls answered from values alone (clocks, getrandom, getcpu,
- * nanosleep) and for open/openat/openat2 (so /dev/urandom opens can be
- * answered with an fd, ADDFD); TRACE for the calls fixed up at their exit
- * (stat family, uname) or whose arguments change (clock_nanosleep, absolute
- * futex/timerfd timeouts); ERRNO ENOSYS for rseq (keeps the CPU number
- * virtual); ALLOW for the rest and for other ABIs (sbx's own filter kills
- * those). Returns the length, or -1 if `cap` is too small. */
+ * sysinfo, nanosleep) and for open/openat/openat2 (so /dev/urandom and the
+ * procfs files of determ_procfs.h can be answered with an fd, ADDFD); TRACE
+ * for the calls fixed up at their exit (stat family, uname) or whose
+ * arguments change (clock_nanosleep, absolute futex/timerfd timeouts); ERRNO
+ * ENOSYS for rseq (keeps the CPU number virtual); ALLOW for the rest and for
+ * other ABIs (sbx's own filter kills those). Returns the length, or -1 if
+ * `cap` is too small. */
 struct sock_filter;
 int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname);
 #define DETERM_FILTER_MAX 96

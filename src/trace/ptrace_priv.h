@@ -3,7 +3,8 @@
  *   determ_answer.c   determinism answers at ptrace stops (clocks, sleeps,
  *                     timeouts, stat times, uname, waits, rdtsc, exec)
  *   determ_notif.c    the seccomp-notification thread (clocks, getrandom,
- *                     getcpu, /dev/urandom opens)
+ *                     getcpu, /dev/urandom opens, the procfs files of
+ *                     determ_procfs.h)
  * How it all works: docs/trace.md, "The ptrace engine". x86_64 only. */
 #pragma once
 #if defined(__x86_64__)
@@ -13,6 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "trace/determ_procfs.h"
 #include "trace/ptrace_engine.h"
 
 #define REC_BUF 65536
@@ -32,6 +34,7 @@ typedef struct dproc {
 	determ_clock clk; /* its virtual clock; a child starts from its parent's at the fork */
 	uint64_t id;	  /* its place in the fork tree: a function of the parents' fork counts */
 	uint64_t n_forks, n_exec, n_urandom, rand_pos;
+	uint64_t n_uuid; /* opens of /proc/sys/kernel/random/uuid answered */
 } dproc;
 
 typedef struct task {
@@ -87,6 +90,12 @@ typedef struct engine {
 	pthread_mutex_t mu; /* the tracer thread holds it while handling a stop, the other while answering */
 	rstream *rs;	    /* notification thread only */
 	size_t n_rs, cap_rs;
+	struct {
+		bool init;		 /* notification thread only: opened on the first candidate path */
+		int fd[DETERM_PROCFS_N]; /* O_PATH, kept open (pins a sysctl's inode): -1 = none */
+		dev_t dev[DETERM_PROCFS_N];
+		ino_t ino[DETERM_PROCFS_N];
+	} pfs;		 /* the engine's own view of each determ_procfs.h kind's file */
 	pid_t *threaded; /* tgids already reported as multi-threaded */
 	size_t n_threaded, cap_threaded;
 	struct {
@@ -140,5 +149,6 @@ bool determ_answer(engine *e, task *t, pid_t tid, int nr, const uint64_t *a, int
 /* determ_notif.c: the notification thread. */
 void *determ_notif_thread(void *arg);
 void determ_notif_wake(engine *e, bool stop);
+/* After the thread ended: closes the /dev/urandom streams and the procfs references. */
 void determ_rs_close_all(engine *e);
 #endif

@@ -110,8 +110,8 @@ struct trace_lost {
 
 /* TR_DETERM: what the engine substituted. kind: 1 clock, 2 random, 3 rdtsc,
  * 4 uname, 5 stat time, 6 getcpu, 7 concurrency (a process started a second
- * thread: interleavings are not controlled). Followed by value_len bytes of the value
- * given to the process (padded to 8). */
+ * thread: interleavings are not controlled), 8 procfs (virtual content).
+ * Followed by value_len bytes of the value given to the process (padded to 8). */
 struct trace_determ {
 	struct trace_rec h;
 	uint32_t kind;
@@ -122,7 +122,8 @@ struct trace_determ {
 
 /* TR_DETERM kinds and what the engine (ptrace_engine.c) puts in the value (nr is the syscall answered):
  *   1 clock   the struct it wrote: timespec (clock_gettime, clock_getres),
- *             timeval (gettimeofday), int64 seconds (time), struct tms (times)
+ *             timeval (gettimeofday), int64 seconds (time), struct tms (times),
+ *             int64 uptime seconds (sysinfo)
  *   2 random  getrandom: the bytes (the first 256, TRACE_DETERM_TRUNC if more);
  *             open of /dev/[u]random: u64 index i (the process's i-th open;
  *             determ_stream(.., DETERM_STREAM_URANDOM, i)); AT_RANDOM: the 16 bytes, nr execve
@@ -134,7 +135,11 @@ struct trace_determ {
  *   7 concurrency: a process got its second thread, so its
  * interleavings (and everything that follows from them) are not
  * reproducible: replay can point at it. Value {u32 tgid, u32 new tid}, nr the
- * clone/clone3 that made it. */
+ * clone/clone3 that made it.
+ *   8 procfs  an open of a procfs file of time, randomness or load answered
+ *             with virtual content (determ_procfs.h): the path as the engine
+ *             knows it ("/proc/uptime"), a NUL, then the content given; nr
+ *             the open/openat/openat2 */
 enum {
 	TRACE_DETERM_CLOCK = 1,
 	TRACE_DETERM_RANDOM = 2,
@@ -144,6 +149,7 @@ enum {
 	TRACE_DETERM_GETCPU = 6,
 };
 #define TRACE_DETERM_CONCURRENCY 7
+#define TRACE_DETERM_PROCFS 8
 /* TR_DETERM h.flags: the value was longer than TRACE_DETERM_MAX_VALUE and is cut. */
 #define TRACE_DETERM_TRUNC 0x1
 #define TRACE_DETERM_MAX_VALUE 256

@@ -176,7 +176,13 @@ static void show_line(trace_sbuf *b, const trace_state *st, const trace_dec *d, 
 	case TR_DETERM: {
 		char buf[24];
 		sb_ids(b, ev->pid, ev->tid);
-		trace_sb_addf(b, "~~~ %s answered by determinism engine ~~~", determ_label(ev, buf));
+		trace_sb_addf(b, "~~~ %s answered by determinism engine", determ_label(ev, buf));
+		if (ev->determ.kind == TRACE_DETERM_PROCFS) { /* which file: the value starts with its path */
+			trace_sb_lit(b, ": ");
+			trace_sb_esc(b, (const char *)ev->determ.value,
+				     strnlen((const char *)ev->determ.value, ev->determ.value_len));
+		}
+		trace_sb_lit(b, " ~~~");
 		break;
 	}
 	}

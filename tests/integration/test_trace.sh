@@ -75,6 +75,45 @@ f = tempfile.NamedTemporaryFile(dir="/root", delete=False); f.write(b"x"); f.clo
 	sbx rm "$ID"
 }
 
+# The procfs files of time, randomness and load are virtual: a recording
+# that reads them replays MATCH while the host's uptime, load and UUIDs move
+# on, and the values look like the kernel's (uptime rising with virtual time,
+# a new v4 UUID per open, one boot_id per run).
+t_replay_procfs_matches() {
+	ID=$(sbx create)
+	out=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/uptime; cat /proc/sys/kernel/random/uuid
+cat /proc/sys/kernel/random/uuid; cat /proc/sys/kernel/random/boot_id; cat /proc/sys/kernel/random/boot_id
+python3 -c "print(open(\"/proc/uptime\").read(), end=\"\")"
+python3 -c "import time; a = open(\"/proc/uptime\").read(); time.sleep(0.05); print(a.split()[0], open(\"/proc/uptime\").read().split()[0])"
+cat /proc/loadavg; grep ^btime /proc/stat')
+	tid=$(echo "$out" | jget trace_id)
+	echo "$out" | jget stdout > "$TMPDIR_TEST/procfs.out"
+	python3 - "$TMPDIR_TEST/procfs.out" <<'PY' || fail "procfs values: $(cat "$TMPDIR_TEST/procfs.out")"
+import re, sys
+l = open(sys.argv[1]).read().split("\n")
+v4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+up = re.compile(r"^\d+\.\d\d \d+\.\d\d$")
+assert up.match(l[0]) and float(l[0].split()[0]) < 1001, l[0]
+assert v4.match(l[1]) and v4.match(l[2]) and l[1] != l[2], l[1:3]
+assert v4.match(l[3]) and l[3] == l[4] and l[3] not in (l[1], l[2]), l[3:5]
+assert up.match(l[5]), l[5]
+a, b = map(float, l[6].split())
+assert b >= a + 0.05, l[6]
+assert re.match(r"^\d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+$", l[7]), l[7]
+assert re.match(r"^btime \d+$", l[8]), l[8]
+PY
+	r=$(sbx replay --json "$tid") || fail "replay of procfs readers diverged: $r"
+	assert_eq "$(echo "$r" | jget verdict)" match
+	# Each answered open is in the trace, with what the program was given.
+	n=$(sbx trace show --json "$tid" | python3 -c '
+import json, sys
+print(sum(1 for e in json.load(sys.stdin)["events"] if e["type"] == "determ" and e["kind"] == "procfs"))')
+	assert_eq "$n" 10 "procfs records (uptime 4, uuid 2, boot_id 2, loadavg, stat)"
+	n=$(sbx trace show "$tid" | grep -c 'openat answered by determinism engine: /proc/uptime ~~~' || true)
+	assert_eq "$n" 4 "show's lines for the opens of /proc/uptime"
+	sbx rm "$ID"
+}
+
 # Virtual time is exact: clock-heavy programs replayed several times each,
 # with busy loops on every CPU (scheduling differences are what expose a
 # clock that depends on the order the engine sees stops in). The 50-run
@@ -114,9 +153,10 @@ $tid run $k: $r"; break; }
 
 t_replay_detects_changed_result() {
 	ID=$(sbx create)
-	# Reads real time through a path the engine does not virtualize:
-	# /proc/uptime. The replay must not hide the difference.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/uptime; sleep 0.01' | jget trace_id)
+	# Reads real time through a path the engine does not virtualize: its own
+	# /proc/self/stat, whose starttime counts clock ticks since the host's
+	# boot. The replay must not hide the difference.
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat; sleep 0.01' | jget trace_id)
 	expect_status 1 sbx replay "$tid"
 	assert_contains "$OUT" "DIVERGED: stdout"
 	r=$(sbx replay --json "$tid" || true)
@@ -156,7 +196,7 @@ t_replay_stdin_and_filesystem() {
 	expect_status 0 sbx replay "$tid"
 	# A fs change that differs: the program writes the clock's real value
 	# obtained through a file the engine cannot virtualize.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/uptime > /root/up' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat > /root/up' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	sbx rm "$ID"

@@ -261,6 +261,7 @@ TEST(seccomp_program)
 	CHECK(n > 0);
 	CHECK(verdict(f, n, SYS_clock_gettime, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_getrandom, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(verdict(f, n, SYS_sysinfo, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_clock_nanosleep, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_newfstatat, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_TRACE);
@@ -1290,5 +1291,222 @@ TEST(det_clock_follows_the_fork_tree)
 		fprintf(stderr, "  output: %s\n", a.out);
 	CHECK(n == 4 && v[0] > EPOCH && v[0] < v[1] && v[1] < v[2] && v[2] < v[3]);
 	CHECK(v[3] - v[0] < 1000000); /* ticks, not real time */
+	run_free(&a);
+}
+
+/* ---- procfs files of time, randomness and load ---- */
+
+typedef struct procfs_seen {
+	int n;		 /* TR_DETERM procfs records */
+	char paths[512]; /* their paths, one a line */
+} procfs_seen;
+
+static void note_procfs(const trace_ev *ev, void *arg)
+{
+	procfs_seen *s = arg;
+	if (ev->type != TR_DETERM || ev->determ.kind != TRACE_DETERM_PROCFS)
+		return;
+	s->n++;
+	size_t l = strlen(s->paths), pl = strnlen((const char *)ev->determ.value, ev->determ.value_len);
+	if (l + pl + 2 < sizeof(s->paths)) {
+		memcpy(s->paths + l, ev->determ.value, pl);
+		s->paths[l + pl] = '\n';
+		s->paths[l + pl + 1] = 0;
+	}
+}
+
+static bool uuid_v4(const char *u)
+{
+	if (strlen(u) != 36 || u[14] != '4' || !strchr("89ab", u[19]))
+		return false;
+	for (int i = 0; i < 36; i++)
+		if ((i == 8 || i == 13 || i == 18 || i == 23) ? u[i] != '-'
+							      : !strchr("0123456789abcdef", u[i]))
+			return false;
+	return true;
+}
+
+TEST(det_procfs_is_virtual)
+{
+	/* /proc/uptime, loadavg, stat and the random UUIDs: the same on every
+	 * run with the seed, whatever the host's uptime and load, and
+	 * plausible: uptime from the virtual boot clock (rising with virtual
+	 * time), a new v4 UUID per open, one boot_id. Through cat, Python's
+	 * open().read(), a dirfd, "..", a symlink; fstat, lseek and pread. */
+	const char *dir = scratch_dir();
+	if (!dir)
+		SKIP("no scratch directory");
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char script[2048];
+	snprintf(
+	    script, sizeof(script),
+	    "cat /proc/uptime; cat /proc/sys/kernel/random/uuid; cat /proc/sys/kernel/random/uuid; "
+	    "cat /proc/sys/kernel/random/boot_id; cat /proc/sys/kernel/random/boot_id; cat /proc/loadavg; "
+	    "grep -E '^(cpu0|btime)' /proc/stat; "
+	    "/usr/bin/python3 -S -c '"
+	    "import os, time\n"
+	    "a = open(\"/proc/uptime\").read(); time.sleep(0.05); b = open(\"/proc/uptime\").read()\n"
+	    "print(\"py\", a.split()[0], b.split()[0])\n"
+	    "d = os.open(\"/proc\", os.O_RDONLY | os.O_DIRECTORY)\n"
+	    "f = os.open(\"uptime\", os.O_RDONLY, dir_fd=d)\n"
+	    "st = os.fstat(f); s = os.read(f, 100)\n"
+	    "print(\"dirfd\", s.decode() == b, st.st_size == len(s), os.pread(f, 4, 1) == s[1:5], "
+	    "os.lseek(f, 0, os.SEEK_END) == len(s))\n"
+	    "try: os.write(f, b\"x\"); print(\"write allowed\")\n"
+	    "except OSError: print(\"write refused\")\n"
+	    "'; "
+	    "sleep 0.2; cat /proc/self/../uptime; ln -sf /proc/sys/kernel/random/boot_id %s/boot_id; "
+	    "cat %s/boot_id; cd /proc/sys/kernel && cat random/uuid; rm -f %s/boot_id",
+	    dir, dir, dir);
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	run_cfg cfg = {.cwd = dir};
+	ptrace_opts o = det_opts(21);
+	run a, b, c;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
+	CHECK(same_output(&a, &b));
+	char l[16][128];
+	int n = 0;
+	for (char *p = a.out; p && *p && n < 16; n++) {
+		char *e = strchr(p, '\n');
+		size_t k = e ? (size_t)(e - p) : strlen(p);
+		snprintf(l[n], sizeof(l[n]), "%.*s", (int)(k < 127 ? k : 127), p);
+		p = e ? e + 1 : NULL;
+	}
+	if (n != 14)
+		fprintf(stderr, "  output:\n%s\n", a.out);
+	CHECK(n == 14);
+	CHECK(strcmp(l[0], "1000.00 1000.00") == 0); /* a few virtual us after the start */
+	CHECK(uuid_v4(l[1]) && uuid_v4(l[2]) && strcmp(l[1], l[2]) != 0);
+	CHECK(uuid_v4(l[3]) && strcmp(l[3], l[4]) == 0 && strcmp(l[3], l[1]) != 0);
+	CHECK(strcmp(l[5], "0.00 0.00 0.00 1/1 1") == 0);
+	CHECK(strncmp(l[6], "cpu0 ", 5) == 0);
+	char want[64];
+	snprintf(want, sizeof(want), "btime %llu", (unsigned long long)(EPOCH / 1000000000ULL - 1000));
+	CHECK(strcmp(l[7], want) == 0);
+	double u0, u1;
+	CHECK(sscanf(l[8], "py %lf %lf", &u0, &u1) == 2 && u0 >= 1000.0 && u1 >= u0 + 0.05 && u1 < 1001.0);
+	CHECK(strcmp(l[9], "dirfd True True True True") == 0);
+	CHECK(strcmp(l[10], "write refused") == 0);
+	CHECK(sscanf(l[11], "%lf", &u1) == 1 &&
+	      u1 >= u0 + 0.25);		 /* the shell's clock is past python's and the sleep */
+	CHECK(strcmp(l[12], l[3]) == 0); /* boot_id through a symlink */
+	CHECK(uuid_v4(l[13]) && strcmp(l[13], l[1]) != 0 && strcmp(l[13], l[2]) != 0);
+	/* Each one recorded. */
+	procfs_seen s = {0};
+	uint64_t nrec;
+	CHECK(walk(&a, note_procfs, &s, &nrec));
+	if (s.n != 13)
+		fprintf(stderr, "  procfs records: %d\n%s", s.n, s.paths);
+	CHECK(s.n == 13); /* uptime 5, uuid 3, boot_id 3, loadavg, stat */
+	CHECK(strstr(s.paths, "/proc/uptime\n") && strstr(s.paths, "/proc/sys/kernel/random/boot_id\n") &&
+	      strstr(s.paths, "/proc/loadavg\n") && strstr(s.paths, "/proc/stat\n"));
+	/* Another seed: other UUIDs, the same times. */
+	o.seed = 22;
+	CHECK(run_cmd(&o, argv, &cfg, &c) && exited_ok(&c));
+	CHECK(strstr(c.out, l[1]) == NULL && strstr(c.out, l[3]) == NULL);
+	CHECK(strncmp(c.out, "1000.00 1000.00\n", 16) == 0);
+	run_free(&a);
+	run_free(&b);
+	run_free(&c);
+}
+
+TEST(det_procfs_behind_walls_and_rootless)
+{
+	/* Inside sbx the engine runs behind Landlock (/proc read-only) and sbx's
+	 * seccomp list, and without privilege: the memfd, its seals and the
+	 * read-only reopen through /proc/self/fd work there too. */
+	const char *dir = scratch_dir();
+	if (!dir)
+		SKIP("no scratch directory");
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char *argv[] = {"/bin/sh", "-c",
+			"cat /proc/uptime /proc/sys/kernel/random/boot_id; /usr/bin/python3 -S -c '"
+			"import os, fcntl\n"
+			"f = os.open(\"/proc/loadavg\", os.O_RDONLY)\n"
+			"print(fcntl.fcntl(f, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY, os.read(f, 64))'",
+			NULL};
+	run_cfg cfgs[] = {
+	    {.cwd = dir, .pidns = can_pidns(), .walls = true, .exec_dir = "/usr"},
+	    {.cwd = dir, .uid = geteuid() == 0 ? 65534 : 0},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cfgs); i++) {
+		ptrace_opts o = det_opts(31);
+		run a, b;
+		CHECK(run_cmd(&o, argv, &cfgs[i], &a) && exited_ok(&a));
+		CHECK(run_cmd(&o, argv, &cfgs[i], &b) && exited_ok(&b));
+		CHECK(same_output(&a, &b));
+		char u[40];
+		if (sscanf(a.out, "1000.00 1000.00\n%36s\n", u) != 1 || strlen(u) != 36 ||
+		    !strstr(a.out, "True b'0.00 0.00 0.00 1/1 1\\n'"))
+			fprintf(stderr, "  run %zu: %s\n", i, a.out);
+		CHECK(sscanf(a.out, "1000.00 1000.00\n%36s\n", u) == 1 && strlen(u) == 36);
+		CHECK(strstr(a.out, "True b'0.00 0.00 0.00 1/1 1\\n'"));
+		run_free(&a);
+		run_free(&b);
+	}
+}
+
+TEST(det_sysinfo_is_virtual)
+{
+	/* sysinfo(2) tells uptime and load too (busybox uptime, libuv's
+	 * os.loadavg()): the same virtual values as /proc/uptime and loadavg;
+	 * the memory fields stay the machine's. */
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char *argv[] = {
+	    "/usr/bin/python3", "-S", "-c",
+	    "import ctypes, time\n"
+	    "class SI(ctypes.Structure):\n"
+	    "  _fields_ = [('uptime', ctypes.c_long), ('loads', ctypes.c_ulong * 3),\n"
+	    "    ('totalram', ctypes.c_ulong), ('rest', ctypes.c_ulong * 5), ('procs', ctypes.c_ushort),\n"
+	    "    ('pad', ctypes.c_char * 22), ('mem_unit', ctypes.c_uint), ('f', ctypes.c_char * 8)]\n"
+	    "libc = ctypes.CDLL(None)\n"
+	    "for i in range(2):\n"
+	    "  s = SI(); r = libc.sysinfo(ctypes.byref(s))\n"
+	    "  print(r, s.uptime, list(s.loads), s.procs, s.totalram > 0, s.mem_unit > 0)\n"
+	    "  time.sleep(1.5)\n",
+	    NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(41);
+	run a;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	/* the kernel rounds a partial second up */
+	if (strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") != 0)
+		fprintf(stderr, "  output: %s\n", a.out);
+	CHECK(strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") == 0);
+	run_free(&a);
+}
+
+TEST(det_procfs_uuid_survives_interrupted_opens)
+{
+	/* A signal storm (a 50 us real-time itimer) interrupts opens while the
+	 * engine answers them: an answer the caller never got must not count,
+	 * so the UUIDs are the same as without the storm. */
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	static const char prog[] = "import hashlib, signal, sys\n"
+				   "if sys.argv[1] == 'storm':\n"
+				   "  signal.signal(signal.SIGALRM, lambda *a: None)\n"
+				   "  signal.setitimer(signal.ITIMER_REAL, 0.00005, 0.00005)\n"
+				   "h = hashlib.sha256()\n"
+				   "for i in range(400):\n"
+				   "  h.update(open('/proc/sys/kernel/random/uuid', 'rb').read())\n"
+				   "signal.setitimer(signal.ITIMER_REAL, 0)\n"
+				   "print(h.hexdigest())\n";
+	char *calm[] = {"/usr/bin/python3", "-S", "-c", (char *)prog, "calm", NULL};
+	char *storm[] = {"/usr/bin/python3", "-S", "-c", (char *)prog, "storm", NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(51);
+	run a, b;
+	CHECK(run_cmd(&o, calm, &cfg, &a) && exited_ok(&a));
+	for (int i = 0; i < 3; i++) {
+		CHECK(run_cmd(&o, storm, &cfg, &b) && exited_ok(&b));
+		bool same = same_output(&a, &b);
+		run_free(&b);
+		CHECK(same);
+	}
 	run_free(&a);
 }
