@@ -957,7 +957,7 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 	if (env_state_read(ctx, id, &st) < 0 || json_str(st, "pool")) /* pool entries are not listed */
 		return NULL;
 	bool live = env_is_live(ctx, id);
-	const char *state = live ? "running" : "exited";
+	const char *state = live ? "running" : "stopped";
 	if (!json_str(st, "state"))
 		state = live && !env_creator_gone(st) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
