@@ -40,6 +40,11 @@ typedef struct sbx_err sbx_err;
 const char *sbx_err_message(const sbx_err *e); /* "what: why: why" */
 sbx_code sbx_err_code(const sbx_err *e);
 int sbx_err_errno(const sbx_err *e);   /* 0 if none */
+/* sbx_env_exec's failure to start the command itself (the exec call failed):
+ * its errno, ENOENT (not found), EACCES or ENOEXEC (not executable), ...;
+ * 0 for every other error (a bad cwd or user, a stopped environment). Shells
+ * exit 127 for ENOENT and 126 for the others; so does `sbx exec`. */
+int sbx_err_spawn_errno(const sbx_err *e);
 const char *sbx_code_name(sbx_code c); /* "not_found", ... as in API.md */
 void sbx_err_free(sbx_err *e);	       /* accepts NULL */
 
@@ -279,7 +284,8 @@ typedef struct sbx_exec_result {
 /* Runs a command in a live environment and waits for it. Returns 0 when the
  * command ran (whatever its exit status); failure means it could not be run.
  * A command that is not found gives SBX_E_NOT_FOUND with errno ENOENT, one
- * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC. */
+ * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC;
+ * both carry sbx_err_spawn_errno(). */
 int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, sbx_exec_result *ret,
 		 sbx_err **err);
 void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */

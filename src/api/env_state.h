@@ -65,5 +65,6 @@ bool env_creator_gone(const json_t *st);
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
 /* Sends one request and returns the single reply (errors become *err). */
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
-/* A supervisor's {"ev":"error", code, errno, message} as *err. */
+/* A supervisor's {"ev":"error", code, errno, message[, stage]} as *err;
+ * stage 0 (the exec call failed) also sets sbx_err_spawn_errno(). */
 int api_err_from_json(const json_t *m, sbx_err **err);
