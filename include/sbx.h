@@ -71,7 +71,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 5
+#define SBX_CREATE_OPTS_VERSION 6
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -85,7 +85,8 @@ typedef struct sbx_create_opts {
 	int64_t timeout_ms;   /* default per-command timeout; 0: none */
 	int64_t ttl_ms;	      /* idle lifetime; 0: none */
 	int64_t output_bytes; /* default captured output cap per stream; 0: default */
-	const char *network;  /* "none" (default) */
+	const char *network;  /* "none" (default), "open", "allow" (the hosts in network_allow), or
+			       * "allow=HOST[:PORT],..." (the CLI's form of the same, split at commas) */
 	bool ephemeral;	      /* writable layer on tmpfs, removed with the env */
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
@@ -128,6 +129,10 @@ typedef struct sbx_create_opts {
 	const char *const *devices; /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
 				     * resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
 				     * /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
+	/* version 6 */
+	const char *const *network_allow; /* with network "allow": NULL-terminated host[:port] patterns
+					   * (src/policy/egress_match.h), each taken whole: a pattern
+					   * with a comma is refused, never split */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT                                                                                 \
 	{                                                                                                    \

@@ -119,37 +119,6 @@ static void name_unregister(sbx_ctx *ctx, const char *name, const char *id)
 		(void)unlink(link);
 }
 
-/* "none" | "open" | "allow=HOST[:PORT],..." (patterns checked here, so a
- * bad one fails the create with the reason). */
-static int parse_network(const char *spec, const char **ret_mode, char ***ret_allow, sbx_err **err)
-{
-	if (streq(spec, "none") || streq(spec, "open")) {
-		*ret_mode = streq(spec, "none") ? "none" : "open";
-		return 0;
-	}
-	if (!startswith(spec, "allow=") || !spec[6])
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...", spec);
-	_cleanup_free_ char *copy = strdup(spec + 6);
-	size_t n = 1;
-	for (const char *q = copy; q && *q; q++)
-		n += *q == ',';
-	_cleanup_strv_free_ char **v = calloc(n + 1, sizeof(char *));
-	if (!copy || !v)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	size_t k = 0;
-	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (*tok && !(v[k++] = strdup(tok)))
-			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	egress_allowlist *al = NULL;
-	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
-		return err_wrap(err, "network allowlist");
-	egress_allowlist_free(al);
-	*ret_mode = "allow";
-	*ret_allow = TAKE_PTR(v);
-	return 0;
-}
-
 /* The layer trees of a snapshot, topmost first, all present in the store. */
 static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap, sbx_err **err)
 {
@@ -355,7 +324,7 @@ static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char *
 			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with "
 			       "a letter or digit",
 			       o->name);
-	if (o->network && parse_network(o->network, ret_netmode, ret_allow, err) < 0)
+	if (api_network_opts(o, ret_netmode, ret_allow, err) < 0) /* api/limits.c */
 		return -1;
 	if (sbx_env_limits_check(o, err) < 0) /* the bounds in sbx.h */
 		return -1;
@@ -783,6 +752,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.idle_suspend_ms = 0;
 		co.devices = NULL;
 	}
+	if (co.version < 6)
+		co.network_allow = NULL;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -839,6 +810,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->cap_drop = co->cap_add = NULL;
 		co->user_no_root = false;
 		co->devices = NULL;
+		co->network_allow = NULL;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;

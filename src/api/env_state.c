@@ -93,7 +93,8 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	X(timeout_ms, "timeout_ms")                                                                          \
 	X(ttl_ms, "ttl_ms")                                                                                  \
 	X(output_bytes, "output_bytes")                                                                      \
-	X(disk_bytes, "disk_bytes")
+	X(disk_bytes, "disk_bytes")                                                                          \
+	X(idle_suspend_ms, "idle_suspend_ms")
 #define JSON_FIELDS(X)                                                                                       \
 	X(env, "env")                                                                                        \
 	X(volumes, "volumes")                                                                                \
@@ -143,7 +144,7 @@ static int put(json_t *j, const char *k, json_t *v)
 static bool limits_zero(const env_record *r)
 {
 	return !r->limits.memory_bytes && !r->limits.pids && !r->limits.timeout_ms && !r->limits.ttl_ms &&
-	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.cpus;
+	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.idle_suspend_ms && !r->limits.cpus;
 }
 
 json_t *env_record_format(const env_record *r)

@@ -24,7 +24,7 @@ typedef struct env_record {
 	int uid_slot; /* -1: rootless (no slot) */
 	bool rootless, ephemeral, degraded, user_no_root, ttl_keep;
 	struct {
-		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes;
+		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes, idle_suspend_ms;
 		double cpus;
 	} limits;
 	json_t *env, *volumes, *network_allow, *capabilities, *layers, *warnings, *agent_phase, *secrets,

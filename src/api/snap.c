@@ -297,35 +297,38 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 
-/* Rebuilds create options from an environment's recorded state. */
+/* Rebuilds create options from an environment's recorded state (api.h). */
 int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
-		    char **net)
+		    char ***net_allow)
 {
 	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
 	*o = d;
-	json_t *l = json_object_get(st, "limits");
-	o->name = json_str(st, "name");
-	o->template_spec = json_str(st, "template");
-	o->memory_bytes = json_int(l, "memory_bytes", 0);
-	o->pids = json_int(l, "pids", 0);
-	json_t *cpus = json_object_get(l, "cpus");
-	o->cpus = json_is_number(cpus) ? json_number_value(cpus) : 0;
-	o->timeout_ms = json_int(l, "timeout_ms", 0);
-	o->ttl_ms = json_int(l, "ttl_ms", 0);
-	o->output_bytes = json_int(l, "output_bytes", 0);
-	o->disk_bytes = json_int(l, "disk_bytes", 0);
-	o->idle_suspend_ms = json_int(l, "idle_suspend_ms", 0);
-	*env = json_to_strv(json_object_get(st, "env"));
-	const char *mode = json_str(st, "network") ?: "none";
-	*net = streq(mode, "allow") ? json_join_strings(json_object_get(st, "network_allow"), "allow=", ',')
-				    : strdup(mode);
-	if (!*net)
+	_cleanup_env_record_ env_record r = {.uid_slot = -1};
+	if (env_record_parse((json_t *)st, &r) < 0)
+		return -EBADMSG;
+	/* Strings stay borrowed from st (the caller's), not from r's reference. */
+	o->name = r.name;
+	o->template_spec = r.template_spec;
+	o->memory_bytes = r.limits.memory_bytes;
+	o->pids = r.limits.pids;
+	o->cpus = r.limits.cpus;
+	o->timeout_ms = r.limits.timeout_ms;
+	o->ttl_ms = r.limits.ttl_ms;
+	o->output_bytes = r.limits.output_bytes;
+	o->disk_bytes = r.limits.disk_bytes;
+	o->idle_suspend_ms = r.limits.idle_suspend_ms;
+	if (r.env && !(*env = json_to_strv(r.env)))
 		return -ENOMEM;
-	o->network = *net;
+	o->network = r.network ?: "none";
+	if (streq(o->network, "allow")) {
+		if (!(*net_allow = json_to_strv(r.network_allow)))
+			return -ENOMEM;
+		o->network_allow = (const char *const *)*net_allow;
+	}
 	o->env = (const char *const *)*env;
-	json_t *vs = json_object_get(st, "volumes"), *v;
+	json_t *v;
 	size_t i;
-	json_array_foreach(vs, i, v)
+	json_array_foreach(r.volumes, i, v)
 	{
 		if (i >= max_vols)
 			return -E2BIG;
@@ -334,7 +337,7 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
 				       .readonly = json_bool(v, "readonly", false)};
 	}
 	o->volumes = vols;
-	o->n_volumes = json_array_size(vs);
+	o->n_volumes = json_array_size(r.volumes);
 	return 0;
 }
 
@@ -371,8 +374,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			       "environment '%s' cannot be restored (no persistent writable layer)", id);
 	sbx_create_opts o;
 	sbx_volume vols[64];
-	_cleanup_strv_free_ char **env = NULL;
-	_cleanup_free_ char *net = NULL;
+	_cleanup_strv_free_ char **env = NULL, **net = NULL;
 	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env, &net) < 0)
 		return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state of '%s'", id);
 	if (snap->base_template)

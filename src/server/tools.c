@@ -400,8 +400,9 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (o.snapshot && sbx_snapshot_resolve(c->ctx, o.snapshot, &base, err) < 0)
 		return err_wrap(err, "snapshot '%s' (call snapshot_list to see the snapshots)", o.snapshot);
 	o.name = json_str(a, "name");
-	/* network: "none" | "open" | {"allow": [patterns]} -> the library's "allow=a,b" */
-	_cleanup_free_ char *net = NULL;
+	/* network: "none" | "open" | {"allow": [patterns]}: the patterns go to
+	 * the library as they are (network_allow; each checked there, never split) */
+	_cleanup_strv_free_ char **net_allow = NULL;
 	json_t *nj = json_object_get(a, "network");
 	if (json_is_object(nj)) {
 		json_t *allow = json_object_get(nj, "allow");
@@ -410,16 +411,13 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		if (!json_is_array(allow))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 				       "network.allow must be an array of host patterns");
-		json_array_foreach(
-		    allow, i, v) if (!json_is_string(v) ||
-				     strchr(json_string_value(v),
-					    ',')) return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-								 "network.allow[%zu] must be a host pattern "
-								 "such as example.com or *.example.com:443",
-								 i);
-		if (!(net = json_join_strings(allow, "allow=", ',')))
+		json_array_foreach(allow, i, v) if (!json_is_string(v)) return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "network.allow[%zu] must be a host pattern such as example.com or *.example.com:443", i);
+		if (!(net_allow = json_to_strv(allow)))
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-		o.network = net;
+		o.network = "allow";
+		o.network_allow = (const char *const *)net_allow;
 	} else
 		o.network = json_str(a, "network");
 	_cleanup_strv_free_ char **env = NULL;
