@@ -406,7 +406,9 @@ int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_
 
 /* ---- policies ----------------------------------------------------------- */
 
-/* {"policies":[...]} the built-in profiles (strict, dev, open). */
+/* {"policies":[...]} the built-in profiles (strict, dev, open), the default
+ * first: each its canonical form (as sbx_policy_show) plus "description",
+ * one line. (sbx has no directory of policy files; a file is named by path.) */
 int sbx_policy_list(json_t **ret, sbx_err **err);
 /* Parses and validates a profile name, policy file or inline JSON; returns
  * its canonical form. Errors name the field and the reason. */

@@ -241,14 +241,18 @@ void policy_storage_clear(policy_storage *k)
 _public_ int sbx_policy_list(json_t **ret, sbx_err **err)
 {
 	json_t *a = json_array();
-	static const char *const names[] = {"strict", "dev", "open"};
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+	size_t n;
+	const policy_profile_info *pi = policy_profiles(&n);
+	for (size_t i = 0; i < n; i++) {
 		_cleanup_policy_ policy *p = NULL;
-		if (policy_profile(names[i], &p, err) < 0) {
+		if (policy_profile(pi[i].name, &p, err) < 0) {
 			json_decref(a);
 			return -1;
 		}
-		json_array_append_new(a, policy_to_json(p));
+		json_t *j = policy_to_json(p);
+		if (j)
+			json_object_set_new(j, "description", json_string(pi[i].description));
+		json_array_append_new(a, j);
 	}
 	*ret = json_pack("{s:o}", "policies", a);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

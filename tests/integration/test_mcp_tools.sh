@@ -90,3 +90,33 @@ PY
 	assert_contains "$out" "evil clean"
 	assert_contains "$out" "missing True not_found"
 }
+
+# The built-in profiles in environment_create's schema (policy, phases.setup,
+# phases.agent) are the library's list (sbx_policy_list), names and
+# descriptions, not a copy kept by hand.
+t_mcp_policy_enum_from_library() {
+	sbx policy ls --json > "$TMPDIR_TEST/pols.json"
+	out=$(mcp_py "$TMPDIR_TEST/pols.json" <<'PY'
+import json, sys
+from mcp_client import Client
+c = Client(sys.argv[1])
+pols = json.load(open(sys.argv[2]))["policies"]
+names = [p["name"] for p in pols]
+c.n += 1
+c._send({"jsonrpc": "2.0", "id": c.n, "method": "tools/list", "params": {}})
+tools = json.loads(c.p.stdout.readline())["result"]["tools"]
+create = [t for t in tools if t["name"] == "environment_create"][0]["inputSchema"]["properties"]
+enums = [create["policy"]["oneOf"][0]["enum"],
+         create["phases"]["properties"]["setup"]["oneOf"][0]["enum"],
+         create["phases"]["properties"]["agent"]["oneOf"][0]["enum"]]
+print("enums", all(e == names for e in enums), names)
+print("described", all(p.get("description") and p["description"] in create["policy"]["description"] for p in pols))
+bad, e = c.call("environment_create", {"policy": "nosuch"})
+print("unknown", bad, e.get("error", {}).get("code"), all(n in e["error"]["message"] for n in names))
+PY
+)
+	echo "$out"
+	assert_contains "$out" "enums True"
+	assert_contains "$out" "described True"
+	assert_contains "$out" "unknown True invalid_argument True"
+}
