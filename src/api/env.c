@@ -925,20 +925,18 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 
 static json_t *summary(sbx_ctx *ctx, const char *id)
 {
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0 || json_str(st, "pool")) /* pool entries are not listed */
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) < 0 || st.pool) /* pool entries are not listed */
 		return NULL;
 	bool live = env_is_live(ctx, id);
 	const char *state = live ? "running" : "stopped";
-	if (!json_str(st, "state"))
-		state = live && !env_creator_gone(st) ? "creating" : "failed";
+	if (!st.state)
+		state = live && !env_creator_gone(st.json) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
 		state = env_warm_state(ctx, id, live);
-	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name",
-			 json_object_get(st, "name") ?: json_null(), "state", state, "created_at",
-			 json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
-			 json_object_get(st, "snapshot_id") ?: json_null(), "template",
-			 json_object_get(st, "template") ?: json_null());
+	return json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state", state,
+			 "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
+			 st.template_spec);
 }
 
 _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
@@ -1079,14 +1077,13 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	json_t *removed = json_array();
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
-		_cleanup_json_ json_t *cst = NULL;
-		bool orphan =
-		    env_state_read(ctx, *p, &cst) == 0 && !json_str(cst, "state") && env_creator_gone(cst);
+		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
+		bool have = env_record_read(ctx, *p, &kst) == 0;
+		bool orphan = have && !kst.state && env_creator_gone(kst.json);
 		if ((env_is_live(ctx, *p) && !orphan) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
-		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
-		if (env_record_read(ctx, *p, &kst) == 0 && kst.ttl_keep)
+		if (have && kst.ttl_keep)
 			continue;
 		if (env_warm_state(ctx, *p, false)) /* suspended: it comes back on the next call */
 			continue;

@@ -73,20 +73,23 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	X(snapshot_id, "snapshot_id")                                                                        \
 	X(state, "state")                                                                                    \
 	X(phase, "phase")                                                                                    \
-	X(policy, "policy")
+	X(policy, "policy")                                                                                  \
+	X(pool, "pool")
 #define INT_FIELDS(X)                                                                                        \
 	X(created_ms, "created_ms")                                                                          \
 	X(host_uid, "host_uid")                                                                              \
 	X(id_count, "id_count")                                                                              \
 	X(supervisor_pid, "supervisor_pid")                                                                  \
 	X(landlock_abi, "landlock_abi")                                                                      \
-	X(restoring_ms, "restoring_ms")
+	X(restoring_ms, "restoring_ms")                                                                      \
+	X(phase_changed_ms, "phase_changed_ms")
 #define BOOL_FIELDS(X)                                                                                       \
 	X(rootless, "rootless")                                                                              \
 	X(ephemeral, "ephemeral")                                                                            \
 	X(degraded, "degraded")                                                                              \
 	X(user_no_root, "user_no_root")                                                                      \
-	X(ttl_keep, "ttl_keep")
+	X(ttl_keep, "ttl_keep")                                                                              \
+	X(phase_switching, "phase_switching")
 #define LIMIT_FIELDS(X)                                                                                      \
 	X(memory_bytes, "memory_bytes")                                                                      \
 	X(pids, "pids")                                                                                      \
@@ -104,7 +107,9 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	X(warnings, "warnings")                                                                              \
 	X(agent_phase, "agent_phase")                                                                        \
 	X(secrets, "secrets")                                                                                \
-	X(plugins, "plugins")
+	X(plugins, "plugins")                                                                                \
+	X(agent_policy, "agent_policy")                                                                      \
+	X(creator, "creator")
 /* clang-format on */
 
 int env_record_parse(json_t *st, env_record *ret)
@@ -196,6 +201,36 @@ void env_record_clear(env_record *r)
 {
 	json_decref(r->json);
 	*r = (env_record){.uid_slot = -1};
+}
+
+int env_record_write(const sbx_ctx *ctx, const char *id, const env_record *r)
+{
+	_cleanup_json_ json_t *j = env_record_format(r);
+	return j ? env_state_write(ctx, id, j) : -ENOMEM;
+}
+
+void env_record_limits_update(env_record *r, const json_t *lim)
+{
+#define UPD_LIMIT(f, k)                                                                                      \
+	if (json_is_integer(json_object_get(lim, k)))                                                        \
+		r->limits.f = json_integer_value(json_object_get(lim, k));
+	LIMIT_FIELDS(UPD_LIMIT)
+	json_t *cpus = json_object_get(lim, "cpus");
+	if (json_is_number(cpus))
+		r->limits.cpus = json_number_value(cpus);
+}
+
+json_t *env_record_limits_json(const env_record *r)
+{
+	_cleanup_json_ json_t *j = json_object();
+	int q = j ? 0 : -ENOMEM;
+#define LIMIT_JSON(f, k)                                                                                     \
+	if (j && r->limits.f)                                                                                \
+		q |= put(j, k, json_integer(r->limits.f));
+	LIMIT_FIELDS(LIMIT_JSON)
+	if (j && r->limits.cpus)
+		q |= put(j, "cpus", json_real(r->limits.cpus));
+	return q ? NULL : TAKE_PTR(j);
 }
 
 int env_record_read(const sbx_ctx *ctx, const char *id, env_record *ret)

@@ -219,7 +219,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		return err_errno(err, "open '%s'", p);
 	store_idmap ids = {.uid_base = (uid_t)st.host_uid,
 			   .gid_base = (gid_t)st.host_uid,
-			   .count = (uint32_t)json_int(st.json, "id_count", 1)};
+			   .count = (uint32_t)(st.id_count ?: 1)};
 	if (st.rootless) {
 		ids.uid_base = ctx->uid;
 		ids.gid_base = ctx->gid;
@@ -355,23 +355,29 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
 				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l,
 				       digest);
-	_cleanup_json_ json_t *st = NULL;
-	int r = env_state_read(ctx, id, &st);
+	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
+	int r = env_record_read(ctx, id, &rec);
 	if (r < 0)
 		return err_errnum(err, r, "read state of '%s'", id);
-	if (json_bool(st, "phase_switching", false)) {
+	if (rec.phase_switching) {
 		/* An interrupted switch to the agent phase is finished first: the
 		 * restored environment starts in the phase it was moving to. */
 		_cleanup_json_ json_t *ph = NULL;
 		if (sbx_env_phase(ctx, id, NULL, &ph, err) < 0)
 			return err_wrap(err, "restore '%s'", id);
-		json_decref(TAKE_PTR(st));
-		if ((r = env_state_read(ctx, id, &st)) < 0)
+		env_record_clear(&rec);
+		if ((r = env_record_read(ctx, id, &rec)) < 0)
 			return err_errnum(err, r, "read state of '%s'", id);
 	}
-	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+	if (rec.ephemeral || rec.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be restored (no persistent writable layer)", id);
+	/* The record goes on as JSON into env_create_impl (a restart keeps
+	 * what it does not type): the restore's mark is written through it. */
+	rec.restoring_ms = now_ms_real(); /* gc leaves it alone */
+	_cleanup_json_ json_t *st = env_record_format(&rec);
+	if (!st)
+		return err_oom(err);
 	sbx_create_opts o;
 	sbx_volume vols[64];
 	_cleanup_strv_free_ char **env = NULL, **net = NULL;
@@ -382,7 +388,6 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 
 	/* Every process ends with the old root; then the writable layer is
 	 * emptied and the environment starts again on the snapshot's layers. */
-	json_object_set_new(st, "restoring_ms", json_integer(now_ms_real())); /* gc leaves it alone */
 	(void)env_state_write(ctx, id, st);
 	stop_supervisor(ctx, id);
 	if (env_is_live(ctx, id))
