@@ -934,8 +934,8 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 		state = live && !env_creator_gone(st.json) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
 		state = env_warm_state(ctx, id, live);
-	return json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state", state,
-			 "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
+	return json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state",
+			 state, "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
 			 st.template_spec);
 }
 

@@ -149,7 +149,8 @@ static int put(json_t *j, const char *k, json_t *v)
 static bool limits_zero(const env_record *r)
 {
 	return !r->limits.memory_bytes && !r->limits.pids && !r->limits.timeout_ms && !r->limits.ttl_ms &&
-	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.idle_suspend_ms && !r->limits.cpus;
+	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.idle_suspend_ms &&
+	       !r->limits.cpus;
 }
 
 json_t *env_record_format(const env_record *r)

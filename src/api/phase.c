@@ -426,8 +426,8 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 		      "previous_phase", "setup", "processes_ended",
 		      (json_int_t)json_int(reply, "processes_ended", 0), "secrets_removed", removed,
 		      "network", net, "network_allow", json_object_get(plan, "network_allow") ?: json_array(),
-		      "limits", json_incref(json_object_get(rec, "limits")) ?: json_object(), "live", live, "phase_ms",
-		      now_ms() - t0);
+		      "limits", json_incref(json_object_get(rec, "limits")) ?: json_object(), "live", live,
+		      "phase_ms", now_ms() - t0);
 	if (*ret && json_str(reply, "limits_error"))
 		json_object_set_new(*ret, "warnings", json_pack("[s]", json_str(reply, "limits_error")));
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

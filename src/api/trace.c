@@ -459,7 +459,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	double t_rs = now_ms_mono();
 	/* Without one (an unreadable layer, a malformed stream) the trace is still
 	 * recorded: its replay falls back to whole-volume digests. */
-	if (readset_record(ctx, id, snap, st.json, merged, mlen, command_cwd(o, &st), &read_set, &vol_writes,
+	if (readset_record(ctx, id, snap, &st, merged, mlen, command_cwd(o, &st), &read_set, &vol_writes,
 			   &rs_err) < 0)
 		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;

@@ -55,7 +55,7 @@
 
 /* The built-in profiles (sbx_policy_list(), loaded by tools_init): the
  * schemas' "@profiles" placeholders become their names and descriptions. */
-static json_t *profiles;	    /* [{"name", "description", ...}] */
+static json_t *profiles;	     /* [{"name", "description", ...}] */
 static char profile_names[256] = ""; /* "strict, dev, open" */
 
 static bool profile_known(const char *name)
@@ -401,8 +401,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	 * server read host files. */
 	if (!pol && o.policy && !profile_known(o.policy))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "policy '%s': give a built-in profile (%s) or a policy document object", o.policy,
-			       profile_names);
+			       "policy '%s': give a built-in profile (%s) or a policy document object",
+			       o.policy, profile_names);
 	o.template_spec = json_str(a, "template");
 	o.snapshot = json_str(a, "snapshot");
 	_cleanup_free_ char *base = NULL;
@@ -1559,13 +1559,15 @@ static int fill_profiles(json_t *j, const char *described)
 			json_t *names = json_array();
 			size_t i;
 			json_t *p;
-			json_array_foreach(profiles, i, p) json_array_append(names, json_object_get(p, "name"));
+			json_array_foreach(profiles, i, p)
+			    json_array_append(names, json_object_get(p, "name"));
 			if (!names || json_object_set_new(j, k, names) < 0)
 				return -1;
 		} else if (streq(k, "description") && strstr(json_string_value(v) ?: "", "@profiles")) {
 			const char *s = json_string_value(v), *at = strstr(s, "@profiles");
 			_cleanup_free_ char *t = NULL;
-			if (asprintf(&t, "%.*s%s%s", (int)(at - s), s, described, at + strlen("@profiles")) < 0 ||
+			if (asprintf(&t, "%.*s%s%s", (int)(at - s), s, described, at + strlen("@profiles")) <
+				0 ||
 			    json_object_set_new(j, k, json_string(t)) < 0)
 				return -1;
 		} else if (fill_profiles(v, described) < 0)

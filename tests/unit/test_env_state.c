@@ -103,8 +103,8 @@ TEST(record_phase_fields_and_limits)
 	CHECK(env_record_parse(st, &r) == 0);
 	CHECK(r.phase_switching && json_is_object(r.agent_phase) && streq(r.pool, "k"));
 	CHECK(json_int(r.creator, "pid", 0) == 1);
-	_cleanup_json_ json_t *plan = json_pack("{s:I,s:f,s:s}", "memory_bytes", (json_int_t)(256 << 20), "cpus",
-						0.25, "ignored", "x");
+	_cleanup_json_ json_t *plan =
+	    json_pack("{s:I,s:f,s:s}", "memory_bytes", (json_int_t)(256 << 20), "cpus", 0.25, "ignored", "x");
 	env_record_limits_update(&r, plan);
 	CHECK(r.limits.memory_bytes == 256 << 20 && r.limits.cpus == 0.25 && r.limits.pids == 1024);
 	_cleanup_json_ json_t *lj = env_record_limits_json(&r);
@@ -119,7 +119,8 @@ TEST(record_phase_fields_and_limits)
 	CHECK(!json_object_get(out, "agent_phase") && json_int(out, "phase_changed_ms", 0) == 7);
 	CHECK(json_int(out, "restoring_ms", 0) == 9);
 	json_t *lim = json_object_get(out, "limits");
-	CHECK(json_int(lim, "memory_bytes", 0) == 256 << 20 && json_number_value(json_object_get(lim, "cpus")) == 0.25);
+	CHECK(json_int(lim, "memory_bytes", 0) == 256 << 20 &&
+	      json_number_value(json_object_get(lim, "cpus")) == 0.25);
 	CHECK(json_int(lim, "pids", 0) == 1024 && json_int(lim, "output_bytes", 0) == 10485760);
 	env_record_clear(&r);
 }
