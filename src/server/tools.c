@@ -987,8 +987,8 @@ static const char pool_set_in[] =
     "snapshot (snapshot_id or label) whose environments the pool keeps built.'},"
     "'size':{'type':'integer','minimum':0,'maximum':256,'description':'How many to keep ready (0 empties "
     "it).'},"
-    "'policy':{'type':'string','minLength':1,'description':'The policy they are built under; only a create "
-    "with the same policy takes one.'},"
+    "'policy':{'type':'string','enum':['@profiles'],'description':'The built-in profile they are built "
+    "under (@profiles); only a create with the same policy takes one.'},"
     "'remove':{'type':'boolean','description':'Remove the pool and its ready environments instead.'}}}";
 
 #define POOL_PROPS                                                                                           \
@@ -1007,6 +1007,9 @@ static const char pool_list_out[] =
 static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const char *source = json_str(c->args, "source"), *pol = json_str(c->args, "policy");
+	if (pol && !profile_known(pol)) /* as environment_create: no host path over MCP */
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "policy '%.64s': give a built-in profile (%s)", pol, profile_names);
 	if (json_bool(c->args, "remove", false))
 		return sbx_pool_remove(c->ctx, source, pol, ret, err);
 	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);

@@ -120,3 +120,27 @@ PY
 	assert_contains "$out" "described True"
 	assert_contains "$out" "unknown True invalid_argument True"
 }
+
+# pool_set's policy is a built-in profile's name, as environment_create's:
+# a path would make the server read a host file the model names (and put
+# what it read in the error).
+t_mcp_pool_policy_names_only() {
+	echo '{"name":"mine","limits":{"memory_bytes":134217728}}' > "$TMPDIR_TEST/pol.json"
+	out=$(mcp_py "$TMPDIR_TEST/pol.json" <<'PY'
+import sys
+from mcp_client import Client
+c = Client(sys.argv[1])
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": sys.argv[2]})
+print("path", bad, e.get("error", {}).get("code"), "strict" in e.get("error", {}).get("message", ""))
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": "/etc/shadow"})
+print("shadow", bad, e.get("error", {}).get("code"), "root" not in e.get("error", {}).get("message", ""))
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": "strict"})
+print("name", bad, e)
+c.call("pool_set", {"source": "host", "size": 0, "policy": "strict", "remove": True})
+PY
+)
+	echo "$out"
+	assert_contains "$out" "path True invalid_argument True"
+	assert_contains "$out" "shadow True invalid_argument True"
+	assert_contains "$out" "name False"
+}
