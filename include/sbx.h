@@ -39,7 +39,7 @@ typedef struct sbx_err sbx_err;
 
 const char *sbx_err_message(const sbx_err *e); /* "what: why: why" */
 sbx_code sbx_err_code(const sbx_err *e);
-int sbx_err_errno(const sbx_err *e);   /* 0 if none */
+int sbx_err_errno(const sbx_err *e); /* 0 if none */
 /* sbx_env_exec's failure to start the command itself (the exec call failed):
  * its errno, ENOENT (not found), EACCES or ENOEXEC (not executable), ...;
  * 0 for every other error (a bad cwd or user, a stopped environment). Shells
