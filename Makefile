@@ -62,7 +62,7 @@ $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
 FORCE:
-.PHONY: FORCE all clean test unit asan asan-ci bench fuzz format deps demo check-format install uninstall
+.PHONY: FORCE all clean test unit asan asan-ci bench fuzz format deps demo check-format install uninstall man
 all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN) $(PLUGIN_SO)
 	@ln -sfn $(BUILD)/bin bin
 
@@ -142,8 +142,9 @@ check-format:
 	@clang-format --dry-run -Werror $(FORMAT_SRC) && echo "check-format: $(words $(FORMAT_SRC)) files clean"
 
 # ---- install ---------------------------------------------------------------------
-# `make install [PREFIX=/usr/local] [DESTDIR=...]`: the CLI, the library
-# (shared and static), the public headers and a pkg-config file. Programs
+# `make install [PREFIX=/usr/local] [DESTDIR=...]`: the CLI and sbx-runc, the library
+# (shared and static), the public headers, a pkg-config file and the man
+# pages (sbx.1, sbx-runc.1: the --help texts, by scripts/mkman.sh). Programs
 # build with `pkg-config --cflags --libs sbx`, or `--static` for libsbx.a.
 VERSION := $(shell sed -n 's/.*sbx_version(void) { return "\(.*\)"; }.*/\1/p' src/api/ctx.c)
 PREFIX ?= /usr/local
@@ -151,6 +152,16 @@ BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
+MAN_PAGES := $(BUILD)/man/sbx.1 $(BUILD)/man/sbx-runc.1
+
+$(BUILD)/man/sbx.1: $(BUILD)/bin/sbx scripts/mkman.sh
+	@mkdir -p $(dir $@)
+	scripts/mkman.sh $(BUILD)/bin/sbx sbx "sandboxed environments for AI agents" --commands > $@.tmp && mv $@.tmp $@
+$(BUILD)/man/sbx-runc.1: $(BUILD)/bin/sbx-runc scripts/mkman.sh
+	@mkdir -p $(dir $@)
+	scripts/mkman.sh $(BUILD)/bin/sbx-runc sbx-runc "an OCI runtime (the runc command line) over sbx's walls" > $@.tmp && mv $@.tmp $@
+man: $(MAN_PAGES)
 
 $(BUILD)/sbx.pc: FORCE
 	@mkdir -p $(dir $@)
@@ -159,20 +170,22 @@ $(BUILD)/sbx.pc: FORCE
 		'Version: $(VERSION)' 'Cflags: -I$${includedir}' 'Libs: -L$${libdir} -lsbx' \
 		'Libs.private: -lbpf -lelf -lseccomp -ljansson -lyaml -lcrypto -lzstd -lz -lm' > $@
 
-install: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(BUILD)/lib/libsbx.a $(BUILD)/sbx.pc
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
-	install -m 755 $(BUILD)/bin/sbx $(DESTDIR)$(BINDIR)/sbx
+install: $(BUILD)/bin/sbx $(BUILD)/bin/sbx-runc $(BUILD)/lib/libsbx.so $(BUILD)/lib/libsbx.a $(BUILD)/sbx.pc $(MAN_PAGES)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(MANDIR)/man1
+	install -m 755 $(BUILD)/bin/sbx $(BUILD)/bin/sbx-runc $(DESTDIR)$(BINDIR)/
 	install -m 755 $(BUILD)/lib/libsbx.so $(DESTDIR)$(LIBDIR)/libsbx.so.$(VERSION)
 	ln -sfn libsbx.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libsbx.so.0
 	ln -sfn libsbx.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libsbx.so
 	install -m 644 $(BUILD)/lib/libsbx.a $(DESTDIR)$(LIBDIR)/libsbx.a
 	install -m 644 include/sbx.h include/sbx_plugin.h $(DESTDIR)$(INCLUDEDIR)/
 	install -m 644 $(BUILD)/sbx.pc $(DESTDIR)$(PKGCONFIGDIR)/sbx.pc
+	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(LIBDIR)/libsbx.so $(DESTDIR)$(LIBDIR)/libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so.$(VERSION) \
+	rm -f $(DESTDIR)$(BINDIR)/sbx $(DESTDIR)$(BINDIR)/sbx-runc $(DESTDIR)$(LIBDIR)/libsbx.so $(DESTDIR)$(LIBDIR)/libsbx.so.0 $(DESTDIR)$(LIBDIR)/libsbx.so.$(VERSION) \
 		$(DESTDIR)$(LIBDIR)/libsbx.a $(DESTDIR)$(INCLUDEDIR)/sbx.h $(DESTDIR)$(INCLUDEDIR)/sbx_plugin.h \
-		$(DESTDIR)$(PKGCONFIGDIR)/sbx.pc
+		$(DESTDIR)$(PKGCONFIGDIR)/sbx.pc $(DESTDIR)$(MANDIR)/man1/sbx.1 $(DESTDIR)$(MANDIR)/man1/sbx-runc.1
 
 deps:
 	scripts/deps.sh build

@@ -39,7 +39,12 @@ typedef struct sbx_err sbx_err;
 
 const char *sbx_err_message(const sbx_err *e); /* "what: why: why" */
 sbx_code sbx_err_code(const sbx_err *e);
-int sbx_err_errno(const sbx_err *e);   /* 0 if none */
+int sbx_err_errno(const sbx_err *e); /* 0 if none */
+/* sbx_env_exec's failure to start the command itself (the exec call failed):
+ * its errno, ENOENT (not found), EACCES or ENOEXEC (not executable), ...;
+ * 0 for every other error (a bad cwd or user, a stopped environment). Shells
+ * exit 127 for ENOENT and 126 for the others; so does `sbx exec`. */
+int sbx_err_spawn_errno(const sbx_err *e);
 const char *sbx_code_name(sbx_code c); /* "not_found", ... as in API.md */
 void sbx_err_free(sbx_err *e);	       /* accepts NULL */
 
@@ -66,7 +71,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 5
+#define SBX_CREATE_OPTS_VERSION 6
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -80,7 +85,8 @@ typedef struct sbx_create_opts {
 	int64_t timeout_ms;   /* default per-command timeout; 0: none */
 	int64_t ttl_ms;	      /* idle lifetime; 0: none */
 	int64_t output_bytes; /* default captured output cap per stream; 0: default */
-	const char *network;  /* "none" (default) */
+	const char *network;  /* "none" (default), "open", "allow" (the hosts in network_allow), or
+			       * "allow=HOST[:PORT],..." (the CLI's form of the same, split at commas) */
 	bool ephemeral;	      /* writable layer on tmpfs, removed with the env */
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
@@ -123,6 +129,10 @@ typedef struct sbx_create_opts {
 	const char *const *devices; /* NULL-terminated "vendor/class=name" (nvidia.com/gpu=0, =0:1, =all),
 				     * resolved against the CDI specs in $SBX_CDI_SPEC_DIRS (default
 				     * /etc/cdi:/var/run/cdi); a policy's "devices" allowlist bounds them */
+	/* version 6 */
+	const char *const *network_allow; /* with network "allow": NULL-terminated host[:port] patterns
+					   * (src/policy/egress_match.h), each taken whole: a pattern
+					   * with a comma is refused, never split */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT                                                                                 \
 	{                                                                                                    \
@@ -279,7 +289,8 @@ typedef struct sbx_exec_result {
 /* Runs a command in a live environment and waits for it. Returns 0 when the
  * command ran (whatever its exit status); failure means it could not be run.
  * A command that is not found gives SBX_E_NOT_FOUND with errno ENOENT, one
- * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC. */
+ * that cannot be executed SBX_E_INVALID_ARGUMENT with errno EACCES/ENOEXEC;
+ * both carry sbx_err_spawn_errno(). */
 int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, sbx_exec_result *ret,
 		 sbx_err **err);
 void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
@@ -395,7 +406,9 @@ int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_
 
 /* ---- policies ----------------------------------------------------------- */
 
-/* {"policies":[...]} the built-in profiles (strict, dev, open). */
+/* {"policies":[...]} the built-in profiles (strict, dev, open), the default
+ * first: each its canonical form (as sbx_policy_show) plus "description",
+ * one line. (sbx has no directory of policy files; a file is named by path.) */
 int sbx_policy_list(json_t **ret, sbx_err **err);
 /* Parses and validates a profile name, policy file or inline JSON; returns
  * its canonical form. Errors name the field and the reason. */

@@ -31,10 +31,22 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		    const struct store_snapshot *snap, const char *snap_id, const json_t *plugins,
 		    char **ret_id, json_t **ret_warnings, sbx_err **err);
 
+/* A create's network (src/api/limits.c): o->network with o->network_allow,
+ * or the string form "allow=P,P" split at commas (here only). *ret_mode is
+ * "none", "open" or "allow" (static); *ret_allow the patterns, each checked
+ * by egress_match (a strv, NULL but for allow). Pure. */
+int api_network_opts(const sbx_create_opts *o, const char **ret_mode, char ***ret_allow, sbx_err **err);
+
+/* Create options from an environment's record (snap.c; restore, resume):
+ * strings borrowed from st; *env and *net_allow (network_allow's) are the
+ * caller's to free. 0, -ENOMEM, -E2BIG (more volumes than max_vols). */
+int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
+		    char ***net_allow);
+
 /* --policy (src/api/policy_apply.c). */
 struct policy;
 typedef struct policy_storage {
-	char *network;	       /* what o->network may point to */
+	char **network_allow;  /* what o->network_allow may point to */
 	sbx_volume *volumes;   /* what o->volumes may point to */
 	char **env;	       /* what o->env may point to (strings borrowed) */
 	const char *warning;   /* a part of the policy that is not enforced, or NULL */

@@ -90,8 +90,8 @@ static int run_files(sbx_ctx *ctx, const json_t *m, json_t **ret, sbx_err **err)
 		*ret = TAKE_PTR(files);
 		return 0;
 	}
-	_cleanup_json_ json_t *st = NULL;
-	if (!env || !want || env_state_read(ctx, env, &st) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1}; /* it still exists */
+	if (!env || !want || env_record_read(ctx, env, &st) < 0)
 		return err_set(
 		    err, SBX_E_UNAVAILABLE, ENOENT,
 		    "the run changed %lld paths, and its environment '%s' is gone: the files it wrote "

@@ -720,7 +720,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 		upper->ubase = ctx->uid, upper->gbase = ctx->gid, upper->count = 1;
 	} else {
 		upper->ubase = upper->gbase = (uint32_t)st.host_uid;
-		upper->count = (uint32_t)json_int(st.json, "id_count", 1); /* absent: one id */
+		upper->count = (uint32_t)(st.id_count ?: 1); /* absent: one id */
 	}
 
 	size_t common = n_env;

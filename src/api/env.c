@@ -119,37 +119,6 @@ static void name_unregister(sbx_ctx *ctx, const char *name, const char *id)
 		(void)unlink(link);
 }
 
-/* "none" | "open" | "allow=HOST[:PORT],..." (patterns checked here, so a
- * bad one fails the create with the reason). */
-static int parse_network(const char *spec, const char **ret_mode, char ***ret_allow, sbx_err **err)
-{
-	if (streq(spec, "none") || streq(spec, "open")) {
-		*ret_mode = streq(spec, "none") ? "none" : "open";
-		return 0;
-	}
-	if (!startswith(spec, "allow=") || !spec[6])
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...", spec);
-	_cleanup_free_ char *copy = strdup(spec + 6);
-	size_t n = 1;
-	for (const char *q = copy; q && *q; q++)
-		n += *q == ',';
-	_cleanup_strv_free_ char **v = calloc(n + 1, sizeof(char *));
-	if (!copy || !v)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	size_t k = 0;
-	for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-		if (*tok && !(v[k++] = strdup(tok)))
-			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	egress_allowlist *al = NULL;
-	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
-		return err_wrap(err, "network allowlist");
-	egress_allowlist_free(al);
-	*ret_mode = "allow";
-	*ret_allow = TAKE_PTR(v);
-	return 0;
-}
-
 /* The layer trees of a snapshot, topmost first, all present in the store. */
 static int setup_layers(sbx_ctx *ctx, env_config *c, const store_snapshot *snap, sbx_err **err)
 {
@@ -355,7 +324,7 @@ static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char *
 			       "invalid name '%s': use 1-63 letters, digits, '_', '.' or '-', starting with "
 			       "a letter or digit",
 			       o->name);
-	if (o->network && parse_network(o->network, ret_netmode, ret_allow, err) < 0)
+	if (api_network_opts(o, ret_netmode, ret_allow, err) < 0) /* api/limits.c */
 		return -1;
 	if (sbx_env_limits_check(o, err) < 0) /* the bounds in sbx.h */
 		return -1;
@@ -783,6 +752,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 		co.idle_suspend_ms = 0;
 		co.devices = NULL;
 	}
+	if (co.version < 6)
+		co.network_allow = NULL;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -839,6 +810,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->cap_drop = co->cap_add = NULL;
 		co->user_no_root = false;
 		co->devices = NULL;
+		co->network_allow = NULL;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;
@@ -953,20 +925,18 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 
 static json_t *summary(sbx_ctx *ctx, const char *id)
 {
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0 || json_str(st, "pool")) /* pool entries are not listed */
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) < 0 || st.pool) /* pool entries are not listed */
 		return NULL;
 	bool live = env_is_live(ctx, id);
-	const char *state = live ? "running" : "exited";
-	if (!json_str(st, "state"))
-		state = live && !env_creator_gone(st) ? "creating" : "failed";
+	const char *state = live ? "running" : "stopped";
+	if (!st.state)
+		state = live && !env_creator_gone(st.json) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
 		state = env_warm_state(ctx, id, live);
-	return json_pack("{s:s,s:O,s:s,s:O,s:O,s:O}", "environment_id", id, "name",
-			 json_object_get(st, "name") ?: json_null(), "state", state, "created_at",
-			 json_object_get(st, "created_at") ?: json_null(), "snapshot_id",
-			 json_object_get(st, "snapshot_id") ?: json_null(), "template",
-			 json_object_get(st, "template") ?: json_null());
+	return json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state",
+			 state, "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
+			 st.template_spec);
 }
 
 _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
@@ -1107,14 +1077,13 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	json_t *removed = json_array();
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
 	for (char **p = ids; p && *p; p++) {
-		_cleanup_json_ json_t *cst = NULL;
-		bool orphan =
-		    env_state_read(ctx, *p, &cst) == 0 && !json_str(cst, "state") && env_creator_gone(cst);
+		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
+		bool have = env_record_read(ctx, *p, &kst) == 0;
+		bool orphan = have && !kst.state && env_creator_gone(kst.json);
 		if ((env_is_live(ctx, *p) && !orphan) || env_is_restoring(ctx, *p))
 			continue;
 		/* Ended by its idle TTL and asked to keep its state: sbx rm decides. */
-		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
-		if (env_record_read(ctx, *p, &kst) == 0 && kst.ttl_keep)
+		if (have && kst.ttl_keep)
 			continue;
 		if (env_warm_state(ctx, *p, false)) /* suspended: it comes back on the next call */
 			continue;

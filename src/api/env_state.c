@@ -73,27 +73,31 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	X(snapshot_id, "snapshot_id")                                                                        \
 	X(state, "state")                                                                                    \
 	X(phase, "phase")                                                                                    \
-	X(policy, "policy")
+	X(policy, "policy")                                                                                  \
+	X(pool, "pool")
 #define INT_FIELDS(X)                                                                                        \
 	X(created_ms, "created_ms")                                                                          \
 	X(host_uid, "host_uid")                                                                              \
 	X(id_count, "id_count")                                                                              \
 	X(supervisor_pid, "supervisor_pid")                                                                  \
 	X(landlock_abi, "landlock_abi")                                                                      \
-	X(restoring_ms, "restoring_ms")
+	X(restoring_ms, "restoring_ms")                                                                      \
+	X(phase_changed_ms, "phase_changed_ms")
 #define BOOL_FIELDS(X)                                                                                       \
 	X(rootless, "rootless")                                                                              \
 	X(ephemeral, "ephemeral")                                                                            \
 	X(degraded, "degraded")                                                                              \
 	X(user_no_root, "user_no_root")                                                                      \
-	X(ttl_keep, "ttl_keep")
+	X(ttl_keep, "ttl_keep")                                                                              \
+	X(phase_switching, "phase_switching")
 #define LIMIT_FIELDS(X)                                                                                      \
 	X(memory_bytes, "memory_bytes")                                                                      \
 	X(pids, "pids")                                                                                      \
 	X(timeout_ms, "timeout_ms")                                                                          \
 	X(ttl_ms, "ttl_ms")                                                                                  \
 	X(output_bytes, "output_bytes")                                                                      \
-	X(disk_bytes, "disk_bytes")
+	X(disk_bytes, "disk_bytes")                                                                          \
+	X(idle_suspend_ms, "idle_suspend_ms")
 #define JSON_FIELDS(X)                                                                                       \
 	X(env, "env")                                                                                        \
 	X(volumes, "volumes")                                                                                \
@@ -103,7 +107,9 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	X(warnings, "warnings")                                                                              \
 	X(agent_phase, "agent_phase")                                                                        \
 	X(secrets, "secrets")                                                                                \
-	X(plugins, "plugins")
+	X(plugins, "plugins")                                                                                \
+	X(agent_policy, "agent_policy")                                                                      \
+	X(creator, "creator")
 /* clang-format on */
 
 int env_record_parse(json_t *st, env_record *ret)
@@ -143,7 +149,8 @@ static int put(json_t *j, const char *k, json_t *v)
 static bool limits_zero(const env_record *r)
 {
 	return !r->limits.memory_bytes && !r->limits.pids && !r->limits.timeout_ms && !r->limits.ttl_ms &&
-	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.cpus;
+	       !r->limits.output_bytes && !r->limits.disk_bytes && !r->limits.idle_suspend_ms &&
+	       !r->limits.cpus;
 }
 
 json_t *env_record_format(const env_record *r)
@@ -195,6 +202,36 @@ void env_record_clear(env_record *r)
 {
 	json_decref(r->json);
 	*r = (env_record){.uid_slot = -1};
+}
+
+int env_record_write(const sbx_ctx *ctx, const char *id, const env_record *r)
+{
+	_cleanup_json_ json_t *j = env_record_format(r);
+	return j ? env_state_write(ctx, id, j) : -ENOMEM;
+}
+
+void env_record_limits_update(env_record *r, const json_t *lim)
+{
+#define UPD_LIMIT(f, k)                                                                                      \
+	if (json_is_integer(json_object_get(lim, k)))                                                        \
+		r->limits.f = json_integer_value(json_object_get(lim, k));
+	LIMIT_FIELDS(UPD_LIMIT)
+	json_t *cpus = json_object_get(lim, "cpus");
+	if (json_is_number(cpus))
+		r->limits.cpus = json_number_value(cpus);
+}
+
+json_t *env_record_limits_json(const env_record *r)
+{
+	_cleanup_json_ json_t *j = json_object();
+	int q = j ? 0 : -ENOMEM;
+#define LIMIT_JSON(f, k)                                                                                     \
+	if (j && r->limits.f)                                                                                \
+		q |= put(j, k, json_integer(r->limits.f));
+	LIMIT_FIELDS(LIMIT_JSON)
+	if (j && r->limits.cpus)
+		q |= put(j, "cpus", json_real(r->limits.cpus));
+	return q ? NULL : TAKE_PTR(j);
 }
 
 int env_record_read(const sbx_ctx *ctx, const char *id, env_record *ret)
@@ -361,6 +398,10 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 int api_err_from_json(const json_t *m, sbx_err **err)
 {
 	sbx_code cc = err_code_from_name(json_str(m, "code"));
-	return err_set(err, cc, (int)json_int(m, "errno", 0), "%s",
-		       json_str(m, "message") ?: "unknown error");
+	int en = (int)json_int(m, "errno", 0);
+	int r = err_set(err, cc, en, "%s", json_str(m, "message") ?: "unknown error");
+	/* A spawn that failed at the exec call itself (stage 0; ctl_proto.h). */
+	if (err && *err && en > 0 && json_int(m, CTL_F_STAGE, -1) == 0)
+		(*err)->spawn_errno = en;
+	return r;
 }

@@ -19,16 +19,16 @@
 typedef struct env_record {
 	json_t *json;
 	const char *id, *name, *hostname, *template_spec, *created_at, *network, *user, *snapshot_id, *state,
-	    *phase, *policy;
-	int64_t created_ms, host_uid, id_count, supervisor_pid, landlock_abi, restoring_ms;
+	    *phase, *policy, *pool;
+	int64_t created_ms, host_uid, id_count, supervisor_pid, landlock_abi, restoring_ms, phase_changed_ms;
 	int uid_slot; /* -1: rootless (no slot) */
-	bool rootless, ephemeral, degraded, user_no_root, ttl_keep;
+	bool rootless, ephemeral, degraded, user_no_root, ttl_keep, phase_switching;
 	struct {
-		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes;
+		int64_t memory_bytes, pids, timeout_ms, ttl_ms, output_bytes, disk_bytes, idle_suspend_ms;
 		double cpus;
 	} limits;
 	json_t *env, *volumes, *network_allow, *capabilities, *layers, *warnings, *agent_phase, *secrets,
-	    *plugins;
+	    *plugins, *agent_policy, *creator;
 } env_record;
 
 /* Fills *ret from st, taking a reference to st. Pure. -EBADMSG when st is
@@ -38,6 +38,14 @@ int env_record_parse(json_t *st, env_record *ret);
  * above written over it (a new reference). NULL on ENOMEM. Pure. */
 json_t *env_record_format(const env_record *r);
 void env_record_clear(env_record *r); /* drops the reference; NULL-safe, idempotent */
+/* Formats r and writes it as id's state.json (r is unchanged): 0 or a
+ * negative errno. */
+int env_record_write(const sbx_ctx *ctx, const char *id, const env_record *r);
+/* Sets r's typed limits from a limits object's keys (those it has). Pure. */
+void env_record_limits_update(env_record *r, const json_t *limits);
+/* r's typed limits as an object of those that are set (non-zero); NULL on
+ * ENOMEM. Pure. */
+json_t *env_record_limits_json(const env_record *r);
 #define _cleanup_env_record_ _cleanup_(env_record_clear)
 /* Reads and parses id's state.json: 0, or a negative errno. */
 int env_record_read(const sbx_ctx *ctx, const char *id, env_record *ret);
@@ -65,5 +73,6 @@ bool env_creator_gone(const json_t *st);
 int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err);
 /* Sends one request and returns the single reply (errors become *err). */
 int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_err **err);
-/* A supervisor's {"ev":"error", code, errno, message} as *err. */
+/* A supervisor's {"ev":"error", code, errno, message[, stage]} as *err;
+ * stage 0 (the exec call failed) also sets sbx_err_spawn_errno(). */
 int api_err_from_json(const json_t *m, sbx_err **err);

@@ -247,10 +247,10 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
 	      sbx_err **err)
 {
-	_cleanup_json_ json_t *st = NULL;
-	int64_t default_cap = 10LL << 20;
-	if (env_state_read(ctx, id, &st) == 0)
-		default_cap = json_int(json_object_get(st, "limits"), "output_bytes", default_cap);
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	int64_t default_cap = 10LL << 20; /* a record without one (create records the resolved cap) */
+	if (env_record_read(ctx, id, &st) == 0 && st.limits.output_bytes)
+		default_cap = st.limits.output_bytes;
 	int64_t cap = o->output_bytes == 0 ? default_cap : o->output_bytes;
 
 	bool no_resume = o->version >= 4 && o->no_auto_resume; /* docs/warm.md */

@@ -1,9 +1,14 @@
 /* The bounds on a create's limits (include/sbx.h): one check, run at the
  * start of every create, so that no front end can pass a negative or absurd
- * limit to the cgroup (MCP `pids: 1000000000`, `memory_bytes: -5`). Pure. */
+ * limit to the cgroup (MCP `pids: 1000000000`, `memory_bytes: -5`); and the
+ * one reading of a create's network option. Pure. */
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "api/api.h"
+#include "policy/egress_match.h"
 #include "sbx.h"
 #include "util/err.h"
 #include "util/macro.h"
@@ -39,5 +44,44 @@ _public_ int sbx_env_limits_check(const sbx_create_opts *o, sbx_err **err)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid limit cpus %g: expected 0 (none) or %g to %g cores", o->cpus,
 			       SBX_CPUS_MIN, SBX_CPUS_MAX);
+	return 0;
+}
+
+int api_network_opts(const sbx_create_opts *o, const char **ret_mode, char ***ret_allow, sbx_err **err)
+{
+	const char *spec = o ? o->network : NULL;
+	const char *const *list = o && o->version >= 6 ? o->network_allow : NULL;
+	if (list && (!spec || !streq(spec, "allow")))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "network_allow needs network \"allow\" (network is '%s')", spec ?: "none");
+	if (!spec || streq(spec, "none") || streq(spec, "open")) {
+		*ret_mode = spec && streq(spec, "open") ? "open" : "none";
+		*ret_allow = NULL;
+		return 0;
+	}
+	_cleanup_strv_free_ char **v = NULL;
+	size_t n = 0;
+	if (list) {
+		for (const char *const *p = list; *p; p++)
+			if (strv_push_copy(&v, &n, *p) < 0)
+				return err_oom(err);
+	} else if (startswith(spec, "allow=") && spec[6]) {
+		/* The string form: the only place a list is split at commas. */
+		_cleanup_free_ char *copy = strdup(spec + 6);
+		if (!copy)
+			return err_oom(err);
+		for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save))
+			if (strv_push_copy(&v, &n, t) < 0)
+				return err_oom(err);
+	}
+	if (!n)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...%s", spec,
+			       list ? " (network_allow is empty)" : "");
+	_cleanup_egress_allowlist_ egress_allowlist *al = NULL;
+	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
+		return err_wrap(err, "network allowlist");
+	*ret_mode = "allow";
+	*ret_allow = TAKE_PTR(v);
 	return 0;
 }

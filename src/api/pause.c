@@ -30,9 +30,6 @@
 #include "util/json.h"
 #include "util/macro.h"
 
-int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
-		    char **net);
-
 static double pause_now_ms(void)
 {
 	struct timespec ts;
@@ -135,8 +132,7 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 			       "environment '%s' cannot be started again (no persistent writable layer)", id);
 	sbx_create_opts o;
 	sbx_volume vols[64];
-	_cleanup_strv_free_ char **env = NULL;
-	_cleanup_free_ char *net = NULL;
+	_cleanup_strv_free_ char **env = NULL, **net = NULL;
 	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env, &net) < 0)
 		return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state of '%s'", id);
 	/* The layers it ran on: a snapshot's (fork, restore, named template), or

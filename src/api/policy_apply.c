@@ -140,23 +140,25 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 				       "cpus: the policy allows at most %g", l->cpus);
 	}
 	/* Network: none < allow (a subset of the policy's rules) < open. */
-	const char *want = o->network ? o->network : NULL;
+	const char *want = NULL;
+	_cleanup_strv_free_ char **want_allow = NULL;
+	if (o->network && api_network_opts(o, &want, &want_allow, err) < 0) /* api/limits.c */
+		return err_wrap(err, "network");
 	if (p->net_mode == POLICY_NET_NONE || p->net_mode == POLICY_NET_UNSET) {
 		if (want && !streq(want, "none"))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "network '%s': the policy allows no network", want);
+				       "network %s: the policy allows no network", want);
 		o->network = "none";
+		o->network_allow = NULL;
 	} else if (p->net_mode == POLICY_NET_ALLOW) {
 		if (want && streq(want, "open"))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
 				       "network open: the policy only allows its host list");
-		if (want && startswith(want, "allow=")) {
+		if (want && streq(want, "allow")) {
 			/* Every requested rule must be covered by one of the policy's. */
-			_cleanup_free_ char *copy = strdup(want + 6);
-			for (char *save = NULL, *t = copy ? strtok_r(copy, ",", &save) : NULL; t;
-			     t = strtok_r(NULL, ",", &save)) {
+			for (char **t = want_allow; *t; t++) {
 				egress_rule r;
-				if (egress_rule_parse(t, &r, err) < 0)
+				if (egress_rule_parse(*t, &r, err) < 0)
 					return err_wrap(err, "network");
 				bool covered = false;
 				for (char **a = p->allow; a && *a && !covered; a++) {
@@ -167,15 +169,18 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 				if (!covered)
 					return err_set(
 					    err, SBX_E_INVALID_ARGUMENT, EPERM,
-					    "network allow '%s': not within the policy's allowlist", t);
+					    "network allow '%s': not within the policy's allowlist", *t);
 			}
+			keep->network_allow = TAKE_PTR(want_allow);
 		} else if (!want || !streq(want, "none")) {
-			json_t *a = json_from_strv((const char *const *)p->allow);
-			keep->network = a ? json_join_strings(a, "allow=", ',') : NULL;
-			json_decref(a);
-			if (!keep->network)
-				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-			o->network = keep->network;
+			size_t n = 0;
+			for (char **a = p->allow; a && *a; a++)
+				if (strv_push_copy(&keep->network_allow, &n, *a) < 0)
+					return err_oom(err);
+		}
+		if (!want || !streq(want, "none")) {
+			o->network = "allow";
+			o->network_allow = (const char *const *)keep->network_allow;
 		}
 	} else if (!want)
 		o->network = "open";
@@ -224,7 +229,7 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 
 void policy_storage_clear(policy_storage *k)
 {
-	free(k->network);
+	strv_free(k->network_allow);
 	free(k->volumes);
 	free(k->env);
 	json_decref(k->plugins);
@@ -236,14 +241,18 @@ void policy_storage_clear(policy_storage *k)
 _public_ int sbx_policy_list(json_t **ret, sbx_err **err)
 {
 	json_t *a = json_array();
-	static const char *const names[] = {"strict", "dev", "open"};
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
+	size_t n;
+	const policy_profile_info *pi = policy_profiles(&n);
+	for (size_t i = 0; i < n; i++) {
 		_cleanup_policy_ policy *p = NULL;
-		if (policy_profile(names[i], &p, err) < 0) {
+		if (policy_profile(pi[i].name, &p, err) < 0) {
 			json_decref(a);
 			return -1;
 		}
-		json_array_append_new(a, policy_to_json(p));
+		json_t *j = policy_to_json(p);
+		if (j)
+			json_object_set_new(j, "description", json_string(pi[i].description));
+		json_array_append_new(a, j);
 	}
 	*ret = json_pack("{s:o}", "policies", a);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -474,8 +474,8 @@ static int open_layer(sbx_ctx *ctx, rs_view *v, const char *digest, sbx_err **er
  * run itself wrote into the writable layer afterwards does not hide the
  * lower file it read first. Without a readable snapshot: the writable layer
  * as it is now and the environment's layers. */
-static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, mask_list **mask,
-		     rs_view *v, sbx_err **err)
+static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const env_record *st,
+		     mask_list **mask, rs_view *v, sbx_err **err)
 {
 	*v = (rs_view){.live_fd = -1};
 	_cleanup_(store_snapshot_freep) store_snapshot *snap = NULL;
@@ -492,12 +492,12 @@ static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const j
 		int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0)
 			v->layers[v->n_layers++] = fd;
-		json_t *jl = json_object_get(st, "layers");
+		json_t *jl = st->layers;
 		for (size_t i = json_array_size(jl); i-- > 0 && v->n_layers < RS_MAX_LAYERS;)
 			if (open_layer(ctx, v, json_string_value(json_array_get(jl, i)), err) < 0)
 				return -1;
 	}
-	const char *t = json_str(st, "template") ?: "host";
+	const char *t = st->template_spec ?: "host";
 	if (streq(t, "host")) {
 		if (mask_host_layer(ctx->root, ctx->run, ctx->rootless, mask, err) < 0)
 			return err_wrap(err, "host template mask");
@@ -508,7 +508,7 @@ static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const j
 		v->live_root = t + 4;
 	if (v->live_root && (v->live_fd = open(v->live_root, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return err_errno(err, "open template '%s'", t);
-	json_t *vols = json_object_get(st, "volumes");
+	json_t *vols = st->volumes;
 	v->vols = calloc(json_array_size(vols) + 1, sizeof(*v->vols));
 	if (!v->vols)
 		return err_errnum(err, ENOMEM, "read set");
@@ -549,9 +549,9 @@ static json_t *identity_json(const struct stat *s)
 			 (json_int_t)s->st_ctim.tv_sec * 1000000000 + s->st_ctim.tv_nsec);
 }
 
-int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, const char *events,
-		   size_t len, const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes,
-		   sbx_err **err)
+int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const env_record *st,
+		   const char *events, size_t len, const char *cwd, json_t **ret_read_set,
+		   json_t **ret_volume_writes, sbx_err **err)
 {
 	readset rs = {0};
 	if (readset_derive(events, len, cwd, &rs, err) < 0)

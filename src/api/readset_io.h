@@ -16,9 +16,9 @@
  * events: the merged stream; snapshot: the one the run started from (its
  * layers say what is not an input); cwd: the command's starting directory or
  * NULL. */
-int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const json_t *st, const char *events,
-		   size_t len, const char *cwd, json_t **ret_read_set, json_t **ret_volume_writes,
-		   sbx_err **err);
+int readset_record(sbx_ctx *ctx, const char *id, const char *snapshot, const env_record *st,
+		   const char *events, size_t len, const char *cwd, json_t **ret_read_set,
+		   json_t **ret_volume_writes, sbx_err **err);
 /* The first entry of read_set whose content differs now: *ret_div =
  * {kind "input", path, expected, actual, pid, index}, or NULL when all hold.
  * Both sides skip re-reading a file whose identity (dev, ino, size, mtime,

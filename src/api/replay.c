@@ -117,17 +117,6 @@ static char *status_str(const json_t *res)
 	return asprintf(&s, "killed by signal %lld", (long long)json_int(res, "signal", 0)) < 0 ? NULL : s;
 }
 
-/* The network option that recreates the recorded one. */
-static char *network_spec(const json_t *envj)
-{
-	const char *net = json_str(envj, "network") ?: "none";
-	if (!streq(net, "allow"))
-		return strdup(net);
-	_cleanup_free_ char *list = json_join_strings(json_object_get(envj, "network_allow"), "", ',');
-	char *s = NULL;
-	return list && asprintf(&s, "allow=%s", list) >= 0 ? s : NULL;
-}
-
 static int check_inputs(const json_t *m, json_t **ret_div, sbx_err **err)
 {
 	size_t i;
@@ -248,10 +237,13 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 	if (!div) {
 		/* 2. A fresh environment from the snapshot, as recorded. */
 		_cleanup_(strv_freep_const) char **env = json_to_strv(json_object_get(envj, "env"));
-		_cleanup_free_ char *net = network_spec(envj);
+		/* the recorded network: its mode and allowlist as they are */
+		const char *net = json_str(envj, "network") ?: "none";
+		_cleanup_strv_free_ char **net_allow =
+		    streq(net, "allow") ? json_to_strv(json_object_get(envj, "network_allow")) : NULL;
 		size_t nv = json_array_size(json_object_get(envj, "volumes"));
 		_cleanup_free_ sbx_volume *vols = calloc(nv + 1, sizeof(*vols));
-		if (!vols || !net)
+		if (!vols || (streq(net, "allow") && !net_allow))
 			return err_errnum(err, ENOMEM, "replay");
 		for (size_t i = 0; i < nv; i++) {
 			json_t *v = json_array_get(json_object_get(envj, "volumes"), i);
@@ -265,6 +257,7 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		co.volumes = vols;
 		co.n_volumes = nv;
 		co.network = net;
+		co.network_allow = (const char *const *)net_allow;
 		co.keep_identity = true;
 		co.hostname = json_str(detj, "hostname");
 		co.memory_bytes = -1;

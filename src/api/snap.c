@@ -219,7 +219,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		return err_errno(err, "open '%s'", p);
 	store_idmap ids = {.uid_base = (uid_t)st.host_uid,
 			   .gid_base = (gid_t)st.host_uid,
-			   .count = (uint32_t)json_int(st.json, "id_count", 1)};
+			   .count = (uint32_t)(st.id_count ?: 1)};
 	if (st.rootless) {
 		ids.uid_base = ctx->uid;
 		ids.gid_base = ctx->gid;
@@ -297,35 +297,38 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 
-/* Rebuilds create options from an environment's recorded state. */
+/* Rebuilds create options from an environment's recorded state (api.h). */
 int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
-		    char **net)
+		    char ***net_allow)
 {
 	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
 	*o = d;
-	json_t *l = json_object_get(st, "limits");
-	o->name = json_str(st, "name");
-	o->template_spec = json_str(st, "template");
-	o->memory_bytes = json_int(l, "memory_bytes", 0);
-	o->pids = json_int(l, "pids", 0);
-	json_t *cpus = json_object_get(l, "cpus");
-	o->cpus = json_is_number(cpus) ? json_number_value(cpus) : 0;
-	o->timeout_ms = json_int(l, "timeout_ms", 0);
-	o->ttl_ms = json_int(l, "ttl_ms", 0);
-	o->output_bytes = json_int(l, "output_bytes", 0);
-	o->disk_bytes = json_int(l, "disk_bytes", 0);
-	o->idle_suspend_ms = json_int(l, "idle_suspend_ms", 0);
-	*env = json_to_strv(json_object_get(st, "env"));
-	const char *mode = json_str(st, "network") ?: "none";
-	*net = streq(mode, "allow") ? json_join_strings(json_object_get(st, "network_allow"), "allow=", ',')
-				    : strdup(mode);
-	if (!*net)
+	_cleanup_env_record_ env_record r = {.uid_slot = -1};
+	if (env_record_parse((json_t *)st, &r) < 0)
+		return -EBADMSG;
+	/* Strings stay borrowed from st (the caller's), not from r's reference. */
+	o->name = r.name;
+	o->template_spec = r.template_spec;
+	o->memory_bytes = r.limits.memory_bytes;
+	o->pids = r.limits.pids;
+	o->cpus = r.limits.cpus;
+	o->timeout_ms = r.limits.timeout_ms;
+	o->ttl_ms = r.limits.ttl_ms;
+	o->output_bytes = r.limits.output_bytes;
+	o->disk_bytes = r.limits.disk_bytes;
+	o->idle_suspend_ms = r.limits.idle_suspend_ms;
+	if (r.env && !(*env = json_to_strv(r.env)))
 		return -ENOMEM;
-	o->network = *net;
+	o->network = r.network ?: "none";
+	if (streq(o->network, "allow")) {
+		if (!(*net_allow = json_to_strv(r.network_allow)))
+			return -ENOMEM;
+		o->network_allow = (const char *const *)*net_allow;
+	}
 	o->env = (const char *const *)*env;
-	json_t *vs = json_object_get(st, "volumes"), *v;
+	json_t *v;
 	size_t i;
-	json_array_foreach(vs, i, v)
+	json_array_foreach(r.volumes, i, v)
 	{
 		if (i >= max_vols)
 			return -E2BIG;
@@ -334,7 +337,7 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
 				       .readonly = json_bool(v, "readonly", false)};
 	}
 	o->volumes = vols;
-	o->n_volumes = json_array_size(vs);
+	o->n_volumes = json_array_size(r.volumes);
 	return 0;
 }
 
@@ -352,27 +355,32 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
 				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l,
 				       digest);
-	_cleanup_json_ json_t *st = NULL;
-	int r = env_state_read(ctx, id, &st);
+	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
+	int r = env_record_read(ctx, id, &rec);
 	if (r < 0)
 		return err_errnum(err, r, "read state of '%s'", id);
-	if (json_bool(st, "phase_switching", false)) {
+	if (rec.phase_switching) {
 		/* An interrupted switch to the agent phase is finished first: the
 		 * restored environment starts in the phase it was moving to. */
 		_cleanup_json_ json_t *ph = NULL;
 		if (sbx_env_phase(ctx, id, NULL, &ph, err) < 0)
 			return err_wrap(err, "restore '%s'", id);
-		json_decref(TAKE_PTR(st));
-		if ((r = env_state_read(ctx, id, &st)) < 0)
+		env_record_clear(&rec);
+		if ((r = env_record_read(ctx, id, &rec)) < 0)
 			return err_errnum(err, r, "read state of '%s'", id);
 	}
-	if (json_bool(st, "ephemeral", false) || json_bool(st, "degraded", false))
+	if (rec.ephemeral || rec.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be restored (no persistent writable layer)", id);
+	/* The record goes on as JSON into env_create_impl (a restart keeps
+	 * what it does not type): the restore's mark is written through it. */
+	rec.restoring_ms = now_ms_real(); /* gc leaves it alone */
+	_cleanup_json_ json_t *st = env_record_format(&rec);
+	if (!st)
+		return err_oom(err);
 	sbx_create_opts o;
 	sbx_volume vols[64];
-	_cleanup_strv_free_ char **env = NULL;
-	_cleanup_free_ char *net = NULL;
+	_cleanup_strv_free_ char **env = NULL, **net = NULL;
 	if (opts_from_state(st, &o, vols, ARRAY_SIZE(vols), &env, &net) < 0)
 		return err_set(err, SBX_E_INTERNAL, EINVAL, "corrupt state of '%s'", id);
 	if (snap->base_template)
@@ -380,7 +388,6 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 
 	/* Every process ends with the old root; then the writable layer is
 	 * emptied and the environment starts again on the snapshot's layers. */
-	json_object_set_new(st, "restoring_ms", json_integer(now_ms_real())); /* gc leaves it alone */
 	(void)env_state_write(ctx, id, st);
 	stop_supervisor(ctx, id);
 	if (env_is_live(ctx, id))

@@ -305,11 +305,11 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 /* Where init starts the command (init.c): the given cwd, else /root (a
  * degraded environment's home is init's to choose: unknown here, so paths
  * relative to it are left out of the read set). */
-static const char *command_cwd(const sbx_exec_opts *o, const json_t *st)
+static const char *command_cwd(const sbx_exec_opts *o, const env_record *st)
 {
 	if (o->cwd && *o->cwd)
 		return o->cwd;
-	return json_bool(st, "degraded", false) ? NULL : "/root";
+	return st->degraded ? NULL : "/root";
 }
 
 static void set_result_json(json_t *res, const sbx_exec_result *r)
@@ -329,8 +329,8 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		return err_set(
 		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
 		    "a traced command cannot run on a terminal (-t): terminal input is not replayable");
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, id, &st) < 0)
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
 
 	/* 1. The state the run starts from. */
@@ -369,7 +369,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	_cleanup_json_ json_t *inputs = json_array();
 	size_t vi;
 	json_t *vol;
-	json_array_foreach(json_object_get(st, "volumes"), vi, vol)
+	json_array_foreach(st.volumes, vi, vol)
 	{
 		char vd[STORE_DIGEST_SIZE];
 		uint64_t entries = 0;
@@ -406,7 +406,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	int64_t epoch = tp->replay ? tp->epoch_ns : now_ns_real();
 	/* The environment's own host name: uname, $HOSTNAME and /proc agree, and
 	 * the replay's environment is created with the same one. */
-	const char *hostname = tp->hostname ? tp->hostname : json_str(st, "hostname") ?: "sbx";
+	const char *hostname = tp->hostname ? tp->hostname : st.hostname ?: "sbx";
 
 	_cleanup_json_ json_t *fields = json_pack(
 	    "{s:{s:b,s:I,s:I,s:s,s:I}}", "trace", "deterministic", det, "epoch_ns", (json_int_t)epoch, "seed",
@@ -459,7 +459,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	double t_rs = now_ms_mono();
 	/* Without one (an unreadable layer, a malformed stream) the trace is still
 	 * recorded: its replay falls back to whole-volume digests. */
-	if (readset_record(ctx, id, snap, st, merged, mlen, command_cwd(o, st), &read_set, &vol_writes,
+	if (readset_record(ctx, id, snap, &st, merged, mlen, command_cwd(o, &st), &read_set, &vol_writes,
 			   &rs_err) < 0)
 		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;
@@ -492,17 +492,15 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	json_t *cmd = json_pack("{s:o,s:o,s:s,s:I,s:O}", "argv", json_from_strv(o->argv), "env",
 				json_from_strv(o->env), "cwd", o->cwd ? o->cwd : "", "timeout_ms",
 				(json_int_t)o->timeout_ms, "stdin", inj ? inj : json_null());
-	json_t *envj = json_pack("{s:s,s:O,s:O,s:O,s:O}", "environment_id", id, "env",
-				 json_object_get(st, "env") ?: json_null(), "volumes", inputs, "network",
-				 json_object_get(st, "network") ?: json_null(), "network_allow",
-				 json_object_get(st, "network_allow") ?: json_null());
+	json_t *envj = json_pack("{s:s,s:O?,s:O,s:s?,s:O?}", "environment_id", id, "env", st.env, "volumes",
+				 inputs, "network", st.network, "network_allow", st.network_allow);
 	/* Who ran it (this exec's user, else the environment's) and what a root
 	 * command held: a replay runs the same identity. */
-	const char *tuser = o->version >= 3 && o->user ? o->user : json_str(st, "user");
+	const char *tuser = o->version >= 3 && o->user ? o->user : st.user;
 	if (cmd && tuser)
 		json_object_set_new(cmd, "user", json_string(tuser));
-	if (envj && json_object_get(st, "capabilities"))
-		json_object_set(envj, "capabilities", json_object_get(st, "capabilities"));
+	if (envj && st.capabilities)
+		json_object_set(envj, "capabilities", st.capabilities);
 	json_t *detj =
 	    json_pack("{s:b,s:I,s:I,s:s,s:I}", "enabled", det, "epoch_ns", (json_int_t)epoch, "seed",
 		      (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid);

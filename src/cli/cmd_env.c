@@ -433,11 +433,10 @@ static int do_exec(cli *c, const char *id, opts *o)
 	tty_restore();
 	tio_saved = false;
 	if (r < 0) {
-		int en = sbx_err_errno(e);
+		int en = sbx_err_spawn_errno(e); /* as shells: 127 not found, 126 not executable */
 		sbx_code code = sbx_err_code(e);
-		bool spawn = code == SBX_E_NOT_FOUND && en == ENOENT &&
-			     strstr(sbx_err_message(e), "command not found");
-		bool noexec = code == SBX_E_INVALID_ARGUMENT && (en == EACCES || en == ENOEXEC);
+		bool spawn = en == ENOENT;
+		bool noexec = en && !spawn;
 		if (c->json) {
 			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code),
 					      "message", sbx_err_message(e));

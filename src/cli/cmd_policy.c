@@ -26,8 +26,9 @@ int cmd_policy(cli *c, int argc, char **argv)
 		json_array_foreach(json_object_get(j, "policies"), i, p)
 		{
 			json_t *net = json_object_get(p, "network");
-			printf("%-8s network=%s\n", json_string_value(json_object_get(p, "name")),
-			       json_string_value(json_object_get(net, "mode")) ?: "-");
+			printf("%-8s network=%-6s %s\n", json_string_value(json_object_get(p, "name")),
+			       json_string_value(json_object_get(net, "mode")) ?: "-",
+			       json_string_value(json_object_get(p, "description")) ?: "");
 		}
 		json_decref(j);
 		return 0;

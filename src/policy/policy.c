@@ -644,15 +644,36 @@ static const char PROFILE_OPEN[] =
     "\"ttl_ms\":14400000,\"output_bytes\":67108864,\"disk_bytes\":8589934592},"
     "\"env\":{},\"secrets\":{},\"plugins\":[]}";
 
+/* The built-in profiles, the default first: sbx_policy_list() and MCP's
+ * schema are made from this table. */
+static const policy_profile_info profiles[] = {
+    {"strict", "the default: no network, 512 MiB, 256 pids, 1 cpu, run as nobody with no capabilities",
+     PROFILE_STRICT},
+    {"dev", "package registries and GitHub through the egress proxy, 4 GiB, 1024 pids, 2 cpus", PROFILE_DEV},
+    {"open", "unsafe: any public host and port through the egress proxy (internal addresses stay blocked)",
+     PROFILE_OPEN},
+};
+
+const policy_profile_info *policy_profiles(size_t *ret_n)
+{
+	*ret_n = ARRAY_SIZE(profiles);
+	return profiles;
+}
+
 int policy_profile(const char *name, policy **ret, sbx_err **err)
 {
-	const char *doc = !name || streq(name, "strict") ? PROFILE_STRICT
-			  : streq(name, "dev")		 ? PROFILE_DEV
-			  : streq(name, "open")		 ? PROFILE_OPEN
-							 : NULL;
-	if (!doc)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "unknown policy profile '%.64s' (strict, dev, open)", name);
+	const char *doc = !name ? PROFILE_STRICT : NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(profiles) && !doc; i++)
+		if (streq(name, profiles[i].name))
+			doc = profiles[i].doc;
+	if (!doc) {
+		char names[256] = "";
+		for (size_t i = 0; i < ARRAY_SIZE(profiles); i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s", i ? ", " : "",
+				 profiles[i].name);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "unknown policy profile '%.64s' (%s)", name,
+			       names);
+	}
 	return policy_parse(doc, strlen(doc), ret, err);
 }
 

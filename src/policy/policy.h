@@ -87,6 +87,13 @@ int policy_parse(const char *json, size_t len, policy **ret, sbx_err **err);
 int policy_from_json(const json_t *doc, policy **ret, sbx_err **err);
 /* Built-in profiles "strict" (the default), "dev", "open"; complete policies. */
 int policy_profile(const char *name, policy **ret, sbx_err **err);
+typedef struct policy_profile_info {
+	const char *name;
+	const char *description; /* one line */
+	const char *doc;	 /* the policy document (JSON) */
+} policy_profile_info;
+/* The built-in profiles, the default ("strict") first; *ret_n of them. */
+const policy_profile_info *policy_profiles(size_t *ret_n);
 /* base + later -> *ret (a new policy); neither input is changed. A widening
  * without "override" fails naming the field ("limits.memory_bytes: 1073741824
  * is larger than the base's 536870912; set \"override\": true to widen"). */

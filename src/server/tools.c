@@ -53,22 +53,35 @@
 	"or "                                                                                                \
 	"setuid).'}"
 
+/* The built-in profiles (sbx_policy_list(), loaded by tools_init): the
+ * schemas' "@profiles" placeholders become their names and descriptions. */
+static json_t *profiles;	     /* [{"name", "description", ...}] */
+static char profile_names[256] = ""; /* "strict, dev, open" */
+
+static bool profile_known(const char *name)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(profiles, i, p) if (streq(json_str(p, "name") ?: "", name)) return true;
+	return false;
+}
+
 static const char create_in[] =
     "{'type':'object','additionalProperties':false,'properties':{"
     "'template':{'type':'string','description':'Root filesystem: host (default: the host OS tree, "
     "read-only, under a private writable layer) or dir:/absolute/path.'},"
-    "'policy':{'description':'A policy that caps everything else: a built-in profile (strict: no network, "
-    "512 MiB, 256 pids; dev: package registries allowed; open: unsafe) or a policy document object. "
+    "'policy':{'description':'A policy that caps everything else: a built-in profile (@profiles) or a "
+    "policy document object. "
     "Other arguments may narrow it, never widen "
-    "it.','oneOf':[{'type':'string','enum':['strict','dev','open']},"
+    "it.','oneOf':[{'type':'string','enum':['@profiles']},"
     "{'type':'object'}]},"
     "'phases':{'type':'object','additionalProperties':false,'description':'Two phases (instead of policy): "
     "setup, the policy in force at first (e.g. the package hosts and secrets a setup script needs), and "
     "agent, a narrower policy that environment_phase switches to for good: every process of the setup phase "
     "ends and its secrets are removed. Secrets are named, never given: {NAME: {env: true}} takes the host "
     "variable NAME, only if the server operator offers it (SBX_MCP_SECRETS).','properties':{"
-    "'setup':{'oneOf':[{'type':'string','enum':['strict','dev','open']},{'type':'object'}]},"
-    "'agent':{'oneOf':[{'type':'string','enum':['strict','dev','open']},{'type':'object'}]}}},"
+    "'setup':{'oneOf':[{'type':'string','enum':['@profiles']},{'type':'object'}]},"
+    "'agent':{'oneOf':[{'type':'string','enum':['@profiles']},{'type':'object'}]}}},"
     "'snapshot':{'type':'string','minLength':1,'description':'Start from this snapshot (a snapshot_id "
     "from environment_snapshot or snapshot_list, or its label) instead of a fresh template: a fork.'},"
     "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
@@ -380,28 +393,25 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	o.policy = pol ? pol : json_string_value(pj);
 	o.agent_policy = agent_pol ? agent_pol : json_string_value(aj);
-	if (o.agent_policy && !agent_pol && !streq(o.agent_policy, "strict") &&
-	    !streq(o.agent_policy, "dev") && !streq(o.agent_policy, "open"))
+	if (o.agent_policy && !agent_pol && !profile_known(o.agent_policy))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "phases.agent '%s': give a built-in profile (strict, dev, open) or a policy "
-			       "document object",
-			       o.agent_policy);
+			       "phases.agent '%s': give a built-in profile (%s) or a policy document object",
+			       o.agent_policy, profile_names);
 	/* Only names and documents over MCP: a path would let the model make the
 	 * server read host files. */
-	if (!pol && o.policy && !streq(o.policy, "strict") && !streq(o.policy, "dev") &&
-	    !streq(o.policy, "open"))
-		return err_set(
-		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
-		    "policy '%s': give a built-in profile (strict, dev, open) or a policy document object",
-		    o.policy);
+	if (!pol && o.policy && !profile_known(o.policy))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "policy '%s': give a built-in profile (%s) or a policy document object",
+			       o.policy, profile_names);
 	o.template_spec = json_str(a, "template");
 	o.snapshot = json_str(a, "snapshot");
 	_cleanup_free_ char *base = NULL;
 	if (o.snapshot && sbx_snapshot_resolve(c->ctx, o.snapshot, &base, err) < 0)
 		return err_wrap(err, "snapshot '%s' (call snapshot_list to see the snapshots)", o.snapshot);
 	o.name = json_str(a, "name");
-	/* network: "none" | "open" | {"allow": [patterns]} -> the library's "allow=a,b" */
-	_cleanup_free_ char *net = NULL;
+	/* network: "none" | "open" | {"allow": [patterns]}: the patterns go to
+	 * the library as they are (network_allow; each checked there, never split) */
+	_cleanup_strv_free_ char **net_allow = NULL;
 	json_t *nj = json_object_get(a, "network");
 	if (json_is_object(nj)) {
 		json_t *allow = json_object_get(nj, "allow");
@@ -410,16 +420,13 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		if (!json_is_array(allow))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 				       "network.allow must be an array of host patterns");
-		json_array_foreach(
-		    allow, i, v) if (!json_is_string(v) ||
-				     strchr(json_string_value(v),
-					    ',')) return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-								 "network.allow[%zu] must be a host pattern "
-								 "such as example.com or *.example.com:443",
-								 i);
-		if (!(net = json_join_strings(allow, "allow=", ',')))
+		json_array_foreach(allow, i, v) if (!json_is_string(v)) return err_set(
+		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		    "network.allow[%zu] must be a host pattern such as example.com or *.example.com:443", i);
+		if (!(net_allow = json_to_strv(allow)))
 			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-		o.network = net;
+		o.network = "allow";
+		o.network_allow = (const char *const *)net_allow;
 	} else
 		o.network = json_str(a, "network");
 	_cleanup_strv_free_ char **env = NULL;
@@ -980,8 +987,8 @@ static const char pool_set_in[] =
     "snapshot (snapshot_id or label) whose environments the pool keeps built.'},"
     "'size':{'type':'integer','minimum':0,'maximum':256,'description':'How many to keep ready (0 empties "
     "it).'},"
-    "'policy':{'type':'string','minLength':1,'description':'The policy they are built under; only a create "
-    "with the same policy takes one.'},"
+    "'policy':{'type':'string','enum':['@profiles'],'description':'The built-in profile they are built "
+    "under (@profiles); only a create with the same policy takes one.'},"
     "'remove':{'type':'boolean','description':'Remove the pool and its ready environments instead.'}}}";
 
 #define POOL_PROPS                                                                                           \
@@ -1000,6 +1007,9 @@ static const char pool_list_out[] =
 static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const char *source = json_str(c->args, "source"), *pol = json_str(c->args, "policy");
+	if (pol && !profile_known(pol)) /* as environment_create: no host path over MCP */
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "policy '%.64s': give a built-in profile (%s)", pol, profile_names);
 	if (json_bool(c->args, "remove", false))
 		return sbx_pool_remove(c->ctx, source, pol, ret, err);
 	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);
@@ -1534,6 +1544,64 @@ static json_t *load_schema(const char *text)
 	return json_loads(s, JSON_REJECT_DUPLICATES, NULL);
 }
 
+/* Replaces, under j, every enum ["@profiles"] with the profiles' names and
+ * "@profiles" in a description with "name: description; ...". */
+static int fill_profiles(json_t *j, const char *described)
+{
+	const char *k;
+	json_t *v;
+	if (json_is_array(j)) {
+		size_t i;
+		json_array_foreach(j, i, v) if (fill_profiles(v, described) < 0) return -1;
+		return 0;
+	}
+	json_object_foreach(j, k, v)
+	{
+		if (streq(k, "enum") && json_array_size(v) == 1 &&
+		    streq(json_string_value(json_array_get(v, 0)) ?: "", "@profiles")) {
+			json_t *names = json_array();
+			size_t i;
+			json_t *p;
+			json_array_foreach(profiles, i, p)
+			    json_array_append(names, json_object_get(p, "name"));
+			if (!names || json_object_set_new(j, k, names) < 0)
+				return -1;
+		} else if (streq(k, "description") && strstr(json_string_value(v) ?: "", "@profiles")) {
+			const char *s = json_string_value(v), *at = strstr(s, "@profiles");
+			_cleanup_free_ char *t = NULL;
+			if (asprintf(&t, "%.*s%s%s", (int)(at - s), s, described, at + strlen("@profiles")) <
+				0 ||
+			    json_object_set_new(j, k, json_string(t)) < 0)
+				return -1;
+		} else if (fill_profiles(v, described) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int profiles_load(void)
+{
+	json_t *l = NULL;
+	if (sbx_policy_list(&l, NULL) < 0)
+		return -1;
+	profiles = json_incref(json_object_get(l, "policies"));
+	json_decref(l);
+	size_t i;
+	json_t *p;
+	char described[1024] = "";
+	json_array_foreach(profiles, i, p)
+	{
+		snprintf(profile_names + strlen(profile_names), sizeof(profile_names) - strlen(profile_names),
+			 "%s%s", i ? ", " : "", json_str(p, "name") ?: "");
+		snprintf(described + strlen(described), sizeof(described) - strlen(described), "%s%s: %s",
+			 i ? "; " : "", json_str(p, "name") ?: "", json_str(p, "description") ?: "");
+	}
+	for (size_t k = 0; k < ARRAY_SIZE(tools); k++)
+		if (fill_profiles(schemas[k][0], described) < 0)
+			return -1;
+	return 0;
+}
+
 static void schemas_load(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
@@ -1550,6 +1618,10 @@ static void schemas_load(void)
 				return;
 			}
 		}
+	}
+	if (profiles_load() < 0) {
+		snprintf(schemas_error, sizeof(schemas_error), "the built-in policy profiles did not load");
+		return;
 	}
 	schemas_ok = 0;
 }

@@ -14,6 +14,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "util/strbuf.h"
+
 #define OUT_BUF (64 * 1024)
 #define MAX_DEPTH 1024
 #define XATTR_LIST_MAX_BYTES (64 * 1024)
@@ -114,30 +116,8 @@ static bool put_octal(uint8_t *field, size_t w, uint64_t v)
 	return true;
 }
 
-typedef struct strbuf {
-	char *s;
-	size_t len, cap;
-} strbuf;
-
-static int sb_add(strbuf *b, const void *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			return -ENOMEM;
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, p, n);
-	b->len += n;
-	b->s[b->len] = 0;
-	return 0;
-}
-
-/* One pax record "<len> <key>=<value>\n", len counting itself. */
+/* One pax record "<len> <key>=<value>\n", len counting itself (value may
+ * hold any bytes: an xattr's). -ENOMEM once b has run out. */
 static int pax_add(strbuf *b, const char *key, const void *value, size_t vlen)
 {
 	size_t base = strlen(key) + vlen + 3, len = base;
@@ -150,10 +130,12 @@ static int pax_add(strbuf *b, const char *key, const void *value, size_t vlen)
 	}
 	char head[32];
 	int n = snprintf(head, sizeof(head), "%zu ", len);
-	if (sb_add(b, head, (size_t)n) < 0 || sb_add(b, key, strlen(key)) < 0 || sb_add(b, "=", 1) < 0 ||
-	    sb_add(b, value, vlen) < 0 || sb_add(b, "\n", 1) < 0)
-		return -ENOMEM;
-	return 0;
+	strbuf_add(b, head, (size_t)n);
+	strbuf_add(b, key, strlen(key));
+	strbuf_lit(b, "=");
+	strbuf_add(b, value, vlen);
+	strbuf_lit(b, "\n");
+	return b->oom ? -ENOMEM : 0;
 }
 
 static void header_checksum(uint8_t *h)
@@ -258,7 +240,7 @@ static int emit_header(writer *w, const entry *e, sbx_err **err)
 	if (e->wh_literal)
 		r |= pax_add(&pax, STORE_PAX_WHITEOUT, "1", 1);
 	if (r < 0) {
-		free(pax.s);
+		strbuf_free(&pax);
 		return err_errnum(err, ENOMEM, "tar");
 	}
 	if (pax.len) {
@@ -273,10 +255,10 @@ static int emit_header(writer *w, const entry *e, sbx_err **err)
 		header_checksum(ph);
 		r = out_write(w, ph, sizeof(ph), err);
 		if (r >= 0)
-			r = out_write(w, pax.s, pax.len, err);
+			r = out_write(w, pax.p, pax.len, err);
 		if (r >= 0)
 			r = out_pad(w, pax.len, err);
-		free(pax.s);
+		strbuf_free(&pax);
 		if (r < 0)
 			return r;
 	}

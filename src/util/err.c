@@ -32,6 +32,10 @@ _public_ int sbx_err_errno(const sbx_err *e)
 {
 	return e ? e->errnum : 0;
 }
+_public_ int sbx_err_spawn_errno(const sbx_err *e)
+{
+	return e ? e->spawn_errno : 0;
+}
 _public_ void sbx_err_free(sbx_err *e)
 {
 	if (!e)

@@ -12,6 +12,7 @@
 struct sbx_err {
 	sbx_code code;
 	int errnum;
+	int spawn_errno; /* sbx_err_spawn_errno(); kept by err_wrap */
 	char *msg;
 };
 

@@ -106,6 +106,14 @@ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	return 0;
 }
 
+int sbx_policy_list(json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[{s:s,s:s},{s:s,s:s},{s:s,s:s}]}", "policies", "name", "strict", "description",
+			 "the default", "name", "dev", "description", "registries", "name", "open",
+			 "description", "unsafe");
+	return 0;
+}
+
 int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err)
 {
 	if (!o->argv || !o->argv[0])

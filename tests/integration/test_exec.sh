@@ -18,6 +18,15 @@ t_not_found_and_not_executable() {
 	sbx exec "$ID" -- sh -c 'echo "#!/bin/sh" > /root/noexec; chmod 644 /root/noexec'
 	expect_status 126 sbx exec "$ID" -- /root/noexec
 	assert_contains "$ERR" "permission denied"
+	# 127/126 come from the spawn errno the library reports, not from the
+	# error's code and errno alone: a working directory the user may not
+	# enter (EACCES at chdir, before the exec) is sbx's own error, 125.
+	# (Root only: rootless, commands run as root alone.)
+	if is_root; then
+		sbx exec "$ID" -- sh -c 'mkdir -p /srv/closed && chmod 700 /srv/closed'
+		expect_status 125 sbx exec --user 65534 --cwd /srv/closed "$ID" -- true
+		assert_contains "$ERR" "working directory"
+	fi
 	sbx rm "$ID"
 }
 

@@ -5,10 +5,20 @@ t_install_and_build_against_it() {
 	command -v pkg-config > /dev/null || skip "pkg-config is not installed (scripts/deps.sh build installs it)"
 	local d="$TMPDIR_TEST/inst"
 	make -s -C "$SBX_SRC" BUILD="${SBX_BUILD:-build}" install PREFIX=/usr DESTDIR="$d" > /dev/null
-	for f in usr/bin/sbx usr/lib/libsbx.so usr/lib/libsbx.so.0 usr/lib/libsbx.a usr/include/sbx.h \
-		usr/include/sbx_plugin.h usr/lib/pkgconfig/sbx.pc; do
+	for f in usr/bin/sbx usr/bin/sbx-runc usr/lib/libsbx.so usr/lib/libsbx.so.0 usr/lib/libsbx.a usr/include/sbx.h \
+		usr/include/sbx_plugin.h usr/lib/pkgconfig/sbx.pc usr/share/man/man1/sbx.1 \
+		usr/share/man/man1/sbx-runc.1; do
 		[ -e "$d/$f" ] || fail "make install did not install $f"
 	done
+	# The man pages are the --help texts (scripts/mkman.sh), each command's too.
+	if command -v man > /dev/null; then
+		page=$(MANWIDTH=100 man -l "$d/usr/share/man/man1/sbx.1" 2> "$TMPDIR_TEST/man.err")
+		[ ! -s "$TMPDIR_TEST/man.err" ] || fail "man -l sbx.1 complained: $(cat "$TMPDIR_TEST/man.err")"
+		assert_contains "$page" "sbx - sandboxed environments for AI agents"
+		assert_contains "$page" "sbx run"
+		assert_contains "$page" "--network MODE"
+		assert_contains "$(MANWIDTH=100 man -l "$d/usr/share/man/man1/sbx-runc.1")" "sbx-runc [--root DIR]"
+	fi
 	export PKG_CONFIG_PATH="$d/usr/lib/pkgconfig" PKG_CONFIG_SYSROOT_DIR="$d"
 	# shellcheck disable=SC2046
 	cc -o "$TMPDIR_TEST/hello" "$SBX_SRC/examples/hello.c" $(pkg-config --cflags --libs sbx) -Wl,-rpath,"$d/usr/lib"

@@ -147,7 +147,7 @@ t_gc_after_kill9_supervisor() {
 	sleep 0.3
 	# init dies with its supervisor, and with it every process inside.
 	pgrep -f "sleep 1000" > /dev/null && { pgrep -af "sleep 1000"; fail "process survived its supervisor"; }
-	sbx ls | grep -q "$id.*exited" || fail "not shown as exited: $(sbx ls)"
+	sbx ls | grep -q "$id.*stopped" || fail "not shown as stopped: $(sbx ls)"
 	expect_status 125 sbx exec "$id" -- true
 	assert_contains "$ERR" "not running"
 	sbx gc > /dev/null
@@ -160,8 +160,13 @@ t_kill9_init_stops_environment() {
 	id=$(sbx create)
 	ipid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["init_pid"])')
 	kill -9 "$ipid"
-	for i in $(seq 50); do sbx ls | grep -q "$id.*exited" && break; sleep 0.1; done
-	sbx ls | grep -q "$id.*exited" || fail "environment not exited after init was killed"
+	for i in $(seq 50); do sbx ls | grep -q "$id.*stopped" && break; sleep 0.1; done
+	sbx ls | grep -q "$id.*stopped" || fail "environment not stopped after init was killed: $(sbx ls)"
+	# API.md's names: running|paused|suspended|stopped, in --json and inspect too.
+	st=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+	assert_eq "$st" "stopped"
+	st=$(sbx ls --json | python3 -c 'import json,sys; print([e["state"] for e in json.load(sys.stdin)["environments"] if e["environment_id"]=="'"$id"'"][0])')
+	assert_eq "$st" "stopped"
 	sbx rm "$id"
 }
 
@@ -193,7 +198,7 @@ t_idle_ttl_keeps_state_when_asked() {
 	GONE=$(sbx create --ttl 1s)
 	sbx exec "$ID" -- sh -c 'echo kept > /root/k'
 	sleep 2.5
-	sbx ls | grep "$ID" | grep -q exited || fail "the idle environment did not end: $(sbx ls)"
+	sbx ls | grep "$ID" | grep -q stopped || fail "the idle environment did not end: $(sbx ls)"
 	sbx gc > /dev/null
 	[ -d "$SBX_ROOT/envs/$ID" ] || fail "gc removed an environment that asked to keep its state"
 	[ ! -d "$SBX_ROOT/envs/$GONE" ] || fail "gc kept an idle-ended environment that did not ask"

@@ -204,6 +204,8 @@ t_mcp_wrong_types_refused() {
 		'{"network":5}|network'
 		'{"network":[]}|network'
 		'{"network":{"allow":"example.com"}}|network'
+		'{"network":{"allow":["example.com,evil.example"]}}|example.com,evil.example'
+		'{"network":{"allow":["example.com,evil.example"]}}|invalid character in host name'
 		'{"limits":{"memory_bytes":-1}}|limits.memory_bytes'
 		'{"limits":{"memory_bytes":1}}|limits.memory_bytes'
 		'{"limits":{"pids":-1}}|limits.pids'

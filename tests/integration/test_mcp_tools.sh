@@ -90,3 +90,57 @@ PY
 	assert_contains "$out" "evil clean"
 	assert_contains "$out" "missing True not_found"
 }
+
+# The built-in profiles in environment_create's schema (policy, phases.setup,
+# phases.agent) are the library's list (sbx_policy_list), names and
+# descriptions, not a copy kept by hand.
+t_mcp_policy_enum_from_library() {
+	sbx policy ls --json > "$TMPDIR_TEST/pols.json"
+	out=$(mcp_py "$TMPDIR_TEST/pols.json" <<'PY'
+import json, sys
+from mcp_client import Client
+c = Client(sys.argv[1])
+pols = json.load(open(sys.argv[2]))["policies"]
+names = [p["name"] for p in pols]
+c.n += 1
+c._send({"jsonrpc": "2.0", "id": c.n, "method": "tools/list", "params": {}})
+tools = json.loads(c.p.stdout.readline())["result"]["tools"]
+create = [t for t in tools if t["name"] == "environment_create"][0]["inputSchema"]["properties"]
+enums = [create["policy"]["oneOf"][0]["enum"],
+         create["phases"]["properties"]["setup"]["oneOf"][0]["enum"],
+         create["phases"]["properties"]["agent"]["oneOf"][0]["enum"]]
+print("enums", all(e == names for e in enums), names)
+print("described", all(p.get("description") and p["description"] in create["policy"]["description"] for p in pols))
+bad, e = c.call("environment_create", {"policy": "nosuch"})
+print("unknown", bad, e.get("error", {}).get("code"), all(n in e["error"]["message"] for n in names))
+PY
+)
+	echo "$out"
+	assert_contains "$out" "enums True"
+	assert_contains "$out" "described True"
+	assert_contains "$out" "unknown True invalid_argument True"
+}
+
+# pool_set's policy is a built-in profile's name, as environment_create's:
+# a path would make the server read a host file the model names (and put
+# what it read in the error).
+t_mcp_pool_policy_names_only() {
+	echo '{"name":"mine","limits":{"memory_bytes":134217728}}' > "$TMPDIR_TEST/pol.json"
+	out=$(mcp_py "$TMPDIR_TEST/pol.json" <<'PY'
+import sys
+from mcp_client import Client
+c = Client(sys.argv[1])
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": sys.argv[2]})
+print("path", bad, e.get("error", {}).get("code"), "strict" in e.get("error", {}).get("message", ""))
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": "/etc/shadow"})
+print("shadow", bad, e.get("error", {}).get("code"), "root" not in e.get("error", {}).get("message", ""))
+bad, e = c.call("pool_set", {"source": "host", "size": 0, "policy": "strict"})
+print("name", bad, e)
+c.call("pool_set", {"source": "host", "size": 0, "policy": "strict", "remove": True})
+PY
+)
+	echo "$out"
+	assert_contains "$out" "path True invalid_argument True"
+	assert_contains "$out" "shadow True invalid_argument True"
+	assert_contains "$out" "name False"
+}

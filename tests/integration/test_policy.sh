@@ -5,6 +5,7 @@ t_policy_cli() {
 	assert_contains "$out" "strict"
 	assert_contains "$out" "dev"
 	assert_contains "$out" "open"
+	assert_contains "$out" "the default: no network" # each with its description (sbx_policy_list)
 	sbx policy show dev | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "pypi.org" in d["network"]["allow"], d'
 	echo '{"name":"mine","network":{"mode":"allow","allow":["example.com:443"]},"limits":{"memory_bytes":134217728}}' > "$TMPDIR_TEST/ok.json"
 	assert_contains "$(sbx policy check "$TMPDIR_TEST/ok.json")" "valid"

@@ -89,3 +89,38 @@ TEST(record_keeps_untyped_shapes)
 	_cleanup_json_ json_t *arr = json_array();
 	CHECK(env_record_parse(arr, &r) == -EBADMSG);
 }
+
+/* The phase switch (phase.c) and restore (snap.c) write through the record:
+ * their keys are typed, and limits merge field by field. */
+TEST(record_phase_fields_and_limits)
+{
+	_cleanup_json_ json_t *st = json_loads(sample, 0, NULL);
+	json_object_set_new(st, "phase_switching", json_true());
+	json_object_set_new(st, "agent_phase", json_pack("{s:s}", "network", "none"));
+	json_object_set_new(st, "pool", json_string("k"));
+	json_object_set_new(st, "creator", json_pack("{s:i,s:i}", "pid", 1, "start", 2));
+	env_record r;
+	CHECK(env_record_parse(st, &r) == 0);
+	CHECK(r.phase_switching && json_is_object(r.agent_phase) && streq(r.pool, "k"));
+	CHECK(json_int(r.creator, "pid", 0) == 1);
+	_cleanup_json_ json_t *plan =
+	    json_pack("{s:I,s:f,s:s}", "memory_bytes", (json_int_t)(256 << 20), "cpus", 0.25, "ignored", "x");
+	env_record_limits_update(&r, plan);
+	CHECK(r.limits.memory_bytes == 256 << 20 && r.limits.cpus == 0.25 && r.limits.pids == 1024);
+	_cleanup_json_ json_t *lj = env_record_limits_json(&r);
+	CHECK(lj && json_int(lj, "memory_bytes", 0) == 256 << 20 && json_int(lj, "pids", 0) == 1024);
+	CHECK(!json_object_get(lj, "disk_bytes") && !json_object_get(lj, "ignored")); /* only the set ones */
+	r.phase_switching = false;
+	r.agent_phase = NULL;
+	r.phase_changed_ms = 7;
+	r.restoring_ms = 9;
+	_cleanup_json_ json_t *out = env_record_format(&r);
+	CHECK(out && json_is_false(json_object_get(out, "phase_switching")));
+	CHECK(!json_object_get(out, "agent_phase") && json_int(out, "phase_changed_ms", 0) == 7);
+	CHECK(json_int(out, "restoring_ms", 0) == 9);
+	json_t *lim = json_object_get(out, "limits");
+	CHECK(json_int(lim, "memory_bytes", 0) == 256 << 20 &&
+	      json_number_value(json_object_get(lim, "cpus")) == 0.25);
+	CHECK(json_int(lim, "pids", 0) == 1024 && json_int(lim, "output_bytes", 0) == 10485760);
+	env_record_clear(&r);
+}

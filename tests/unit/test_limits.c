@@ -1,4 +1,6 @@
-/* sbx_env_limits_check: the bounds on a create's limits (include/sbx.h). */
+/* sbx_env_limits_check: the bounds on a create's limits (include/sbx.h);
+ * api_network_opts: the one reading of a create's network. */
+#include "api/api.h"
 #include "sbx.h"
 #include "unit.h"
 
@@ -84,4 +86,65 @@ TEST(disk_ignored_before_version_3)
 	o.version = 2;
 	o.disk_bytes = -1; /* not a field of version-2 callers: never read */
 	CHECK(accepted(o));
+}
+
+/* The mode and the patterns, or NULL with the error's message in *msg. */
+static char **net_of(const char *network, const char *const *allow, const char **mode, char *msg, size_t n)
+{
+	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+	o.network = network;
+	o.network_allow = allow;
+	char **v = NULL;
+	sbx_err *e = NULL;
+	*msg = 0;
+	if (api_network_opts(&o, mode, &v, &e) < 0) {
+		snprintf(msg, n, "%s", sbx_err_message(e));
+		*mode = NULL;
+	}
+	sbx_err_free(e);
+	return v;
+}
+
+TEST(network_array_is_taken_whole)
+{
+	const char *mode;
+	char msg[512];
+	char **v = net_of(NULL, NULL, &mode, msg, sizeof(msg));
+	CHECK(!v && mode && streq(mode, "none"));
+	v = net_of("open", NULL, &mode, msg, sizeof(msg));
+	CHECK(!v && mode && streq(mode, "open"));
+	/* The string form (the CLI's) is split at commas. */
+	v = net_of("allow=example.com,*.example.org:8443", NULL, &mode, msg, sizeof(msg));
+	CHECK(v && streq(mode, "allow") && streq(v[0], "example.com") && streq(v[1], "*.example.org:8443") &&
+	      !v[2]);
+	strv_free(v);
+	/* The array form: every pattern as given. */
+	const char *const two[] = {"example.com", "[::1]:8080", NULL};
+	v = net_of("allow", two, &mode, msg, sizeof(msg));
+	CHECK(v && streq(mode, "allow") && streq(v[0], "example.com") && streq(v[1], "[::1]:8080") && !v[2]);
+	strv_free(v);
+	/* A comma inside an array's pattern is refused by the pattern check,
+	 * naming the pattern: never split into two rules. */
+	const char *const comma[] = {"example.com,evil.example", NULL};
+	v = net_of("allow", comma, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "example.com,evil.example") && strstr(msg, "invalid character"));
+	const char *const comma_port[] = {"example.com:443,evil.example", NULL};
+	v = net_of("allow", comma_port, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "port"));
+	/* An array needs mode allow; allow needs patterns. */
+	v = net_of("none", two, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "network_allow"));
+	v = net_of(NULL, two, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "network_allow"));
+	const char *const none[] = {NULL};
+	v = net_of("allow", none, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "empty"));
+	v = net_of("allow=", NULL, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "expected none, open"));
+	/* A caller of an older version has no network_allow: never read. */
+	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+	o.version = 5;
+	o.network = "none";
+	o.network_allow = two;
+	CHECK(api_network_opts(&o, &mode, &v, NULL) == 0 && streq(mode, "none") && !v);
 }

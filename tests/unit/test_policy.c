@@ -133,6 +133,30 @@ TEST(profiles)
 	policy_free(o);
 }
 
+/* sbx_policy_list: every built-in profile with a one-line description, each
+ * one loadable by name (MCP builds its schema's enum from this list). */
+TEST(policy_list_names_and_describes)
+{
+	json_t *j = NULL;
+	CHECK(sbx_policy_list(&j, NULL) == 0 && j);
+	json_t *a = json_object_get(j, "policies"), *p;
+	CHECK(json_array_size(a) >= 3);
+	size_t i;
+	bool strict = false;
+	json_array_foreach(a, i, p)
+	{
+		const char *name = json_string_value(json_object_get(p, "name"));
+		const char *desc = json_string_value(json_object_get(p, "description"));
+		CHECK(name && desc && *desc && !strchr(desc, '\n'));
+		policy *x = NULL;
+		CHECK(name && policy_profile(name, &x, NULL) == 0);
+		policy_free(x);
+		strict |= name && streq(name, "strict");
+	}
+	CHECK(strict);
+	json_decref(j);
+}
+
 TEST(merge_narrows)
 {
 	const char *base =
