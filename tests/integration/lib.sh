@@ -27,8 +27,22 @@ expect_status() {
 
 is_root() { [ "$(id -u)" = 0 ]; }
 
-# Runs the rest as the unprivileged test user (created by tests setup).
-as_user() { setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env env PATH="$PATH" SBX_BIN="$SBX_BIN" "$@"; }
+# Runs the rest as the unprivileged test user (created by tests setup), with
+# SBX_BIN a copy that user can run when the checkout is out of its reach (a
+# clone in /root, mode 0700, on a fresh machine).
+as_user() {
+	local bin=$SBX_BIN
+	if ! setpriv --reuid sbxtest --regid sbxtest --init-groups test -x "$bin" 2> /dev/null; then
+		bin="$TMPDIR_TEST/as-user-bin/sbx"
+		if [ ! -x "$bin" ]; then
+			mkdir -p "$TMPDIR_TEST/as-user-bin"
+			cp "$SBX_BIN" "$bin"
+			chmod -R a+rX "$TMPDIR_TEST/as-user-bin"
+			chmod 755 "$TMPDIR_TEST"
+		fi
+	fi
+	setpriv --reuid sbxtest --regid sbxtest --init-groups --reset-env env PATH="$PATH" SBX_BIN="$bin" "$@"
+}
 
 probe_volume() { echo "$SBX_HELPERS:/probe:ro"; }
 
