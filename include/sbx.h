@@ -602,6 +602,9 @@ int sbx_process_kill(sbx_ctx *ctx, const char *ref, const char *process_id, int 
  * waited_ms. */
 int sbx_process_wait(sbx_ctx *ctx, const char *ref, const char *process_id, int64_t timeout_ms, json_t **ret,
 		     sbx_err **err);
+/* A signal: a number from 1 to 64 or a name with or without SIG, any case
+ * (TERM, SIGKILL, int). Pure. */
+int sbx_parse_signal(const char *s, int *ret, sbx_err **err);
 
 #ifdef __cplusplus
 }

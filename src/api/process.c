@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -390,4 +391,27 @@ _public_ int sbx_process_wait(sbx_ctx *ctx, const char *ref, const char *process
 	json_object_set_new(rec, "environment_id", json_string(id));
 	*ret = rec;
 	return 0;
+}
+
+_public_ int sbx_parse_signal(const char *s, int *ret, sbx_err **err)
+{
+	char *end;
+	errno = 0;
+	long n = s && *s ? strtol(s, &end, 10) : -1;
+	if (s && *s && !*end && !errno) {
+		if (n < 1 || n > 64)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid signal %s (1 to 64)", s);
+		*ret = (int)n;
+		return 0;
+	}
+	const char *name = s && strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+	for (int i = 1; name && i < NSIG && i <= 64; i++) {
+		const char *abbrev = sigabbrev_np(i);
+		if (abbrev && strcasecmp(abbrev, name) == 0) {
+			*ret = i;
+			return 0;
+		}
+	}
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		       "unknown signal '%s' (a name such as TERM, KILL or INT, or 1 to 64)", s ? s : "");
 }

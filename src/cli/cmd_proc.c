@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cli/cli.h"
 #include "util/macro.h"
@@ -238,24 +237,6 @@ int cmd_ps(cli *c, int argc, char **argv)
 	return 0;
 }
 
-/* TERM, SIGTERM, term or 15. */
-static int parse_signal(const char *s)
-{
-	char *end;
-	errno = 0;
-	long n = strtol(s, &end, 10);
-	if (*s && !*end && !errno)
-		return n >= 1 && n <= 64 ? (int)n : -1;
-	if (strncasecmp(s, "SIG", 3) == 0)
-		s += 3;
-	for (int i = 1; i < NSIG && i <= 64; i++) {
-		const char *name = sigabbrev_np(i);
-		if (name && strcasecmp(name, s) == 0)
-			return i;
-	}
-	return -1;
-}
-
 int cmd_kill(cli *c, int argc, char **argv)
 {
 	const char *pos[3];
@@ -267,13 +248,12 @@ int cmd_kill(cli *c, int argc, char **argv)
 	if (n > 3)
 		return cli_usage_error("kill", "too many arguments");
 	int sig = SIGTERM;
-	if (n == 3 && (sig = parse_signal(pos[2])) < 0)
-		return cli_usage_error(
-		    "kill", "unknown signal '%s' (a name such as TERM or KILL, or 1 to 64)", pos[2]);
-	if ((r = cli_open_ctx(c)))
-		return r;
 	json_t *j = NULL;
 	sbx_err *e = NULL;
+	if (n == 3 && sbx_parse_signal(pos[2], &sig, &e) < 0)
+		return cli_fail("kill", e);
+	if ((r = cli_open_ctx(c)))
+		return r;
 	if (sbx_process_kill(c->ctx, pos[0], pos[1], sig, &j, &e) < 0)
 		return cli_fail("kill", e);
 	bool delivered = json_is_true(json_object_get(j, "delivered"));
