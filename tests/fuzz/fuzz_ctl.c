@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char want[32];
 		snprintf(want, sizeof(want), "p%lld", (long long)q.n);
 		const char *got = json_str(m, CTL_F_PROCESS_ID);
-		if (q.n < 1 || q.n > CTL_PROC_MAX || q.sig < 1 || q.sig > 64 || !got || strcmp(got, want) != 0)
+		if (q.n < 1 || q.n > CTL_PROC_MAX || q.sig < 1 || q.sig > 64 || !got ||
+		    strcmp(got, want) != 0)
 			abort();
 	} else if (q.n != -1)
 		abort(); /* written only on success */

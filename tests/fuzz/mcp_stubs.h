@@ -326,7 +326,8 @@ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_err **err
 static void proc_id_ok(const char *p)
 {
 	size_t n = p ? strlen(p) : 0;
-	if (n < 2 || n > 10 || p[0] != 'p' || p[1] < '1' || p[1] > '9' || strspn(p + 1, "0123456789") != n - 1)
+	if (n < 2 || n > 10 || p[0] != 'p' || p[1] < '1' || p[1] > '9' ||
+	    strspn(p + 1, "0123456789") != n - 1)
 		abort();
 }
 
