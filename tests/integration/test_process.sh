@@ -224,6 +224,22 @@ t_process_strict_policy_confined() {
 	echo "background: $bg"
 	assert_eq "$bg" "$fg"
 	assert_contains "$bg" "Seccomp:	2"
-	[ "$(echo "$bg" | head -1)" != 0 ] || fail "strict runs commands as a non-root user, the background one ran as root"
+	# (rootless, strict's user cannot be mapped: root without capabilities, both ways)
+	! is_root || [ "$(echo "$bg" | head -1)" != 0 ] || fail "strict runs commands as a non-root user, the background one ran as root"
+	assert_contains "$bg" "CapEff:	0000000000000000"
+	sbx rm "$id"
+}
+
+# A running background process keeps the environment from idle-suspending;
+# once it has exited, the environment suspends and the record stays.
+t_process_keeps_idle_suspend_off() {
+	id=$(sbx create --idle-suspend 700ms)
+	p=$(sbx exec -d "$id" -- sleep 2)
+	sleep 1.4
+	[ ! -e "$SBX_ROOT/envs/$id/suspended" ] || fail "suspended while a background process ran"
+	assert_eq "$(proc_field "$id" "$p" state)" "running"
+	for _ in $(seq 100); do [ -e "$SBX_ROOT/envs/$id/suspended" ] && break; sleep 0.05; done
+	[ -e "$SBX_ROOT/envs/$id/suspended" ] || fail "not suspended after the process exited"
+	assert_eq "$(proc_field "$id" "$p" exit_code)" "0"
 	sbx rm "$id"
 }
