@@ -596,7 +596,8 @@ int sbx_process_output(sbx_ctx *ctx, const char *ref, const char *process_id, in
 		       int64_t stderr_offset, int64_t max_bytes, json_t **ret, sbx_err **err);
 /* Sends sig (0: SIGTERM) to the process's group. ret: {process_id,
  * signal, delivered (false: it had exited already), state}. */
-int sbx_process_kill(sbx_ctx *ctx, const char *ref, const char *process_id, int sig, json_t **ret, sbx_err **err);
+int sbx_process_kill(sbx_ctx *ctx, const char *ref, const char *process_id, int sig, json_t **ret,
+		     sbx_err **err);
 /* Waits up to timeout_ms (0: do not wait; -1: no bound) for the process to
  * exit. ret: its record ("state" says whether it is still running) plus
  * waited_ms. */

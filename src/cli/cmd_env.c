@@ -115,10 +115,10 @@ static const struct {
 /* -v (create), -e and -u (both), -i and -t (exec) */
 static const char *env_shortopts(unsigned flags)
 {
-	return flags == F_CREATE		 ? "v:e:u:"
+	return flags == F_CREATE	      ? "v:e:u:"
 	       : flags == (F_EXEC | F_DETACH) ? "e:u:itd"
-	       : flags == F_EXEC		 ? "e:u:it"
-						 : "v:e:u:it";
+	       : flags == F_EXEC	      ? "e:u:it"
+					      : "v:e:u:it";
 }
 
 static int parse_pids(const char *cmd, const char *v, int64_t *ret)

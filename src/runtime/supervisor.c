@@ -90,8 +90,8 @@ typedef struct supervisor {
 	bool phase_pending;   /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
 	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
-	bool paused; /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
-	int idle_fd; /* idle suspend timer, -1 if none */
+	bool paused;	   /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
+	int idle_fd;	   /* idle suspend timer, -1 if none */
 	int64_t next_proc; /* the next background process id's number; 0: not read yet */
 } supervisor;
 
@@ -327,10 +327,11 @@ static bool client_proc(supervisor *s, int conn, const char *op, const json_t *m
 		return true;
 	if (x)
 		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many clients waiting for process %s", pid);
-	send_json(conn,
-		  e ? err_json(e)
-		    : json_pack("{s:s,s:s,s:b}", CTL_F_EV, CTL_EV_PROC_EXIT, CTL_F_PROCESS_ID, pid, "running", 0),
-		  NULL, 0);
+	send_json(
+	    conn,
+	    e ? err_json(e)
+	      : json_pack("{s:s,s:s,s:b}", CTL_F_EV, CTL_EV_PROC_EXIT, CTL_F_PROCESS_ID, pid, "running", 0),
+	    NULL, 0);
 	return false;
 }
 
@@ -805,8 +806,9 @@ static void init_event(supervisor *s)
 		sup_proc_started(x->bg, e.pid);
 		if (x->conn >= 0) {
 			send_json(x->conn,
-				  json_pack("{s:s,s:I,s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid", (json_int_t)e.pid,
-					    CTL_F_PROCESS_ID, x->bg->id, "started_ms", (json_int_t)x->bg->started_ms),
+				  json_pack("{s:s,s:I,s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid",
+					    (json_int_t)e.pid, CTL_F_PROCESS_ID, x->bg->id, "started_ms",
+					    (json_int_t)x->bg->started_ms),
 				  NULL, 0);
 			close_conn(s, x->conn);
 			x->conn = -1;

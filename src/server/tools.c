@@ -148,12 +148,20 @@ static const char execute_in[] =
     "trace starts from a snapshot taken just before the command.'},"
     "'deterministic':{'type':'boolean','description':'Determinism controls (virtual clock, seeded "
     "randomness, fixed hostname, no ASLR, one CPU). Default: true when trace is set, so that a replay "
-    "can match.'}," USER_PROP("Run this command (default: the environment user)") ","
-    "'background':{'type':'boolean','description':'Start the command and return at once with its "
-    "process_id (for servers, watchers, long builds): it keeps running after this call, its output is kept "
-    "up to the environment output limit; use environment_process_output, environment_process_wait and "
-    "environment_process_kill with that id. Only timeout_ms bounds it (not the environment default); no "
-    "stdin, no trace.'}}}";
+    "can match.'}," USER_PROP(
+	"Run this command (default: the environment user)") ","
+							    "'background':{'type':'boolean','description':'"
+							    "Start the command and return at once with its "
+							    "process_id (for servers, watchers, long "
+							    "builds): it keeps running after this call, its "
+							    "output is kept "
+							    "up to the environment output limit; use "
+							    "environment_process_output, "
+							    "environment_process_wait and "
+							    "environment_process_kill with that id. Only "
+							    "timeout_ms bounds it (not the environment "
+							    "default); no "
+							    "stdin, no trace.'}}}";
 
 static const char execute_out[] =
     OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
@@ -1158,7 +1166,8 @@ static const char any_out[] = "{'type':'object'}";
 /* ---- background processes (docs/processes.md) ---------------------------- */
 
 #define PROC_ID_PROP                                                                                         \
-	"'process_id':{'type':'string','pattern':'^p[1-9][0-9]{0,8}$','description':'A process id (p1, ...) "  \
+	"'process_id':{'type':'string','pattern':'^p[1-9][0-9]{0,8}$','description':'A process id (p1, "     \
+	"...) "                                                                                              \
 	"from environment_execute with background: true, or environment_process_list.'}"
 
 #define PROC_RECORD_PROPS                                                                                    \
@@ -1169,29 +1178,28 @@ static const char any_out[] = "{'type':'object'}";
 	"integer'},'stdout_bytes':{'type':'integer'},'stderr_bytes':{'type':'integer'},'stdout_truncated':{" \
 	"'type':'boolean'},'stderr_truncated':{'type':'boolean'},'output_limit':{'type':'integer'}"
 
-static const char proc_list_out[] = OUTPUT(
-    "'environment_id':{'type':'string'},'processes':{'type':'array','items':{'type':'object','properties':{"
-    PROC_RECORD_PROPS "}}}",
-    "'processes'");
+static const char proc_list_out[] = OUTPUT("'environment_id':{'type':'string'},'processes':{'type':'array','"
+					   "items':{'type':'object','properties':{" PROC_RECORD_PROPS "}}}",
+					   "'processes'");
 
 static const char proc_output_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':{"
-    ENV_ID_PROP "," PROC_ID_PROP ","
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
     "'stdout_offset':{'type':'integer','minimum':0,'description':'Read stdout from this byte offset (default "
     "0): pass the stdout_offset of the previous call to get only what is new.'},"
     "'stderr_offset':{'type':'integer','minimum':0,'description':'The same for stderr.'},"
     "'max_bytes':{'type':'integer','minimum':1,'maximum':262144,'description':'At most this many bytes of "
     "each stream (default 65536); stdout_more/stderr_more say whether more is already there.'}}}";
 
-static const char proc_output_out[] =
-    OUTPUT(PROC_RECORD_PROPS ",'stdout':{'type':'string'},'stderr':{'type':'string'},'stdout_offset':{'type':'"
-			     "integer'},'stderr_offset':{'type':'integer'},'stdout_more':{'type':'boolean'},"
-			     "'stderr_more':{'type':'boolean'},'exited':{'type':'boolean'}",
-	   "'stdout','stderr','stdout_offset','stderr_offset','exited'");
+static const char proc_output_out[] = OUTPUT(
+    PROC_RECORD_PROPS ",'stdout':{'type':'string'},'stderr':{'type':'string'},'stdout_offset':{'type':'"
+		      "integer'},'stderr_offset':{'type':'integer'},'stdout_more':{'type':'boolean'},"
+		      "'stderr_more':{'type':'boolean'},'exited':{'type':'boolean'}",
+    "'stdout','stderr','stdout_offset','stderr_offset','exited'");
 
 static const char proc_kill_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':{"
-    ENV_ID_PROP "," PROC_ID_PROP ","
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
     "'signal':{'type':['integer','string'],'minimum':1,'maximum':64,'description':'Signal to send: a "
     "number or a name (TERM, the default; KILL, INT, HUP, ...).'}}}";
 
@@ -1202,8 +1210,8 @@ static const char proc_kill_out[] =
 	   "'process_id','delivered'");
 
 static const char proc_wait_in[] =
-    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':{"
-    ENV_ID_PROP "," PROC_ID_PROP ","
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
     "'timeout_ms':{'type':'integer','minimum':0,'maximum':300000,'description':'Wait at most this long "
     "(default 30000; 0: do not wait, just report). state running in the result means it is still "
     "running.'}}}";
@@ -1635,7 +1643,8 @@ static const tool tools[] = {
 	.title = "List background processes",
 	.description =
 	    "The background processes of an environment (environment_execute with background: true), oldest "
-	    "first: process_id, pid, command, state (running or exited), exit_code or signal, duration and how "
+	    "first: process_id, pid, command, state (running or exited), exit_code or signal, duration and "
+	    "how "
 	    "much output each kept. Use it to find a process_id or to check what is still running.",
 	.input_schema = env_only_in,
 	.output_schema = proc_list_out,
@@ -1662,7 +1671,8 @@ static const tool tools[] = {
 	.title = "Signal a background process",
 	.description =
 	    "Send a signal (default TERM) to a background process and its process group, e.g. to stop a "
-	    "server. delivered is false if it had exited already. Follow with environment_process_wait to see "
+	    "server. delivered is false if it had exited already. Follow with environment_process_wait to "
+	    "see "
 	    "it end.",
 	.input_schema = proc_kill_in,
 	.output_schema = proc_kill_out,

@@ -67,8 +67,8 @@ TEST(proc_ids)
 	CHECK(ctl_proc_id_parse("p1") == 1);
 	CHECK(ctl_proc_id_parse("p42") == 42);
 	CHECK(ctl_proc_id_parse("p999999999") == 999999999);
-	const char *bad[] = {NULL, "", "p", "p0", "p01", "1", "P1", "p1x", "p-1", "p1/..", "../p1", "p 1",
-			     "p1000000000", "p99999999999999999999"};
+	const char *bad[] = {NULL,  "",	   "p",	    "p0",    "p01", "1",	   "P1",
+			     "p1x", "p-1", "p1/..", "../p1", "p 1", "p1000000000", "p99999999999999999999"};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
 		CHECK(ctl_proc_id_parse(bad[i]) == -EINVAL);
 }
