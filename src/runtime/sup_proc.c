@@ -191,11 +191,12 @@ static void close_stream(sup_proc *p, int i)
 }
 
 /* Reads at most a few chunks (the loop stays fair to other fds); closes the
- * stream at EOF. `all`: until the pipe is empty. */
+ * stream at EOF. `all`: until the pipe is empty, or 16 MiB more (a child
+ * left behind that writes without end must not hold the loop). */
 static void drain_stream(sup_proc *p, int i, bool all)
 {
 	char buf[65536];
-	for (int round = 0; p->rd[i] >= 0 && (all || round < 4); round++) {
+	for (int round = 0; p->rd[i] >= 0 && round < (all ? 256 : 4); round++) {
 		ssize_t n = read(p->rd[i], buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;

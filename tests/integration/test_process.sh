@@ -243,3 +243,14 @@ t_process_keeps_idle_suspend_off() {
 	assert_eq "$(proc_field "$id" "$p" exit_code)" "0"
 	sbx rm "$id"
 }
+
+# A command that exits while a child it left behind goes on writing to the
+# same pipe: its record is written and the supervisor stays responsive.
+t_process_exit_with_a_writing_child() {
+	id=$(sbx create)
+	p=$(sbx exec -d "$id" -- sh -c 'yes & sleep 0.2; exit 3')
+	expect_status 0 sbx ps "$id" "$p" --wait 20s
+	assert_eq "$(proc_field "$id" "$p" exit_code)" "3"
+	assert_eq "$(sbx exec "$id" -- echo alive)" "alive"
+	sbx rm "$id"
+}
