@@ -38,6 +38,7 @@ t_mcp_sdk_cancel() { sdk cancel; }
 t_mcp_sdk_progress() { sdk progress; }
 t_mcp_sdk_concurrency() { sdk concurrency; }
 t_mcp_sdk_diff() { sdk diff; }
+t_mcp_sdk_processes() { sdk processes; }
 t_mcp_sdk_trace_replay() { sdk trace_replay; }
 t_mcp_sdk_resources() { sdk resources; }
 
