@@ -149,6 +149,15 @@ class SandboxTest(unittest.TestCase):
 
         self.assertEqual(asyncio.run(main()), ("async", "two\n"))
 
+    def test_async_background(self):
+        async def main():
+            async with await AsyncSandbox.create() as a:
+                p = await a.commands.run("echo bg; exit 2", background=True)
+                r = await p.wait(timeout=30)
+                return r.exit_code, r.stdout, [x["process_id"] for x in await a.commands.list()] == [p.process_id]
+
+        self.assertEqual(asyncio.run(main()), (2, "bg\n", True))
+
     def test_sizes(self):
         self.assertEqual(sbx.parse_size("512m", "m"), 512 << 20)
         self.assertEqual(sbx.parse_size("2G", "m"), 2 << 30)
