@@ -576,6 +576,50 @@ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *ref, bool 
 int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret,
 		      sbx_err **err);
 
+/* ---- background processes (docs/processes.md) ----------------------------- */
+
+/* Starts opts->argv in the background and returns at once; the process
+ * outlives the caller (it belongs to the environment, not the connection).
+ * Its stdout and stderr are kept by the supervisor in files, each up to
+ * opts->output_bytes (0: the environment's output_bytes limit, default 10
+ * MiB; -1: SBX_OUTPUT_MAX) and flagged truncated beyond; stdin is
+ * /dev/null. The environment's default timeout does not apply: only
+ * opts->timeout_ms > 0 does. tty and trace are refused (invalid_argument).
+ * Uses argv, env, cwd, user, timeout_ms, output_bytes, no_auto_resume.
+ * ret: {environment_id, process_id ("p1", unique within the environment),
+ * pid (inside), started_at, started_ms}. */
+int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, json_t **ret, sbx_err **err);
+/* {environment_id, processes: [{process_id, pid, argv, command, state
+ * ("running"|"exited"), exit_code, signal, timed_out, oom_killed,
+ * end_reason, started_at, started_ms, duration_ms, stdout_bytes,
+ * stderr_bytes, stdout_truncated, stderr_truncated, output_limit}]}, oldest
+ * first. Works on a stopped or suspended environment too (its processes
+ * have exited: end_reason "environment_stopped"). */
+int sbx_process_list(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* One process's record, as an element of sbx_process_list. */
+int sbx_process_get(sbx_ctx *ctx, const char *ref, const char *process_id, json_t **ret, sbx_err **err);
+/* What the process printed from stdout_offset and stderr_offset on, at most
+ * max_bytes of each (<= 0: 64 KiB; at most SBX_PROCESS_OUTPUT_MAX), as text
+ * (invalid UTF-8 replaced; a character cut by the bound is left for the
+ * next call). ret: the record plus stdout, stderr, stdout_offset and
+ * stderr_offset (where the next call starts), stdout_more/stderr_more
+ * (more is kept already), and exited. */
+#define SBX_PROCESS_OUTPUT_MAX (1LL << 20)
+int sbx_process_output(sbx_ctx *ctx, const char *ref, const char *process_id, int64_t stdout_offset,
+		       int64_t stderr_offset, int64_t max_bytes, json_t **ret, sbx_err **err);
+/* Sends sig (0: SIGTERM) to the process's group. ret: {process_id,
+ * signal, delivered (false: it had exited already), state}. */
+int sbx_process_kill(sbx_ctx *ctx, const char *ref, const char *process_id, int sig, json_t **ret,
+		     sbx_err **err);
+/* Waits up to timeout_ms (0: do not wait; -1: no bound) for the process to
+ * exit. ret: its record ("state" says whether it is still running) plus
+ * waited_ms. */
+int sbx_process_wait(sbx_ctx *ctx, const char *ref, const char *process_id, int64_t timeout_ms, json_t **ret,
+		     sbx_err **err);
+/* A signal: a number from 1 to 64 or a name with or without SIG, any case
+ * (TERM, SIGKILL, int). Pure. */
+int sbx_parse_signal(const char *s, int *ret, sbx_err **err);
+
 #ifdef __cplusplus
 }
 #endif

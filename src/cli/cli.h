@@ -63,7 +63,10 @@ int cmd_run(cli *c, int argc, char **argv);
 int cmd_exec(cli *c, int argc, char **argv);
 int cmd_ls(cli *c, int argc, char **argv);
 int cmd_inspect(cli *c, int argc, char **argv);
-int cmd_ps(cli *c, int argc, char **argv);
+int cmd_ps(cli *c, int argc, char **argv); /* cmd_proc.c */
+int cmd_kill(cli *c, int argc, char **argv);
+/* exec -d (cmd_env.c parses, cmd_proc.c starts): prints the process id. */
+int cli_exec_detach(cli *c, const char *id, sbx_exec_opts *x, bool interactive);
 int cmd_phase(cli *c, int argc, char **argv);
 int cmd_rm(cli *c, int argc, char **argv);
 int cmd_pause(cli *c, int argc, char **argv); /* cmd_pause.c */

@@ -33,6 +33,7 @@ typedef struct opts {
 	int n_positional;
 	char **cmd; /* after -- (or the rest) */
 	int n_cmd;
+	bool detach; /* exec -d: a background process (cmd_proc.c) */
 } opts;
 
 static void opts_free(opts *o)
@@ -41,7 +42,7 @@ static void opts_free(opts *o)
 		free(o->vol_strs[i]);
 }
 
-enum { F_CREATE = 1, F_EXEC = 2 };
+enum { F_CREATE = 1, F_EXEC = 2, F_DETACH = 4 /* exec only */ };
 
 /* Long-only options; the short ones are their letter. */
 enum {
@@ -70,6 +71,7 @@ enum {
 	O_IDLE_SUSPEND,
 	O_NO_AUTO_RESUME,
 	O_DEVICE,
+	O_DETACH,
 };
 
 /* Every option of create, exec and run, and which of them take it. */
@@ -107,12 +109,16 @@ static const struct {
     {{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
     {{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
     {{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
+    {{"detach", no_argument, NULL, 'd'}, F_DETACH},
 };
 
 /* -v (create), -e and -u (both), -i and -t (exec) */
 static const char *env_shortopts(unsigned flags)
 {
-	return flags == F_CREATE ? "v:e:u:" : flags == F_EXEC ? "e:u:it" : "v:e:u:it";
+	return flags == F_CREATE	      ? "v:e:u:"
+	       : flags == (F_EXEC | F_DETACH) ? "e:u:itd"
+	       : flags == F_EXEC	      ? "e:u:it"
+					      : "v:e:u:it";
 }
 
 static int parse_pids(const char *cmd, const char *v, int64_t *ret)
@@ -294,6 +300,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		case O_NO_DETERMINISTIC:
 			o->exec.deterministic = 0;
 			break;
+		case 'd':
+			o->detach = true;
+			break;
 		}
 	}
 	if (r)
@@ -470,7 +479,7 @@ static int do_exec(cli *c, const char *id, opts *o)
 int cmd_exec(cli *c, int argc, char **argv)
 {
 	opts o = {0};
-	int r = parse("exec", argc, argv, F_EXEC, &o, 1);
+	int r = parse("exec", argc, argv, F_EXEC | F_DETACH, &o, 1);
 	if (r || (r = cli_open_ctx(c)))
 		goto out;
 	if (o.n_positional < 1) {
@@ -481,7 +490,13 @@ int cmd_exec(cli *c, int argc, char **argv)
 		r = cli_usage_error("exec", "missing command (sbx exec ID -- CMD [ARG...])");
 		goto out;
 	}
-	r = do_exec(c, o.id, &o);
+	if (o.detach) { /* a background process: prints its id (cmd_proc.c) */
+		o.exec.argv = (const char *const *)o.cmd;
+		o.exec.env = o.n_envs ? o.envs : NULL;
+		o.exec.timeout_ms = o.have_timeout ? o.timeout : 0;
+		r = cli_exec_detach(c, o.id, &o.exec, o.interactive);
+	} else
+		r = do_exec(c, o.id, &o);
 out:
 	opts_free(&o);
 	return r;
@@ -583,38 +598,6 @@ int cmd_inspect(cli *c, int argc, char **argv)
 	if (sbx_env_inspect(c->ctx, ids[0], &j, &e) < 0)
 		return cli_fail("inspect", e);
 	cli_print_json(j); /* inspect is JSON either way, like docker inspect */
-	return 0;
-}
-
-int cmd_ps(cli *c, int argc, char **argv)
-{
-	const char *ids[argc];
-	int r = simple_args("ps", argc, argv, 1, 1, ids, NULL);
-	if (r || (r = cli_open_ctx(c)))
-		return r;
-	json_t *j = NULL;
-	sbx_err *e = NULL;
-	if (sbx_env_ps(c->ctx, ids[0], &j, &e) < 0)
-		return cli_fail("ps", e);
-	if (c->json) {
-		cli_print_json(j);
-		return 0;
-	}
-	printf("%7s %7s %-2s %s\n", "PID", "PPID", "S", "COMMAND");
-	size_t i, k;
-	json_t *v, *a;
-	json_array_foreach(json_object_get(j, "processes"), i, v)
-	{
-		printf("%7lld %7lld %-2s", (long long)json_integer_value(json_object_get(v, "pid")),
-		       (long long)json_integer_value(json_object_get(v, "ppid")),
-		       json_string_value(json_object_get(v, "state")));
-		json_t *argvj = json_object_get(v, "argv");
-		if (json_array_size(argvj) == 0)
-			printf(" [%s]", json_string_value(json_object_get(v, "comm")));
-		json_array_foreach(argvj, k, a) printf(" %s", json_string_value(a));
-		printf("\n");
-	}
-	json_decref(j);
 	return 0;
 }
 

@@ -13,12 +13,19 @@ static const cli_cmd commands[] = {
     {"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] -- CMD [ARG...]",
      "Create an environment, run one command in it, destroy it. Exits with the command's status."},
     {"create", cmd_create, "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
-    {"exec", cmd_exec, "sbx exec [EXEC-OPTS] ID -- CMD [ARG...]",
-     "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N)."},
+    {"exec", cmd_exec, "sbx exec [EXEC-OPTS] [-d] ID -- CMD [ARG...]",
+     "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N). "
+     "-d: in the background, printing its process id (sbx ps ID, sbx kill ID PROC)."},
     {"ls", cmd_ls, "sbx ls", "List environments."},
     {"inspect", cmd_inspect, "sbx inspect ID",
      "Show an environment: limits, isolation walls in force and missing, usage."},
-    {"ps", cmd_ps, "sbx ps ID", "List the processes inside an environment (pids as seen inside)."},
+    {"ps", cmd_ps, "sbx ps ID | sbx ps ID PROC [--output] [--wait DURATION]",
+     "List the processes inside an environment (pids as seen inside) and its background processes "
+     "(exec -d); with PROC, one background process: its record, --output what it printed (stdout, "
+     "stderr), --wait until it exits (at most DURATION; exit status 0 once exited, 1 still running)."},
+    {"kill", cmd_kill, "sbx kill ID PROC [SIGNAL]",
+     "Send a signal (default TERM; a name such as KILL or INT, or a number) to a background process "
+     "(exec -d) and its process group."},
     {"phase", cmd_phase, "sbx phase ID [agent]",
      "Show an environment's phase, or switch it for good from setup to agent: its processes end, its "
      "secrets are removed, the agent policy's network and limits apply."},
@@ -153,6 +160,9 @@ static const char options_help[] =
     "  --no-auto-resume    refuse a paused or suspended environment instead of resuming it\n"
     "  -i                  pass stdin to the command\n"
     "  -t                  allocate a pty inside the environment\n"
+    "  -d, --detach        exec only: run in the background and print its process id (p1, ...);\n"
+    "                      its output is kept up to --output-limit per stream (sbx ps ID PROC\n"
+    "                      --output); only --timeout bounds it, not the environment's default\n"
     "  --trace             record every syscall of the environment while the command runs (prints\n"
     "                      the trace id on stderr; --json: trace_id); replay it with 'sbx replay'\n"
     "  --deterministic     determinism controls (virtual clock from a recorded epoch, seeded\n"

@@ -2,6 +2,7 @@
 #include "runtime/ctl_proto.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <string.h>
 
 #include "util/err.h"
@@ -55,4 +56,37 @@ sbx_code ctl_spawn_failed_code(const ctl_init_event *e)
 	       : stage == 1				       ? SBX_E_INVALID_ARGUMENT
 	       : en == EAGAIN				       ? SBX_E_LIMIT_EXCEEDED
 							       : SBX_E_INTERNAL;
+}
+
+int64_t ctl_proc_id_parse(const char *s)
+{
+	if (!s || s[0] != 'p' || s[1] < '1' || s[1] > '9')
+		return -EINVAL;
+	int64_t n = 0;
+	for (const char *p = s + 1; *p; p++) {
+		if (*p < '0' || *p > '9' || p - s > 9)
+			return -EINVAL;
+		n = n * 10 + (*p - '0');
+	}
+	return n <= CTL_PROC_MAX ? n : -EINVAL;
+}
+
+int ctl_proc_request_decode(const json_t *m, ctl_proc_request *ret)
+{
+	if (!json_is_object(m))
+		return -EBADMSG;
+	int64_t n = ctl_proc_id_parse(json_str(m, CTL_F_PROCESS_ID));
+	if (n < 0)
+		return -EINVAL;
+	json_t *sig = json_object_get(m, CTL_F_SIG);
+	int64_t sg = SIGTERM;
+	if (sig) {
+		if (!json_is_integer(sig))
+			return -EINVAL;
+		sg = json_integer_value(sig);
+		if (sg < 1 || sg > 64)
+			return -EINVAL;
+	}
+	*ret = (ctl_proc_request){.n = n, .sig = (int)sg};
+	return 0;
 }

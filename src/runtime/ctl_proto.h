@@ -11,7 +11,8 @@
  * "errno", "message"} in every direction.
  *
  * Which party sends what:
- *   client -> supervisor: exec, signal, ps, file, freeze, thaw, phase, info, stop
+ *   client -> supervisor: exec, signal, ps, file, freeze, thaw, phase, info, stop,
+ *                         proc_kill, proc_wait (background processes, docs/processes.md)
  *   supervisor -> client: started, exit, error, frozen, thawed, stopped, info,
  *                         and init's ps/file/phase replies passed on as they are
  *   supervisor -> init:   spawn, signal, ps, file, stop_all, phase
@@ -51,6 +52,11 @@
 #define CTL_OP_ATTACHED "attached"
 #define CTL_OP_PAUSE "pause"   /* client -> supervisor: freeze every process (docs/warm.md) */
 #define CTL_OP_RESUME "resume" /* client -> supervisor: thaw */
+/* Background processes (docs/processes.md): an exec with "background": true
+ * is answered at once with "started" carrying its "process_id"; these two
+ * name one by that id. */
+#define CTL_OP_PROC_KILL "proc_kill" /* {process_id, sig} -> proc_killed {delivered} */
+#define CTL_OP_PROC_WAIT "proc_wait" /* {process_id} -> proc_exit once it has exited */
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"
@@ -70,6 +76,8 @@
 #define CTL_EV_THAWED "thawed"
 #define CTL_EV_STOPPED "stopped"
 #define CTL_EV_INFO "info"
+#define CTL_EV_PROC_KILLED "proc_killed"
+#define CTL_EV_PROC_EXIT "proc_exit" /* {process_id, running: false} */
 
 /* ---- fields of init's events and setup's reply ---- */
 #define CTL_F_ID "id"			  /* exec id (spawn, spawned, spawn_failed, exited) */
@@ -82,6 +90,10 @@
 #define CTL_F_OK "ok"			  /* ps, file, stop_all, phase replies */
 #define CTL_F_LANDLOCK_ABI "landlock_abi" /* ready */
 #define CTL_F_WARNINGS "warnings"	  /* ready: strings */
+#define CTL_F_BACKGROUND "background"	  /* exec: run detached from the client */
+#define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
+#define CTL_F_SIG "sig"			  /* signal, proc_kill */
+#define CTL_F_OUTPUT_BYTES "output_bytes" /* exec (background): cap per stream */
 
 typedef enum ctl_ev_kind {
 	CTL_EVK_UNKNOWN,
@@ -123,3 +135,21 @@ int ctl_init_event_decode(const json_t *m, ctl_init_event *ret);
  * EAGAIN limit_exceeded, a user that cannot be resolved what init said,
  * the rest internal. Pure. */
 sbx_code ctl_spawn_failed_code(const ctl_init_event *e);
+
+/* ---- background processes (docs/processes.md) ---- */
+
+/* A process id is "p" and a decimal number from 1 to CTL_PROC_MAX, without
+ * leading zeros: it names a directory under $SBX_RUN/<id>/procs, so nothing
+ * else may pass. Returns the number, or -EINVAL. Pure. */
+#define CTL_PROC_MAX 999999999
+int64_t ctl_proc_id_parse(const char *s);
+
+/* A client's proc_kill or proc_wait as the supervisor reads it. */
+typedef struct ctl_proc_request {
+	int64_t n; /* the process id's number */
+	int sig;   /* proc_kill: 1..64, SIGTERM when absent */
+} ctl_proc_request;
+/* Decodes m (its op already known). -EBADMSG when m is not an object,
+ * -EINVAL for a missing or malformed process_id or a signal out of range;
+ * *ret is written only on success. Pure. */
+int ctl_proc_request_decode(const json_t *m, ctl_proc_request *ret);

@@ -32,6 +32,7 @@
 #include "runtime/devices.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
+#include "runtime/sup_proc.h"
 #include "trace/bpf_rec.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -52,6 +53,7 @@ typedef struct sup_exec {
 	const char *recorder; /* "bpf" or "ptrace" when traced */
 	struct timespec start;
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
+	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */
 } sup_exec;
 
 typedef struct supervisor {
@@ -88,8 +90,9 @@ typedef struct supervisor {
 	bool phase_pending;   /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
 	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
-	bool paused; /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
-	int idle_fd; /* idle suspend timer, -1 if none */
+	bool paused;	   /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
+	int idle_fd;	   /* idle suspend timer, -1 if none */
+	int64_t next_proc; /* the next background process id's number; 0: not read yet */
 } supervisor;
 
 static void proxy_stop(supervisor *s);
@@ -179,6 +182,7 @@ static void drop_exec(supervisor *s, sup_exec *x)
 	}
 	if (x->conn >= 0)
 		close_conn(s, x->conn);
+	sup_proc_free(x->bg);
 	*x = s->execs[--s->n_execs];
 	arm_ttl(s);
 }
@@ -258,6 +262,79 @@ static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *f
 	return 0;
 }
 
+/* ---- background processes (docs/processes.md; sup_proc.h) ---------------- */
+
+/* x becomes a background process: its record and pipes, and the request
+ * rewritten so init gives the command our pipes' write ends (ret_wr) as
+ * stdout and stderr. On failure the client is answered and x dropped. */
+static int start_background(supervisor *s, sup_exec *x, json_t *m, int ret_wr[2])
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	if (s->next_proc == 0)
+		s->next_proc = sup_proc_next_id(s->c->run_dir);
+	int64_t cap = json_int(m, CTL_F_OUTPUT_BYTES, 0);
+	if (cap == 0)
+		cap = s->c->output_bytes > 0 ? s->c->output_bytes : SUP_PROC_DEFAULT_CAP;
+	if (cap < 0 || cap > SBX_OUTPUT_MAX) /* none: the largest cap there is */
+		cap = SBX_OUTPUT_MAX;
+	if (sup_proc_new(s->c->run_dir, s->ep, s->next_proc, json_object_get(m, "argv"), cap, x->timeout_ms,
+			 &x->bg, ret_wr, &e) < 0) {
+		send_json(x->conn, err_json(e), NULL, 0);
+		drop_exec(s, x);
+		return -1;
+	}
+	s->next_proc++;
+	json_object_del(m, "stdin");
+	json_object_del(m, CTL_F_BACKGROUND);
+	json_object_set_new(m, "stdout", json_integer(0));
+	json_object_set_new(m, "stderr", json_integer(1));
+	return 0;
+}
+
+static sup_exec *find_proc(supervisor *s, int64_t n)
+{
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].bg && s->execs[i].bg->n == n)
+			return &s->execs[i];
+	return NULL;
+}
+
+/* proc_kill and proc_wait. A process that is not running here (it exited,
+ * or never existed in this supervisor's life) is answered at once: the
+ * client reads its record. Returns whether conn is kept (a waiter). */
+static bool client_proc(supervisor *s, int conn, const char *op, const json_t *m)
+{
+	ctl_proc_request q;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (ctl_proc_request_decode(m, &q) < 0) {
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			"invalid process request (process_id must be p<number>, sig 1 to 64)");
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	sup_exec *x = find_proc(s, q.n);
+	const char *pid = x ? x->bg->id : json_str(m, CTL_F_PROCESS_ID);
+	if (streq(op, CTL_OP_PROC_KILL)) {
+		if (x && x->started)
+			signal_exec(s, x->id, q.sig);
+		send_json(conn,
+			  json_pack("{s:s,s:s,s:b,s:i}", CTL_F_EV, CTL_EV_PROC_KILLED, CTL_F_PROCESS_ID, pid,
+				    "delivered", x && x->started, CTL_F_SIG, q.sig),
+			  NULL, 0);
+		return false;
+	}
+	if (x && sup_proc_add_waiter(x->bg, conn))
+		return true;
+	if (x)
+		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many clients waiting for process %s", pid);
+	send_json(
+	    conn,
+	    e ? err_json(e)
+	      : json_pack("{s:s,s:s,s:b}", CTL_F_EV, CTL_EV_PROC_EXIT, CTL_F_PROCESS_ID, pid, "running", 0),
+	    NULL, 0);
+	return false;
+}
+
 static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_fds)
 {
 	if (s->n_execs >= MAX_SUP_EXECS) {
@@ -275,11 +352,22 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 		close_conn(s, conn);
 		return;
 	}
+	bool bg = json_bool(m, CTL_F_BACKGROUND, false);
+	if (bg && (json_bool(m, "tty", false) || json_object_get(m, "trace"))) {
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			"a background process has no terminal and cannot be traced");
+		send_json(conn, err_json(e), NULL, 0);
+		close_conn(s, conn);
+		for (size_t i = 0; i < n_fds; i++)
+			fds[i] = safe_close(fds[i]);
+		return;
+	}
 	sup_exec *x = &s->execs[s->n_execs++];
 	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	int64_t timeout = json_int(m, "timeout_ms", 0);
-	if (timeout == 0)
+	if (timeout == 0 && !bg) /* a background process: only its own timeout */
 		timeout = s->c->timeout_ms;
 	x->timeout_ms = timeout > 0 ? timeout : 0;
 	if (timeout > 0) {
@@ -290,6 +378,13 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	}
 	if (s->ttl_fd >= 0)
 		arm_ttl(s);
+	int bg_fds[2] = {-1, -1};
+	if (bg && start_background(s, x, m, bg_fds) < 0)
+		return;
+	if (bg) { /* the command's stdio: our pipes (stdin /dev/null), never the client's */
+		fds = bg_fds;
+		n_fds = 2;
+	}
 	json_t *tr = json_object_get(m, "trace");
 	if (json_is_object(tr)) {
 		_cleanup_err_ sbx_err *e = NULL;
@@ -302,10 +397,14 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	/* Forward to init: same document, our exec id, the client's fds. */
 	json_object_set_new(m, CTL_F_OP, json_string(CTL_OP_SPAWN));
 	json_object_set_new(m, "id", json_integer(x->id));
-	if (json_send(s->init_sock, m, fds, n_fds) < 0) {
+	int sent = json_send(s->init_sock, m, fds, n_fds);
+	safe_close(bg_fds[0]);
+	safe_close(bg_fds[1]);
+	if (sent < 0) {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
 		send_json(conn, err_json(e), NULL, 0);
+		sup_proc_discard(x->bg);
 		drop_exec(s, x);
 	}
 }
@@ -547,11 +646,13 @@ static void client_request(supervisor *s, int conn)
 	int r = json_recv(conn, &m, fds, &n);
 	if (r <= 0) {
 		/* Client gone. A command it was waiting for is cancelled. */
-		for (size_t i = 0; i < s->n_execs; i++)
+		for (size_t i = 0; i < s->n_execs; i++) {
 			if (s->execs[i].conn == conn) {
 				s->execs[i].conn = -1;
 				signal_exec(s, s->execs[i].id, SIGKILL);
 			}
+			(void)sup_proc_drop_waiter(s->execs[i].bg, conn);
+		}
 		for (size_t i = 0; i < s->n_waiters; i++)
 			if (s->waiters[i] == conn || s->waiters[i] == -2 - conn)
 				s->waiters[i] = -1;
@@ -631,6 +732,8 @@ static void client_request(supervisor *s, int conn)
 		}
 		if (fe)
 			send_json(conn, err_json(fe), NULL, 0);
+	} else if (streq(op, CTL_OP_PROC_KILL) || streq(op, CTL_OP_PROC_WAIT)) {
+		keep = client_proc(s, conn, op, m);
 	} else if (streq(op, CTL_OP_PAUSE)) {
 		keep = pause_env(s, conn);
 	} else if (streq(op, CTL_OP_RESUME)) {
@@ -696,6 +799,20 @@ static void init_event(supervisor *s)
 				close_conn(s, conn);
 			}
 		}
+	} else if (x && x->bg && e.kind == CTL_EVK_SPAWNED) {
+		/* Background: the record says running, the client learns the
+		 * process id, and the command no longer depends on the client. */
+		x->started = true;
+		sup_proc_started(x->bg, e.pid);
+		if (x->conn >= 0) {
+			send_json(x->conn,
+				  json_pack("{s:s,s:I,s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid",
+					    (json_int_t)e.pid, CTL_F_PROCESS_ID, x->bg->id, "started_ms",
+					    (json_int_t)x->bg->started_ms),
+				  NULL, 0);
+			close_conn(s, x->conn);
+			x->conn = -1;
+		}
 	} else if (x && e.kind == CTL_EVK_SPAWNED) {
 		x->started = true;
 		_cleanup_json_ json_t *o =
@@ -713,6 +830,7 @@ static void init_event(supervisor *s)
 			      "message", e.message ?: "spawn failed", "errno", e.err, "stage", e.stage);
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
+		sup_proc_discard(x->bg); /* it never ran: no record */
 		drop_exec(s, x);
 	} else if (x && e.kind == CTL_EVK_EXITED) {
 		int status = e.status;
@@ -741,6 +859,8 @@ static void init_event(supervisor *s)
 		}
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
+		if (x->bg)
+			sup_proc_exited(x->bg, status, x->timed_out, oom, NULL);
 		drop_exec(s, x);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -1448,10 +1568,16 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 					begin_stop(s, -1);
 			} else {
 				bool is_timer = false;
-				for (size_t k = 0; k < s->n_execs; k++)
+				sup_proc *out = NULL;
+				for (size_t k = 0; k < s->n_execs; k++) {
 					is_timer |= s->execs[k].timer == fd;
+					if (sup_proc_owns(s->execs[k].bg, fd))
+						out = s->execs[k].bg;
+				}
 				if (is_timer)
 					timer_event(s, fd);
+				else if (out)
+					sup_proc_drain(out, fd);
 				else
 					client_request(s, fd);
 			}
@@ -1466,6 +1592,14 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
 		}
 	teardown(s);
+	/* Background processes ended with the environment: their records say
+	 * so (killed with init, SIGKILL), with everything they printed. */
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].bg) {
+			sup_proc_exited(s->execs[i].bg, SIGKILL, false, false, "environment_stopped");
+			sup_proc_free(s->execs[i].bg);
+			s->execs[i].bg = NULL;
+		}
 	if (s->stop_conn >= 0)
 		send_json(s->stop_conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_STOPPED), NULL, 0);
 	/* An environment that ended by itself (init died, TTL) leaves its state

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <regex.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -160,7 +161,20 @@ static const char execute_in[] =
     "trace starts from a snapshot taken just before the command.'},"
     "'deterministic':{'type':'boolean','description':'Determinism controls (virtual clock, seeded "
     "randomness, fixed hostname, no ASLR, one CPU). Default: true when trace is set, so that a replay "
-    "can match.'}," USER_PROP("Run this command (default: the environment user)") "}}";
+    "can match.'}," USER_PROP(
+	"Run this command (default: the environment user)") ","
+							    "'background':{'type':'boolean','description':'"
+							    "Start the command and return at once with its "
+							    "process_id (for servers, watchers, long "
+							    "builds): it keeps running after this call, its "
+							    "output is kept "
+							    "up to the environment output limit; use "
+							    "environment_process_output, "
+							    "environment_process_wait and "
+							    "environment_process_kill with that id. Only "
+							    "timeout_ms bounds it (not the environment "
+							    "default); no "
+							    "stdin, no trace.'}}}";
 
 static const char execute_out[] =
     OUTPUT("'exit_code':{'type':['integer','null'],'description':'null if the command was killed by a "
@@ -168,8 +182,10 @@ static const char execute_out[] =
 	   "'stdout_truncated':{'type':'boolean'},'stderr_truncated':{'type':'boolean'},"
 	   "'timed_out':{'type':'boolean'},'duration_ms':{'type':'number'},"
 	   "'oom_killed':{'type':'boolean'},'cancelled':{'type':'boolean'},"
-	   "'trace_id':{'type':['string','null']}",
-	   "'exit_code','stdout','stderr','timed_out','duration_ms'");
+	   "'trace_id':{'type':['string','null']},'process_id':{'type':'string','description':'background: "
+	   "the process id (p1, ...)'},'pid':{'type':'integer'},'started_at':{'type':'string'}",
+	   "'exit_code','stdout','stderr','timed_out','duration_ms'"
+	   "]},{'required':['process_id'");
 
 static const char env_only_in[] =
     "{'type':'object','additionalProperties':false,'required':['environment_id'],"
@@ -595,6 +611,11 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		return r;
 	json_t *det = json_object_get(a, "deterministic");
 	o.deterministic = json_is_boolean(det) ? json_is_true(det) : -1;
+	if (json_bool(a, "background", false)) { /* docs/processes.md */
+		if (in || o.trace)
+			return bad_params(c, "a background command takes no 'stdin' and no 'trace'");
+		return sbx_process_start(c->ctx, id, &o, ret, err);
+	}
 	o.capture = true;
 	o.on_output = c->on_output;
 	o.userdata = c->userdata;
@@ -1152,6 +1173,106 @@ static int t_download(tool_call *c, json_t **ret, sbx_err **err)
 
 static const char any_out[] = "{'type':'object'}";
 
+/* ---- background processes (docs/processes.md) ---------------------------- */
+
+#define PROC_ID_PROP                                                                                         \
+	"'process_id':{'type':'string','pattern':'^p[1-9][0-9]{0,8}$','description':'A process id (p1, "     \
+	"...) "                                                                                              \
+	"from environment_execute with background: true, or environment_process_list.'}"
+
+#define PROC_RECORD_PROPS                                                                                    \
+	"'process_id':{'type':'string'},'pid':{'type':'integer'},'argv':{'type':'array','items':{'type':'"   \
+	"string'}},'command':{'type':'string'},'state':{'type':'string','enum':['running','exited']},"       \
+	"'exit_code':{'type':['integer','null']},'signal':{'type':['integer','null']},'timed_out':{'type':'" \
+	"boolean'},'end_reason':{'type':'string'},'started_at':{'type':'string'},'duration_ms':{'type':'"    \
+	"integer'},'stdout_bytes':{'type':'integer'},'stderr_bytes':{'type':'integer'},'stdout_truncated':{" \
+	"'type':'boolean'},'stderr_truncated':{'type':'boolean'},'output_limit':{'type':'integer'}"
+
+static const char proc_list_out[] = OUTPUT("'environment_id':{'type':'string'},'processes':{'type':'array','"
+					   "items':{'type':'object','properties':{" PROC_RECORD_PROPS "}}}",
+					   "'processes'");
+
+static const char proc_output_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
+    "'stdout_offset':{'type':'integer','minimum':0,'description':'Read stdout from this byte offset (default "
+    "0): pass the stdout_offset of the previous call to get only what is new.'},"
+    "'stderr_offset':{'type':'integer','minimum':0,'description':'The same for stderr.'},"
+    "'max_bytes':{'type':'integer','minimum':1,'maximum':262144,'description':'At most this many bytes of "
+    "each stream (default 65536); stdout_more/stderr_more say whether more is already there.'}}}";
+
+static const char proc_output_out[] = OUTPUT(
+    PROC_RECORD_PROPS ",'stdout':{'type':'string'},'stderr':{'type':'string'},'stdout_offset':{'type':'"
+		      "integer'},'stderr_offset':{'type':'integer'},'stdout_more':{'type':'boolean'},"
+		      "'stderr_more':{'type':'boolean'},'exited':{'type':'boolean'}",
+    "'stdout','stderr','stdout_offset','stderr_offset','exited'");
+
+static const char proc_kill_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
+    "'signal':{'type':['integer','string'],'minimum':1,'maximum':64,'description':'Signal to send: a "
+    "number or a name (TERM, the default; KILL, INT, HUP, ...).'}}}";
+
+static const char proc_kill_out[] =
+    OUTPUT("'environment_id':{'type':'string'},'process_id':{'type':'string'},'signal':{'type':'integer'},"
+	   "'delivered':{'type':'boolean','description':'false: it had exited already'},'state':{'type':'"
+	   "string'}",
+	   "'process_id','delivered'");
+
+static const char proc_wait_in[] =
+    "{'type':'object','additionalProperties':false,'required':['environment_id','process_id'],'properties':"
+    "{" ENV_ID_PROP "," PROC_ID_PROP ","
+    "'timeout_ms':{'type':'integer','minimum':0,'maximum':300000,'description':'Wait at most this long "
+    "(default 30000; 0: do not wait, just report). state running in the result means it is still "
+    "running.'}}}";
+
+static const char proc_wait_out[] =
+    OUTPUT(PROC_RECORD_PROPS ",'waited_ms':{'type':'integer'}", "'process_id','state'");
+
+static int t_proc_list(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_process_list(c->ctx, id, ret, err);
+}
+
+static int t_proc_output(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	const json_t *a = c->args;
+	return sbx_process_output(c->ctx, id, json_str(a, "process_id"), json_int(a, "stdout_offset", 0),
+				  json_int(a, "stderr_offset", 0), json_int(a, "max_bytes", 65536), ret, err);
+}
+
+static int t_proc_kill(tool_call *c, json_t **ret, sbx_err **err)
+{
+	json_t *sj = json_object_get(c->args, "signal");
+	int sig = SIGTERM;
+	if (json_is_integer(sj))
+		sig = (int)json_integer_value(sj);
+	else if (sj) {
+		_cleanup_err_ sbx_err *e = NULL;
+		if (sbx_parse_signal(json_string_value(sj), &sig, &e) < 0)
+			return bad_params(c, "'signal': %s", sbx_err_message(e));
+	}
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_process_kill(c->ctx, id, json_str(c->args, "process_id"), sig, ret, err);
+}
+
+static int t_proc_wait(tool_call *c, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (resolve_env(c, &id, err) < 0)
+		return -1;
+	return sbx_process_wait(c->ctx, id, json_str(c->args, "process_id"),
+				json_int(c->args, "timeout_ms", 30000), ret, err);
+}
+
 static const tool tools[] = {
     {
 	.name = "environment_fork",
@@ -1525,6 +1646,61 @@ static const tool tools[] = {
 	.input_schema = build_in,
 	.output_schema = build_out,
 	.run = t_build,
+    },
+    {
+	.name = "environment_process_list",
+	.alias = "environment.process_list",
+	.title = "List background processes",
+	.description =
+	    "The background processes of an environment (environment_execute with background: true), oldest "
+	    "first: process_id, pid, command, state (running or exited), exit_code or signal, duration and "
+	    "how "
+	    "much output each kept. Use it to find a process_id or to check what is still running.",
+	.input_schema = env_only_in,
+	.output_schema = proc_list_out,
+	.read_only = true,
+	.idempotent = true,
+	.run = t_proc_list,
+    },
+    {
+	.name = "environment_process_output",
+	.alias = "environment.process_output",
+	.title = "Read a background process's output",
+	.description =
+	    "What a background process printed, from byte offsets on (bounded by max_bytes per stream): pass "
+	    "the returned stdout_offset and stderr_offset to the next call to read only what is new, e.g. to "
+	    "follow a server's log. exited says whether it has ended (then exit_code or signal are set).",
+	.input_schema = proc_output_in,
+	.output_schema = proc_output_out,
+	.read_only = true,
+	.run = t_proc_output,
+    },
+    {
+	.name = "environment_process_kill",
+	.alias = "environment.process_kill",
+	.title = "Signal a background process",
+	.description =
+	    "Send a signal (default TERM) to a background process and its process group, e.g. to stop a "
+	    "server. delivered is false if it had exited already. Follow with environment_process_wait to "
+	    "see "
+	    "it end.",
+	.input_schema = proc_kill_in,
+	.output_schema = proc_kill_out,
+	.destructive = true,
+	.run = t_proc_kill,
+    },
+    {
+	.name = "environment_process_wait",
+	.alias = "environment.process_wait",
+	.title = "Wait for a background process",
+	.description =
+	    "Wait up to timeout_ms for a background process to exit and return its record: state exited with "
+	    "exit_code (or signal), or state running if it is still running when the time is up. Use "
+	    "environment_process_output for what it printed.",
+	.input_schema = proc_wait_in,
+	.output_schema = proc_wait_out,
+	.read_only = true,
+	.run = t_proc_wait,
     },
 };
 

@@ -1,13 +1,17 @@
 /* libFuzzer target: the supervisor's side of the control protocol, what it
  * parses from init and from the setup child (src/runtime/ctl_proto.c):
  * one SOCK_SEQPACKET message's bytes, loaded as json_recv loads them, then
- * decoded and, for a spawn failure, turned into the exec's error code. */
+ * decoded and, for a spawn failure, turned into the exec's error code; and
+ * the same bytes as a client's proc_kill/proc_wait request (background
+ * processes: a process id names a directory, so only p<number> may pass). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "runtime/ctl_proto.h"
+#include "util/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -39,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)n;
 	for (size_t i = 0; e.warnings && i < json_array_size(e.warnings); i++)
 		(void)json_string_value(json_array_get(e.warnings, i));
+	ctl_proc_request q = {.n = -1};
+	if (ctl_proc_request_decode(m, &q) == 0) {
+		char want[32];
+		snprintf(want, sizeof(want), "p%lld", (long long)q.n);
+		const char *got = json_str(m, CTL_F_PROCESS_ID);
+		if (q.n < 1 || q.n > CTL_PROC_MAX || q.sig < 1 || q.sig > 64 || !got ||
+		    strcmp(got, want) != 0)
+			abort();
+	} else if (q.n != -1)
+		abort(); /* written only on success */
 	json_decref(m);
 	return 0;
 }

@@ -328,3 +328,66 @@ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_err **err
 {
 	return err_set(err, SBX_E_INTERNAL, EINVAL, "unreachable: no allowed directory");
 }
+
+/* Background processes (docs/processes.md): the schema's bounds hold, a
+ * process id that reaches the library is p<number>. */
+static void proc_id_ok(const char *p)
+{
+	size_t n = p ? strlen(p) : 0;
+	if (n < 2 || n > 10 || p[0] != 'p' || p[1] < '1' || p[1] > '9' ||
+	    strspn(p + 1, "0123456789") != n - 1)
+		abort();
+}
+
+static int proc_stub(const char *ref, const char *pid, json_t **ret, sbx_err **err)
+{
+	proc_id_ok(pid);
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such process");
+}
+
+int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, json_t **ret, sbx_err **err)
+{
+	if (!o->argv || !o->argv[0] || o->stdin_data || o->trace)
+		abort();
+	*ret = json_pack("{s:s,s:s,s:i}", "environment_id", "0123456789ab", "process_id", "p1", "pid", 2);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_process_list(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:[]}", "environment_id", "0123456789ab", "processes");
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_process_get(sbx_ctx *ctx, const char *ref, const char *pid, json_t **ret, sbx_err **err)
+{
+	return proc_stub(ref, pid, ret, err);
+}
+int sbx_process_output(sbx_ctx *ctx, const char *ref, const char *pid, int64_t so, int64_t se, int64_t max,
+		       json_t **ret, sbx_err **err)
+{
+	if (so < 0 || se < 0 || max < 1 || max > 262144)
+		abort();
+	return proc_stub(ref, pid, ret, err);
+}
+int sbx_process_kill(sbx_ctx *ctx, const char *ref, const char *pid, int sig, json_t **ret, sbx_err **err)
+{
+	if (sig < 1 || sig > 64)
+		abort();
+	return proc_stub(ref, pid, ret, err);
+}
+int sbx_process_wait(sbx_ctx *ctx, const char *ref, const char *pid, int64_t timeout_ms, json_t **ret,
+		     sbx_err **err)
+{
+	if (timeout_ms < 0 || timeout_ms > 300000)
+		abort();
+	return proc_stub(ref, pid, ret, err);
+}
+int sbx_parse_signal(const char *s, int *ret, sbx_err **err)
+{
+	if (s && (streq(s, "TERM") || streq(s, "KILL"))) {
+		*ret = streq(s, "TERM") ? 15 : 9;
+		return 0;
+	}
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown signal");
+}

@@ -72,6 +72,13 @@ t_rootless_snapshot() {
 	run_as_user test_snapshot.sh
 }
 
+# Background processes (docs/processes.md): exec -d, ps, kill, the MCP tools;
+# pause through init's SIGSTOP.
+t_rootless_process() {
+	rootless_setup
+	run_as_user test_process.sh
+}
+
 # Rootless, traces are recorded by the ptrace engine (no eBPF): the same
 # tests, and the manifest says which recorder ran and why.
 t_rootless_trace() {

@@ -20,6 +20,10 @@ const EXPECTED_TOOLS = [
 	'environment_logs',
 	'environment_pause',
 	'environment_phase',
+	'environment_process_kill',
+	'environment_process_list',
+	'environment_process_output',
+	'environment_process_wait',
 	'environment_read_file',
 	'environment_replay',
 	'environment_restore',
@@ -416,6 +420,37 @@ const cases = {
 			);
 			many.forEach((r, i) => check(r.stdout === `${i}\n`, 'parallel result', r));
 			check(Date.now() - t0 < 12000, 'parallel calls overlap', Date.now() - t0);
+		});
+	},
+
+	// Background processes (docs/processes.md): every result is checked by the
+	// SDK against the tool's outputSchema.
+	async processes(client) {
+		await client.listTools(); // the SDK validates results once it knows the schemas
+		await withEnv(client, async (id) => {
+			const p = await ok(client, 'environment_execute', {
+				environment_id: id,
+				background: true,
+				command: 'echo started; sleep 300',
+			});
+			check(/^p[0-9]+$/.test(p.process_id) && p.pid > 1, 'background: process_id and pid', p);
+			const l = await ok(client, 'environment_process_list', { environment_id: id });
+			check(l.processes.length === 1 && l.processes[0].state === 'running', 'listed running', l);
+			let o;
+			for (let i = 0; i < 50; i++) {
+				o = await ok(client, 'environment_process_output', { environment_id: id, process_id: p.process_id });
+				if (o.stdout) break;
+				await new Promise((r) => setTimeout(r, 100));
+			}
+			check(o.stdout === 'started\n' && o.stdout_offset === 8 && o.exited === false, 'output so far', o);
+			let w = await ok(client, 'environment_process_wait', { environment_id: id, process_id: p.process_id, timeout_ms: 200 });
+			check(w.state === 'running', 'still running after the wait', w);
+			const k = await ok(client, 'environment_process_kill', { environment_id: id, process_id: p.process_id, signal: 'KILL' });
+			check(k.delivered === true && k.signal === 9, 'killed', k);
+			w = await ok(client, 'environment_process_wait', { environment_id: id, process_id: p.process_id, timeout_ms: 10000 });
+			check(w.state === 'exited' && w.signal === 9 && w.exit_code === null, 'exited by the signal', w);
+			const e = await toolError(client, 'environment_process_wait', { environment_id: id, process_id: 'p77' });
+			check(e.code === 'not_found', 'unknown process', e);
 		});
 	},
 };

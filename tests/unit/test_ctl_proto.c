@@ -60,3 +60,36 @@ TEST(spawn_failed_codes)
 	e.err = EAGAIN;
 	CHECK(ctl_spawn_failed_code(&e) == SBX_E_LIMIT_EXCEEDED);
 }
+
+/* Background process ids name directories: nothing but p<number> passes. */
+TEST(proc_ids)
+{
+	CHECK(ctl_proc_id_parse("p1") == 1);
+	CHECK(ctl_proc_id_parse("p42") == 42);
+	CHECK(ctl_proc_id_parse("p999999999") == 999999999);
+	const char *bad[] = {NULL,  "",	   "p",	    "p0",    "p01", "1",	   "P1",
+			     "p1x", "p-1", "p1/..", "../p1", "p 1", "p1000000000", "p99999999999999999999"};
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		CHECK(ctl_proc_id_parse(bad[i]) == -EINVAL);
+}
+
+static int proc_req(const char *s, ctl_proc_request *q)
+{
+	_cleanup_json_ json_t *m = json_loads(s, 0, NULL);
+	return ctl_proc_request_decode(m, q);
+}
+
+TEST(proc_requests)
+{
+	ctl_proc_request q = {.n = -7};
+	CHECK(proc_req("{\"op\":\"proc_kill\",\"process_id\":\"p3\"}", &q) == 0 && q.n == 3 && q.sig == 15);
+	CHECK(proc_req("{\"process_id\":\"p3\",\"sig\":9}", &q) == 0 && q.sig == 9);
+	q.n = -7;
+	CHECK(proc_req("{\"process_id\":\"p3\",\"sig\":0}", &q) == -EINVAL && q.n == -7);
+	CHECK(proc_req("{\"process_id\":\"p3\",\"sig\":65}", &q) == -EINVAL);
+	CHECK(proc_req("{\"process_id\":\"p3\",\"sig\":\"9\"}", &q) == -EINVAL);
+	CHECK(proc_req("{\"process_id\":3}", &q) == -EINVAL);
+	CHECK(proc_req("{}", &q) == -EINVAL);
+	CHECK(proc_req("[]", &q) == -EBADMSG);
+	CHECK(ctl_proc_request_decode(NULL, &q) == -EBADMSG);
+}

@@ -12,11 +12,11 @@ from ._transport import HttpClient, StdioClient, connect, default_client
 from .aio import AsyncSandbox
 from .errors import (Conflict, Internal, InvalidArgument, LimitExceeded, NotFound, SbxError, TransportError,
                      Unavailable)
-from .sandbox import CommandResult, Diff, FileEntry, ReplayResult, Sandbox, Snapshot, parse_size
+from .sandbox import CommandResult, Diff, FileEntry, Process, ReplayResult, Sandbox, Snapshot, parse_size
 
 __version__ = "0.1.0"
 __all__ = [
-    "Sandbox", "AsyncSandbox", "CommandResult", "Snapshot", "Diff", "FileEntry", "ReplayResult",
+    "Sandbox", "AsyncSandbox", "CommandResult", "Process", "Snapshot", "Diff", "FileEntry", "ReplayResult",
     "SbxError", "NotFound", "InvalidArgument", "LimitExceeded", "Conflict", "Unavailable", "Internal",
     "TransportError", "StdioClient", "HttpClient", "connect", "default_client", "parse_size",
 ]

@@ -5,17 +5,47 @@ thread-safe, so calls on several sandboxes overlap."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-from .sandbox import CommandResult, Diff, ReplayResult, Sandbox, Snapshot, SnapshotRef
+from .sandbox import CommandResult, Diff, Process, ReplayResult, Sandbox, Snapshot, SnapshotRef
+
+
+class AsyncProcess:
+    """A background process (``await commands.run(..., background=True)``),
+    with the methods of ``Process`` as coroutines."""
+
+    def __init__(self, p: Process):
+        self.sync = p
+        self.process_id = p.process_id
+        self.id = p.id
+        self.pid = p.pid
+
+    async def status(self) -> Dict[str, Any]:
+        return await asyncio.to_thread(self.sync.status)
+
+    async def read(self, max_bytes: Optional[int] = None) -> Tuple[str, str]:
+        return await asyncio.to_thread(self.sync.read, max_bytes)
+
+    async def output(self) -> Tuple[str, str]:
+        return await asyncio.to_thread(self.sync.output)
+
+    async def wait(self, timeout: Optional[float] = None) -> CommandResult:
+        return await asyncio.to_thread(self.sync.wait, timeout)
+
+    async def kill(self, signal: Union[str, int] = "TERM") -> bool:
+        return await asyncio.to_thread(self.sync.kill, signal)
 
 
 class _AsyncCommands:
     def __init__(self, sb: Sandbox):
         self._sb = sb
 
-    async def run(self, cmd, **kwargs: Any) -> CommandResult:
-        return await asyncio.to_thread(self._sb.commands.run, cmd, **kwargs)
+    async def run(self, cmd, **kwargs: Any) -> Any:
+        r = await asyncio.to_thread(self._sb.commands.run, cmd, **kwargs)
+        return AsyncProcess(r) if isinstance(r, Process) else r
+
+    async def list(self) -> List[Dict[str, Any]]:
+        return await asyncio.to_thread(self._sb.commands.list)
 
 
 class _AsyncFiles:

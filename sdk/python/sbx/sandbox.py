@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import base64
 import re
+import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _transport
 from .errors import InvalidArgument
@@ -130,11 +131,105 @@ class ReplayResult:
         return self.verdict == "match"
 
 
+class Process:
+    """A background command (``commands.run(..., background=True)``): it
+    runs on inside the environment after the call returns, whoever started
+    it (``commands.connect(process_id)`` attaches to one another client
+    started). Its stdout and stderr are kept by sbx up to the environment's
+    output limit (``stdout_truncated`` says when it was reached)."""
+
+    _WAIT_SLICE_MS = 300000  # the most one environment_process_wait call waits
+
+    def __init__(self, sb: "Sandbox", process_id: str, pid: int = 0):
+        self._sb = sb
+        self.process_id = process_id
+        self.id = process_id
+        self.pid = pid  # as seen inside the environment
+        self._offsets = [0, 0]
+
+    def _args(self, **extra: Any) -> Dict[str, Any]:
+        return {"environment_id": self._sb.id, "process_id": self.process_id, **extra}
+
+    def status(self) -> Dict[str, Any]:
+        """The process's record now: state ("running" or "exited"),
+        exit_code, signal, duration_ms, stdout_bytes, ... (no waiting)."""
+        return self._sb._call("environment_process_wait", self._args(timeout_ms=0))
+
+    @property
+    def running(self) -> bool:
+        return self.status().get("state") == "running"
+
+    def read(self, max_bytes: Optional[int] = None) -> Tuple[str, str]:
+        """(stdout, stderr) printed since the last read() (at most
+        ``max_bytes`` of each per call)."""
+        args = self._args(stdout_offset=self._offsets[0], stderr_offset=self._offsets[1])
+        if max_bytes is not None:
+            args["max_bytes"] = max_bytes
+        sc = self._sb._call("environment_process_output", args)
+        self._offsets = [int(sc.get("stdout_offset", 0)), int(sc.get("stderr_offset", 0))]
+        return sc.get("stdout", ""), sc.get("stderr", "")
+
+    def output(self) -> Tuple[str, str]:
+        """Everything it printed so far (up to the output limit): (stdout, stderr)."""
+        out, err, off = [], [], [0, 0]
+        while True:
+            sc = self._sb._call("environment_process_output",
+                                self._args(stdout_offset=off[0], stderr_offset=off[1], max_bytes=262144))
+            out.append(sc.get("stdout", ""))
+            err.append(sc.get("stderr", ""))
+            nxt = [int(sc.get("stdout_offset", 0)), int(sc.get("stderr_offset", 0))]
+            more = (sc.get("stdout_more") and nxt[0] > off[0]) or (sc.get("stderr_more") and nxt[1] > off[1])
+            off = nxt
+            if not more:
+                return "".join(out), "".join(err)
+
+    def wait(self, timeout: Optional[float] = None) -> CommandResult:
+        """Wait for it to exit (at most ``timeout`` seconds; None: for as
+        long as it runs) and return its result with all its output. Raises
+        TimeoutError if it is still running when the time is up."""
+        deadline = None if timeout is None else time.monotonic() + max(0.0, float(timeout))
+        while True:
+            left = self._WAIT_SLICE_MS if deadline is None else int(max(0.0, deadline - time.monotonic()) * 1000)
+            rec = self._sb._call("environment_process_wait",
+                                 self._args(timeout_ms=min(left, self._WAIT_SLICE_MS)))
+            if rec.get("state") == "exited":
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"process {self.process_id} is still running after {timeout} s")
+        out, err = self.output()
+        return CommandResult(
+            exit_code=rec.get("exit_code"), stdout=out, stderr=err, signal=rec.get("signal"),
+            timed_out=bool(rec.get("timed_out")), oom_killed=bool(rec.get("oom_killed")),
+            stdout_truncated=bool(rec.get("stdout_truncated")), stderr_truncated=bool(rec.get("stderr_truncated")),
+            duration_ms=int(rec.get("duration_ms") or 0), raw=rec)
+
+    def kill(self, signal: Union[str, int] = "TERM") -> bool:
+        """Send ``signal`` (a name such as "TERM", "KILL", "INT", or a
+        number) to it and its process group; False if it had exited."""
+        return bool(self._sb._call("environment_process_kill", self._args(signal=signal)).get("delivered"))
+
+    def __repr__(self) -> str:
+        return f"Process({self.process_id!r}, pid={self.pid})"
+
+
 class Commands:
     """``sandbox.commands``: run commands."""
 
     def __init__(self, sb: "Sandbox"):
         self._sb = sb
+
+    def list(self) -> List[Dict[str, Any]]:
+        """The background processes' records, oldest first."""
+        return self._sb._call("environment_process_list", {"environment_id": self._sb.id}).get("processes", [])
+
+    def connect(self, process_id: str) -> Process:
+        """A handle on a background process (e.g. one another client started)."""
+        for rec in self.list():
+            if rec.get("process_id") == process_id:
+                return Process(self._sb, process_id, int(rec.get("pid") or 0))
+        from .errors import NotFound
+
+        raise NotFound(f"no such process: '{process_id}'")
 
     def run(
         self,
@@ -149,13 +244,19 @@ class Commands:
         user: Optional[Union[str, int]] = None,
         on_output: Optional[Callable[[str], None]] = None,
         on_stdout: Optional[Callable[[str], None]] = None,
-    ) -> CommandResult:
+        background: bool = False,
+    ) -> Any:
         """Run ``cmd`` (a string for /bin/sh -c, or an argv list) and wait.
 
         ``on_output`` (alias ``on_stdout``) is called with output as it is
         produced (stdout and stderr interleaved as the server streams it);
         the result still has both streams, separately and whole (up to the
-        environment's output cap)."""
+        environment's output cap).
+
+        ``background=True`` returns a ``Process`` at once instead (a server,
+        a watcher): ``p.pid``, ``p.read()``, ``p.wait(timeout)``, ``p.kill()``.
+        Only ``timeout`` bounds it (not the environment's default); no stdin,
+        no trace."""
         args: Dict[str, Any] = {"environment_id": self._sb.id}
         if isinstance(cmd, str):
             args["command"] = cmd
@@ -178,6 +279,13 @@ class Commands:
             args["deterministic"] = bool(deterministic)
         if user is not None:
             args["user"] = user
+        if background:
+            if stdin is not None or trace or on_output or on_stdout:
+                raise InvalidArgument("a background command takes no stdin, trace or output callback "
+                                      "(read its output with Process.read())")
+            args["background"] = True
+            sc = self._sb._call("environment_execute", args)
+            return Process(self._sb, sc["process_id"], int(sc.get("pid") or 0))
         cb = on_output or on_stdout
         return CommandResult._of(self._sb._call("environment_execute", args, cb))
 

@@ -6,6 +6,7 @@ import asyncio
 import os
 import sys
 import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -64,6 +65,37 @@ class SandboxTest(unittest.TestCase):
             r = sb.replay(t.trace_id)
             self.assertTrue(r.match, r.divergence)
 
+    def test_background_process(self):
+        with Sandbox.create() as sb:
+            p = sb.commands.run("echo up; sleep 0.5; echo later; sleep 300", background=True)
+            self.assertIsInstance(p, sbx.Process)
+            self.assertRegex(p.process_id, r"^p[0-9]+$")
+            self.assertGreater(p.pid, 1)
+            self.assertTrue(p.running)
+            self.assertIn(p.process_id, [r["process_id"] for r in sb.commands.list()])
+            seen = ""
+            for _ in range(100):
+                out, _err = p.read()
+                seen += out
+                if "later" in seen:
+                    break
+                time.sleep(0.1)
+            self.assertEqual(seen, "up\nlater\n")
+            self.assertEqual(p.read(), ("", ""))  # nothing new
+            with self.assertRaises(TimeoutError):
+                p.wait(timeout=0.3)
+            self.assertTrue(p.kill())
+            r = p.wait(timeout=10)
+            self.assertEqual((r.exit_code, r.signal, r.stdout), (None, 15, "up\nlater\n"))
+            self.assertFalse(p.kill())  # exited already
+            q = sb.commands.run(["sh", "-c", "echo out; echo err >&2; exit 5"], background=True)
+            r = sb.commands.connect(q.process_id).wait(timeout=30)
+            self.assertEqual((r.exit_code, r.stdout, r.stderr, r.ok), (5, "out\n", "err\n", False))
+            with self.assertRaises(InvalidArgument):
+                sb.commands.run("cat", background=True, stdin="x")
+            with self.assertRaises(NotFound):
+                sb.commands.connect("p999")
+
     def test_errors_carry_codes(self):
         with self.assertRaises(NotFound) as cm:
             Sandbox.connect("no-such-environment")
@@ -116,6 +148,15 @@ class SandboxTest(unittest.TestCase):
                 return r1.stdout, r2.stdout
 
         self.assertEqual(asyncio.run(main()), ("async", "two\n"))
+
+    def test_async_background(self):
+        async def main():
+            async with await AsyncSandbox.create() as a:
+                p = await a.commands.run("echo bg; exit 2", background=True)
+                r = await p.wait(timeout=30)
+                return r.exit_code, r.stdout, [x["process_id"] for x in await a.commands.list()] == [p.process_id]
+
+        self.assertEqual(asyncio.run(main()), (2, "bg\n", True))
 
     def test_sizes(self):
         self.assertEqual(sbx.parse_size("512m", "m"), 512 << 20)
