@@ -5,11 +5,13 @@
  *
  *   $SBX_ROOT/pools/<key>.json     {source, kind: template|snapshot, size, policy}
  *   $SBX_ROOT/pools/<key>.d/<id>   one empty token per ready entry; taking an
- *                                  entry is winning the unlink of its token
+ *                                  entry is winning the rename of its token
+ *   $SBX_ROOT/pools/<key>.taken/<id>  the token while its taker hands the
+ *                                  entry out (gc: a claim its taker left)
  *   $SBX_ROOT/pools/<key>.lock     held by the one refiller of that pool
  * An entry's state.json carries "pool": key until it is taken; sbx ls and
  * gc leave such environments alone (gc removes those of a pool that no
- * longer exists). Refilling needs no daemon: the create that takes an entry
+ * longer exists, and those of stale claims). Refilling needs no daemon: the create that takes an entry
  * and sbx pool set start a detached refiller, which creates entries until
  * the pool is full, the host-wide maximum (SBX_POOL_MAX, default 64 ready
  * entries in this store) is reached or less memory than SBX_POOL_MIN_FREE
@@ -383,24 +385,37 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		return 0;
 	char key[17];
 	pool_key(kind, source, o ? o->policy : NULL, key);
-	_cleanup_free_ char *dir = pool_path(ctx, key, ".d");
-	DIR *d = dir ? opendir(dir) : NULL;
+	_cleanup_free_ char *dir = pool_path(ctx, key, ".d"), *taken = pool_path(ctx, key, ".taken");
+	DIR *d = dir && taken ? opendir(dir) : NULL;
 	if (!d)
 		return 0;
 	struct dirent *de;
 	_cleanup_free_ char *got = NULL;
+	char claim[4400];
 	while (!got && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		char tok[4400];
 		snprintf(tok, sizeof(tok), "%s/%s", dir, de->d_name);
-		if (unlink(tok) < 0)
+		snprintf(claim, sizeof(claim), "%s/%s", taken, de->d_name);
+		/* Winning the rename of the token into <key>.taken/ is winning the
+		 * entry; the claim stays until the entry is handed out, so that
+		 * sbx gc finds an entry whose taker died (pool_gc_claims). */
+		int r = rename(tok, claim);
+		if (r < 0 && errno == ENOENT && mkdir(taken, 0700) == 0) /* a pool set before .taken/ */
+			r = rename(tok, claim);
+		if (r < 0)
 			continue; /* another create won it */
+		if (streq(getenv("SBX_POOL_FAULT") ?: "", "claimed"))
+			_exit(70); /* tests: a taker that dies holding an entry */
 		if (!env_is_live(ctx, de->d_name)) {
 			(void)sbx_env_remove(ctx, de->d_name, NULL); /* its supervisor died while it waited */
+			(void)unlink(claim);
 			continue;
 		}
 		got = strdup(de->d_name);
+		if (!got)
+			(void)unlink(claim); /* left for gc's sweep of hidden entries */
 	}
 	closedir(d);
 	if (!got) {
@@ -410,6 +425,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	_cleanup_json_ json_t *st = NULL;
 	if (env_state_read(ctx, got, &st) < 0) {
 		(void)sbx_env_remove(ctx, got, NULL);
+		(void)unlink(claim);
 		return 0;
 	}
 	char created[32];
@@ -422,10 +438,12 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	json_object_set_new(st, "created_at", json_string(created));
 	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
 	json_object_set_new(st, "from_pool", json_true());
-	if (pool_state_write(ctx, got, st) < 0) {
+	int r = pool_state_write(ctx, got, st);
+	if (r < 0)
 		(void)sbx_env_remove(ctx, got, NULL);
+	(void)unlink(claim); /* handed out (or removed) */
+	if (r < 0)
 		return 0;
-	}
 	if (ret_warnings)
 		*ret_warnings = json_incref(json_object_get(st, "warnings") ?: json_array());
 	pool_refill_async(ctx, key);
@@ -460,8 +478,12 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	char key[17];
 	pool_key(kind, src, pol_spec, key);
 	char d[4300];
-	snprintf(d, sizeof(d), "%s/pools/%s.d", ctx->root, key);
+	snprintf(d, sizeof(d), "%s/pools/%s.taken", ctx->root, key);
 	int r = fs_mkdir_p(d, 0700);
+	if (r < 0)
+		return err_errnum(err, r, "create '%s'", d);
+	snprintf(d, sizeof(d), "%s/pools/%s.d", ctx->root, key);
+	r = fs_mkdir_p(d, 0700);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", d);
 	_cleanup_json_ json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:s?}", "pool", key, "kind", kind, "source",
@@ -569,14 +591,59 @@ _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_s
 		(void)flock(lk, LOCK_EX);
 	json_t *removed = pool_remove_entries(ctx, key);
 	(void)fs_rm_rf(dir);
+	_cleanup_free_ char *taken = pool_path(ctx, key, ".taken");
+	if (taken)
+		(void)fs_rm_rf(taken);
 	(void)unlink(lp);
 	*ret = json_pack("{s:s,s:o}", "pool", key, "removed", removed ?: json_array());
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
 
-/* sbx gc: entries of pools that no longer exist (a pool rm that died). */
+/* Claims in pools/<key>.taken/ older than SBX_POOL_CLAIM_STALE_S
+ * (default POOL_CLAIM_STALE_S; tests set 0) seconds (a take
+ * lasts well under a millisecond; rename sets the token's ctime, so its
+ * age is the claim's): the taker died. An entry still hidden ("pool" in
+ * its state) was never handed out and is removed; else the claim is only
+ * dropped. */
+#define POOL_CLAIM_STALE_S 10
+static void pool_gc_claims(sbx_ctx *ctx, json_t *removed)
+{
+	int64_t stale = pool_env_int("SBX_POOL_CLAIM_STALE_S", POOL_CLAIM_STALE_S);
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/pools", ctx->root);
+	DIR *d = opendir(p);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (!endswith(de->d_name, ".taken"))
+			continue;
+		char td[4600];
+		snprintf(td, sizeof(td), "%s/%s", p, de->d_name);
+		DIR *t = opendir(td);
+		struct dirent *ce;
+		while (t && (ce = readdir(t))) {
+			char c[4900];
+			struct stat sb;
+			snprintf(c, sizeof(c), "%s/%s", td, ce->d_name);
+			if (ce->d_name[0] == '.' || lstat(c, &sb) < 0 || time(NULL) - sb.st_ctime < stale)
+				continue;
+			_cleanup_json_ json_t *st = NULL;
+			if (env_valid_id(ce->d_name) && env_state_read(ctx, ce->d_name, &st) == 0 &&
+			    json_str(st, "pool") && sbx_env_remove(ctx, ce->d_name, NULL) == 0 && removed)
+				json_array_append_new(removed, json_string(ce->d_name));
+			(void)unlink(c);
+		}
+		if (t)
+			closedir(t);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* sbx gc: entries of pools that no longer exist (a pool rm that died) and
+ * entries whose taker died (pool_gc_claims). */
 void pool_gc(sbx_ctx *ctx, json_t *removed)
 {
+	pool_gc_claims(ctx, removed);
 	json_t *r = pool_remove_entries(ctx, NULL);
 	json_array_extend(removed, r);
 	json_decref(r);

@@ -155,3 +155,19 @@ t_pool_rm_ends_a_lingering_refiller() {
 	sbx rm "$id"
 	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
 }
+
+# A taker that dies after winning an entry (before the entry is handed out)
+# leaves nothing that sbx gc does not clean, while the pool still exists.
+t_pool_crashed_taker_is_cleaned_by_gc() {
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	id=$(ls "$SBX_ROOT"/pools/*.d/)
+	rc=0
+	SBX_POOL_FAULT=claimed "$SBX_BIN" create > /dev/null 2>&1 || rc=$?
+	assert_eq "$rc" "70" "the taker did not die where the test wanted"
+	ready host 1 # the refiller replaced it
+	SBX_POOL_CLAIM_STALE_S=0 sbx gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc left the entry a dead taker had claimed"
+	[ ! -e "$SBX_RUN/$id" ] || fail "gc left its run dir"
+	sbx pool rm host > /dev/null
+}
