@@ -1,8 +1,12 @@
-// MCP benchmarks over stdio with the official SDK client:
-//  - environment_execute round trip of /bin/true (median, p90 over N calls)
-//  - create -> execute -> destroy cycles per second over one session
-// Usage: node bench/mcp_bench.mjs SBX_BIN [N] [SECONDS]
+// MCP benchmarks with the official SDK client:
+//  - environment_execute round trip of /bin/true over stdio (median, p90 over N calls)
+//  - create -> execute -> destroy cycles per second over one stdio session, cold (no pool)
+//    and with a warm pool (pool_set host, POOL entries, filled before the run)
+//  - the same cycles over HTTP_CLIENTS concurrent Streamable HTTP sessions (`sbx serve`,
+//    URL and TOKEN given), with the pool
+// Usage: node bench/mcp_bench.mjs SBX_BIN [N] [SECONDS] [POOL] [URL TOKEN_FILE HTTP_CLIENTS]
 import { createRequire } from 'node:module';
+import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,21 +14,64 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, '../tests/mcp/package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
+const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
 
-const [sbx, nArg, secArg] = process.argv.slice(2);
+const [sbx, nArg, secArg, poolArg, url, tokenFile, httpArg] = process.argv.slice(2);
 const N = Number(nArg || 300);
 const SECONDS = Number(secArg || 10);
-const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env: process.env, stderr: 'inherit' });
-const client = new Client({ name: 'sbx-bench', version: '1' });
-await client.connect(transport);
-const call = async (name, args) => {
+const POOL = Number(poolArg || 64);
+const HTTP_CLIENTS = Number(httpArg || 4);
+const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
+const p90 = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length * 0.9)];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function stdioClient() {
+	const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env: process.env, stderr: 'inherit' });
+	const client = new Client({ name: 'sbx-bench', version: '1' });
+	await client.connect(transport);
+	return client;
+}
+async function httpClient() {
+	const token = fs.readFileSync(tokenFile, 'utf8').trim();
+	const transport = new StreamableHTTPClientTransport(new URL(url), {
+		requestInit: { headers: { Authorization: `Bearer ${token}` } },
+	});
+	const client = new Client({ name: 'sbx-bench-http', version: '1' });
+	await client.connect(transport);
+	return client;
+}
+const caller = (client) => async (name, args) => {
 	const r = await client.callTool({ name, arguments: args });
 	if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.structuredContent)}`);
 	return r.structuredContent;
 };
-const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
-const p90 = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length * 0.9)];
+async function fillPool(call, size) {
+	await call('pool_set', { source: 'host', size });
+	for (let i = 0; i < 6000; i++) {
+		const { pools } = await call('pool_list', {});
+		if (pools.reduce((n, p) => n + p.ready, 0) >= size) return;
+		await sleep(50);
+	}
+	throw new Error('the pool did not fill');
+}
+// Cycles for SECONDS on each of calls (concurrently); returns [cycles/s, from_pool count, cycles].
+async function cycles(calls) {
+	let n = 0, fromPool = 0;
+	const start = Date.now();
+	await Promise.all(calls.map(async (call) => {
+		while (Date.now() - start < SECONDS * 1000) {
+			const c = await call('environment_create', {});
+			await call('environment_execute', { environment_id: c.environment_id, argv: ['/bin/true'] });
+			await call('environment_destroy', { environment_id: c.environment_id });
+			n++;
+			fromPool += c.from_pool ? 1 : 0;
+		}
+	}));
+	return [n / ((Date.now() - start) / 1000), fromPool, n];
+}
 
+const client = await stdioClient();
+const call = caller(client);
 const { environment_id: id } = await call('environment_create', {});
 const rtt = [];
 for (let i = 0; i < N + 20; i++) {
@@ -35,14 +82,18 @@ for (let i = 0; i < N + 20; i++) {
 }
 await call('environment_destroy', { environment_id: id });
 
-let cycles = 0;
-const start = Date.now();
-while (Date.now() - start < SECONDS * 1000) {
-	const { environment_id } = await call('environment_create', {});
-	await call('environment_execute', { environment_id, argv: ['/bin/true'] });
-	await call('environment_destroy', { environment_id });
-	cycles++;
+const [cold] = await cycles([call]);
+await fillPool(call, POOL);
+const [pooled, pooledFrom, pooledN] = await cycles([call]);
+const out = { execute_median_ms: median(rtt), execute_p90_ms: p90(rtt), calls: N, seconds: SECONDS, pool: POOL,
+	cycles_per_second: cold, pool_cycles_per_second: pooled, pool_from_pool: pooledFrom, pool_cycles: pooledN };
+if (url) {
+	await fillPool(call, POOL);
+	const clients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, httpClient));
+	const [rate, from, n] = await cycles(clients.map(caller));
+	Object.assign(out, { http_clients: HTTP_CLIENTS, http_pool_cycles_per_second: rate, http_from_pool: from, http_cycles: n });
+	await Promise.all(clients.map((c) => c.close()));
 }
-const rate = cycles / ((Date.now() - start) / 1000);
-console.log(JSON.stringify({ execute_median_ms: median(rtt), execute_p90_ms: p90(rtt), calls: N, cycles, cycles_per_second: rate }));
+await call('pool_set', { source: 'host', size: 0, remove: true });
+console.log(JSON.stringify(out));
 await client.close();

@@ -407,7 +407,8 @@ static void tty_restore(void)
 }
 
 /* Runs o->cmd in env `id` and turns the result into an exit status. */
-static int do_exec(cli *c, const char *id, opts *o)
+/* extra: fields added to the --json result (sbx run's create), or NULL. */
+static int do_exec(cli *c, const char *id, opts *o, json_t *extra)
 {
 	sbx_exec_opts *x = &o->exec;
 	x->argv = (const char *const *)o->cmd;
@@ -458,7 +459,10 @@ static int do_exec(cli *c, const char *id, opts *o)
 	}
 	int status = res.exit_code >= 0 ? res.exit_code : 128 + res.signal;
 	if (c->json) {
-		cli_print_json(sbx_exec_result_json(&res));
+		json_t *j = sbx_exec_result_json(&res);
+		if (j && extra)
+			json_object_update(j, extra);
+		cli_print_json(j);
 	} else {
 		if (res.timed_out)
 			fprintf(stderr, "sbx: exec: command timed out after %lld ms and was killed\n",
@@ -496,7 +500,7 @@ int cmd_exec(cli *c, int argc, char **argv)
 		o.exec.timeout_ms = o.have_timeout ? o.timeout : 0;
 		r = cli_exec_detach(c, o.id, &o.exec, o.interactive);
 	} else
-		r = do_exec(c, o.id, &o);
+		r = do_exec(c, o.id, &o, NULL);
 out:
 	opts_free(&o);
 	return r;
@@ -520,16 +524,22 @@ int cmd_run(cli *c, int argc, char **argv)
 	char *id = NULL;
 	json_t *w = NULL;
 	sbx_err *e = NULL;
+	double t0 = now_ms();
 	if (sbx_env_create(c->ctx, &o.create, &id, &w, &e) < 0) {
 		r = cli_fail("run", e);
 		goto out;
 	}
+	double t1 = now_ms();
+	json_t *extra = c->json ? json_pack("{s:f,s:b}", "create_ms", t1 - t0, "from_pool",
+					    sbx_env_from_pool(c->ctx, id)) /* docs/warm.md */
+				: NULL;
 	if (!c->json)
 		print_warnings(w);
 	json_decref(w);
 	size_t saved_envs = o.n_envs;
 	o.n_envs = 0; /* already in the environment */
-	r = do_exec(c, id, &o);
+	r = do_exec(c, id, &o, extra);
+	json_decref(extra);
 	o.n_envs = saved_envs;
 	if (sbx_env_remove(c->ctx, id, &e) < 0) {
 		cli_fail("run: remove environment", e);

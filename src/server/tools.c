@@ -21,6 +21,7 @@
 
 #include "api/secrets.h"
 #include "runtime/user.h"
+#include "server/reaper.h"
 #include "util/dsse.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -296,8 +297,12 @@ static int resolve_env(tool_call *c, char **ret_id, sbx_err **err)
 {
 	const char *ref = json_str(c->args, "environment_id");
 	sbx_err *e = NULL;
-	if (sbx_env_resolve(c->ctx, ref, ret_id, &e) >= 0)
-		return 0;
+	if (sbx_env_resolve(c->ctx, ref, ret_id, &e) >= 0) {
+		if (!reaper_pending(*ret_id)) /* destroyed, torn down in the background */
+			return 0;
+		free(TAKE_PTR(*ret_id));
+		err_set(&e, SBX_E_NOT_FOUND, ENOENT, "destroyed");
+	}
 	if (sbx_err_code(e) == SBX_E_NOT_FOUND) {
 		sbx_err_free(e);
 		return err_set(
@@ -641,7 +646,9 @@ static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
 	_cleanup_free_ char *id = NULL;
 	if (resolve_env(c, &id, err) < 0)
 		return -1;
-	if (sbx_env_remove(c->ctx, id, err) < 0)
+	/* Answered at once, torn down in the background (server/reaper.h);
+	 * inline when the reaper's queue is full. */
+	if (reaper_submit(c->ctx, id) < 0 && sbx_env_remove(c->ctx, id, err) < 0)
 		return -1;
 	*ret = json_pack("{s:b,s:s}", "destroyed", 1, "environment_id", id);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -649,7 +656,13 @@ static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
 
 static int t_list(tool_call *c, json_t **ret, sbx_err **err)
 {
-	return sbx_env_list(c->ctx, ret, err);
+	if (sbx_env_list(c->ctx, ret, err) < 0)
+		return -1;
+	json_t *a = json_object_get(*ret, "environments"); /* without those being torn down */
+	for (size_t i = json_array_size(a); i-- > 0;)
+		if (reaper_pending(json_str(json_array_get(a, i), "environment_id") ?: ""))
+			json_array_remove(a, i);
+	return 0;
 }
 
 static int t_read_file(tool_call *c, json_t **ret, sbx_err **err)

@@ -44,6 +44,7 @@
 
 #include "server/jsonrpc.h"
 #include "server/mcp.h"
+#include "server/reaper.h"
 #include "server/tools.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -1341,6 +1342,8 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 		req_cancel_locked(a);
 	pthread_mutex_unlock(&hs.lock);
 	MHD_stop_daemon(d); /* closes the listening socket too */
+	/* Destroys answered but still being torn down. */
+	reaper_drain();
 
 	for (size_t i = 0; i < ARRAY_SIZE(stop_signals); i++)
 		sigaction(stop_signals[i], &old[i], NULL);

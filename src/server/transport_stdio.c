@@ -16,6 +16,7 @@
 
 #include "server/jsonrpc.h"
 #include "server/mcp.h"
+#include "server/reaper.h"
 #include "util/err.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -166,6 +167,7 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 		mcp_server_cancel_all(s);
 	mcp_server_wait(s);
 	mcp_server_free(s);
+	reaper_drain(); /* destroys answered but still being torn down */
 	pthread_mutex_destroy(&out.lock);
 	for (size_t i = 0; i < ARRAY_SIZE(stop_signals); i++)
 		sigaction(stop_signals[i], &old[i], NULL);

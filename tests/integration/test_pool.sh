@@ -130,3 +130,44 @@ PY
 )
 	assert_eq "$out" "True ok 0 True"
 }
+
+# sbx run --json says whether the environment came from a pool and how long
+# the create took (API.md: from_pool, create_ms), cold or pooled.
+t_pool_run_json_reports_from_pool() {
+	out=$(sbx run --json -- echo hi | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["from_pool"], j["create_ms"] >= 0, j["stdout"].strip())')
+	assert_eq "$out" "False True hi"
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	out=$(sbx run --json -- echo hi | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["from_pool"], j["create_ms"] >= 0, j["stdout"].strip())')
+	assert_eq "$out" "True True hi"
+	sbx pool rm host > /dev/null
+}
+
+# A refiller that lingers after filling (watching for takes) ends when its
+# pool is removed: sbx pool rm, which waits for it, does not wait out the
+# linger.
+t_pool_rm_ends_a_lingering_refiller() {
+	SBX_POOL_LINGER_MS=600000 sbx pool set host --size 1 > /dev/null
+	ready host 1
+	id=$(SBX_POOL_LINGER_MS=600000 sbx create)
+	ready host 1
+	timeout 20 "$SBX_BIN" pool rm host > /dev/null || fail "sbx pool rm waited for the lingering refiller"
+	sbx rm "$id"
+	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
+}
+
+# A taker that dies after winning an entry (before the entry is handed out)
+# leaves nothing that sbx gc does not clean, while the pool still exists.
+t_pool_crashed_taker_is_cleaned_by_gc() {
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	id=$(ls "$SBX_ROOT"/pools/*.d/)
+	rc=0
+	SBX_POOL_FAULT=claimed "$SBX_BIN" create > /dev/null 2>&1 || rc=$?
+	assert_eq "$rc" "70" "the taker did not die where the test wanted"
+	ready host 1 # the refiller replaced it
+	SBX_POOL_CLAIM_STALE_S=0 sbx gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc left the entry a dead taker had claimed"
+	[ ! -e "$SBX_RUN/$id" ] || fail "gc left its run dir"
+	sbx pool rm host > /dev/null
+}

@@ -1,0 +1,41 @@
+# environment_destroy answers at once and tears the environment down in the
+# background (src/server/reaper.h): the server treats it as gone from the
+# answer on, and nothing is left once the server has ended.
+
+mcp_py() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$SBX_BIN" "$@"
+}
+
+t_mcp_destroy_is_gone_at_once_and_leaves_nothing() {
+	out=$(mcp_py <<'PY'
+import sys
+from mcp_client import Client
+cl = Client(sys.argv[1])
+call = cl.call
+ids = [call("environment_create", {})[1]["environment_id"] for _ in range(4)]
+keep = call("environment_create", {})[1]["environment_id"]
+print("destroyed", all(call("environment_destroy", {"environment_id": i}) == (False, {"destroyed": True, "environment_id": i}) for i in ids))
+listed = {e["environment_id"] for e in call("environment_list", {})[1]["environments"]}
+print("listed", sorted(listed & set(ids)), keep in listed)
+bad, r = call("environment_execute", {"environment_id": ids[0], "command": "true"})
+print("execute", bad, r["error"]["code"])
+bad, r = call("environment_destroy", {"environment_id": ids[1]})
+print("again", bad, r["error"]["code"])
+print("kept", call("environment_execute", {"environment_id": keep, "command": "echo ok"})[1]["stdout"].strip())
+call("environment_destroy", {"environment_id": keep})
+cl.p.stdin.close()
+print("exit", cl.p.wait())
+PY
+)
+	assert_eq "$out" "destroyed True
+listed [] True
+execute True not_found
+again True not_found
+kept ok
+exit 0"
+	# The server drained its queue before exiting.
+	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
+	[ -z "$(ls "$SBX_RUN" 2> /dev/null | grep -E '^[0-9a-f]{12}$')" ] || fail "run dirs left: $(ls "$SBX_RUN")"
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "0"
+}
