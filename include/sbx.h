@@ -392,6 +392,13 @@ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t 
 int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* A template name (or oci:DIR[:TAG], imported first) -> its snapshot digest. */
 int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_err **err);
+/* The command a one-shot run executes in environment `ref`: argv (NULL or
+ * empty: none given) with the image's ENTRYPOINT and CMD, as `docker run`
+ * does (docs/build.md "Image config"): ENTRYPOINT + (argv, else CMD).
+ * invalid_argument if that leaves nothing to run. *ret_argv: NULL-terminated,
+ * free each string and the array. */
+int sbx_env_image_command(sbx_ctx *ctx, const char *ref, const char *const *argv, char ***ret_argv,
+			  sbx_err **err);
 
 /* ---- policies ----------------------------------------------------------- */
 
