@@ -524,6 +524,11 @@ int sbx_ctx_set_attest_key(sbx_ctx *ctx, const char *path, sbx_err **err);
  * with errno EPERM (ENOENT if it does not exist). */
 int sbx_ctx_allow_host_dir(sbx_ctx *ctx, const char *dir, sbx_err **err);
 char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path);
+/* The same for a destination that may not exist yet (MCP snapshot_export's
+ * path): an existing path as above; a new one must be a plain name (not
+ * "." or "..") in a directory that resolves beneath an allowed one, and is
+ * returned as that directory's real path + the name. */
+char *sbx_ctx_host_dest_allowed(const sbx_ctx *ctx, const char *path);
 
 #define SBX_VERIFY_OPTS_VERSION 1
 typedef struct sbx_verify_opts {
