@@ -854,7 +854,8 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 /* A fork or an image template starts with its snapshot's variables (the
  * image's Env, or the environment's), the create's --env over them
  * (build/image_config.h). *ret_env holds the merged array (strings borrowed). */
-static int snapshot_default_env(sbx_create_opts *co, const store_snapshot *snap, char ***ret_env, sbx_err **err)
+static int snapshot_default_env(sbx_create_opts *co, const store_snapshot *snap, char ***ret_env,
+				sbx_err **err)
 {
 	const image_layer img = {.env = (const char *const *)snap->env}, cre = {.env = co->env};
 	image_merged m;

@@ -248,8 +248,9 @@ int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_
 	_cleanup_free_ char *cfg = NULL, *man = NULL, *old = NULL, *idx = NULL;
 	oci_descriptor cd = {.media_type = OCI_MT_CONFIG}, md = {.media_type = OCI_MT_MANIFEST};
 	/* ...its user, and the image config (CMD, ENTRYPOINT, WORKDIR, EXPOSE, LABEL) it carries. */
-	if (r == 0 && !(cfg = oci_config_build_image(oci_host_arch(), env, snap->cwd, snap->user, snap->config,
-						     (const char *const *)layers, snap->created_at)))
+	if (r == 0 &&
+	    !(cfg = oci_config_build_image(oci_host_arch(), env, snap->cwd, snap->user, snap->config,
+					   (const char *const *)layers, snap->created_at)))
 		r = err_errnum(err, ENOMEM, "export");
 	if (r == 0 && (r = oci_blob_write(&l, cfg, strlen(cfg), cd.digest, err)) == 0) {
 		cd.size = (int64_t)strlen(cfg);

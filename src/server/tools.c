@@ -1003,11 +1003,10 @@ static const char snapshot_import_in[] =
     "{'type':'object','additionalProperties':false,'required':['path'],'properties':{"
     "'path':{'type':'string','minLength':1,'description':'An OCI image layout directory (docker, podman, "
     "skopeo, umoci or sbx export write them) in or beneath a host directory the operator allowed (sbx "
-    "mcp/serve --allow-host-dir DIR).'}," OCI_TAG_PROP(
-	"The image to take from the layout (default its only one, or latest).") ","
+    "mcp/serve --allow-host-dir DIR).'},"
     "'name':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,118}$','description':'The template name "
     "(environment_create template: NAME; default the tag, else the directory name); replaced if it "
-    "exists.'}}}";
+    "exists.'}," OCI_TAG_PROP("The image to take from the layout (default its only one, or latest).") "}}";
 static const char snapshot_import_out[] =
     OUTPUT("'snapshot_id':{'type':'string'},'name':{'type':'string'},'ref':{'type':'string'},'layers':{"
 	   "'type':'array','items':{'type':'string'}},'diff_ids':{'type':'array','items':{'type':'string'}},"

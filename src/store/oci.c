@@ -376,8 +376,8 @@ int oci_config_parse(const char *json, size_t len, oci_config **ret, sbx_err **e
 			if (v && !json_is_null(v))
 				json_object_set(img, keep[i], v);
 		}
-		if (!img || (json_object_size(img) &&
-			     !(c->image = json_dumps(img, JSON_COMPACT | JSON_SORT_KEYS))))
+		if (!img ||
+		    (json_object_size(img) && !(c->image = json_dumps(img, JSON_COMPACT | JSON_SORT_KEYS))))
 			return err_errnum(err, ENOMEM, "image config");
 	}
 	if (env && !json_is_null(env)) {

@@ -60,9 +60,9 @@ typedef struct oci_manifest {
 
 typedef struct oci_config {
 	char *arch, *os;
-	char **env;	 /* "K=V", NULL-terminated (never NULL) */
-	char *cwd;	 /* WorkingDir or NULL */
-	char *user;	 /* User or NULL */
+	char **env; /* "K=V", NULL-terminated (never NULL) */
+	char *cwd;  /* WorkingDir or NULL */
+	char *user; /* User or NULL */
 	/* "Cmd", "Entrypoint", "WorkingDir", "ExposedPorts", "Labels" of the
 	 * config (those present) as compact JSON with sorted keys, or NULL if
 	 * none; their types are checked where it is recorded (build/image_config.h). */

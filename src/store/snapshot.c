@@ -284,9 +284,10 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 		return BAD("not JSON: %s (line %d)", je.text, je.line);
 	if (!json_is_object(o))
 		return BAD("not a JSON object");
-	static const char *const known[] = {
-	    "schema", "snapshot_id", "parent",	 "layers", "base_template", "env",	  "cwd",
-	    "user",   "os_release",  "packages", "labels", "created_at",    "size_bytes", "base_identity", "config"};
+	static const char *const known[] = {"schema",	     "snapshot_id",   "parent", "layers",
+					    "base_template", "env",	      "cwd",	"user",
+					    "os_release",    "packages",      "labels", "created_at",
+					    "size_bytes",    "base_identity", "config"};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)
