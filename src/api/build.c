@@ -11,10 +11,11 @@
  *
  * The live environment a miss runs in is created lazily from the current
  * snapshot and kept while steps keep missing; a hit makes it stale. At the
- * end a manifest with the configuration (env, cwd, user) over the last
- * snapshot's layers becomes the template; CMD, ENTRYPOINT, EXPOSE and LABEL
- * are kept in the build record <root>/builds/<hex>.json (the snapshot schema
- * has no fields for them). Nothing is tagged unless every step succeeded. */
+ * end a manifest with the configuration (env, cwd, user, and the image
+ * config: CMD, ENTRYPOINT, WORKDIR, EXPOSE, LABEL over the base's, see
+ * build/image_config.h) over the last snapshot's layers becomes the
+ * template; the build record <root>/builds/<hex>.json keeps the result's
+ * config too (with SHELL). Nothing is tagged unless every step succeeded. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1018,7 +1019,7 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 	    b.expose, "labels", b.labels, "shell", b.shell);
 	if (!config)
 		return err_oom(err);
-	/* The build record (CMD, ENTRYPOINT, EXPOSE, LABEL have no place in the snapshot schema). */
+	/* The build record: the result's config as built (SHELL too, which no image config holds). */
 	_cleanup_free_ char *rdir = NULL, *rpath = NULL, *rtext = NULL;
 	if (asprintf(&rdir, "%s/builds", ctx->root) < 0 ||
 	    asprintf(&rpath, "%s/%s.json", rdir, store_digest_hex(tid)) < 0)
