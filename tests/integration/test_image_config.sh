@@ -201,3 +201,15 @@ DF
 	out=$(sbx run --template child 2>&1) || true
 	assert_eq "$out" "" "ENTRYPOINT cat with no CMD reads empty stdin"
 }
+
+t_image_rootless_run_template() {
+	is_root || skip_ok "not root: cannot switch to sbxtest"
+	id sbxtest > /dev/null 2>&1 || skip "SKIP: no user sbxtest"
+	mkdir -p "$TMPDIR_TEST/rl/ctx"
+	printf 'FROM host\nWORKDIR /app\nENV FOO=bar\nCMD ["sh", "-c", "pwd; echo $FOO"]\n' > "$TMPDIR_TEST/rl/ctx/Dockerfile"
+	chmod -R a+rwX "$TMPDIR_TEST/rl"
+	out=$(as_user env SBX_ROOT="$TMPDIR_TEST/rl/root" SBX_RUN="$TMPDIR_TEST/rl/run" sh -c \
+		'"$SBX_BIN" build -t b "'"$TMPDIR_TEST"'/rl/ctx" > /dev/null 2>&1 && "$SBX_BIN" run --template b 2> /dev/null')
+	assert_eq "$out" "/app
+bar" "rootless: a one-shot run of a built template runs its CMD in its WORKDIR"
+}
