@@ -609,127 +609,40 @@ int dockerignore_parse(const char *text, size_t len, char ***ret, sbx_err **err)
 	return 0;
 }
 
-/* Pattern matching as Docker's (moby/patternmatcher, which compiles a
- * pattern to a regular expression): `*` any run of characters but '/', `?`
- * one of them, `[...]` a class (of one of them), `**` any run at all, `**` +
- * '/' nothing or any run ending in '/', '\\' escapes. Matched by dynamic
- * programming over (token, position), two rows of the path's length: time
- * O(tokens x path), never the backtracking that made `*****...` exponential. */
-enum { PT_LIT, PT_ONE, PT_CLASS, PT_STAR, PT_DSTAR, PT_DSTAR_SLASH };
-
-typedef struct pat_tok {
-	int kind;
-	char c;		 /* PT_LIT */
-	const char *cls; /* PT_CLASS: "[...]" in the pattern */
-	size_t cls_len;
-} pat_tok;
-
-static size_t pat_tokens(const char *pat, pat_tok *t)
-{
-	size_t n = 0;
-	for (const char *p = pat; *p;) {
-		if (p[0] == '*' && p[1] == '*') {
-			while (*p == '*')
-				p++;
-			bool slash = *p == '/';
-			if (slash)
-				p++;
-			/* Consecutive `**` say nothing more than one. */
-			int k = slash ? PT_DSTAR_SLASH : PT_DSTAR;
-			if (!(n && (t[n - 1].kind == PT_DSTAR || t[n - 1].kind == PT_DSTAR_SLASH) &&
-			      (t[n - 1].kind == k || k == PT_DSTAR_SLASH)))
-				t[n++] = (pat_tok){.kind = k};
-			else if (t[n - 1].kind == PT_DSTAR_SLASH && k == PT_DSTAR)
-				t[n - 1].kind = PT_DSTAR;
-			continue;
-		}
-		if (*p == '*') {
-			if (!n || t[n - 1].kind != PT_STAR)
-				t[n++] = (pat_tok){.kind = PT_STAR};
-			p++;
-		} else if (*p == '?') {
-			t[n++] = (pat_tok){.kind = PT_ONE};
-			p++;
-		} else if (*p == '[') {
-			const char *q = p + 1;
-			if (*q == '!' || *q == '^')
-				q++;
-			if (*q == ']')
-				q++;
-			while (*q && *q != ']')
-				q += q[0] == '\\' && q[1] ? 2 : 1;
-			if (*q == ']') {
-				t[n++] =
-				    (pat_tok){.kind = PT_CLASS, .cls = p, .cls_len = (size_t)(q + 1 - p)};
-				p = q + 1;
-			} else {
-				t[n++] = (pat_tok){.kind = PT_LIT, .c = '['};
-				p++;
-			}
-		} else if (*p == '\\' && p[1]) {
-			t[n++] = (pat_tok){.kind = PT_LIT, .c = p[1]};
-			p += 2;
-		} else {
-			t[n++] = (pat_tok){.kind = PT_LIT, .c = *p++};
-		}
-	}
-	return n;
-}
-
-static bool class_match(const pat_tok *t, char c)
-{
-	char cls[512], one[2] = {c, 0};
-	if (t->cls_len >= sizeof cls)
-		return false;
-	memcpy(cls, t->cls, t->cls_len);
-	cls[t->cls_len] = 0;
-	return fnmatch(cls, one, 0) == 0;
-}
-
+/* fnmatch with `**` matching any number of path components. */
 static bool pat_match(const char *pat, const char *path)
 {
-	size_t pl = strlen(pat), n = strlen(path);
-	_cleanup_free_ pat_tok *t = calloc(pl + 1, sizeof(pat_tok));
-	_cleanup_free_ bool *next = calloc(n + 2, sizeof(bool)), *cur = calloc(n + 2, sizeof(bool));
-	if (!t || !next || !cur)
+	const char *dd = strstr(pat, "**");
+	if (!dd)
+		return fnmatch(pat, path, FNM_PATHNAME) == 0;
+	/* PREFIX, then any directories, then REST: try every split. */
+	size_t pl = (size_t)(dd - pat);
+	_cleanup_free_ char *prefix = strndup(pat, pl);
+	if (!prefix)
 		return false;
-	size_t nt = pat_tokens(pat, t);
-	/* next[j]: tokens i+1.. match path[j..]; cur[j]: tokens i.. do. */
-	next[n] = true;
-	for (size_t i = nt; i-- > 0;) {
-		const pat_tok *k = &t[i];
-		bool any = false; /* PT_DSTAR_SLASH: some '/' at or after j ends a match */
-		cur[n] =
-		    k->kind == PT_STAR || k->kind == PT_DSTAR || k->kind == PT_DSTAR_SLASH ? next[n] : false;
-		for (size_t j = n; j-- > 0;) {
-			char c = path[j];
-			switch (k->kind) {
-			case PT_LIT:
-				cur[j] = c == k->c && next[j + 1];
-				break;
-			case PT_ONE:
-				cur[j] = c != '/' && next[j + 1];
-				break;
-			case PT_CLASS:
-				cur[j] = c != '/' && next[j + 1] && class_match(k, c);
-				break;
-			case PT_STAR:
-				cur[j] = next[j] || (c != '/' && cur[j + 1]);
-				break;
-			case PT_DSTAR:
-				cur[j] = next[j] || cur[j + 1];
-				break;
-			default: /* PT_DSTAR_SLASH */
-				any = any || (c == '/' && next[j + 1]);
-				cur[j] = next[j] || any;
-				break;
+	const char *rest = dd + 2;
+	if (*rest == '/')
+		rest++;
+	/* prefix must match a leading part of path ending at a component boundary (or be empty). */
+	for (const char *s = path;; s++) {
+		if (s == path || s[-1] == '/') {
+			_cleanup_free_ char *head = strndup(path, (size_t)(s - path));
+			bool hm = head && (pl == 0 ? s == path : fnmatch(prefix, head, FNM_PATHNAME) == 0);
+			if (hm) {
+				if (!*rest)
+					return true;
+				for (const char *t = s;; t++) {
+					if ((t == s || t[-1] == '/') && pat_match(rest, t))
+						return true;
+					if (!*t)
+						break;
+				}
 			}
 		}
-		bool *sw = next;
-		next = cur;
-		cur = sw;
+		if (!*s)
+			break;
 	}
-	return next[0];
+	return false;
 }
 
 bool dockerignore_excluded(const char *const *patterns, const char *path)

@@ -83,13 +83,10 @@ int dockerfile_pairs(const char *s, bool legacy, char escape, char ***ret, sbx_e
  * at least two, the last the destination. */
 int dockerfile_words(const char *s, char escape, char ***ret, sbx_err **err);
 
-/* .dockerignore: patterns one a line (`#` comments, `!` exceptions, leading
- * `/` and `./` dropped), matched as Docker matches them: `*` any run of
- * characters but '/', `?` one, `[...]` a class, `**` any run (across '/'),
- * `**` + '/' none or any number of directories, '\' escapes; in time linear
- * in pattern x path. True if `path` (relative to the context, no leading
- * slash) is excluded: the last pattern matching it or one of its parent
- * directories decides. */
+/* .dockerignore: patterns one a line (`#` comments, `!` exceptions, `**`
+ * any number of directories, leading `/` and `./` dropped). True if `path`
+ * (relative to the context, no leading slash) is excluded: the last pattern
+ * matching it or one of its parent directories decides. */
 bool dockerignore_excluded(const char *const *patterns, const char *path);
 /* Parses a .dockerignore's text into patterns (NULL-terminated). */
 int dockerignore_parse(const char *text, size_t len, char ***ret, sbx_err **err);
