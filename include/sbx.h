@@ -403,6 +403,13 @@ int sbx_template_add(sbx_ctx *ctx, const char *name, const char *source, json_t 
 int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* A template name (or oci:DIR[:TAG], imported first) -> its snapshot digest. */
 int sbx_template_resolve(sbx_ctx *ctx, const char *spec, char **ret_digest, sbx_err **err);
+/* The command a one-shot run executes in environment `ref`: argv (NULL or
+ * empty: none given) with the image's ENTRYPOINT and CMD, as `docker run`
+ * does (docs/build.md "Image config"): ENTRYPOINT + (argv, else CMD).
+ * invalid_argument if that leaves nothing to run. *ret_argv: NULL-terminated,
+ * free each string and the array. */
+int sbx_env_image_command(sbx_ctx *ctx, const char *ref, const char *const *argv, char ***ret_argv,
+			  sbx_err **err);
 
 /* ---- policies ----------------------------------------------------------- */
 
@@ -530,6 +537,11 @@ int sbx_ctx_set_attest_key(sbx_ctx *ctx, const char *path, sbx_err **err);
  * with errno EPERM (ENOENT if it does not exist). */
 int sbx_ctx_allow_host_dir(sbx_ctx *ctx, const char *dir, sbx_err **err);
 char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path);
+/* The same for a destination that may not exist yet (MCP snapshot_export's
+ * path): an existing path as above; a new one must be a plain name (not
+ * "." or "..") in a directory that resolves beneath an allowed one, and is
+ * returned as that directory's real path + the name. */
+char *sbx_ctx_host_dest_allowed(const sbx_ctx *ctx, const char *path);
 
 #define SBX_VERIFY_OPTS_VERSION 1
 typedef struct sbx_verify_opts {

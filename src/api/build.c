@@ -11,10 +11,11 @@
  *
  * The live environment a miss runs in is created lazily from the current
  * snapshot and kept while steps keep missing; a hit makes it stale. At the
- * end a manifest with the configuration (env, cwd, user) over the last
- * snapshot's layers becomes the template; CMD, ENTRYPOINT, EXPOSE and LABEL
- * are kept in the build record <root>/builds/<hex>.json (the snapshot schema
- * has no fields for them). Nothing is tagged unless every step succeeded. */
+ * end a manifest with the configuration (env, cwd, user, and the image
+ * config: CMD, ENTRYPOINT, WORKDIR, EXPOSE, LABEL over the base's, see
+ * build/image_config.h) over the last snapshot's layers becomes the
+ * template; the build record <root>/builds/<hex>.json keeps the result's
+ * config too (with SHELL). Nothing is tagged unless every step succeeded. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +33,7 @@
 
 #include "api/api.h"
 #include "build/dockerfile.h"
+#include "build/image_config.h"
 #include "store/digest.h"
 #include "store/snapshot.h"
 #include "store/tarw.h"
@@ -595,6 +597,15 @@ static int from_step(build *b, const dockerfile_instr *in, const char *arg, sbx_
 		}
 		strcpy(b->cur, digest);
 		snprintf(base, sizeof base, "%s", digest);
+		/* The base image's WORKDIR is where RUN and a relative COPY start
+		 * (its ENV and USER come with the environment made from it). */
+		_cleanup_snapshot_ store_snapshot *bs = NULL;
+		if (store_snapshot_read(b->ctx->root, digest, &bs, err) < 0)
+			return err_wrap(err, "%s:%u: FROM %s", b->name, in->line, spec);
+		_cleanup_(json_decrefp) json_t *bc = bs->config ? json_loads(bs->config, 0, NULL) : NULL;
+		const char *wd = image_config_workdir(bc);
+		if (wd && !(b->workdir = strdup(wd)))
+			return err_oom(err);
 	}
 	return key_next(b, "FROM", base, err);
 }
@@ -902,8 +913,42 @@ static int final_manifest(build *b, char ret[STORE_DIGEST_SIZE], sbx_err **err)
 	time_t now = time(NULL);
 	struct tm tm;
 	strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &tm));
+	/* CMD, ENTRYPOINT, WORKDIR, EXPOSE, LABEL: the manifest's image config
+	 * (build/image_config.h), which exec, run and export apply; over the
+	 * base's, as Docker inherits it (an ENTRYPOINT resets an inherited CMD). */
+	_cleanup_(json_decrefp) json_t *ic = s->config ? json_loads(s->config, 0, NULL) : json_object();
+	if (!json_is_object(ic))
+		return err_oom(err);
+	if (b->entrypoint) {
+		json_object_set(ic, "Entrypoint", b->entrypoint);
+		if (!b->cmd)
+			json_object_del(ic, "Cmd");
+	}
+	if (b->cmd)
+		json_object_set(ic, "Cmd", b->cmd);
+	if (b->workdir)
+		json_object_set_new(ic, "WorkingDir", json_string(b->workdir));
+	const char *sub[] = {"ExposedPorts", "Labels"};
+	for (size_t k = 0; k < ARRAY_SIZE(sub); k++)
+		if (!json_is_object(json_object_get(ic, sub[k])))
+			json_object_set_new(ic, sub[k], json_object());
+	size_t i;
+	json_t *p;
+	json_array_foreach(b->expose, i, p)
+	{
+		_cleanup_free_ char *port = NULL;
+		const char *ps = json_string_value(p);
+		if (asprintf(&port, "%s%s", ps, strchr(ps, '/') ? "" : "/tcp") < 0)
+			return err_oom(err);
+		json_object_set_new(json_object_get(ic, "ExposedPorts"), port, json_object());
+	}
+	json_object_update(json_object_get(ic, "Labels"), b->labels);
+	_cleanup_free_ char *ictext = NULL;
+	if (image_config_text(ic, &ictext, err) < 0)
+		return err_wrap(err, "image config");
 	static char *empty[] = {NULL};
 	store_snapshot m = *s;
+	m.config = ictext;
 	m.parent = *b->cur ? b->cur : ret;
 	m.env = env;
 	m.cwd = b->workdir ? b->workdir : s->cwd;
@@ -974,7 +1019,7 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 	    b.expose, "labels", b.labels, "shell", b.shell);
 	if (!config)
 		return err_oom(err);
-	/* The build record (CMD, ENTRYPOINT, EXPOSE, LABEL have no place in the snapshot schema). */
+	/* The build record: the result's config as built (SHELL too, which no image config holds). */
 	_cleanup_free_ char *rdir = NULL, *rpath = NULL, *rtext = NULL;
 	if (asprintf(&rdir, "%s/builds", ctx->root) < 0 ||
 	    asprintf(&rpath, "%s/%s.json", rdir, store_digest_hex(tid)) < 0)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "build/image_config.h"
 #include "api/secrets.h"
 #include "api/devices.h"
 #include "runtime/devices.h"
@@ -488,9 +489,10 @@ static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 	} else if (setup_template(ctx, c, o->template_spec, err) < 0 || setup_volumes(c, o, err) < 0)
 		return err_ret(err);
 	if (snap) {
-		if (c->degraded || c->ephemeral)
-			return err_set(err, SBX_E_UNAVAILABLE, EPERM,
-				       "snapshots need user namespaces and a persistent writable layer");
+		/* A one-shot run (ephemeral) may start from a snapshot or an image
+		 * template: its writable layer on tmpfs goes over the layers. */
+		if (c->degraded)
+			return err_set(err, SBX_E_UNAVAILABLE, EPERM, "snapshots need user namespaces");
 		if (setup_layers(ctx, c, snap, err) < 0)
 			return -1;
 	}
@@ -610,6 +612,9 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	if (st && snap) {
 		json_object_set_new(st, "snapshot_id", json_string(snap_id));
 		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
+		/* An image's config (WORKDIR, CMD, ...): exec and run apply it (build/image_config.h). */
+		if (snap->config)
+			json_object_set_new(st, "image", json_loads(snap->config, 0, NULL));
 	} else if (st && *base_id) {
 		json_object_set_new(st, "snapshot_id", json_string(base_id));
 		json_object_set_new(st, "layers", json_array());
@@ -818,6 +823,21 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->user = snap->user;
 }
 
+/* A fork or an image template starts with its snapshot's variables (the
+ * image's Env, or the environment's), the create's --env over them
+ * (build/image_config.h). *ret_env holds the merged array (strings borrowed). */
+static int snapshot_default_env(sbx_create_opts *co, const store_snapshot *snap, char ***ret_env,
+				sbx_err **err)
+{
+	const image_layer img = {.env = (const char *const *)snap->env}, cre = {.env = co->env};
+	image_merged m;
+	if (image_merge((const image_layer *const[]){&img, &cre}, 2, &m, err) < 0)
+		return -1;
+	co->env = (const char *const *)m.env;
+	*ret_env = m.env;
+	return 0;
+}
+
 static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *plugins, char **ret_id,
 			   json_t **ret_warnings, sbx_err **err)
 {
@@ -833,19 +853,9 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 			return -1;
 		sbx_create_opts co = *o;
 		co.template_spec = tsnap->base_template ? tsnap->base_template : o->template_spec;
-		size_t ne = 0, no = 0;
-		while (tsnap->env && tsnap->env[ne])
-			ne++;
-		while (o->env && o->env[no])
-			no++;
-		_cleanup_free_ const char **tenv = calloc(ne + no + 1, sizeof(char *));
-		if (!tenv)
-			return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-		for (size_t i = 0; i < ne; i++)
-			tenv[i] = tsnap->env[i];
-		for (size_t i = 0; i < no; i++)
-			tenv[ne + i] = o->env[i];
-		co.env = tenv;
+		_cleanup_free_ char **tenv = NULL;
+		if (snapshot_default_env(&co, tsnap, &tenv, err) < 0)
+			return -1;
 		snapshot_default_user(&co, tsnap);
 		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, plugins, ret_id, ret_warnings, err);
 	}
@@ -863,6 +873,9 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 			       "snapshot %s was taken from template '%s', not '%s'", digest,
 			       snap->base_template, o->template_spec);
 	co.template_spec = snap->base_template;
+	_cleanup_free_ char **fenv = NULL;
+	if (snapshot_default_env(&co, snap, &fenv, err) < 0)
+		return -1;
 	snapshot_default_user(&co, snap);
 	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
 }

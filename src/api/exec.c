@@ -19,6 +19,7 @@
 
 #include "api/api.h"
 #include "runtime/ctl_proto.h"
+#include "build/image_config.h"
 #include "runtime/user.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -263,8 +264,15 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "command or environment is not valid UTF-8");
-	if (o->cwd)
-		json_object_set_new(req, "cwd", json_string(o->cwd));
+	/* No --cwd: the image's WORKDIR, if the environment has one (build/image_config.h). */
+	const image_layer img = {.cwd = image_config_workdir(json_object_get(st, "image"))};
+	const image_layer ex = {.cwd = o->cwd};
+	image_merged dflt = {0};
+	if (image_merge((const image_layer *const[]){&img, &ex}, 2, &dflt, err) < 0)
+		return -1;
+	free(dflt.env);
+	if (dflt.cwd)
+		json_object_set_new(req, "cwd", json_string(dflt.cwd));
 	if (o->version >= 3 && o->user)
 		json_object_set_new(req, "user", json_string(o->user));
 	if (no_resume)

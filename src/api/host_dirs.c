@@ -1,7 +1,10 @@
 /* Host directories an operator allowed a server's clients to name
- * (sbx mcp/serve --allow-host-dir DIR): MCP template_build's context. */
+ * (sbx mcp/serve --allow-host-dir DIR): MCP template_build's context,
+ * snapshot_import's source and snapshot_export's destination. */
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -44,4 +47,34 @@ _public_ char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path)
 	}
 	errno = EPERM;
 	return NULL;
+}
+
+_public_ char *sbx_ctx_host_dest_allowed(const sbx_ctx *ctx, const char *path)
+{
+	struct stat st;
+	if (!path || !*path) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* An existing path (a symlink too): where it really is. */
+	if (lstat(path, &st) == 0)
+		return sbx_ctx_host_dir_allowed(ctx, path);
+	if (errno != ENOENT)
+		return NULL;
+	/* A new one: a plain last name in an allowed (real) parent. */
+	_cleanup_free_ char *d = strdup(path), *b = strdup(path);
+	if (!d || !b)
+		return NULL;
+	const char *name = basename(b);
+	if (!*name || streq(name, ".") || streq(name, "..") || streq(name, "/")) {
+		errno = EPERM;
+		return NULL;
+	}
+	_cleanup_free_ char *parent = sbx_ctx_host_dir_allowed(ctx, dirname(d));
+	if (!parent)
+		return NULL;
+	char *full = NULL;
+	if (asprintf(&full, "%s%s%s", parent, streq(parent, "/") ? "" : "/", name) < 0)
+		return NULL;
+	return full;
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "build/image_config.h"
 #include "runtime/mask.h"
 #include "store/hostbase.h"
 #include "store/layer.h"
@@ -246,8 +247,10 @@ int api_oci_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir, api_
 		env[k++] = snap->env[i];
 	_cleanup_free_ char *cfg = NULL, *man = NULL, *old = NULL, *idx = NULL;
 	oci_descriptor cd = {.media_type = OCI_MT_CONFIG}, md = {.media_type = OCI_MT_MANIFEST};
-	if (r == 0 && !(cfg = oci_config_build(oci_host_arch(), env, snap->cwd, (const char *const *)layers,
-					       snap->created_at)))
+	/* ...its user, and the image config (CMD, ENTRYPOINT, WORKDIR, EXPOSE, LABEL) it carries. */
+	if (r == 0 &&
+	    !(cfg = oci_config_build_image(oci_host_arch(), env, snap->cwd, snap->user, snap->config,
+					   (const char *const *)layers, snap->created_at)))
 		r = err_errnum(err, ENOMEM, "export");
 	if (r == 0 && (r = oci_blob_write(&l, cfg, strlen(cfg), cd.digest, err)) == 0) {
 		cd.size = (int64_t)strlen(cfg);
@@ -395,6 +398,12 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "the image is for linux/%.40s; this host is linux/%s", cfg->arch,
 			       oci_host_arch());
+	/* The image's Cmd, Entrypoint, WorkingDir, ExposedPorts, Labels: its
+	 * manifest's config, applied by exec and run (build/image_config.h). */
+	_cleanup_free_ char *icfg = NULL;
+	_cleanup_json_ json_t *ij = cfg->image ? json_loads(cfg->image, 0, NULL) : NULL;
+	if (image_config_text(ij, &icfg, err) < 0)
+		return -1;
 	_cleanup_strv_free_ char **layers = calloc(m->n_layers + 1, sizeof(char *));
 	_cleanup_free_ bool *existed = calloc(m->n_layers + 1, sizeof(bool));
 	if (!layers || !existed)
@@ -442,7 +451,8 @@ int api_oci_import_image(sbx_ctx *ctx, oci_layout *l, const oci_manifest *m, con
 			    .user = cfg->user && cfg->user[0] ? cfg->user : "root",
 			    .labels = empty,
 			    .created_at = created,
-			    .size_bytes = size};
+			    .size_bytes = size,
+			    .config = icfg};
 	if (store_snapshot_write(ctx->root, &s, ret_sid, err) < 0 ||
 	    store_ref_set(ctx->root, label, ret_sid, err) < 0)
 		return -1;
@@ -554,4 +564,16 @@ _public_ int sbx_template_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	*ret = json_pack("{s:o}", "templates", a);
 	return *ret ? 0 : err_errnum(err, ENOMEM, "template list");
+}
+
+_public_ int sbx_env_image_command(sbx_ctx *ctx, const char *ref, const char *const *argv, char ***ret_argv,
+				   sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	_cleanup_json_ json_t *st = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	if (env_state_read(ctx, id, &st) < 0)
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "environment '%s' has no state", id);
+	return image_command(json_object_get(st, "image"), argv, ret_argv, err);
 }

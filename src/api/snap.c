@@ -268,6 +268,12 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
 	snap.created_at = created;
+	/* The image config the environment was made with goes on (docker commit keeps it). */
+	_cleanup_free_ char *icfg =
+	    json_is_object(json_object_get(st.json, "image"))
+		? json_dumps(json_object_get(st.json, "image"), JSON_COMPACT | JSON_SORT_KEYS)
+		: NULL;
+	snap.config = icfg;
 	/* Size: the sum of the layers' tar sizes, i.e. the parent's (whose layers
 	 * are this stack without its top) plus the new layer's. */
 	uint64_t total = cap.new_layer ? cap.li.size : 0;

@@ -512,7 +512,8 @@ int cmd_run(cli *c, int argc, char **argv)
 	int r = parse("run", argc, argv, F_CREATE | F_EXEC, &o, 0);
 	if (r || (r = cli_open_ctx(c)))
 		goto out;
-	if (o.n_cmd < 1) {
+	/* No command: an image template's (or snapshot's) CMD/ENTRYPOINT, as docker run. */
+	if (o.n_cmd < 1 && !o.create.template_spec && !o.create.snapshot) {
 		r = cli_usage_error("run", "missing command (sbx run [OPTIONS] -- CMD [ARG...])");
 		goto out;
 	}
@@ -536,11 +537,21 @@ int cmd_run(cli *c, int argc, char **argv)
 	if (!c->json)
 		print_warnings(w);
 	json_decref(w);
-	size_t saved_envs = o.n_envs;
-	o.n_envs = 0; /* already in the environment */
-	r = do_exec(c, id, &o, extra);
+	char **run_argv = NULL, **given = o.cmd;
+	if (sbx_env_image_command(c->ctx, id, (const char *const *)o.cmd, &run_argv, &e) < 0) {
+		r = cli_fail("run", e);
+	} else {
+		size_t saved_envs = o.n_envs;
+		o.n_envs = 0; /* already in the environment */
+		o.cmd = run_argv;
+		r = do_exec(c, id, &o, extra);
+		o.cmd = given;
+		o.n_envs = saved_envs;
+		for (char **a = run_argv; *a; a++)
+			free(*a);
+		free(run_argv);
+	}
 	json_decref(extra);
-	o.n_envs = saved_envs;
 	if (sbx_env_remove(c->ctx, id, &e) < 0) {
 		cli_fail("run: remove environment", e);
 		if (r == 0)

@@ -10,8 +10,10 @@
 #include "util/macro.h"
 
 static const cli_cmd commands[] = {
-    {"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] -- CMD [ARG...]",
-     "Create an environment, run one command in it, destroy it. Exits with the command's status."},
+    {"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] [-- CMD [ARG...]]",
+     "Create an environment, run one command in it, destroy it. Exits with the command's status. With "
+     "an image template (--template NAME): its ENTRYPOINT before CMD, and with no CMD given its own CMD, "
+     "as docker run does."},
     {"create", cmd_create, "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
     {"exec", cmd_exec, "sbx exec [EXEC-OPTS] [-d] ID -- CMD [ARG...]",
      "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N). "

@@ -988,6 +988,72 @@ static const char snapshot_pull_out[] = OUTPUT(
     "'seconds':{'type':'number'}",
     "'snapshot_id','label','manifest_digest'");
 
+/* ---- snapshot_export, snapshot_import: OCI layouts in allowed host directories ---- */
+
+static int host_path_refused(const char *what, const char *path, sbx_err **err)
+{
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+		       "%s '%s' is not in a host directory the operator allowed (sbx mcp/serve "
+		       "--allow-host-dir DIR; symlinks and '..' are resolved first)",
+		       what, path ? path : "");
+}
+
+static int t_snapshot_export(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *path = json_str(c->args, "path"), *tag = json_str(c->args, "tag");
+	_cleanup_free_ char *real = sbx_ctx_host_dest_allowed(c->ctx, path), *ref = NULL;
+	if (!real)
+		return host_path_refused("export path", path, err);
+	if (tag && strchr(real, ':'))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "export path '%s': a path with ':' cannot take a tag", real);
+	if (tag && asprintf(&ref, "oci:%s:%s", real, tag) < 0)
+		return err_oom(err);
+	return sbx_snapshot_export(c->ctx, json_str(c->args, "snapshot_id"), ref ? ref : real, ret, err);
+}
+
+static int t_snapshot_import(tool_call *c, json_t **ret, sbx_err **err)
+{
+	const char *path = json_str(c->args, "path"), *tag = json_str(c->args, "tag");
+	_cleanup_free_ char *real = sbx_ctx_host_dir_allowed(c->ctx, path), *ref = NULL;
+	if (!real)
+		return host_path_refused("import path", path, err);
+	if (strchr(real, ':'))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "import path '%s': a path with ':' cannot be named as oci:DIR[:TAG]", real);
+	if (asprintf(&ref, "oci:%s%s%s", real, tag ? ":" : "", tag ? tag : "") < 0)
+		return err_oom(err);
+	return sbx_image_import(c->ctx, ref, json_str(c->args, "name"), ret, err);
+}
+
+#define OCI_TAG_PROP(what)                                                                                   \
+	"'tag':{'type':'string','pattern':'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$','description':'" what "'}"
+static const char snapshot_export_in[] =
+    "{'type':'object','additionalProperties':false,'required':['snapshot_id','path'],'properties':{"
+    "'snapshot_id':{'type':'string','minLength':1,'description':'The snapshot to export: a snapshot_id (or "
+    "unique prefix), a label, or template.NAME for a template.'},"
+    "'path':{'type':'string','minLength':1,'description':'The OCI image layout directory to write (made if "
+    "absent; an existing layout gains the tag): in or beneath a host directory the operator allowed (sbx "
+    "mcp/serve --allow-host-dir DIR).'}," OCI_TAG_PROP("The image tag in the layout (default latest).") "}}";
+static const char snapshot_export_out[] = OUTPUT(
+    "'snapshot_id':{'type':'string'},'oci_dir':{'type':'string'},'tag':{'type':'string'},'manifest_digest':{"
+    "'type':'string'},'config_digest':{'type':'string'},'layers':{'type':'array','items':{'type':'object'}},"
+    "'size_bytes':{'type':'integer'}",
+    "'snapshot_id','oci_dir','tag','manifest_digest'");
+static const char snapshot_import_in[] =
+    "{'type':'object','additionalProperties':false,'required':['path'],'properties':{"
+    "'path':{'type':'string','minLength':1,'description':'An OCI image layout directory (docker, podman, "
+    "skopeo, umoci or sbx export write them) in or beneath a host directory the operator allowed (sbx "
+    "mcp/serve --allow-host-dir DIR).'},"
+    "'name':{'type':'string','pattern':'^[A-Za-z0-9][A-Za-z0-9._-]{0,118}$','description':'The template name "
+    "(environment_create template: NAME; default the tag, else the directory name); replaced if it "
+    "exists.'}," OCI_TAG_PROP("The image to take from the layout (default its only one, or latest).") "}}";
+static const char snapshot_import_out[] =
+    OUTPUT("'snapshot_id':{'type':'string'},'name':{'type':'string'},'ref':{'type':'string'},'layers':{"
+	   "'type':'array','items':{'type':'string'}},'diff_ids':{'type':'array','items':{'type':'string'}},"
+	   "'manifest_digest':{'type':'string'},'size_bytes':{'type':'integer'}",
+	   "'snapshot_id','name','manifest_digest'");
+
 /* ---- the table ------------------------------------------------------------ */
 
 /* ---- warm environments: pause, resume (docs/warm.md) ---------------------- */
@@ -1714,6 +1780,34 @@ static const tool tools[] = {
 	.output_schema = proc_wait_out,
 	.read_only = true,
 	.run = t_proc_wait,
+    },
+    {
+	.name = "snapshot_export",
+	.alias = "snapshot.export",
+	.title = "Export a snapshot as an OCI image",
+	.description =
+	    "Write a snapshot (or a template: template.NAME) as an OCI image layout into a host directory "
+	    "the operator allowed, for docker, podman, skopeo or another sbx to use; a built template's CMD, "
+	    "ENTRYPOINT, WORKDIR, USER, ENV, EXPOSE and LABEL go into the image config. A path outside the "
+	    "allowed directories (after resolving symlinks and '..') is refused. To move snapshots between "
+	    "machines through a registry use snapshot_push instead.",
+	.input_schema = snapshot_export_in,
+	.output_schema = snapshot_export_out,
+	.idempotent = true,
+	.run = t_snapshot_export,
+    },
+    {
+	.name = "snapshot_import",
+	.alias = "snapshot.import",
+	.title = "Import an OCI image as a template",
+	.description =
+	    "Import an OCI image layout from a host directory the operator allowed as a template "
+	    "(environment_create template: NAME): its layers are verified and extracted safely, its Env, "
+	    "WorkingDir, User, Cmd and Entrypoint apply to the environments made from it. A path outside "
+	    "the allowed directories is refused. For an image in a registry use snapshot_pull.",
+	.input_schema = snapshot_import_in,
+	.output_schema = snapshot_import_out,
+	.run = t_snapshot_import,
     },
 };
 

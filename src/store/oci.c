@@ -62,6 +62,7 @@ void oci_config_free(oci_config *c)
 	free(c->os);
 	strv_free(c->env);
 	free(c->cwd);
+	free(c->image);
 	free(c->user);
 	strv_free(c->diff_ids);
 	free(c);
@@ -366,6 +367,18 @@ int oci_config_parse(const char *json, size_t len, oci_config **ret, sbx_err **e
 			return BAD("image config", "WorkingDir and User must be strings");
 		if (c->cwd && c->cwd[0] && c->cwd[0] != '/')
 			return BAD("image config", "WorkingDir '%.100s' is not absolute", c->cwd);
+		/* What a run applies beyond Env and User (build/image_config.h). */
+		static const char *const keep[] = {"Cmd", "Entrypoint", "WorkingDir", "ExposedPorts",
+						   "Labels"};
+		_cleanup_json_ json_t *img = json_object();
+		for (size_t i = 0; img && i < ARRAY_SIZE(keep); i++) {
+			json_t *v = json_object_get(cfg, keep[i]);
+			if (v && !json_is_null(v))
+				json_object_set(img, keep[i], v);
+		}
+		if (!img ||
+		    (json_object_size(img) && !(c->image = json_dumps(img, JSON_COMPACT | JSON_SORT_KEYS))))
+			return err_errnum(err, ENOMEM, "image config");
 	}
 	if (env && !json_is_null(env)) {
 		if (!json_is_array(env) || strv_from(env, &c->env) < 0)
@@ -452,6 +465,12 @@ static char *dump(json_t *j)
 char *oci_config_build(const char *arch, const char *const *env, const char *cwd, const char *const *diff_ids,
 		       const char *created)
 {
+	return oci_config_build_image(arch, env, cwd, NULL, NULL, diff_ids, created);
+}
+
+char *oci_config_build_image(const char *arch, const char *const *env, const char *cwd, const char *user,
+			     const char *image_config, const char *const *diff_ids, const char *created)
+{
 	json_t *hist = json_array();
 	for (size_t i = 0; diff_ids && diff_ids[i]; i++)
 		json_array_append_new(
@@ -459,6 +478,11 @@ char *oci_config_build(const char *arch, const char *const *env, const char *cwd
 	json_t *cfg = json_pack("{s:o}", "Env", json_from_strv(env));
 	if (cfg && cwd && *cwd)
 		json_object_set_new(cfg, "WorkingDir", json_string(cwd));
+	if (cfg && user && *user && !streq(user, "root"))
+		json_object_set_new(cfg, "User", json_string(user));
+	_cleanup_json_ json_t *img = image_config ? json_loads(image_config, 0, NULL) : NULL;
+	if (cfg && json_is_object(img))
+		json_object_update(cfg, img);
 	return dump(json_pack("{s:s,s:s,s:s,s:o,s:{s:s,s:o},s:o}", "architecture", arch, "os", "linux",
 			      "created", created, "config", cfg, "rootfs", "type", "layers", "diff_ids",
 			      json_from_strv(diff_ids), "history", hist));

@@ -60,9 +60,13 @@ typedef struct oci_manifest {
 
 typedef struct oci_config {
 	char *arch, *os;
-	char **env;	 /* "K=V", NULL-terminated (never NULL) */
-	char *cwd;	 /* WorkingDir or NULL */
-	char *user;	 /* User or NULL */
+	char **env; /* "K=V", NULL-terminated (never NULL) */
+	char *cwd;  /* WorkingDir or NULL */
+	char *user; /* User or NULL */
+	/* "Cmd", "Entrypoint", "WorkingDir", "ExposedPorts", "Labels" of the
+	 * config (those present) as compact JSON with sorted keys, or NULL if
+	 * none; their types are checked where it is recorded (build/image_config.h). */
+	char *image;
 	char **diff_ids; /* NULL-terminated */
 	size_t n_diff_ids;
 } oci_config;
@@ -112,6 +116,11 @@ const char *oci_host_arch(void);
 /* Pure. JSON documents for export (compact, keys sorted). */
 char *oci_config_build(const char *arch, const char *const *env, const char *cwd, const char *const *diff_ids,
 		       const char *created);
+/* The same with the image's User (NULL or "root": none written) and its
+ * config object (image_config, the manifest's; NULL: none): its keys become
+ * the config's Cmd, Entrypoint, WorkingDir (over cwd), ExposedPorts, Labels. */
+char *oci_config_build_image(const char *arch, const char *const *env, const char *cwd, const char *user,
+			     const char *image_config, const char *const *diff_ids, const char *created);
 char *oci_manifest_build(const oci_descriptor *config, const oci_descriptor *layers, size_t n,
 			 const char *created);
 /* Adds (or replaces, by ref name) the manifest descriptor in an index.json

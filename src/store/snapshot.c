@@ -26,6 +26,7 @@ void store_snapshot_free(store_snapshot *s)
 	strv_free(s->base_identity);
 	strv_free(s->labels);
 	free(s->created_at);
+	free(s->config);
 	free(s);
 }
 
@@ -64,6 +65,52 @@ static bool rfc3339_utc(const char *s)
 
 #define BAD(...) err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot manifest: " __VA_ARGS__)
 
+static bool strv_array(json_t *a)
+{
+	size_t i;
+	json_t *x;
+	if (!json_is_array(a))
+		return false;
+	json_array_foreach(a, i, x)
+	{
+		if (!json_is_string(x))
+			return false;
+	}
+	return true;
+}
+
+/* The image config object: only its known keys, each of its type. */
+static int config_check(const char *text, sbx_err **err)
+{
+	_cleanup_json_ json_t *c = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
+	if (!json_is_object(c))
+		return BAD("config must be an object");
+	const char *k;
+	json_t *v;
+	json_object_foreach(c, k, v)
+	{
+		if (streq(k, "Cmd") || streq(k, "Entrypoint")) {
+			if (!strv_array(v))
+				return BAD("config.%s must be an array of strings", k);
+		} else if (streq(k, "WorkingDir")) {
+			if (!json_is_string(v) || json_string_value(v)[0] != '/')
+				return BAD("config.WorkingDir must be an absolute path");
+		} else if (streq(k, "ExposedPorts") || streq(k, "Labels")) {
+			const char *k2;
+			json_t *v2;
+			if (!json_is_object(v))
+				return BAD("config.%s must be an object", k);
+			json_object_foreach(v, k2, v2)
+			{
+				if (streq(k, "Labels") ? !json_is_string(v2) : !json_is_object(v2))
+					return BAD("config.%s['%.100s'] has the wrong type", k, k2);
+			}
+		} else
+			return BAD("config: unknown key '%.100s'", k);
+	}
+	return 0;
+}
+
 int store_snapshot_validate(const store_snapshot *s, sbx_err **err)
 {
 	if (s->parent && !store_digest_valid(s->parent))
@@ -95,6 +142,8 @@ int store_snapshot_validate(const store_snapshot *s, sbx_err **err)
 		return BAD("created_at must be an RFC 3339 UTC time (YYYY-MM-DDTHH:MM:SSZ)");
 	if (s->size_bytes > INT64_MAX)
 		return BAD("size_bytes out of range");
+	if (s->config && config_check(s->config, err) < 0)
+		return -EINVAL;
 	return 0;
 }
 
@@ -152,6 +201,10 @@ static json_t *to_json(const store_snapshot *s)
 	r |= json_object_set_new(o, "labels", strv_json(s->labels, true));
 	r |= json_object_set_new(o, "created_at", json_string(s->created_at));
 	r |= json_object_set_new(o, "size_bytes", json_integer((json_int_t)s->size_bytes));
+	if (s->config) {
+		json_t *c = json_loads(s->config, 0, NULL);
+		r |= c ? json_object_set_new(o, "config", c) : -1;
+	}
 	if (r) {
 		json_decref(o);
 		return NULL;
@@ -231,9 +284,10 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 		return BAD("not JSON: %s (line %d)", je.text, je.line);
 	if (!json_is_object(o))
 		return BAD("not a JSON object");
-	static const char *const known[] = {
-	    "schema", "snapshot_id", "parent",	 "layers", "base_template", "env",	  "cwd",
-	    "user",   "os_release",  "packages", "labels", "created_at",    "size_bytes", "base_identity"};
+	static const char *const known[] = {"schema",	     "snapshot_id",   "parent", "layers",
+					    "base_template", "env",	      "cwd",	"user",
+					    "os_release",    "packages",      "labels", "created_at",
+					    "size_bytes",    "base_identity", "config"};
 	const char *k;
 	json_t *v;
 	json_object_foreach(o, k, v)
@@ -281,6 +335,9 @@ int store_snapshot_decode(const char *json, size_t len, store_snapshot **ret, sb
 	if (!json_is_integer(size) || json_integer_value(size) < 0)
 		return BAD("size_bytes must be a non-negative integer");
 	s->size_bytes = (uint64_t)json_integer_value(size);
+	json_t *cfg = json_object_get(o, "config");
+	if (cfg && !(s->config = json_dumps(cfg, CANONICAL)))
+		return err_errnum(err, ENOMEM, "snapshot manifest");
 	int r = store_snapshot_validate(s, err);
 	if (r < 0)
 		return r;

@@ -33,6 +33,13 @@ typedef struct store_snapshot {
 	char **labels;	  /* label names; encoded sorted */
 	char *created_at; /* RFC 3339 UTC, "2024-05-01T12:00:00Z" */
 	uint64_t size_bytes;
+	/* An image's configuration beyond env/cwd/user (a built template's, an
+	 * imported image's, or inherited by an environment made from one), as
+	 * the canonical JSON of an object with the OCI config's names: "Cmd",
+	 * "Entrypoint" (arrays of strings), "WorkingDir" (absolute; the exec
+	 * default cwd), "ExposedPorts" ({"80/tcp": {}}), "Labels" ({K: "V"});
+	 * or NULL (absent: no image config). See src/api/image_config.h. */
+	char *config;
 } store_snapshot;
 
 void store_snapshot_free(store_snapshot *s);

@@ -33,6 +33,8 @@ const EXPECTED_TOOLS = [
 	'environment_write_file',
 	'pool_list',
 	'pool_set',
+	'snapshot_export',
+	'snapshot_import',
 	'snapshot_list',
 	'snapshot_pull',
 	'snapshot_push',
