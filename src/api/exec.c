@@ -265,7 +265,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "command or environment is not valid UTF-8");
 	/* No --cwd: the image's WORKDIR, if the environment has one (build/image_config.h). */
-	const image_layer img = {.cwd = image_config_workdir(json_object_get(st, "image"))};
+	const image_layer img = {.cwd = image_config_workdir(json_object_get(st.json, "image"))};
 	const image_layer ex = {.cwd = o->cwd};
 	image_merged dflt = {0};
 	if (image_merge((const image_layer *const[]){&img, &ex}, 2, &dflt, err) < 0)

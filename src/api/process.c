@@ -19,6 +19,8 @@
 #include <dirent.h>
 
 #include "api/api.h"
+#include "api/env_state.h"
+#include "build/image_config.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/user.h"
 #include "util/fd.h"
@@ -158,8 +160,13 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 	if (!req)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "command or environment is not valid UTF-8");
-	if (o->cwd)
-		json_object_set_new(req, "cwd", json_string(o->cwd));
+	/* No cwd: the image's WORKDIR, as for a foreground exec (exec.c). */
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	const char *cwd = o->cwd;
+	if (!cwd && env_record_read(ctx, id, &st) == 0)
+		cwd = image_config_workdir(json_object_get(st.json, "image"));
+	if (cwd)
+		json_object_set_new(req, "cwd", json_string(cwd));
 	if (o->version >= 3 && o->user)
 		json_object_set_new(req, "user", json_string(o->user));
 	if (no_resume)

@@ -76,6 +76,13 @@ t_image_built_workdir_env_user_are_exec_defaults() {
 	assert_eq "$(sbx exec --env FOO=exec "$ID" -- sh -c 'echo $FOO')" "exec"
 	assert_eq "$(sbx exec --user root "$ID" -- id -u)" "0"
 	assert_eq "$(sbx exec --user root "$ID" -- pwd)" "/app" "--user leaves WORKDIR the cwd"
+	# A background process starts there too (docs/processes.md).
+	P=$(sbx exec -d "$ID" -- pwd)
+	sbx ps "$ID" "$P" --wait 30s > /dev/null
+	assert_eq "$(sbx ps "$ID" "$P" --output)" "/app" "a background process starts in WORKDIR"
+	P=$(sbx exec -d --cwd /tmp "$ID" -- pwd)
+	sbx ps "$ID" "$P" --wait 30s > /dev/null
+	assert_eq "$(sbx ps "$ID" "$P" --output)" "/tmp"
 	sbx rm "$ID" > /dev/null
 	# ...and each create option too.
 	ID=$(sbx create --template built --env FOO=create --user root)
