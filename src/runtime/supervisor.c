@@ -32,6 +32,7 @@
 #include "runtime/devices.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
+#include "runtime/startup_trace.h"
 #include "trace/bpf_rec.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -828,6 +829,7 @@ static void kill_descendants(void)
 
 static void teardown(supervisor *s)
 {
+	startup_mark("teardown: begin");
 	resume_env(s); /* sbx pause's freeze too */
 	thaw(s);       /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
@@ -843,6 +845,7 @@ static void teardown(supervisor *s)
 		(void)kill(s->init_pid, SIGKILL);
 	if (s->init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
 	if (s->c->degraded)
@@ -853,6 +856,7 @@ static void teardown(supervisor *s)
 		cgroup_free(s->cg);
 		s->cg = NULL;
 	}
+	startup_mark("teardown: cgroup destroyed");
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/ctl.sock", s->c->run_dir);
 	(void)unlink(path);
@@ -1231,20 +1235,26 @@ static int start_init(supervisor *s, sbx_err **err)
 	s->init_sock = sp[0];
 	s->init_pid = pid;
 	s->init_pidfd = pidfd;
+	startup_mark("supervisor: cloned");
 	if (!c->degraded && userns_write_maps(pid, c, err) < 0)
 		return -1;
+	startup_mark("supervisor: maps written");
 	log_debug("supervisor: cloned, maps written");
 	if (send_go(s, err) < 0)
 		return -1;
+	startup_mark("supervisor: trees prepared, go sent");
 	/* Joining a cgroup can wait for an RCU grace period (milliseconds on
 	 * cgroup v1): do it while the child builds its root, and tell it when
 	 * it is done; it enters its cgroup namespace and runs nothing of the
 	 * user's before that. */
+	startup_mark("supervisor: attach begin");
 	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
 		return -1;
+	startup_mark("supervisor: cgroup_attach done");
 	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) <
 	    0) /* CDI devices only */
 		return -1;
+	startup_mark("supervisor: attached to cgroup");
 	log_debug("supervisor: go sent, attached");
 	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
 	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
@@ -1255,6 +1265,7 @@ static int start_init(supervisor *s, sbx_err **err)
 	int pfd[1] = {-1};
 	size_t npfd = 1;
 	int r = json_recv(s->init_sock, &m, pfd, &npfd);
+	startup_mark("supervisor: child ready");
 	if (r > 0 && npfd == 1)
 		s->proxy_listen = pfd[0];
 	if (r <= 0)
@@ -1328,6 +1339,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
+	startup_mark("supervisor: started");
 	s->warnings = json_array();
 	for (char **w = c->warnings; w && *w; w++)
 		add_warning(s, "%s", *w);
@@ -1351,6 +1363,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		e = NULL;
 	} else if (missing)
 		add_warning(s, "limits not enforced on this host: %s", missing);
+	startup_mark("supervisor: plugins, cgroup created");
 	log_debug("supervisor: cgroup created");
 	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 ||
 	    cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
@@ -1389,6 +1402,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		ep_add(s, s->idle_fd);
 		arm_idle(s);
 	}
+	startup_mark("supervisor: listening, event loop");
 	log_debug("supervisor: ready");
 	json_t *ready =
 	    json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
@@ -1515,7 +1529,8 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		}
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(logfd >= 0 ? logfd : null, 2);
+		if (!startup_trace_enabled()) /* SBX_TRACE_STARTUP: keep the creator's stderr */
+			dup2(logfd >= 0 ? logfd : null, 2);
 		if (null > 4)
 			safe_close(null);
 		if (logfd > 4)
@@ -1530,10 +1545,12 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		supervisor_main(c, fd);
 	}
 	safe_close(rp[1]);
+	startup_mark("create: supervisor forked");
 	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
 	_cleanup_free_ char *buf = NULL;
 	int r = fd_read_all(rp[0], 1 << 20, &buf, NULL);
 	safe_close(rp[0]);
+	startup_mark("create: supervisor reported");
 	if (r < 0 || !buf || !*buf)
 		return err_set(err, SBX_E_INTERNAL, r < 0 ? -r : EPIPE,
 			       "supervisor died while starting the environment");
