@@ -609,9 +609,11 @@ int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err)
 	return 0;
 }
 
-int cgroup_attach(sbx_cgroup *cg, pid_t pid, sbx_err **err)
+int cgroup_attach(sbx_cgroup *cg, pid_t pid, bool in_v2, sbx_err **err)
 {
 	for (size_t i = 0; i < cg->n; i++) {
+		if (in_v2 && cg->b[i]->ops->v2_fd(cg->b[i]) >= 0)
+			continue;
 		int r = cg->b[i]->ops->attach(cg->b[i], pid, err);
 		if (r < 0)
 			return err_wrap(err, "cgroup '%s': attach %d", cg->id, (int)pid);

@@ -283,9 +283,17 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		err_errno(&e, "setrlimit core"), fail(sock, e);
 	(void)!setrlimit(RLIMIT_NOFILE, &files);
 
+	/* 8a. The seccomp program is built now, while the supervisor is still
+	 *     moving us into our cgroup (a wait of milliseconds on cgroup v1);
+	 *     it is loaded last, at step 12. */
+	startup_mark("child: hostname, net, rlimits");
+	_cleanup_(seccomp_prog_freep) seccomp_prog *filter = NULL;
+	if (seccomp_prepare(0, &filter, &e) < 0)
+		fail(sock, e);
+	startup_mark("child: seccomp program built");
+
 	/* 8b. The supervisor moved us into the environment's cgroup while we
 	 *     built the root; once it says so, a cgroup namespace rooted there. */
-	startup_mark("child: hostname, net, rlimits");
 	if (wait_attached(sock, &e) < 0)
 		fail(sock, e);
 	startup_mark("child: attached received");
@@ -336,9 +344,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 
 	startup_mark("child: landlock");
 	log_debug("child: landlock");
-	/* 12. seccomp last: it denies mount and friends that the steps above used. */
-	if (seccomp_apply(&e) < 0)
+	/* 12. seccomp last: it denies mount and friends that the steps above used
+	 *     (the program built at step 8a). */
+	if (seccomp_load_prog(filter, &e) < 0)
 		fail(sock, e);
+	seccomp_prog_free(TAKE_PTR(filter)); /* init_main() never returns */
 
 	startup_mark("child: seccomp");
 	log_debug("child: seccomp");

@@ -1208,7 +1208,25 @@ static int start_init(supervisor *s, sbx_err **err)
 	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 	    .exit_signal = SIGCHLD,
 	};
+	/* Born in its v2 group (CLONE_INTO_CGROUP): no migration there, and on
+	 * a v2-only host none at all. Kernels or setups that refuse it (before
+	 * 5.7, a delegation that does not allow it) get the classic clone and
+	 * the migration below. */
+	int v2fd = s->cg ? cgroup_v2_fd(s->cg) : -1;
+	bool into_cgroup = v2fd >= 0;
+	if (into_cgroup) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)v2fd;
+	}
 	pid_t pid = sys_clone3(&args);
+	if (pid < 0 && into_cgroup && errno != ENOSYS) {
+		into_cgroup = false;
+		args.flags &= ~CLONE_INTO_CGROUP;
+		args.cgroup = 0;
+		pid = sys_clone3(&args);
+	}
+	if (pid < 0)
+		into_cgroup = false;
 	if (pid < 0 && errno == ENOSYS)
 		/* clone3 filtered (Docker's default seccomp profile, valgrind): the
 		 * classic clone does the same here (fork-like, no new stack). */
@@ -1247,8 +1265,9 @@ static int start_init(supervisor *s, sbx_err **err)
 	 * cgroup v1): do it while the child builds its root, and tell it when
 	 * it is done; it enters its cgroup namespace and runs nothing of the
 	 * user's before that. */
-	startup_mark("supervisor: attach begin");
-	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
+	startup_mark(into_cgroup ? "supervisor: attach begin (born in its v2 group)"
+				 : "supervisor: attach begin");
+	if (s->cg && cgroup_attach(s->cg, pid, into_cgroup, err) < 0)
 		return -1;
 	startup_mark("supervisor: cgroup_attach done");
 	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) <

@@ -295,7 +295,7 @@ static pid_t fx_fork(fx *f, int (*fn)(void), int *go)
 static int attach(fx *f, pid_t pid)
 {
 	sbx_err *e = NULL;
-	int r = cgroup_attach(f->cg, pid, &e);
+	int r = cgroup_attach(f->cg, pid, false, &e);
 	if (r < 0)
 		fprintf(stderr, "  cgroup_attach: %s\n", sbx_err_message(e));
 	sbx_err_free(e);
