@@ -190,6 +190,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (sock != 3 && (dup3(sock, 3, O_CLOEXEC) < 0 || (sock = 3) < 0))
 		_exit(1);
 	sys_close_range(4, ~0U, 0);
+	startup_trace_pin(); /* SBX_TRACE_STARTUP=/path only: opened while we still have the host's view */
 
 	/* 1. Wait until the supervisor wrote our uid/gid maps. Until then we
 	 *    have no identity. */
@@ -367,6 +368,13 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
 	startup_mark("child: ready sent");
+	if (startup_trace_enabled()) { /* stderr mode: the creator's stderr is not init's to keep */
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0 && null != 2) {
+			dup2(null, 2);
+			close(null);
+		}
+	}
 	proxy_fd = safe_close(proxy_fd);
 	init_main(c, sock);
 }

@@ -1428,6 +1428,16 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		      (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	if (ready && s->plugin_limits)
 		json_object_set(ready, "limits", s->plugin_limits);
+	if (startup_trace_enabled()) { /* the creator's stderr, kept for the trace: give it back */
+		char lp[4200];
+		snprintf(lp, sizeof(lp), "%s/supervisor.log", c->run_dir);
+		int lfd = log_debug_enabled ? open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
+					    : open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (lfd >= 0 && lfd != 2) {
+			dup2(lfd, 2);
+			close(lfd);
+		}
+	}
 	if (!report(ready_fd, ready)) {
 		/* The create was killed before it learned the environment exists:
 		 * nobody was given its id, nobody will use it. (A creator killed
