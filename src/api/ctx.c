@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "runtime/startup_trace.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -70,6 +71,7 @@ static int prepare_dir(const char *what, char **path, sbx_err **err)
 
 _public_ int sbx_ctx_open(sbx_ctx **ret, sbx_err **err)
 {
+	startup_mark("context: open");
 	log_init();
 	sbx_ctx *c = calloc(1, sizeof(*c));
 	if (!c)

@@ -24,6 +24,7 @@
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
+#include "runtime/startup_trace.h"
 #include "runtime/quota.h"
 #include "runtime/user.h"
 #include "policy/egress_match.h"
@@ -669,6 +670,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	char **warnings = NULL;
 	_cleanup_json_ json_t *st = NULL, *info = NULL;
 	int r;
+	startup_mark("create: configured");
 	/* 5-6: on disk, then the record; a failure from here undoes both. */
 	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
 		goto fail;
@@ -690,6 +692,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	}
 	if (devices_env_apply(c, err) < 0)
 		goto fail;
+	startup_mark("create: on disk, state written");
 
 	/* 7. The supervisor (src/runtime) builds and runs it; the record then
 	 *    says running, with what the supervisor found. */
@@ -707,6 +710,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
 	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
 	(void)env_state_write(ctx, c->id, st);
+	startup_mark("create: done");
 	if (ret_warnings)
 		*ret_warnings = json_incref(json_object_get(st, "warnings"));
 	strv_free(warnings);
@@ -731,6 +735,7 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings,
 			    sbx_err **err)
 {
+	startup_mark("create: begin");
 	if (pool_take(ctx, o, ret_id, ret_warnings) > 0) /* a warm pool's entry (docs/warm.md) */
 		return 0;
 	if (!o || !o->policy)
@@ -929,10 +934,13 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
+	startup_mark("remove: begin");
 	stop_supervisor(ctx, id);
+	startup_mark("remove: supervisor stopped");
 	if (env_is_live(ctx, id))
 		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
 	remove_env_files(ctx, id);
+	startup_mark("remove: files removed");
 	return 0;
 }
 

@@ -20,6 +20,7 @@
 #include "api/api.h"
 #include "runtime/ctl_proto.h"
 #include "build/image_config.h"
+#include "runtime/startup_trace.h"
 #include "runtime/user.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -242,7 +243,10 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 		return -1;
 	if (o->version >= 2 && (o->trace || o->deterministic > 0))
 		return trace_exec(ctx, id, o, ret, err);
-	return exec_core(ctx, id, o, NULL, ret, err);
+	startup_mark("exec: begin");
+	int r = exec_core(ctx, id, o, NULL, ret, err);
+	startup_mark("exec: done");
+	return r;
 }
 
 int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,

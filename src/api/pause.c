@@ -24,6 +24,7 @@
 #include "api/api.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
+#include "runtime/startup_trace.h"
 #include "store/snapshot.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -117,9 +118,11 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 	_cleanup_close_ int lk = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX) < 0)
 		return err_errno(err, "lock '%s'", p);
+	startup_mark("wake: locked");
 	/* A supervisor that is suspending right now is gone within its teardown. */
 	for (int i = 0; i < 5000 && env_is_live(ctx, id) && env_is_suspended(ctx, id); i++)
 		usleep(1000);
+	startup_mark("wake: old supervisor gone");
 	*ret_restarted = false;
 	if (env_is_live(ctx, id))
 		return 0;
@@ -152,9 +155,11 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 		return err_wrap(err, "start '%s' again", id);
 	json_object_set_new(st, "restoring_ms", json_integer(now_ms_real())); /* gc leaves it alone */
 	(void)env_state_write(ctx, id, st);
+	startup_mark("wake: state read, slot reclaimed, marked restoring");
 	/* What a killed supervisor left (its cgroup, processes in it) goes first. */
 	if (!env_is_suspended(ctx, id))
 		stop_supervisor(ctx, id);
+	startup_mark("wake: leftovers stopped");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
 	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
@@ -164,6 +169,7 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 	snprintf(to, sizeof(to), "%s/resumed", env_dir);
 	if (rename(from, to) < 0 && errno == ENOENT)
 		(void)unlink(to); /* a stopped one: no suspend to tell of */
+	startup_mark("wake: done");
 	*ret_restarted = true;
 	return 0;
 }

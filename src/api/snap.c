@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/startup_trace.h"
 #include "runtime/ctl_proto.h"
 #include "store/delta.h"
 #include "runtime/runtime.h"
@@ -395,7 +396,9 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	/* Every process ends with the old root; then the writable layer is
 	 * emptied and the environment starts again on the snapshot's layers. */
 	(void)env_state_write(ctx, id, st);
+	startup_mark("restore: state read, marked restoring");
 	stop_supervisor(ctx, id);
+	startup_mark("restore: old supervisor stopped");
 	if (env_is_live(ctx, id))
 		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
 	/* The next snapshot cannot be a delta over the last one. */
@@ -412,6 +415,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 		if (r < 0)
 			return err_errnum(err, r, "empty '%s'", p);
 	}
+	startup_mark("restore: writable layer emptied");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
 	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)

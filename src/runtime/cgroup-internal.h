@@ -45,6 +45,9 @@ typedef struct cg_mounts {
 /* Pure parser of mountinfo text. Fills *ret (zeroed first); -ENOMEM only.
  * Where a controller is mounted twice, a mount under /sys/fs/cgroup wins. */
 int cgroup_parse_mountinfo(const char *text, cg_mounts *ret);
+/* Pure: the v1 controllers (1 << cg_ctrl) a create joins, of those mounted.
+ * have_v2: a writable v2 group exists beside them (hybrid host). */
+unsigned cgroup_v1_needed(const cg_mounts *m, bool have_v2);
 /* "v2", "v1", "hybrid" or "none" for parsed mounts. */
 const char *cgroup_mounts_mode(const cg_mounts *m);
 void cgroup_mounts_done(cg_mounts *m);

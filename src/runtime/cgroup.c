@@ -369,6 +369,21 @@ static int read_mounts(cg_mounts *ret)
 	return cgroup_parse_mountinfo(text, ret);
 }
 
+/* Beside a v2 group, v1 carries only the limits (memory, pids, cpu: the
+ * agent phase may add a cpu limit later): cpu usage comes from v2's cpu.stat,
+ * freezing from cgroup.freeze and killing from cgroup.kill, so the cpuacct
+ * and freezer hierarchies would only cost a migration and a rmdir each. A
+ * hierarchy co-mounted with a limit controller (cpu,cpuacct) is joined
+ * through that one anyway. */
+unsigned cgroup_v1_needed(const cg_mounts *m, bool have_v2)
+{
+	unsigned set = 0;
+	for (int c = 0; c < CG_CTRL_MAX; c++)
+		if (m->v1[c] && (!have_v2 || (c != CG_CPUACCT && c != CG_FREEZER)))
+			set |= 1u << c;
+	return set;
+}
+
 const char *cgroup_host_mode(void)
 {
 	cg_mounts m;
@@ -480,7 +495,16 @@ int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, ch
 	for (size_t i = 0; i < ARRAY_SIZE(all_ops); i++) {
 		cg_backend *b = NULL;
 		_cleanup_err_ sbx_err *e = NULL;
-		r = all_ops[i]->create(&m, id, &b, &e);
+		/* v1 after v2: only the controllers still needed (borrowed
+		 * strings; v1 copies what it keeps). */
+		cg_mounts use = m;
+		if (all_ops[i] == &cg_v1_ops) {
+			unsigned need = cgroup_v1_needed(&m, cgroup_v2_fd(cg) >= 0);
+			for (int c = 0; c < CG_CTRL_MAX; c++)
+				if (!(need & (1u << c)))
+					use.v1[c] = NULL;
+		}
+		r = all_ops[i]->create(&use, id, &b, &e);
 		if (r >= 0) {
 			cg->b[cg->n++] = b;
 			continue;
@@ -585,9 +609,11 @@ int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err)
 	return 0;
 }
 
-int cgroup_attach(sbx_cgroup *cg, pid_t pid, sbx_err **err)
+int cgroup_attach(sbx_cgroup *cg, pid_t pid, bool in_v2, sbx_err **err)
 {
 	for (size_t i = 0; i < cg->n; i++) {
+		if (in_v2 && cg->b[i]->ops->v2_fd(cg->b[i]) >= 0)
+			continue;
 		int r = cg->b[i]->ops->attach(cg->b[i], pid, err);
 		if (r < 0)
 			return err_wrap(err, "cgroup '%s': attach %d", cg->id, (int)pid);

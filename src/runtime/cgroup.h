@@ -41,8 +41,9 @@ int cgroup_create(const char *id, const cgroup_limits *lim, sbx_cgroup **ret, ch
 int cgroup_set_limits(sbx_cgroup *cg, const cgroup_limits *lim, sbx_err **err);
 /* Opens the existing groups of environment `id` (for gc, inspect, rm). */
 int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err);
-/* Moves pid into every group. */
-int cgroup_attach(sbx_cgroup *cg, pid_t pid, sbx_err **err);
+/* Moves pid into every group; but for the v2 group if in_v2 (the pid was
+ * cloned into it with CLONE_INTO_CGROUP). */
+int cgroup_attach(sbx_cgroup *cg, pid_t pid, bool in_v2, sbx_err **err);
 /* An O_DIRECTORY fd of the v2 group (for CLONE_INTO_CGROUP), or -1. Borrowed. */
 int cgroup_v2_fd(sbx_cgroup *cg);
 int cgroup_stats_read(sbx_cgroup *cg, cgroup_stats *ret);

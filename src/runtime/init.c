@@ -25,6 +25,7 @@
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
+#include "runtime/startup_trace.h"
 #include "runtime/user.h"
 #include "trace/ptrace_engine.h"
 #include "util/fd.h"
@@ -302,6 +303,7 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 
 static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_fds)
 {
+	startup_mark("init: spawn request");
 	int64_t id = json_int(m, "id", -1);
 	int64_t ki = json_int(m, "stdin", -1), ko = json_int(m, "stdout", -1), ke = json_int(m, "stderr", -1);
 	int in = ki >= 0 && (size_t)ki < n_fds ? fds[ki] : -1;
@@ -434,6 +436,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	safe_close(ep[1]);
 	spawn_err se;
 	ssize_t n = RETRY_EINTR(read(ep[0], &se, sizeof(se)));
+	startup_mark("init: command exec'd");
 	safe_close(ep[0]);
 	if (n == (ssize_t)sizeof(se)) {
 		/* The child reported and exits 127; it is reaped untracked. */

@@ -1,3 +1,4 @@
+#include "runtime/startup_trace.h"
 #include "runtime/mount.h"
 
 #include <errno.h>
@@ -258,6 +259,7 @@ int mount_pivot(const char *root, sbx_err **err)
 	 * lazy unmount then drops it (and the staging tmpfs with it). */
 	if (sys_pivot_root(".", ".") < 0)
 		return err_errno(err, "pivot_root");
+	startup_mark("child: pivot_root done");
 	if (umount2(".", MNT_DETACH) < 0)
 		return err_errno(err, "detach old root");
 	if (chdir("/") < 0)

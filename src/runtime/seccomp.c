@@ -18,7 +18,10 @@
 #include <sched.h>
 #include <seccomp.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 
@@ -169,7 +172,42 @@ int seccomp_apply(sbx_err **err)
 	return seccomp_apply_flags(0, err);
 }
 
+struct seccomp_prog {
+	struct sock_fprog fprog;
+};
+
+void seccomp_prog_free(seccomp_prog *p)
+{
+	if (!p)
+		return;
+	free(p->fprog.filter);
+	free(p);
+}
+
 int seccomp_apply_flags(unsigned flags, sbx_err **err)
+{
+	_cleanup_(seccomp_prog_freep) seccomp_prog *p = NULL;
+	if (seccomp_prepare(flags, &p, err) < 0)
+		return -1;
+	return seccomp_load_prog(p, err);
+}
+
+int seccomp_load_prog(const seccomp_prog *p, sbx_err **err)
+{
+	/* Every thread gets the filter, or none does (a non-zero return is
+	 * the id of a thread that could not take it). */
+	long r = sys_seccomp(SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &p->fprog);
+	if (r != 0) {
+		if (r > 0)
+			errno = ESRCH;
+		return err_errno(err, "seccomp: load filter");
+	}
+	return seccomp_load_personality(err);
+}
+
+/* The filter as libseccomp builds it, exported as BPF (the program
+ * seccomp_load() would hand the kernel) instead of loaded. */
+int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err)
 {
 	_cleanup_(seccomp_ctx_freep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r;
@@ -237,8 +275,22 @@ int seccomp_apply_flags(unsigned flags, sbx_err **err)
 		}
 	}
 
-	r = seccomp_load(ctx);
+	_cleanup_close_ int mfd = memfd_create("sbx-seccomp", MFD_CLOEXEC);
+	if (mfd < 0)
+		return err_errno(err, "seccomp: memfd for the filter");
+	r = seccomp_export_bpf(ctx, mfd);
 	if (r < 0)
-		return err_errnum(err, r, "seccomp: load filter");
-	return seccomp_load_personality(err);
+		return err_errnum(err, r, "seccomp: build filter");
+	off_t size = lseek(mfd, 0, SEEK_END);
+	if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 ||
+	    size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+		return err_set(err, SBX_E_INTERNAL, EINVAL, "seccomp: filter of %lld bytes", (long long)size);
+	_cleanup_(seccomp_prog_freep) seccomp_prog *p = calloc(1, sizeof(*p));
+	if (!p || !(p->fprog.filter = malloc((size_t)size)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	p->fprog.len = (unsigned short)((size_t)size / sizeof(struct sock_filter));
+	if (pread(mfd, p->fprog.filter, (size_t)size, 0) != (ssize_t)size)
+		return err_errno(err, "seccomp: read the filter back");
+	*ret = TAKE_PTR(p);
+	return 0;
 }

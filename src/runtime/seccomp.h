@@ -23,3 +23,15 @@ int seccomp_apply(sbx_err **err);
  * without a network namespace). */
 #define SECCOMP_NO_INET 1u
 int seccomp_apply_flags(unsigned flags, sbx_err **err);
+/* The same in two steps, so that building the program (libseccomp's rule
+ * table and BPF generation, ~0.3 ms) can run before a wait and only the
+ * load after it (setup.c builds it while the supervisor moves it into its
+ * cgroup). seccomp_apply_flags() is seccomp_prepare() + seccomp_load_prog(). */
+typedef struct seccomp_prog seccomp_prog;
+int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err);
+int seccomp_load_prog(const seccomp_prog *p, sbx_err **err);
+void seccomp_prog_free(seccomp_prog *p);
+static inline void seccomp_prog_freep(seccomp_prog **p)
+{
+	seccomp_prog_free(*p);
+}

@@ -22,6 +22,7 @@
 #include "runtime/netns.h"
 #include "runtime/runtime.h"
 #include "runtime/seccomp.h"
+#include "runtime/startup_trace.h"
 #include "runtime/user.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -189,11 +190,14 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (sock != 3 && (dup3(sock, 3, O_CLOEXEC) < 0 || (sock = 3) < 0))
 		_exit(1);
 	sys_close_range(4, ~0U, 0);
+	startup_trace_pin(); /* SBX_TRACE_STARTUP=/path only: opened while we still have the host's view */
 
 	/* 1. Wait until the supervisor wrote our uid/gid maps. Until then we
 	 *    have no identity. */
+	startup_mark("child: cloned");
 	if (wait_go(sock, &f, &e) < 0)
 		fail(sock, e);
+	startup_mark("child: go received");
 	if (c->degraded) {
 		int abi = 0;
 		f.run_dir = safe_close(f.run_dir); /* no mount namespace: paths are reachable as they are */
@@ -240,6 +244,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	_cleanup_json_ json_t *setup_warnings = json_array();
 	if (mount_assemble_root(c, &f, stage, root, sizeof(root), setup_warnings, &e) < 0)
 		fail(sock, e);
+	startup_mark("child: root assembled");
 	/* 5c. CDI devices' nodes and mounts (devices.h): binds of host paths. */
 	if (cdi_mount_apply(c, root, &e) < 0)
 		fail(sock, e);
@@ -247,6 +252,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 6. Switch root; the host tree is detached and unreachable by path. */
 	if (mount_pivot(root, &e) < 0)
 		fail(sock, e);
+	startup_mark("child: pivoted");
 
 	if (host_run_dir) {
 		free(c->run_dir);
@@ -278,10 +284,20 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		err_errno(&e, "setrlimit core"), fail(sock, e);
 	(void)!setrlimit(RLIMIT_NOFILE, &files);
 
+	/* 8a. The seccomp program is built now, while the supervisor is still
+	 *     moving us into our cgroup (a wait of milliseconds on cgroup v1);
+	 *     it is loaded last, at step 12. */
+	startup_mark("child: hostname, net, rlimits");
+	_cleanup_(seccomp_prog_freep) seccomp_prog *filter = NULL;
+	if (seccomp_prepare(0, &filter, &e) < 0)
+		fail(sock, e);
+	startup_mark("child: seccomp program built");
+
 	/* 8b. The supervisor moved us into the environment's cgroup while we
 	 *     built the root; once it says so, a cgroup namespace rooted there. */
 	if (wait_attached(sock, &e) < 0)
 		fail(sock, e);
+	startup_mark("child: attached received");
 	log_debug("child: attached");
 	if (unshare(CLONE_NEWCGROUP) < 0)
 		err_errno(&e, "unshare cgroup namespace"), fail(sock, e);
@@ -320,17 +336,22 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		err_errno(&e, "no_new_privs"), fail(sock, e);
 
+	startup_mark("child: user, caps, nnp");
 	log_debug("child: caps, nnp");
 	/* 11. Landlock: a second wall tied to the new root's inode. */
 	int abi = apply_landlock(&e);
 	if (abi < 0)
 		fail(sock, e);
 
+	startup_mark("child: landlock");
 	log_debug("child: landlock");
-	/* 12. seccomp last: it denies mount and friends that the steps above used. */
-	if (seccomp_apply(&e) < 0)
+	/* 12. seccomp last: it denies mount and friends that the steps above used
+	 *     (the program built at step 8a). */
+	if (seccomp_load_prog(filter, &e) < 0)
 		fail(sock, e);
+	seccomp_prog_free(TAKE_PTR(filter)); /* init_main() never returns */
 
+	startup_mark("child: seccomp");
 	log_debug("child: seccomp");
 	/* 13. Init is not dumpable: no ptrace, no /proc/1/mem from commands. */
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -346,6 +367,14 @@ _noreturn_ void setup_child(env_config *c, int sock)
 						 "warnings", setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
+	startup_mark("child: ready sent");
+	if (startup_trace_enabled()) { /* stderr mode: the creator's stderr is not init's to keep */
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0 && null != 2) {
+			dup2(null, 2);
+			close(null);
+		}
+	}
 	proxy_fd = safe_close(proxy_fd);
 	init_main(c, sock);
 }

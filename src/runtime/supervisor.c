@@ -33,6 +33,7 @@
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
 #include "runtime/sup_proc.h"
+#include "runtime/startup_trace.h"
 #include "trace/bpf_rec.h"
 #include "util/fd.h"
 #include "util/fs.h"
@@ -948,6 +949,7 @@ static void kill_descendants(void)
 
 static void teardown(supervisor *s)
 {
+	startup_mark("teardown: begin");
 	resume_env(s); /* sbx pause's freeze too */
 	thaw(s);       /* a v1-frozen task does not even die until thawed */
 	proxy_stop(s);
@@ -963,6 +965,7 @@ static void teardown(supervisor *s)
 		(void)kill(s->init_pid, SIGKILL);
 	if (s->init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
 	if (s->c->degraded)
@@ -973,6 +976,7 @@ static void teardown(supervisor *s)
 		cgroup_free(s->cg);
 		s->cg = NULL;
 	}
+	startup_mark("teardown: cgroup destroyed");
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/ctl.sock", s->c->run_dir);
 	(void)unlink(path);
@@ -1324,7 +1328,25 @@ static int start_init(supervisor *s, sbx_err **err)
 	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
 	    .exit_signal = SIGCHLD,
 	};
+	/* Born in its v2 group (CLONE_INTO_CGROUP): no migration there, and on
+	 * a v2-only host none at all. Kernels or setups that refuse it (before
+	 * 5.7, a delegation that does not allow it) get the classic clone and
+	 * the migration below. */
+	int v2fd = s->cg ? cgroup_v2_fd(s->cg) : -1;
+	bool into_cgroup = v2fd >= 0;
+	if (into_cgroup) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)v2fd;
+	}
 	pid_t pid = sys_clone3(&args);
+	if (pid < 0 && into_cgroup && errno != ENOSYS) {
+		into_cgroup = false;
+		args.flags &= ~CLONE_INTO_CGROUP;
+		args.cgroup = 0;
+		pid = sys_clone3(&args);
+	}
+	if (pid < 0)
+		into_cgroup = false;
 	if (pid < 0 && errno == ENOSYS)
 		/* clone3 filtered (Docker's default seccomp profile, valgrind): the
 		 * classic clone does the same here (fork-like, no new stack). */
@@ -1351,20 +1373,27 @@ static int start_init(supervisor *s, sbx_err **err)
 	s->init_sock = sp[0];
 	s->init_pid = pid;
 	s->init_pidfd = pidfd;
+	startup_mark("supervisor: cloned");
 	if (!c->degraded && userns_write_maps(pid, c, err) < 0)
 		return -1;
+	startup_mark("supervisor: maps written");
 	log_debug("supervisor: cloned, maps written");
 	if (send_go(s, err) < 0)
 		return -1;
+	startup_mark("supervisor: trees prepared, go sent");
 	/* Joining a cgroup can wait for an RCU grace period (milliseconds on
 	 * cgroup v1): do it while the child builds its root, and tell it when
 	 * it is done; it enters its cgroup namespace and runs nothing of the
 	 * user's before that. */
-	if (s->cg && cgroup_attach(s->cg, pid, err) < 0)
+	startup_mark(into_cgroup ? "supervisor: attach begin (born in its v2 group)"
+				 : "supervisor: attach begin");
+	if (s->cg && cgroup_attach(s->cg, pid, into_cgroup, err) < 0)
 		return -1;
+	startup_mark("supervisor: cgroup_attach done");
 	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) <
 	    0) /* CDI devices only */
 		return -1;
+	startup_mark("supervisor: attached to cgroup");
 	log_debug("supervisor: go sent, attached");
 	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
 	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
@@ -1375,6 +1404,7 @@ static int start_init(supervisor *s, sbx_err **err)
 	int pfd[1] = {-1};
 	size_t npfd = 1;
 	int r = json_recv(s->init_sock, &m, pfd, &npfd);
+	startup_mark("supervisor: child ready");
 	if (r > 0 && npfd == 1)
 		s->proxy_listen = pfd[0];
 	if (r <= 0)
@@ -1448,6 +1478,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
+	startup_mark("supervisor: started");
 	s->warnings = json_array();
 	for (char **w = c->warnings; w && *w; w++)
 		add_warning(s, "%s", *w);
@@ -1471,6 +1502,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		e = NULL;
 	} else if (missing)
 		add_warning(s, "limits not enforced on this host: %s", missing);
+	startup_mark("supervisor: plugins, cgroup created");
 	log_debug("supervisor: cgroup created");
 	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 ||
 	    cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
@@ -1509,12 +1541,23 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		ep_add(s, s->idle_fd);
 		arm_idle(s);
 	}
+	startup_mark("supervisor: listening, event loop");
 	log_debug("supervisor: ready");
 	json_t *ready =
 	    json_pack("{s:b,s:i,s:i,s:i,s:O}", "ok", 1, "supervisor_pid", (int)getpid(), "init_pid",
 		      (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	if (ready && s->plugin_limits)
 		json_object_set(ready, "limits", s->plugin_limits);
+	if (startup_trace_enabled()) { /* the creator's stderr, kept for the trace: give it back */
+		char lp[4200];
+		snprintf(lp, sizeof(lp), "%s/supervisor.log", c->run_dir);
+		int lfd = log_debug_enabled ? open(lp, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600)
+					    : open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (lfd >= 0 && lfd != 2) {
+			dup2(lfd, 2);
+			close(lfd);
+		}
+	}
 	if (!report(ready_fd, ready)) {
 		/* The create was killed before it learned the environment exists:
 		 * nobody was given its id, nobody will use it. (A creator killed
@@ -1649,7 +1692,8 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		}
 		dup2(null, 0);
 		dup2(null, 1);
-		dup2(logfd >= 0 ? logfd : null, 2);
+		if (!startup_trace_enabled()) /* SBX_TRACE_STARTUP: keep the creator's stderr */
+			dup2(logfd >= 0 ? logfd : null, 2);
 		if (null > 4)
 			safe_close(null);
 		if (logfd > 4)
@@ -1664,10 +1708,12 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		supervisor_main(c, fd);
 	}
 	safe_close(rp[1]);
+	startup_mark("create: supervisor forked");
 	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
 	_cleanup_free_ char *buf = NULL;
 	int r = fd_read_all(rp[0], 1 << 20, &buf, NULL);
 	safe_close(rp[0]);
+	startup_mark("create: supervisor reported");
 	if (r < 0 || !buf || !*buf)
 		return err_set(err, SBX_E_INTERNAL, r < 0 ? -r : EPIPE,
 			       "supervisor died while starting the environment");

@@ -112,6 +112,27 @@ TEST(mountinfo_edge_cases)
 	cgroup_mounts_done(&m);
 }
 
+/* On a hybrid host the controller-less v2 group already gives cpu.stat,
+ * cgroup.freeze and cgroup.kill: the v1 cpuacct and freezer hierarchies add
+ * nothing but a migration and a rmdir each. Without v2 they are needed
+ * (v1 kill freezes, stats read cpuacct). */
+TEST(v1_controllers_needed)
+{
+	cg_mounts m;
+	const unsigned limits = 1u << CG_MEMORY | 1u << CG_PIDS | 1u << CG_CPU;
+	const unsigned all = limits | 1u << CG_CPUACCT | 1u << CG_FREEZER;
+	CHECK(cgroup_parse_mountinfo(mi_hybrid, &m) == 0);
+	CHECK(cgroup_v1_needed(&m, true) == limits);
+	CHECK(cgroup_v1_needed(&m, false) == all); /* v2 not writable: v1 does it all */
+	cgroup_mounts_done(&m);
+	CHECK(cgroup_parse_mountinfo(mi_v1, &m) == 0);
+	CHECK(cgroup_v1_needed(&m, false) == all);
+	cgroup_mounts_done(&m);
+	CHECK(cgroup_parse_mountinfo(mi_v2, &m) == 0);
+	CHECK(cgroup_v1_needed(&m, true) == 0);
+	cgroup_mounts_done(&m);
+}
+
 TEST(self_cgroup_paths)
 {
 	char *p = NULL;
@@ -159,8 +180,11 @@ typedef struct fx {
 } fx;
 
 /* Every directory the group may have; NULL-terminated, caller frees. */
-static char **fx_dirs(fx *f)
+/* The group directories in every hierarchy (joined_only: only those a
+ * create joins, cgroup_v1_needed). */
+static char **fx_dirs(fx *f, bool joined_only)
 {
+	unsigned needed = cgroup_v1_needed(&f->m, f->m.v2 != NULL);
 	char **v = calloc(CG_CTRL_MAX + 2, sizeof(char *));
 	size_t n = 0;
 	if (!v)
@@ -168,7 +192,7 @@ static char **fx_dirs(fx *f)
 	if (f->m.v2 && asprintf(&v[n], "%s/sbx/%s", f->m.v2, f->id) >= 0)
 		n++;
 	for (int c = 0; c < CG_CTRL_MAX; c++) {
-		if (!f->m.v1[c])
+		if (!f->m.v1[c] || (joined_only && !(needed & (1u << c))))
 			continue;
 		bool dup = false;
 		for (int d = 0; d < c; d++)
@@ -194,7 +218,7 @@ static void fx_done(fx *f)
 	for (int i = 0; i < f->n_kids; i++)
 		waitpid(f->kids[i], NULL, 0);
 	/* Belt and braces, should destroy itself have failed. */
-	char **dirs = fx_dirs(f);
+	char **dirs = fx_dirs(f, false);
 	for (char **d = dirs; d && *d; d++)
 		rmdir(*d);
 	strv_free(dirs);
@@ -271,7 +295,7 @@ static pid_t fx_fork(fx *f, int (*fn)(void), int *go)
 static int attach(fx *f, pid_t pid)
 {
 	sbx_err *e = NULL;
-	int r = cgroup_attach(f->cg, pid, &e);
+	int r = cgroup_attach(f->cg, pid, false, &e);
 	if (r < 0)
 		fprintf(stderr, "  cgroup_attach: %s\n", sbx_err_message(e));
 	sbx_err_free(e);
@@ -374,8 +398,9 @@ TEST(lifecycle_limits_attach_destroy)
 	} else
 		CHECK(file_is(f.m.v2, f.id, "cpu.max", "50000 100000"));
 
-	/* Membership everywhere, including the controller-less v2 group of a hybrid host. */
-	char **dirs = fx_dirs(&f);
+	/* Membership everywhere it was created (hybrid_skips_cpuacct_freezer),
+	 * including the controller-less v2 group of a hybrid host. */
+	char **dirs = fx_dirs(&f, true);
 	for (char **d = dirs; d && *d; d++) {
 		struct stat st;
 		bool ok = stat(*d, &st) == 0 && S_ISDIR(st.st_mode);
@@ -392,7 +417,7 @@ TEST(lifecycle_limits_attach_destroy)
 		CHECK(cgroup_v2_fd(f.cg) >= 0);
 	}
 	for (int c = 0; c < CG_CTRL_MAX; c++)
-		if (f.m.v1[c])
+		if (f.m.v1[c] && (cgroup_v1_needed(&f.m, f.m.v2 != NULL) & (1u << c)))
 			CHECK(procs_has(f.m.v1[c], f.id, pid));
 
 	cgroup_stats st;
@@ -420,7 +445,7 @@ TEST(lifecycle_limits_attach_destroy)
 	cgroup_free(cg2);
 	int ws = reap(&f, pid);
 	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
-	dirs = fx_dirs(&f);
+	dirs = fx_dirs(&f, false);
 	bool gone = true;
 	for (char **d = dirs; d && *d; d++)
 		if (access(*d, F_OK) == 0) {
@@ -433,6 +458,42 @@ TEST(lifecycle_limits_attach_destroy)
 	CHECK(cgroup_open(f.id, &cg2, &e) < 0);
 	CHECK(sbx_err_code(e) == SBX_E_NOT_FOUND);
 	sbx_err_free(e);
+}
+
+/* A hybrid host's create joins v1 only where a limit lives (memory, pids,
+ * cpu); cpu usage and freezing come from the v2 group. */
+TEST(hybrid_skips_cpuacct_freezer)
+{
+	FX(f);
+	if (!f.m.v2 || !f.m.v1[CG_FREEZER] || !f.m.v1[CG_CPUACCT] || !f.m.v1[CG_CPU] ||
+	    streq(f.m.v1[CG_CPUACCT], f.m.v1[CG_CPU])) {
+		SKIP_OK("not a hybrid host with separate cpuacct and freezer hierarchies");
+	}
+	CHECK(fx_create(&f) == 0);
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/sbx/%s", f.m.v1[CG_FREEZER], f.id);
+	CHECK(access(p, F_OK) < 0 && errno == ENOENT);
+	snprintf(p, sizeof(p), "%s/sbx/%s", f.m.v1[CG_CPUACCT], f.id);
+	CHECK(access(p, F_OK) < 0 && errno == ENOENT);
+	snprintf(p, sizeof(p), "%s/sbx/%s", f.m.v1[CG_MEMORY], f.id);
+	CHECK(access(p, F_OK) == 0);
+	snprintf(p, sizeof(p), "%s/sbx/%s", f.m.v1[CG_PIDS], f.id);
+	CHECK(access(p, F_OK) == 0);
+	snprintf(p, sizeof(p), "%s/sbx/%s", f.m.v1[CG_CPU], f.id);
+	CHECK(access(p, F_OK) == 0);
+	int go = -1;
+	pid_t pid = fx_fork(&f, do_sleep, &go);
+	CHECK(pid > 0);
+	close(go);
+	CHECK(attach(&f, pid) == 0);
+	cgroup_stats st;
+	CHECK(cgroup_stats_read(f.cg, &st) == 0);
+	CHECK(st.cpu_usage_us >= 0); /* from v2's cpu.stat */
+	CHECK(cgroup_freeze(f.cg, true, NULL) == 0);
+	CHECK(cgroup_freeze(f.cg, false, NULL) == 0);
+	CHECK(cgroup_kill_all(f.cg, NULL) == 0);
+	int ws = reap(&f, pid);
+	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
 }
 
 TEST(open_unknown)
@@ -607,7 +668,7 @@ TEST(destroy_half_created)
 {
 	FX(f);
 	CHECK(fx_create(&f) == 0);
-	char **dirs = fx_dirs(&f);
+	char **dirs = fx_dirs(&f, false);
 	CHECK(dirs && dirs[0]);
 	bool only_one = !dirs[1];
 	/* Remove one of the directories behind its back, as a crash mid-create would leave it. */
@@ -644,7 +705,7 @@ TEST(failed_limit_undoes)
 		SKIP_OK("kernel accepted a huge cpu quota");
 	fprintf(stderr, "  (expected) %s\n", sbx_err_message(e));
 	sbx_err_free(e);
-	char **dirs = fx_dirs(&f);
+	char **dirs = fx_dirs(&f, false);
 	bool gone = true;
 	for (char **d = dirs; d && *d; d++)
 		gone &= access(*d, F_OK) != 0;
