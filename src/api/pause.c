@@ -206,7 +206,7 @@ _public_ int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err 
 	if (env_call(ctx, id, req, &m, err) < 0)
 		return err_wrap(err, "pause '%s'", id);
 	/* Rootless, init's own answer comes through: ok once every process stopped. */
-	if (streq(json_str(m, "ev") ?: "", "stop_all") && !json_bool(m, "ok", false))
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOP_ALL) && !json_bool(m, CTL_F_OK, false))
 		return err_set(err, SBX_E_INTERNAL, EIO, "pause '%s': not every process could be stopped",
 			       id);
 	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "state", "paused", "pause_ms",

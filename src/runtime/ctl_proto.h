@@ -94,6 +94,8 @@
 #define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
 #define CTL_F_SIG "sig"			  /* signal, proc_kill */
 #define CTL_F_OUTPUT_BYTES "output_bytes" /* exec (background): cap per stream */
+#define CTL_F_STOP "stop"		  /* stop_all: true stops every process, false continues them */
+#define CTL_F_FROZEN "frozen"		  /* frozen: whether the freeze took */
 
 typedef enum ctl_ev_kind {
 	CTL_EVK_UNKNOWN,

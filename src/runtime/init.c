@@ -701,7 +701,7 @@ static void handle_file_as(int sock, json_t *m)
  * filesystem is read. SIGCONT undoes it. */
 static void handle_stop_all(int sock, json_t *m)
 {
-	bool stop = json_bool(m, "stop", true);
+	bool stop = json_bool(m, CTL_F_STOP, true);
 	(void)kill(-1, stop ? SIGSTOP : SIGCONT);
 	bool all = !stop;
 	for (int round = 0; stop && round < 200 && !all; round++) {
