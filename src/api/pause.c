@@ -162,7 +162,8 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 	startup_mark("wake: leftovers stopped");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
-	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
+	env_create_req q = {.o = &o, .restore_state = st, .snap = snap, .snap_id = digest};
+	if (env_create_impl(ctx, &q, &nid, &w, err) < 0)
 		return err_wrap(err, "start '%s' again", id);
 	char from[4300], to[4300];
 	snprintf(from, sizeof(from), "%s/suspended", env_dir);

@@ -418,7 +418,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	startup_mark("restore: writable layer emptied");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
-	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
+	env_create_req q = {.o = &o, .restore_state = st, .snap = snap, .snap_id = digest};
+	if (env_create_impl(ctx, &q, &nid, &w, err) < 0)
 		return err_wrap(err, "restore '%s' to %s", id, digest);
 	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms",
 			 now_ms() - t0);
