@@ -69,11 +69,9 @@ int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
 
-/* The content-addressed base snapshot of template spec (host: with its mask;
- * dir:PATH: mask NULL), built once (snap.c, docs/store.md "Template bases"). */
-struct mask_list;
-int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *mask,
-		       char *ret /* STORE_DIGEST_SIZE */, sbx_err **err);
+/* The store half of sbx_gc (store_admin.c): objects nothing reaches, added
+ * to result's "removed". */
+int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err);
 /* sbx_snapshot_export with a hook (oci.c; used by push): have() returning
  * true with d's digest and size filled means the destination has the
  * layer's gzip blob already, so export neither makes nor writes it. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/snap_base.h"
 #include "build/image_config.h"
 #include "api/secrets.h"
 #include "api/devices.h"
@@ -1194,7 +1195,6 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	if (!*ret)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	/* Store objects nothing reaches (src/api/store_admin.c). */
-	int store_admin_gc(sbx_ctx *, json_t *, sbx_err **);
 	if (store_admin_gc(ctx, *ret, err) < 0) {
 		json_decref(TAKE_PTR(*ret));
 		return -1;
