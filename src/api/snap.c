@@ -67,9 +67,9 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 				       id);
 		if (streq(json_str(rep, CTL_F_EV) ?: "", CTL_EV_ERROR))
 			return api_err_from_json(rep, err);
-		frozen = json_bool(rep, "frozen", false);
+		frozen = json_bool(rep, CTL_F_FROZEN, false);
 		/* Frozen, or (rootless) every process stopped: nothing writes. */
-		quiesced = frozen || json_bool(rep, "ok", false);
+		quiesced = frozen || json_bool(rep, CTL_F_OK, false);
 	} else
 		quiesced = !env_is_live(ctx, id);
 

@@ -79,7 +79,7 @@
 #define CTL_EV_PROC_KILLED "proc_killed"
 #define CTL_EV_PROC_EXIT "proc_exit" /* {process_id, running: false} */
 
-/* ---- fields of init's events and setup's reply ---- */
+/* ---- fields (named where more than one party reads them) ---- */
 #define CTL_F_ID "id"			  /* exec id (spawn, spawned, spawn_failed, exited) */
 #define CTL_F_PID "pid"			  /* spawned: the command's pid (inside) */
 #define CTL_F_STATUS "status"		  /* exited: a wait status */
