@@ -25,11 +25,21 @@ int64_t now_ms_real(void);
 /* Stops the supervisor of `id` (if alive), waiting for its teardown. */
 void stop_supervisor(sbx_ctx *ctx, const char *id);
 struct store_snapshot;
-/* plugins: [{"path", "config"?}] from a policy (NULL: none; a restore
- * takes restore_state's). */
-int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
-		    const struct store_snapshot *snap, const char *snap_id, const json_t *plugins,
-		    char **ret_id, json_t **ret_warnings, sbx_err **err);
+/* What a create starts from (env.c's env_create_impl). A new environment
+ * (sbx_env_create) gives o, and for a fork or an image template snap; a
+ * restart (restore, wake) gives restore_state too. Everything is borrowed. */
+typedef struct env_create_req {
+	const sbx_create_opts *o;	   /* NULL: SBX_CREATE_OPTS_INIT */
+	const json_t *restore_state;	   /* the record to start again under its own id, uid range
+					    * and name; NULL: a new environment */
+	const struct store_snapshot *snap; /* the layers to start on, or NULL */
+	const char *snap_id;		   /* snap's digest (the record's snapshot_id) */
+	const json_t *plugins;		   /* [{"path", "config"?}] from a policy (NULL: none; a
+					    * restart takes restore_state's) */
+} env_create_req;
+/* Creates the environment q describes (steps in env.c); *ret_id its id. */
+int env_create_impl(sbx_ctx *ctx, const env_create_req *q, char **ret_id, json_t **ret_warnings,
+		    sbx_err **err);
 
 /* A create's network (src/api/limits.c): o->network with o->network_allow,
  * or the string form "allow=P,P" split at commas (here only). *ret_mode is
@@ -59,11 +69,9 @@ int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
 
-/* The content-addressed base snapshot of template spec (host: with its mask;
- * dir:PATH: mask NULL), built once (snap.c, docs/store.md "Template bases"). */
-struct mask_list;
-int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *mask,
-		       char *ret /* STORE_DIGEST_SIZE */, sbx_err **err);
+/* The store half of sbx_gc (store_admin.c): objects nothing reaches, added
+ * to result's "removed". */
+int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err);
 /* sbx_snapshot_export with a hook (oci.c; used by push): have() returning
  * true with d's digest and size filled means the destination has the
  * layer's gzip blob already, so export neither makes nor writes it. */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/snap_base.h"
 #include "build/image_config.h"
 #include "api/secrets.h"
 #include "api/devices.h"
@@ -315,8 +316,6 @@ static void iso_time(int64_t ms, char *buf, size_t n)
 	strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-/* Creates an environment, or (restore_state != NULL) starts an existing one
- * again under its own id, uid range and name, on the layers of `snap`. */
 /* Create, step 1: the options alone (the bounds in sbx.h, the forms). */
 static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char ***ret_allow,
 		      int64_t *ret_disk, sbx_err **err)
@@ -352,9 +351,10 @@ static int check_opts(const sbx_create_opts *o, const char **ret_netmode, char *
 }
 
 /* Create, step 2: the default user and the capabilities of root's commands. */
-static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
-		       sbx_err **err)
+static int config_user(sbx_ctx *ctx, env_config *c, const env_create_req *q, sbx_err **err)
 {
+	const sbx_create_opts *o = q->o;
+	const json_t *restore_state = q->restore_state;
 	/* Users and capabilities (docs/policy.md): the form is checked here, the
 	 * name resolved inside (at setup, then by init at each exec). A restart
 	 * keeps the environment's own. */
@@ -384,10 +384,12 @@ static int config_user(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 
 /* Create, step 3: identity (id, name, host name, directories), network,
  * plugins, environment variables and limits. */
-static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
-			   const char *restore_id, const char *netmode, char ***allow, const json_t *plugins,
-			   int64_t disk, sbx_err **err)
+static int config_identity(sbx_ctx *ctx, env_config *c, const env_create_req *q, const char *netmode,
+			   char ***allow, int64_t disk, sbx_err **err)
 {
+	const sbx_create_opts *o = q->o;
+	const char *restore_id = q->restore_state ? json_str(q->restore_state, "environment_id") : NULL;
+	const json_t *plugins = q->plugins;
 	/* Identity. */
 	if (restore_id) {
 		if (!env_valid_id(restore_id))
@@ -410,8 +412,8 @@ static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o
 	c->network = strdup(netmode);
 	c->network_allow = TAKE_PTR(*allow);
 	/* Plugins (a policy's; a restarted environment keeps its own). */
-	if (restore_state)
-		plugins = json_object_get(restore_state, "plugins");
+	if (q->restore_state)
+		plugins = json_object_get(q->restore_state, "plugins");
 	if (json_array_size(plugins) && !(c->plugins = json_deep_copy(plugins)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	c->rootless = ctx->rootless;
@@ -454,9 +456,11 @@ static int config_identity(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o
 /* Create, step 4: what the root is built from: the template (or, without
  * user namespaces, the degraded walls), volumes, the snapshot's layers or
  * the template's own base (base_id). */
-static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const store_snapshot *snap,
-		       char base_id[STORE_DIGEST_SIZE], sbx_err **err)
+static int config_root(sbx_ctx *ctx, env_config *c, const env_create_req *q, char base_id[STORE_DIGEST_SIZE],
+		       sbx_err **err)
 {
+	const sbx_create_opts *o = q->o;
+	const store_snapshot *snap = q->snap;
 	if (ctx->rootless && !userns_available()) {
 		/* Degraded mode: Landlock + seccomp + no_new_privs only (see runtime.h). */
 		c->degraded = true;
@@ -506,10 +510,13 @@ static int config_root(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, co
 
 /* Create, step 5: on disk, in the order a concurrent gc and a crash need.
  * *slot and *have_slot say which uid range to give back on failure. */
-static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o, const json_t *restore_state,
-			  const char *restore_id, const store_snapshot *snap, unsigned *slot, bool *have_slot,
-			  sbx_err **err)
+static int create_on_disk(sbx_ctx *ctx, env_config *c, const env_create_req *q, unsigned *slot,
+			  bool *have_slot, sbx_err **err)
 {
+	const sbx_create_opts *o = q->o;
+	const json_t *restore_state = q->restore_state;
+	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
+	const store_snapshot *snap = q->snap;
 	int r;
 	char p[4300];
 	/* Liveness lock first, before anything exists on disk, so that a
@@ -568,10 +575,12 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const sbx_create_opts *o,
 
 /* Create, step 6: the record of a new environment (state.json), before
  * its supervisor runs. NULL on ENOMEM. */
-static json_t *record_new(const env_config *c, const sbx_create_opts *o, const json_t *restore_state,
-			  json_t *sec_state, const store_snapshot *snap, const char *snap_id,
+static json_t *record_new(const env_config *c, const env_create_req *q, json_t *sec_state,
 			  const char *base_id, unsigned slot)
 {
+	const sbx_create_opts *o = q->o;
+	const json_t *restore_state = q->restore_state;
+	const store_snapshot *snap = q->snap;
 	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
 	char created[32];
 	int64_t now = now_ms_real();
@@ -611,7 +620,7 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	if (st && o->policy)
 		json_object_set_new(st, "policy", json_string(o->policy[0] == '{' ? "(inline)" : o->policy));
 	if (st && snap) {
-		json_object_set_new(st, "snapshot_id", json_string(snap_id));
+		json_object_set_new(st, "snapshot_id", json_string(q->snap_id));
 		json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
 		/* An image's config (WORKDIR, CMD, ...): exec and run apply it (build/image_config.h). */
 		if (snap->config)
@@ -627,54 +636,41 @@ static json_t *record_new(const env_config *c, const sbx_create_opts *o, const j
 	return st;
 }
 
-int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restore_state,
-		    const store_snapshot *snap, const char *snap_id, const json_t *plugins, char **ret_id,
-		    json_t **ret_warnings, sbx_err **err)
+/* Create, steps 1-4 and what they need on the host: the configuration c
+ * (base_id: the template's base when there is no snapshot), secrets' record
+ * in *ret_sec_state. Nothing on disk yet: a failure leaves nothing. */
+static int create_configure(sbx_ctx *ctx, env_config *c, const env_create_req *q,
+			    char base_id[STORE_DIGEST_SIZE], json_t **ret_sec_state, sbx_err **err)
 {
-	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
-	if (!o)
-		o = &defaults;
-	const char *restore_id = restore_state ? json_str(restore_state, "environment_id") : NULL;
-	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
-	if (!c)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	c->lock_fd = -1;
+	const sbx_create_opts *o = q->o;
 	_cleanup_strv_free_ char **allow = NULL;
 	const char *netmode = "none";
 	int64_t disk = 0;
-	char base_id[STORE_DIGEST_SIZE] = "";
-	_cleanup_json_ json_t *sec_state = NULL;
-	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
-	if (check_opts(o, &netmode, &allow, &disk, err) < 0 ||
-	    config_user(ctx, c, o, restore_state, err) < 0 ||
-	    config_identity(ctx, c, o, restore_state, restore_id, netmode, &allow, plugins, disk, err) < 0 ||
-	    config_root(ctx, c, o, snap, base_id, err) < 0)
+	if (check_opts(o, &netmode, &allow, &disk, err) < 0 || config_user(ctx, c, q, err) < 0 ||
+	    config_identity(ctx, c, q, netmode, &allow, disk, err) < 0 ||
+	    config_root(ctx, c, q, base_id, err) < 0)
 		return -1;
 	/* Secrets (values read on the host now, kept in memory only), hidden
 	 * paths and the agent phase's plan: src/api/secrets.c. */
-	if (secrets_prepare(o, restore_state, c, &sec_state, err) < 0)
+	if (secrets_prepare(o, q->restore_state, c, ret_sec_state, err) < 0)
 		return -1;
 	/* CDI devices (api/devices.c): resolved and checked on the host now; a
 	 * restart resolves its own again. */
 	_cleanup_strv_free_ char **dev_names =
-	    restore_state ? json_to_strv(json_object_get(restore_state, "devices")) : NULL;
-	if (devices_prepare(ctx, c,
-			    restore_state     ? (const char *const *)dev_names
-			    : o->version >= 5 ? o->devices
-					      : NULL,
-			    err) < 0)
-		return -1;
+	    q->restore_state ? json_to_strv(json_object_get(q->restore_state, "devices")) : NULL;
+	return devices_prepare(ctx, c,
+			       q->restore_state	 ? (const char *const *)dev_names
+			       : o->version >= 5 ? o->devices
+						 : NULL,
+			       err);
+}
 
-	unsigned slot = 0;
-	bool have_slot = false;
-	char **warnings = NULL;
-	_cleanup_json_ json_t *st = NULL, *info = NULL;
-	int r;
-	startup_mark("create: configured");
-	/* 5-6: on disk, then the record; a failure from here undoes both. */
-	if (create_on_disk(ctx, c, o, restore_state, restore_id, snap, &slot, &have_slot, err) < 0)
-		goto fail;
-	st = record_new(c, o, restore_state, sec_state, snap, snap_id, base_id, slot);
+/* Create, step 6: the record (state.json) written, before the supervisor
+ * runs; *ret_st is it, to complete at step 7. */
+static int create_record(sbx_ctx *ctx, env_config *c, const env_create_req *q, json_t *sec_state,
+			 const char *base_id, unsigned slot, json_t **ret_st, sbx_err **err)
+{
+	_cleanup_json_ json_t *st = record_new(c, q, sec_state, base_id, slot);
 	if (st)
 		devices_state(c, st);
 	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
@@ -686,11 +682,53 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 	if (st && proc_start_time(getpid(), &start) == 0)
 		json_object_set_new(st, "creator",
 				    json_pack("{s:i,s:I}", "pid", (int)getpid(), "start", (json_int_t)start));
-	if (!st || (r = env_state_write(ctx, c->id, st)) < 0) {
-		err_errnum(err, st ? r : ENOMEM, "write environment state");
-		goto fail;
-	}
+	int r;
+	if (!st || (r = env_state_write(ctx, c->id, st)) < 0)
+		return err_errnum(err, st ? r : ENOMEM, "write environment state");
 	if (devices_env_apply(c, err) < 0)
+		return -1;
+	*ret_st = TAKE_PTR(st);
+	return 0;
+}
+
+/* Create, step 7b: the record says running, with what the supervisor
+ * found (info: its ready message). */
+static void record_running(sbx_ctx *ctx, const env_config *c, json_t *st, const json_t *info)
+{
+	json_object_set_new(st, "state", json_string("running"));
+	json_object_del(st, "creator");
+	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
+	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
+	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
+		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
+	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
+	(void)env_state_write(ctx, c->id, st);
+}
+
+int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json_t **ret_warnings,
+		    sbx_err **err)
+{
+	sbx_create_opts defaults = SBX_CREATE_OPTS_INIT;
+	env_create_req q = *req;
+	if (!q.o)
+		q.o = &defaults;
+	const char *restore_id = q.restore_state ? json_str(q.restore_state, "environment_id") : NULL;
+	_cleanup_(env_config_freep) env_config *c = calloc(1, sizeof(*c));
+	if (!c)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	c->lock_fd = -1;
+	char base_id[STORE_DIGEST_SIZE] = "";
+	_cleanup_json_ json_t *sec_state = NULL, *st = NULL, *info = NULL;
+	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
+	if (create_configure(ctx, c, &q, base_id, &sec_state, err) < 0)
+		return -1;
+	startup_mark("create: configured");
+	/* 5-6: on disk, then the record; a failure from here undoes both. */
+	unsigned slot = 0;
+	bool have_slot = false;
+	char **warnings = NULL;
+	if (create_on_disk(ctx, c, &q, &slot, &have_slot, err) < 0 ||
+	    create_record(ctx, c, &q, sec_state, base_id, slot, &st, err) < 0)
 		goto fail;
 	startup_mark("create: on disk, state written");
 
@@ -702,14 +740,7 @@ int env_create_impl(sbx_ctx *ctx, const sbx_create_opts *o, const json_t *restor
 		goto fail;
 	}
 	log_debug("create: supervisor ready");
-	json_object_set_new(st, "state", json_string("running"));
-	json_object_del(st, "creator");
-	json_object_set_new(st, "supervisor_pid", json_integer(json_int(info, "supervisor_pid", 0)));
-	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, "landlock_abi", 0)));
-	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
-		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
-	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
-	(void)env_state_write(ctx, c->id, st);
+	record_running(ctx, c, st, info);
 	startup_mark("create: done");
 	if (ret_warnings)
 		*ret_warnings = json_incref(json_object_get(st, "warnings"));
@@ -862,10 +893,12 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 		if (snapshot_default_env(&co, tsnap, &tenv, err) < 0)
 			return -1;
 		snapshot_default_user(&co, tsnap);
-		return env_create_impl(ctx, &co, NULL, tsnap, tdigest, plugins, ret_id, ret_warnings, err);
+		env_create_req q = {.o = &co, .snap = tsnap, .snap_id = tdigest, .plugins = plugins};
+		return env_create_impl(ctx, &q, ret_id, ret_warnings, err);
 	}
 	if (!o || !o->snapshot)
-		return env_create_impl(ctx, o, NULL, NULL, NULL, plugins, ret_id, ret_warnings, err);
+		return env_create_impl(ctx, &(env_create_req){.o = o, .plugins = plugins}, ret_id,
+				       ret_warnings, err);
 	/* fork: a new environment from a snapshot (its template and layers). */
 	_cleanup_free_ char *digest = NULL;
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
@@ -882,7 +915,8 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 	if (snapshot_default_env(&co, snap, &fenv, err) < 0)
 		return -1;
 	snapshot_default_user(&co, snap);
-	return env_create_impl(ctx, &co, NULL, snap, digest, plugins, ret_id, ret_warnings, err);
+	env_create_req q = {.o = &co, .snap = snap, .snap_id = digest, .plugins = plugins};
+	return env_create_impl(ctx, &q, ret_id, ret_warnings, err);
 }
 
 /* Stops the supervisor (if alive) and waits until it has cleaned up. */
@@ -1161,7 +1195,6 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	if (!*ret)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	/* Store objects nothing reaches (src/api/store_admin.c). */
-	int store_admin_gc(sbx_ctx *, json_t *, sbx_err **);
 	if (store_admin_gc(ctx, *ret, err) < 0) {
 		json_decref(TAKE_PTR(*ret));
 		return -1;

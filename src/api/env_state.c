@@ -397,9 +397,9 @@ int env_call(const sbx_ctx *ctx, const char *id, json_t *req, json_t **ret, sbx_
 
 int api_err_from_json(const json_t *m, sbx_err **err)
 {
-	sbx_code cc = err_code_from_name(json_str(m, "code"));
-	int en = (int)json_int(m, "errno", 0);
-	int r = err_set(err, cc, en, "%s", json_str(m, "message") ?: "unknown error");
+	sbx_code cc = err_code_from_name(json_str(m, CTL_F_CODE));
+	int en = (int)json_int(m, CTL_F_ERRNO, 0);
+	int r = err_set(err, cc, en, "%s", json_str(m, CTL_F_MESSAGE) ?: "unknown error");
 	/* A spawn that failed at the exec call itself (stage 0; ctl_proto.h). */
 	if (err && *err && en > 0 && json_int(m, CTL_F_STAGE, -1) == 0)
 		(*err)->spawn_errno = en;

@@ -129,7 +129,7 @@ static void drain(relay *r, int fd, int stream)
 
 static void fill_exit(sbx_exec_result *res, const json_t *m)
 {
-	int st = (int)json_int(m, "status", 0);
+	int st = (int)json_int(m, CTL_F_STATUS, 0);
 	res->timed_out = json_bool(m, "timed_out", false);
 	res->timeout_ms = json_int(m, "timeout_ms", 0);
 	res->oom_killed = json_bool(m, "oom", false);
@@ -486,7 +486,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		if (ip_cancel >= 0 && p[ip_cancel].revents) {
 			res.cancelled = true;
 			_cleanup_json_ json_t *k =
-			    json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "sig", SIGKILL);
+			    json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, CTL_F_SIG, SIGKILL);
 			(void)json_send(sock, k, NULL, 0);
 		}
 		if (ip_sock >= 0 && p[ip_sock].revents) {

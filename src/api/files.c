@@ -36,12 +36,12 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 			       id);
 	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
-	if (!json_bool(m, "ok", false)) {
+	if (!json_bool(m, CTL_F_OK, false)) {
 		for (size_t i = 0; i < n; i++)
 			safe_close(fds[i]);
-		int e = (int)json_int(m, "errno", EIO);
+		int e = (int)json_int(m, CTL_F_ERRNO, EIO);
 		return err_set(err, err_code_from_errno(e), e, "%s",
-			       json_str(m, "message") ?: "file operation failed");
+			       json_str(m, CTL_F_MESSAGE) ?: "file operation failed");
 	}
 	if (n < n_fds) {
 		for (size_t i = 0; i < n; i++)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/snap_base.h"
 #include "build/image_config.h"
 #include "runtime/mask.h"
 #include "store/hostbase.h"

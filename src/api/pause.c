@@ -162,7 +162,8 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 	startup_mark("wake: leftovers stopped");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
-	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
+	env_create_req q = {.o = &o, .restore_state = st, .snap = snap, .snap_id = digest};
+	if (env_create_impl(ctx, &q, &nid, &w, err) < 0)
 		return err_wrap(err, "start '%s' again", id);
 	char from[4300], to[4300];
 	snprintf(from, sizeof(from), "%s/suspended", env_dir);
@@ -206,7 +207,7 @@ _public_ int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err 
 	if (env_call(ctx, id, req, &m, err) < 0)
 		return err_wrap(err, "pause '%s'", id);
 	/* Rootless, init's own answer comes through: ok once every process stopped. */
-	if (streq(json_str(m, "ev") ?: "", "stop_all") && !json_bool(m, "ok", false))
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOP_ALL) && !json_bool(m, CTL_F_OK, false))
 		return err_set(err, SBX_E_INTERNAL, EIO, "pause '%s': not every process could be stopped",
 			       id);
 	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "state", "paused", "pause_ms",

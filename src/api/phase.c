@@ -370,10 +370,10 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 		}
 		/* The supervisor switched already (an interrupted switch): record it. */
 	}
-	if (reply && !json_bool(reply, "ok", false))
-		return json_str(reply, "message")
-			   ? err_set(err, err_code_from_name(json_str(reply, "code") ?: "internal"), EIO,
-				     "switch '%s' to the agent phase: %s", id, json_str(reply, "message"))
+	if (reply && !json_bool(reply, CTL_F_OK, false))
+		return json_str(reply, CTL_F_MESSAGE)
+			   ? err_set(err, err_code_from_name(json_str(reply, CTL_F_CODE) ?: "internal"), EIO,
+				     "switch '%s' to the agent phase: %s", id, json_str(reply, CTL_F_MESSAGE))
 			   : err_set(err, SBX_E_INTERNAL, EIO, "switch '%s' to the agent phase: init refused",
 				     id);
 

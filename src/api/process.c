@@ -192,7 +192,7 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 	gmtime_r(&t, &tm);
 	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	*ret = json_pack("{s:s,s:s,s:I,s:s,s:I}", "environment_id", id, "process_id", pid, "pid",
-			 (json_int_t)json_int(m, "pid", 0), "started_at", at, "started_ms",
+			 (json_int_t)json_int(m, CTL_F_PID, 0), "started_at", at, "started_ms",
 			 (json_int_t)json_int(m, "started_ms", 0));
 	return *ret ? 0 : err_oom(err);
 }

@@ -1,7 +1,8 @@
-/* Snapshots: sbx_env_snapshot, sbx_env_restore, sbx_snapshot_list,
- * sbx_snapshot_resolve. The store (src/store) does the content-addressed
- * work; this file freezes, reads the environment's writable layer, writes
- * the manifest, and restarts environments on snapshot layers. */
+/* Snapshots: sbx_env_snapshot, sbx_env_restore, sbx_snapshot_list (the
+ * resolver and the template bases are snap_base.c's). The store (src/store)
+ * does the content-addressed work; this file freezes, reads the
+ * environment's writable layer, writes the manifest, and restarts
+ * environments on snapshot layers. */
 #include <ctype.h>
 #include <dirent.h>
 #include <sys/xattr.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/snap_base.h"
 #include "runtime/startup_trace.h"
 #include "runtime/ctl_proto.h"
 #include "store/delta.h"
@@ -33,148 +35,6 @@ static double now_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-_public_ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
-{
-	if (!ref || !*ref)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty snapshot id");
-	char d[STORE_DIGEST_SIZE];
-	if (store_digest_valid(ref)) {
-		_cleanup_snapshot_ store_snapshot *s = NULL;
-		if (store_snapshot_read(ctx->root, ref, &s, err) < 0)
-			return -1;
-		return (*ret_digest = strdup(ref)) ? 0 : -ENOMEM;
-	}
-	if (store_label_valid(ref) && store_ref_get(ctx->root, ref, d, NULL) == 0)
-		return (*ret_digest = strdup(d)) ? 0 : -ENOMEM;
-	/* A unique prefix of the hex (with or without "sha256:"). */
-	if (store_digest_prefix_valid(ref)) {
-		_cleanup_strv_free_ char **all = NULL;
-		if (store_snapshot_list(ctx->root, &all, NULL) == 0) {
-			const char *match = NULL;
-			int n = store_digest_prefix_match(all, ref, &match);
-			if (n == 1)
-				return (*ret_digest = strdup(match)) ? 0 : -ENOMEM;
-			if (n > 1)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "snapshot prefix '%s' is ambiguous", ref);
-		}
-	}
-	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such snapshot: '%s' (not a digest, prefix or label)",
-		       ref);
-}
-
-static char *read_os_release(const char *env_dir)
-{
-	char p[4400];
-	_cleanup_free_ char *buf = NULL;
-	snprintf(p, sizeof(p), "%s/upper/etc/os-release", env_dir ? env_dir : "");
-	if ((!env_dir || fs_read_file(p, 65536, &buf, NULL) < 0) &&
-	    fs_read_file("/etc/os-release", 65536, &buf, NULL) < 0)
-		return NULL;
-	char *q = strstr(buf, "PRETTY_NAME=");
-	if (!q)
-		return NULL;
-	q += strlen("PRETTY_NAME=");
-	if (*q == '"')
-		q++;
-	size_t n = strcspn(q, "\"\n");
-	return strndup(q, n);
-}
-
-/* ---- template bases (docs/store.md "Template bases") ---------------------- */
-
-/* The mask as identity: each entry's type, mode, owner, path and link
- * target, in order (not mtimes: they do not change what is shown). */
-static int mask_digest(const mask_list *m, char ret[STORE_DIGEST_SIZE], sbx_err **err)
-{
-	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
-	if (!h)
-		return err_ret(err);
-	for (size_t i = 0; i < m->n; i++) {
-		const mask_entry *e = &m->e[i];
-		char head[64];
-		int n = snprintf(head, sizeof(head), "%c %o %u %u ", e->type, e->mode & 07777,
-				 (unsigned)e->uid, (unsigned)e->gid);
-		if (store_hasher_update(h, head, (size_t)n, err) < 0 ||
-		    store_hasher_update(h, e->path, strlen(e->path) + 1, err) < 0 ||
-		    store_hasher_update(h, e->target ? e->target : "",
-					(e->target ? strlen(e->target) : 0) + 1, err) < 0)
-			return err_ret(err);
-	}
-	return store_hasher_final(h, ret, err);
-}
-
-static char *kv(const char *k, const char *v)
-{
-	char *s = NULL;
-	return asprintf(&s, "%s=%s", k, v) < 0 ? NULL : s;
-}
-
-int snap_template_base(sbx_ctx *ctx, const char *spec, const mask_list *mask, char *ret, sbx_err **err)
-{
-	/* What names the tree: the template, and for `host` the directories it
-	 * shows, the mask over them and the host's package databases. */
-	static const char *const pkgdbs[] = {"/var/lib/dpkg/status", "/var/lib/rpm/rpmdb.sqlite",
-					     "/var/lib/rpm/Packages", "/lib/apk/db/installed", NULL};
-	_cleanup_strv_free_ char **idv = NULL;
-	size_t n = 0;
-	int r = strv_push(&idv, &n, kv("template", spec));
-	if (r == 0 && mask) {
-		_cleanup_strv_free_ char **dirs = mask_host_dirs(mask);
-		size_t jl = 1;
-		for (char **d = dirs; d && *d; d++)
-			jl += strlen(*d) + 1;
-		_cleanup_free_ char *joined = calloc(1, jl);
-		for (char **d = dirs; joined && d && *d; d++) {
-			if (d != dirs)
-				strcat(joined, ",");
-			strcat(joined, *d);
-		}
-		char md[STORE_DIGEST_SIZE];
-		if (mask_digest(mask, md, err) < 0)
-			return err_wrap(err, "template base");
-		r = strv_push(&idv, &n, kv("dirs", joined ? joined : ""));
-		if (r == 0)
-			r = strv_push(&idv, &n, kv("mask", md));
-		for (size_t i = 0; r == 0 && pkgdbs[i]; i++) {
-			_cleanup_close_ int fd = open(pkgdbs[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			char d[STORE_DIGEST_SIZE];
-			if (fd < 0)
-				continue;
-			if (store_digest_fd(fd, d, NULL, err) < 0)
-				return err_wrap(err, "template base: '%s'", pkgdbs[i]);
-			_cleanup_free_ char *k = NULL;
-			r = asprintf(&k, "pkgdb:%s", pkgdbs[i]) < 0 ? -ENOMEM : strv_push(&idv, &n, kv(k, d));
-		}
-	}
-	if (r < 0)
-		return err_errnum(err, -r, "template base");
-	_cleanup_free_ char *osr = mask ? read_os_release(NULL) : NULL;
-	static char *empty[] = {NULL};
-	store_snapshot snap = {.layers = empty,
-			       .base_template = (char *)spec,
-			       .env = empty,
-			       .cwd = "/root",
-			       .user = "root",
-			       .os_release = osr,
-			       .labels = empty,
-			       /* The id names the tree only: the same host state, the same base. */
-			       .created_at = "1970-01-01T00:00:00Z",
-			       .base_identity = idv};
-	_cleanup_free_ char *json = NULL;
-	if (store_snapshot_encode(&snap, &json, ret, err) < 0)
-		return err_wrap(err, "template base");
-	/* Built once: present means complete (written as a unique temp name,
-	 * then renamed; concurrent creates write the same bytes). */
-	_cleanup_snapshot_ store_snapshot *have = NULL;
-	if (store_snapshot_read(ctx->root, ret, &have, NULL) == 0)
-		return 0;
-	char id2[STORE_DIGEST_SIZE];
-	if (store_snapshot_write(ctx->root, &snap, id2, err) < 0)
-		return err_wrap(err, "template base");
-	return 0;
 }
 
 _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
@@ -207,9 +67,9 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 				       id);
 		if (streq(json_str(rep, CTL_F_EV) ?: "", CTL_EV_ERROR))
 			return api_err_from_json(rep, err);
-		frozen = json_bool(rep, "frozen", false);
+		frozen = json_bool(rep, CTL_F_FROZEN, false);
 		/* Frozen, or (rootless) every process stopped: nothing writes. */
-		quiesced = frozen || json_bool(rep, "ok", false);
+		quiesced = frozen || json_bool(rep, CTL_F_OK, false);
 	} else
 		quiesced = !env_is_live(ctx, id);
 
@@ -250,7 +110,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_strv_free_ char **env = json_to_strv(st.env);
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
-	_cleanup_free_ char *osr = read_os_release(envdir);
+	_cleanup_free_ char *osr = snap_os_release(envdir);
 	_cleanup_strv_free_ char **pkgs = env_packages(ctx, id, envdir, st.snapshot_id);
 	char created[32];
 	time_t t = time(NULL);
@@ -418,7 +278,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	startup_mark("restore: writable layer emptied");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
-	if (env_create_impl(ctx, &o, st, snap, digest, NULL, &nid, &w, err) < 0)
+	env_create_req q = {.o = &o, .restore_state = st, .snap = snap, .snap_id = digest};
+	if (env_create_impl(ctx, &q, &nid, &w, err) < 0)
 		return err_wrap(err, "restore '%s' to %s", id, digest);
 	*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest, "restore_ms",
 			 now_ms() - t0);

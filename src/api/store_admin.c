@@ -30,8 +30,6 @@
 #include "trace/trace_store.h"
 #include "util/json.h"
 
-int store_admin_gc(sbx_ctx *ctx, json_t *result, sbx_err **err);
-
 /* The object a problem line is about: its first digest, else its label. */
 static json_t *problem_json(const char *line)
 {

@@ -12,45 +12,7 @@
 
 #include "util/json.h"
 #include "util/macro.h"
-
-/* ---- a growing string ------------------------------------------------- */
-
-typedef struct sb {
-	char *s;
-	size_t len, cap;
-} sb;
-
-static int sb_add(sb *b, const char *p, size_t n)
-{
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 64;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			return -ENOMEM;
-		b->s = s;
-		b->cap = cap;
-	}
-	memcpy(b->s + b->len, p, n);
-	b->len += n;
-	b->s[b->len] = 0;
-	return 0;
-}
-
-static int sb_addc(sb *b, char c)
-{
-	return sb_add(b, &c, 1);
-}
-
-static char *sb_take(sb *b)
-{
-	if (!b->s && sb_add(b, "", 0) < 0)
-		return NULL;
-	char *s = b->s;
-	*b = (sb){0};
-	return s;
-}
+#include "util/strbuf.h"
 
 /* ---- instructions ----------------------------------------------------- */
 
@@ -290,7 +252,7 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 	bool directives = true, seen_from = false, cont = false;
 	unsigned lineno = 0, start_line = 0;
 	_cleanup_free_ char *acc = NULL; /* the instruction being joined */
-	sb b = {0};
+	_cleanup_strbuf_ strbuf b = {0};
 	size_t pos = 0;
 	while (pos < len) {
 		const char *ls = text + pos;
@@ -298,11 +260,9 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 		size_t n = nl ? (size_t)(nl - ls) : len - pos;
 		pos += n + (nl ? 1 : 0);
 		lineno++;
-		if (n > DOCKERFILE_MAX_LINE) {
-			free(b.s);
+		if (n > DOCKERFILE_MAX_LINE)
 			return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "%s:%u: line longer than %u bytes",
 				       name, lineno, DOCKERFILE_MAX_LINE);
-		}
 		if (n && ls[n - 1] == '\r')
 			n--;
 		if (directives) {
@@ -311,11 +271,9 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 			size_t vl;
 			if (directive(ls, n, key, sizeof key, &v, &vl)) {
 				if (!strcmp(key, "escape")) {
-					if (vl != 1 || (v[0] != '\\' && v[0] != '`')) {
-						free(b.s);
+					if (vl != 1 || (v[0] != '\\' && v[0] != '`'))
 						return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 							       "%s:%u: escape must be \\ or `", name, lineno);
-					}
 					d->escape = v[0];
 				}
 				continue; /* syntax= and unknown directives: Docker ignores them too */
@@ -336,17 +294,16 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 			e--;
 		if (!cont)
 			start_line = lineno;
-		if (sb_add(&b, ls + i, e - i) < 0) {
-			free(b.s);
+		strbuf_add(&b, ls + i, e - i);
+		if (b.oom)
 			return err_oom(err);
-		}
 		if (more) {
 			cont = true;
 			continue;
 		}
 		cont = false;
 		free(acc);
-		acc = sb_take(&b);
+		acc = strbuf_take(&b);
 		if (!acc)
 			return err_oom(err);
 		char *p = acc;
@@ -361,12 +318,9 @@ int dockerfile_parse(const char *text, size_t len, const char *name, dockerfile 
 		if (add_instr(d, name, start_line, kw, p, &seen_from, err) < 0)
 			return -1;
 	}
-	if (cont) {
-		free(b.s);
+	if (cont)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "%s:%u: the file ends inside a line continuation", name, start_line);
-	}
-	free(b.s);
 	if (!seen_from)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: no FROM instruction", name);
 	*ret = TAKE_PTR(d);
@@ -391,16 +345,15 @@ static bool is_name(char c, bool first)
 
 int dockerfile_expand(const char *s, const char *const *vars, char escape, char **ret, sbx_err **err)
 {
-	sb b = {0};
-	int r = 0;
-	for (const char *p = s; *p && r == 0;) {
+	_cleanup_strbuf_ strbuf b = {0};
+	for (const char *p = s; *p && !b.oom;) {
 		if (*p == escape && p[1] == '$') {
-			r = sb_addc(&b, '$');
+			strbuf_lit(&b, "$");
 			p += 2;
 			continue;
 		}
 		if (*p != '$') {
-			r = sb_addc(&b, *p++);
+			strbuf_add(&b, p++, 1);
 			continue;
 		}
 		if (p[1] == '{') {
@@ -409,27 +362,22 @@ int dockerfile_expand(const char *s, const char *const *vars, char escape, char 
 				q++;
 			size_t kl = (size_t)(q - k);
 			const char *close = strchr(q, '}');
-			if (!kl || !close || (*q != '}' && !(q[0] == ':' && (q[1] == '-' || q[1] == '+')))) {
-				free(b.s);
+			if (!kl || !close || (*q != '}' && !(q[0] == ':' && (q[1] == '-' || q[1] == '+'))))
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 					       "bad substitution in '%s'", s);
-			}
 			const char *v = var_lookup(vars, k, kl);
 			if (*q == '}') {
-				r = v ? sb_add(&b, v, strlen(v)) : 0;
+				if (v)
+					strbuf_add(&b, v, strlen(v));
 			} else {
 				/* The word itself may use variables. */
 				_cleanup_free_ char *word = strndup(q + 2, (size_t)(close - q - 2)),
 						    *xw = NULL;
-				if (!word || dockerfile_expand(word, vars, escape, &xw, err) < 0) {
-					free(b.s);
+				if (!word || dockerfile_expand(word, vars, escape, &xw, err) < 0)
 					return word ? -1 : err_oom(err);
-				}
 				bool set = v && *v;
-				if (q[1] == '-')
-					r = set ? sb_add(&b, v, strlen(v)) : sb_add(&b, xw, strlen(xw));
-				else
-					r = set ? sb_add(&b, xw, strlen(xw)) : 0;
+				const char *use = q[1] == '-' ? (set ? v : xw) : (set ? xw : "");
+				strbuf_add(&b, use, strlen(use));
 			}
 			p = close + 1;
 			continue;
@@ -439,17 +387,14 @@ int dockerfile_expand(const char *s, const char *const *vars, char escape, char 
 			while (is_name(*q, q == k))
 				q++;
 			const char *v = var_lookup(vars, k, (size_t)(q - k));
-			r = v ? sb_add(&b, v, strlen(v)) : 0;
+			if (v)
+				strbuf_add(&b, v, strlen(v));
 			p = q;
 			continue;
 		}
-		r = sb_addc(&b, *p++);
+		strbuf_add(&b, p++, 1);
 	}
-	if (r < 0) {
-		free(b.s);
-		return err_oom(err);
-	}
-	if (!(*ret = sb_take(&b)))
+	if (!(*ret = strbuf_take(&b)))
 		return err_oom(err);
 	return 0;
 }
@@ -463,37 +408,32 @@ static int next_word(const char **ps, char escape, char **ret, sbx_err **err)
 		*ps = p;
 		return 0;
 	}
-	sb b = {0};
+	_cleanup_strbuf_ strbuf b = {0};
 	char quote = 0;
-	int r = 0;
-	for (; *p && r == 0; p++) {
+	for (; *p && !b.oom; p++) {
 		if (quote) {
 			if (*p == quote)
 				quote = 0;
 			else if (*p == escape && quote == '"' && p[1])
-				r = sb_addc(&b, *++p);
+				strbuf_add(&b, ++p, 1);
 			else
-				r = sb_addc(&b, *p);
+				strbuf_add(&b, p, 1);
 		} else if (*p == '"' || *p == '\'') {
 			quote = *p;
 		} else if (*p == ' ' || *p == '\t') {
 			break;
 		} else if (*p == escape && p[1]) {
-			r = sb_addc(&b, *++p);
+			strbuf_add(&b, ++p, 1);
 		} else {
-			r = sb_addc(&b, *p);
+			strbuf_add(&b, p, 1);
 		}
 	}
-	if (r < 0) {
-		free(b.s);
+	if (b.oom)
 		return err_oom(err);
-	}
-	if (quote) {
-		free(b.s);
+	if (quote)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "unterminated quote in '%s'", *ps);
-	}
 	*ps = p;
-	if (!(*ret = sb_take(&b)))
+	if (!(*ret = strbuf_take(&b)))
 		return err_oom(err);
 	return 0;
 }

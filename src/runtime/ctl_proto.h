@@ -79,7 +79,7 @@
 #define CTL_EV_PROC_KILLED "proc_killed"
 #define CTL_EV_PROC_EXIT "proc_exit" /* {process_id, running: false} */
 
-/* ---- fields of init's events and setup's reply ---- */
+/* ---- fields (named where more than one party reads them) ---- */
 #define CTL_F_ID "id"			  /* exec id (spawn, spawned, spawn_failed, exited) */
 #define CTL_F_PID "pid"			  /* spawned: the command's pid (inside) */
 #define CTL_F_STATUS "status"		  /* exited: a wait status */
@@ -94,6 +94,8 @@
 #define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
 #define CTL_F_SIG "sig"			  /* signal, proc_kill */
 #define CTL_F_OUTPUT_BYTES "output_bytes" /* exec (background): cap per stream */
+#define CTL_F_STOP "stop"		  /* stop_all: true stops every process, false continues them */
+#define CTL_F_FROZEN "frozen"		  /* frozen: whether the freeze took */
 
 typedef enum ctl_ev_kind {
 	CTL_EVK_UNKNOWN,

@@ -293,10 +293,11 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 			 errnum == ENOENT   ? "command not found"
 			 : errnum == EACCES ? "permission denied (not executable)"
 					    : strerror(errnum));
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i,s:i,s:s}", CTL_F_EV, CTL_EV_SPAWN_FAILED, "id",
-					     (json_int_t)id, "errno", errnum, "stage", stage, "message", msg);
+	_cleanup_json_ json_t *m =
+	    json_pack("{s:s,s:I,s:i,s:i,s:s}", CTL_F_EV, CTL_EV_SPAWN_FAILED, CTL_F_ID, (json_int_t)id,
+		      CTL_F_ERRNO, errnum, CTL_F_STAGE, stage, CTL_F_MESSAGE, msg);
 	if (m && code)
-		json_object_set_new(m, "code", json_string(code));
+		json_object_set_new(m, CTL_F_CODE, json_string(code));
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 }
@@ -304,7 +305,7 @@ static void reply_error_code(int sock, int64_t id, int stage, int errnum, const 
 static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_fds)
 {
 	startup_mark("init: spawn request");
-	int64_t id = json_int(m, "id", -1);
+	int64_t id = json_int(m, CTL_F_ID, -1);
 	int64_t ki = json_int(m, "stdin", -1), ko = json_int(m, "stdout", -1), ke = json_int(m, "stderr", -1);
 	int in = ki >= 0 && (size_t)ki < n_fds ? fds[ki] : -1;
 	int out = ko >= 0 && (size_t)ko < n_fds ? fds[ko] : -1;
@@ -451,16 +452,16 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		return;
 	}
 	execs[n_execs++] = (init_exec){id, pid};
-	_cleanup_json_ json_t *r =
-	    json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, "id", (json_int_t)id, "pid", (int)pid);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, CTL_F_ID,
+					     (json_int_t)id, CTL_F_PID, (int)pid);
 	if (r)
 		(void)json_send(sock, r, tty ? &master : NULL, tty ? 1 : 0);
 }
 
 static void handle_signal(json_t *m)
 {
-	int64_t id = json_int(m, "id", -1);
-	int sig = (int)json_int(m, "sig", SIGKILL);
+	int64_t id = json_int(m, CTL_F_ID, -1);
+	int sig = (int)json_int(m, CTL_F_SIG, SIGKILL);
 	for (size_t i = 0; i < n_execs; i++)
 		if (execs[i].id == id) {
 			/* The command leads its own session and process group. */
@@ -547,8 +548,8 @@ static void file_reply_error(int sock, int errnum, const char *what, const char 
 			  : errnum == EINVAL  ? "not a regular file"
 					      : strerror(errnum);
 	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
-	_cleanup_json_ json_t *m =
-	    json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg);
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
+					     CTL_F_ERRNO, errnum, CTL_F_MESSAGE, msg);
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 }
@@ -601,8 +602,8 @@ static void handle_file(int sock, json_t *m)
 	char msg[512];
 	int q = file_identity_enter(g_config, msg, sizeof(msg));
 	if (q < 0) {
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0,
-						     "errno", EPERM, "message", msg);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
+						     CTL_F_ERRNO, EPERM, CTL_F_MESSAGE, msg);
 		if (r)
 			(void)json_send(sock, r, NULL, 0);
 		return;
@@ -647,8 +648,8 @@ static void handle_file_as(int sock, json_t *m)
 			return;
 		}
 		(void)fd_set_nonblock(fd, 0);
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "size",
-						     (json_int_t)st.st_size);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
+						     "size", (json_int_t)st.st_size);
 		if (r)
 			(void)json_send(sock, r, &fd, 1);
 		return;
@@ -689,8 +690,8 @@ static void handle_file_as(int sock, json_t *m)
 			json_array_append_new(entries, e);
 	}
 	closedir(d);
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "entries",
-					     entries, "truncated", truncated);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
+					     "entries", entries, "truncated", truncated);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -701,7 +702,7 @@ static void handle_file_as(int sock, json_t *m)
  * filesystem is read. SIGCONT undoes it. */
 static void handle_stop_all(int sock, json_t *m)
 {
-	bool stop = json_bool(m, "stop", true);
+	bool stop = json_bool(m, CTL_F_STOP, true);
 	(void)kill(-1, stop ? SIGSTOP : SIGCONT);
 	bool all = !stop;
 	for (int round = 0; stop && round < 200 && !all; round++) {
@@ -725,7 +726,7 @@ static void handle_stop_all(int sock, json_t *m)
 		if (!all)
 			usleep(1000);
 	}
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOP_ALL, "ok", all);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOP_ALL, CTL_F_OK, all);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);
 }
@@ -740,8 +741,9 @@ static void reap(int sock)
 		for (size_t i = 0; i < n_execs; i++) {
 			if (execs[i].pid != pid)
 				continue;
-			_cleanup_json_ json_t *m = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_EXITED, "id",
-							     (json_int_t)execs[i].id, "status", status);
+			_cleanup_json_ json_t *m =
+			    json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_EXITED, CTL_F_ID,
+				      (json_int_t)execs[i].id, CTL_F_STATUS, status);
 			if (m)
 				(void)json_send(sock, m, NULL, 0);
 			execs[i] = execs[--n_execs];
@@ -759,7 +761,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	int ended = 0;
 	if (c->degraded) { /* not pid 1: kill(-1) would reach all the user's processes (the supervisor
 			      refuses) */
-		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_PHASE, "ok", 0);
+		_cleanup_json_ json_t *no = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_PHASE, CTL_F_OK, 0);
 		if (no)
 			(void)json_send(sock, no, NULL, 0);
 		return;
@@ -772,8 +774,8 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	char *user_copy = user ? strdup(user) : NULL;
 	if (user && (!user_copy || user_resolve(user, c->id_count, c->rootless, &uid_check, &ue) < 0)) {
 		_cleanup_json_ json_t *no =
-		    json_pack("{s:s,s:b,s:s,s:s}", CTL_F_EV, CTL_EV_PHASE, "ok", 0, "message",
-			      ue ? sbx_err_message(ue) : "out of memory", "code",
+		    json_pack("{s:s,s:b,s:s,s:s}", CTL_F_EV, CTL_EV_PHASE, CTL_F_OK, 0, CTL_F_MESSAGE,
+			      ue ? sbx_err_message(ue) : "out of memory", CTL_F_CODE,
 			      sbx_code_name(ue ? sbx_err_code(ue) : SBX_E_INTERNAL));
 		free(user_copy);
 		if (no)
@@ -821,7 +823,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 	if (caps_from_json(json_object_get(m, "capabilities"), &kept) == 0)
 		c->caps &= kept; /* narrowing only (phase.c checked; this cannot widen) */
 	c->agent_phase = true;
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", CTL_F_EV, CTL_EV_PHASE, "ok", 1,
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:o}", CTL_F_EV, CTL_EV_PHASE, CTL_F_OK, 1,
 					     "processes_ended", ended, "secrets_removed", removed);
 	if (r)
 		(void)json_send(sock, r, NULL, 0);

@@ -56,7 +56,8 @@ static void reply_error(int sock, int errnum, const char *what, const char *path
 		 : errnum == ENOTDIR ? "not a directory"
 				     : strerror(errnum));
 	reply(sock,
-	      json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 0, "errno", errnum, "message", msg),
+	      json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0, CTL_F_ERRNO, errnum,
+			CTL_F_MESSAGE, msg),
 	      NULL, 0);
 }
 
@@ -93,7 +94,7 @@ static void tar_out(int sock, const char *path, const char *shown)
 		_exit(r < 0 ? 1 : 0);
 	}
 	safe_close(p[1]);
-	reply(sock, json_pack("{s:s,s:b,s:s}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type", "dir"), &p[0], 1);
+	reply(sock, json_pack("{s:s,s:b,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1, "type", "dir"), &p[0], 1);
 	safe_close(p[0]);
 }
 
@@ -162,7 +163,7 @@ static void tar_in(int sock, const char *path, const char *shown, bool create)
 	safe_close(data[0]);
 	safe_close(st[1]);
 	int fds[2] = {data[1], st[0]};
-	reply(sock, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, "ok", 1), fds, 2);
+	reply(sock, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1), fds, 2);
 	safe_close(data[1]);
 	safe_close(st[0]);
 }
@@ -175,7 +176,7 @@ bool init_copy_handle(int sock, const json_t *m, const char *action, const char 
 			reply_error(sock, errno, "stat", shown);
 		else
 			reply(sock,
-			      json_pack("{s:s,s:b,s:s,s:I,s:i}", CTL_F_EV, CTL_EV_FILE, "ok", 1, "type",
+			      json_pack("{s:s,s:b,s:s,s:I,s:i}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1, "type",
 					type_of(st.st_mode), "size", (json_int_t)st.st_size, "mode",
 					(int)(st.st_mode & 07777)),
 			      NULL, 0);

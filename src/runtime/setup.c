@@ -33,8 +33,8 @@
 _noreturn_ static void fail(int sock, sbx_err *e)
 {
 	_cleanup_json_ json_t *m =
-	    json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)),
-		      "message", sbx_err_message(e), "errno", sbx_err_errno(e));
+	    json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, CTL_F_CODE, sbx_code_name(sbx_err_code(e)),
+		      CTL_F_MESSAGE, sbx_err_message(e), CTL_F_ERRNO, sbx_err_errno(e));
 	if (m)
 		(void)json_send(sock, m, NULL, 0);
 	_exit(1);
@@ -171,7 +171,8 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 		fail(sock, e);
 	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	*abi_out = abi;
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi);
+	_cleanup_json_ json_t *ready =
+	    json_pack("{s:s,s:i}", CTL_F_EV, CTL_EV_READY, CTL_F_LANDLOCK_ABI, abi);
 	if (!ready || json_send(sock, ready, NULL, 0) < 0)
 		_exit(1);
 	init_main(c, sock);
@@ -363,8 +364,8 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	safe_close(f.upper);
 	safe_close(f.work);
 
-	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, "landlock_abi", abi,
-						 "warnings", setup_warnings);
+	_cleanup_json_ json_t *ready = json_pack("{s:s,s:i,s:O}", CTL_F_EV, CTL_EV_READY, CTL_F_LANDLOCK_ABI,
+						 abi, CTL_F_WARNINGS, setup_warnings);
 	if (!ready || json_send(sock, ready, proxy_fd >= 0 ? &proxy_fd : NULL, proxy_fd >= 0 ? 1 : 0) < 0)
 		_exit(1);
 	startup_mark("child: ready sent");

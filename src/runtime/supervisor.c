@@ -120,8 +120,9 @@ static void send_json(int fd, json_t *m, const int *fds, size_t n)
 
 static json_t *err_json(const sbx_err *e)
 {
-	return json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(sbx_err_code(e)),
-			 "message", sbx_err_message(e), "errno", sbx_err_errno(e));
+	return json_pack("{s:s,s:s,s:s,s:i}", CTL_F_EV, CTL_EV_ERROR, CTL_F_CODE,
+			 sbx_code_name(sbx_err_code(e)), CTL_F_MESSAGE, sbx_err_message(e), CTL_F_ERRNO,
+			 sbx_err_errno(e));
 }
 
 static void arm_idle(supervisor *s);
@@ -191,7 +192,7 @@ static void drop_exec(supervisor *s, sup_exec *x)
 static void signal_exec(supervisor *s, int64_t id, int sig)
 {
 	_cleanup_json_ json_t *m =
-	    json_pack("{s:s,s:I,s:i}", CTL_F_OP, CTL_OP_SIGNAL, "id", (json_int_t)id, "sig", sig);
+	    json_pack("{s:s,s:I,s:i}", CTL_F_OP, CTL_OP_SIGNAL, CTL_F_ID, (json_int_t)id, CTL_F_SIG, sig);
 	if (m)
 		(void)json_send(s->init_sock, m, NULL, 0);
 }
@@ -434,7 +435,7 @@ static void thaw(supervisor *s)
 		(void)cgroup_freeze(s->cg, false, NULL);
 	if (s->stopped) {
 		/* Init answers stop_all; with stop false it does not wait. */
-		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 0);
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, CTL_F_STOP, 0);
 		if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0)
 			s->waiters[s->n_waiters++] = -1; /* reply dropped */
 	}
@@ -512,7 +513,7 @@ static bool pause_env(supervisor *s, int conn)
 	}
 	bool keep = false;
 	if (!s->cg) {
-		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 1);
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, CTL_F_STOP, 1);
 		if (!q || json_send(s->init_sock, q, NULL, 0) < 0) {
 			err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
 			send_json(conn, err_json(e), NULL, 0);
@@ -544,7 +545,7 @@ static void resume_env(supervisor *s)
 	} else if (s->cg)
 		(void)cgroup_freeze(s->cg, false, NULL);
 	else {
-		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", "op", "stop_all", "stop", 0);
+		_cleanup_json_ json_t *q = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, CTL_F_STOP, 0);
 		if (q && s->n_waiters < ARRAY_SIZE(s->waiters) && json_send(s->init_sock, q, NULL, 0) == 0)
 			s->waiters[s->n_waiters++] = -1; /* reply dropped */
 	}
@@ -687,7 +688,7 @@ static void client_request(supervisor *s, int conn)
 	} else if (streq(op, CTL_OP_SIGNAL)) {
 		for (size_t i = 0; i < s->n_execs; i++)
 			if (s->execs[i].conn == conn)
-				signal_exec(s, s->execs[i].id, (int)json_int(m, "sig", SIGTERM));
+				signal_exec(s, s->execs[i].id, (int)json_int(m, CTL_F_SIG, SIGTERM));
 		keep = true;
 	} else if ((streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) &&
 		   s->n_waiters < ARRAY_SIZE(s->waiters)) {
@@ -707,7 +708,8 @@ static void client_request(supervisor *s, int conn)
 		else if (s->paused) {
 			/* Already frozen by sbx pause: the snapshot's thaw leaves it so. */
 			s->freeze_conn = conn;
-			send_json(conn, json_pack("{s:s,s:b}", "ev", "frozen", "frozen", 1), NULL, 0);
+			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, CTL_F_FROZEN, 1),
+				  NULL, 0);
 			keep = true;
 		} else if (s->cg && cgroup_freeze(s->cg, true, &fe) == 0)
 			frozen = true;
@@ -715,7 +717,7 @@ static void client_request(supervisor *s, int conn)
 			/* No cgroup (rootless): init stops every process with SIGSTOP
 			 * and answers once they all are; its reply goes to this client. */
 			_cleanup_json_ json_t *q =
-			    json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, "stop", 1);
+			    json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP_ALL, CTL_F_STOP, 1);
 			if (q && s->n_waiters < ARRAY_SIZE(s->waiters) &&
 			    json_send(s->init_sock, q, NULL, 0) == 0) {
 				s->waiters[s->n_waiters++] = -2 - conn; /* marks a stop_all reply for conn */
@@ -727,7 +729,7 @@ static void client_request(supervisor *s, int conn)
 		} else if (!keep && (frozen || !fe || !s->cg)) {
 			s->freeze_conn = conn;
 			s->frozen = frozen;
-			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", frozen),
+			send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, CTL_F_FROZEN, frozen),
 				  NULL, 0);
 			keep = true;
 		}
@@ -791,10 +793,10 @@ static void init_event(supervisor *s)
 				 * and keep the connection (it holds the freeze). */
 				conn = -2 - conn;
 				if (conn == s->freeze_conn)
-					send_json(
-					    conn,
-					    json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN, "frozen", e.ok),
-					    NULL, 0);
+					send_json(conn,
+						  json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FROZEN,
+							    CTL_F_FROZEN, e.ok),
+						  NULL, 0);
 			} else if (conn >= 0) {
 				(void)json_send(conn, m, fds, n);
 				close_conn(s, conn);
@@ -807,7 +809,7 @@ static void init_event(supervisor *s)
 		sup_proc_started(x->bg, e.pid);
 		if (x->conn >= 0) {
 			send_json(x->conn,
-				  json_pack("{s:s,s:I,s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid",
+				  json_pack("{s:s,s:I,s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, CTL_F_PID,
 					    (json_int_t)e.pid, CTL_F_PROCESS_ID, x->bg->id, "started_ms",
 					    (json_int_t)x->bg->started_ms),
 				  NULL, 0);
@@ -817,7 +819,7 @@ static void init_event(supervisor *s)
 	} else if (x && e.kind == CTL_EVK_SPAWNED) {
 		x->started = true;
 		_cleanup_json_ json_t *o =
-		    json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, "pid", (json_int_t)e.pid);
+		    json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, CTL_F_PID, (json_int_t)e.pid);
 		if (o && x->traced)
 			json_object_set_new(o, "recorder", json_string(x->recorder));
 		if (x->conn >= 0 && o)
@@ -826,9 +828,9 @@ static void init_event(supervisor *s)
 			signal_exec(s, x->id, SIGKILL);
 	} else if (x && e.kind == CTL_EVK_SPAWN_FAILED) {
 		sbx_code code = ctl_spawn_failed_code(&e);
-		_cleanup_json_ json_t *o =
-		    json_pack("{s:s,s:s,s:s,s:i,s:i}", CTL_F_EV, CTL_EV_ERROR, "code", sbx_code_name(code),
-			      "message", e.message ?: "spawn failed", "errno", e.err, "stage", e.stage);
+		_cleanup_json_ json_t *o = json_pack(
+		    "{s:s,s:s,s:s,s:i,s:i}", CTL_F_EV, CTL_EV_ERROR, CTL_F_CODE, sbx_code_name(code),
+		    CTL_F_MESSAGE, e.message ?: "spawn failed", CTL_F_ERRNO, e.err, CTL_F_STAGE, e.stage);
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		sup_proc_discard(x->bg); /* it never ran: no record */
@@ -849,7 +851,7 @@ static void init_event(supervisor *s)
 		int64_t us =
 		    (end.tv_sec - x->start.tv_sec) * 1000000 + (end.tv_nsec - x->start.tv_nsec) / 1000;
 		_cleanup_json_ json_t *o =
-		    json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", CTL_F_EV, CTL_EV_EXIT, "status", status,
+		    json_pack("{s:s,s:i,s:b,s:b,s:I,s:I}", CTL_F_EV, CTL_EV_EXIT, CTL_F_STATUS, status,
 			      "timed_out", x->timed_out, "oom", oom, "duration_us", (json_int_t)us,
 			      "timeout_ms", (json_int_t)x->timeout_ms);
 		if (o && x->traced) {

@@ -99,3 +99,16 @@ const char *strbuf_str(const strbuf *b)
 {
 	return b->p && !b->oom ? b->p : "";
 }
+
+char *strbuf_take(strbuf *b)
+{
+	if (!b->p && !b->oom)
+		strbuf_add(b, "", 0);
+	if (b->oom) {
+		strbuf_free(b);
+		return NULL;
+	}
+	char *s = b->p;
+	*b = (strbuf){0};
+	return s;
+}

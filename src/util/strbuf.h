@@ -20,3 +20,7 @@ void strbuf_add_escaped(strbuf *b, const char *s, size_t n);
 void strbuf_reset(strbuf *b);
 void strbuf_free(strbuf *b);		 /* back to {0}; NULL-safe contents */
 const char *strbuf_str(const strbuf *b); /* "" when empty or after oom */
+/* The text, owned by the caller ("" when empty), and b back to {0}; NULL
+ * after oom (b is freed then too). */
+char *strbuf_take(strbuf *b);
+#define _cleanup_strbuf_ _cleanup_(strbuf_free)

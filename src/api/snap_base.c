@@ -1,0 +1,156 @@
+/* The snapshot resolver and the template bases (snap_base.h). */
+#include "api/snap_base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime/mask.h"
+#include "store/snapshot.h"
+#include "util/fs.h"
+#include "util/json.h"
+
+_public_ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err)
+{
+	if (!ref || !*ref)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty snapshot id");
+	char d[STORE_DIGEST_SIZE];
+	if (store_digest_valid(ref)) {
+		_cleanup_snapshot_ store_snapshot *s = NULL;
+		if (store_snapshot_read(ctx->root, ref, &s, err) < 0)
+			return -1;
+		return (*ret_digest = strdup(ref)) ? 0 : -ENOMEM;
+	}
+	if (store_label_valid(ref) && store_ref_get(ctx->root, ref, d, NULL) == 0)
+		return (*ret_digest = strdup(d)) ? 0 : -ENOMEM;
+	/* A unique prefix of the hex (with or without "sha256:"). */
+	if (store_digest_prefix_valid(ref)) {
+		_cleanup_strv_free_ char **all = NULL;
+		if (store_snapshot_list(ctx->root, &all, NULL) == 0) {
+			const char *match = NULL;
+			int n = store_digest_prefix_match(all, ref, &match);
+			if (n == 1)
+				return (*ret_digest = strdup(match)) ? 0 : -ENOMEM;
+			if (n > 1)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "snapshot prefix '%s' is ambiguous", ref);
+		}
+	}
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such snapshot: '%s' (not a digest, prefix or label)",
+		       ref);
+}
+
+char *snap_os_release(const char *env_dir)
+{
+	char p[4400];
+	_cleanup_free_ char *buf = NULL;
+	snprintf(p, sizeof(p), "%s/upper/etc/os-release", env_dir ? env_dir : "");
+	if ((!env_dir || fs_read_file(p, 65536, &buf, NULL) < 0) &&
+	    fs_read_file("/etc/os-release", 65536, &buf, NULL) < 0)
+		return NULL;
+	char *q = strstr(buf, "PRETTY_NAME=");
+	if (!q)
+		return NULL;
+	q += strlen("PRETTY_NAME=");
+	if (*q == '"')
+		q++;
+	size_t n = strcspn(q, "\"\n");
+	return strndup(q, n);
+}
+
+/* ---- template bases (docs/store.md "Template bases") ---------------------- */
+
+/* The mask as identity: each entry's type, mode, owner, path and link
+ * target, in order (not mtimes: they do not change what is shown). */
+static int mask_digest(const mask_list *m, char ret[STORE_DIGEST_SIZE], sbx_err **err)
+{
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
+	if (!h)
+		return err_ret(err);
+	for (size_t i = 0; i < m->n; i++) {
+		const mask_entry *e = &m->e[i];
+		char head[64];
+		int n = snprintf(head, sizeof(head), "%c %o %u %u ", e->type, e->mode & 07777,
+				 (unsigned)e->uid, (unsigned)e->gid);
+		if (store_hasher_update(h, head, (size_t)n, err) < 0 ||
+		    store_hasher_update(h, e->path, strlen(e->path) + 1, err) < 0 ||
+		    store_hasher_update(h, e->target ? e->target : "",
+					(e->target ? strlen(e->target) : 0) + 1, err) < 0)
+			return err_ret(err);
+	}
+	return store_hasher_final(h, ret, err);
+}
+
+static char *kv(const char *k, const char *v)
+{
+	char *s = NULL;
+	return asprintf(&s, "%s=%s", k, v) < 0 ? NULL : s;
+}
+
+int snap_template_base(sbx_ctx *ctx, const char *spec, const mask_list *mask, char *ret, sbx_err **err)
+{
+	/* What names the tree: the template, and for `host` the directories it
+	 * shows, the mask over them and the host's package databases. */
+	static const char *const pkgdbs[] = {"/var/lib/dpkg/status", "/var/lib/rpm/rpmdb.sqlite",
+					     "/var/lib/rpm/Packages", "/lib/apk/db/installed", NULL};
+	_cleanup_strv_free_ char **idv = NULL;
+	size_t n = 0;
+	int r = strv_push(&idv, &n, kv("template", spec));
+	if (r == 0 && mask) {
+		_cleanup_strv_free_ char **dirs = mask_host_dirs(mask);
+		size_t jl = 1;
+		for (char **d = dirs; d && *d; d++)
+			jl += strlen(*d) + 1;
+		_cleanup_free_ char *joined = calloc(1, jl);
+		for (char **d = dirs; joined && d && *d; d++) {
+			if (d != dirs)
+				strcat(joined, ",");
+			strcat(joined, *d);
+		}
+		char md[STORE_DIGEST_SIZE];
+		if (mask_digest(mask, md, err) < 0)
+			return err_wrap(err, "template base");
+		r = strv_push(&idv, &n, kv("dirs", joined ? joined : ""));
+		if (r == 0)
+			r = strv_push(&idv, &n, kv("mask", md));
+		for (size_t i = 0; r == 0 && pkgdbs[i]; i++) {
+			_cleanup_close_ int fd = open(pkgdbs[i], O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			char d[STORE_DIGEST_SIZE];
+			if (fd < 0)
+				continue;
+			if (store_digest_fd(fd, d, NULL, err) < 0)
+				return err_wrap(err, "template base: '%s'", pkgdbs[i]);
+			_cleanup_free_ char *k = NULL;
+			r = asprintf(&k, "pkgdb:%s", pkgdbs[i]) < 0 ? -ENOMEM : strv_push(&idv, &n, kv(k, d));
+		}
+	}
+	if (r < 0)
+		return err_errnum(err, -r, "template base");
+	_cleanup_free_ char *osr = mask ? snap_os_release(NULL) : NULL;
+	static char *empty[] = {NULL};
+	store_snapshot snap = {.layers = empty,
+			       .base_template = (char *)spec,
+			       .env = empty,
+			       .cwd = "/root",
+			       .user = "root",
+			       .os_release = osr,
+			       .labels = empty,
+			       /* The id names the tree only: the same host state, the same base. */
+			       .created_at = "1970-01-01T00:00:00Z",
+			       .base_identity = idv};
+	_cleanup_free_ char *json = NULL;
+	if (store_snapshot_encode(&snap, &json, ret, err) < 0)
+		return err_wrap(err, "template base");
+	/* Built once: present means complete (written as a unique temp name,
+	 * then renamed; concurrent creates write the same bytes). */
+	_cleanup_snapshot_ store_snapshot *have = NULL;
+	if (store_snapshot_read(ctx->root, ret, &have, NULL) == 0)
+		return 0;
+	char id2[STORE_DIGEST_SIZE];
+	if (store_snapshot_write(ctx->root, &snap, id2, err) < 0)
+		return err_wrap(err, "template base");
+	return 0;
+}
