@@ -104,6 +104,10 @@ typedef struct exec_extra {
 	int trace_out;		   /* file */
 	json_t *started, *exit;	   /* out: the supervisor's "started" and "exit" events (caller decrefs) */
 } exec_extra;
+/* The checks every exec makes of its options (foreground or background):
+ * a command, K=V variables, an absolute cwd, bounded timeout and output cap,
+ * a well-formed user. */
+int exec_opts_check(const sbx_exec_opts *o, sbx_err **err);
 int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
 	      sbx_err **err);
 int trace_exec(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err);

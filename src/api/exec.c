@@ -222,14 +222,10 @@ static void sanitize_utf8(capture *c)
 		free(o.buf);
 }
 
-_public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret,
-			  sbx_err **err)
+int exec_opts_check(const sbx_exec_opts *o, sbx_err **err)
 {
-	_cleanup_free_ char *id = NULL;
 	if (!o || !o->argv || !o->argv[0] || !o->argv[0][0])
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no command given");
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
 	for (const char *const *e = o->env; e && *e; e++)
 		if (!strchr(*e, '=') || **e == '=')
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
@@ -237,9 +233,24 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 	if (o->cwd && o->cwd[0] != '/')
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute",
 			       o->cwd);
+	if (o->timeout_ms < -1 || o->timeout_ms > SBX_TIMEOUT_MAX_MS)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid timeout %lld ms",
+			       (long long)o->timeout_ms);
+	if (o->output_bytes < -1 || o->output_bytes > SBX_OUTPUT_MAX)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid output limit %lld bytes",
+			       (long long)o->output_bytes);
 	/* The user is resolved by init, inside; its form is checked here. */
 	user_spec us;
 	if (o->version >= 3 && o->user && user_spec_parse(o->user, &us, err) < 0)
+		return -1;
+	return 0;
+}
+
+_public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret,
+			  sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (exec_opts_check(o, err) < 0 || sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
 	if (o->version >= 2 && (o->trace || o->deterministic > 0))
 		return trace_exec(ctx, id, o, ret, err);

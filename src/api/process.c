@@ -125,27 +125,11 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 			       sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
-	if (!o || !o->argv || !o->argv[0] || !o->argv[0][0])
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "no command given");
+	if (exec_opts_check(o, err) < 0)
+		return -1;
 	if (o->tty || (o->version >= 2 && o->trace))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "a background process has no terminal and cannot be traced");
-	for (const char *const *e = o->env; e && *e; e++)
-		if (!strchr(*e, '=') || **e == '=')
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "invalid environment variable '%s': expected K=V", *e);
-	if (o->cwd && o->cwd[0] != '/')
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "working directory '%s' must be absolute",
-			       o->cwd);
-	if (o->timeout_ms < -1 || o->timeout_ms > SBX_TIMEOUT_MAX_MS)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid timeout %lld ms",
-			       (long long)o->timeout_ms);
-	if (o->output_bytes < -1 || o->output_bytes > SBX_OUTPUT_MAX)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid output limit %lld bytes",
-			       (long long)o->output_bytes);
-	user_spec us;
-	if (o->version >= 3 && o->user && user_spec_parse(o->user, &us, err) < 0)
-		return -1;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
 	bool no_resume = o->version >= 4 && o->no_auto_resume;

@@ -54,20 +54,6 @@ int image_merge(const image_layer *const *layers, size_t n, image_merged *ret, s
 	return 0;
 }
 
-static bool strv_array(const json_t *a)
-{
-	size_t i;
-	json_t *x;
-	if (!json_is_array(a))
-		return false;
-	json_array_foreach(a, i, x)
-	{
-		if (!json_is_string(x))
-			return false;
-	}
-	return true;
-}
-
 int image_config_text(const json_t *config, char **ret, sbx_err **err)
 {
 	*ret = NULL;
@@ -86,7 +72,7 @@ int image_config_text(const json_t *config, char **ret, sbx_err **err)
 			continue;
 		bool empty = false;
 		if (streq(k, "Cmd") || streq(k, "Entrypoint")) {
-			if (!strv_array(v))
+			if (!json_is_strv(v))
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 					       "image config: %s must be an array of strings", k);
 			empty = json_array_size(v) == 0;
@@ -145,9 +131,9 @@ int image_command(const json_t *config, const char *const *argv, char ***ret, sb
 {
 	const json_t *ep = json_is_object(config) ? json_object_get(config, "Entrypoint") : NULL;
 	const json_t *cmd = json_is_object(config) ? json_object_get(config, "Cmd") : NULL;
-	if (!strv_array(ep))
+	if (!json_is_strv(ep))
 		ep = NULL;
-	if (!strv_array(cmd))
+	if (!json_is_strv(cmd))
 		cmd = NULL;
 	bool have_argv = argv && argv[0];
 	if (!have_argv && !json_array_size(ep) && !json_array_size(cmd))

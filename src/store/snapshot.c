@@ -65,20 +65,6 @@ static bool rfc3339_utc(const char *s)
 
 #define BAD(...) err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "snapshot manifest: " __VA_ARGS__)
 
-static bool strv_array(json_t *a)
-{
-	size_t i;
-	json_t *x;
-	if (!json_is_array(a))
-		return false;
-	json_array_foreach(a, i, x)
-	{
-		if (!json_is_string(x))
-			return false;
-	}
-	return true;
-}
-
 /* The image config object: only its known keys, each of its type. */
 static int config_check(const char *text, sbx_err **err)
 {
@@ -90,7 +76,7 @@ static int config_check(const char *text, sbx_err **err)
 	json_object_foreach(c, k, v)
 	{
 		if (streq(k, "Cmd") || streq(k, "Entrypoint")) {
-			if (!strv_array(v))
+			if (!json_is_strv(v))
 				return BAD("config.%s must be an array of strings", k);
 		} else if (streq(k, "WorkingDir")) {
 			if (!json_is_string(v) || json_string_value(v)[0] != '/')

@@ -173,3 +173,17 @@ int json_find_nul(const json_t *v, const char *const *skip_top, char **ret_path)
 	*ret_path = NULL;
 	return nul_walk(v, "", skip_top, ret_path);
 }
+
+bool json_is_strv(const json_t *a)
+{
+	size_t i;
+	json_t *x;
+	if (!json_is_array(a))
+		return false;
+	json_array_foreach((json_t *)a, i, x)
+	{
+		if (!json_is_string(x))
+			return false;
+	}
+	return true;
+}

@@ -9,6 +9,8 @@
 
 /* NULL-terminated string vector <-> JSON array of strings. */
 json_t *json_from_strv(const char *const *v);
+/* True if `a` is an array of strings (possibly empty). */
+bool json_is_strv(const json_t *a);
 /* Returns a malloc'd strv or NULL if `a` is not an array of strings (or ENOMEM). */
 char **json_to_strv(const json_t *a);
 /* Sends/receives one JSON document with optional fds on a SOCK_SEQPACKET socket. */
