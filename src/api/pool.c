@@ -390,6 +390,11 @@ static bool pool_any(const sbx_ctx *ctx)
 	return any;
 }
 
+bool pool_layer_tmpfs(const sbx_ctx *ctx)
+{
+	return ctx->pool_key && !ctx->rootless && streq(getenv("SBX_POOL_LAYER") ?: "", "tmpfs");
+}
+
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
  * 0 when none matches, negative on failure. The entry becomes an ordinary
  * environment: created now, from_pool, no longer hidden. */
