@@ -172,16 +172,18 @@ t_pool_crashed_taker_is_cleaned_by_gc() {
 	sbx pool rm host > /dev/null
 }
 
-# SBX_POOL_LAYER=tmpfs (root): the entries' writable layer is a tmpfs of
-# their own in the host's mount namespace (upper/ and work/ bound from it, as
-# a disk quota's are), so removal is an unmount. What a snapshot, a diff and
-# a fork see is what they see of a cold environment's layer; sbx rm and sbx gc
-# leave no mount (the harness checks mounts after the test).
+# A pool set with SBX_POOL_LAYER=tmpfs (root): its entries' writable layer is
+# a tmpfs of their own in the host's mount namespace (upper/ and work/ bound
+# from it, as a disk quota's are), so removal is an unmount; the pool's
+# configuration says so (a take or refill needs no variable). What a snapshot,
+# a diff and a fork see is what they see of a cold environment's layer; sbx rm
+# and sbx pool rm leave no mount (the harness checks mounts after the test).
 t_pool_tmpfs_layer() {
 	is_root || skip_ok "a tmpfs writable layer needs root (a mount in the host namespace)"
 	SBX_POOL_LAYER=tmpfs sbx pool set host --size 1 > /dev/null
 	ready host 1
-	read -r pid fp <<< "$(SBX_POOL_LAYER=tmpfs sbx create --json | from_pool)"
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pools"][0]["layer"])')" "tmpfs"
+	read -r pid fp <<< "$(sbx create --json | from_pool)"
 	assert_eq "$fp" "True"
 	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$pid/upper")" "tmpfs" "the taken entry's layer is not a tmpfs"
 	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$pid/work")" "tmpfs"
@@ -202,7 +204,6 @@ x"
 1"
 	sbx rm "$pid" "$cid" "$fid"
 	[ -z "$(grep " $SBX_ROOT/envs/$pid" /proc/self/mounts)" ] || fail "sbx rm left the tmpfs mounted"
-	# A pool whose configuration went: gc removes its entry and the mounts.
 	ready host 1
 	eid=$(ls "$SBX_ROOT"/pools/*.d/)
 	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$eid/upper")" "tmpfs"
