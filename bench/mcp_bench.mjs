@@ -25,8 +25,8 @@ const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const p90 = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length * 0.9)];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function stdioClient() {
-	const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env: process.env, stderr: 'inherit' });
+async function stdioClient(env = process.env) {
+	const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, stderr: 'inherit' });
 	const client = new Client({ name: 'sbx-bench', version: '1' });
 	await client.connect(transport);
 	return client;
@@ -87,6 +87,23 @@ await fillPool(call, POOL);
 const [pooled, pooledFrom, pooledN] = await cycles([call]);
 const out = { execute_median_ms: median(rtt), execute_p90_ms: p90(rtt), calls: N, seconds: SECONDS, pool: POOL,
 	cycles_per_second: cold, pool_cycles_per_second: pooled, pool_from_pool: pooledFrom, pool_cycles: pooledN };
+// The same with the entries' writable layer on a tmpfs (a pool set under
+// SBX_POOL_LAYER=tmpfs: its configuration says so, docs/warm.md).
+await call('pool_set', { source: 'host', size: 0, remove: true });
+const tclient = await stdioClient({ ...process.env, SBX_POOL_LAYER: 'tmpfs' });
+const tcall = caller(tclient);
+await fillPool(tcall, POOL);
+const [tpooled, tpooledFrom, tpooledN] = await cycles([tcall]);
+Object.assign(out, { tmpfs_pool_cycles_per_second: tpooled, tmpfs_pool_from_pool: tpooledFrom, tmpfs_pool_cycles: tpooledN });
+if (url) {
+	await fillPool(tcall, POOL);
+	const clients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, httpClient));
+	const [rate, from, n] = await cycles(clients.map(caller));
+	Object.assign(out, { tmpfs_http_pool_cycles_per_second: rate, tmpfs_http_from_pool: from, tmpfs_http_cycles: n });
+	await Promise.all(clients.map((c) => c.close()));
+}
+await tcall('pool_set', { source: 'host', size: 0, remove: true });
+await tclient.close();
 if (url) {
 	await fillPool(call, POOL);
 	const clients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, httpClient));

@@ -18,6 +18,10 @@ json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
  * if none matches); sbx gc's removal of entries of pools that are gone. */
 int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings);
 void pool_gc(sbx_ctx *ctx, json_t *removed);
+/* Whether the entry being built gets its writable layer on a tmpfs of its
+ * own (its pool was set with SBX_POOL_LAYER=tmpfs, as root;
+ * runtime/quota.h quota_setup_tmpfs). */
+bool pool_layer_tmpfs(const sbx_ctx *ctx);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
 int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds,
 		  sbx_err **err);

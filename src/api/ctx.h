@@ -15,6 +15,7 @@ struct sbx_ctx {
 	char *attest_key_path; /* sbx_ctx_set_attest_key: sbx_attest's default key */
 	char **host_dirs;      /* sbx_ctx_allow_host_dir: real paths an operator allowed (host_dirs.c) */
 	const char *pool_key;  /* set while building a warm pool entry (src/api/pool.c) */
+	bool pool_tmpfs;       /* and its writable layer goes on a tmpfs (pool_layer_tmpfs) */
 };
 
 /* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */

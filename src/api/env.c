@@ -567,6 +567,10 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const env_create_req *q, 
 	if (c->disk_bytes && !c->ephemeral &&
 	    quota_setup(c->env_dir, c->disk_bytes, c->host_uid, c->host_gid, err) < 0)
 		return -1;
+	/* A warm pool entry's layer may be a tmpfs of its own (docs/warm.md). */
+	if (!c->disk_bytes && !c->ephemeral && !c->degraded && !restore_id && pool_layer_tmpfs(ctx) &&
+	    quota_setup_tmpfs(c->env_dir, c->host_uid, c->host_gid, err) < 0)
+		return -1;
 	bool keep_id = o->version >= 2 && o->keep_identity && snap;
 	if (!restore_id && !keep_id && !c->ephemeral && !c->degraded && (r = write_machine_id(c)) < 0)
 		return err_errnum(err, r, "write /etc/machine-id");

@@ -248,8 +248,10 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		_cleanup_free_ char *id = NULL;
 		_cleanup_json_ json_t *wr = NULL;
 		ctx->pool_key = key;
+		ctx->pool_tmpfs = streq(json_str(cfg, "layer") ?: "", "tmpfs");
 		int r = sbx_env_create(ctx, &o, &id, &wr, NULL);
 		ctx->pool_key = NULL;
+		ctx->pool_tmpfs = false;
 		if (r < 0)
 			return false;
 		_cleanup_free_ char *tok = NULL;
@@ -390,6 +392,11 @@ static bool pool_any(const sbx_ctx *ctx)
 	return any;
 }
 
+bool pool_layer_tmpfs(const sbx_ctx *ctx)
+{
+	return ctx->pool_key && ctx->pool_tmpfs && !ctx->rootless;
+}
+
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
  * 0 when none matches, negative on failure. The entry becomes an ordinary
  * environment: created now, from_pool, no longer hidden. */
@@ -504,8 +511,13 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	r = fs_mkdir_p(d, 0700);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", d);
-	_cleanup_json_ json_t *cfg = json_pack("{s:s,s:s,s:s,s:i,s:s?}", "pool", key, "kind", kind, "source",
-					       src, "size", size, "policy", pol_spec);
+	/* The entries' writable layer: the disk (as a cold create's), or with
+	 * SBX_POOL_LAYER=tmpfs (root) a tmpfs of each entry's own (docs/warm.md). */
+	const char *layer =
+	    !ctx->rootless && streq(getenv("SBX_POOL_LAYER") ?: "", "tmpfs") ? "tmpfs" : "disk";
+	_cleanup_json_ json_t *cfg =
+	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s}", "pool", key, "kind", kind, "source", src, "size", size,
+		      "policy", pol_spec, "layer", layer);
 	_cleanup_free_ char *txt = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json");
 	if (!txt || !p)

@@ -45,7 +45,8 @@ static const cli_cmd commands[] = {
      "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] | sbx pool ls | sbx pool rm TEMPLATE|SNAPSHOT "
      "[--policy P]",
      "Keep N environments of a template or snapshot built ahead; a create or run with the same template "
-     "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background."},
+     "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background. "
+     "SBX_POOL_LAYER=tmpfs at set (root): the entries' writable layer is a tmpfs (memory; docs/warm.md)."},
     {"resume", cmd_resume, "sbx resume ID",
      "Thaw a paused environment, or start a suspended or stopped one again on its files (same id; its "
      "processes are gone)."},

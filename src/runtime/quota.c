@@ -249,6 +249,27 @@ static int disk_mount(const quota_paths *p, sbx_err **err)
 	return 0; /* closing lfd now arms autoclear */
 }
 
+/* upper/ and work/ on the mounted disk (owned uid:gid), bound onto
+ * env_dir's upper/ and work/ unless they are bound already. */
+static int quota_bind_layers(const quota_paths *p, uid_t uid, gid_t gid, sbx_err **err)
+{
+	const char *subs[][2] = {{"upper", p->upper}, {"work", p->work}};
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		char src[4300];
+		snprintf(src, sizeof(src), "%s/%s", p->mnt, subs[i][0]);
+		if ((mkdir(src, 0755) < 0 && errno != EEXIST) || lchown(src, uid, gid) < 0)
+			return err_errno(err, "create '%s'", src);
+		if (mkdir(subs[i][1], 0755) < 0 && errno != EEXIST)
+			return err_errno(err, "create '%s'", subs[i][1]);
+		int b = is_mount_root(subs[i][1]);
+		if (b < 0)
+			return err_errnum(err, b, "stat '%s'", subs[i][1]);
+		if (b == 0 && mount(src, subs[i][1], NULL, MS_BIND, NULL) < 0)
+			return err_errno(err, "bind '%s' on '%s'", src, subs[i][1]);
+	}
+	return 0;
+}
+
 int quota_setup(const char *env_dir, int64_t bytes, uid_t uid, gid_t gid, sbx_err **err)
 {
 	quota_paths p;
@@ -280,34 +301,40 @@ int quota_setup(const char *env_dir, int64_t bytes, uid_t uid, gid_t gid, sbx_er
 			goto undo;
 		}
 	}
-	const char *subs[][2] = {{"upper", p.upper}, {"work", p.work}};
-	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-		char src[4300];
-		snprintf(src, sizeof(src), "%s/%s", p.mnt, subs[i][0]);
-		if ((mkdir(src, 0755) < 0 && errno != EEXIST) || lchown(src, uid, gid) < 0) {
-			err_errno(err, "create '%s'", src);
-			goto undo;
-		}
-		if (mkdir(subs[i][1], 0755) < 0 && errno != EEXIST) {
-			err_errno(err, "create '%s'", subs[i][1]);
-			goto undo;
-		}
-		int b = is_mount_root(subs[i][1]);
-		if (b < 0) {
-			err_errnum(err, b, "stat '%s'", subs[i][1]);
-			goto undo;
-		}
-		if (b == 0 && mount(src, subs[i][1], NULL, MS_BIND, NULL) < 0) {
-			err_errno(err, "bind '%s' on '%s'", src, subs[i][1]);
-			goto undo;
-		}
-	}
+	if (quota_bind_layers(&p, uid, gid, err) < 0)
+		goto undo;
 	log_debug("quota: %lld bytes on %s", (long long)bytes, p.mnt);
 	return 0;
 undo:
 	if (mounted_here)
 		(void)quota_teardown(env_dir);
 	return err_wrap(err, "disk quota");
+}
+
+int quota_setup_tmpfs(const char *env_dir, uid_t uid, gid_t gid, sbx_err **err)
+{
+	quota_paths p;
+	if (quota_paths_make(env_dir, &p) < 0)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, ENAMETOOLONG, "path too long: '%s'", env_dir);
+	if (mkdir(p.mnt, 0700) < 0 && errno != EEXIST)
+		return err_errno(err, "create '%s'", p.mnt);
+	/* size=0: no limit of its own (as the disk a cold layer is on); mode
+	 * 0711 as env_dir: the environment's root passes through. */
+	if (mount("tmpfs", p.mnt, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0711,size=0,nr_inodes=0") < 0)
+		return err_errno(err, "mount a tmpfs on '%s'", p.mnt);
+	if (quota_bind_layers(&p, uid, gid, err) < 0) {
+		(void)quota_teardown(env_dir);
+		return err_wrap(err, "tmpfs writable layer");
+	}
+	return 0;
+}
+
+void quota_layer_base(const char *env_dir, int64_t disk_bytes, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/disk", env_dir);
+	if (disk_bytes > 0 || is_mount_root(buf) > 0)
+		return;
+	snprintf(buf, n, "%s", env_dir);
 }
 
 /* Waits until loop device `minor` no longer holds `img`. */

@@ -26,18 +26,23 @@
 #define QUOTA_MIN_BYTES (4LL << 20)
 
 /* Where the overlay mounts take upper/ and work/ from: overlayfs wants both
- * under one mount, so with a quota that is the disk itself (env_dir/disk),
- * not the two binds (which are for the host-side readers). */
-static inline void quota_layer_base(const char *env_dir, int64_t disk_bytes, char *buf, size_t n)
-{
-	snprintf(buf, n, disk_bytes > 0 ? "%s/disk" : "%s", env_dir);
-}
+ * under one mount, so with a quota, or a tmpfs layer (quota_setup_tmpfs),
+ * that is the disk itself (env_dir/disk), not the two binds (which are for
+ * the host-side readers). */
+void quota_layer_base(const char *env_dir, int64_t disk_bytes, char *buf, size_t n);
 
 /* Sets up (or, when parts exist already, completes) the quota'd writable
  * layer of env_dir: formats a new image if there is none, mounts it if it is
  * not mounted, creates upper/ and work/ on it (owned uid:gid, mode 0755) and
  * binds them. Undoes what it did itself on failure. */
 int quota_setup(const char *env_dir, int64_t bytes, uid_t uid, gid_t gid, sbx_err **err);
+
+/* The same layout without a size: a tmpfs (nosuid, nodev, no size limit:
+ * its pages are charged to the memory cgroup of whoever writes them, the
+ * environment's) mounted on env_dir/disk instead of an image. Removing it
+ * is an unmount (quota_teardown), with no filesystem metadata to free. Used
+ * for warm pool entries under SBX_POOL_LAYER=tmpfs (docs/warm.md). */
+int quota_setup_tmpfs(const char *env_dir, uid_t uid, gid_t gid, sbx_err **err);
 
 /* Unmounts the binds, then the disk (lazily: nothing may keep them), and
  * waits (at most ~2 s) for the loop device to let go of the image. Parts

@@ -1094,7 +1094,8 @@ static const char pool_set_in[] =
 #define POOL_PROPS                                                                                           \
 	"'pool':{'type':'string'},'kind':{'type':'string','enum':['template','snapshot']},'source':{'type':" \
 	"'string'},"                                                                                         \
-	"'size':{'type':'integer'},'policy':{'type':['string','null']},'ready':{'type':'integer'}"
+	"'size':{'type':'integer'},'policy':{'type':['string','null']},'ready':{'type':'integer'},"          \
+	"'layer':{'type':'string','enum':['disk','tmpfs']}"
 
 static const char pool_set_out[] =
     OUTPUT(POOL_PROPS ",'removed':{'type':'array','items':{'type':'string'}}", "'pool'");

@@ -171,3 +171,42 @@ t_pool_crashed_taker_is_cleaned_by_gc() {
 	[ ! -e "$SBX_RUN/$id" ] || fail "gc left its run dir"
 	sbx pool rm host > /dev/null
 }
+
+# A pool set with SBX_POOL_LAYER=tmpfs (root): its entries' writable layer is
+# a tmpfs of their own in the host's mount namespace (upper/ and work/ bound
+# from it, as a disk quota's are), so removal is an unmount; the pool's
+# configuration says so (a take or refill needs no variable). What a snapshot,
+# a diff and a fork see is what they see of a cold environment's layer; sbx rm
+# and sbx pool rm leave no mount (the harness checks mounts after the test).
+t_pool_tmpfs_layer() {
+	is_root || skip_ok "a tmpfs writable layer needs root (a mount in the host namespace)"
+	SBX_POOL_LAYER=tmpfs sbx pool set host --size 1 > /dev/null
+	ready host 1
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pools"][0]["layer"])')" "tmpfs"
+	read -r pid fp <<< "$(sbx create --json | from_pool)"
+	assert_eq "$fp" "True"
+	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$pid/upper")" "tmpfs" "the taken entry's layer is not a tmpfs"
+	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$pid/work")" "tmpfs"
+	cid=$(sbx create --name cold)
+	[ -z "$(findmnt -n "$SBX_ROOT/envs/$cid/upper")" ] || fail "a cold environment got a tmpfs layer"
+	w='echo data > /root/f; mkdir -p /opt/d; echo x > /opt/d/g; rm -f /etc/hostname; apt-get --version > /dev/null 2>&1 || true'
+	sbx exec "$pid" -- sh -c "$w"
+	sbx exec "$cid" -- sh -c "$w"
+	assert_eq "$(sbx diff "$pid")" "$(sbx diff "$cid")" "diff of a tmpfs layer differs from a cold one's"
+	sid=$(sbx snapshot "$pid")
+	fid=$(sbx fork "$sid")
+	assert_eq "$(sbx exec "$fid" -- cat /root/f /opt/d/g)" "data
+x"
+	# Restore empties the layer (onto the disk, as a cold environment's).
+	sbx exec "$pid" -- sh -c 'echo later > /root/later'
+	sbx restore "$pid" "$sid" > /dev/null
+	assert_eq "$(sbx exec "$pid" -- sh -c 'cat /root/f; ls /root/later 2>&1 >/dev/null | wc -l')" "data
+1"
+	sbx rm "$pid" "$cid" "$fid"
+	[ -z "$(grep " $SBX_ROOT/envs/$pid" /proc/self/mounts)" ] || fail "sbx rm left the tmpfs mounted"
+	ready host 1
+	eid=$(ls "$SBX_ROOT"/pools/*.d/)
+	assert_eq "$(findmnt -n -o FSTYPE "$SBX_ROOT/envs/$eid/upper")" "tmpfs"
+	sbx pool rm host > /dev/null
+	[ -z "$(grep " $SBX_ROOT/envs/" /proc/self/mounts)" ] || fail "pool rm left mounts: $(grep " $SBX_ROOT/envs/" /proc/self/mounts)"
+}
