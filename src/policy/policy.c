@@ -344,20 +344,23 @@ static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
 	return 0;
 }
 
+/* The integer limits (cpus is a double, apart): one table for parsing and
+ * for composition, so that a new limit cannot reach one and not the other. */
+static const struct {
+	const char *key;
+	size_t off;
+} limit_ints[] = {
+    {"memory_bytes", offsetof(policy_limits, memory_bytes)},
+    {"pids", offsetof(policy_limits, pids)},
+    {"timeout_ms", offsetof(policy_limits, timeout_ms)},
+    {"ttl_ms", offsetof(policy_limits, ttl_ms)},
+    {"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
+    {"output_bytes", offsetof(policy_limits, output_bytes)},
+    {"disk_bytes", offsetof(policy_limits, disk_bytes)},
+};
+
 static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-	} ints[] = {
-	    {"memory_bytes", offsetof(policy_limits, memory_bytes)},
-	    {"pids", offsetof(policy_limits, pids)},
-	    {"timeout_ms", offsetof(policy_limits, timeout_ms)},
-	    {"ttl_ms", offsetof(policy_limits, ttl_ms)},
-	    {"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
-	    {"output_bytes", offsetof(policy_limits, output_bytes)},
-	    {"disk_bytes", offsetof(policy_limits, disk_bytes)},
-	};
 	static const char *const keys[] = {
 	    "memory_bytes",    "pids", "cpus", "timeout_ms", "ttl_ms", "output_bytes", "disk_bytes",
 	    "idle_suspend_ms", NULL};
@@ -365,15 +368,15 @@ static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 		return bad(err, "limits", "must be an object");
 	if (check_keys(l, "limits", keys, err) < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
-		json_t *v = json_object_get(l, ints[i].key);
+	for (size_t i = 0; i < ARRAY_SIZE(limit_ints); i++) {
+		json_t *v = json_object_get(l, limit_ints[i].key);
 		if (!v)
 			continue;
 		char f[64];
-		snprintf(f, sizeof(f), "limits.%s", ints[i].key);
+		snprintf(f, sizeof(f), "limits.%s", limit_ints[i].key);
 		if (!json_is_integer(v) || json_integer_value(v) <= 0)
 			return bad(err, f, "must be a positive integer");
-		*(int64_t *)((char *)&p->limits + ints[i].off) = (int64_t)json_integer_value(v);
+		*(int64_t *)((char *)&p->limits + limit_ints[i].off) = (int64_t)json_integer_value(v);
 	}
 	json_t *c = json_object_get(l, "cpus");
 	if (c) {
@@ -726,26 +729,14 @@ int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err 
 		return oom(err);
 
 	/* limits */
-	static const struct {
-		const char *key;
-		size_t off;
-	} ints[] = {
-	    {"memory_bytes", offsetof(policy_limits, memory_bytes)},
-	    {"pids", offsetof(policy_limits, pids)},
-	    {"timeout_ms", offsetof(policy_limits, timeout_ms)},
-	    {"ttl_ms", offsetof(policy_limits, ttl_ms)},
-	    {"idle_suspend_ms", offsetof(policy_limits, idle_suspend_ms)},
-	    {"output_bytes", offsetof(policy_limits, output_bytes)},
-	    {"disk_bytes", offsetof(policy_limits, disk_bytes)},
-	};
-	for (size_t i = 0; i < ARRAY_SIZE(ints); i++) {
-		int64_t b = *(const int64_t *)((const char *)&base->limits + ints[i].off);
-		int64_t l = *(const int64_t *)((const char *)&later->limits + ints[i].off);
+	for (size_t i = 0; i < ARRAY_SIZE(limit_ints); i++) {
+		int64_t b = *(const int64_t *)((const char *)&base->limits + limit_ints[i].off);
+		int64_t l = *(const int64_t *)((const char *)&later->limits + limit_ints[i].off);
 		if (!ov && l > 0 && b > 0 && l > b)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 				       "limits.%s: %lld is larger than the base's %lld" WIDEN_HINT,
-				       ints[i].key, (long long)l, (long long)b);
-		*(int64_t *)((char *)&m->limits + ints[i].off) = l > 0 ? l : b;
+				       limit_ints[i].key, (long long)l, (long long)b);
+		*(int64_t *)((char *)&m->limits + limit_ints[i].off) = l > 0 ? l : b;
 	}
 	if (!ov && later->limits.cpus > 0 && base->limits.cpus > 0 && later->limits.cpus > base->limits.cpus)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
