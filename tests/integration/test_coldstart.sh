@@ -72,7 +72,7 @@ t_coldstart_cgroups_of_init() {
 # Without a pool, a one-shot run does not initialize OpenSSL (the pool key's
 # digest did, in every process: about half a millisecond of each cold run).
 t_coldstart_run_without_pool_skips_openssl() {
-	command -v strace > /dev/null || skip_ok "strace not installed"
+	command -v strace > /dev/null || skip "strace is missing (scripts/deps.sh test installs it)"
 	out=$(mktemp)
 	strace -f -e trace=openat,open -o "$out" "$SBX_BIN" run -- /bin/true || fail "sbx run failed"
 	opened=$(grep -B8 'openssl.cnf' "$out" || true)
