@@ -74,6 +74,13 @@ typedef struct cg_ops {
 	int (*limits)(cg_backend *b, const cgroup_limits *lim, unsigned want, unsigned *ret_applied,
 		      sbx_err **err);
 	int (*attach)(cg_backend *b, pid_t pid, sbx_err **err);
+	/* Opens, into fds[0..max), the files a process writes "0" to in order
+	 * to move itself in (v1: each hierarchy's `tasks`; a thread moving
+	 * itself takes no global lock, so it does not wait for an RCU grace
+	 * period as a write of another's pid does). Returns how many, 0 if this
+	 * backend has none (v2: CLONE_INTO_CGROUP), or -errno with none left
+	 * open. NULL: none. */
+	int (*self_fds)(cg_backend *b, int *fds, size_t max);
 	/* Fills the fields of *st that are still -1 and that it knows. */
 	void (*stats)(cg_backend *b, cgroup_stats *st);
 	/* SIGKILLs every member and waits (bounded) until the group is empty. */

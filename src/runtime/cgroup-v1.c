@@ -283,6 +283,25 @@ static int v1_attach(cg_backend *b, pid_t pid, sbx_err **err)
 	return 0;
 }
 
+static int v1_self_fds(cg_backend *b, int *fds, size_t max)
+{
+	v1 *v = V1(b);
+	size_t n = 0;
+	for (size_t i = 0; i < v->n; i++) {
+		if (v->h[i].fd < 0)
+			continue;
+		int fd = n < max ? openat(v->h[i].fd, "tasks", O_WRONLY | O_CLOEXEC) : (errno = E2BIG, -1);
+		if (fd < 0) {
+			int e = errno;
+			while (n > 0)
+				safe_close(fds[--n]);
+			return -e;
+		}
+		fds[n++] = fd;
+	}
+	return (int)n;
+}
+
 static void v1_stats(cg_backend *b, cgroup_stats *st)
 {
 	v1 *v = V1(b);
@@ -410,6 +429,7 @@ const cg_ops cg_v1_ops = {
     .open = v1_open,
     .limits = v1_limits,
     .attach = v1_attach,
+    .self_fds = v1_self_fds,
     .stats = v1_stats,
     .kill = v1_kill,
     .freeze = v1_freeze,

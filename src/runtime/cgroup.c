@@ -609,15 +609,42 @@ int cgroup_open(const char *id, sbx_cgroup **ret, sbx_err **err)
 	return 0;
 }
 
-int cgroup_attach(sbx_cgroup *cg, pid_t pid, bool in_v2, sbx_err **err)
+int cgroup_attach(sbx_cgroup *cg, pid_t pid, bool in_v2, bool self_moved, sbx_err **err)
 {
 	for (size_t i = 0; i < cg->n; i++) {
 		if (in_v2 && cg->b[i]->ops->v2_fd(cg->b[i]) >= 0)
+			continue;
+		if (self_moved && cg->b[i]->ops->self_fds)
 			continue;
 		int r = cg->b[i]->ops->attach(cg->b[i], pid, err);
 		if (r < 0)
 			return err_wrap(err, "cgroup '%s': attach %d", cg->id, (int)pid);
 	}
+	return 0;
+}
+
+int cgroup_self_fds(sbx_cgroup *cg, int *fds, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < cg->n; i++) {
+		if (!cg->b[i]->ops->self_fds)
+			continue;
+		int r = cg->b[i]->ops->self_fds(cg->b[i], fds + n, max - n);
+		if (r < 0) {
+			while (n > 0)
+				safe_close(fds[--n]);
+			return r;
+		}
+		n += (size_t)r;
+	}
+	return (int)n;
+}
+
+int cgroup_self_move(const int *fds, size_t n, sbx_err **err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (write(fds[i], "0", 1) != 1)
+			return err_errno(err, "move into the environment's cgroup");
 	return 0;
 }
 

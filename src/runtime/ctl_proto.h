@@ -90,6 +90,7 @@
 #define CTL_F_OK "ok"			  /* ps, file, stop_all, phase replies */
 #define CTL_F_LANDLOCK_ABI "landlock_abi" /* ready */
 #define CTL_F_WARNINGS "warnings"	  /* ready: strings */
+#define CTL_F_CG_TASKS "cg_tasks"	  /* go: fd indexes, cgroup files to move in by */
 #define CTL_F_BACKGROUND "background"	  /* exec: run detached from the client */
 #define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
 #define CTL_F_SIG "sig"			  /* signal, proc_kill */

@@ -1192,7 +1192,9 @@ static int prepare_tree(supervisor *s, const char *path, int userns_fd, bool rea
 }
 
 /* Sends "go" to the child with the lower and volume trees. */
-static int send_go(supervisor *s, sbx_err **err)
+/* *ret_cg_self: the child got the cgroup files to move itself in by
+ * (cgroup_self_fds), so cgroup_attach leaves those groups to it. */
+static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 {
 	env_config *c = s->c;
 	int fds[FD_MSG_MAX_FDS];
@@ -1300,6 +1302,20 @@ static int send_go(supervisor *s, sbx_err **err)
 		json_object_set_new(m, dirs[i][0], json_integer((json_int_t)n));
 		fds[n++] = d;
 	}
+	/* cgroup v1: the child moves itself (no RCU grace period to wait for,
+	 * as a write of its pid from here has); if the files cannot be opened
+	 * or do not fit, we move it as before. */
+	*ret_cg_self = false;
+	size_t room = FD_MSG_MAX_FDS - n < CGROUP_SELF_FDS_MAX ? FD_MSG_MAX_FDS - n : CGROUP_SELF_FDS_MAX;
+	int nt = s->cg ? cgroup_self_fds(s->cg, fds + n, room) : 0;
+	if (nt > 0) {
+		json_t *a = json_array();
+		for (int i = 0; a && i < nt; i++)
+			json_array_append_new(a, json_integer((json_int_t)(n + (size_t)i)));
+		json_object_set_new(m, CTL_F_CG_TASKS, a);
+		n += (size_t)nt;
+		*ret_cg_self = a != NULL;
+	}
 	r = json_send(s->init_sock, m, fds, n);
 	if (r < 0)
 		err_errnum(err, r, "start the environment");
@@ -1380,7 +1396,8 @@ static int start_init(supervisor *s, sbx_err **err)
 		return -1;
 	startup_mark("supervisor: maps written");
 	log_debug("supervisor: cloned, maps written");
-	if (send_go(s, err) < 0)
+	bool cg_self = false;
+	if (send_go(s, &cg_self, err) < 0)
 		return -1;
 	startup_mark("supervisor: trees prepared, go sent");
 	/* Joining a cgroup can wait for an RCU grace period (milliseconds on
@@ -1389,7 +1406,7 @@ static int start_init(supervisor *s, sbx_err **err)
 	 * user's before that. */
 	startup_mark(into_cgroup ? "supervisor: attach begin (born in its v2 group)"
 				 : "supervisor: attach begin");
-	if (s->cg && cgroup_attach(s->cg, pid, into_cgroup, err) < 0)
+	if (s->cg && cgroup_attach(s->cg, pid, into_cgroup, cg_self, err) < 0)
 		return -1;
 	startup_mark("supervisor: cgroup_attach done");
 	if (devcg_attach(c, pid, s->cg ? cgroup_v2_fd(s->cg) : -1, s->warnings, err) <

@@ -295,7 +295,7 @@ static pid_t fx_fork(fx *f, int (*fn)(void), int *go)
 static int attach(fx *f, pid_t pid)
 {
 	sbx_err *e = NULL;
-	int r = cgroup_attach(f->cg, pid, false, &e);
+	int r = cgroup_attach(f->cg, pid, false, false, &e);
 	if (r < 0)
 		fprintf(stderr, "  cgroup_attach: %s\n", sbx_err_message(e));
 	sbx_err_free(e);
@@ -491,6 +491,60 @@ TEST(hybrid_skips_cpuacct_freezer)
 	CHECK(st.cpu_usage_us >= 0); /* from v2's cpu.stat */
 	CHECK(cgroup_freeze(f.cg, true, NULL) == 0);
 	CHECK(cgroup_freeze(f.cg, false, NULL) == 0);
+	CHECK(cgroup_kill_all(f.cg, NULL) == 0);
+	int ws = reap(&f, pid);
+	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+}
+
+/* A process moves itself into the v1 groups through cgroup_self_fds (what
+ * init does at setup step 1a), and cgroup_attach then leaves those groups
+ * alone: after both, it is in every group a create joins. */
+static int self_fds_n = -1;
+static int self_fds[CGROUP_SELF_FDS_MAX];
+static int do_self_move_then_sleep(void)
+{
+	if (cgroup_self_move(self_fds, (size_t)self_fds_n, NULL) < 0)
+		_exit(3);
+	for (int i = 0; i < self_fds_n; i++)
+		close(self_fds[i]);
+	for (;;)
+		pause();
+}
+
+TEST(self_move_joins_v1_groups)
+{
+	FX(f);
+	bool any_v1 = false;
+	for (int c = 0; c < CG_CTRL_MAX; c++)
+		any_v1 |= f.m.v1[c] != NULL;
+	if (!any_v1)
+		SKIP_OK("no cgroup v1 hierarchy: nothing moves itself (v2 uses CLONE_INTO_CGROUP)");
+	CHECK(fx_create(&f) == 0);
+	self_fds_n = cgroup_self_fds(f.cg, self_fds, CGROUP_SELF_FDS_MAX);
+	CHECK(self_fds_n > 0);
+	int go = -1;
+	pid_t pid = fx_fork(&f, do_self_move_then_sleep, &go);
+	CHECK(pid > 0);
+	for (int i = 0; i < self_fds_n; i++)
+		close(self_fds[i]);
+	close(go); /* it moves itself now */
+	/* Wait (bounded) until it is in the memory group: it moved itself. */
+	const char *mem = f.m.v1[CG_MEMORY];
+	for (int i = 0; mem && i < 2000 && !procs_has(mem, f.id, pid); i++)
+		usleep(1000);
+	CHECK(!mem || procs_has(mem, f.id, pid));
+	CHECK(cgroup_attach(f.cg, pid, false, true, NULL) == 0);
+	char **dirs = fx_dirs(&f, true);
+	for (char **d = dirs; d && *d; d++) {
+		const char *slash = strrchr(*d, '/');
+		char *mount = strndup(*d, (size_t)(slash - *d) - strlen("/sbx"));
+		bool in = mount && procs_has(mount, f.id, pid);
+		if (!in)
+			fprintf(stderr, "  pid %d not in %s\n", (int)pid, *d);
+		CHECK(in);
+		free(mount);
+	}
+	strv_free(dirs);
 	CHECK(cgroup_kill_all(f.cg, NULL) == 0);
 	int ws = reap(&f, pid);
 	CHECK(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
