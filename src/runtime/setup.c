@@ -88,7 +88,8 @@ static int wait_go(int sock, setup_fds *f, int *cg, size_t *n_cg, sbx_err **err)
 	{
 		int64_t k = json_integer_value(v);
 		if (k < 0 || (size_t)k >= n || *n_cg >= CGROUP_SELF_FDS_MAX)
-			return err_set(err, SBX_E_INTERNAL, EPROTO, "bad cgroup descriptors from the supervisor");
+			return err_set(err, SBX_E_INTERNAL, EPROTO,
+				       "bad cgroup descriptors from the supervisor");
 		cg[(*n_cg)++] = fds[k];
 	}
 	return 0;
