@@ -93,12 +93,48 @@ static char *kv(const char *k, const char *v)
 	return asprintf(&s, "%s=%s", k, v) < 0 ? NULL : s;
 }
 
-/* A package database's digest, remembered per process by the file's
- * identity (device, inode, size, mtime, ctime): /var/lib/dpkg/status is
- * ~0.8 MB here, 0.4 ms of SHA-256 in every create of a long-lived process
- * (sbx mcp, a pool's refiller). Git's rule against racy entries: a file
- * changed in the last 2 s is hashed, and not remembered. */
-static int pkgdb_digest(int fd, const char *path, char ret[STORE_DIGEST_SIZE], sbx_err **err)
+/* A package database's digest, remembered by the file's identity (device,
+ * inode, size, mtime, ctime): /var/lib/dpkg/status is ~0.8 MB here, 0.4 ms
+ * of SHA-256 plus its read in every create of a persistent `host`
+ * environment. Per process (sbx mcp, a pool's refiller), and across
+ * processes in $SBX_ROOT/cache/pkgdb-<n> (a CLI create, wake, restore or
+ * fork is a new process each time). Git's rule against racy entries: a file
+ * changed in the last 2 s is hashed, and not remembered. The cache is the
+ * store's own (same owner, same trust); an entry that does not parse or
+ * does not match the file's identity is ignored and rewritten. */
+#define PKGDB_SAME(a, b)                                                                                     \
+	((a).st_dev == (b).st_dev && (a).st_ino == (b).st_ino && (a).st_size == (b).st_size &&               \
+	 (a).st_mtim.tv_sec == (b).st_mtim.tv_sec && (a).st_mtim.tv_nsec == (b).st_mtim.tv_nsec &&           \
+	 (a).st_ctim.tv_sec == (b).st_ctim.tv_sec && (a).st_ctim.tv_nsec == (b).st_ctim.tv_nsec)
+
+/* A cache line: "<dev> <ino> <size> <mtime> <ctime> <digest> <path>\n". */
+static int pkgdb_ident(const struct stat *st, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%ju %ju %jd %jd.%09ld %jd.%09ld ", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino,
+			(intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+			(intmax_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+}
+
+static bool pkgdb_disk_get(const char *file, const struct stat *st, const char *path, char ret[STORE_DIGEST_SIZE])
+{
+	_cleanup_free_ char *text = NULL;
+	if (fs_read_file(file, 8192, &text, NULL) < 0)
+		return false;
+	char id[160];
+	int n = pkgdb_ident(st, id, sizeof(id));
+	if (n <= 0 || (size_t)n >= sizeof(id) || strncmp(text, id, (size_t)n) != 0)
+		return false;
+	const char *d = text + n, *rest = d + STORE_DIGEST_SIZE - 1;
+	if (strnlen(d, STORE_DIGEST_SIZE) < STORE_DIGEST_SIZE - 1 || rest[0] != ' ' ||
+	    strncmp(rest + 1, path, strlen(path)) != 0 || !streq(rest + 1 + strlen(path), "\n"))
+		return false;
+	memcpy(ret, d, STORE_DIGEST_SIZE - 1);
+	ret[STORE_DIGEST_SIZE - 1] = 0;
+	return store_digest_valid(ret);
+}
+
+int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, char *ret,
+			sbx_err **err)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct {
@@ -109,10 +145,6 @@ static int pkgdb_digest(int fd, const char *path, char ret[STORE_DIGEST_SIZE], s
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return err_errno(err, "stat '%s'", path);
-#define PKGDB_SAME(a, b)                                                                                     \
-	((a).st_dev == (b).st_dev && (a).st_ino == (b).st_ino && (a).st_size == (b).st_size &&               \
-	 (a).st_mtim.tv_sec == (b).st_mtim.tv_sec && (a).st_mtim.tv_nsec == (b).st_mtim.tv_nsec &&           \
-	 (a).st_ctim.tv_sec == (b).st_ctim.tv_sec && (a).st_ctim.tv_nsec == (b).st_ctim.tv_nsec)
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < ARRAY_SIZE(cache); i++)
 		if (streq(cache[i].path, path) && PKGDB_SAME(cache[i].st, st)) {
@@ -121,10 +153,24 @@ static int pkgdb_digest(int fd, const char *path, char ret[STORE_DIGEST_SIZE], s
 			return 0;
 		}
 	pthread_mutex_unlock(&lock);
-	if (store_digest_fd(fd, ret, NULL, err) < 0)
+	bool racy = time(NULL) - st.st_ctim.tv_sec < 2 || time(NULL) - st.st_mtim.tv_sec < 2 || strlen(path) >= 64;
+	char file[4200];
+	snprintf(file, sizeof(file), "%s/cache/pkgdb-%zu", root, slot);
+	bool hit = !racy && pkgdb_disk_get(file, &st, path, ret);
+	if (!hit && store_digest_fd(fd, ret, NULL, err) < 0)
 		return -1;
-	if (time(NULL) - st.st_ctim.tv_sec < 2 || time(NULL) - st.st_mtim.tv_sec < 2 || strlen(path) >= 64)
+	if (racy)
 		return 0;
+	if (!hit) {
+		char line[4400];
+		int n = pkgdb_ident(&st, line, sizeof(line));
+		if (n > 0 && (size_t)n < sizeof(line))
+			n += snprintf(line + n, sizeof(line) - (size_t)n, "%s %s\n", ret, path);
+		char dir[4200];
+		snprintf(dir, sizeof(dir), "%s/cache", root);
+		if (n > 0 && (size_t)n < sizeof(line) && (mkdir(dir, 0700) == 0 || errno == EEXIST))
+			(void)fs_write_atomic_flags(file, line, (size_t)n, 0600, false); /* a cache: best effort */
+	}
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < ARRAY_SIZE(cache); i++)
 		if (!cache[i].path[0] || streq(cache[i].path, path)) {
@@ -134,9 +180,9 @@ static int pkgdb_digest(int fd, const char *path, char ret[STORE_DIGEST_SIZE], s
 			break;
 		}
 	pthread_mutex_unlock(&lock);
-#undef PKGDB_SAME
 	return 0;
 }
+#undef PKGDB_SAME
 
 int snap_template_base(sbx_ctx *ctx, const char *spec, const mask_list *mask, char *ret, sbx_err **err)
 {
@@ -169,7 +215,7 @@ int snap_template_base(sbx_ctx *ctx, const char *spec, const mask_list *mask, ch
 			char d[STORE_DIGEST_SIZE];
 			if (fd < 0)
 				continue;
-			if (pkgdb_digest(fd, pkgdbs[i], d, err) < 0)
+			if (snap_pkgdb_digest(ctx->root, fd, pkgdbs[i], i, d, err) < 0)
 				return err_wrap(err, "template base: '%s'", pkgdbs[i]);
 			_cleanup_free_ char *k = NULL;
 			r = asprintf(&k, "pkgdb:%s", pkgdbs[i]) < 0 ? -ENOMEM : strv_push(&idv, &n, kv(k, d));
