@@ -110,12 +110,13 @@ static char *kv(const char *k, const char *v)
 /* A cache line: "<dev> <ino> <size> <mtime> <ctime> <digest> <path>\n". */
 static int pkgdb_ident(const struct stat *st, char *buf, size_t size)
 {
-	return snprintf(buf, size, "%ju %ju %jd %jd.%09ld %jd.%09ld ", (uintmax_t)st->st_dev, (uintmax_t)st->st_ino,
-			(intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
-			(intmax_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
+	return snprintf(buf, size, "%ju %ju %jd %jd.%09ld %jd.%09ld ", (uintmax_t)st->st_dev,
+			(uintmax_t)st->st_ino, (intmax_t)st->st_size, (intmax_t)st->st_mtim.tv_sec,
+			st->st_mtim.tv_nsec, (intmax_t)st->st_ctim.tv_sec, st->st_ctim.tv_nsec);
 }
 
-static bool pkgdb_disk_get(const char *file, const struct stat *st, const char *path, char ret[STORE_DIGEST_SIZE])
+static bool pkgdb_disk_get(const char *file, const struct stat *st, const char *path,
+			   char ret[STORE_DIGEST_SIZE])
 {
 	_cleanup_free_ char *text = NULL;
 	if (fs_read_file(file, 8192, &text, NULL) < 0)
@@ -133,8 +134,7 @@ static bool pkgdb_disk_get(const char *file, const struct stat *st, const char *
 	return store_digest_valid(ret);
 }
 
-int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, char *ret,
-			sbx_err **err)
+int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, char *ret, sbx_err **err)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	static struct {
@@ -153,7 +153,8 @@ int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, c
 			return 0;
 		}
 	pthread_mutex_unlock(&lock);
-	bool racy = time(NULL) - st.st_ctim.tv_sec < 2 || time(NULL) - st.st_mtim.tv_sec < 2 || strlen(path) >= 64;
+	bool racy =
+	    time(NULL) - st.st_ctim.tv_sec < 2 || time(NULL) - st.st_mtim.tv_sec < 2 || strlen(path) >= 64;
 	char file[4200];
 	snprintf(file, sizeof(file), "%s/cache/pkgdb-%zu", root, slot);
 	bool hit = !racy && pkgdb_disk_get(file, &st, path, ret);
@@ -169,7 +170,8 @@ int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, c
 		char dir[4200];
 		snprintf(dir, sizeof(dir), "%s/cache", root);
 		if (n > 0 && (size_t)n < sizeof(line) && (mkdir(dir, 0700) == 0 || errno == EEXIST))
-			(void)fs_write_atomic_flags(file, line, (size_t)n, 0600, false); /* a cache: best effort */
+			(void)fs_write_atomic_flags(file, line, (size_t)n, 0600,
+						    false); /* a cache: best effort */
 	}
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < ARRAY_SIZE(cache); i++)

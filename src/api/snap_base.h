@@ -15,8 +15,8 @@ int snap_template_base(sbx_ctx *ctx, const char *spec, const struct mask_list *m
 /* The digest of a host package database (open as fd, named path), cached
  * per process and in <root>/cache/pkgdb-<slot> by the file's identity;
  * exposed for its unit test (tests/unit/test_snap_base.c). */
-int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot, char *ret /* STORE_DIGEST_SIZE */,
-		      sbx_err **err);
+int snap_pkgdb_digest(const char *root, int fd, const char *path, size_t slot,
+		      char *ret /* STORE_DIGEST_SIZE */, sbx_err **err);
 /* PRETTY_NAME of env_dir's upper/etc/os-release, else of the host's
  * /etc/os-release (env_dir NULL: the host's); NULL if neither says. */
 char *snap_os_release(const char *env_dir);
