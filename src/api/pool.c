@@ -100,7 +100,8 @@ static bool pool_snapshot_present(const sbx_ctx *ctx, const char *digest)
 {
 	const char *hex = store_digest_hex(digest);
 	char p[4400];
-	if (!hex || snprintf(p, sizeof(p), "%s/" STORE_DIR_SNAPSHOTS "/%s.json", ctx->root, hex) >= (int)sizeof(p))
+	if (!hex ||
+	    snprintf(p, sizeof(p), "%s/" STORE_DIR_SNAPSHOTS "/%s.json", ctx->root, hex) >= (int)sizeof(p))
 		return false;
 	return access(p, F_OK) == 0;
 }
@@ -527,10 +528,11 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	 * neither, e.g. a mistyped label, would make a pool that never fills). */
 	if (!snap && !streq(source, "host") && !startswith(source, "dir:") &&
 	    sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "pool: no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
-			       "dir:PATH or a template name)",
-			       source);
+		return err_set(
+		    err, SBX_E_NOT_FOUND, ENOENT,
+		    "pool: no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
+		    "dir:PATH or a template name)",
+		    source);
 	if (pol_spec) {
 		_cleanup_policy_ struct policy *pol = NULL;
 		if (policy_load_spec(pol_spec, &pol, err) < 0)
