@@ -39,6 +39,8 @@
 
 #include "api/api.h"
 #include "policy/policy.h"
+#include "store/digest.h"
+#include "store/storefs.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -63,8 +65,10 @@ bool pool_opts_plain(const sbx_create_opts *o)
 	if (o->version >= 4)
 		plain = plain && !o->user && !o->cap_drop && !o->cap_add && !o->user_no_root;
 	if (o->version >= 5)
-		plain = plain && o->idle_suspend_ms == 0;
-	return plain;
+		plain = plain && o->idle_suspend_ms == 0 && !o->devices;
+	/* A fork naming a template too: the cold create checks that it is the
+	 * snapshot's (the pool's entries were built with the snapshot's own). */
+	return plain && !(o->snapshot && o->template_spec);
 }
 
 /* The pool key of (kind, source, policy): the first 16 hex digits of the
@@ -88,13 +92,40 @@ static char *pool_path(const sbx_ctx *ctx, const char *key, const char *suffix)
 	return asprintf(&p, "%s/pools/%s%s", ctx->root, key, suffix) < 0 ? NULL : p;
 }
 
-/* (kind, source) of a create: a snapshot by digest, else the template. */
+/* Whether the manifest of snapshot digest is in the store: a label names a
+ * digest without it (sbx_snapshot_resolve reads only the label), and a
+ * snapshot gone from the store must not be forked from its pool when a
+ * cold fork of it fails. */
+static bool pool_snapshot_present(const sbx_ctx *ctx, const char *digest)
+{
+	const char *hex = store_digest_hex(digest);
+	char p[4400];
+	if (!hex ||
+	    snprintf(p, sizeof(p), "%s/" STORE_DIR_SNAPSHOTS "/%s.json", ctx->root, hex) >= (int)sizeof(p))
+		return false;
+	return access(p, F_OK) == 0;
+}
+
+/* (kind, source) of a create: a snapshot by digest (present in the store),
+ * else the template. */
 static int pool_source_of(sbx_ctx *ctx, const sbx_create_opts *o, const char **ret_kind, char **ret_source,
 			  sbx_err **err)
 {
 	if (o && o->snapshot) {
 		*ret_kind = "snapshot";
-		return sbx_snapshot_resolve(ctx, o->snapshot, ret_source, err);
+		/* A digest is its own source: only its manifest's presence is
+		 * checked, not its hash (which sbx_snapshot_resolve re-derives:
+		 * OpenSSL's initialisation, about 1 ms of a CLI fork; sbx fsck
+		 * checks hashes). A label or prefix is resolved. */
+		if (store_digest_valid(o->snapshot)) {
+			if (!(*ret_source = strdup(o->snapshot)))
+				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		} else if (sbx_snapshot_resolve(ctx, o->snapshot, ret_source, err) < 0)
+			return -1;
+		if (pool_snapshot_present(ctx, *ret_source))
+			return 0;
+		*ret_source = mfree(*ret_source);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "snapshot '%s' is missing", o->snapshot);
 	}
 	*ret_kind = "template";
 	*ret_source = strdup(o && o->template_spec ? o->template_spec : "host");
@@ -491,8 +522,17 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size,
 			       POOL_SIZE_MAX);
 	/* A snapshot (digest, prefix or label) if it resolves as one, else a template. */
-	_cleanup_free_ char *digest = NULL;
+	_cleanup_free_ char *digest = NULL, *tdigest = NULL;
 	bool snap = sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
+	/* Else a template: host, dir:PATH or one that resolves (a name that is
+	 * neither, e.g. a mistyped label, would make a pool that never fills). */
+	if (!snap && !streq(source, "host") && !startswith(source, "dir:") &&
+	    sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
+		return err_set(
+		    err, SBX_E_NOT_FOUND, ENOENT,
+		    "pool: no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
+		    "dir:PATH or a template name)",
+		    source);
 	if (pol_spec) {
 		_cleanup_policy_ struct policy *pol = NULL;
 		if (policy_load_spec(pol_spec, &pol, err) < 0)

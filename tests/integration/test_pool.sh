@@ -210,3 +210,243 @@ x"
 	sbx pool rm host > /dev/null
 	[ -z "$(grep " $SBX_ROOT/envs/" /proc/self/mounts)" ] || fail "pool rm left mounts: $(grep " $SBX_ROOT/envs/" /proc/self/mounts)"
 }
+
+# files VIEW_ID: a listing of what a fork holds (paths, sizes, modes of the
+# trees a snapshot carries), to compare a pooled fork with a cold one.
+fork_files() { sbx exec "$1" -- sh -c 'find /root /etc /opt /var /usr/local -xdev -printf "%p %s %m %u\n" 2> /dev/null | sort | md5sum'; }
+
+# A snapshot named by its label, its digest or a prefix of it is one pool
+# (its key is the digest's): a pool set by label serves forks by digest,
+# prefix and label, through sbx fork and sbx create --snapshot alike; each
+# fork holds exactly the snapshot's files (what a cold fork holds), and
+# forks are independent of each other and of the environment snapshotted.
+t_pool_fork_names_one_pool() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo base > /root/b; mkdir -p /opt/tree; echo leaf > /opt/tree/leaf; rm -f /etc/hostname'
+	sid=$(sbx snapshot "$id" --label fbase)
+	sbx pool set fbase --size 2 > /dev/null
+	ready "$sid" 2
+	sbx pool set "$sid" --size 2 > /dev/null
+	sbx pool set "${sid:7:12}" --size 2 > /dev/null
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "1" "a label, digest and prefix made different pools"
+	ids=""
+	for ref in "$sid" "${sid:7:12}" fbase "sha256:${sid:7:10}"; do
+		ready "$sid" 2
+		read -r fid fp <<< "$(sbx fork --json "$ref" | from_pool)"
+		assert_eq "$fp" "True" "sbx fork $ref did not take an entry"
+		ids+=" $fid"
+	done
+	ready "$sid" 2
+	read -r cfid fp <<< "$(sbx create --snapshot fbase --json | from_pool)"
+	assert_eq "$fp" "True" "sbx create --snapshot did not take an entry"
+	read -r cold fp <<< "$(sbx fork --json "$sid" --env X=1 | from_pool)"
+	assert_eq "$fp" "False"
+	# Exactly the snapshot's files (a fork's machine id is its own, as a cold fork's).
+	assert_eq "$(sbx diff "$cfid")" "M /etc/machine-id" "a pooled fork differs from its snapshot"
+	assert_eq "$(sbx diff "$cold")" "M /etc/machine-id"
+	assert_eq "$(sbx exec "$cfid" -- sh -c 'cat /root/b /opt/tree/leaf; ls /etc/hostname 2>&1 > /dev/null | wc -l')" "base
+leaf
+1"
+	assert_eq "$(fork_files "$cfid")" "$(fork_files "$cold")" "a pooled fork's files differ from a cold fork's"
+	# Independent: writes in one fork show in no other fork nor in the original.
+	set -- $ids
+	sbx exec "$1" -- sh -c 'echo one > /root/only1; rm /root/b; echo changed > /opt/tree/leaf'
+	sbx exec "$2" -- sh -c 'echo two > /root/only2'
+	assert_eq "$(sbx exec "$2" -- sh -c 'cat /root/b /opt/tree/leaf; ls /root')" "base
+leaf
+b
+only2"
+	assert_eq "$(sbx exec "$cfid" -- ls /root)" "b"
+	assert_eq "$(sbx exec "$id" -- sh -c 'cat /opt/tree/leaf; ls /root')" "leaf
+b"
+	ready "$sid" 2
+	read -r late fp <<< "$(sbx fork --json fbase | from_pool)"
+	assert_eq "$fp" "True"
+	assert_eq "$(sbx exec "$late" -- sh -c 'cat /opt/tree/leaf; ls /root')" "leaf
+b"
+	sbx rm "$id" $ids "$cfid" "$cold" "$late"
+	sbx pool rm "${sid:7:12}" > /dev/null
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "0"
+}
+
+# A pool holds environments of one snapshot (the digest its name resolved
+# to at pool set). A label moved to another snapshot names that snapshot:
+# a fork by the label builds it cold (it does not get the old snapshot's
+# entries), a fork by the old digest still takes one.
+t_pool_fork_after_label_moves() {
+	a=$(sbx create)
+	sbx exec "$a" -- sh -c 'echo A > /root/which'
+	sa=$(sbx snapshot "$a" --label moving)
+	sbx pool set moving --size 1 > /dev/null
+	ready "$sa" 1
+	sbx exec "$a" -- sh -c 'echo B > /root/which'
+	sb=$(sbx snapshot "$a" --label moving)
+	[ "$sa" != "$sb" ] || fail "the second snapshot has the first one's digest"
+	read -r f1 fp <<< "$(sbx fork --json moving | from_pool)"
+	assert_eq "$fp" "False" "a fork by a moved label took an entry of the label's old snapshot"
+	assert_eq "$(sbx exec "$f1" -- cat /root/which)" "B"
+	read -r f2 fp <<< "$(sbx fork --json "$sa" | from_pool)"
+	assert_eq "$fp" "True"
+	assert_eq "$(sbx exec "$f2" -- cat /root/which)" "A"
+	expect_status 125 sbx pool rm moving
+	sbx rm "$a" "$f1" "$f2"
+	sbx pool rm "$sa" > /dev/null
+}
+
+# A snapshot that is gone from the store (its manifest deleted) is not
+# forked from its pool either: the fork fails as a cold fork does, by any
+# name, and the entries stay hidden until the pool is removed.
+t_pool_fork_of_a_deleted_snapshot() {
+	a=$(sbx create)
+	sbx exec "$a" -- sh -c 'echo A > /root/which'
+	sa=$(sbx snapshot "$a" --label gone)
+	sbx pool set gone --size 1 > /dev/null
+	ready "$sa" 1
+	man="$SBX_ROOT/snapshots/sha256/${sa#sha256:}.json"
+	[ -f "$man" ] || fail "no manifest at $man"
+	mv "$man" "$TMPDIR_TEST/manifest"
+	expect_status 125 sbx fork gone
+	expect_status 125 sbx fork "$sa"
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "1" "a fork of a deleted snapshot was handed out"
+	mv "$TMPDIR_TEST/manifest" "$man"
+	read -r f fp <<< "$(sbx fork --json gone | from_pool)"
+	assert_eq "$fp" "True"
+	sbx rm "$a" "$f"
+	sbx pool rm "$sa" > /dev/null
+}
+
+# Options a pool's entries were not built with build cold, so they get what
+# a cold create does: a fork naming another template is refused, a device
+# is looked up (and refused when no CDI spec has it).
+t_pool_other_options_build_cold() {
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	expect_status 125 env SBX_CDI_SPEC_DIRS="$TMPDIR_TEST/no-cdi" "$SBX_BIN" create --device example.com/gpu=0
+	assert_contains "$ERR" "example.com/gpu"
+	a=$(sbx create --name fsrc)
+	sid=$(sbx snapshot "$a")
+	sbx pool set "$sid" --size 1 > /dev/null
+	ready "$sid" 1
+	mkdir -p "$TMPDIR_TEST/tdir"
+	expect_status 125 sbx fork "$sid" --template "dir:$TMPDIR_TEST/tdir"
+	assert_contains "$ERR" "was taken from template"
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "1" "an entry was handed out"
+	sbx rm "$a"
+	sbx pool rm "$sid" > /dev/null
+	sbx pool rm host > /dev/null
+}
+
+# sbx pool set of a name that is neither a snapshot nor a template (a typo
+# of a label) is refused rather than making a pool that never fills.
+t_pool_set_unknown_source_is_refused() {
+	expect_status 125 sbx pool set no-such-label --size 1
+	assert_contains "$ERR" "no-such-label"
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "0"
+	mkdir -p "$TMPDIR_TEST/tdir"
+	sbx pool set "dir:$TMPDIR_TEST/tdir" --size 0 > /dev/null
+	sbx pool rm "dir:$TMPDIR_TEST/tdir" > /dev/null
+}
+
+# The C API: sbx_env_create with opts.snapshot takes an entry too (by label
+# and by digest), and says so (sbx_env_from_pool); as root, then as an
+# unprivileged user (its own store).
+t_pool_fork_c_api() {
+	lib="$(dirname "$SBX_BIN")/../lib/libsbx.a"
+	[ -f "$lib" ] && [ -f "$SBX_SRC/include/sbx.h" ] || skip_ok "no libsbx.a or sbx.h here (the rootless copy: the root run of this test runs it as an unprivileged user too)"
+	cat > "$TMPDIR_TEST/cfork.c" << 'C'
+#include <stdio.h>
+#include "sbx.h"
+int main(int argc, char **argv)
+{
+	sbx_ctx *ctx = NULL;
+	sbx_err *e = NULL;
+	if (sbx_ctx_open(&ctx, &e) < 0)
+		return fprintf(stderr, "%s\n", sbx_err_message(e)), 1;
+	for (int i = 1; i < argc; i++) {
+		sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+		o.snapshot = argv[i];
+		char *id = NULL;
+		if (sbx_env_create(ctx, &o, &id, NULL, &e) < 0)
+			return fprintf(stderr, "%s\n", sbx_err_message(e)), 1;
+		char *data = NULL;
+		size_t len = 0;
+		if (sbx_env_read_file(ctx, id, "/root/b", 0, &data, &len, NULL, NULL, &e) < 0)
+			return fprintf(stderr, "%s\n", sbx_err_message(e)), 1;
+		printf("%d %.*s", sbx_env_from_pool(ctx, id), (int)len, data);
+		(void)sbx_env_remove(ctx, id, NULL);
+	}
+	sbx_ctx_free(ctx);
+	return 0;
+}
+C
+	cc -std=gnu11 -I"$SBX_SRC/include" -o "$TMPDIR_TEST/cfork" "$TMPDIR_TEST/cfork.c" "$lib" \
+		-lseccomp -ljansson -lyaml -lcrypto -lz -lzstd -lm -lbpf -lelf || fail "cfork did not build"
+	cf() { # STORE-ENV...: a snapshot labelled cbase, its pool, then forks through the C API
+		local s="$1" sid
+		shift
+		"$@" sh -c "id=\$(\"\$SBX_BIN\" create) && \"\$SBX_BIN\" exec \$id -- sh -c 'echo base > /root/b' &&
+			sid=\$(\"\$SBX_BIN\" snapshot \$id --label cbase) && \"\$SBX_BIN\" rm \$id > /dev/null &&
+			\"\$SBX_BIN\" pool set cbase --size 1 > /dev/null && echo \$sid" > "$s/sid" || fail "setup failed"
+		sid=$(cat "$s/sid")
+		for ref in cbase "$sid"; do
+			for _ in $(seq 300); do
+				"$@" sh -c '"$SBX_BIN" pool ls --json' | grep -q '"ready": 1' && break
+				sleep 0.05
+			done
+			"$@" "$TMPDIR_TEST/cfork" "$ref"
+		done
+		"$@" sh -c '"$SBX_BIN" pool rm cbase > /dev/null; "$SBX_BIN" gc > /dev/null'
+	}
+	assert_eq "$(cf "$TMPDIR_TEST" env SBX_BIN="$SBX_BIN")" "1 base
+1 base"
+	is_root || return 0
+	chmod 755 "$TMPDIR_TEST"
+	chmod a+rx "$TMPDIR_TEST/cfork"
+	w="$TMPDIR_TEST/rl-store"
+	mkdir -p "$w"
+	chmod 1777 "$w"
+	assert_eq "$(cf "$w" as_user env SBX_ROOT="$w/root" SBX_RUN="$w/run" HOME=/tmp)" "1 base
+1 base" "rootless"
+}
+
+# MCP environment_create {snapshot}: by label, digest and prefix, from the
+# same pool, each with the snapshot's files.
+t_pool_fork_mcp() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo base > /root/b'
+	sid=$(sbx snapshot "$id" --label mbase)
+	sbx rm "$id"
+	sbx pool set mbase --size 1 > /dev/null
+	out=$(python3 - "$SBX_BIN" "$sid" << 'PY'
+import json, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = [0]
+def rpc(method, params):
+    n[0] += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n[0], "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        j = json.loads(p.stdout.readline())
+        if j.get("id") == n[0]:
+            return j
+call = lambda name, args: rpc("tools/call", {"name": name, "arguments": args})["result"]["structuredContent"]
+rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+sid = sys.argv[2]
+for ref in ["mbase", sid, sid[7:19]]:
+    for _ in range(300):
+        if sum(q["ready"] for q in call("pool_list", {})["pools"]) == 1:
+            break
+        time.sleep(0.05)
+    c = call("environment_create", {"snapshot": ref})
+    r = call("environment_execute", {"environment_id": c["environment_id"], "command": "cat /root/b"})
+    print(c["from_pool"], c["snapshot_id"] == sid, r["stdout"].strip())
+    call("environment_destroy", {"environment_id": c["environment_id"]})
+p.stdin.close()
+p.wait()
+PY
+)
+	assert_eq "$out" "True True base
+True True base
+True True base"
+	sbx pool rm "$sid" > /dev/null
+}
