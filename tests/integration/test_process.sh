@@ -169,14 +169,18 @@ PY
 # process, cgroup, mount or record; their output files go with it.
 t_process_destroy_leaves_nothing() {
 	id=$(sbx create)
-	p=$(sbx exec -d "$id" -- sh -c 'sleep 300 & sleep 301')
+	# Durations of our own: the check below looks at the whole host, where
+	# another session may run a `sleep 300` of its own.
+	n=$((3000000 + RANDOM * 2))
+	p=$(sbx exec -d "$id" -- sh -c "sleep $n & sleep $((n + 1))")
 	p2=$(sbx exec -d "$id" -- sh -c 'while :; do echo tick; sleep 0.1; done')
 	sleep 0.3
 	[ -d "$SBX_RUN/$id/procs/$p" ] || fail "no record directory"
 	sbx rm "$id"
 	for _ in $(seq 50); do [ -e "$SBX_RUN/$id" ] || break; sleep 0.1; done
 	[ ! -e "$SBX_RUN/$id/procs" ] || fail "process records left after rm"
-	! pgrep -f "sleep 30[01]" > /dev/null || fail "a background process survived rm: $(pgrep -fa 'sleep 30[01]')"
+	! pgrep -f "sleep ($n|$((n + 1)))\$" > /dev/null ||
+		fail "a background process survived rm: $(pgrep -fa "sleep ($n|$((n + 1)))\$")"
 	check_clean "$TMPDIR_TEST"
 }
 
