@@ -1203,9 +1203,9 @@ static int send_go(supervisor *s, sbx_err **err)
 	_cleanup_close_ int userns = -1;
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if (c->n_lowers + c->n_volumes + c->n_layers + 2 > FD_MSG_MAX_FDS)
+	if (c->n_lowers + c->n_volumes + c->n_layers + 3 > FD_MSG_MAX_FDS)
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers and volumes (at most %d)",
-			       FD_MSG_MAX_FDS - 2);
+			       FD_MSG_MAX_FDS - 3);
 	if (!c->rootless) {
 		char p[64];
 		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)s->init_pid);
@@ -1223,6 +1223,17 @@ static int send_go(supervisor *s, sbx_err **err)
 			fds[n++] = t;
 		}
 		json_array_append_new(json_object_get(m, "lowers"), json_integer(idx));
+	}
+	/* The host template's mask, the store's tree of it (mask.c): read-only
+	 * and idmapped like the host directories. Without it (not built, or not
+	 * cloneable here) the child replays the mask into its own tmpfs. */
+	if (!c->rootless && c->mask && c->mask->tree) {
+		_cleanup_err_ sbx_err *me = NULL;
+		int t = prepare_tree(s, c->mask->tree, userns, true, &me);
+		if (t >= 0) {
+			json_object_set_new(m, "mask", json_integer((json_int_t)n));
+			fds[n++] = t;
+		}
 	}
 	/* Snapshot layers: 0-based ownership on disk, idmapped like the template. */
 	for (size_t i = 0; i < c->n_layers; i++) {
