@@ -32,6 +32,7 @@
 #include "runtime/devices.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp.h"
 #include "runtime/sup_proc.h"
 #include "runtime/startup_trace.h"
 #include "trace/bpf_rec.h"
@@ -1671,6 +1672,13 @@ fail:
 
 int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx_err **err)
 {
+	/* A process that starts environments again and again (sbx serve, a
+	 * pool's refiller) builds init's seccomp program once, here, for all
+	 * the setup children it forks; a one-shot CLI leaves it to its child,
+	 * which builds it while the supervisor moves it into its cgroup. */
+	static int started;
+	if (__atomic_add_fetch(&started, 1, __ATOMIC_RELAXED) > 1)
+		seccomp_keep(0);
 	int rp[2];
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return err_errno(err, "pipe");
