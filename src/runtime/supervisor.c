@@ -1682,22 +1682,28 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	int rp[2];
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return err_errno(err, "pipe");
-	pid_t pid = fork();
+	/* Detach: a new session, and a second fork so that the supervisor is
+	 * not our child (it must outlive the caller and never be its zombie).
+	 * The intermediate process is a vfork child: it borrows our memory
+	 * (this thread waits until it exits), so our address space is copied
+	 * once, for the supervisor, instead of twice. It only calls setsid()
+	 * and fork() and exits; it writes no variable of ours (pid is written
+	 * by vfork's return in each process). */
+	pid_t pid = vfork();
 	if (pid < 0) {
 		safe_close(rp[0]);
 		safe_close(rp[1]);
 		return err_errno(err, "fork");
 	}
 	if (pid == 0) {
-		/* Detach: new session, and a second fork so the supervisor is
-		 * not our child (it must outlive the caller and never be its
-		 * zombie). Only the ready pipe survives. */
-		safe_close(rp[0]);
 		if (setsid() < 0)
 			_exit(1);
-		pid_t p2 = fork();
-		if (p2 != 0)
-			_exit(p2 < 0);
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0);
+		/* The supervisor, in its own memory from here. Only the ready
+		 * pipe survives. */
+		safe_close(rp[0]);
 		/* Keep exactly: the ready pipe (fd 3) and the liveness lock (fd 4). */
 		int a = fcntl(rp[1], F_DUPFD_CLOEXEC, 5), b = fcntl(c->lock_fd, F_DUPFD_CLOEXEC, 5);
 		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)
