@@ -314,7 +314,8 @@ static int prog_copy(const seccomp_prog *k, seccomp_prog **ret, sbx_err **err)
 
 int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err)
 {
-	const seccomp_prog *k = flags & ~SECCOMP_NO_INET ? NULL : __atomic_load_n(&kept[flags], __ATOMIC_ACQUIRE);
+	const seccomp_prog *k =
+	    flags & ~SECCOMP_NO_INET ? NULL : __atomic_load_n(&kept[flags], __ATOMIC_ACQUIRE);
 	return k ? prog_copy(k, ret, err) : prog_build(flags, ret, err);
 }
 
