@@ -23,10 +23,18 @@
  * new file, rename it over) or removed, not changed in place; setup says so
  * at create.
  * The mask is computed once per host state (a key over the stat of the
- * directories it depends on) and stored as a list under $SBX_ROOT/masks; each
- * environment replays the list into a tmpfs of its own (mask_replay). It
- * cannot live on the host's root filesystem: overlayfs refuses a lower layer
- * that sits inside another lower layer ("/"). */
+ * directories it depends on) and stored as a list under $SBX_ROOT/masks, and
+ * replayed once into a tree beside it (host-<version>-<key>.d), which every
+ * environment of the store mounts as its mask layer: read-only (an overlay
+ * never writes a lower layer; root mode hands it over as a read-only,
+ * idmapped clone like the host directories), on a staging mount that
+ * pivot_root detaches, so no environment can reach it, let alone change it.
+ * The tree is built under a temporary name and renamed into place, then
+ * never changed (a changed host makes a new key, hence a new tree). Where it
+ * cannot be built (a filesystem without whiteouts or user xattrs), each
+ * environment replays the list into a tmpfs of its own instead. Either way
+ * SBX_ROOT must not lie inside a system directory (ctx.c): overlayfs refuses
+ * a lower layer inside another lower layer. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -99,6 +107,7 @@ void mask_free(mask_list *m)
 		free(m->e[i].target);
 	}
 	free(m->e);
+	free(m->tree);
 	free(m);
 }
 
@@ -409,38 +418,84 @@ static int load(const char *path, mask_list **ret)
 	return 0;
 }
 
-int mask_host_layer(const char *sbx_root, const char *sbx_run, bool rootless, mask_list **ret, sbx_err **err)
+/* Takes the lock that serializes the building of masks (list and tree):
+ * concurrent creates (processes, or `sbx serve`'s threads) queue on it and
+ * the first one builds. flock locks belong to the open file description, so
+ * threads of one process exclude each other too. */
+static int lock_builds(const char *masks, sbx_err **err)
 {
-	char name[64];
-	snprintf(name, sizeof(name), "masks/host-%s-%016llx.list", MASK_VERSION,
-		 (unsigned long long)mask_key(sbx_root, sbx_run, rootless));
-	_cleanup_free_ char *path = fs_path_join(sbx_root, name);
-	_cleanup_free_ char *masks = fs_path_join(sbx_root, "masks");
-	if (!path || !masks)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if (load(path, ret) == 0)
-		return 0;
-	int r = fs_mkdir_p(masks, 0711);
-	if (r < 0)
-		return err_errnum(err, r, "create '%s'", masks);
-	/* Built once: concurrent creates (processes, or `sbx serve`'s threads)
-	 * queue on the lock and the first one builds; the others then load its
-	 * list. The list itself is written atomically under a unique temp name,
-	 * so a reader without the lock sees it whole or not at all. flock locks
-	 * belong to the open file description, so threads of one process
-	 * exclude each other too. */
 	_cleanup_free_ char *lock = fs_path_join(masks, ".build.lock");
 	if (!lock)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (lfd < 0)
 		return err_errno(err, "open '%s'", lock);
+	int r;
 	while ((r = flock(lfd, LOCK_EX)) < 0 && errno == EINTR)
 		;
 	if (r < 0)
 		return err_errno(err, "lock '%s'", lock);
-	if (load(path, ret) == 0)
+	return TAKE_FD(lfd);
+}
+
+/* Sets m->tree to masks/<name>.d, building it first if it is not there
+ * (under the build lock: lfd, or taken here when lfd < 0): replayed into a
+ * temporary directory, then renamed into place whole. On any failure
+ * m->tree stays NULL (environments then replay the list themselves). */
+static void tree_set(mask_list *m, const char *masks, const char *name, bool chown_ok, int lfd)
+{
+	_cleanup_free_ char *tree = NULL, *tmp = NULL;
+	struct stat st;
+	if (asprintf(&tree, "%s/%s.d", masks, name) < 0)
+		return;
+	if (lstat(tree, &st) == 0 && S_ISDIR(st.st_mode)) {
+		m->tree = TAKE_PTR(tree);
+		return;
+	}
+	_cleanup_close_ int own = lfd < 0 ? lock_builds(masks, NULL) : -1;
+	if (lfd < 0 && own < 0)
+		return;
+	if (lstat(tree, &st) == 0 && S_ISDIR(st.st_mode)) { /* built while we waited */
+		m->tree = TAKE_PTR(tree);
+		return;
+	}
+	if (asprintf(&tmp, "%s/.tree-XXXXXX", masks) < 0 || !mkdtemp(tmp))
+		return;
+	_cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd >= 0 && mask_replay(m, dfd, chown_ok) == 0 && rename(tmp, tree) == 0) {
+		m->tree = TAKE_PTR(tree);
+		return;
+	}
+	(void)fs_rm_rf(tmp);
+}
+
+int mask_host_layer(const char *sbx_root, const char *sbx_run, bool rootless, mask_list **ret, sbx_err **err)
+{
+	char name[48], file[64];
+	snprintf(name, sizeof(name), "host-%s-%016llx", MASK_VERSION,
+		 (unsigned long long)mask_key(sbx_root, sbx_run, rootless));
+	snprintf(file, sizeof(file), "masks/%s.list", name);
+	_cleanup_free_ char *path = fs_path_join(sbx_root, file);
+	_cleanup_free_ char *masks = fs_path_join(sbx_root, "masks");
+	if (!path || !masks)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	if (load(path, ret) == 0) {
+		tree_set(*ret, masks, name, !rootless, -1);
 		return 0;
+	}
+	int r = fs_mkdir_p(masks, 0711);
+	if (r < 0)
+		return err_errnum(err, r, "create '%s'", masks);
+	/* Built once (lock_builds). The list itself is written atomically under
+	 * a unique temp name, so a reader without the lock sees it whole or not
+	 * at all. */
+	_cleanup_close_ int lfd = lock_builds(masks, err);
+	if (lfd < 0)
+		return -1;
+	if (load(path, ret) == 0) {
+		tree_set(*ret, masks, name, !rootless, lfd);
+		return 0;
+	}
 	mask_list *m = calloc(1, sizeof(*m));
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -451,6 +506,7 @@ int mask_host_layer(const char *sbx_root, const char *sbx_run, bool rootless, ma
 		mask_free(m);
 		return err_errnum(err, r, "build the host template's mask '%s'", path);
 	}
+	tree_set(m, masks, name, !rootless, lfd);
 	*ret = m;
 	return 0;
 }

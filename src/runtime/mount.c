@@ -386,8 +386,18 @@ int mount_assemble_root(env_config *c, setup_fds *f, const char *stage, char *ro
 		if (f->upper < 0 || f->work < 0)
 			return err_errno(err, "open '%s'", root);
 	}
+	/* The mask layer: the store's tree of it (mask.c; the supervisor's
+	 * read-only idmapped clone, or opened here when rootless, where the
+	 * tree is the caller's own and nothing is idmapped), else the list
+	 * replayed into the staging tmpfs. */
 	char mask_dir[4300];
-	if (c->mask) {
+	_cleanup_close_ int mask_fd = TAKE_FD(f->mask);
+	if (c->mask && mask_fd < 0 && c->rootless && c->mask->tree)
+		mask_fd = open(c->mask->tree, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (c->mask && mask_fd >= 0) {
+		if (lower_path(stage, "mask", 0, mask_fd, !c->rootless, mask_dir, sizeof(mask_dir), err) < 0)
+			return -1;
+	} else if (c->mask) {
 		snprintf(mask_dir, sizeof(mask_dir), "%s/mask", stage);
 		_cleanup_close_ int mfd = -1;
 		int q = mkdir(mask_dir, 0755) < 0 ? -errno : 0;

@@ -15,6 +15,7 @@ typedef struct setup_fds {
 	int layers[FD_MSG_MAX_FDS];
 	size_t n_layers;
 	int run_dir, env_dir; /* O_PATH descriptors of c->run_dir and c->env_dir, or -1 */
+	int mask; /* the mask's tree (mask.h) from the supervisor, or -1; closed by mount_assemble_root */
 } setup_fds;
 
 /* Step 5 of the privilege sequence (setup.c): the environment's root at

@@ -207,7 +207,7 @@ int seccomp_load_prog(const seccomp_prog *p, sbx_err **err)
 
 /* The filter as libseccomp builds it, exported as BPF (the program
  * seccomp_load() would hand the kernel) instead of loaded. */
-int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err)
+static int prog_build(unsigned flags, seccomp_prog **ret, sbx_err **err)
 {
 	_cleanup_(seccomp_ctx_freep) scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
 	int r;
@@ -293,4 +293,43 @@ int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err)
 		return err_errno(err, "seccomp: read the filter back");
 	*ret = TAKE_PTR(p);
 	return 0;
+}
+
+/* The programs seccomp_keep() built in this process, by flags: set once,
+ * never changed or freed (lock-free, so a fork while another thread is
+ * here leaves nothing locked in the child). */
+static seccomp_prog *kept[2];
+
+static int prog_copy(const seccomp_prog *k, seccomp_prog **ret, sbx_err **err)
+{
+	size_t size = k->fprog.len * sizeof(struct sock_filter);
+	_cleanup_(seccomp_prog_freep) seccomp_prog *p = calloc(1, sizeof(*p));
+	if (!p || !(p->fprog.filter = malloc(size)))
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	memcpy(p->fprog.filter, k->fprog.filter, size);
+	p->fprog.len = k->fprog.len;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err)
+{
+	const seccomp_prog *k =
+	    flags & ~SECCOMP_NO_INET ? NULL : __atomic_load_n(&kept[flags], __ATOMIC_ACQUIRE);
+	return k ? prog_copy(k, ret, err) : prog_build(flags, ret, err);
+}
+
+const struct sock_fprog *seccomp_prog_fprog(const seccomp_prog *p)
+{
+	return &p->fprog;
+}
+
+void seccomp_keep(unsigned flags)
+{
+	seccomp_prog *p = NULL, *none = NULL;
+	if (flags & ~SECCOMP_NO_INET || __atomic_load_n(&kept[flags], __ATOMIC_ACQUIRE) ||
+	    prog_build(flags, &p, NULL) < 0)
+		return;
+	if (!__atomic_compare_exchange_n(&kept[flags], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		seccomp_prog_free(p); /* another thread kept its own, the same program */
 }

@@ -31,6 +31,15 @@ typedef struct seccomp_prog seccomp_prog;
 int seccomp_prepare(unsigned flags, seccomp_prog **ret, sbx_err **err);
 int seccomp_load_prog(const seccomp_prog *p, sbx_err **err);
 void seccomp_prog_free(seccomp_prog *p);
+/* Builds the program for flags once and keeps it for the life of this
+ * process: seccomp_prepare() here, and in every process forked or cloned
+ * from here afterwards, then copies it instead of building it again (the
+ * program depends on flags and the tables only). For processes that start
+ * many environments (supervisor_start calls it from their second on). */
+void seccomp_keep(unsigned flags);
+/* The BPF program itself (for tests). */
+struct sock_fprog;
+const struct sock_fprog *seccomp_prog_fprog(const seccomp_prog *p);
 static inline void seccomp_prog_freep(seccomp_prog **p)
 {
 	seccomp_prog_free(*p);

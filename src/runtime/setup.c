@@ -60,6 +60,8 @@ static int wait_go(int sock, setup_fds *f, int *cg, size_t *n_cg, sbx_err **err)
 	int64_t rd = json_int(m, "run_dir", -1), ed = json_int(m, "env_dir", -1);
 	f->run_dir = rd >= 0 && (size_t)rd < n ? fds[rd] : -1;
 	f->env_dir = ed >= 0 && (size_t)ed < n ? fds[ed] : -1;
+	int64_t mk = json_int(m, "mask", -1);
+	f->mask = mk >= 0 && (size_t)mk < n ? fds[mk] : -1;
 	json_t *a = json_object_get(m, "lowers"), *v;
 	size_t i;
 	f->n_lowers = 0;
@@ -193,7 +195,7 @@ _noreturn_ static void setup_degraded(env_config *c, int sock, int *abi_out)
 _noreturn_ void setup_child(env_config *c, int sock)
 {
 	sbx_err *e = NULL;
-	setup_fds f = {.run_dir = -1, .env_dir = -1};
+	setup_fds f = {.run_dir = -1, .env_dir = -1, .mask = -1};
 	char stage[4200], root[4300];
 
 	/* 0. Die with the supervisor; it is the only one who can clean up. Keep

@@ -32,6 +32,7 @@
 #include "runtime/devices.h"
 #include "runtime/mount.h"
 #include "runtime/runtime.h"
+#include "runtime/seccomp.h"
 #include "runtime/sup_proc.h"
 #include "runtime/startup_trace.h"
 #include "trace/bpf_rec.h"
@@ -1205,9 +1206,9 @@ static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 	_cleanup_close_ int userns = -1;
 	if (!m)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if (c->n_lowers + c->n_volumes + c->n_layers + 2 > FD_MSG_MAX_FDS)
+	if (c->n_lowers + c->n_volumes + c->n_layers + 3 > FD_MSG_MAX_FDS)
 		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG, "too many layers and volumes (at most %d)",
-			       FD_MSG_MAX_FDS - 2);
+			       FD_MSG_MAX_FDS - 3);
 	if (!c->rootless) {
 		char p[64];
 		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)s->init_pid);
@@ -1225,6 +1226,17 @@ static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 			fds[n++] = t;
 		}
 		json_array_append_new(json_object_get(m, "lowers"), json_integer(idx));
+	}
+	/* The host template's mask, the store's tree of it (mask.c): read-only
+	 * and idmapped like the host directories. Without it (not built, or not
+	 * cloneable here) the child replays the mask into its own tmpfs. */
+	if (!c->rootless && c->mask && c->mask->tree) {
+		_cleanup_err_ sbx_err *me = NULL;
+		int t = prepare_tree(s, c->mask->tree, userns, true, &me);
+		if (t >= 0) {
+			json_object_set_new(m, "mask", json_integer((json_int_t)n));
+			fds[n++] = t;
+		}
 	}
 	/* Snapshot layers: 0-based ownership on disk, idmapped like the template. */
 	for (size_t i = 0; i < c->n_layers; i++) {
@@ -1677,25 +1689,38 @@ fail:
 
 int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx_err **err)
 {
+	/* A process that starts environments again and again (sbx serve, a
+	 * pool's refiller) builds init's seccomp program once, here, for all
+	 * the setup children it forks; a one-shot CLI leaves it to its child,
+	 * which builds it while the supervisor moves it into its cgroup. */
+	static int started;
+	if (__atomic_add_fetch(&started, 1, __ATOMIC_RELAXED) > 1)
+		seccomp_keep(0);
 	int rp[2];
 	if (pipe2(rp, O_CLOEXEC) < 0)
 		return err_errno(err, "pipe");
-	pid_t pid = fork();
+	/* Detach: a new session, and a second fork so that the supervisor is
+	 * not our child (it must outlive the caller and never be its zombie).
+	 * The intermediate process is a vfork child: it borrows our memory
+	 * (this thread waits until it exits), so our address space is copied
+	 * once, for the supervisor, instead of twice. It only calls setsid()
+	 * and fork() and exits; it writes no variable of ours (pid is written
+	 * by vfork's return in each process). */
+	pid_t pid = vfork();
 	if (pid < 0) {
 		safe_close(rp[0]);
 		safe_close(rp[1]);
 		return err_errno(err, "fork");
 	}
 	if (pid == 0) {
-		/* Detach: new session, and a second fork so the supervisor is
-		 * not our child (it must outlive the caller and never be its
-		 * zombie). Only the ready pipe survives. */
-		safe_close(rp[0]);
 		if (setsid() < 0)
 			_exit(1);
-		pid_t p2 = fork();
-		if (p2 != 0)
-			_exit(p2 < 0);
+		pid = fork();
+		if (pid != 0)
+			_exit(pid < 0);
+		/* The supervisor, in its own memory from here. Only the ready
+		 * pipe survives. */
+		safe_close(rp[0]);
 		/* Keep exactly: the ready pipe (fd 3) and the liveness lock (fd 4). */
 		int a = fcntl(rp[1], F_DUPFD_CLOEXEC, 5), b = fcntl(c->lock_fd, F_DUPFD_CLOEXEC, 5);
 		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)

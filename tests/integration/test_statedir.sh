@@ -45,11 +45,12 @@ t_concurrent_creates_fresh_store() {
 t_concurrent_creates_existing_store() {
 	id=$(sbx create)
 	sbx rm "$id" > /dev/null
-	# Without its cached files (as after a host change, which changes the
-	# mask's key) the caches are rebuilt while the store already exists.
+	# Without its cached files and trees (as after a host change, which
+	# changes the mask's key) the caches are rebuilt while the store already
+	# exists.
 	local r
 	for r in 1 2; do
-		rm -f "$SBX_ROOT"/masks/*
+		rm -rf "$SBX_ROOT"/masks/*
 		parallel_creates 12
 	done
 }

@@ -9,6 +9,7 @@
 #include <grp.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <linux/filter.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -187,6 +188,35 @@ TEST(seccomp_kills_i386)
 #else
 	SKIP_OK("x86_64 only");
 #endif
+}
+
+/* A kept program (seccomp_keep: built once by a process that starts many
+ * environments) is the one a build gives, and works as one in a child. */
+static int child_kept(void *arg)
+{
+	seccomp_prog *built = NULL, *kept = NULL;
+	EXPECT(seccomp_prepare(0, &built, NULL) == 0);
+	seccomp_keep(0);
+	seccomp_keep(0); /* a second call keeps the first */
+	EXPECT(seccomp_prepare(0, &kept, NULL) == 0);
+	const struct sock_fprog *a = seccomp_prog_fprog(built), *b = seccomp_prog_fprog(kept);
+	EXPECT(a->len > 50 && a->len == b->len && a->filter != b->filter);
+	EXPECT(memcmp(a->filter, b->filter, a->len * sizeof(*a->filter)) == 0);
+	unsigned short len = a->len;
+	seccomp_prog_free(built);
+	seccomp_prog_free(kept);
+	/* The other flags' program is not the kept one. */
+	seccomp_prog *inet = NULL;
+	EXPECT(seccomp_prepare(SECCOMP_NO_INET, &inet, NULL) == 0);
+	EXPECT(seccomp_prog_fprog(inet)->len > len);
+	seccomp_prog_free(inet);
+	return child_seccomp_allows(arg);
+}
+
+TEST(seccomp_kept_program_is_the_built_one)
+{
+	int st = run_child(child_kept, NULL);
+	CHECK_EXITED_OK(st);
 }
 
 TEST(seccomp_table_well_formed)
