@@ -211,10 +211,13 @@ static sigset_t init_ignored;
 #ifndef INIT_SPAWN_VM
 #define INIT_SPAWN_VM 1
 #endif
-/* The child's stack: execvp's buffers (PATH_MAX + NAME_MAX, and argv + 2
- * pointers for a script without #!) on top of the setup below. A request is
- * at most FD_MSG_MAX bytes, so argv has fewer than FD_MSG_MAX / 3 entries. */
-#define SPAWN_STACK_SIZE (1024 * 1024 + FD_MSG_MAX / 3 * sizeof(char *))
+/* The child's stack (a multiple of the page size, so that its top is
+ * 16-byte aligned as the ABI wants): execvp's buffers (PATH_MAX + NAME_MAX,
+ * and argv + 2 pointers for a script without #!) on top of the setup below.
+ * A request is at most FD_MSG_MAX bytes, so argv has fewer than
+ * FD_MSG_MAX / 3 entries. Reserved, not committed: only touched pages count. */
+#define SPAWN_STACK_SIZE (2 * 1024 * 1024)
+_Static_assert(SPAWN_STACK_SIZE >= 1024 * 1024 + FD_MSG_MAX / 3 * sizeof(char *), "spawn stack too small");
 
 _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int in, int out, int errfd,
 				  const char *tty_path, int errpipe, spawn_err *report, spawn_trace *tr,
