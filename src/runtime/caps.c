@@ -263,15 +263,18 @@ int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_grou
 		return r;
 	/* 2. Groups, then gid, then uid (each needs the capability the next
 	 *    step gives up). Without PR_SET_KEEPCAPS (init never sets it), the
-	 *    uid change from 0 clears permitted, effective and ambient. */
+	 *    uid change from 0 clears permitted, effective and ambient.
+	 *    Raw syscalls, for the calling thread alone, as posix_spawn's child
+	 *    makes them: glibc's wrappers would walk its list of threads to
+	 *    change them all, which a CLONE_VM child shares with init. */
 	*ret_step = "setgroups";
-	if (!no_setgroups && setgroups(n_groups, groups) < 0)
+	if (!no_setgroups && syscall(SYS_setgroups, n_groups, groups) < 0)
 		return -errno;
 	*ret_step = "setgid";
-	if (setresgid(gid, gid, gid) < 0)
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
 		return -errno;
 	*ret_step = "setuid";
-	if (setresuid(uid, uid, uid) < 0)
+	if (syscall(SYS_setresuid, uid, uid, uid) < 0)
 		return -errno;
 	/* 3. What is left, exactly: the kept set for root, nothing otherwise. */
 	*ret_step = "clear ambient capabilities";

@@ -56,7 +56,8 @@ int caps_from_json(const json_t *a, uint64_t *ret);
  * command as its user with its capabilities (caps_enter_identity). */
 int caps_drop(sbx_err **err);
 
-/* A command's identity, in the forked child just before exec (init.c):
+/* A command's identity, in init's child just before exec (init.c), for the
+ * calling thread alone (raw syscalls, no glibc set*id broadcast):
  * the bounding set narrowed to `keep` (uid 0) or emptied (any other uid),
  * then supplementary groups (unless `no_setgroups`: rootless, where the
  * kernel denies them), gid and uid, then permitted = effective = `keep`
