@@ -339,26 +339,40 @@ static int spawn_vm_main(void *arg)
 		   a->su);
 }
 
+/* The spawn stack, reserved once and reused: a spawn ends (exec or exit)
+ * before the next begins. A guard page below catches an overflow. Init
+ * reserves it as it starts (after ready: off a create's path; nothing is
+ * touched, so an idle environment's memory stays as it was); a failure then
+ * is retried at the first spawn. NULL: *ret_errno says why. */
+static char *spawn_stack(int *ret_errno)
+{
+	static char *stack;
+	if (!stack) {
+		char *p = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			*ret_errno = errno;
+			return NULL;
+		}
+		if (mprotect(p, 4096, PROT_NONE) < 0) {
+			*ret_errno = errno;
+			munmap(p, SPAWN_STACK_SIZE);
+			return NULL;
+		}
+		stack = p;
+	}
+	return stack;
+}
+
 /* Starts an untraced command (see child_exec). The pid, with *se's stage
  * -1; or the pid of a child that has failed and exits 127, with *se saying
  * why; or -errno if there is no child. */
 static pid_t spawn_vm(const spawn_vm_args *a, spawn_err *se)
 {
-	static char *stack;
-	if (!stack) {
-		/* Reserved once and reused: a spawn ends (exec or exit) before
-		 * the next begins. A guard page below catches an overflow. */
-		char *p = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
-		if (p == MAP_FAILED)
-			return -errno;
-		if (mprotect(p, 4096, PROT_NONE) < 0) {
-			int e = errno;
-			munmap(p, SPAWN_STACK_SIZE);
-			return -e;
-		}
-		stack = p;
-	}
+	int serr = 0;
+	char *stack = spawn_stack(&serr);
+	if (!stack)
+		return -serr;
 	*se = (spawn_err){.stage = -1};
 	spawn_vm_args args = *a;
 	args.report = se;
@@ -974,6 +988,10 @@ _noreturn_ void init_main(env_config *c, int sock)
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		_exit(1);
+	if (INIT_SPAWN_VM) {
+		int serr;
+		(void)spawn_stack(&serr);
+	}
 	for (;;) {
 		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0) {
