@@ -545,7 +545,8 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 				    .su = &su};
 		pid_t pid = spawn_vm(&va, &se);
 		if (pid < 0) {
-			reply_error(sock, id, 2, (int)-pid, pid == -EAGAIN ? "fork (pid limit reached)" : "fork");
+			reply_error(sock, id, 2, (int)-pid,
+				    pid == -EAGAIN ? "fork (pid limit reached)" : "fork");
 			return;
 		}
 		startup_mark("init: command exec'd");
