@@ -181,11 +181,12 @@ static int caps_last_cap(void)
 	return last >= 0 && last < 64 ? last : 40;
 }
 
-/* Drops from the bounding set every capability outside `keep`. -errno. */
-static int bounding_narrow(uint64_t keep, int last)
+/* Drops from the bounding set every capability outside `keep`, among those
+ * in `held` (a superset of what the set holds). -errno. */
+static int bounding_narrow(uint64_t keep, uint64_t held, int last)
 {
 	for (int cap = 0; cap <= last; cap++) {
-		if (keep & CAP_BIT(cap))
+		if ((keep & CAP_BIT(cap)) || !(held & CAP_BIT(cap)))
 			continue;
 		/* EINVAL: the kernel does not know this cap; nothing to drop. */
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
@@ -193,6 +194,16 @@ static int bounding_narrow(uint64_t keep, int last)
 	}
 	return 0;
 }
+
+/* The bounding set as caps_drop left it, and the kernel's last capability
+ * (bset_recorded: caps_drop ran in this process or an ancestor). A bounding
+ * set only ever shrinks, and fork/clone copy both it and this record, so
+ * the record stays a superset of the set: caps_enter_identity drops from it
+ * alone, a few prctls per command instead of one per capability the kernel
+ * knows (each a new set of credentials) and a read of cap_last_cap. */
+static bool bset_recorded;
+static uint64_t bset_held;
+static int bset_last;
 
 /* permitted = effective = `set` & what we hold (capset cannot raise
  * permitted); inheritable empty. -errno. */
@@ -218,9 +229,17 @@ static int set_caps(uint64_t set, bool exact)
 
 int caps_drop(sbx_err **err)
 {
-	int r = bounding_narrow(caps_safe_set, caps_last_cap());
+	int last = caps_last_cap();
+	int r = bounding_narrow(caps_safe_set, ~UINT64_C(0), last);
 	if (r < 0)
 		return err_errnum(err, -r, "caps: drop capabilities from the bounding set");
+	uint64_t held = 0;
+	for (int cap = 0; cap <= last; cap++)
+		if (prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1)
+			held |= CAP_BIT(cap);
+	bset_held = held;
+	bset_last = last;
+	bset_recorded = true;
 
 	/* EINVAL: kernel older than 4.3 has no ambient set. */
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
@@ -238,20 +257,24 @@ int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_grou
 	/* 1. Bounding set first: dropping needs CAP_SETPCAP, which the uid
 	 *    change below takes away from a non-root user. */
 	*ret_step = "narrow the capability bounding set";
-	int r = bounding_narrow(keep, caps_last_cap());
+	int r = bset_recorded ? bounding_narrow(keep, bset_held, bset_last)
+			      : bounding_narrow(keep, ~UINT64_C(0), caps_last_cap());
 	if (r < 0)
 		return r;
 	/* 2. Groups, then gid, then uid (each needs the capability the next
 	 *    step gives up). Without PR_SET_KEEPCAPS (init never sets it), the
-	 *    uid change from 0 clears permitted, effective and ambient. */
+	 *    uid change from 0 clears permitted, effective and ambient.
+	 *    Raw syscalls, for the calling thread alone, as posix_spawn's child
+	 *    makes them: glibc's wrappers would walk its list of threads to
+	 *    change them all, which a CLONE_VM child shares with init. */
 	*ret_step = "setgroups";
-	if (!no_setgroups && setgroups(n_groups, groups) < 0)
+	if (!no_setgroups && syscall(SYS_setgroups, n_groups, groups) < 0)
 		return -errno;
 	*ret_step = "setgid";
-	if (setresgid(gid, gid, gid) < 0)
+	if (syscall(SYS_setresgid, gid, gid, gid) < 0)
 		return -errno;
 	*ret_step = "setuid";
-	if (setresuid(uid, uid, uid) < 0)
+	if (syscall(SYS_setresuid, uid, uid, uid) < 0)
 		return -errno;
 	/* 3. What is left, exactly: the kept set for root, nothing otherwise. */
 	*ret_step = "clear ambient capabilities";

@@ -56,7 +56,8 @@ int caps_from_json(const json_t *a, uint64_t *ret);
  * command as its user with its capabilities (caps_enter_identity). */
 int caps_drop(sbx_err **err);
 
-/* A command's identity, in the forked child just before exec (init.c):
+/* A command's identity, in init's child just before exec (init.c), for the
+ * calling thread alone (raw syscalls, no glibc set*id broadcast):
  * the bounding set narrowed to `keep` (uid 0) or emptied (any other uid),
  * then supplementary groups (unless `no_setgroups`: rootless, where the
  * kernel denies them), gid and uid, then permitted = effective = `keep`
@@ -64,6 +65,9 @@ int caps_drop(sbx_err **err);
  * After exec a root command holds exactly `keep` (root gains its bounding
  * set at exec); any other user holds nothing, and no_new_privs (set on init,
  * inherited) keeps setuid and file-capability binaries from raising that.
+ * Only what caps_drop left in the bounding set is dropped from it when
+ * caps_drop ran in this process or an ancestor (init: always); no file is
+ * read, so it runs in init's CLONE_VM child as well as in a forked one.
  * Returns -errno, with the step in *ret_step ("setgroups", "setgid", ...). */
 int caps_enter_identity(uid_t uid, gid_t gid, const gid_t *groups, size_t n_groups, bool no_setgroups,
 			uint64_t keep, const char **ret_step);

@@ -8,12 +8,14 @@
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -178,15 +180,60 @@ static int find_in_path(const char *cmd, char **envp)
 	return best;
 }
 
+/* Signals init ignores (SIG_IGN survives exec), read once at start: init
+ * never changes a disposition afterwards (its children do, after fork). A
+ * signal init handles would be reset by exec itself, and init handles none
+ * (SIGCHLD comes through a signalfd). */
+static sigset_t init_ignored;
+
+/* The command's process. Untraced, it is made with clone(CLONE_VM |
+ * CLONE_VFORK) on a stack of its own, as posix_spawn does: no copy of
+ * init's page tables, no faults to fill the child's back in, no teardown of
+ * that copy at exec; init sleeps until the command has exec'd or failed, so
+ * the reason of a failure is left in shared memory (report) instead of an
+ * error pipe. The child shares init's memory until exec: it writes nothing
+ * but report, errno and environ (which the parent puts back), and calls
+ * nothing that allocates. The command enters the time namespace at exec
+ * (exec_task_namespaces, Linux 6.0) as a forked child would at fork, so what
+ * it runs with is the same: credentials, capabilities, seccomp and Landlock
+ * (inherited), rlimits, time namespace, environment, cwd.
+ *
+ * A traced command forks (report NULL, errpipe): its child runs the ptrace
+ * engine for as long as the command runs, without exec. So does an ASan
+ * build: the sanitizer's stack bookkeeping does not follow the switch. */
+#if defined(__SANITIZE_ADDRESS__)
+#define INIT_SPAWN_VM 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define INIT_SPAWN_VM 0
+#endif
+#endif
+#ifndef INIT_SPAWN_VM
+#define INIT_SPAWN_VM 1
+#endif
+/* The child's stack (a multiple of the page size, so that its top is
+ * 16-byte aligned as the ABI wants): execvp's buffers (PATH_MAX + NAME_MAX,
+ * and argv + 2 pointers for a script without #!) on top of the setup below.
+ * A request is at most FD_MSG_MAX bytes, so argv has fewer than
+ * FD_MSG_MAX / 3 entries. Reserved, not committed: only touched pages count. */
+#define SPAWN_STACK_SIZE (2 * 1024 * 1024)
+_Static_assert(SPAWN_STACK_SIZE >= 1024 * 1024 + FD_MSG_MAX / 3 * sizeof(char *), "spawn stack too small");
+
 _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int in, int out, int errfd,
-				  const char *tty_path, int errpipe, spawn_trace *tr, const spawn_user *su)
+				  const char *tty_path, int errpipe, spawn_err *report, spawn_trace *tr,
+				  const spawn_user *su)
 {
 	spawn_err se = {2, 0, ""};
-	sigset_t all;
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	/* Dispositions first, then the mask (init blocks every signal around
+	 * the spawn): nothing is delivered here before both are the command's.
+	 * Without exec (the engine), handlers must go too; with exec only what
+	 * is ignored survives. */
 	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
+		if (tr || sigismember(&init_ignored, s) == 1)
+			signal(s, SIG_DFL);
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	setsid();
 	if (tty_path) {
 		int t = open(tty_path, O_RDWR | O_NOCTTY);
@@ -220,6 +267,8 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 		if (errpipe > 4)
 			sys_close_range(4, (unsigned)errpipe - 1, 0);
 		sys_close_range((unsigned)errpipe + 1, ~0U, 0);
+	} else if (errpipe < 0) {
+		sys_close_range(3, ~0U, 0);
 	} else {
 		if (errpipe > 3)
 			sys_close_range(3, (unsigned)errpipe - 1, 0);
@@ -268,8 +317,75 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 	execvp(argv[0], argv);
 fail:
 	se.errnum = errno;
-	(void)!write(errpipe, &se, sizeof(se));
+	if (report)
+		*report = se;
+	else
+		(void)!write(errpipe, &se, sizeof(se));
 	_exit(127);
+}
+
+typedef struct spawn_vm_args {
+	char **argv, **envp;
+	const char *cwd, *tty_path;
+	int in, out, errfd;
+	const spawn_user *su;
+	spawn_err *report;
+} spawn_vm_args;
+
+static int spawn_vm_main(void *arg)
+{
+	const spawn_vm_args *a = arg;
+	child_exec(a->argv, a->envp, a->cwd, a->in, a->out, a->errfd, a->tty_path, -1, a->report, NULL,
+		   a->su);
+}
+
+/* The spawn stack, reserved once and reused: a spawn ends (exec or exit)
+ * before the next begins. A guard page below catches an overflow. Init
+ * reserves it as it starts (after ready: off a create's path; nothing is
+ * touched, so an idle environment's memory stays as it was); a failure then
+ * is retried at the first spawn. NULL: *ret_errno says why. */
+static char *spawn_stack(int *ret_errno)
+{
+	static char *stack;
+	if (!stack) {
+		char *p = mmap(NULL, SPAWN_STACK_SIZE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED) {
+			*ret_errno = errno;
+			return NULL;
+		}
+		if (mprotect(p, 4096, PROT_NONE) < 0) {
+			*ret_errno = errno;
+			munmap(p, SPAWN_STACK_SIZE);
+			return NULL;
+		}
+		stack = p;
+	}
+	return stack;
+}
+
+/* Starts an untraced command (see child_exec). The pid, with *se's stage
+ * -1; or the pid of a child that has failed and exits 127, with *se saying
+ * why; or -errno if there is no child. */
+static pid_t spawn_vm(const spawn_vm_args *a, spawn_err *se)
+{
+	int serr = 0;
+	char *stack = spawn_stack(&serr);
+	if (!stack)
+		return -serr;
+	*se = (spawn_err){.stage = -1};
+	spawn_vm_args args = *a;
+	args.report = se;
+	extern char **environ;
+	char **saved_env = environ;
+	sigset_t all, old;
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(spawn_vm_main, stack + SPAWN_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD, &args);
+	int e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	environ = saved_env; /* the child set the command's for execvp */
+	return pid < 0 ? -e : pid;
 }
 
 static void reply_error_code(int sock, int64_t id, int stage, int errnum, const char *what, const char *code);
@@ -416,30 +532,55 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 			return;
 		}
 	}
-	int ep[2];
-	if (pipe2(ep, O_CLOEXEC) < 0) {
-		reply_error(sock, id, 2, errno, "pipe");
-		return;
-	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		int e = errno;
-		safe_close(ep[0]);
-		safe_close(ep[1]);
-		reply_error(sock, id, 2, e, e == EAGAIN ? "fork (pid limit reached)" : "fork");
-		return;
-	}
-	if (pid == 0) {
-		safe_close(ep[0]);
-		child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], tr.on ? &tr : NULL,
-			   &su);
-	}
-	safe_close(ep[1]);
 	spawn_err se;
-	ssize_t n = RETRY_EINTR(read(ep[0], &se, sizeof(se)));
-	startup_mark("init: command exec'd");
-	safe_close(ep[0]);
-	if (n == (ssize_t)sizeof(se)) {
+	bool failed;
+	if (INIT_SPAWN_VM && !tr.on) {
+		spawn_vm_args va = {.argv = argv,
+				    .envp = envp,
+				    .cwd = cwd,
+				    .tty_path = tty ? tty_path : NULL,
+				    .in = in,
+				    .out = out,
+				    .errfd = errfd,
+				    .su = &su};
+		pid_t pid = spawn_vm(&va, &se);
+		if (pid < 0) {
+			reply_error(sock, id, 2, (int)-pid,
+				    pid == -EAGAIN ? "fork (pid limit reached)" : "fork");
+			return;
+		}
+		startup_mark("init: command exec'd");
+		failed = se.stage >= 0;
+		if (!failed)
+			execs[n_execs++] = (init_exec){id, pid};
+	} else {
+		int ep[2];
+		if (pipe2(ep, O_CLOEXEC) < 0) {
+			reply_error(sock, id, 2, errno, "pipe");
+			return;
+		}
+		pid_t pid = fork();
+		if (pid < 0) {
+			int e = errno;
+			safe_close(ep[0]);
+			safe_close(ep[1]);
+			reply_error(sock, id, 2, e, e == EAGAIN ? "fork (pid limit reached)" : "fork");
+			return;
+		}
+		if (pid == 0) {
+			safe_close(ep[0]);
+			child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], NULL,
+				   tr.on ? &tr : NULL, &su);
+		}
+		safe_close(ep[1]);
+		ssize_t n = RETRY_EINTR(read(ep[0], &se, sizeof(se)));
+		startup_mark("init: command exec'd");
+		safe_close(ep[0]);
+		failed = n == (ssize_t)sizeof(se);
+		if (!failed)
+			execs[n_execs++] = (init_exec){id, pid};
+	}
+	if (failed) {
 		/* The child reported and exits 127; it is reaped untracked. */
 		char what[200];
 		if (se.stage == 3)
@@ -451,9 +592,8 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 					    : argv[0]);
 		return;
 	}
-	execs[n_execs++] = (init_exec){id, pid};
 	_cleanup_json_ json_t *r = json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_SPAWNED, CTL_F_ID,
-					     (json_int_t)id, CTL_F_PID, (int)pid);
+					     (json_int_t)id, CTL_F_PID, (int)execs[n_execs - 1].pid);
 	if (r)
 		(void)json_send(sock, r, tty ? &master : NULL, tty ? 1 : 0);
 }
@@ -836,6 +976,12 @@ _noreturn_ void init_main(env_config *c, int sock)
 	 * secrets came from) is not kept: commands get build_env's. */
 	(void)clearenv();
 	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
+	sigemptyset(&init_ignored);
+	for (int s = 1; s < NSIG; s++) {
+		struct sigaction sa;
+		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			sigaddset(&init_ignored, s);
+	}
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -843,6 +989,10 @@ _noreturn_ void init_main(env_config *c, int sock)
 	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0)
 		_exit(1);
+	if (INIT_SPAWN_VM) {
+		int serr;
+		(void)spawn_stack(&serr);
+	}
 	for (;;) {
 		struct pollfd p[2] = {{.fd = sock, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
 		if (poll(p, 2, -1) < 0) {

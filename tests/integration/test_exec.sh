@@ -137,3 +137,24 @@ t_exec_tty_follows_terminal_resize() {
 	assert_contains "$out" "33 101"
 	sbx rm "$ID"
 }
+
+# What a command starts with that init does not pass on: init ignores
+# SIGPIPE and blocks SIGCHLD (its signalfd), a command has neither; init
+# stays outside the time namespace, every command is in it (entered at fork
+# or, for init's CLONE_VM spawn, at exec).
+t_command_signals_and_time_namespace() {
+	setup_env
+	out=$(sbx exec "$ID" -- grep -E '^Sig(Ign|Blk):' /proc/self/status)
+	assert_contains "$out" "SigBlk:	0000000000000000"
+	assert_contains "$out" "SigIgn:	0000000000000000"
+	# Again: the second spawn reuses what the first one set up.
+	out=$(sbx exec "$ID" -- grep -E '^SigIgn:' /proc/self/status)
+	assert_eq "$out" "SigIgn:	0000000000000000"
+	if [ -e /proc/self/ns/time ]; then
+		t=$(sbx exec "$ID" -- sh -c 'readlink /proc/self/ns/time; readlink /proc/self/ns/time_for_children')
+		assert_eq "$(echo "$t" | sed -n 1p)" "$(echo "$t" | sed -n 2p)" "a command is in its own time namespace"
+		[ "$(echo "$t" | sed -n 1p)" != "$(readlink /proc/self/ns/time)" ] ||
+			fail "a command shares the host's time namespace"
+	fi
+	sbx rm "$ID"
+}
