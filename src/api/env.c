@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/reclaim.h"
 #include "api/snap_base.h"
 #include "build/image_config.h"
 #include "api/secrets.h"
@@ -288,15 +289,11 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
 	if (dir)
 		(void)quota_teardown(dir);
-	/* Rename first so a concurrent reader never sees half an environment. */
-	char trash[4200];
-	unsigned rnd = 0;
-	(void)!getrandom(&rnd, sizeof(rnd), 0);
-	snprintf(trash, sizeof(trash), "%s/envs/.trash-%s-%08x", ctx->root, id, rnd);
-	if (dir && rename(dir, trash) == 0)
-		fs_rm_rf(trash);
-	else if (dir)
-		fs_rm_rf(dir);
+	/* Into the trash at once (a rename: a concurrent reader never sees half
+	 * an environment, and the id is free again); the bytes go in the
+	 * background (api/reclaim.h). */
+	if (dir)
+		(void)reclaim_dir(ctx, dir, id);
 	if (run)
 		fs_rm_rf(run);
 }
@@ -1131,6 +1128,11 @@ static bool env_is_restoring(sbx_ctx *ctx, const char *id)
 	return since > 0 && now_ms_real() - since < 120000;
 }
 
+static void trash_teardown(const char *path)
+{
+	(void)quota_teardown(path);
+}
+
 _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 {
 	json_t *removed = json_array();
@@ -1170,19 +1172,9 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	if (d)
 		closedir(d);
-	char p[4200];
-	snprintf(p, sizeof(p), "%s/envs", ctx->root);
-	d = opendir(p);
-	while (d && (de = readdir(d)))
-		if (startswith(de->d_name, ".trash-")) {
-			_cleanup_free_ char *t = fs_path_join(p, de->d_name);
-			if (t)
-				(void)quota_teardown(t); /* a removal that died halfway */
-			if (t)
-				fs_rm_rf(t);
-		}
-	if (d)
-		closedir(d);
+	/* The trash (api/reclaim.h): what a reclaimer left, after waiting for
+	 * one at work; a quota's mounts first (a removal that died halfway). */
+	reclaim_drain(ctx, RECLAIM_GC_WAIT_MS, trash_teardown);
 	/* Host uid ranges whose owner no longer exists (any store). */
 	d = opendir(USERNS_SLOT_DIR);
 	while (!ctx->rootless && d && (de = readdir(d))) {

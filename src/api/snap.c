@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/reclaim.h"
 #include "api/snap_base.h"
 #include "runtime/startup_trace.h"
 #include "runtime/ctl_proto.h"
@@ -268,10 +269,14 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);
 	if (quota_reset(p, err) < 0)
 		return err_wrap(err, "restore '%s'", id);
+	/* Into the trash, removed in the background (api/reclaim.h): the
+	 * restore does not wait for the old layer's size. */
 	const char *subs[] = {"upper", "work"};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
-		r = fs_rm_rf(p);
+		char tag[64];
+		snprintf(tag, sizeof(tag), "%s-%s", id, subs[i]);
+		r = reclaim_dir(ctx, p, tag);
 		if (r < 0)
 			return err_errnum(err, r, "empty '%s'", p);
 	}
