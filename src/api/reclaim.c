@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -207,18 +208,38 @@ static _Noreturn void reclaimer_main(const char *root)
 	_exit(0);
 }
 
-/* Starts a reclaimer: 0, or -1 when none could start. */
+/* The reclaimers this process started, not reaped yet (pidfds). A caller
+ * does not wait for its reclaimer (waiting for a second process to be
+ * scheduled cost several ms of a removal on a loaded machine, more than the
+ * removal itself): a short-lived caller exits and init reaps it; a
+ * long-lived one reaps those that ended on its next start. */
+static pthread_mutex_t spawned_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spawned[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+
+static void spawned_reap_add(int pidfd)
+{
+	pthread_mutex_lock(&spawned_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(spawned); i++) {
+		siginfo_t si = {0};
+		if (spawned[i] >= 0 &&
+		    (waitid(P_PIDFD, (id_t)spawned[i], &si, WEXITED | WNOHANG) < 0 || si.si_pid != 0))
+			spawned[i] = safe_close(spawned[i]); /* reaped (or by someone else) */
+		if (spawned[i] < 0 && pidfd >= 0)
+			spawned[i] = TAKE_FD(pidfd);
+	}
+	pthread_mutex_unlock(&spawned_lock);
+	safe_close(pidfd); /* no room: init reaps it when we exit */
+}
+
+/* Starts a detached reclaimer: its own session, stdio on /dev/null, no
+ * other fd. 0, or -1 when none could start. */
 static int reclaim_spawn(const sbx_ctx *ctx)
 {
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		if (setsid() < 0)
-			_exit(1);
-		pid_t p2 = fork();
-		if (p2 != 0)
-			_exit(p2 < 0 ? 1 : 0);
+		(void)setsid();
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		for (int i = 0; i < 3 && null >= 0; i++)
 			dup2(null, i);
@@ -232,9 +253,7 @@ static int reclaim_spawn(const sbx_ctx *ctx)
 		signal(SIGHUP, SIG_IGN);
 		reclaimer_main(ctx->root);
 	}
-	int st = 0;
-	if (RETRY_EINTR(waitpid(pid, &st, 0)) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return -1;
+	spawned_reap_add(sys_pidfd_open(pid, 0));
 	return 0;
 }
 
@@ -261,35 +280,56 @@ static int reclaim_kick(const sbx_ctx *ctx, int work)
 	return reclaim_spawn(ctx);
 }
 
-int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag)
+int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n)
 {
-	uint32_t rnd = 0;
-	(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
-	char name[256];
 	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
-	if (!envs || reclaim_trash_name(tag, rnd, name, sizeof(name)) < 0)
-		return fs_rm_rf(path);
-	_cleanup_free_ char *trash = fs_path_join(envs, name);
-	if (!trash)
-		return fs_rm_rf(path);
-	if (rename(path, trash) < 0)
-		return errno == ENOENT ? 0 : fs_rm_rf(path); /* EXDEV, EBUSY: inline */
+	char *trash[8] = {0};
+	size_t moved = 0;
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t rnd = 0;
+		(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+		char name[256];
+		char *t = envs && moved < ARRAY_SIZE(trash) &&
+				  reclaim_trash_name(tags[i], rnd, name, sizeof(name)) == 0
+			      ? fs_path_join(envs, name)
+			      : NULL;
+		int q = 0;
+		if (t && rename(paths[i], t) == 0)
+			trash[moved++] = TAKE_PTR(t);
+		else if (!t || errno != ENOENT)
+			q = fs_rm_rf(paths[i]); /* EXDEV, EBUSY: inline, as before */
+		free(t);
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	if (moved == 0)
+		return r;
 	reclaim_limits l;
 	reclaim_limits_from_env(&l);
 	_cleanup_close_ int work = open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	size_t n = 0;
+	size_t entries = 0;
 	struct statvfs vfs = {0};
 	if (work >= 0 && !l.sync) {
-		n = trash_count(work);
+		entries = trash_count(work);
 		if (fstatvfs(work, &vfs) < 0)
 			vfs = (struct statvfs){0};
 	}
 	uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
-	/* Inline: this entry only (what else waits has its reclaimer). Left
-	 * over on failure, it is in the trash all the same: gc finishes it. */
-	if (work < 0 || reclaim_inline(&l, n, avail, total) || reclaim_kick(ctx, work) < 0)
-		(void)fs_rm_rf(trash);
-	return 0;
+	/* Inline: these entries only (what else waits has its reclaimer). Left
+	 * over on failure, they are in the trash all the same: gc finishes. */
+	bool inl = work < 0 || reclaim_inline(&l, entries, avail, total) || reclaim_kick(ctx, work) < 0;
+	for (size_t i = 0; i < moved; i++) {
+		if (inl)
+			(void)fs_rm_rf(trash[i]);
+		free(trash[i]);
+	}
+	return r;
+}
+
+int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag)
+{
+	return reclaim_dirs(ctx, &path, &tag, 1);
 }
 
 void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const char *path))

@@ -71,6 +71,9 @@ int reclaim_trash_name(const char *tag, uint32_t rnd, char *buf, size_t n);
  * another filesystem) is removed inline, as is one over the limits. 0 when
  * path is absent; negative errno when it is still there. */
 int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag);
+/* The same for n (at most 8) paths at once, tags[i] for paths[i], one
+ * reclaimer for all: negative errno when one of them is still there. */
+int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n);
 
 /* sbx gc: removes every trash entry now, in this process, after waiting up
  * to wait_ms for a running reclaimer to finish (then regardless). before,
