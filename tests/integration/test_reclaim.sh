@@ -197,3 +197,16 @@ PY
 	release_all
 	wait_for "reclaimed" settled
 }
+
+# A supervisor that died cannot say "stopped": rm itself removes what it
+# left (its cgroup), then the files go the same way.
+t_rm_after_a_dead_supervisor() {
+	id=$(make_env)
+	spid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
+	kill -9 "$spid"
+	dead() { ! kill -0 "$spid" 2> /dev/null || [ "$(awk '{print $3}' "/proc/$spid/stat" 2> /dev/null)" = Z ]; }
+	wait_for "the supervisor dead" dead
+	sbx rm "$id" > /dev/null
+	gone_from_view "$id"
+	wait_for "reclaimed" settled
+}

@@ -67,6 +67,11 @@ t_rootless_pool() {
 	run_as_user test_pool.sh
 }
 
+t_rootless_reclaim() {
+	rootless_setup
+	run_as_user test_reclaim.sh
+}
+
 t_rootless_snapshot() {
 	rootless_setup
 	run_as_user test_snapshot.sh
