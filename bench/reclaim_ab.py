@@ -3,10 +3,12 @@
 critical path"): two sbx binaries on one store, alternating run by run, so
 that the load of a shared machine falls on both alike.
 
-  bench/reclaim_ab.py A_SBX B_SBX [what...]      what: run rm restore (all)
+  bench/reclaim_ab.py A_SBX B_SBX [what...]   what: run run-settled rm restore
+                                              (default: run rm restore)
 
   run      `sbx run -- /bin/true`, back to back (a reclaimer of the last run
            may still be at work: that is the loop's real cost)
+  run-settled  the same, each run once the last one's trash is gone
   rm       `sbx rm` of a fresh environment (created untimed just before)
   restore  `sbx restore` to an empty snapshot of an environment whose writable
            layer was just filled with SIZE MB (half 4 KiB files, half four
@@ -94,6 +96,13 @@ def main():
                 t[x].append(timed(x, "run", "--", "/bin/true"))
         report("run -- /bin/true", t[A], t[B])
         settle(root)
+    if "run-settled" in what:
+        t = {A: [], B: []}
+        for i in range(runs):
+            for x in ((A, B) if i % 2 == 0 else (B, A)):
+                t[x].append(timed(x, "run", "--", "/bin/true"))
+                settle(root)
+        report("run, trash settled", t[A], t[B])
     if "rm" in what:
         t = {A: [], B: []}
         for i in range(runs):

@@ -1175,9 +1175,6 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	}
 	if (d)
 		closedir(d);
-	/* The trash (api/reclaim.h): what a reclaimer left, after waiting for
-	 * one at work; a quota's mounts first (a removal that died halfway). */
-	reclaim_drain(ctx, RECLAIM_GC_WAIT_MS, trash_teardown);
 	/* Host uid ranges whose owner no longer exists (any store). */
 	d = opendir(USERNS_SLOT_DIR);
 	while (!ctx->rootless && d && (de = readdir(d))) {
@@ -1190,6 +1187,10 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	if (d)
 		closedir(d);
 	pool_gc(ctx, removed); /* entries of warm pools that are gone */
+	/* Last, the trash (api/reclaim.h), the removals above included: after
+	 * waiting for a reclaimer at work; a quota's mounts first (a removal
+	 * that died halfway). */
+	reclaim_drain(ctx, RECLAIM_GC_WAIT_MS, trash_teardown);
 	*ret = json_pack("{s:o}", "removed", removed);
 	if (!*ret)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");

@@ -192,7 +192,7 @@ out:
 	safe_close(hold);
 }
 
-/* The detached reclaimer (a grandchild: not the caller's child). */
+/* The reclaimer (the caller's child, in a session of its own). */
 static _Noreturn void reclaimer_main(const char *root)
 {
 	(void)prctl(PR_SET_NAME, "sbx-reclaim", 0, 0, 0);

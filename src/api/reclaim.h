@@ -24,10 +24,12 @@
  * removals slows to the pace of removal instead of keeping bytes without
  * bound. SBX_RECLAIM_SYNC=1 removes inline always (debugging, tests).
  *
- * The reclaimer is a double fork (setsid, stdio on /dev/null, no other fd
- * but the work lock), named sbx-reclaim, at nice +10; it is started from
- * any process, a long-lived server's reaper thread included (its child runs
- * only this file's loop).
+ * The reclaimer is one fork of the caller in a session of its own (stdio on
+ * /dev/null, no other fd), named sbx-reclaim, at nice +10. The caller does
+ * not wait for it (waiting for a double fork's intermediate to be scheduled
+ * cost more than the removal on a loaded machine): a short-lived caller
+ * exits and init reaps it; a long-lived one (sbx mcp's reaper threads call
+ * this too) reaps those that ended when it starts the next.
  *
  * Test hook: SBX_RECLAIM_HOLD=FIFO makes the reclaimer read one byte from
  * FIFO (opened read-write, so it never sees end of file) before removing
