@@ -28,6 +28,8 @@ wait_for() {
 no_trash() { [ -z "$(trash)" ]; }
 no_reclaimer() { [ -z "$(reclaimers)" ]; }
 settled() { no_trash && no_reclaimer; }
+# The caller does not wait for its reclaimer to start: wait for it.
+a_reclaimer() { [ -n "$(reclaimers)" ]; }
 
 # A FIFO on fd 3 that the test writes to release a held reclaimer.
 hold_setup() {
@@ -72,7 +74,7 @@ t_rm_returns_before_the_tree_is_removed() {
 	[ -n "$t" ] || fail "rm removed the tree inline (no trash entry while the reclaimer is held)"
 	assert_contains "$t" ".trash-$id-"
 	[ -e "$SBX_ROOT/envs/$t/upper/root/d/f40" ] || fail "the tree is not in the trash: $(ls -A "$SBX_ROOT/envs/$t")"
-	[ -n "$(reclaimers)" ] || fail "no reclaimer runs"
+	wait_for "a reclaimer at work" a_reclaimer
 	release_all
 	wait_for "reclaimed" settled
 }
@@ -117,6 +119,7 @@ t_killed_reclaimer_leaves_trash_for_the_next() {
 	SBX_RECLAIM_HOLD="$HOLD" sbx rm "$id" > /dev/null
 	t=$(trash)
 	[ -n "$t" ] || fail "no trash entry (2)"
+	wait_for "a reclaimer at work (2)" a_reclaimer
 	kill -9 $(reclaimers)
 	wait_for "the reclaimer dead (2)" no_reclaimer
 	[ -n "$(trash)" ] || fail "trash gone before gc"
