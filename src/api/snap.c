@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/reclaim.h"
 #include "api/snap_base.h"
 #include "runtime/startup_trace.h"
 #include "runtime/ctl_proto.h"
@@ -268,13 +269,19 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);
 	if (quota_reset(p, err) < 0)
 		return err_wrap(err, "restore '%s'", id);
+	/* Into the trash, removed in the background (api/reclaim.h): the
+	 * restore does not wait for the old layer's size. */
 	const char *subs[] = {"upper", "work"};
+	char paths[2][4300], tags[2][64];
+	const char *pv[2], *tv[2];
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
-		r = fs_rm_rf(p);
-		if (r < 0)
-			return err_errnum(err, r, "empty '%s'", p);
+		snprintf(paths[i], sizeof(paths[i]), "%s/envs/%s/%s", ctx->root, id, subs[i]);
+		snprintf(tags[i], sizeof(tags[i]), "%s-%s", id, subs[i]);
+		pv[i] = paths[i], tv[i] = tags[i];
 	}
+	r = reclaim_dirs(ctx, pv, tv, ARRAY_SIZE(subs));
+	if (r < 0)
+		return err_errnum(err, r, "empty the writable layer of '%s'", id);
 	startup_mark("restore: writable layer emptied");
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;

@@ -57,6 +57,23 @@ check_clean() {
 	for id in $ids; do
 		timeout 30 "$SBX_BIN" rm "$id" > /dev/null 2>&1 || true
 	done
+	# gc empties the trash (src/api/reclaim.h), waiting for a reclaimer at
+	# work: none may be left, nor a reclaimer of this store.
+	if [ -n "$ids" ]; then
+		timeout 30 "$SBX_BIN" gc > /dev/null || { echo "gc failed"; return 1; }
+	fi
+	local trash p
+	trash=$(ls -A "$SBX_ROOT/envs" 2> /dev/null | grep '^\.trash-' || true)
+	if [ -n "$trash" ]; then
+		echo "leaked trash after gc: $trash"
+		return 1
+	fi
+	for p in $(pgrep -x sbx-reclaim || true); do
+		if tr '\0' '\n' < "/proc/$p/environ" 2> /dev/null | grep -qxF "SBX_ROOT=$SBX_ROOT"; then
+			echo "leaked reclaimer $p after gc"
+			return 1
+		fi
+	done
 	if grep -q "$tmp" /proc/self/mountinfo; then
 		echo "leaked mount under $tmp"
 		return 1

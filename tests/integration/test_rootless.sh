@@ -72,6 +72,11 @@ t_rootless_mask() {
 	run_as_user test_mask.sh
 }
 
+t_rootless_reclaim() {
+	rootless_setup
+	run_as_user test_reclaim.sh
+}
+
 t_rootless_snapshot() {
 	rootless_setup
 	run_as_user test_snapshot.sh

@@ -1,0 +1,346 @@
+/* Reclaim: the trash and its one reclaimer per store (reclaim.h). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "api/ctx.h"
+#include "api/reclaim.h"
+#include "util/fs.h"
+#include "util/macro.h"
+#include "util/syscalls.h"
+
+#define HOLD_TIMEOUT_MS 30000
+
+void reclaim_limits_from_env(reclaim_limits *l)
+{
+	*l = (reclaim_limits){.sync = false, .max_entries = RECLAIM_MAX_DEFAULT, .min_free = -1};
+	const char *v = getenv("SBX_RECLAIM_SYNC");
+	l->sync = v && streq(v, "1");
+	v = getenv("SBX_RECLAIM_MAX");
+	if (v && *v) {
+		char *end;
+		long long n = strtoll(v, &end, 10);
+		if (!*end && n >= 0)
+			l->max_entries = n;
+	}
+	v = getenv("SBX_RECLAIM_MIN_FREE");
+	int64_t n;
+	if (v && *v && sbx_parse_size(v, &n, NULL) == 0 && n >= 0)
+		l->min_free = n;
+}
+
+bool reclaim_inline(const reclaim_limits *l, size_t entries, uint64_t avail_bytes, uint64_t total_bytes)
+{
+	if (l->sync || entries > (uint64_t)l->max_entries)
+		return true;
+	uint64_t floor = l->min_free >= 0 ? (uint64_t)l->min_free : total_bytes / 20;
+	if (l->min_free < 0 && floor > (uint64_t)RECLAIM_MIN_FREE_CAP)
+		floor = RECLAIM_MIN_FREE_CAP;
+	if (total_bytes == 0 && avail_bytes == 0)
+		return false; /* unknown */
+	return avail_bytes < floor;
+}
+
+int reclaim_trash_name(const char *tag, uint32_t rnd, char *buf, size_t n)
+{
+	if (!tag || !*tag || strchr(tag, '/'))
+		return -EINVAL;
+	int w = snprintf(buf, n, RECLAIM_PREFIX "%s-%08x", tag, rnd);
+	return w < 0 || (size_t)w >= n ? -EINVAL : 0;
+}
+
+/* ---- the trash -------------------------------------------------------- */
+
+static bool in_strv(char **v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
+
+static DIR *envs_opendir(int dfd)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		safe_close(fd);
+	return d;
+}
+
+/* The trash entries of the envs directory dfd, but those in skip; NULL when
+ * there is none (or the directory cannot be read). */
+static char **trash_scan(int dfd, char **skip)
+{
+	DIR *d = envs_opendir(dfd);
+	char **v = NULL;
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (startswith(de->d_name, RECLAIM_PREFIX) && !in_strv(skip, de->d_name))
+			(void)strv_push_copy(&v, &n, de->d_name);
+	if (d)
+		closedir(d);
+	return v;
+}
+
+static size_t trash_count(int dfd)
+{
+	DIR *d = envs_opendir(dfd);
+	size_t n = 0;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		n += startswith(de->d_name, RECLAIM_PREFIX);
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Waits for one byte on the hold FIFO (the test hook); closes it when a
+ * wait times out. */
+static void hold_wait(int *hold)
+{
+	if (*hold < 0)
+		return;
+	struct pollfd p = {.fd = *hold, .events = POLLIN};
+	char c;
+	if (RETRY_EINTR(poll(&p, 1, HOLD_TIMEOUT_MS)) <= 0 || read(*hold, &c, 1) != 1)
+		*hold = safe_close(*hold);
+}
+
+/* Removes one trash entry, part by part (its top-level children, then
+ * itself). Negative errno when something of it is left. */
+static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
+{
+	_cleanup_free_ char *path = fs_path_join(envs, name);
+	if (!path)
+		return -ENOMEM;
+	int r = 0;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		safe_close(fd);
+	struct dirent *de;
+	while (d && (de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		hold_wait(hold);
+		_cleanup_free_ char *c = fs_path_join(path, de->d_name);
+		int q = c ? fs_rm_rf(c) : -ENOMEM;
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	if (d)
+		closedir(d);
+	int q = fs_rm_rf(path); /* the entry (or what a chmod'ed parent hid) */
+	return r < 0 ? r : q;
+}
+
+/* The reclaimer's loop (also sbx gc's): work is the envs directory, locked
+ * (or not, when gc gave up waiting), owned and closed here, before the
+ * gate (the order reclaim.h's protocol needs). Entries that fail are left
+ * for gc. */
+static void reclaim_work(const char *root, int work, int hold, void (*before)(const char *path))
+{
+	_cleanup_free_ char *envs = fs_path_join(root, "envs");
+	_cleanup_strv_free_ char **failed = NULL;
+	size_t n_failed = 0;
+	int gate = -1;
+	while (envs) {
+		_cleanup_strv_free_ char **todo = trash_scan(work, failed);
+		if (!todo) {
+			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (gate >= 0)
+				(void)RETRY_EINTR(flock(gate, LOCK_EX));
+			todo = trash_scan(work, failed);
+			if (!todo)
+				break;
+			gate = safe_close(gate);
+		}
+		for (char **t = todo; *t; t++) {
+			if (before) {
+				_cleanup_free_ char *p = fs_path_join(envs, *t);
+				if (p)
+					before(p);
+			}
+			if (remove_entry(envs, work, *t, &hold) < 0 &&
+			    faccessat(work, *t, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+				char *dup = strdup(*t);
+				if (!dup || strv_push(&failed, &n_failed, dup) < 0)
+					goto out; /* out of memory: gc takes it */
+			}
+		}
+	}
+out:
+	safe_close(work);
+	safe_close(gate);
+	safe_close(hold);
+}
+
+/* The reclaimer (the caller's child, in a session of its own). */
+static _Noreturn void reclaimer_main(const char *root)
+{
+	(void)prctl(PR_SET_NAME, "sbx-reclaim", 0, 0, 0);
+	(void)setpriority(PRIO_PROCESS, 0, 10);
+	(void)!chdir("/");
+	_cleanup_free_ char *envs = fs_path_join(root, "envs");
+	int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
+		_exit(0); /* another one took it: it looks after taking it */
+	const char *hp = getenv("SBX_RECLAIM_HOLD");
+	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
+	reclaim_work(root, work, hold, NULL);
+	_exit(0);
+}
+
+/* The reclaimers this process started, not reaped yet (pidfds). A caller
+ * does not wait for its reclaimer (waiting for a second process to be
+ * scheduled cost several ms of a removal on a loaded machine, more than the
+ * removal itself): a short-lived caller exits and init reaps it; a
+ * long-lived one reaps those that ended on its next start. */
+static pthread_mutex_t spawned_lock = PTHREAD_MUTEX_INITIALIZER;
+static int spawned[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+
+static void spawned_reap_add(int pidfd)
+{
+	pthread_mutex_lock(&spawned_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(spawned); i++) {
+		siginfo_t si = {0};
+		if (spawned[i] >= 0 &&
+		    (waitid(P_PIDFD, (id_t)spawned[i], &si, WEXITED | WNOHANG) < 0 || si.si_pid != 0))
+			spawned[i] = safe_close(spawned[i]); /* reaped (or by someone else) */
+		if (spawned[i] < 0 && pidfd >= 0)
+			spawned[i] = TAKE_FD(pidfd);
+	}
+	pthread_mutex_unlock(&spawned_lock);
+	safe_close(pidfd); /* no room: init reaps it when we exit */
+}
+
+/* Starts a detached reclaimer: its own session, stdio on /dev/null, no
+ * other fd. 0, or -1 when none could start. */
+static int reclaim_spawn(const sbx_ctx *ctx)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		(void)setsid();
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+		for (int i = 0; i < 3 && null >= 0; i++)
+			dup2(null, i);
+		sys_close_range(3, ~0U, 0);
+		sigset_t all;
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		signal(SIGPIPE, SIG_IGN);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGHUP, SIG_IGN);
+		reclaimer_main(ctx->root);
+	}
+	spawned_reap_add(sys_pidfd_open(pid, 0));
+	return 0;
+}
+
+/* Makes sure a reclaimer will see the trash (reclaim.h's protocol): 0 when
+ * one runs or was started, -1 when none could start. */
+static int reclaim_kick(const sbx_ctx *ctx, int work)
+{
+	if (flock(work, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK)
+			return -1;
+		int gate = open(ctx->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (gate < 0 || RETRY_EINTR(flock(gate, LOCK_SH)) < 0) {
+			safe_close(gate);
+			return -1;
+		}
+		bool running = flock(work, LOCK_EX | LOCK_NB) < 0;
+		safe_close(gate);
+		if (running)
+			return 0; /* and its last look is still to come */
+	}
+	/* Free: the reclaimer takes it itself (a lock held across fork would be
+	 * shared with whatever another thread forks meanwhile). */
+	(void)flock(work, LOCK_UN);
+	return reclaim_spawn(ctx);
+}
+
+int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n)
+{
+	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
+	char *trash[8] = {0};
+	size_t moved = 0;
+	int r = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t rnd = 0;
+		(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+		char name[256];
+		char *t = envs && moved < ARRAY_SIZE(trash) &&
+				  reclaim_trash_name(tags[i], rnd, name, sizeof(name)) == 0
+			      ? fs_path_join(envs, name)
+			      : NULL;
+		int q = 0;
+		if (t && rename(paths[i], t) == 0)
+			trash[moved++] = TAKE_PTR(t);
+		else if (!t || errno != ENOENT)
+			q = fs_rm_rf(paths[i]); /* EXDEV, EBUSY: inline, as before */
+		free(t);
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	if (moved == 0)
+		return r;
+	reclaim_limits l;
+	reclaim_limits_from_env(&l);
+	_cleanup_close_ int work = open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t entries = 0;
+	struct statvfs vfs = {0};
+	if (work >= 0 && !l.sync) {
+		entries = trash_count(work);
+		if (fstatvfs(work, &vfs) < 0)
+			vfs = (struct statvfs){0};
+	}
+	uint64_t avail = (uint64_t)vfs.f_bavail * vfs.f_frsize, total = (uint64_t)vfs.f_blocks * vfs.f_frsize;
+	/* Inline: these entries only (what else waits has its reclaimer). Left
+	 * over on failure, they are in the trash all the same: gc finishes. */
+	bool inl = work < 0 || reclaim_inline(&l, entries, avail, total) || reclaim_kick(ctx, work) < 0;
+	for (size_t i = 0; i < moved; i++) {
+		if (inl)
+			(void)fs_rm_rf(trash[i]);
+		free(trash[i]);
+	}
+	return r;
+}
+
+int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag)
+{
+	return reclaim_dirs(ctx, &path, &tag, 1);
+}
+
+void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const char *path))
+{
+	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
+	int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (work < 0)
+		return;
+	for (int64_t waited = 0; flock(work, LOCK_EX | LOCK_NB) < 0 && waited < wait_ms; waited += 10) {
+		struct timespec ts = {.tv_nsec = 10 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	reclaim_work(ctx->root, work, -1, before);
+}
