@@ -293,20 +293,27 @@ static int remake_layer_dirs(sbx_ctx *ctx, const char *id, const env_record *rec
 	return 0;
 }
 
-/* The record after an in-place restart, as a new supervisor's create
- * writes it (env.c record_new, record_running): on the snapshot's layers,
- * running, with what the new init found. */
-static void record_restarted(json_t *st, const store_snapshot *snap, const char *digest, const json_t *info)
+/* The record of an in-place restart, as a new supervisor's create writes
+ * it (env.c record_new, record_running), in two steps: the snapshot's
+ * layers before the new init mounts them (a snapshot taken after a restore
+ * whose client was killed must not read the old layers under the new
+ * writable layer), still marked restoring; then, with info (the
+ * supervisor's "restarted"), running with what the new init found. */
+static void record_on_layers(json_t *st, const store_snapshot *snap, const char *digest)
 {
-	json_object_del(st, "restoring_ms");
 	json_object_del(st, "creator");
-	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
 	json_object_set_new(st, "snapshot_id", json_string(digest));
 	json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
 	if (snap->config)
 		json_object_set_new(st, "image", json_loads(snap->config, 0, NULL));
 	else
 		json_object_del(st, "image");
+}
+
+static void record_restarted(json_t *st, const json_t *info)
+{
+	json_object_del(st, "restoring_ms");
+	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
 	json_object_set_new(st, "state", json_string("running"));
 	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, CTL_F_LANDLOCK_ABI, 0)));
 	json_object_set(st, "warnings", json_object_get(info, CTL_F_WARNINGS) ?: json_array());
@@ -392,10 +399,13 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	}
 	startup_mark("restore: writable layer emptied");
 	if (rfd >= 0) {
-		_cleanup_json_ json_t *info = NULL;
-		if (remake_layer_dirs(ctx, id, &rec) == 0 && restart_start(ctx, rfd, snap, &info) == 0) {
-			record_restarted(st, snap, digest, info);
-			(void)env_state_write(ctx, id, st);
+		_cleanup_json_ json_t *info = NULL, *on = json_deep_copy(st);
+		if (on)
+			record_on_layers(on, snap, digest);
+		if (on && env_state_write(ctx, id, on) == 0 && remake_layer_dirs(ctx, id, &rec) == 0 &&
+		    restart_start(ctx, rfd, snap, &info) == 0) {
+			record_restarted(on, info);
+			(void)env_state_write(ctx, id, on);
 			startup_mark("restore: done in place");
 			*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest,
 					 "restore_ms", now_ms() - t0);

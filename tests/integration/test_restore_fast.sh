@@ -226,3 +226,50 @@ $SBX_BIN rm $id
 rm -rf "$SBX_ROOT" "$SBX_RUN"
 ' || fail "rootless in-place restore"
 }
+
+# The CLI killed (-9) anywhere in an in-place restore from S1 to S0: the
+# environment is left running on S1's files (killed before the first step),
+# or stopped, or running on S0's; whatever it is, a record that names S0's
+# layers means S0's files exactly (a snapshot then captures what is there),
+# and a restore at once recovers it.
+t_restore_in_place_cli_killed_anywhere() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo base > /root/m && head -c 50000 /dev/urandom > /root/r'
+	want0=$(files "$id")
+	s0=$(sbx snapshot "$id")
+	sbx exec "$id" -- sh -c 'echo one > /root/s1'
+	s1=$(sbx snapshot "$id")
+	layers() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["layers"])' "$1"; }
+	layers0=$(layers "$SBX_ROOT/snapshots/sha256/${s0#sha256:}.json")
+	[ "$layers0" != "$(layers "$SBX_ROOT/snapshots/sha256/${s1#sha256:}.json")" ] || fail "S0 and S1 have the same layers"
+	a=$(date +%s%N); "$SBX_BIN" restore "$id" "$s0" > /dev/null; b=$(date +%s%N)
+	dur=$(((b - a) / 1000))
+	hits=0
+	for i in $(seq 20); do
+		sbx restore "$id" "$s1" > /dev/null
+		sbx exec "$id" -- sh -c 'echo dirty > /root/m; echo more > /root/new'
+		[ "$i" = 1 ] && want1=$(files "$id")
+		d=$(awk -v r="$RANDOM" -v d="$dur" 'BEGIN { printf "%.6f", r / 32767 * d * 1.2 / 1e6 }')
+		"$SBX_BIN" restore "$id" "$s0" > /dev/null 2>&1 &
+		p=$!
+		sleep "$d"
+		kill -9 "$p" 2> /dev/null && hits=$((hits + 1))
+		wait "$p" 2> /dev/null || true
+		if sbx exec "$id" -- true 2> /dev/null; then
+			if [ "$(layers "$SBX_ROOT/envs/$id/state.json")" = "$layers0" ]; then
+				assert_eq "$(files "$id")" "$want0" "round $i: running on S0, as its record says"
+			else
+				assert_eq "$(files "$id")" "$want1" "round $i: running on S1 (and its changes), as its record says"
+			fi
+		fi
+		sbx restore "$id" "$s0" > /dev/null || fail "round $i: restore after a killed restore"
+		assert_eq "$(files "$id")" "$want0" "round $i: files"
+	done
+	echo "$hits of 20 restores killed before they finished"
+	[ "$hits" -ge 5 ] || fail "only $hits kills hit a restore under way"
+	sbx rm "$id"
+	if is_root; then
+		out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks, json; print(json.dumps(sbxleaks.env_leaks(sys.argv[2], [sys.argv[3]])))' "$SBX_SRC/tests/integration" "$SBX_ROOT" "$id")
+		assert_eq "$out" '{"processes": [], "cgroups": [], "uid_slots": [], "mounts": []}' "left after rm"
+	fi
+}
