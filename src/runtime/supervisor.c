@@ -1565,6 +1565,19 @@ static int thread_count(void)
 	return t ? atoi(t + 10) : -1;
 }
 
+/* A layer "start" names must be a tree of the store this environment is
+ * in ($SBX_ROOT/layers/..., env_dir being $SBX_ROOT/envs/<id>), never just
+ * any host directory. */
+static bool layer_path_ok(const env_config *c, const char *p)
+{
+	const char *slash = strrchr(c->env_dir, '/');
+	size_t n = slash ? (size_t)(slash - c->env_dir) : 0;
+	if (n < 5 || strncmp(c->env_dir + n - 5, "/envs", 5) != 0)
+		return false;
+	n -= 5;
+	return strncmp(p, c->env_dir, n) == 0 && strncmp(p + n, "/layers/", 8) == 0 && !strstr(p + n, "/.");
+}
+
 /* Step 2: a new init on the new layers, by the same start_init a cold
  * start runs (same namespaces, maps, trees, cgroup, setup sequence, walls).
  * On failure the environment is over (the client starts a new supervisor).
@@ -1578,9 +1591,9 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 	size_t i, n = json_array_size(lj);
 	_cleanup_strv_free_ char **layers = json_is_array(lj) && n < FD_MSG_MAX_FDS ? json_to_strv(lj) : NULL;
 	bool bad = !layers;
-	json_array_foreach(lj, i, v) bad |= !json_is_string(v) || json_string_value(v)[0] != '/';
+	json_array_foreach(lj, i, v) bad |= !json_is_string(v) || !layer_path_ok(c, json_string_value(v));
 	if (bad)
-		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "start: layers must be absolute paths");
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "start: layers must be trees of the store");
 	/* clone without exec copies the memory, not the other threads: no lock
 	 * a thread holds (malloc's) may be copied held. */
 	for (int k = 0; !e && thread_count() != 1; k++)

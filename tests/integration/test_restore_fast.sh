@@ -159,7 +159,8 @@ t_restore_new_supervisor_where_needed() {
 }
 
 # The two steps by hand: "restart" (every process ends), then the client (or
-# the supervisor) is killed before "start".
+# the supervisor) is killed before "start", or "start" names a directory
+# outside the store.
 restart_only() {
 	python3 - "$SBX_RUN/$1/ctl.sock" "$2" "$SBX_ROOT/envs/$1/state.json" << 'EOF'
 import json, os, signal, socket, sys, time
@@ -173,20 +174,28 @@ s.connect(sys.argv[1])
 s.send(json.dumps({"op": "restart"}).encode())
 r = json.loads(s.recv(65536))
 assert r["ev"] == "ended", r
-if sys.argv[2] != "-":
+if sys.argv[2].startswith("/"):
+    # "start" on a host directory outside the store: refused, the environment stops
+    s.send(json.dumps({"op": "start", "layers": [sys.argv[2]]}).encode())
+    r = json.loads(s.recv(65536))
+    assert r["ev"] == "error" and "store" in r["message"], r
+elif sys.argv[2] != "-":
     os.kill(int(sys.argv[2]), signal.SIGKILL)
 EOF
 }
 
 t_restore_in_place_killed_between_steps_recovers() {
-	for who in client supervisor; do
+	for who in client supervisor start; do
 		id=$(sbx create)
 		sbx exec "$id" -- sh -c 'echo base > /root/m'
 		want=$(files "$id")
 		snap=$(sbx snapshot "$id")
 		sbx exec "$id" -- sh -c 'echo dirty > /root/m'
 		sup=$(sup_pid "$id")
-		restart_only "$id" "$([ $who = supervisor ] && echo "$sup" || echo -)" || fail "$who: restart refused"
+		arg=-
+		[ $who = supervisor ] && arg=$sup
+		[ $who = start ] && arg=/etc
+		restart_only "$id" "$arg" || fail "$who: restart refused"
 		for i in $(seq 50); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
 		kill -0 "$sup" 2> /dev/null && fail "$who: the supervisor lives on without init or client"
 		expect_status 125 sbx exec "$id" -- true
