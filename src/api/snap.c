@@ -215,16 +215,16 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
  * again), CDI devices (resolved again), a disk quota or a pool entry's
  * tmpfs (the layer's mount is reset), the agent phase (its narrowed
  * network and limits), another template (other lower layers and mask).
- * Pure. */
-static const char *in_place_refusal(const env_record *rec, const store_snapshot *snap)
+ * Pure (api.h). */
+const char *snap_in_place_refusal(const env_record *rec, const store_snapshot *snap)
 {
-	return rec->degraded || rec->ephemeral			? "no namespaces or no writable layer"
-	       : rec->limits.disk_bytes				? "a disk quota"
-	       : json_array_size(rec->secrets)			? "secrets"
-	       : json_array_size(rec->plugins)			? "plugins"
+	return rec->degraded || rec->ephemeral				? "no namespaces or no writable layer"
+	       : rec->limits.disk_bytes					? "a disk quota"
+	       : json_array_size(rec->secrets)				? "secrets"
+	       : json_array_size(rec->plugins)				? "plugins"
 	       : json_array_size(json_object_get(rec->json, "devices")) ? "devices"
-	       : rec->pool					? "a pool entry"
-	       : rec->phase && !streq(rec->phase, "setup")	? "the agent phase"
+	       : rec->pool						? "a pool entry"
+	       : rec->phase && !streq(rec->phase, "setup")		? "the agent phase"
 	       : snap->base_template && !streq(snap->base_template, rec->template_spec ?: "host")
 		   ? "another template"
 		   : NULL;
@@ -374,7 +374,8 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	 * what a new supervisor would, else with a new supervisor. */
 	(void)env_state_write(ctx, id, st);
 	startup_mark("restore: state read, marked restoring");
-	_cleanup_close_ int rfd = !in_place_refusal(&rec, snap) && env_is_live(ctx, id) ? restart_end(ctx, id) : -1;
+	_cleanup_close_ int rfd =
+	    !snap_in_place_refusal(&rec, snap) && env_is_live(ctx, id) ? restart_end(ctx, id) : -1;
 	if (rfd >= 0)
 		startup_mark("restore: processes ended, supervisor kept");
 	else {

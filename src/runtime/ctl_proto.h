@@ -88,7 +88,7 @@
 #define CTL_EV_INFO "info"
 #define CTL_EV_PROC_KILLED "proc_killed"
 #define CTL_EV_PROC_EXIT "proc_exit" /* {process_id, running: false} */
-#define CTL_EV_ENDED "ended"	   /* restart: every process ended, init reaped */
+#define CTL_EV_ENDED "ended"	     /* restart: every process ended, init reaped */
 #define CTL_EV_RESTARTED "restarted" /* start: {init_pid, landlock_abi, warnings} */
 
 /* ---- fields (named where more than one party reads them) ---- */

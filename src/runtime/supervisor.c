@@ -1598,7 +1598,8 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 	 * a thread holds (malloc's) may be copied held. */
 	for (int k = 0; !e && thread_count() != 1; k++)
 		if (k == 200)
-			err_set(&e, SBX_E_UNAVAILABLE, EBUSY, "start: a thread of the egress proxy is still running");
+			err_set(&e, SBX_E_UNAVAILABLE, EBUSY,
+				"start: a thread of the egress proxy is still running");
 		else
 			usleep(1000);
 	if (!e) {
