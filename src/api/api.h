@@ -44,6 +44,10 @@ typedef struct env_create_req {
 /* Creates the environment q describes (steps in env.c); *ret_id its id. */
 int env_create_impl(sbx_ctx *ctx, const env_create_req *q, char **ret_id, json_t **ret_warnings,
 		    sbx_err **err);
+/* Why a restore of the environment rec with snap needs a new supervisor
+ * (snap.c; docs/runtime.md "Restore in place"), or NULL if its live one
+ * can start the new init. Pure. */
+const char *snap_in_place_refusal(const env_record *rec, const struct store_snapshot *snap);
 
 /* A create's network (src/api/limits.c): o->network with o->network_allow,
  * or the string form "allow=P,P" split at commas (here only). *ret_mode is

@@ -209,12 +209,127 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
 	return 0;
 }
 
+/* Why the environment cannot restart in place (its supervisor kept, a new
+ * init on the snapshot's layers: docs/runtime.md "Restore in place"), or
+ * NULL if it can. What a new supervisor would build differently is here:
+ * secrets (read again from the restoring process), plugins (on_create runs
+ * again), CDI devices (resolved again), a disk quota or a pool entry's
+ * tmpfs (the layer's mount is reset), the agent phase (its narrowed
+ * network and limits), another template (other lower layers and mask).
+ * Pure (api.h). */
+const char *snap_in_place_refusal(const env_record *rec, const store_snapshot *snap)
+{
+	return rec->degraded || rec->ephemeral				? "no namespaces or no writable layer"
+	       : rec->limits.disk_bytes					? "a disk quota"
+	       : json_array_size(rec->secrets)				? "secrets"
+	       : json_array_size(rec->plugins)				? "plugins"
+	       : json_array_size(json_object_get(rec->json, "devices")) ? "devices"
+	       : rec->pool						? "a pool entry"
+	       : rec->phase && !streq(rec->phase, "setup")		? "the agent phase"
+	       : snap->base_template && !streq(snap->base_template, rec->template_spec ?: "host")
+		   ? "another template"
+		   : NULL;
+}
+
+/* One reply on fd within 15 s (the supervisor's restart steps take
+ * milliseconds; a dead one gives EOF): 0, or -1. */
+static int restart_reply(int fd, const char *want, json_t **ret)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	json_t *m = NULL;
+	if (poll(&p, 1, 15000) <= 0 || json_recv(fd, &m, NULL, NULL) <= 0)
+		return -1;
+	if (!streq(json_str(m, CTL_F_EV) ?: "", want)) {
+		json_decref(m);
+		return -1;
+	}
+	*ret = m;
+	return 0;
+}
+
+/* In place, step 1 (ctl_proto.h CTL_OP_RESTART): every process ends and
+ * init is reaped, so the writable layer is mounted nowhere. Returns the
+ * connection that sends step 2, or -1 if the supervisor refused (nothing
+ * changed) or is gone. */
+static int restart_end(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
+	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_RESTART), *rep = NULL;
+	if (fd < 0 || !req || json_send(fd, req, NULL, 0) < 0 || restart_reply(fd, CTL_EV_ENDED, &rep) < 0)
+		return -1;
+	return TAKE_FD(fd);
+}
+
+/* In place, step 2: a new init on snap's layers (topmost first, as
+ * env.c's setup_layers gives them to a new supervisor); *ret_info is the
+ * supervisor's "restarted". -1 if it failed (the supervisor then stops). */
+static int restart_start(sbx_ctx *ctx, int fd, const store_snapshot *snap, json_t **ret_info)
+{
+	size_t n = 0;
+	while (snap->layers && snap->layers[n])
+		n++;
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:[]}", CTL_F_OP, CTL_OP_START, "layers");
+	bool ok = req != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		_cleanup_free_ char *lp = store_layer_path(ctx->root, snap->layers[n - 1 - i]);
+		ok = lp && json_array_append_new(json_object_get(req, "layers"), json_string(lp)) == 0;
+	}
+	if (!ok || json_send(fd, req, NULL, 0) < 0)
+		return -1;
+	return restart_reply(fd, CTL_EV_RESTARTED, ret_info);
+}
+
+/* upper/ and work/ again, empty, as env.c's create_on_disk makes them
+ * (owned by the environment's root). 0 or -errno. */
+static int remake_layer_dirs(sbx_ctx *ctx, const char *id, const env_record *rec)
+{
+	static const char *const subs[] = {"upper", "work"};
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		char p[4300];
+		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
+		if ((mkdir(p, 0755) < 0 && errno != EEXIST) ||
+		    (!rec->rootless && chown(p, (uid_t)rec->host_uid, (gid_t)rec->host_uid) < 0))
+			return -errno;
+	}
+	return 0;
+}
+
+/* The record of an in-place restart, as a new supervisor's create writes
+ * it (env.c record_new, record_running), in two steps: the snapshot's
+ * layers before the new init mounts them (a snapshot taken after a restore
+ * whose client was killed must not read the old layers under the new
+ * writable layer), still marked restoring; then, with info (the
+ * supervisor's "restarted"), running with what the new init found. */
+static void record_on_layers(json_t *st, const store_snapshot *snap, const char *digest)
+{
+	json_object_del(st, "creator");
+	json_object_set_new(st, "snapshot_id", json_string(digest));
+	json_object_set_new(st, "layers", json_from_strv((const char *const *)snap->layers));
+	if (snap->config)
+		json_object_set_new(st, "image", json_loads(snap->config, 0, NULL));
+	else
+		json_object_del(st, "image");
+}
+
+static void record_restarted(json_t *st, const json_t *info)
+{
+	json_object_del(st, "restoring_ms");
+	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
+	json_object_set_new(st, "state", json_string("running"));
+	json_object_set_new(st, "landlock_abi", json_integer(json_int(info, CTL_F_LANDLOCK_ABI, 0)));
+	json_object_set(st, "warnings", json_object_get(info, CTL_F_WARNINGS) ?: json_array());
+}
+
 _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	double t0 = now_ms();
 	_cleanup_free_ char *id = NULL, *digest = NULL;
-	if (sbx_env_resolve(ctx, ref, &id, err) < 0 || sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
+	/* A digest is read (and its content checked) once, below. */
+	if (store_digest_valid(snapshot) ? !(digest = strdup(snapshot))
+					 : sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
+		return digest ? -1 : err_oom(err);
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (store_snapshot_read(ctx->root, digest, &snap, err) < 0)
 		return -1;
@@ -255,13 +370,21 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 		o.template_spec = snap->base_template;
 
 	/* Every process ends with the old root; then the writable layer is
-	 * emptied and the environment starts again on the snapshot's layers. */
+	 * emptied and the environment starts again on the snapshot's layers:
+	 * in place (the live supervisor starts a new init) where that builds
+	 * what a new supervisor would, else with a new supervisor. */
 	(void)env_state_write(ctx, id, st);
 	startup_mark("restore: state read, marked restoring");
-	stop_supervisor(ctx, id);
-	startup_mark("restore: old supervisor stopped");
-	if (env_is_live(ctx, id))
-		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	_cleanup_close_ int rfd =
+	    !snap_in_place_refusal(&rec, snap) && env_is_live(ctx, id) ? restart_end(ctx, id) : -1;
+	if (rfd >= 0)
+		startup_mark("restore: processes ended, supervisor kept");
+	else {
+		stop_supervisor(ctx, id);
+		startup_mark("restore: old supervisor stopped");
+		if (env_is_live(ctx, id))
+			return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	}
 	/* The next snapshot cannot be a delta over the last one. */
 	snap_delta_forget(ctx, id);
 	char p[4300];
@@ -283,6 +406,25 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	if (r < 0)
 		return err_errnum(err, r, "empty the writable layer of '%s'", id);
 	startup_mark("restore: writable layer emptied");
+	if (rfd >= 0) {
+		_cleanup_json_ json_t *info = NULL, *on = json_deep_copy(st);
+		if (on)
+			record_on_layers(on, snap, digest);
+		if (on && env_state_write(ctx, id, on) == 0 && remake_layer_dirs(ctx, id, &rec) == 0 &&
+		    restart_start(ctx, rfd, snap, &info) == 0) {
+			record_restarted(on, info);
+			(void)env_state_write(ctx, id, on);
+			startup_mark("restore: done in place");
+			*ret = json_pack("{s:s,s:s,s:f}", "environment_id", id, "snapshot_id", digest,
+					 "restore_ms", now_ms() - t0);
+			return *ret ? 0 : err_oom(err);
+		}
+		/* The new init failed: its supervisor stops, a new one starts. */
+		rfd = safe_close(rfd);
+		stop_supervisor(ctx, id);
+		if (env_is_live(ctx, id))
+			return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	}
 	_cleanup_free_ char *nid = NULL;
 	_cleanup_json_ json_t *w = NULL;
 	env_create_req q = {.o = &o, .restore_state = st, .snap = snap, .snap_id = digest};

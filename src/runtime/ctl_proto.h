@@ -12,8 +12,9 @@
  *
  * Which party sends what:
  *   client -> supervisor: exec, signal, ps, file, freeze, thaw, phase, info, stop,
- *                         proc_kill, proc_wait (background processes, docs/processes.md)
- *   supervisor -> client: started, exit, error, frozen, thawed, stopped, info,
+ *                         proc_kill, proc_wait (background processes, docs/processes.md),
+ *                         restart, start (an in-place restore)
+ *   supervisor -> client: started, exit, error, frozen, thawed, stopped, info, ended, restarted,
  *                         and init's ps/file/phase replies passed on as they are
  *   supervisor -> init:   spawn, signal, ps, file, stop_all, phase
  *   init -> supervisor:   spawned, spawn_failed, exited, ps, file, stop_all, phase
@@ -57,6 +58,15 @@
  * name one by that id. */
 #define CTL_OP_PROC_KILL "proc_kill" /* {process_id, sig} -> proc_killed {delivered} */
 #define CTL_OP_PROC_WAIT "proc_wait" /* {process_id} -> proc_exit once it has exited */
+/* An in-place restart (sbx restore, docs/runtime.md "Restore in place"), two
+ * steps on one connection: "restart" ends every process and reaps init,
+ * then answers "ended" (the writable layer is no longer mounted anywhere);
+ * the client empties it and sends "start" with the new layers, answered
+ * "restarted" once a new init is ready behind the same walls. A refusal of
+ * "restart" ("error") changes nothing; a client gone before "start", or a
+ * failed start, stops the environment. */
+#define CTL_OP_RESTART "restart"
+#define CTL_OP_START "start" /* {layers: host paths of the snapshot's layer trees, topmost first} */
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"
@@ -78,6 +88,8 @@
 #define CTL_EV_INFO "info"
 #define CTL_EV_PROC_KILLED "proc_killed"
 #define CTL_EV_PROC_EXIT "proc_exit" /* {process_id, running: false} */
+#define CTL_EV_ENDED "ended"	     /* restart: every process ended, init reaped */
+#define CTL_EV_RESTARTED "restarted" /* start: {init_pid, landlock_abi, warnings} */
 
 /* ---- fields (named where more than one party reads them) ---- */
 #define CTL_F_ID "id"			  /* exec id (spawn, spawned, spawn_failed, exited) */

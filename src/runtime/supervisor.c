@@ -95,9 +95,17 @@ typedef struct supervisor {
 	bool paused;	   /* frozen by sbx pause (cgroup freezer, or init's SIGSTOP) */
 	int idle_fd;	   /* idle suspend timer, -1 if none */
 	int64_t next_proc; /* the next background process id's number; 0: not read yet */
+	/* An in-place restart (restore): the client between "ended" and
+	 * "start", or -1; the warnings a start gives start after the first
+	 * n_base_warnings; loop_reset: descriptors changed, poll again. */
+	int restart_conn;
+	size_t n_base_warnings;
+	bool loop_reset;
 } supervisor;
 
 static void proxy_stop(supervisor *s);
+static bool restart_end(supervisor *s, int conn);
+static void restart_start(supervisor *s, int conn, const json_t *m);
 static bool phase_begin(supervisor *s, int conn, json_t *m);
 static void phase_end(supervisor *s, json_t *reply);
 
@@ -624,7 +632,8 @@ static void idle_event(supervisor *s)
 {
 	uint64_t t;
 	(void)!read(s->idle_fd, &t, sizeof(t));
-	if (s->n_execs > 0 || s->paused || s->freeze_conn >= 0 || s->phase_pending || s->n_waiters > 0)
+	if (s->n_execs > 0 || s->paused || s->freeze_conn >= 0 || s->phase_pending || s->n_waiters > 0 ||
+	    s->restart_conn >= 0)
 		return;
 	int64_t procs = count_descendants(s->init_pid, 0);
 	char at[32];
@@ -661,12 +670,28 @@ static void client_request(supervisor *s, int conn)
 				s->waiters[i] = -1;
 		if (conn == s->freeze_conn)
 			thaw(s);
+		if (conn == s->restart_conn) { /* gone before "start": the environment is over */
+			s->restart_conn = -1;
+			begin_stop(s, -1);
+		}
 		close_conn(s, conn);
 		return;
 	}
 	const char *op = json_str(m, CTL_F_OP) ?: "";
 	bool keep = false;
 	arm_idle(s); /* any request is activity */
+	if (s->restart_conn >= 0 && conn != s->restart_conn && !streq(op, CTL_OP_INFO) &&
+	    !streq(op, CTL_OP_STOP)) {
+		/* Between "ended" and "start" there is no init to ask. */
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_CONFLICT, EAGAIN, "environment '%s' is being restored: retry", s->c->id);
+		send_json(conn, err_json(e), NULL, 0);
+		json_decref(m);
+		for (size_t i = 0; i < n; i++)
+			safe_close(fds[i]);
+		close_conn(s, conn);
+		return;
+	}
 	if ((streq(op, CTL_OP_EXEC) || streq(op, CTL_OP_PS) || streq(op, CTL_OP_FILE)) &&
 	    !pause_gate(s, conn, m)) {
 		json_decref(m);
@@ -751,6 +776,10 @@ static void client_request(supervisor *s, int conn)
 	} else if (streq(op, CTL_OP_STOP)) {
 		begin_stop(s, conn);
 		keep = true;
+	} else if (streq(op, CTL_OP_RESTART)) {
+		keep = restart_end(s, conn);
+	} else if (streq(op, CTL_OP_START) && conn == s->restart_conn) {
+		restart_start(s, conn, m);
 	} else {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown request '%s'", op);
@@ -1481,6 +1510,152 @@ static int listen_ctl(supervisor *s, sbx_err **err)
 	return 0;
 }
 
+/* ---- restart in place (sbx restore; ctl_proto.h CTL_OP_RESTART) ------------ */
+
+/* Step 1: every process ends, as at a stop (init killed: its pid namespace
+ * takes the rest, and the mount namespace that holds the overlay on the
+ * writable layer dies with the last of them, before waitpid returns), but
+ * the supervisor, its cgroup (and limits), lock, socket and uid range stay.
+ * Refused, with nothing changed, where a new supervisor is the safe way.
+ * Returns whether conn is kept (it sends "start" next). */
+static bool restart_end(supervisor *s, int conn)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	/* What the restart keeps must be what a new supervisor would build
+	 * (the client checks the record too: secrets, whose values were wiped
+	 * here after the start, and the template). */
+	if (s->c->degraded || s->plugins || s->c->cdi || s->c->disk_bytes || s->c->agent_phase)
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM,
+			"this environment restarts with a new supervisor (no pid namespace, plugins, "
+			"devices, a disk quota or the agent phase)");
+	else if (s->restart_conn >= 0)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "a restore of this environment is in progress");
+	else if (s->freeze_conn >= 0)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "a snapshot of this environment is in progress");
+	else if (s->phase_pending)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is switching phases");
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	startup_mark("restart: begin");
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].conn >= 0) {
+			_cleanup_err_ sbx_err *ge = NULL;
+			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH,
+				"the environment was restored while the command ran");
+			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
+		}
+	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
+	thaw(s);
+	proxy_stop(s); /* its listening socket is in the old network namespace */
+	stop_recorder(s, NULL);
+	if (s->init_pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
+	else if (s->init_pid > 0)
+		(void)kill(s->init_pid, SIGKILL);
+	if (s->init_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	s->init_pid = -1;
+	s->init_pidfd = safe_close(s->init_pidfd);
+	ep_del(s, s->init_sock);
+	s->init_sock = safe_close(s->init_sock);
+	startup_mark("restart: init reaped");
+	/* Background processes ended with it: their records say so, as a
+	 * restore with a new supervisor leaves them. */
+	while (s->n_execs > 0) {
+		sup_exec *x = &s->execs[s->n_execs - 1];
+		if (x->bg)
+			sup_proc_exited(x->bg, SIGKILL, false, false, "environment_stopped");
+		drop_exec(s, x);
+	}
+	for (size_t i = 0; i < s->n_waiters; i++)
+		if (s->waiters[i] >= 0) {
+			_cleanup_err_ sbx_err *we = NULL;
+			err_set(&we, SBX_E_UNAVAILABLE, ESRCH, "the environment was restored meanwhile");
+			send_json(s->waiters[i], err_json(we), NULL, 0);
+			close_conn(s, s->waiters[i]);
+		}
+	s->n_waiters = 0;
+	s->restart_conn = conn;
+	s->loop_reset = true; /* descriptors of this batch may be closed or reused */
+	send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_ENDED), NULL, 0);
+	return true;
+}
+
+/* Threads of this process (1 unless a name resolver of the proxy that was
+ * stopped has not returned yet), -1 if unknown. */
+static int thread_count(void)
+{
+	_cleanup_free_ char *st = NULL;
+	if (fs_read_file("/proc/self/status", 1 << 16, &st, NULL) < 0)
+		return -1;
+	const char *t = strstr(st, "\nThreads:");
+	return t ? atoi(t + 10) : -1;
+}
+
+/* A layer "start" names must be a tree of the store this environment is
+ * in ($SBX_ROOT/layers/..., env_dir being $SBX_ROOT/envs/<id>), never just
+ * any host directory. */
+static bool layer_path_ok(const env_config *c, const char *p)
+{
+	const char *slash = strrchr(c->env_dir, '/');
+	size_t n = slash ? (size_t)(slash - c->env_dir) : 0;
+	if (n < 5 || strncmp(c->env_dir + n - 5, "/envs", 5) != 0)
+		return false;
+	n -= 5;
+	return strncmp(p, c->env_dir, n) == 0 && strncmp(p + n, "/layers/", 8) == 0 && !strstr(p + n, "/.");
+}
+
+/* Step 2: a new init on the new layers, by the same start_init a cold
+ * start runs (same namespaces, maps, trees, cgroup, setup sequence, walls).
+ * On failure the environment is over (the client starts a new supervisor).
+ * conn is answered; the caller closes it. */
+static void restart_start(supervisor *s, int conn, const json_t *m)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	env_config *c = s->c;
+	s->restart_conn = -1;
+	json_t *lj = json_object_get(m, "layers"), *v;
+	size_t i, n = json_array_size(lj);
+	_cleanup_strv_free_ char **layers = json_is_array(lj) && n < FD_MSG_MAX_FDS ? json_to_strv(lj) : NULL;
+	bool bad = !layers;
+	json_array_foreach(lj, i, v) bad |= !json_is_string(v) || !layer_path_ok(c, json_string_value(v));
+	if (bad)
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "start: layers must be trees of the store");
+	/* clone without exec copies the memory, not the other threads: no lock
+	 * a thread holds (malloc's) may be copied held. */
+	for (int k = 0; !e && thread_count() != 1; k++)
+		if (k == 200)
+			err_set(&e, SBX_E_UNAVAILABLE, EBUSY,
+				"start: a thread of the egress proxy is still running");
+		else
+			usleep(1000);
+	if (!e) {
+		strv_free(c->layers);
+		c->layers = TAKE_PTR(layers);
+		c->n_layers = n;
+		while (json_array_size(s->warnings) > s->n_base_warnings)
+			json_array_remove(s->warnings, json_array_size(s->warnings) - 1);
+		s->landlock_abi = 0;
+		startup_mark("restart: start");
+		if (start_init(s, &e) == 0)
+			ep_add(s, s->init_sock);
+	}
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		begin_stop(s, -1);
+		return;
+	}
+	s->loop_reset = true;
+	arm_ttl(s); /* idle TTL and idle suspend count from now */
+	startup_mark("restart: ready");
+	send_json(conn,
+		  json_pack("{s:s,s:i,s:i,s:O}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
+			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings),
+		  NULL, 0);
+}
+
 /* Tells the creator how the start went; false if it could not be told
  * (its end of the pipe is closed: the creator is gone). */
 static bool report(int fd, json_t *m)
@@ -1505,7 +1680,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.freeze_conn = -1,
 			.proxy_listen = -1,
 			.proxy_stop = -1,
-			.egress_log = -1};
+			.egress_log = -1,
+			.restart_conn = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
@@ -1535,6 +1711,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		add_warning(s, "limits not enforced on this host: %s", missing);
 	startup_mark("supervisor: plugins, cgroup created");
 	log_debug("supervisor: cgroup created");
+	s->n_base_warnings = json_array_size(s->warnings); /* a restart's start gives the rest again */
 	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 ||
 	    cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
 		goto fail;
@@ -1603,7 +1780,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		int n = epoll_wait(s->ep, evs, 32, -1);
 		if (n < 0 && errno != EINTR)
 			break;
-		for (int i = 0; i < n && !s->stopping; i++) {
+		s->loop_reset = false;
+		for (int i = 0; i < n && !s->stopping && !s->loop_reset; i++) {
 			int fd = evs[i].data.fd;
 			if (fd == s->listen_fd) {
 				int conn;
@@ -1638,7 +1816,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			} else if (fd == s->ttl_fd) {
 				uint64_t t;
 				(void)!read(fd, &t, sizeof(t));
-				if (s->n_execs == 0)
+				if (s->n_execs == 0 && s->restart_conn < 0)
 					begin_stop(s, -1);
 			} else {
 				bool is_timer = false;
