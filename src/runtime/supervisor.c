@@ -979,6 +979,19 @@ static void kill_descendants(void)
 	}
 }
 
+/* Killing init kills every process of its pid namespace; the mount,
+ * network and other namespaces vanish with the last of them. Waits until it
+ * is reaped. */
+static void kill_init(supervisor *s)
+{
+	if (s->init_pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
+	else if (s->init_pid > 0)
+		(void)kill(s->init_pid, SIGKILL);
+	if (s->init_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+}
+
 static void teardown(supervisor *s)
 {
 	startup_mark("teardown: begin");
@@ -989,14 +1002,7 @@ static void teardown(supervisor *s)
 	 * proxy may still ask it, and then gets a refusal) */
 	plugin_host_stop(s->plugins);
 	stop_recorder(s, NULL);
-	/* Killing init kills every process of its pid namespace; the mount,
-	 * network and other namespaces vanish with the last of them. */
-	if (s->init_pidfd >= 0)
-		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
-	else if (s->init_pid > 0)
-		(void)kill(s->init_pid, SIGKILL);
-	if (s->init_pid > 0)
-		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	kill_init(s);
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
@@ -1550,12 +1556,7 @@ static bool restart_end(supervisor *s, int conn)
 	thaw(s);
 	proxy_stop(s); /* its listening socket is in the old network namespace */
 	stop_recorder(s, NULL);
-	if (s->init_pidfd >= 0)
-		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
-	else if (s->init_pid > 0)
-		(void)kill(s->init_pid, SIGKILL);
-	if (s->init_pid > 0)
-		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
+	kill_init(s);
 	s->init_pid = -1;
 	s->init_pidfd = safe_close(s->init_pidfd);
 	ep_del(s, s->init_sock);
