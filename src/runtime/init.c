@@ -184,7 +184,7 @@ static int find_in_path(const char *cmd, char **envp)
  * never changes a disposition afterwards (its children do, after fork). A
  * signal init handles would be reset by exec itself, and init handles none
  * (SIGCHLD comes through a signalfd). */
-static sigset_t init_ignored;
+static uint64_t init_ignored; /* bit s-1: signal s was ignored when init started */
 
 /* The command's process. Untraced, it is made with clone(CLONE_VM |
  * CLONE_VFORK) on a stack of its own, as posix_spawn does: no copy of
@@ -228,9 +228,13 @@ _noreturn_ static void child_exec(char **argv, char **envp, const char *cwd, int
 	 * the spawn): nothing is delivered here before both are the command's.
 	 * Without exec (the engine), handlers must go too; with exec only what
 	 * is ignored survives. */
-	for (int s = 1; s < NSIG; s++)
-		if (tr || sigismember(&init_ignored, s) == 1)
+	for (int s = 1; s < NSIG; s++) {
+		if (init_ignored >> (s - 1) & 1) { /* glibc's own 32 and 33 too */
+			const struct sbx_ksigaction dfl = {.handler = SIG_DFL};
+			(void)sys_rt_sigaction(s, &dfl, NULL);
+		} else if (tr)
 			signal(s, SIG_DFL);
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
@@ -976,11 +980,11 @@ _noreturn_ void init_main(env_config *c, int sock)
 	 * secrets came from) is not kept: commands get build_env's. */
 	(void)clearenv();
 	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
-	sigemptyset(&init_ignored);
-	for (int s = 1; s < NSIG; s++) {
-		struct sigaction sa;
-		if (sigaction(s, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
-			sigaddset(&init_ignored, s);
+	init_ignored = 0;
+	for (int s = 1; s < NSIG && s <= 64; s++) {
+		struct sbx_ksigaction sa;
+		if (sys_rt_sigaction(s, NULL, &sa) == 0 && sa.handler == SIG_IGN)
+			init_ignored |= UINT64_C(1) << (s - 1);
 	}
 	sigset_t mask;
 	sigemptyset(&mask);
