@@ -45,6 +45,10 @@ void store_progress_begin(sbx_progress_fn fn, void *ud, const char *op, uint64_t
 	cur.p.files_total = files_total;
 	cur.start_ns = cur.last_ns = mono_ns();
 	cur.count_tar = !streq(op, "import") && !streq(op, "export");
+	/* A first line at once, then at most every 100 ms: an operation
+	 * shorter than that still says what it did (a fast local pull used to
+	 * print nothing but the import's lines). */
+	emit(true);
 }
 
 void store_progress_tar(uint64_t bytes, uint64_t files)
