@@ -162,17 +162,17 @@ static void reclaim_work(const char *root, int work, int hold, void (*before)(co
 	size_t n_failed = 0;
 	int gate = -1;
 	while (envs) {
-		_cleanup_strv_free_ char **todo = trash_scan(work, failed);
-		if (!todo) {
+		_cleanup_strv_free_ char **pending = trash_scan(work, failed);
+		if (!pending) {
 			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (gate >= 0)
 				(void)RETRY_EINTR(flock(gate, LOCK_EX));
-			todo = trash_scan(work, failed);
-			if (!todo)
+			pending = trash_scan(work, failed);
+			if (!pending)
 				break;
 			gate = safe_close(gate);
 		}
-		for (char **t = todo; *t; t++) {
+		for (char **t = pending; *t; t++) {
 			if (before) {
 				_cleanup_free_ char *p = fs_path_join(envs, *t);
 				if (p)

@@ -979,6 +979,19 @@ static void kill_descendants(void)
 	}
 }
 
+/* Answers every client still waiting for a command: the environment was
+ * `what` (stopped, restored) under it. */
+static void fail_execs(supervisor *s, const char *what)
+{
+	for (size_t i = 0; i < s->n_execs; i++)
+		if (s->execs[i].conn >= 0) {
+			_cleanup_err_ sbx_err *ge = NULL;
+			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH, "the environment was %s while the command ran",
+				what);
+			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
+		}
+}
+
 /* Killing init kills every process of its pid namespace; the mount,
  * network and other namespaces vanish with the last of them. Waits until it
  * is reaped. */
@@ -1545,13 +1558,7 @@ static bool restart_end(supervisor *s, int conn)
 		return false;
 	}
 	startup_mark("restart: begin");
-	for (size_t i = 0; i < s->n_execs; i++)
-		if (s->execs[i].conn >= 0) {
-			_cleanup_err_ sbx_err *ge = NULL;
-			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH,
-				"the environment was restored while the command ran");
-			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
-		}
+	fail_execs(s, "restored");
 	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
 	thaw(s);
 	proxy_stop(s); /* its listening socket is in the old network namespace */
@@ -1837,13 +1844,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		}
 	}
 	/* Tell every waiting client, then clean up, then answer the stop. */
-	for (size_t i = 0; i < s->n_execs; i++)
-		if (s->execs[i].conn >= 0) {
-			_cleanup_err_ sbx_err *ge = NULL;
-			err_set(&ge, SBX_E_UNAVAILABLE, ESRCH,
-				"the environment was stopped while the command ran");
-			send_json(s->execs[i].conn, err_json(ge), NULL, 0);
-		}
+	fail_execs(s, "stopped");
 	teardown(s);
 	/* Background processes ended with the environment: their records say
 	 * so (killed with init, SIGKILL), with everything they printed. */

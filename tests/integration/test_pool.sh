@@ -417,20 +417,11 @@ t_pool_fork_mcp() {
 	sid=$(sbx snapshot "$id" --label mbase)
 	sbx rm "$id"
 	sbx pool set mbase --size 1 > /dev/null
-	out=$(python3 - "$SBX_BIN" "$sid" << 'PY'
-import json, subprocess, sys, time
-p = subprocess.Popen([sys.argv[1], "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-n = [0]
-def rpc(method, params):
-    n[0] += 1
-    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n[0], "method": method, "params": params}) + "\n")
-    p.stdin.flush()
-    while True:
-        j = json.loads(p.stdout.readline())
-        if j.get("id") == n[0]:
-            return j
-call = lambda name, args: rpc("tools/call", {"name": name, "arguments": args})["result"]["structuredContent"]
-rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+	out=$(PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$SBX_BIN" "$sid" << 'PY'
+import sys, time
+from mcp_client import Client
+cl = Client(sys.argv[1])
+call = lambda name, args: cl.call(name, args)[1]
 sid = sys.argv[2]
 for ref in ["mbase", sid, sid[7:19]]:
     for _ in range(300):
@@ -441,8 +432,6 @@ for ref in ["mbase", sid, sid[7:19]]:
     r = call("environment_execute", {"environment_id": c["environment_id"], "command": "cat /root/b"})
     print(c["from_pool"], c["snapshot_id"] == sid, r["stdout"].strip())
     call("environment_destroy", {"environment_id": c["environment_id"]})
-p.stdin.close()
-p.wait()
 PY
 )
 	assert_eq "$out" "True True base
