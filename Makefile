@@ -14,6 +14,9 @@ endif
 LIBS := -lseccomp -ljansson -lyaml -lcrypto -lz -lzstd -lm
 # The CLI links its libraries statically: every sbx command starts faster
 # (no dynamic loading of libseccomp, libjansson and libcrypto).
+# Of libcrypto only SHA-256 is linked: the attestation key code
+# (src/store/attest_key.c) opens libcrypto.so.3 with dlopen on first use
+# (linked, its tables were 340 KiB of pointers relocated at every start).
 # libcurl (push/pull) is not linked at all: src/store/registry.c opens it
 # with dlopen on first use. Debian's libcurl.a needs static nghttp2, rtmp,
 # ssh2, psl, gssapi and ldap archives that Debian does not ship, and linking

@@ -354,7 +354,9 @@ static bool same_content(const ent *a, const ent *b, const char *rel)
 	_cleanup_close_ int fa = open_content(a, rel), fb = open_content(b, rel);
 	if (fa < 0 || fb < 0)
 		return false;
-	static _Thread_local char ba[65536], bb[65536];
+	/* On the stack: static thread-local buffers made every thread of every
+	 * sbx process zero them (128 KiB of TLS) at its start. */
+	char ba[16384], bb[16384];
 	for (;;) {
 		ssize_t na = RETRY_EINTR(read(fa, ba, sizeof(ba)));
 		if (na < 0)

@@ -4,10 +4,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "util/err.h"
+#include "util/macro.h"
 
 void proxy_request_done(proxy_request *req)
 {
@@ -226,8 +228,13 @@ static uint32_t be24(const uint8_t *p)
 
 int proxy_tls_sni(const uint8_t *buf, size_t len, char *ret, size_t cap)
 {
-	/* Reassemble the handshake payload of consecutive handshake records. */
-	static _Thread_local uint8_t hs[PROXY_HELLO_MAX];
+	/* Reassemble the handshake payload of consecutive handshake records
+	 * (On the heap: a static thread-local buffer of this size made every
+	 * thread of every sbx process, the CLI's included, zero 64 KiB of TLS
+	 * at its start.) */
+	_cleanup_free_ uint8_t *hs = malloc(PROXY_HELLO_MAX);
+	if (!hs)
+		return -ENOMEM;
 	size_t hn = 0, off = 0;
 	size_t need = 0; /* handshake bytes needed, once known */
 	for (;;) {
@@ -247,7 +254,7 @@ int proxy_tls_sni(const uint8_t *buf, size_t len, char *ret, size_t cap)
 		uint32_t rlen = be16(rec + 3);
 		if (rlen == 0 || rlen > 16384 + 2048)
 			return -EINVAL;
-		if (off + 5 + rlen > PROXY_HELLO_MAX || hn + rlen > sizeof(hs))
+		if (off + 5 + rlen > PROXY_HELLO_MAX || hn + rlen > PROXY_HELLO_MAX)
 			return -E2BIG;
 		if (len - off - 5 < rlen) {
 			/* a partial first record still tells us it is a ClientHello */
@@ -262,7 +269,7 @@ int proxy_tls_sni(const uint8_t *buf, size_t len, char *ret, size_t cap)
 			if (hs[0] != 0x01)
 				return -EINVAL;
 			need = 4 + be24(hs + 1);
-			if (need > sizeof(hs))
+			if (need > PROXY_HELLO_MAX)
 				return -E2BIG;
 		}
 	}

@@ -39,5 +39,5 @@ int proxy_request_parse(const char *buf, size_t len, proxy_request *ret, sbx_err
  * ClientHello (it may span several records). Returns 1 with the name in
  * ret (NUL-terminated, as sent), 0 for a complete ClientHello without SNI,
  * -EAGAIN if more bytes are needed, -EINVAL if this is not a TLS ClientHello
- * or is malformed, -E2BIG if it exceeds PROXY_HELLO_MAX. */
+ * or is malformed, -E2BIG if it exceeds PROXY_HELLO_MAX, -ENOMEM. */
 int proxy_tls_sni(const uint8_t *buf, size_t len, char *ret, size_t cap);

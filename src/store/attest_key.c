@@ -11,24 +11,133 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include "store/attest_key.h"
 #include "util/fd.h"
 #include "util/macro.h"
 
+/* libcrypto's EVP, PEM and BIO are opened on first use (dlopen), not
+ * linked: the CLI links libcrypto statically for SHA-256 only. Linked, the
+ * key code pulled in the provider, ASN.1 and X.509 tables (340 KiB of
+ * pointers), which a position-independent executable relocates, page by
+ * page, at every start of every sbx command. */
+#define CK_SYMS(X)                                                                                           \
+	X(BIO_ctrl)                                                                                          \
+	X(BIO_free)                                                                                          \
+	X(BIO_new)                                                                                           \
+	X(BIO_new_mem_buf)                                                                                   \
+	X(BIO_s_mem)                                                                                         \
+	X(CRYPTO_free)                                                                                       \
+	X(ERR_clear_error)                                                                                   \
+	X(EVP_DigestSign)                                                                                    \
+	X(EVP_DigestSignInit)                                                                                \
+	X(EVP_DigestVerify)                                                                                  \
+	X(EVP_DigestVerifyInit)                                                                              \
+	X(EVP_MD_CTX_free)                                                                                   \
+	X(EVP_MD_CTX_new)                                                                                    \
+	X(EVP_PKEY_CTX_free)                                                                                 \
+	X(EVP_PKEY_CTX_new_id)                                                                               \
+	X(EVP_PKEY_free)                                                                                     \
+	X(EVP_PKEY_get0_type_name)                                                                           \
+	X(EVP_PKEY_get_id)                                                                                   \
+	X(EVP_PKEY_keygen)                                                                                   \
+	X(EVP_PKEY_keygen_init)                                                                              \
+	X(EVP_PKEY_new_raw_private_key)                                                                      \
+	X(EVP_PKEY_new_raw_public_key)                                                                       \
+	X(OPENSSL_cleanse)                                                                                   \
+	X(PEM_read_bio_PUBKEY)                                                                               \
+	X(PEM_read_bio_PrivateKey)                                                                           \
+	X(PEM_write_bio_PUBKEY)                                                                              \
+	X(PEM_write_bio_PrivateKey)                                                                          \
+	X(i2d_PUBKEY)
+
+static struct {
+#define CK_FIELD(f) __typeof__(&f) f;
+	CK_SYMS(CK_FIELD)
+#undef CK_FIELD
+	char err[256];
+	bool ok;
+} ck;
+static pthread_once_t ck_once = PTHREAD_ONCE_INIT;
+
+static void ck_load(void)
+{
+	static const char *const names[] = {"libcrypto.so.3", "libcrypto.so"};
+	void *h = NULL;
+	for (size_t i = 0; !h && i < ARRAY_SIZE(names); i++)
+		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		snprintf(ck.err, sizeof(ck.err), "%s", dlerror());
+		return;
+	}
+#define CK_SYM(f)                                                                                            \
+	if (!(*(void **)&ck.f = dlsym(h, #f))) {                                                             \
+		snprintf(ck.err, sizeof(ck.err), "libcrypto lacks %s", #f);                                  \
+		return;                                                                                      \
+	}
+	CK_SYMS(CK_SYM)
+#undef CK_SYM
+	ck.ok = true;
+}
+
+/* 0, or -1 with *err (when err is given) saying what is missing. */
+static int ck_open(sbx_err **err)
+{
+	pthread_once(&ck_once, ck_load);
+	if (ck.ok)
+		return 0;
+	return err ? err_set(err, SBX_E_UNAVAILABLE, ELIBACC, "libcrypto: %s (install libssl3)", ck.err) : -1;
+}
+
+#define CK_USE(f) ck.f
+#define BIO_ctrl CK_USE(BIO_ctrl)
+#define BIO_free CK_USE(BIO_free)
+#define BIO_new CK_USE(BIO_new)
+#define BIO_new_mem_buf CK_USE(BIO_new_mem_buf)
+#define BIO_s_mem CK_USE(BIO_s_mem)
+#define CRYPTO_free CK_USE(CRYPTO_free)
+#define ERR_clear_error CK_USE(ERR_clear_error)
+#define EVP_DigestSign CK_USE(EVP_DigestSign)
+#define EVP_DigestSignInit CK_USE(EVP_DigestSignInit)
+#define EVP_DigestVerify CK_USE(EVP_DigestVerify)
+#define EVP_DigestVerifyInit CK_USE(EVP_DigestVerifyInit)
+#define EVP_MD_CTX_free CK_USE(EVP_MD_CTX_free)
+#define EVP_MD_CTX_new CK_USE(EVP_MD_CTX_new)
+#define EVP_PKEY_CTX_free CK_USE(EVP_PKEY_CTX_free)
+#define EVP_PKEY_CTX_new_id CK_USE(EVP_PKEY_CTX_new_id)
+#define EVP_PKEY_free CK_USE(EVP_PKEY_free)
+#define EVP_PKEY_get0_type_name CK_USE(EVP_PKEY_get0_type_name)
+#define EVP_PKEY_get_id CK_USE(EVP_PKEY_get_id)
+#define EVP_PKEY_keygen CK_USE(EVP_PKEY_keygen)
+#define EVP_PKEY_keygen_init CK_USE(EVP_PKEY_keygen_init)
+#define EVP_PKEY_new_raw_private_key CK_USE(EVP_PKEY_new_raw_private_key)
+#define EVP_PKEY_new_raw_public_key CK_USE(EVP_PKEY_new_raw_public_key)
+#define OPENSSL_cleanse CK_USE(OPENSSL_cleanse)
+#define PEM_read_bio_PUBKEY CK_USE(PEM_read_bio_PUBKEY)
+#define PEM_read_bio_PrivateKey CK_USE(PEM_read_bio_PrivateKey)
+#define PEM_write_bio_PUBKEY CK_USE(PEM_write_bio_PUBKEY)
+#define PEM_write_bio_PrivateKey CK_USE(PEM_write_bio_PrivateKey)
+#define i2d_PUBKEY CK_USE(i2d_PUBKEY)
+
 void attest_key_free(attest_key *k)
 {
-	EVP_PKEY_free(k);
+	if (k) /* a key exists only once libcrypto is loaded */
+		EVP_PKEY_free(k);
 }
 
 static void bio_freep(BIO **b)
 {
-	BIO_free(*b);
+	if (*b)
+		BIO_free(*b);
 }
 #define _cleanup_bio_ _cleanup_(bio_freep)
 
 static void md_ctx_freep(EVP_MD_CTX **c)
 {
-	EVP_MD_CTX_free(*c);
+	if (*c)
+		EVP_MD_CTX_free(*c);
 }
 
 /* Never prompt for a pass phrase (the default callback reads the terminal):
@@ -42,6 +151,8 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 
 int attest_key_id(const attest_key *k, char ret[STORE_DIGEST_SIZE], sbx_err **err)
 {
+	if (ck_open(err) < 0)
+		return -1;
 	unsigned char *der = NULL;
 	int n = i2d_PUBKEY((EVP_PKEY *)k, &der);
 	if (n <= 0)
@@ -53,6 +164,8 @@ int attest_key_id(const attest_key *k, char ret[STORE_DIGEST_SIZE], sbx_err **er
 
 char *attest_key_public_pem(const attest_key *k)
 {
+	if (ck_open(NULL) < 0)
+		return NULL;
 	_cleanup_bio_ BIO *b = BIO_new(BIO_s_mem());
 	if (!b || PEM_write_bio_PUBKEY(b, (EVP_PKEY *)k) != 1)
 		return NULL;
@@ -83,6 +196,8 @@ static int write_new(const char *path, const char *data, size_t len, mode_t mode
 int attest_keygen(const char *path, char ret_keyid[STORE_DIGEST_SIZE], sbx_err **err)
 {
 	_cleanup_free_ char *pub = NULL;
+	if (ck_open(err) < 0)
+		return -1;
 	if (asprintf(&pub, "%s.pub", path) < 0)
 		return err_oom(err);
 	struct stat st;
@@ -153,7 +268,7 @@ int attest_key_load_private(const char *path, attest_key **ret, sbx_err **err)
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	mode_t mode = 0;
-	if (read_key_file(path, &buf, &len, &mode, err) < 0)
+	if (ck_open(err) < 0 || read_key_file(path, &buf, &len, &mode, err) < 0)
 		return -1;
 	bool asked = false;
 	_cleanup_bio_ BIO *b = BIO_new_mem_buf(buf, (int)len);
@@ -194,7 +309,7 @@ int attest_key_load_public(const char *path, attest_key **ret, sbx_err **err)
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	mode_t mode = 0;
-	if (read_key_file(path, &buf, &len, &mode, err) < 0)
+	if (ck_open(err) < 0 || read_key_file(path, &buf, &len, &mode, err) < 0)
 		return -1;
 	bool asked = false;
 	_cleanup_bio_ BIO *b = BIO_new_mem_buf(buf, (int)len);
@@ -215,6 +330,8 @@ int attest_key_load_public(const char *path, attest_key **ret, sbx_err **err)
 
 attest_key *attest_key_from_raw(const unsigned char raw[32], bool is_private)
 {
+	if (ck_open(NULL) < 0)
+		return NULL;
 	return is_private ? EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, raw, 32)
 			  : EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, raw, 32);
 }
@@ -222,6 +339,8 @@ attest_key *attest_key_from_raw(const unsigned char raw[32], bool is_private)
 int attest_sign(attest_key *k, const void *msg, size_t len, unsigned char ret_sig[ATTEST_SIG_LEN],
 		sbx_err **err)
 {
+	if (ck_open(err) < 0)
+		return -1;
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
 	size_t n = ATTEST_SIG_LEN;
 	/* Ed25519 is one-shot: no digest (NULL), the whole message at once. */
@@ -238,6 +357,8 @@ int attest_verify_sig(attest_key *k, const void *msg, size_t len, const void *si
 {
 	if (sig_len != ATTEST_SIG_LEN)
 		return 0;
+	if (ck_open(err) < 0)
+		return -1;
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *c = EVP_MD_CTX_new();
 	if (!c || EVP_DigestVerifyInit(c, NULL, NULL, NULL, k) != 1) {
 		ERR_clear_error();

@@ -37,6 +37,12 @@ t_cli_under_valgrind() {
 	vg trace stats --json "$tid"
 	vg trace export "$tid" --format chrome -o "$TMPDIR_TEST/c.json"
 	vg trace inspect "$tid"
+	# Attestations: libcrypto's key code is opened with dlopen on first use.
+	vg keygen "$TMPDIR_TEST/k"
+	vg keygen "$TMPDIR_TEST/k"
+	vg attest "$tid" --key "$TMPDIR_TEST/k" -o "$TMPDIR_TEST/att.json"
+	vg verify "$TMPDIR_TEST/att.json" --key "$TMPDIR_TEST/k.pub"
+	vg verify "$TMPDIR_TEST/att.json" --key "$TMPDIR_TEST/k"
 	vg trace show nosuchtrace
 	vg replay nosuchtrace
 	vg inspect nosuch
