@@ -289,12 +289,19 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
 	if (dir)
 		(void)quota_teardown(dir);
+	/* The run directory (lock, mnt/) rides along into the trash when it is
+	 * on the same filesystem: unlinking its inodes inline cost 1-4 ms of a
+	 * removal on a busy ext4 (their eviction), more than all the rest of
+	 * the files' part. Elsewhere (a tmpfs $SBX_RUN) it goes inline. */
+	char inner[4300];
+	bool moved = dir && run && snprintf(inner, sizeof(inner), "%s/.run", dir) < (int)sizeof(inner) &&
+		     rename(run, inner) == 0;
 	/* Into the trash at once (a rename: a concurrent reader never sees half
 	 * an environment, and the id is free again); the bytes go in the
 	 * background (api/reclaim.h). */
 	if (dir)
 		(void)reclaim_dir(ctx, dir, id);
-	if (run)
+	if (run && !moved)
 		fs_rm_rf(run);
 }
 
