@@ -927,6 +927,33 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 	return env_create_impl(ctx, &q, ret_id, ret_warnings, err);
 }
 
+/* fd: a connection to id's supervisor that asked it to stop (a stop, or an
+ * exec with CTL_F_STOP_AFTER). Waits for its "stopped", which comes after
+ * its teardown (anything before it is skipped; EOF or 15 s: false), then
+ * for it to exit (it does at once; its lock, without polling). */
+static bool stop_wait(sbx_ctx *ctx, const char *id, int fd)
+{
+	bool stopped = false;
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 15000) <= 0)
+			return false;
+		json_t *m = NULL;
+		if (json_recv(fd, &m, NULL, NULL) <= 0)
+			return false;
+		stopped = streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
+		json_decref(m);
+		if (stopped)
+			break;
+	}
+	char lp[4300];
+	snprintf(lp, sizeof(lp), "%s/%s/lock", ctx->run, id);
+	_cleanup_close_ int lk = open(lp, O_RDONLY | O_CLOEXEC);
+	if (lk >= 0 && flock(lk, LOCK_SH) == 0)
+		flock(lk, LOCK_UN);
+	return true;
+}
+
 /* Stops the supervisor (if alive) and waits until it has cleaned up. */
 void stop_supervisor(sbx_ctx *ctx, const char *id)
 {
@@ -942,23 +969,8 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 	}
 	if (fd >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_STOP);
-		if (req && json_send(fd, req, NULL, 0) == 0) {
-			/* The reply (or EOF) comes after teardown. */
-			struct pollfd p = {.fd = fd, .events = POLLIN};
-			if (poll(&p, 1, 15000) > 0) {
-				json_t *m = NULL;
-				stopped = json_recv(fd, &m, NULL, NULL) > 0 &&
-					  streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
-				json_decref(m);
-				/* It replies after teardown and exits right away: wait
-				 * for its lock without polling. */
-				char lp[4300];
-				snprintf(lp, sizeof(lp), "%s/%s/lock", ctx->run, id);
-				_cleanup_close_ int lk = stopped ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
-				if (lk >= 0 && flock(lk, LOCK_SH) == 0)
-					flock(lk, LOCK_UN);
-			}
-		}
+		if (req && json_send(fd, req, NULL, 0) == 0)
+			stopped = stop_wait(ctx, id, fd);
 	}
 	/* Whatever is left (a dead supervisor's cgroup and processes) goes too.
 	 * Not after a "stopped": its teardown destroyed the cgroup, and looking
@@ -974,6 +986,17 @@ void stop_supervisor(sbx_ctx *ctx, const char *id)
 		usleep(1000);
 }
 
+/* Removal, once the supervisor is gone: the files. */
+static int remove_stopped(sbx_ctx *ctx, const char *id, sbx_err **err)
+{
+	startup_mark("remove: supervisor stopped");
+	if (env_is_live(ctx, id))
+		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
+	remove_env_files(ctx, id);
+	startup_mark("remove: files removed");
+	return 0;
+}
+
 _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL;
@@ -981,12 +1004,44 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 		return -1;
 	startup_mark("remove: begin");
 	stop_supervisor(ctx, id);
-	startup_mark("remove: supervisor stopped");
-	if (env_is_live(ctx, id))
-		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
-	remove_env_files(ctx, id);
-	startup_mark("remove: files removed");
-	return 0;
+	return remove_stopped(ctx, id, err);
+}
+
+/* sbx run's exec and remove in one request: the exec asks the supervisor
+ * to stop the environment when the command ends (CTL_F_STOP_AFTER), so the
+ * teardown begins as the command exits, and its "stopped" comes on the
+ * exec's connection. What the supervisor's stop did not cover (it never
+ * got the request, or said no "stopped") is sbx_env_remove's. */
+_public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret,
+				 sbx_err **ret_remove_err, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
+		return -1;
+	int r;
+	bool stopped = false;
+	if (o && o->version >= 2 && (o->trace || o->deterministic > 0)) {
+		r = sbx_env_exec(ctx, id, o, ret, err); /* a trace's own path; then a plain remove */
+	} else if ((r = exec_opts_check(o, err)) == 0) {
+		_cleanup_json_ json_t *f = json_pack("{s:b}", CTL_F_STOP_AFTER, 1);
+		exec_extra x = {.req_fields = f, .trace_rd = -1, .trace_out = -1, .keep_sock = true, .sock = -1};
+		startup_mark("exec: begin");
+		r = f ? exec_core(ctx, id, o, &x, ret, err) : err_oom(err);
+		startup_mark("exec: done");
+		json_decref(x.started);
+		json_decref(x.exit);
+		if (x.sock >= 0) {
+			startup_mark("remove: begin");
+			stopped = stop_wait(ctx, id, x.sock);
+			safe_close(x.sock);
+		}
+	}
+	if (stopped) {
+		devcg_remove(id); /* as stop_supervisor after a "stopped" */
+		(void)remove_stopped(ctx, id, ret_remove_err);
+	} else
+		(void)sbx_env_remove(ctx, id, ret_remove_err);
+	return r;
 }
 
 static json_t *summary(sbx_ctx *ctx, const char *id)

@@ -56,6 +56,7 @@ typedef struct sup_exec {
 	struct timespec start;
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */
+	bool stop_after; /* sbx run: the environment stops when this command ends (CTL_F_STOP_AFTER) */
 } sup_exec;
 
 typedef struct supervisor {
@@ -196,6 +197,26 @@ static void drop_exec(supervisor *s, sup_exec *x)
 	sup_proc_free(x->bg);
 	*x = s->execs[--s->n_execs];
 	arm_ttl(s);
+}
+
+/* A command has ended (or never started): drop_exec. One that its client
+ * asked the environment to end with (sbx run, CTL_F_STOP_AFTER) begins
+ * the stop now, with no second connection; the client, told "exit" (or
+ * the error) already, gets "stopped" on the same connection after the
+ * teardown. A client that is gone gets nothing: the environment ends all
+ * the same (a killed `sbx run` leaves a stopped environment for gc). */
+static void begin_stop(supervisor *s, int conn);
+static void end_exec(supervisor *s, sup_exec *x)
+{
+	bool stop = x->stop_after;
+	int conn = stop ? x->conn : -1;
+	if (stop)
+		x->conn = -1; /* kept open for the stop's reply */
+	drop_exec(s, x);
+	if (stop && !s->stopping)
+		begin_stop(s, conn);
+	else if (conn >= 0)
+		close_conn(s, conn);
 }
 
 static void signal_exec(supervisor *s, int64_t id, int sig)
@@ -376,6 +397,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	}
 	sup_exec *x = &s->execs[s->n_execs++];
 	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
+	x->stop_after = !bg && json_bool(m, CTL_F_STOP_AFTER, false);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	int64_t timeout = json_int(m, "timeout_ms", 0);
 	if (timeout == 0 && !bg) /* a background process: only its own timeout */
@@ -864,7 +886,7 @@ static void init_event(supervisor *s)
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		sup_proc_discard(x->bg); /* it never ran: no record */
-		drop_exec(s, x);
+		end_exec(s, x);
 	} else if (x && e.kind == CTL_EVK_EXITED) {
 		int status = e.status;
 		/* An OOM kill is a SIGKILL; only then is the cgroup's counter read
@@ -894,7 +916,7 @@ static void init_event(supervisor *s)
 			(void)json_send(x->conn, o, NULL, 0);
 		if (x->bg)
 			sup_proc_exited(x->bg, status, x->timed_out, oom, NULL);
-		drop_exec(s, x);
+		end_exec(s, x);
 	}
 	for (size_t i = 0; i < n; i++)
 		safe_close(fds[i]);

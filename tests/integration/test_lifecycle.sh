@@ -208,3 +208,27 @@ t_idle_ttl_keeps_state_when_asked() {
 	sbx rm "$ID" "$F" > /dev/null
 	[ ! -d "$SBX_ROOT/envs/$ID" ] || fail "rm left the kept environment"
 }
+
+# Regression (issue 12): a `sbx run` killed (-9) while its command ran left
+# its environment running, with nobody to remove it. Now the environment
+# ends with the run's command (the supervisor stops it when the command
+# the run asked for exits, and that command is killed when its client goes):
+# it is shown as stopped and gc removes it.
+t_killed_run_leaves_no_running_environment() {
+	"$SBX_BIN" run -- sleep 301.25 > /dev/null 2>&1 &
+	local cli=$! id="" i
+	for i in $(seq 100); do
+		id=$(sbx ls --json | python3 -c 'import json,sys; e=[x["environment_id"] for x in json.load(sys.stdin)["environments"] if x["state"]=="running"]; print(e[0] if e else "")')
+		[ -n "$id" ] && sbx ps "$id" 2> /dev/null | grep -q 'sleep 301.25' && break
+		sleep 0.1
+	done
+	[ -n "$id" ] || fail "the run's environment never showed up: $(sbx ls)"
+	kill -9 "$cli"
+	wait "$cli" 2> /dev/null || true
+	for i in $(seq 50); do sbx ls | grep -q "$id.*running" || break; sleep 0.1; done
+	sbx ls | grep -q "$id.*running" && fail "the killed run's environment still runs: $(sbx ls)"
+	pgrep -f "sleep 301.25" > /dev/null && { pgrep -af "sleep 301.25"; fail "the killed run's command survived"; }
+	sbx gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc left the killed run's environment"
+	true
+}
