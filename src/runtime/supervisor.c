@@ -57,6 +57,7 @@ typedef struct sup_exec {
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */
 	bool stop_after; /* sbx run: the environment stops when this command ends (CTL_F_STOP_AFTER) */
+	bool linger;	 /* ... and its remover lets the unmount follow the reply (CTL_F_LINGER) */
 } sup_exec;
 
 typedef struct supervisor {
@@ -90,6 +91,8 @@ typedef struct supervisor {
 	bool frozen;
 	bool stopping;
 	int stop_conn;	      /* replied to once everything is cleaned up */
+	bool linger_ok;	      /* the stop's asker removes the environment (CTL_F_LINGER) */
+	int linger_ns;	      /* the dead init's mount namespace, held past the reply; -1 */
 	bool phase_pending;   /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
 	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
@@ -208,13 +211,15 @@ static void drop_exec(supervisor *s, sup_exec *x)
 static void begin_stop(supervisor *s, int conn);
 static void end_exec(supervisor *s, sup_exec *x)
 {
-	bool stop = x->stop_after;
+	bool stop = x->stop_after, linger = x->linger;
 	int conn = stop ? x->conn : -1;
 	if (stop)
 		x->conn = -1; /* kept open for the stop's reply */
 	drop_exec(s, x);
-	if (stop && !s->stopping)
+	if (stop && !s->stopping) {
 		begin_stop(s, conn);
+		s->linger_ok = linger && conn >= 0;
+	}
 	else if (conn >= 0)
 		close_conn(s, conn);
 }
@@ -398,6 +403,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	sup_exec *x = &s->execs[s->n_execs++];
 	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
 	x->stop_after = !bg && json_bool(m, CTL_F_STOP_AFTER, false);
+	x->linger = x->stop_after && json_bool(m, CTL_F_LINGER, false);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	int64_t timeout = json_int(m, "timeout_ms", 0);
 	if (timeout == 0 && !bg) /* a background process: only its own timeout */
@@ -797,6 +803,7 @@ static void client_request(supervisor *s, int conn)
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, CTL_OP_STOP)) {
 		begin_stop(s, conn);
+		s->linger_ok = json_bool(m, CTL_F_LINGER, false);
 		keep = true;
 	} else if (streq(op, CTL_OP_RESTART)) {
 		keep = restart_end(s, conn);
@@ -1037,6 +1044,15 @@ static void teardown(supervisor *s)
 	 * proxy may still ask it, and then gets a refusal) */
 	plugin_host_stop(s->plugins);
 	stop_recorder(s, NULL);
+	/* A remover that lets the unmount follow the reply: the dead init's
+	 * mount namespace is held (past its death) and let go after "stopped"
+	 * (linger_release), so the overlays' unmount, which syncs the upper's
+	 * filesystem (a disk flush per overlay), is off the remover's path. */
+	if (s->linger_ok && s->init_pid > 0 && !s->c->degraded) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->init_pid);
+		s->linger_ns = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	kill_init(s);
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
@@ -1711,7 +1727,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.proxy_listen = -1,
 			.proxy_stop = -1,
 			.egress_log = -1,
-			.restart_conn = -1};
+			.restart_conn = -1,
+			.linger_ns = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
@@ -1877,7 +1894,13 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			s->execs[i].bg = NULL;
 		}
 	if (s->stop_conn >= 0)
-		send_json(s->stop_conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_STOPPED), NULL, 0);
+		send_json(s->stop_conn,
+			  json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING, s->linger_ns >= 0),
+			  NULL, 0);
+	/* Lingering: every process is gone, and the cgroup; the mounts go now,
+	 * then the lock (at exit). */
+	safe_close(s->linger_ns);
+	startup_mark("teardown: mounts released");
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */
 	_exit(0);
