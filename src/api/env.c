@@ -980,7 +980,8 @@ static bool stop_supervisor_linger(sbx_ctx *ctx, const char *id, bool linger)
 		fd = env_connect(ctx, id, NULL);
 	}
 	if (fd >= 0) {
-		_cleanup_json_ json_t *req = json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP, CTL_F_LINGER, linger);
+		_cleanup_json_ json_t *req =
+		    json_pack("{s:s,s:b}", CTL_F_OP, CTL_OP_STOP, CTL_F_LINGER, linger);
 		if (req && json_send(fd, req, NULL, 0) == 0)
 			stopped = stop_wait(ctx, id, fd);
 	}
@@ -1045,7 +1046,8 @@ _public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_o
 		r = sbx_env_exec(ctx, id, o, ret, err); /* a trace's own path; then a plain remove */
 	} else if ((r = exec_opts_check(o, err)) == 0) {
 		_cleanup_json_ json_t *f = json_pack("{s:b,s:b}", CTL_F_STOP_AFTER, 1, CTL_F_LINGER, 1);
-		exec_extra x = {.req_fields = f, .trace_rd = -1, .trace_out = -1, .keep_sock = true, .sock = -1};
+		exec_extra x = {
+		    .req_fields = f, .trace_rd = -1, .trace_out = -1, .keep_sock = true, .sock = -1};
 		startup_mark("exec: begin");
 		r = f ? exec_core(ctx, id, o, &x, ret, err) : err_oom(err);
 		startup_mark("exec: done");

@@ -129,8 +129,8 @@ static void hold_wait(int *hold)
  * exits: its trees are removed after that (waiting at most 30 s). */
 static void wait_lingering(int entry_fd)
 {
-	_cleanup_close_ int lk = entry_fd >= 0 ? openat(entry_fd, ".run/lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-					       : -1;
+	_cleanup_close_ int lk =
+	    entry_fd >= 0 ? openat(entry_fd, ".run/lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	for (int i = 0; lk >= 0 && i < 15000 && flock(lk, LOCK_SH | LOCK_NB) < 0; i++) {
 		struct timespec ts = {.tv_nsec = 2 * 1000000};
 		nanosleep(&ts, NULL);
@@ -336,7 +336,8 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
 	bool inl = work < 0 || reclaim_inline(&l, entries, avail, total) || reclaim_kick(ctx, work) < 0;
 	for (size_t i = 0; i < moved; i++) {
 		if (inl) {
-			_cleanup_close_ int fd = open(trash[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			_cleanup_close_ int fd =
+			    open(trash[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			wait_lingering(fd);
 			(void)fs_rm_rf(trash[i]);
 		}

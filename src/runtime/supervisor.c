@@ -56,8 +56,9 @@ typedef struct sup_exec {
 	struct timespec start;
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */
-	bool stop_after; /* sbx run: the environment stops when this command ends (CTL_F_STOP_AFTER) */
-	bool linger;	 /* ... and its remover lets the unmount follow the reply (CTL_F_LINGER) */
+	/* sbx run: the environment stops when this command ends (CTL_F_STOP_AFTER),
+	 * and its remover lets the unmount follow the reply (CTL_F_LINGER). */
+	bool stop_after, linger;
 } sup_exec;
 
 typedef struct supervisor {
@@ -219,8 +220,7 @@ static void end_exec(supervisor *s, sup_exec *x)
 	if (stop && !s->stopping) {
 		begin_stop(s, conn);
 		s->linger_ok = linger && conn >= 0;
-	}
-	else if (conn >= 0)
+	} else if (conn >= 0)
 		close_conn(s, conn);
 }
 
@@ -1894,9 +1894,10 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			s->execs[i].bg = NULL;
 		}
 	if (s->stop_conn >= 0)
-		send_json(s->stop_conn,
-			  json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING, s->linger_ns >= 0),
-			  NULL, 0);
+		send_json(
+		    s->stop_conn,
+		    json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING, s->linger_ns >= 0),
+		    NULL, 0);
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
 	safe_close(s->linger_ns);
