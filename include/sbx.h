@@ -294,6 +294,15 @@ typedef struct sbx_exec_result {
 int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, sbx_exec_result *ret,
 		 sbx_err **err);
 void sbx_exec_result_free(sbx_exec_result *r); /* frees buffers only */
+/* sbx run's end: sbx_env_exec, then sbx_env_remove, in one request. The
+ * environment ends as the command does (its processes killed, its cgroup
+ * and files gone when this returns, as after sbx_env_remove), also when the
+ * command could not be started, or when the caller dies while it runs. The
+ * exec's outcome is the return value, *ret and err, as sbx_env_exec's; a
+ * failed removal is *ret_remove_err (NULL when removed), whatever the exec
+ * did. */
+int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *opts, sbx_exec_result *ret,
+			sbx_err **ret_remove_err, sbx_err **err);
 
 /* The result as API.md's environment_execute structuredContent. */
 json_t *sbx_exec_result_json(const sbx_exec_result *r);

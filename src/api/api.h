@@ -111,6 +111,8 @@ typedef struct exec_extra {
 	int trace_rd;		   /* a pipe to copy into trace_out while the command runs, or -1 */
 	int trace_out;		   /* file */
 	json_t *started, *exit;	   /* out: the supervisor's "started" and "exit" events (caller decrefs) */
+	bool keep_sock;		   /* hand the connection out in sock once the request was sent */
+	int sock;		   /* out with keep_sock: that connection (caller closes), or -1 */
 } exec_extra;
 /* The checks every exec makes of its options (foreground or background):
  * a command, K=V variables, an absolute cwd, bounded timeout and output cap,

@@ -297,6 +297,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	int send_fds[3 + EXEC_EXTRA_FDS];
 	size_t n_send = 0;
 	int r = -1;
+	bool sent = false; /* the supervisor has the request */
 	int master = -1;
 	bool want_stdin = o->stdin_fd >= 0 || o->stdin_data;
 	if (o->tty) {
@@ -333,6 +334,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		}
 	}
 	r = json_send(sock, req, send_fds, n_send);
+	sent = r >= 0;
 	/* Our copies of the sandbox-side ends go: the pipes must see EOF when
 	 * the command (or the trace engine) is done with them. */
 	for (size_t i = 0; x && i < x->n_fds; i++)
@@ -551,6 +553,8 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	*ret = res;
 	r = 0;
 out:
+	if (x && x->keep_sock && sent)
+		x->sock = TAKE_FD(sock);
 	safe_close(in[0]);
 	safe_close(in[1]);
 	safe_close(out[0]);

@@ -123,6 +123,20 @@ static void hold_wait(int *hold)
 		*hold = safe_close(*hold);
 }
 
+/* A supervisor that answered "stopped" before its mounts were gone
+ * (runtime/ctl_proto.h CTL_F_LINGER) holds its run directory's lock, moved
+ * into the entry as .run/ (api/env.c), until it has unmounted them and
+ * exits: its trees are removed after that (waiting at most 30 s). */
+static void wait_lingering(int entry_fd)
+{
+	_cleanup_close_ int lk =
+	    entry_fd >= 0 ? openat(entry_fd, ".run/lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+	for (int i = 0; lk >= 0 && i < 15000 && flock(lk, LOCK_SH | LOCK_NB) < 0; i++) {
+		struct timespec ts = {.tv_nsec = 2 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Removes one trash entry, part by part (its top-level children, then
  * itself). Negative errno when something of it is left. */
 static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
@@ -132,6 +146,7 @@ static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
 		return -ENOMEM;
 	int r = 0;
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	wait_lingering(fd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d)
 		safe_close(fd);
@@ -320,8 +335,12 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
 	 * over on failure, they are in the trash all the same: gc finishes. */
 	bool inl = work < 0 || reclaim_inline(&l, entries, avail, total) || reclaim_kick(ctx, work) < 0;
 	for (size_t i = 0; i < moved; i++) {
-		if (inl)
+		if (inl) {
+			_cleanup_close_ int fd =
+			    open(trash[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			wait_lingering(fd);
 			(void)fs_rm_rf(trash[i]);
+		}
 		free(trash[i]);
 	}
 	return r;

@@ -407,8 +407,10 @@ static void tty_restore(void)
 }
 
 /* Runs o->cmd in env `id` and turns the result into an exit status. */
-/* extra: fields added to the --json result (sbx run's create), or NULL. */
-static int do_exec(cli *c, const char *id, opts *o, json_t *extra)
+/* extra: fields added to the --json result (sbx run's create), or NULL.
+ * ret_remove_err: non-NULL for sbx run, which removes the environment with
+ * the exec (sbx_env_exec_remove); the removal's error lands there. */
+static int do_exec(cli *c, const char *id, opts *o, json_t *extra, sbx_err **ret_remove_err)
 {
 	sbx_exec_opts *x = &o->exec;
 	x->argv = (const char *const *)o->cmd;
@@ -439,7 +441,8 @@ static int do_exec(cli *c, const char *id, opts *o, json_t *extra)
 	}
 	sbx_exec_result res = {0};
 	sbx_err *e = NULL;
-	int r = sbx_env_exec(c->ctx, id, x, &res, &e);
+	int r = ret_remove_err ? sbx_env_exec_remove(c->ctx, id, x, &res, ret_remove_err, &e)
+			       : sbx_env_exec(c->ctx, id, x, &res, &e);
 	tty_restore();
 	tio_saved = false;
 	if (r < 0) {
@@ -500,7 +503,7 @@ int cmd_exec(cli *c, int argc, char **argv)
 		o.exec.timeout_ms = o.have_timeout ? o.timeout : 0;
 		r = cli_exec_detach(c, o.id, &o.exec, o.interactive);
 	} else
-		r = do_exec(c, o.id, &o, NULL);
+		r = do_exec(c, o.id, &o, NULL, NULL);
 out:
 	opts_free(&o);
 	return r;
@@ -538,25 +541,30 @@ int cmd_run(cli *c, int argc, char **argv)
 		print_warnings(w);
 	json_decref(w);
 	char **run_argv = NULL, **given = o.cmd;
+	sbx_err *re = NULL;
 	if (sbx_env_image_command(c->ctx, id, (const char *const *)o.cmd, &run_argv, &e) < 0) {
 		r = cli_fail("run", e);
+		if (sbx_env_remove(c->ctx, id, &re) < 0)
+			cli_fail("run: remove environment", re);
 	} else {
 		size_t saved_envs = o.n_envs;
 		o.n_envs = 0; /* already in the environment */
 		o.cmd = run_argv;
-		r = do_exec(c, id, &o, extra);
+		/* The exec removes the environment as the command ends (one
+		 * request to the supervisor, sbx_env_exec_remove). */
+		r = do_exec(c, id, &o, extra, &re);
 		o.cmd = given;
 		o.n_envs = saved_envs;
 		for (char **a = run_argv; *a; a++)
 			free(*a);
 		free(run_argv);
+		if (re) {
+			cli_fail("run: remove environment", re);
+			if (r == 0)
+				r = EXIT_SBX;
+		}
 	}
 	json_decref(extra);
-	if (sbx_env_remove(c->ctx, id, &e) < 0) {
-		cli_fail("run: remove environment", e);
-		if (r == 0)
-			r = EXIT_SBX;
-	}
 	free(id);
 out:
 	opts_free(&o);

@@ -104,6 +104,13 @@
 #define CTL_F_WARNINGS "warnings"	  /* ready: strings */
 #define CTL_F_CG_TASKS "cg_tasks"	  /* go: fd indexes, cgroup files to move in by */
 #define CTL_F_BACKGROUND "background"	  /* exec: run detached from the client */
+#define CTL_F_STOP_AFTER "stop_after"	  /* exec: the environment stops when it ends (sbx run) */
+/* stop, exec with stop_after: the caller removes the environment, so "stopped"
+ * may come before its mounts are gone ("lingering": the supervisor then holds
+ * its mount namespace, unmounts it and exits after the reply; its lock says
+ * when: api/reclaim.c waits for it before removing the trees). */
+#define CTL_F_LINGER "linger"
+#define CTL_F_LINGERING "lingering"
 #define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
 #define CTL_F_SIG "sig"			  /* signal, proc_kill */
 #define CTL_F_OUTPUT_BYTES "output_bytes" /* exec (background): cap per stream */

@@ -56,6 +56,9 @@ typedef struct sup_exec {
 	struct timespec start;
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */
+	/* sbx run: the environment stops when this command ends (CTL_F_STOP_AFTER),
+	 * and its remover lets the unmount follow the reply (CTL_F_LINGER). */
+	bool stop_after, linger;
 } sup_exec;
 
 typedef struct supervisor {
@@ -89,6 +92,8 @@ typedef struct supervisor {
 	bool frozen;
 	bool stopping;
 	int stop_conn;	      /* replied to once everything is cleaned up */
+	bool linger_ok;	      /* the stop's asker removes the environment (CTL_F_LINGER) */
+	int linger_ns;	      /* the dead init's mount namespace, held past the reply; -1 */
 	bool phase_pending;   /* the agent phase: init is ending the setup phase's processes */
 	json_t *phase_limits; /* cgroup limits to lower to once it has */
 	/* Warm environments (docs/warm.md): sbx pause, idle suspend. */
@@ -196,6 +201,27 @@ static void drop_exec(supervisor *s, sup_exec *x)
 	sup_proc_free(x->bg);
 	*x = s->execs[--s->n_execs];
 	arm_ttl(s);
+}
+
+/* A command has ended (or never started): drop_exec. One that its client
+ * asked the environment to end with (sbx run, CTL_F_STOP_AFTER) begins
+ * the stop now, with no second connection; the client, told "exit" (or
+ * the error) already, gets "stopped" on the same connection after the
+ * teardown. A client that is gone gets nothing: the environment ends all
+ * the same (a killed `sbx run` leaves a stopped environment for gc). */
+static void begin_stop(supervisor *s, int conn);
+static void end_exec(supervisor *s, sup_exec *x)
+{
+	bool stop = x->stop_after, linger = x->linger;
+	int conn = stop ? x->conn : -1;
+	if (stop)
+		x->conn = -1; /* kept open for the stop's reply */
+	drop_exec(s, x);
+	if (stop && !s->stopping) {
+		begin_stop(s, conn);
+		s->linger_ok = linger && conn >= 0;
+	} else if (conn >= 0)
+		close_conn(s, conn);
 }
 
 static void signal_exec(supervisor *s, int64_t id, int sig)
@@ -376,6 +402,8 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 	}
 	sup_exec *x = &s->execs[s->n_execs++];
 	*x = (sup_exec){.id = ++s->next_id, .conn = conn, .timer = -1};
+	x->stop_after = !bg && json_bool(m, CTL_F_STOP_AFTER, false);
+	x->linger = x->stop_after && json_bool(m, CTL_F_LINGER, false);
 	clock_gettime(CLOCK_MONOTONIC, &x->start);
 	int64_t timeout = json_int(m, "timeout_ms", 0);
 	if (timeout == 0 && !bg) /* a background process: only its own timeout */
@@ -775,6 +803,7 @@ static void client_request(supervisor *s, int conn)
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, CTL_OP_STOP)) {
 		begin_stop(s, conn);
+		s->linger_ok = json_bool(m, CTL_F_LINGER, false);
 		keep = true;
 	} else if (streq(op, CTL_OP_RESTART)) {
 		keep = restart_end(s, conn);
@@ -864,7 +893,7 @@ static void init_event(supervisor *s)
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, NULL, 0);
 		sup_proc_discard(x->bg); /* it never ran: no record */
-		drop_exec(s, x);
+		end_exec(s, x);
 	} else if (x && e.kind == CTL_EVK_EXITED) {
 		int status = e.status;
 		/* An OOM kill is a SIGKILL; only then is the cgroup's counter read
@@ -894,7 +923,7 @@ static void init_event(supervisor *s)
 			(void)json_send(x->conn, o, NULL, 0);
 		if (x->bg)
 			sup_proc_exited(x->bg, status, x->timed_out, oom, NULL);
-		drop_exec(s, x);
+		end_exec(s, x);
 	}
 	for (size_t i = 0; i < n; i++)
 		safe_close(fds[i]);
@@ -1015,6 +1044,15 @@ static void teardown(supervisor *s)
 	 * proxy may still ask it, and then gets a refusal) */
 	plugin_host_stop(s->plugins);
 	stop_recorder(s, NULL);
+	/* A remover that lets the unmount follow the reply: the dead init's
+	 * mount namespace is held (past its death) and let go after "stopped"
+	 * (linger_release), so the overlays' unmount, which syncs the upper's
+	 * filesystem (a disk flush per overlay), is off the remover's path. */
+	if (s->linger_ok && s->init_pid > 0 && !s->c->degraded) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->init_pid);
+		s->linger_ns = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	kill_init(s);
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
@@ -1689,7 +1727,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.proxy_listen = -1,
 			.proxy_stop = -1,
 			.egress_log = -1,
-			.restart_conn = -1};
+			.restart_conn = -1,
+			.linger_ns = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
@@ -1855,7 +1894,14 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			s->execs[i].bg = NULL;
 		}
 	if (s->stop_conn >= 0)
-		send_json(s->stop_conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_STOPPED), NULL, 0);
+		send_json(
+		    s->stop_conn,
+		    json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING, s->linger_ns >= 0),
+		    NULL, 0);
+	/* Lingering: every process is gone, and the cgroup; the mounts go now,
+	 * then the lock (at exit). */
+	safe_close(s->linger_ns);
+	startup_mark("teardown: mounts released");
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */
 	_exit(0);

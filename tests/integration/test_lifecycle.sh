@@ -141,12 +141,14 @@ t_volumes() {
 
 t_gc_after_kill9_supervisor() {
 	id=$(sbx create)
-	sbx exec "$id" -- sh -c 'sleep 1000 &' > /dev/null
+	# A duration of its own: pgrep looks host-wide, and other sessions' tests
+	# run `sleep 1000` too (this test failed on 20 of them once).
+	sbx exec "$id" -- sh -c 'sleep 1000.375 &' > /dev/null
 	spid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
 	kill -9 "$spid"
 	sleep 0.3
 	# init dies with its supervisor, and with it every process inside.
-	pgrep -f "sleep 1000" > /dev/null && { pgrep -af "sleep 1000"; fail "process survived its supervisor"; }
+	pgrep -f "sleep 1000.375" > /dev/null && { pgrep -af "sleep 1000.375"; fail "process survived its supervisor"; }
 	sbx ls | grep -q "$id.*stopped" || fail "not shown as stopped: $(sbx ls)"
 	expect_status 125 sbx exec "$id" -- true
 	assert_contains "$ERR" "not running"
@@ -207,4 +209,28 @@ t_idle_ttl_keeps_state_when_asked() {
 	assert_eq "$(sbx exec "$F" -- cat /root/k)" "kept"
 	sbx rm "$ID" "$F" > /dev/null
 	[ ! -d "$SBX_ROOT/envs/$ID" ] || fail "rm left the kept environment"
+}
+
+# Regression (issue 12): a `sbx run` killed (-9) while its command ran left
+# its environment running, with nobody to remove it. Now the environment
+# ends with the run's command (the supervisor stops it when the command
+# the run asked for exits, and that command is killed when its client goes):
+# it is shown as stopped and gc removes it.
+t_killed_run_leaves_no_running_environment() {
+	"$SBX_BIN" run -- sleep 301.25 > /dev/null 2>&1 &
+	local cli=$! id="" i
+	for i in $(seq 100); do
+		id=$(sbx ls --json | python3 -c 'import json,sys; e=[x["environment_id"] for x in json.load(sys.stdin)["environments"] if x["state"]=="running"]; print(e[0] if e else "")')
+		[ -n "$id" ] && sbx ps "$id" 2> /dev/null | grep -q 'sleep 301.25' && break
+		sleep 0.1
+	done
+	[ -n "$id" ] || fail "the run's environment never showed up: $(sbx ls)"
+	kill -9 "$cli"
+	wait "$cli" 2> /dev/null || true
+	for i in $(seq 50); do sbx ls | grep -q "$id.*running" || break; sleep 0.1; done
+	sbx ls | grep -q "$id.*running" && fail "the killed run's environment still runs: $(sbx ls)"
+	pgrep -f "sleep 301.25" > /dev/null && { pgrep -af "sleep 301.25"; fail "the killed run's command survived"; }
+	sbx gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc left the killed run's environment"
+	true
 }

@@ -213,3 +213,30 @@ t_rm_after_a_dead_supervisor() {
 	gone_from_view "$id"
 	wait_for "reclaimed" settled
 }
+
+# A removal no longer waits for the environment's mounts: its supervisor
+# answers "stopped" once every process and the cgroup are gone, and
+# unmounts after (runtime/ctl_proto.h CTL_F_LINGER), holding its lock,
+# which the removal moved into the trash entry as .run/lock. The trees of
+# such an entry are removed only once that lock is free (api/reclaim.c),
+# by a reclaimer, by gc and inline alike (regression: gc removed it at once).
+t_lingering_entry_waits_for_its_lock() {
+	local e="$SBX_ROOT/envs/.trash-0123456789ab-0badf00d"
+	mkdir -p "$SBX_ROOT/envs" && mkdir -p "$e/.run" "$e/upper/root" && : > "$e/.run/lock" && echo x > "$e/upper/root/f"
+	flock "$e/.run/lock" sleep 3 &
+	local holder=$! i
+	for i in $(seq 100); do flock -n "$e/.run/lock" true 2> /dev/null || break; sleep 0.02; done
+	flock -n "$e/.run/lock" true 2> /dev/null && fail "the test's holder never took the lock"
+	sbx gc > /dev/null &
+	local gc=$!
+	sleep 1
+	[ -e "$e/upper/root/f" ] || fail "gc removed a trash entry whose supervisor still holds its lock"
+	wait "$holder"
+	wait "$gc" || fail "gc failed"
+	[ ! -e "$e" ] || fail "the entry was left after its lock was freed: $(ls -A "$e")"
+	# Inline (SBX_RECLAIM_SYNC=1), through a real removal: the tree goes with it.
+	id=$(make_env)
+	SBX_RECLAIM_SYNC=1 sbx rm "$id" > /dev/null
+	gone_from_view "$id"
+	wait_for "reclaimed" settled
+}
