@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "store/storefs.h"
 #include "util/fd.h"
 
 #define DEFAULT_MAX_BYTES (64ull << 30)
@@ -521,17 +522,22 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 	    openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_errno(err, "tar entry '%s': create", r->disp);
-	uint64_t left = size;
+	/* Zero blocks become holes: a sparse file stays sparse, and a layer of
+	 * zeros (a "zip bomb") costs no disk. */
+	uint64_t left = size, off = 0;
 	while (left) {
 		size_t k = left > CHUNK ? CHUNK : (size_t)left;
 		q = rd_exact(r, r->buf, k, NULL);
 		if (q < 0)
 			return truncated(r, q, err);
-		ssize_t w = fd_write_all(fd, r->buf, k);
-		if (w < 0)
-			return err_errnum(err, (int)w, "tar entry '%s': write", r->disp);
+		q = store_fs_write_sparse(fd, r->buf, k, &off, err);
+		if (q < 0)
+			return err_wrap(err, "tar entry '%s'", r->disp);
 		left -= k;
 	}
+	q = store_fs_sparse_end(fd, size, err);
+	if (q < 0)
+		return err_wrap(err, "tar entry '%s'", r->disp);
 	q = rd_skip(r, padded(size) - size);
 	if (q < 0)
 		return truncated(r, q, err);

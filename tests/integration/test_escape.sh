@@ -229,3 +229,20 @@ t_strict_profile_blocks_every_probe() {
 	more_doors || { sbx rm "$ID"; return 1; }
 	sbx rm "$ID"
 }
+
+# What the environment writes, the host later reads and stores: a sparse
+# file costs the environment no disk (nor quota), so a snapshot must not
+# turn its holes into allocated zeros in the store (a `truncate -s 1T`
+# would fill the host's disk), and the content must come back the same.
+t_sparse_file_snapshot_stays_sparse() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'truncate -s 1G /root/sparse && printf middle | dd of=/root/sparse bs=1 seek=536870912 conv=notrunc 2>/dev/null && printf end >> /root/sparse'
+	snap=$(sbx snapshot "$ID")
+	used=$(du -s --block-size=1M "$SBX_ROOT/layers" | cut -f1)
+	[ "$used" -lt 64 ] || fail "a 1 GiB sparse file took $used MiB in the store's layers"
+	F=$(sbx fork "$snap")
+	assert_eq "$(sbx exec "$F" -- stat -c %s /root/sparse)" "1073741827"
+	assert_eq "$(sbx exec "$F" -- dd if=/root/sparse bs=1 skip=536870912 count=6 2>/dev/null)" "middle"
+	assert_eq "$(sbx exec "$F" -- tail -c 3 /root/sparse)" "end"
+	sbx rm "$ID" "$F" > /dev/null
+}
