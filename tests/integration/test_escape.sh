@@ -246,3 +246,83 @@ t_sparse_file_snapshot_stays_sparse() {
 	assert_eq "$(sbx exec "$F" -- tail -c 3 /root/sparse)" "end"
 	sbx rm "$ID" "$F" > /dev/null
 }
+
+# Init (pid 1, the host's sbx binary) out of reach: its /proc entries, its
+# memory and descriptors (process_vm_readv, pidfd_getfd, kcmp), every
+# signal (kill -9 1 included); afterwards the environment still runs
+# commands. Then new namespaces (unshare, clone3, setns), personality flags,
+# the kernel's usermode helpers (core_pattern, modprobe, release_agent), as
+# root, as a user (--user nobody) and in a template that is not the host.
+init_and_kernel_probes() {
+	local a
+	set +e
+	local rc=0
+	for a in initproc "signal_init inside" newns personality usermodehelper "ptrace 1"; do
+		# shellcheck disable=SC2086
+		attack $a || rc=1
+	done
+	set -e
+	[ $rc = 0 ] || return 1
+	out=$(sbx exec "$ID" -- sh -c 'kill -9 1; kill -STOP 1; kill -TERM 1; echo sent' 2>&1) || fail "kill 1: $out"
+	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
+}
+
+t_init_and_new_namespaces_out_of_reach() {
+	with_env
+	init_and_kernel_probes
+	sbx rm "$ID"
+	is_root || skip_ok "rootless maps one uid: --user has no other user to run as"
+	with_env --user nobody
+	init_and_kernel_probes
+	sbx rm "$ID"
+}
+
+t_init_probes_in_a_minimal_template() {
+	local r=$TMPDIR_TEST/rootfs
+	mkdir -p "$r/bin" "$r/tmp" "$r/proc" "$r/dev" "$r/etc" "$r/root" "$r/probe"
+	cp "$SBX_HELPERS/probe" "$r/bin/probe"
+	local bb
+	bb=$(command -v busybox || true)
+	[ -n "$bb" ] && file -L "$bb" 2> /dev/null | grep -q static || bb=/bin/busybox
+	[ -x "$bb" ] || skip "busybox-static is not installed"
+	cp "$bb" "$r/bin/busybox"
+	for a in sh kill echo; do ln -s busybox "$r/bin/$a"; done
+	echo "root:x:0:0:root:/root:/bin/sh" > "$r/etc/passwd"
+	ID=$(sbx create --template dir:"$r")
+	local PROBE=/bin/probe
+	init_and_kernel_probes
+	sbx rm "$ID"
+}
+
+# What one environment leaves in IPC objects is not another's: SysV shared
+# memory, /dev/shm, abstract unix sockets (the network namespace's), also
+# with an egress allowlist (the proxy's namespace is the environment's own).
+ipc_isolated() { # CREATE-OPTS...
+	local name=sbx-probe-$$-$RANDOM
+	A=$(sbx create -v "$(probe_volume)" "$@")
+	ID=$(sbx create -v "$(probe_volume)" "$@")
+	sbx exec "$A" -- sh -c 'ipcmk -M 4096 > /dev/null && echo A-SECRET > /dev/shm/a-marker'
+	sbx exec "$A" -- python3 -c "
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind('\0' + sys.argv[1]); s.listen(); time.sleep(30)" "$name" &
+	local lpid=$!
+	sleep 1
+	[ "$(sbx exec "$A" -- sh -c 'ipcs -m | grep -c 0x')" -ge 1 ] || { kill $lpid; fail "A's segment is not there"; }
+	out=$(sbx exec "$ID" -- sh -c 'ipcs -m; ls -A /dev/shm; cat /dev/shm/a-marker 2> /dev/null; true')
+	assert_not_contains "$out" "0x"
+	assert_not_contains "$out" "A-SECRET"
+	assert_not_contains "$out" "a-marker"
+	local rc=0
+	attack abstract "$name" || rc=1
+	kill $lpid 2> /dev/null || true
+	wait $lpid 2> /dev/null || true
+	sbx rm "$A" "$ID" > /dev/null
+	return $rc
+}
+
+t_ipc_isolated_between_environments() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	command -v ipcmk > /dev/null || skip "ipcmk (util-linux) is not installed"
+	ipc_isolated
+	ipc_isolated --network allow=example.com
+}
