@@ -417,9 +417,15 @@ static int check_xattrs(reader *r, sbx_err **err)
 	return 0;
 }
 
-static bool xattr_kept(const char *k)
+/* File capabilities are privilege, as setid bits are: kept only from a
+ * trusted archive (keep_setid). A v2 capability is valid in every namespace,
+ * so one from an environment's tar (`sbx cp` out, written by the host's root)
+ * would give any host user its capabilities. */
+static bool xattr_kept(const reader *r, const char *k)
 {
-	return (startswith(k, "user.") && !startswith(k, "user.overlay.")) || streq(k, "security.capability");
+	if (streq(k, "security.capability"))
+		return r->o.keep_setid;
+	return startswith(k, "user.") && !startswith(k, "user.overlay.");
 }
 
 /* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0. */
@@ -430,7 +436,7 @@ static int set_xattrs(reader *r, int fd, int pfd, const char *name, sbx_err **er
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
 	for (size_t i = 0; i < r->pd.n_xa; i++) {
 		xattr_kv *kv = &r->pd.xa[i];
-		if (!xattr_kept(kv->name))
+		if (!xattr_kept(r, kv->name))
 			continue;
 		int q = fd >= 0 ? fsetxattr(fd, kv->name, kv->value, kv->len, 0)
 				: lsetxattr(proc, kv->name, kv->value, kv->len, 0);

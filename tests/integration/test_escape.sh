@@ -326,3 +326,23 @@ t_ipc_isolated_between_environments() {
 	ipc_isolated
 	ipc_isolated --network allow=example.com
 }
+
+# File capabilities are privilege, like setuid bits: the environment's root
+# may set them on its own files (CAP_SETFCAP in its namespace), but `sbx cp`
+# out of it, run by the host's root, must not hand the host a binary that
+# any host user can run with CAP_DAC_OVERRIDE (read /etc/shadow).
+t_cp_out_drops_file_capabilities() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'command -v setcap' > /dev/null || { sbx rm "$ID"; skip "setcap (libcap2-bin) is not installed"; }
+	sbx exec "$ID" -- sh -c 'mkdir -p /root/d && cp /bin/cat /root/d/cat && setcap cap_dac_override+ep /root/d/cat && cp /bin/cat /root/cat && setcap cap_dac_override+ep /root/cat'
+	sbx cp "$ID:/root/d" "$TMPDIR_TEST/d"
+	sbx cp "$ID:/root/cat" "$TMPDIR_TEST/cat"
+	for f in "$TMPDIR_TEST/d/cat" "$TMPDIR_TEST/cat"; do
+		[ -f "$f" ] || fail "$f was not copied"
+		if python3 -c 'import os, sys; os.getxattr(sys.argv[1], "security.capability")' "$f" 2> /dev/null; then
+			fail "$f reached the host with file capabilities: $(getcap "$f" 2>&1)"
+		fi
+	done
+	sbx rm "$ID"
+}
