@@ -306,11 +306,19 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		fail(sock, e);
 
 	/* 8. Resource limits that cgroups do not cover: no core dumps (a piped
-	 *    core_pattern runs on the host), a bound on open files. */
+	 *    core_pattern runs on the host), a bound on open files. Rootless,
+	 *    where there is no pids cgroup, the pids limit as RLIMIT_NPROC:
+	 *    counted per user namespace, so it bounds this environment's
+	 *    processes, and a fork bomb cannot take the host's whole pid space. */
 	struct rlimit nocore = {0, 0}, files = {65536, 65536};
 	if (setrlimit(RLIMIT_CORE, &nocore) < 0)
 		err_errno(&e, "setrlimit core"), fail(sock, e);
 	(void)!setrlimit(RLIMIT_NOFILE, &files);
+	if (c->rootless && c->limits.pids > 0) {
+		struct rlimit nproc = {(rlim_t)c->limits.pids, (rlim_t)c->limits.pids};
+		if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
+			err_errno(&e, "setrlimit nproc"), fail(sock, e);
+	}
 
 	/* 8a. The seccomp program is built now, while the supervisor is still
 	 *     moving us into our cgroup (a wait of milliseconds on cgroup v1);

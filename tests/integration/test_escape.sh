@@ -346,3 +346,32 @@ t_cp_out_drops_file_capabilities() {
 	done
 	sbx rm "$ID"
 }
+
+# A fork bomb must meet the pids limit even where sbx has no cgroup
+# (rootless): the host's pid space (kernel.pid_max, often 32768) is shared,
+# and an unbounded bomb leaves no process for anyone on the host.
+t_pids_bounded_even_without_cgroups() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create --pids 64)
+	out=$(sbx exec "$ID" -- python3 -c '
+import os, signal, time
+kids = []
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids))
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+for k in kids:
+    os.waitpid(k, 0)
+')
+	[ "$out" -lt 64 ] || fail "$out processes started under --pids 64"
+	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
+	sbx rm "$ID"
+}
