@@ -375,3 +375,22 @@ for k in kids:
 	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
 	sbx rm "$ID"
 }
+
+# A tree deeper than any walk descends (4500 nested
+# directories cost the environment nothing) must not outlive its
+# environment: `sbx rm` and `gc` leave no trash behind.
+t_deep_tree_is_removed_with_its_environment() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create)
+	sbx exec "$ID" -- python3 -c '
+import os
+os.chdir("/root")
+for i in range(4500):
+    os.mkdir("d")
+    os.chdir("d")
+open("leaf", "w").write("x")'
+	sbx rm "$ID" > /dev/null
+	sbx gc > /dev/null
+	left=$(ls -A "$SBX_ROOT/envs")
+	[ -z "$left" ] || fail "left in the store after rm and gc: $left"
+}
