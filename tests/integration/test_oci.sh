@@ -75,7 +75,7 @@ def compress(raw, comp):
     return raw, "application/vnd.oci.image.layer.v1.tar"
 
 def image(layout, tag, tars, comp="gzip", env=None, cwd="/", diff_ids=None, blobs=None, extra_layers=0,
-          layer_digest=None):
+          layer_digest=None, user=None):
     """blobs: pre-made compressed blobs (list of (bytes, mediaType)) instead of compressing tars."""
     init(layout)
     layers, ids = [], []
@@ -90,6 +90,8 @@ def image(layout, tag, tars, comp="gzip", env=None, cwd="/", diff_ids=None, blob
     cfg = {"architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine),
            "os": "linux", "config": {"Env": env or ["PATH=/bin", "IMG=1"], "WorkingDir": cwd},
            "rootfs": {"type": "layers", "diff_ids": diff_ids if diff_ids is not None else ids}}
+    if user is not None:
+        cfg["config"]["User"] = user
     cb = json.dumps(cfg).encode()
     man = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(layout, cb), "size": len(cb)},
@@ -341,6 +343,11 @@ ociimg.image(L, 't', [buf.getvalue()])"
 	hostile dotdot_via_self_link "ociimg.image(L, 't', [$T([{'name': 'x', 'type': 'sym', 'link': '.'}, {'name': 'x/x/x/../../../evil', 'data': b'x'}])])"
 	hostile whiteout_via_symlink "ociimg.image(L, 't', [$T([{'name': 'l', 'type': 'sym', 'link': S}, {'name': 'l/.wh.x'}])])"
 	hostile opaque_via_symlink "ociimg.image(L, 't', [$T([{'name': 'l', 'type': 'sym', 'link': S}, {'name': 'l/.wh..wh..opq'}])])"
+	# A User no create could honour must not quietly become root: uid -1
+	# (setresuid's "no change"), a group name that is a path.
+	hostile user_minus_one "ociimg.image(L, 't', [$T([{'name': 'f'}])], user='4294967295')"
+	assert_contains "$LAST_ERR" "User"
+	hostile user_bad_group "ociimg.image(L, 't', [$T([{'name': 'f'}])], user='app:../../etc')"
 	# Nothing was committed as a template, and the store is consistent.
 	timeout 60 "$SBX_BIN" fsck > /dev/null || fail "fsck found problems after the hostile imports"
 }
