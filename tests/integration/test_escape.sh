@@ -394,3 +394,34 @@ open("leaf", "w").write("x")'
 	left=$(ls -A "$SBX_ROOT/envs")
 	[ -z "$left" ] || fail "left in the store after rm and gc: $left"
 }
+
+# The kernel's per-user inotify limits: an environment that takes every
+# inotify instance it can must leave some for another environment and for
+# the host user (rootless, all are the caller's uid on the host).
+t_inotify_exhaustion_stays_inside() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	A=$(sbx create)
+	ID=$(sbx create)
+	sbx exec "$A" -- python3 -c '
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while libc.inotify_init1(0) >= 0:
+    n += 1
+print(n, flush=True)
+time.sleep(10)' > "$TMPDIR_TEST/a.out" &
+	local apid=$!
+	for _ in $(seq 50); do [ -s "$TMPDIR_TEST/a.out" ] && break; sleep 0.1; done
+	local check='import ctypes, os
+fd = ctypes.CDLL(None, use_errno=True).inotify_init1(0)
+print("ok" if fd >= 0 else os.strerror(ctypes.get_errno()))'
+	local other host
+	other=$(sbx exec "$ID" -- python3 -c "$check")
+	host=$(python3 -c "$check")
+	kill $apid 2> /dev/null || true
+	wait $apid 2> /dev/null || true
+	[ -s "$TMPDIR_TEST/a.out" ] || fail "the first environment did not report"
+	assert_eq "$other" "ok" "another environment's inotify_init1 after the first took $(cat "$TMPDIR_TEST/a.out")"
+	assert_eq "$host" "ok" "the host user's inotify_init1"
+	sbx rm "$A" "$ID" > /dev/null
+}
