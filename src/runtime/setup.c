@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -118,6 +119,36 @@ static int apply_landlock(sbx_err **err)
 
 /* Points *path at "/proc/self/fd/<fd>" (fd >= 0), keeping the host path in
  * *ret_host. Nothing to do without a descriptor (an older supervisor). */
+/* The kernel counts inotify instances and watches per user at every user
+ * namespace level, charging the level above to the namespace's owner: every
+ * environment's, root or rootless, to the uid that runs sbx (host root, or
+ * the rootless caller), against fs.inotify.max_user_instances (128 here)
+ * shared with that user's own programs (systemd's, as root). One
+ * environment took them all: other environments and the host's services got
+ * EMFILE. This user namespace (ours: we are its root) gets an eighth of each.
+ * Best effort: a kernel without the per-namespace files keeps the shared
+ * limits. */
+static void userns_share_inotify(void)
+{
+	static const struct {
+		const char *host, *ours;
+	} lim[] = {{"/proc/sys/fs/inotify/max_user_instances", "/proc/sys/user/max_inotify_instances"},
+		   {"/proc/sys/fs/inotify/max_user_watches", "/proc/sys/user/max_inotify_watches"}};
+	for (size_t i = 0; i < sizeof(lim) / sizeof(lim[0]); i++) {
+		char buf[32] = "";
+		_cleanup_close_ int in = open(lim[i].host, O_RDONLY | O_CLOEXEC);
+		ssize_t n = in >= 0 ? read(in, buf, sizeof(buf) - 1) : -1;
+		long host = n > 0 ? strtol(buf, NULL, 10) : 0;
+		if (host <= 0)
+			continue;
+		long share = host / 8 > 0 ? host / 8 : 1;
+		_cleanup_close_ int out = open(lim[i].ours, O_WRONLY | O_CLOEXEC);
+		int len = snprintf(buf, sizeof(buf), "%ld\n", share);
+		if (out < 0 || write(out, buf, (size_t)len) != len)
+			log_debug("setup: cannot bound %s in the user namespace: %s", lim[i].ours, strerror(errno));
+	}
+}
+
 static int dir_via_fd(char **path, int fd, char **ret_host)
 {
 	if (fd < 0)
@@ -256,6 +287,9 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	 *     say) would leave init and every command running. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		err_errno(&e, "arm the parent-death signal"), fail(sock, e);
+	/* 2c. A share of the inotify limits of the user that runs sbx (the
+	 *     host's /proc is still ours to write this namespace's values). */
+	userns_share_inotify();
 
 	/* 3. A time namespace for the commands (init itself stays outside it). */
 	if (unshare(CLONE_NEWTIME) < 0 && errno != EINVAL)
@@ -306,11 +340,19 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		fail(sock, e);
 
 	/* 8. Resource limits that cgroups do not cover: no core dumps (a piped
-	 *    core_pattern runs on the host), a bound on open files. */
+	 *    core_pattern runs on the host), a bound on open files. Rootless,
+	 *    where there is no pids cgroup, the pids limit as RLIMIT_NPROC:
+	 *    counted per user namespace, so it bounds this environment's
+	 *    processes, and a fork bomb cannot take the host's whole pid space. */
 	struct rlimit nocore = {0, 0}, files = {65536, 65536};
 	if (setrlimit(RLIMIT_CORE, &nocore) < 0)
 		err_errno(&e, "setrlimit core"), fail(sock, e);
 	(void)!setrlimit(RLIMIT_NOFILE, &files);
+	if (c->rootless && c->limits.pids > 0) {
+		struct rlimit nproc = {(rlim_t)c->limits.pids, (rlim_t)c->limits.pids};
+		if (setrlimit(RLIMIT_NPROC, &nproc) < 0)
+			err_errno(&e, "setrlimit nproc"), fail(sock, e);
+	}
 
 	/* 8a. The seccomp program is built now, while the supervisor is still
 	 *     moving us into our cgroup (a wait of milliseconds on cgroup v1);

@@ -49,6 +49,8 @@ bool store_layer_exists(const char *store_root, const char *digest)
 typedef struct sink {
 	int fd; /* -1: hash only */
 	store_hasher *h;
+	bool sparse;  /* fd is a new file: zero blocks become holes */
+	uint64_t off; /* bytes written, when sparse */
 } sink;
 
 static int sink_write(void *ud, const void *buf, size_t len, sbx_err **err)
@@ -57,7 +59,10 @@ static int sink_write(void *ud, const void *buf, size_t len, sbx_err **err)
 	int r = store_hasher_update(s->h, buf, len, err);
 	if (r < 0)
 		return r;
-	return s->fd >= 0 ? store_fs_write_all(s->fd, buf, len, err) : 0;
+	if (s->fd < 0)
+		return 0;
+	return s->sparse ? store_fs_write_sparse(s->fd, buf, len, &s->off, err)
+			 : store_fs_write_all(s->fd, buf, len, err);
 }
 
 /* Puts the blob (the open temp file tmp_name in tmp/) at its address. */
@@ -176,9 +181,12 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
 	if (!h)
 		return err_ret(err);
-	sink s = {fd, h};
+	sink s = {fd, h, .sparse = true};
 	store_tar_stats st;
 	r = store_tar_write_dir(dir_fd, ids, sink_write, &s, &st, err);
+	if (r < 0)
+		return err_wrap(err, "tar");
+	r = store_fs_sparse_end(fd, s.off, err);
 	if (r < 0)
 		return err_wrap(err, "tar");
 	if (store_sys.fsync(fd) < 0)
@@ -297,7 +305,7 @@ static int layer_tar(const char *store_root, const char *digest, unsigned flags,
 		return err_ret(err);
 	store_idmap ids;
 	store_layer_ids(&ids);
-	sink s = {out_fd, h};
+	sink s = {out_fd, h, .sparse = false};
 	if (store_tar_write_dir_flags(fd, &ids, flags, sink_write, &s, NULL, err) < 0)
 		return err_wrap(err, "layer %s", digest);
 	char got[STORE_DIGEST_SIZE];
@@ -336,7 +344,7 @@ int store_layer_verify(const char *store_root, const char *digest, sbx_err **err
 		return err_ret(err);
 	store_idmap ids;
 	store_layer_ids(&ids);
-	sink s = {-1, h};
+	sink s = {-1, h, .sparse = false};
 	int r = store_tar_write_dir(fd, &ids, sink_write, &s, NULL, err);
 	if (r < 0)
 		return err_wrap(err, "layer %s is corrupt", digest);

@@ -15,6 +15,7 @@
 
 #include "store/storefs.h"
 #include "store/tarr.h"
+#include "runtime/user.h"
 #include "util/fs.h"
 #include "util/json.h"
 
@@ -367,6 +368,11 @@ int oci_config_parse(const char *json, size_t len, oci_config **ret, sbx_err **e
 			return BAD("image config", "WorkingDir and User must be strings");
 		if (c->cwd && c->cwd[0] && c->cwd[0] != '/')
 			return BAD("image config", "WorkingDir '%.100s' is not absolute", c->cwd);
+		/* A User no create can honour is refused here: ignored later, it
+		 * would run the image as root (uid 4294967295 is "no change"). */
+		user_spec us;
+		if (c->user && c->user[0] && user_spec_parse(c->user, &us, err) < 0)
+			return err_wrap(err, "image config: User");
 		/* What a run applies beyond Env and User (build/image_config.h). */
 		static const char *const keep[] = {"Cmd", "Entrypoint", "WorkingDir", "ExposedPorts",
 						   "Labels"};

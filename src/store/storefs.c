@@ -3,6 +3,7 @@
 #include "store/storefs.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -67,6 +68,48 @@ int store_fs_write_all(int fd, const void *buf, size_t len, sbx_err **err)
 		p += n;
 		len -= (size_t)n;
 	}
+	return 0;
+}
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+int store_fs_write_sparse(int fd, const void *buf, size_t len, uint64_t *off, sbx_err **err)
+{
+	const unsigned char *p = buf;
+	while (len) {
+		/* up to the next block boundary: a whole aligned block may be a hole */
+		size_t k = STORE_FS_HOLE - (size_t)(*off % STORE_FS_HOLE);
+		if (k > len)
+			k = len;
+		if (k == STORE_FS_HOLE && all_zero(p, k)) {
+			if (lseek(fd, (off_t)k, SEEK_CUR) < 0)
+				return err_errno(err, "seek over a hole");
+		} else {
+			/* data: this block and the following ones up to the next hole, in one write */
+			while (k < len) {
+				size_t n = len - k < STORE_FS_HOLE ? len - k : STORE_FS_HOLE;
+				if (n == STORE_FS_HOLE && all_zero(p + k, n))
+					break;
+				k += n;
+			}
+			int r = store_fs_write_all(fd, p, k, err);
+			if (r < 0)
+				return r;
+		}
+		p += k;
+		len -= k;
+		*off += k;
+	}
+	return 0;
+}
+
+int store_fs_sparse_end(int fd, uint64_t size, sbx_err **err)
+{
+	if (ftruncate(fd, (off_t)size) < 0)
+		return err_errno(err, "set the length after a hole");
 	return 0;
 }
 

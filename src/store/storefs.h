@@ -8,6 +8,7 @@
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "util/err.h"
@@ -37,6 +38,15 @@ int store_fs_write_atomic(const char *dir, const char *name, const void *data, s
 			  sbx_err **err);
 /* Writes all of buf through store_sys.write. */
 int store_fs_write_all(int fd, const void *buf, size_t len, sbx_err **err);
+/* Writes buf as store_fs_write_all does, but seeks over every all-zero
+ * STORE_FS_HOLE-byte block aligned on the file offset *off (which advances by
+ * len), leaving a hole: a file the environment made sparse (`truncate -s 1T`)
+ * must not become allocated zeros in the store. fd is a new regular file
+ * written front to back; store_fs_sparse_end(fd, size) then sets the length
+ * that a trailing hole leaves short. */
+#define STORE_FS_HOLE 4096
+int store_fs_write_sparse(int fd, const void *buf, size_t len, uint64_t *off, sbx_err **err);
+int store_fs_sparse_end(int fd, uint64_t size, sbx_err **err);
 /* "<root>/<a>/<b>..." joined; NULL on ENOMEM. */
 char *store_fs_path(const char *root, const char *rel);
 

@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "store/storefs.h"
 #include "util/fd.h"
 
 #define DEFAULT_MAX_BYTES (64ull << 30)
@@ -416,9 +417,15 @@ static int check_xattrs(reader *r, sbx_err **err)
 	return 0;
 }
 
-static bool xattr_kept(const char *k)
+/* File capabilities are privilege, as setid bits are: kept only from a
+ * trusted archive (keep_setid). A v2 capability is valid in every namespace,
+ * so one from an environment's tar (`sbx cp` out, written by the host's root)
+ * would give any host user its capabilities. */
+static bool xattr_kept(const reader *r, const char *k)
 {
-	return (startswith(k, "user.") && !startswith(k, "user.overlay.")) || streq(k, "security.capability");
+	if (streq(k, "security.capability"))
+		return r->o.keep_setid;
+	return startswith(k, "user.") && !startswith(k, "user.overlay.");
 }
 
 /* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0. */
@@ -429,7 +436,7 @@ static int set_xattrs(reader *r, int fd, int pfd, const char *name, sbx_err **er
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
 	for (size_t i = 0; i < r->pd.n_xa; i++) {
 		xattr_kv *kv = &r->pd.xa[i];
-		if (!xattr_kept(kv->name))
+		if (!xattr_kept(r, kv->name))
 			continue;
 		int q = fd >= 0 ? fsetxattr(fd, kv->name, kv->value, kv->len, 0)
 				: lsetxattr(proc, kv->name, kv->value, kv->len, 0);
@@ -521,17 +528,22 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 	    openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return err_errno(err, "tar entry '%s': create", r->disp);
-	uint64_t left = size;
+	/* Zero blocks become holes: a sparse file stays sparse, and a layer of
+	 * zeros (a "zip bomb") costs no disk. */
+	uint64_t left = size, off = 0;
 	while (left) {
 		size_t k = left > CHUNK ? CHUNK : (size_t)left;
 		q = rd_exact(r, r->buf, k, NULL);
 		if (q < 0)
 			return truncated(r, q, err);
-		ssize_t w = fd_write_all(fd, r->buf, k);
-		if (w < 0)
-			return err_errnum(err, (int)w, "tar entry '%s': write", r->disp);
+		q = store_fs_write_sparse(fd, r->buf, k, &off, err);
+		if (q < 0)
+			return err_wrap(err, "tar entry '%s'", r->disp);
 		left -= k;
 	}
+	q = store_fs_sparse_end(fd, size, err);
+	if (q < 0)
+		return err_wrap(err, "tar entry '%s'", r->disp);
 	q = rd_skip(r, padded(size) - size);
 	if (q < 0)
 		return truncated(r, q, err);

@@ -40,7 +40,7 @@ typedef struct store_tar_extract_opts {
 	 * outside [0, ids.count) fail. Off: the extracting user owns everything. */
 	bool chown;
 	store_idmap ids;
-	bool keep_setid; /* keep S_ISUID/S_ISGID (trusted archives only) */
+	bool keep_setid; /* keep S_ISUID/S_ISGID and security.capability (trusted archives only) */
 	store_tar_devices devices;
 } store_tar_extract_opts;
 #define STORE_TAR_EXTRACT_OPTS_INIT                                                                          \

@@ -152,10 +152,14 @@ char *fs_path_join(const char *a, const char *b)
 	return r;
 }
 
-static int rm_at(int dfd, const char *name, dev_t dev, int depth)
+/* Below this depth a directory is not descended into but renamed to the top
+ * of the removal (top_fd) and removed from there: a tree of any depth (a
+ * sandbox makes a million nested directories for free) is removed with a
+ * bounded stack and at most 2 * RM_FLATTEN_DEPTH descriptors. */
+#define RM_FLATTEN_DEPTH 128
+
+static int rm_at(int dfd, const char *name, dev_t dev, int depth, int top_fd, unsigned *moved)
 {
-	if (depth > 4096)
-		return -ELOOP;
 	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
 		return 0;
 	if (errno != EISDIR && errno != EPERM && errno != EACCES)
@@ -167,6 +171,23 @@ static int rm_at(int dfd, const char *name, dev_t dev, int depth)
 		return -EPERM;
 	if (st.st_dev != dev)
 		return -EBUSY; /* a mount point: never descend */
+	if (depth >= RM_FLATTEN_DEPTH && top_fd >= 0) {
+		for (;;) {
+			char up[64];
+			snprintf(up, sizeof(up), ".sbx-rm-%d-%u", (int)getpid(), ++*moved);
+			if (renameat2(dfd, name, top_fd, up, RENAME_NOREPLACE) == 0)
+				return 0; /* the top's loop removes it */
+			/* moving a directory writes its "..": mode 000 (rootless) first gets 0700 */
+			if ((errno == EACCES || errno == EPERM) && (st.st_mode & 0700) != 0700) {
+				if (fchmodat(dfd, name, 0700, 0) < 0)
+					return -errno;
+				st.st_mode |= 0700;
+				continue;
+			}
+			if (errno != EEXIST)
+				return -errno;
+		}
+	}
 	_cleanup_close_ int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 && (errno == EACCES || errno == EPERM)) {
 		if (fchmodat(dfd, name, 0700, 0) < 0)
@@ -186,14 +207,19 @@ static int rm_at(int dfd, const char *name, dev_t dev, int depth)
 		return -errno;
 	}
 	int r = 0;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		int q = rm_at(fd, de->d_name, dev, depth + 1);
-		if (q < 0 && r == 0)
-			r = q;
-	}
+	unsigned before;
+	do { /* the top again while deeper directories were moved up into it */
+		before = *moved;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+				continue;
+			int q = rm_at(fd, de->d_name, dev, depth + 1, depth == 0 ? fd : top_fd, moved);
+			if (q < 0 && r == 0)
+				r = q;
+		}
+		rewinddir(d);
+	} while (depth == 0 && r == 0 && *moved != before);
 	closedir(d);
 	if (r < 0)
 		return r;
@@ -207,7 +233,8 @@ int fs_rm_rf(const char *path)
 	struct stat st;
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
-	return rm_at(AT_FDCWD, path, st.st_dev, 0);
+	unsigned moved = 0;
+	return rm_at(AT_FDCWD, path, st.st_dev, 0, -1, &moved);
 }
 
 bool fs_openat2_disabled;

@@ -41,7 +41,9 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/personality.h>
 #include <sys/ptrace.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/klog.h>
@@ -957,6 +959,245 @@ static int probe_procfiles(int argc, char **argv)
 	return got ? escaped("%s", why) : blocked("%s", why);
 }
 
+/* ---- init, the one sbx process inside ---- */
+
+/* Reaching into init (pid 1, the host's sbx binary): its root, cwd, fds,
+ * memory, environment and mapped files through /proc, its memory through
+ * process_vm_readv, its descriptors through pidfd_getfd, kcmp. Walls: init
+ * is not dumpable (its /proc entries belong to the host's root and ptrace
+ * access is refused), seccomp (process_vm_*, kcmp). */
+static int probe_initproc(int argc, char **argv)
+{
+	char why[1024] = "";
+	int got = 0;
+	static const char *const dirs[] = {"/proc/1/root/", "/proc/1/cwd/", "/proc/1/fd", "/proc/1/map_files"};
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		DIR *d = opendir(dirs[i]);
+		if (d) {
+			got = 1;
+			closedir(d);
+		}
+		note(why, sizeof(why), dirs[i], d ? 0 : errno);
+	}
+	static const char *const files[] = {"/proc/1/environ", "/proc/1/mem", "/proc/1/exe", "/proc/1/auxv"};
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		char buf[16];
+		int fd = open(files[i], O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf)) : -1;
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		/* /proc/1/mem opens only with ptrace access; a read at offset 0 fails (EIO) even then */
+		got |= fd >= 0;
+		note(why, sizeof(why), files[i], fd < 0 ? e : (n >= 0 ? 0 : e));
+	}
+	char buf[16];
+	struct iovec local = {buf, sizeof(buf)}, remote = {(void *)0x400000, sizeof(buf)};
+	long r = syscall(SYS_process_vm_readv, 1, &local, 1, &remote, 1, 0);
+	got |= r >= 0 || (errno != EPERM && errno != ENOSYS && errno != EACCES);
+	note(why, sizeof(why), "process_vm_readv(1)", r >= 0 ? 0 : errno);
+	r = syscall(SYS_kcmp, 1, getpid(), 0 /* KCMP_FILE */, 0, 0);
+	got |= r >= 0;
+	note(why, sizeof(why), "kcmp(1, self)", r >= 0 ? 0 : errno);
+	int pfd = (int)syscall(SYS_pidfd_open, 1, 0);
+	if (pfd >= 0) {
+		for (int fd = 0; fd < 16; fd++) {
+			int got_fd = (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
+			if (got_fd >= 0) {
+				got = 1;
+				close(got_fd);
+				note(why, sizeof(why), "pidfd_getfd(init)", 0);
+				break;
+			}
+			if (fd == 15 || errno != EBADF) {
+				note(why, sizeof(why), "pidfd_getfd(init)", errno);
+				break;
+			}
+		}
+		close(pfd);
+	} else
+		note(why, sizeof(why), "pidfd_open(1)", errno);
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* Taking init down: every signal, by kill(2) and by pidfd, then init must
+ * still be there and not stopped (the kernel drops signals to a pid
+ * namespace's init from inside unless it handles them; init must handle
+ * none in a way that stops the environment). If init dies the namespace
+ * goes with it and this probe is killed: the test sees that too. */
+static char proc_state(pid_t pid)
+{
+	char p[64], buf[512];
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return '?';
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return '?';
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : '?';
+}
+
+static int probe_signal_init(int argc, char **argv)
+{
+	/* This signals whatever pid 1 is: never the host's by accident. */
+	if (argc < 1 || strcmp(argv[0], "inside") != 0)
+		return usage_error("inside (run it only inside a sandbox: it signals pid 1)");
+	int pfd = (int)syscall(SYS_pidfd_open, 1, 0);
+	signal(SIGCHLD, SIG_DFL);
+	for (int sig = 1; sig < SIGRTMIN; sig++) {
+		if (sig == SIGCONT)
+			continue; /* last, below */
+		kill(1, sig);
+		if (pfd >= 0)
+			syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
+	}
+	struct timespec ts = {0, 200 * 1000 * 1000};
+	nanosleep(&ts, NULL);
+	char st = proc_state(1);
+	kill(1, SIGCONT);
+	if (pfd >= 0)
+		close(pfd);
+	if (kill(1, 0) < 0 && errno == ESRCH) /* EPERM: there, and not ours to signal */
+		return escaped("init is gone after the signals");
+	if (st == 'T' || st == 't' || st == 'Z' || st == 'X' || st == '?')
+		return escaped("init is in state '%c' after the signals", st);
+	return blocked("signals 1-%d to pid 1 (kill and pidfd_send_signal): init still runs (state %c)",
+		       SIGRTMIN - 1, st);
+}
+
+/* New namespaces of every kind, by unshare, clone3 and setns (to its own
+ * namespaces: even that needs CAP_SYS_ADMIN). Walls: seccomp (clone3 is
+ * ENOSYS so its flags can be checked on clone, CLONE_NEWUSER refused), no
+ * CAP_SYS_ADMIN. */
+static int probe_newns(int argc, char **argv)
+{
+	static const struct {
+		int flag;
+		const char *name;
+	} ns[] = {{CLONE_NEWNS, "mnt"},	  {CLONE_NEWUTS, "uts"},       {CLONE_NEWIPC, "ipc"},
+		  {CLONE_NEWNET, "net"},  {CLONE_NEWPID, "pid"},       {CLONE_NEWCGROUP, "cgroup"},
+		  {0x80 /* CLONE_NEWTIME */, "time"}};
+	char why[1024] = "";
+	int got = 0;
+	for (size_t i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		char what[32];
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid == 0)
+			_exit(unshare(ns[i].flag) == 0 ? 0 : errno);
+		int st = 0;
+		waitpid(pid, &st, 0);
+		int e = WIFEXITED(st) ? WEXITSTATUS(st) : EINTR;
+		got |= e == 0;
+		snprintf(what, sizeof(what), "unshare(%s)", ns[i].name);
+		note(why, sizeof(why), what, e);
+	}
+	struct {
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls, set_tid,
+		    set_tid_size, cgroup;
+	} ca = {.flags = CLONE_NEWNS | CLONE_NEWUSER | CLONE_NEWNET | CLONE_NEWPID, .exit_signal = SIGCHLD};
+	fflush(NULL);
+	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0)
+		_exit(0);
+	if (pid > 0) {
+		got = 1;
+		waitpid((pid_t)pid, NULL, 0);
+	}
+	note(why, sizeof(why), "clone3(NEWNS|NEWUSER|NEWNET|NEWPID)", pid > 0 ? 0 : errno);
+	static const char *const own[] = {"mnt", "net", "pid", "ipc", "uts", "user", "cgroup"};
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		char p[64], what[32];
+		snprintf(p, sizeof(p), "/proc/self/ns/%s", own[i]);
+		int fd = open(p, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		int r = setns(fd, 0);
+		close(fd);
+		/* setns to the user namespace one is in is EINVAL after the check */
+		if (r == 0)
+			got = 1;
+		snprintf(what, sizeof(what), "setns(own %s)", own[i]);
+		note(why, sizeof(why), what, r == 0 ? 0 : errno);
+	}
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
+/* personality(2) flags that weaken memory protection: READ_IMPLIES_EXEC
+ * (every readable mapping executable), MMAP_PAGE_ZERO (page 0 mapped, for
+ * NULL-dereference exploits). Wall: seccomp, which allows only the plain
+ * personalities (and ADDR_NO_RANDOMIZE, which replays need). */
+static int probe_personality(int argc, char **argv)
+{
+	char why[256] = "";
+	int got = 0;
+	static const struct {
+		unsigned long v;
+		const char *name;
+	} p[] = {{0x0400000, "READ_IMPLIES_EXEC"}, {0x0100000, "MMAP_PAGE_ZERO"}};
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
+		int r = personality(p[i].v);
+		int now = personality(0xffffffff);
+		bool set = r >= 0 && now >= 0 && ((unsigned long)now & p[i].v);
+		got |= set;
+		note(why, sizeof(why), p[i].name, set ? 0 : (r < 0 ? errno : EINVAL));
+		if (set)
+			personality(0);
+	}
+	return got ? escaped("set %s", why) : blocked("%s", why);
+}
+
+/* The kernel's usermode helpers run a program of the writer's choosing as
+ * the host's root: core_pattern (a pipe), modprobe, cgroup v1's
+ * release_agent (CVE-2022-0492: mount a v1 hierarchy in a new cgroup
+ * namespace, then write release_agent), binfmt_misc. Opened for writing only,
+ * never written. Walls: /proc/sys read-only, no /sys, seccomp on mount, no
+ * CAP_SYS_ADMIN. */
+static int probe_usermodehelper(int argc, char **argv)
+{
+	char why[1024] = "";
+	int got = 0;
+	static const char *const paths[] = {"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe",
+					    "/proc/sys/fs/binfmt_misc/register",
+					    "/sys/fs/cgroup/memory/release_agent",
+					    "/sys/fs/cgroup/rdma/release_agent"};
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			got = 1;
+			close(fd);
+		}
+		if (fd >= 0 || errno != ENOENT)
+			note(why, sizeof(why), paths[i], fd >= 0 ? 0 : errno);
+	}
+	char dir[] = "/tmp/probe-cg-XXXXXX";
+	if (mkdtemp(dir)) {
+		static const char *const opts[] = {"rdma", "memory", "none,name=probe"};
+		for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "mount cgroup v1 -o %s", opts[i]);
+			if (mount("cgroup", dir, "cgroup", 0, opts[i]) == 0) {
+				got = 1;
+				char ra[64];
+				snprintf(ra, sizeof(ra), "%s/release_agent", dir);
+				int fd = open(ra, O_WRONLY | O_CLOEXEC);
+				note(why, sizeof(why), what, 0);
+				note(why, sizeof(why), "open its release_agent", fd >= 0 ? 0 : errno);
+				if (fd >= 0)
+					close(fd);
+				umount2(dir, MNT_DETACH);
+			} else
+				note(why, sizeof(why), what, errno);
+		}
+		rmdir(dir);
+	}
+	return got ? escaped("%s", why) : blocked("%s", why);
+}
+
 static const struct probe_attack {
 	const char *name;
 	int (*fn)(int argc, char **argv); /* argv: the arguments after the name */
@@ -970,6 +1211,11 @@ static const struct probe_attack {
     {"abstract", probe_abstract},
     {"cgroup", probe_cgroup},
     {"procfiles", probe_procfiles},
+    {"initproc", probe_initproc},
+    {"signal_init", probe_signal_init},
+    {"newns", probe_newns},
+    {"personality", probe_personality},
+    {"usermodehelper", probe_usermodehelper},
     {"read", probe_read},
     {"write", probe_write},
     {"mount", probe_mount},

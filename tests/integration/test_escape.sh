@@ -229,3 +229,199 @@ t_strict_profile_blocks_every_probe() {
 	more_doors || { sbx rm "$ID"; return 1; }
 	sbx rm "$ID"
 }
+
+# What the environment writes, the host later reads and stores: a sparse
+# file costs the environment no disk (nor quota), so a snapshot must not
+# turn its holes into allocated zeros in the store (a `truncate -s 1T`
+# would fill the host's disk), and the content must come back the same.
+t_sparse_file_snapshot_stays_sparse() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'truncate -s 1G /root/sparse && printf middle | dd of=/root/sparse bs=1 seek=536870912 conv=notrunc 2>/dev/null && printf end >> /root/sparse'
+	snap=$(sbx snapshot "$ID")
+	used=$(du -s --block-size=1M "$SBX_ROOT/layers" | cut -f1)
+	[ "$used" -lt 64 ] || fail "a 1 GiB sparse file took $used MiB in the store's layers"
+	F=$(sbx fork "$snap")
+	assert_eq "$(sbx exec "$F" -- stat -c %s /root/sparse)" "1073741827"
+	assert_eq "$(sbx exec "$F" -- dd if=/root/sparse bs=1 skip=536870912 count=6 2>/dev/null)" "middle"
+	assert_eq "$(sbx exec "$F" -- tail -c 3 /root/sparse)" "end"
+	sbx rm "$ID" "$F" > /dev/null
+}
+
+# Init (pid 1, the host's sbx binary) out of reach: its /proc entries, its
+# memory and descriptors (process_vm_readv, pidfd_getfd, kcmp), every
+# signal (kill -9 1 included); afterwards the environment still runs
+# commands. Then new namespaces (unshare, clone3, setns), personality flags,
+# the kernel's usermode helpers (core_pattern, modprobe, release_agent), as
+# root, as a user (--user nobody) and in a template that is not the host.
+init_and_kernel_probes() {
+	local a
+	set +e
+	local rc=0
+	for a in initproc "signal_init inside" newns personality usermodehelper "ptrace 1"; do
+		# shellcheck disable=SC2086
+		attack $a || rc=1
+	done
+	set -e
+	[ $rc = 0 ] || return 1
+	out=$(sbx exec "$ID" -- sh -c 'kill -9 1; kill -STOP 1; kill -TERM 1; echo sent' 2>&1) || fail "kill 1: $out"
+	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
+}
+
+t_init_and_new_namespaces_out_of_reach() {
+	with_env
+	init_and_kernel_probes
+	sbx rm "$ID"
+	is_root || skip_ok "rootless maps one uid: --user has no other user to run as"
+	with_env --user nobody
+	init_and_kernel_probes
+	sbx rm "$ID"
+}
+
+t_init_probes_in_a_minimal_template() {
+	local r=$TMPDIR_TEST/rootfs
+	mkdir -p "$r/bin" "$r/tmp" "$r/proc" "$r/dev" "$r/etc" "$r/root" "$r/probe"
+	cp "$SBX_HELPERS/probe" "$r/bin/probe"
+	local bb
+	bb=$(command -v busybox || true)
+	[ -n "$bb" ] && file -L "$bb" 2> /dev/null | grep -q static || bb=/bin/busybox
+	[ -x "$bb" ] || skip "busybox-static is not installed"
+	cp "$bb" "$r/bin/busybox"
+	for a in sh kill echo; do ln -s busybox "$r/bin/$a"; done
+	echo "root:x:0:0:root:/root:/bin/sh" > "$r/etc/passwd"
+	ID=$(sbx create --template dir:"$r")
+	local PROBE=/bin/probe
+	init_and_kernel_probes
+	sbx rm "$ID"
+}
+
+# What one environment leaves in IPC objects is not another's: SysV shared
+# memory, /dev/shm, abstract unix sockets (the network namespace's), also
+# with an egress allowlist (the proxy's namespace is the environment's own).
+ipc_isolated() { # CREATE-OPTS...
+	local name=sbx-probe-$$-$RANDOM
+	A=$(sbx create -v "$(probe_volume)" "$@")
+	ID=$(sbx create -v "$(probe_volume)" "$@")
+	sbx exec "$A" -- sh -c 'ipcmk -M 4096 > /dev/null && echo A-SECRET > /dev/shm/a-marker'
+	sbx exec "$A" -- python3 -c "
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind('\0' + sys.argv[1]); s.listen(); time.sleep(30)" "$name" &
+	local lpid=$!
+	sleep 1
+	[ "$(sbx exec "$A" -- sh -c 'ipcs -m | grep -c 0x')" -ge 1 ] || { kill $lpid; fail "A's segment is not there"; }
+	out=$(sbx exec "$ID" -- sh -c 'ipcs -m; ls -A /dev/shm; cat /dev/shm/a-marker 2> /dev/null; true')
+	assert_not_contains "$out" "0x"
+	assert_not_contains "$out" "A-SECRET"
+	assert_not_contains "$out" "a-marker"
+	local rc=0
+	attack abstract "$name" || rc=1
+	kill $lpid 2> /dev/null || true
+	wait $lpid 2> /dev/null || true
+	sbx rm "$A" "$ID" > /dev/null
+	return $rc
+}
+
+t_ipc_isolated_between_environments() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	command -v ipcmk > /dev/null || skip "ipcmk (util-linux) is not installed"
+	ipc_isolated
+	ipc_isolated --network allow=example.com
+}
+
+# File capabilities are privilege, like setuid bits: the environment's root
+# may set them on its own files (CAP_SETFCAP in its namespace), but `sbx cp`
+# out of it, run by the host's root, must not hand the host a binary that
+# any host user can run with CAP_DAC_OVERRIDE (read /etc/shadow).
+t_cp_out_drops_file_capabilities() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'command -v setcap' > /dev/null || { sbx rm "$ID"; skip "setcap (libcap2-bin) is not installed"; }
+	sbx exec "$ID" -- sh -c 'mkdir -p /root/d && cp /bin/cat /root/d/cat && setcap cap_dac_override+ep /root/d/cat && cp /bin/cat /root/cat && setcap cap_dac_override+ep /root/cat'
+	sbx cp "$ID:/root/d" "$TMPDIR_TEST/d"
+	sbx cp "$ID:/root/cat" "$TMPDIR_TEST/cat"
+	for f in "$TMPDIR_TEST/d/cat" "$TMPDIR_TEST/cat"; do
+		[ -f "$f" ] || fail "$f was not copied"
+		if python3 -c 'import os, sys; os.getxattr(sys.argv[1], "security.capability")' "$f" 2> /dev/null; then
+			fail "$f reached the host with file capabilities: $(getcap "$f" 2>&1)"
+		fi
+	done
+	sbx rm "$ID"
+}
+
+# A fork bomb must meet the pids limit even where sbx has no cgroup
+# (rootless): the host's pid space (kernel.pid_max, often 32768) is shared,
+# and an unbounded bomb leaves no process for anyone on the host.
+t_pids_bounded_even_without_cgroups() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create --pids 64)
+	out=$(sbx exec "$ID" -- python3 -c '
+import os, signal, time
+kids = []
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(60)
+        os._exit(0)
+    kids.append(pid)
+print(len(kids))
+for k in kids:
+    os.kill(k, signal.SIGKILL)
+for k in kids:
+    os.waitpid(k, 0)
+')
+	[ "$out" -lt 64 ] || fail "$out processes started under --pids 64"
+	assert_eq "$(sbx exec "$ID" -- echo alive)" "alive"
+	sbx rm "$ID"
+}
+
+# A tree deeper than any walk descends (4500 nested
+# directories cost the environment nothing) must not outlive its
+# environment: `sbx rm` and `gc` leave no trash behind.
+t_deep_tree_is_removed_with_its_environment() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	ID=$(sbx create)
+	sbx exec "$ID" -- python3 -c '
+import os
+os.chdir("/root")
+for i in range(4500):
+    os.mkdir("d")
+    os.chdir("d")
+open("leaf", "w").write("x")'
+	sbx rm "$ID" > /dev/null
+	sbx gc > /dev/null
+	left=$(ls -A "$SBX_ROOT/envs")
+	[ -z "$left" ] || fail "left in the store after rm and gc: $left"
+}
+
+# The kernel's per-user inotify limits: an environment that takes every
+# inotify instance it can must leave some for another environment and for
+# the host user (rootless, all are the caller's uid on the host).
+t_inotify_exhaustion_stays_inside() {
+	command -v python3 > /dev/null || skip "python3 is not installed (scripts/deps.sh test installs it)"
+	A=$(sbx create)
+	ID=$(sbx create)
+	sbx exec "$A" -- python3 -c '
+import ctypes, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while libc.inotify_init1(0) >= 0:
+    n += 1
+print(n, flush=True)
+time.sleep(10)' > "$TMPDIR_TEST/a.out" &
+	local apid=$!
+	for _ in $(seq 50); do [ -s "$TMPDIR_TEST/a.out" ] && break; sleep 0.1; done
+	local check='import ctypes, os
+fd = ctypes.CDLL(None, use_errno=True).inotify_init1(0)
+print("ok" if fd >= 0 else os.strerror(ctypes.get_errno()))'
+	local other host
+	other=$(sbx exec "$ID" -- python3 -c "$check")
+	host=$(python3 -c "$check")
+	kill $apid 2> /dev/null || true
+	wait $apid 2> /dev/null || true
+	[ -s "$TMPDIR_TEST/a.out" ] || fail "the first environment did not report"
+	assert_eq "$other" "ok" "another environment's inotify_init1 after the first took $(cat "$TMPDIR_TEST/a.out")"
+	assert_eq "$host" "ok" "the host user's inotify_init1"
+	sbx rm "$A" "$ID" > /dev/null
+}

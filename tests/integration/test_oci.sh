@@ -75,7 +75,7 @@ def compress(raw, comp):
     return raw, "application/vnd.oci.image.layer.v1.tar"
 
 def image(layout, tag, tars, comp="gzip", env=None, cwd="/", diff_ids=None, blobs=None, extra_layers=0,
-          layer_digest=None):
+          layer_digest=None, user=None):
     """blobs: pre-made compressed blobs (list of (bytes, mediaType)) instead of compressing tars."""
     init(layout)
     layers, ids = [], []
@@ -90,6 +90,8 @@ def image(layout, tag, tars, comp="gzip", env=None, cwd="/", diff_ids=None, blob
     cfg = {"architecture": {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine),
            "os": "linux", "config": {"Env": env or ["PATH=/bin", "IMG=1"], "WorkingDir": cwd},
            "rootfs": {"type": "layers", "diff_ids": diff_ids if diff_ids is not None else ids}}
+    if user is not None:
+        cfg["config"]["User"] = user
     cb = json.dumps(cfg).encode()
     man = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": put(layout, cb), "size": len(cb)},
@@ -328,6 +330,24 @@ with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t:
 ociimg.image(L, 't', [buf.getvalue()])"
 	hostile no_tag "ociimg.image(L, 'other', [$T([{'name': 'f'}])])"
 	assert_contains "$LAST_ERR" "no image tagged 't'"
+	# Owners far outside the id range, a directory replaced by a symlink and
+	# written through (duplicate entries), '..' through a symlink to '.',
+	# whiteouts and opaque markers through a symlink.
+	hostile huge_uid "
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t:
+    ti = tarfile.TarInfo('f'); ti.uid = 4294967295; ti.gid = 4294967294; ti.size = 1; t.addfile(ti, io.BytesIO(b'x'))
+ociimg.image(L, 't', [buf.getvalue()])"
+	assert_contains "$LAST_ERR" "outside the id range"
+	hostile dup_dir_then_symlink "ociimg.image(L, 't', [$T([{'name': 'd', 'type': 'dir'}, {'name': 'd', 'type': 'sym', 'link': S}, {'name': 'd/evil', 'data': b'x'}])])"
+	hostile dotdot_via_self_link "ociimg.image(L, 't', [$T([{'name': 'x', 'type': 'sym', 'link': '.'}, {'name': 'x/x/x/../../../evil', 'data': b'x'}])])"
+	hostile whiteout_via_symlink "ociimg.image(L, 't', [$T([{'name': 'l', 'type': 'sym', 'link': S}, {'name': 'l/.wh.x'}])])"
+	hostile opaque_via_symlink "ociimg.image(L, 't', [$T([{'name': 'l', 'type': 'sym', 'link': S}, {'name': 'l/.wh..wh..opq'}])])"
+	# A User no create could honour must not quietly become root: uid -1
+	# (setresuid's "no change"), a group name that is a path.
+	hostile user_minus_one "ociimg.image(L, 't', [$T([{'name': 'f'}])], user='4294967295')"
+	assert_contains "$LAST_ERR" "User"
+	hostile user_bad_group "ociimg.image(L, 't', [$T([{'name': 'f'}])], user='app:../../etc')"
 	# Nothing was committed as a template, and the store is consistent.
 	timeout 60 "$SBX_BIN" fsck > /dev/null || fail "fsck found problems after the hostile imports"
 }
@@ -404,4 +424,51 @@ t_progress_on_a_terminal_only() {
 	grep -q "import: " "$TMPDIR_TEST/tty2.out" && fail "progress with --json"
 	python3 -c 'import json,sys; json.loads(open(sys.argv[1]).read())' "$TMPDIR_TEST/tty2.out" || fail "--json output is not clean JSON"
 	sbx rm "$ID" > /dev/null
+}
+
+# A zip-bomb-like layer: 512 MiB of zeros that zstd packs into kilobytes.
+# Within the import budget it is imported, and costs the store no disk
+# (zero blocks become holes), nor does the image's content change.
+t_import_zero_bomb_costs_no_disk() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	command -v zstd > /dev/null || skip "zstd is not installed"
+	oci_py
+	py "
+import ociimg, tarfile, io, subprocess
+class Zeros(io.RawIOBase):
+    def __init__(s, n): s.n = n
+    def readable(s): return True
+    def readinto(s, b):
+        k = min(len(b), s.n); b[:k] = bytes(k); s.n -= k; return k
+z = subprocess.Popen(['zstd', '-q', '-c'], stdin=subprocess.PIPE, stdout=open('$TMPDIR_TEST/bomb.zst', 'wb'))
+with tarfile.open(fileobj=z.stdin, mode='w|', format=tarfile.GNU_FORMAT) as t:
+    ti = tarfile.TarInfo('zeros'); ti.size = 512 << 20; t.addfile(ti, Zeros(ti.size))
+    ti = tarfile.TarInfo('tail'); ti.size = 4; t.addfile(ti, io.BytesIO(b'tail'))
+z.stdin.close(); z.wait()
+" || fail "building the layer failed"
+	# the tar's digest (the diff_id), without keeping the 2 GiB tar
+	local diff_id
+	diff_id=sha256:$(zstd -q -d -c "$TMPDIR_TEST/bomb.zst" | sha256sum | cut -d' ' -f1)
+	py "
+import ociimg, json
+L = '$TMPDIR_TEST/bomb'
+ociimg.init(L)
+blob = open('$TMPDIR_TEST/bomb.zst', 'rb').read()
+layers = [{'mediaType': 'application/vnd.oci.image.layer.v1.tar+zstd', 'digest': ociimg.put(L, blob), 'size': len(blob)}]
+cfg = json.dumps({'architecture': 'amd64', 'os': 'linux', 'config': {'Env': ['PATH=/bin']},
+                  'rootfs': {'type': 'layers', 'diff_ids': ['$diff_id']}}).encode()
+man = json.dumps({'schemaVersion': 2, 'mediaType': 'application/vnd.oci.image.manifest.v1+json',
+                  'config': {'mediaType': 'application/vnd.oci.image.config.v1+json', 'digest': ociimg.put(L, cfg), 'size': len(cfg)},
+                  'layers': layers}).encode()
+md = ociimg.put(L, man)
+json.dump({'schemaVersion': 2, 'manifests': [{'mediaType': 'application/vnd.oci.image.manifest.v1+json', 'digest': md,
+           'size': len(man), 'annotations': {'org.opencontainers.image.ref.name': 't'}}]}, open(L + '/index.json', 'w'))
+"
+	rm -f "$TMPDIR_TEST/bomb.zst"
+	sbx import "oci:$TMPDIR_TEST/bomb:t" --name bomb > /dev/null
+	used=$(du -s --block-size=1M "$SBX_ROOT" | cut -f1)
+	[ "$used" -lt 64 ] || fail "512 MiB of zeros took $used MiB in the store"
+	tree=$(ls -d "$SBX_ROOT"/layers/sha256/*/ | head -1)
+	assert_eq "$(stat -c %s "$tree/zeros")" "536870912"
+	assert_eq "$(cat "$tree/tail")" "tail"
 }
