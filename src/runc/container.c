@@ -765,25 +765,49 @@ int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err
 	return r;
 }
 
-int runc_list(const runc_globals *g, sbx_err **err)
+int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err)
 {
+	bool json = format && streq(format, "json");
+	if (format && !json && !streq(format, "table"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid format option '%s'", format);
+	_cleanup_json_ json_t *arr = json ? json_array() : NULL;
+	if (json && !arr)
+		return err_oom(err);
+	if (!json && !quiet)
+		printf("ID\tPID\tSTATUS\tBUNDLE\tCREATED\n");
 	DIR *d = opendir(g->root);
-	printf("ID\tPID\tSTATUS\tBUNDLE\tCREATED\n");
-	if (!d)
-		return 0;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		oci_state_rec rec = {0};
 		const char *status;
 		if (runc_load(g, de->d_name, &rec, &status, NULL) < 0)
 			continue;
-		printf("%s\t%d\t%s\t%s\t%s\n", rec.id, streq(status, "stopped") ? 0 : (int)rec.pid, status, rec.bundle,
-		       rec.created);
+		if (json) {
+			json_t *o = oci_state_json(&rec, status);
+			if (!o || json_array_append_new(arr, o) < 0) {
+				oci_state_rec_done(&rec);
+				closedir(d);
+				return err_oom(err);
+			}
+		} else if (quiet) {
+			printf("%s\n", rec.id);
+		} else {
+			printf("%s\t%d\t%s\t%s\t%s\n", rec.id, streq(status, "stopped") ? 0 : (int)rec.pid, status,
+			       rec.bundle, rec.created);
+		}
 		oci_state_rec_done(&rec);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	if (json) {
+		char *out = json_dumps(arr, JSON_COMPACT);
+		if (!out)
+			return err_oom(err);
+		printf("%s\n", out);
+		free(out);
+	}
 	return 0;
 }
 

@@ -126,7 +126,7 @@ static void usage(FILE *f)
 		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
 		   "  pause ID | resume ID | ps [--format json] ID | update --resources FILE|- ID\n"
-		   "  list | features | --version\n"
+		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
 }
 
@@ -313,7 +313,10 @@ int main(int argc, char **argv)
 	if (streq(cmd, "list")) {
 		opt o[] = {{"format", true, NULL}, {"f", true, NULL}, {"quiet", false, NULL}, {"q", false, NULL}};
 		PARSE(o, 0);
-		return runc_list(&G, &e) < 0 ? fail(e) : 0;
+		return runc_list(&G, optv(o, ARRAY_SIZE(o), "format") ?: optv(o, ARRAY_SIZE(o), "f"),
+				 optv(o, ARRAY_SIZE(o), "quiet") || optv(o, ARRAY_SIZE(o), "q"), &e) < 0
+			       ? fail(e)
+			       : 0;
 	}
 	if (streq(cmd, "features"))
 		return features();

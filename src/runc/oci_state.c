@@ -83,13 +83,18 @@ const char *oci_status_decide(const oci_observed *o)
 	return o->start_pending ? "created" : "running";
 }
 
-char *oci_state_report(const oci_state_rec *r, const char *status)
+json_t *oci_state_json(const oci_state_rec *r, const char *status)
 {
 	bool stopped = streq(status, "stopped");
-	_cleanup_json_ json_t *j =
-	    json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:O}", "ociVersion", OCI_SPEC_VERSION, "id", r->id, "pid",
-		      (json_int_t)(stopped ? 0 : r->pid), "status", status, "bundle", r->bundle, "rootfs", r->rootfs,
-		      "created", r->created, "owner", "", "annotations", r->annotations ? r->annotations : json_object());
+	return json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:o}", "ociVersion", OCI_SPEC_VERSION, "id", r->id, "pid",
+			 (json_int_t)(stopped ? 0 : r->pid), "status", status, "bundle", r->bundle, "rootfs", r->rootfs,
+			 "created", r->created, "owner", "",
+			 "annotations", r->annotations ? json_incref(r->annotations) : json_object());
+}
+
+char *oci_state_report(const oci_state_rec *r, const char *status)
+{
+	_cleanup_json_ json_t *j = oci_state_json(r, status);
 	if (!j)
 		return NULL;
 	return json_dumps(j, JSON_INDENT(2));

@@ -45,6 +45,8 @@ const char *oci_status_decide(const oci_observed *o);
  * once stopped, as runc reports), status, bundle, rootfs, created, owner,
  * annotations. malloc'd. */
 char *oci_state_report(const oci_state_rec *r, const char *status);
+/* The same object (a new reference), for `list --format json`. */
+json_t *oci_state_json(const oci_state_rec *r, const char *status);
 
 /* Parses /proc/<pid>/stat text: the state letter and field 22 (starttime).
  * The command name may hold spaces and ')' : the last ')' ends it. */

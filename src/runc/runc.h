@@ -89,7 +89,8 @@ int runc_delete(const runc_globals *g, const char *id, bool force, sbx_err **err
 int runc_pause(const runc_globals *g, const char *id, bool pause, sbx_err **err);
 int runc_ps(const runc_globals *g, const char *id, sbx_err **err);
 int runc_update(const runc_globals *g, const char *id, const char *resources_file, sbx_err **err);
-int runc_list(const runc_globals *g, sbx_err **err);
+/* format: NULL or "table", or "json" (an array of state objects); quiet: ids only. */
+int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err);
 /* Returns the exit status to use (detached: 0). */
 int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach,
 	      const char *pid_file, const char *console_socket, bool tty, sbx_err **err);

@@ -483,3 +483,45 @@ t_runc_systemd_path_kill_all() {
 	[ ! -d "$cg" ] || fail "cgroup left"
 	rmdir /sys/fs/cgroup/*/sbxtest.slice 2> /dev/null || true
 }
+
+# A tmpfs with a propagation option (docker --tmpfs and --mount type=tmpfs
+# write "rprivate"): the propagation applies to the new tmpfs, not to the
+# directory it covers (which is no mount point: EINVAL).
+t_runc_tmpfs_propagation() {
+	local b=$TMPDIR_TEST/b o
+	mk_bundle "$b" sh -c 'touch /x/a && echo wrote; grep " /[xy] " /proc/self/mountinfo; grep " /y " /proc/mounts'
+	edit_spec "$b" "c['mounts'] += [{'destination': '/x', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['noexec', 'nosuid', 'nodev', 'rprivate']}, {'destination': '/y', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['ro', 'rshared', 'size=1m']}]; c['root']['readonly'] = True"
+	o=$(R run --bundle "$b" tp1 2>&1) || fail "run: $o"
+	R delete --force tp1
+	assert_contains "$o" wrote
+	assert_contains "$o" "tmpfs /y tmpfs ro"
+	assert_not_contains "$(echo "$o" | grep ' /x ')" "shared:"
+	# rshared took on the new tmpfs (and only there: /x stays private).
+	assert_contains "$(echo "$o" | grep ' /y .* - ')" "shared:"
+}
+
+# list as runc prints it: a table, -q the ids only, --format json the state
+# objects as an array (go-runc's List parses that).
+t_runc_list_formats() {
+	local b=$TMPDIR_TEST/b o
+	mk_bundle "$b"
+	assert_eq "$(R list --format json)" "[]"
+	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" l1
+	o=$(R list --format json)
+	python3 -c '
+import json, sys
+l = json.loads(sys.argv[1])
+assert isinstance(l, list) and len(l) == 1, l
+s = l[0]
+assert s["id"] == "l1" and s["status"] == "created" and s["pid"] == int(sys.argv[2]), s
+assert s["bundle"] == sys.argv[3] and "created" in s and "ociVersion" in s, s
+' "$o" "$(cat "$TMPDIR_TEST/pid")" "$b" || fail "list --format json: $o"
+	assert_eq "$(R list -q)" l1
+	assert_eq "$(R list --quiet)" l1
+	o=$(R list)
+	assert_contains "$(echo "$o" | head -n 1)" "ID"
+	assert_contains "$(echo "$o" | sed -n 2p)" "l1"
+	assert_contains "$(echo "$o" | sed -n 2p)" "created"
+	expect_status 1 R list --format yaml
+	R delete --force l1
+}
