@@ -27,7 +27,7 @@ typedef struct hier {
 	bool v2;
 	bool cpuset;
 	bool freezer;
-	bool memory, pids, cpu;
+	bool memory, pids, cpu, blkio;
 } hier;
 
 /* Mounted cgroup hierarchies, from /proc/self/mountinfo (roots other than
@@ -64,6 +64,7 @@ static size_t hiers(hier *h)
 				x.memory |= streq(o, "memory");
 				x.pids |= streq(o, "pids");
 				x.cpu |= streq(o, "cpu");
+				x.blkio |= streq(o, "blkio");
 			}
 		}
 		bool dup = false;
@@ -145,6 +146,69 @@ static void dir_of(const hier *h, const char *path, char *out, size_t n)
 		out[0] = 0; /* too long: names nothing */
 }
 
+/* runc's conversion of a blkio weight [10, 1000] to io.weight [1, 10000]. */
+static uint64_t io_weight(uint64_t w) { return 1 + ((w < 10 ? 10 : w) - 10) * 9999 / 990; }
+
+/* blockIO: v1 blkio.* files (the bfq ones where the plain weight is
+ * missing), v2 io.max and io.weight. A weight with no weight file at all
+ * (no proportional I/O scheduler) is skipped, as docker already warned. */
+static int apply_blkio(const hier *h, const char *dir, const oci_resources *r, sbx_err **err)
+{
+	char v[128];
+	int e;
+	const char *wfile = NULL, *wdev = NULL;
+	if (h->v2) {
+		wfile = file_exists(dir, "io.bfq.weight") ? "io.bfq.weight" : file_exists(dir, "io.weight") ? "io.weight" : NULL;
+		wdev = wfile;
+	} else {
+		wfile = file_exists(dir, "blkio.weight")       ? "blkio.weight"
+			: file_exists(dir, "blkio.bfq.weight") ? "blkio.bfq.weight"
+							       : NULL;
+		wdev = file_exists(dir, "blkio.weight_device")	     ? "blkio.weight_device"
+		       : file_exists(dir, "blkio.bfq.weight_device") ? "blkio.bfq.weight_device"
+								     : NULL;
+	}
+	bool convert = h->v2 && wfile && streq(wfile, "io.weight");
+#define WB(file, ...)                                                                                    	do {                                                                                             		snprintf(v, sizeof(v), __VA_ARGS__);                                                     		if ((e = write_file(dir, file, v)) < 0)                                                  			return err_errnum(err, -e, "cgroup: write %s=%s in '%s'", file, v, dir);          	} while (0)
+	if (r->blkio_weight && wfile) {
+		uint64_t w = convert ? io_weight(r->blkio_weight) : r->blkio_weight;
+		if (h->v2)
+			WB(wfile, "default %" PRIu64, w);
+		else
+			WB(wfile, "%" PRIu64, w);
+	}
+	if (r->blkio_leaf_weight && !h->v2 && file_exists(dir, "blkio.leaf_weight"))
+		WB("blkio.leaf_weight", "%" PRIu64, r->blkio_leaf_weight);
+	for (size_t i = 0; i < r->n_blkio_devs; i++) {
+		const oci_blkio_dev *d = &r->blkio_devs[i];
+		if (d->kind == OCI_BLKIO_WEIGHT) {
+			if (!wdev || !d->value)
+				continue;
+			uint64_t w = convert ? io_weight(d->value) : d->value;
+			WB(wdev, "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, w);
+			if (d->leaf && !h->v2 && file_exists(dir, "blkio.leaf_weight_device"))
+				WB("blkio.leaf_weight_device", "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, d->leaf);
+			continue;
+		}
+		if (h->v2) {
+			static const char *const key[] = {[OCI_BLKIO_READ_BPS] = "rbps", [OCI_BLKIO_WRITE_BPS] = "wbps",
+							  [OCI_BLKIO_READ_IOPS] = "riops", [OCI_BLKIO_WRITE_IOPS] = "wiops"};
+			if (d->value)
+				WB("io.max", "%" PRId64 ":%" PRId64 " %s=%" PRIu64, d->major, d->minor, key[d->kind], d->value);
+			else
+				WB("io.max", "%" PRId64 ":%" PRId64 " %s=max", d->major, d->minor, key[d->kind]);
+		} else {
+			static const char *const file[] = {[OCI_BLKIO_READ_BPS] = "blkio.throttle.read_bps_device",
+							   [OCI_BLKIO_WRITE_BPS] = "blkio.throttle.write_bps_device",
+							   [OCI_BLKIO_READ_IOPS] = "blkio.throttle.read_iops_device",
+							   [OCI_BLKIO_WRITE_IOPS] = "blkio.throttle.write_iops_device"};
+			WB(file[d->kind], "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, d->value);
+		}
+	}
+#undef WB
+	return 0;
+}
+
 static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err **err)
 {
 	char v[64];
@@ -186,6 +250,10 @@ static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err
 			uint64_t s = r->cpu_shares < 2 ? 2 : r->cpu_shares > 262144 ? 262144 : r->cpu_shares;
 			W("cpu.weight", "%" PRIu64, 1 + ((s - 2) * 9999) / 262142);
 		}
+		/* swappiness and the OOM killer switch have no v2 files (runc
+		 * ignores them there too). */
+		if (file_exists(dir, "io.max") && apply_blkio(h, dir, r, err) < 0)
+			return -1;
 		return 0;
 	}
 	if (h->memory) {
@@ -198,7 +266,13 @@ static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err
 			W("memory.memsw.limit_in_bytes", "%" PRId64, r->memory_swap);
 		if (r->memory_reservation)
 			W("memory.soft_limit_in_bytes", "%" PRId64, r->memory_reservation);
+		if (r->has_swappiness)
+			W("memory.swappiness", "%" PRIu64, r->memory_swappiness);
+		if (r->disable_oom_killer)
+			W("memory.oom_control", "%d", r->disable_oom_killer > 0 ? 1 : 0);
 	}
+	if (h->blkio && apply_blkio(h, dir, r, err) < 0)
+		return -1;
 	if (h->pids && r->pids_limit) {
 		if (r->pids_limit > 0)
 			W("pids.max", "%" PRId64, r->pids_limit);

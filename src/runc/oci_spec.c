@@ -589,7 +589,47 @@ void oci_resources_done(oci_resources *r)
 		return;
 	free(r->cpuset_cpus);
 	free(r->cpuset_mems);
+	free(r->blkio_devs);
 	memset(r, 0, sizeof(*r));
+}
+
+/* blockIO's device lists, appended to res->blkio_devs. */
+static int parse_blkio_devs(const json_t *b, const char *k, oci_blkio_kind kind, oci_resources *res, sbx_err **err)
+{
+	json_t *a = json_object_get(b, k);
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > 1024)
+		return bad(err, k, "an array of at most 1024 devices");
+	oci_blkio_dev *v = realloc(res->blkio_devs, (res->n_blkio_devs + json_array_size(a) + 1) * sizeof(*v));
+	if (!v)
+		return err_oom(err);
+	res->blkio_devs = v;
+	size_t i;
+	json_t *d;
+	json_array_foreach (a, i, d) {
+		oci_blkio_dev x = {.kind = kind, .major = -1, .minor = -1};
+		int64_t w = 0, lw = 0;
+		int r;
+		if (!json_is_object(d))
+			return bad(err, k, "an array of {major, minor, ...}");
+		if ((r = get_int(d, "major", k, 0, UINT32_MAX, &x.major, err)) < 0 ||
+		    (r = get_int(d, "minor", k, 0, UINT32_MAX, &x.minor, err)) < 0)
+			return r;
+		if (x.major < 0 || x.minor < 0)
+			return bad(err, k, "an array of {major, minor, ...}");
+		if (kind == OCI_BLKIO_WEIGHT) {
+			if ((r = get_int(d, "weight", k, 0, 1000, &w, err)) < 0 ||
+			    (r = get_int(d, "leafWeight", k, 0, 1000, &lw, err)) < 0)
+				return r;
+			x.value = (uint64_t)w;
+			x.leaf = (uint64_t)lw;
+		} else if ((r = get_u64(d, "rate", k, &x.value, err)) < 0) {
+			return r;
+		}
+		res->blkio_devs[res->n_blkio_devs++] = x;
+	}
+	return 0;
 }
 
 int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err)
@@ -608,6 +648,42 @@ int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err)
 		      0 ||
 		  (r = get_int(m, "swap", "memory.swap", -1, INT64_MAX, &res.memory_swap, err)) < 0))
 		goto fail;
+	if (m && json_object_get(m, "swappiness") && !json_is_null(json_object_get(m, "swappiness"))) {
+		int64_t sw = -1;
+		/* docker sends -1 ("the default") when unset through the API */
+		if ((r = get_int(m, "swappiness", "memory.swappiness", -1, 100, &sw, err)) < 0)
+			goto fail;
+		res.has_swappiness = sw >= 0;
+		res.memory_swappiness = sw >= 0 ? (uint64_t)sw : 0;
+	}
+	if (m && json_object_get(m, "disableOOMKiller") && !json_is_null(json_object_get(m, "disableOOMKiller"))) {
+		bool d = false;
+		if ((r = get_bool(m, "disableOOMKiller", "memory.disableOOMKiller", &d, err)) < 0)
+			goto fail;
+		res.disable_oom_killer = d ? 1 : -1;
+	}
+	json_t *b = get_obj(j, "blockIO");
+	if ((r = check_obj(j, "blockIO", "resources.blockIO", err)) < 0)
+		goto fail;
+	if (b) {
+		int64_t w = 0, lw = 0;
+		if ((r = get_int(b, "weight", "blockIO.weight", 0, 1000, &w, err)) < 0 ||
+		    (r = get_int(b, "leafWeight", "blockIO.leafWeight", 0, 1000, &lw, err)) < 0)
+			goto fail;
+		res.blkio_weight = (uint64_t)w;
+		res.blkio_leaf_weight = (uint64_t)lw;
+		static const struct {
+			const char *key;
+			oci_blkio_kind kind;
+		} lists[] = {{"weightDevice", OCI_BLKIO_WEIGHT},
+			     {"throttleReadBpsDevice", OCI_BLKIO_READ_BPS},
+			     {"throttleWriteBpsDevice", OCI_BLKIO_WRITE_BPS},
+			     {"throttleReadIOPSDevice", OCI_BLKIO_READ_IOPS},
+			     {"throttleWriteIOPSDevice", OCI_BLKIO_WRITE_IOPS}};
+		for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
+			if ((r = parse_blkio_devs(b, lists[i].key, lists[i].kind, &res, err)) < 0)
+				goto fail;
+	}
 	if (p && (r = get_int(p, "limit", "pids.limit", -1, INT64_MAX, &res.pids_limit, err)) < 0)
 		goto fail;
 	if (c) {

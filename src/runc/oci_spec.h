@@ -98,15 +98,35 @@ extern const char *const oci_hook_names[OCI_HOOK_MAX];
 
 /* linux.resources. A zero (or absent) field means "not set": for `update`
  * that is "leave as it is", which is what docker update expects. */
+typedef enum oci_blkio_kind {
+	OCI_BLKIO_WEIGHT, /* weightDevice: value is the weight, leaf the leafWeight */
+	OCI_BLKIO_READ_BPS,
+	OCI_BLKIO_WRITE_BPS,
+	OCI_BLKIO_READ_IOPS,
+	OCI_BLKIO_WRITE_IOPS,
+} oci_blkio_kind;
+typedef struct oci_blkio_dev {
+	oci_blkio_kind kind;
+	int64_t major, minor;
+	uint64_t value; /* rate, or weight */
+	uint64_t leaf;	/* leafWeight (weightDevice only; 0: not set) */
+} oci_blkio_dev;
+
 typedef struct oci_resources {
 	int64_t memory_limit;	    /* bytes; -1 unlimited */
 	int64_t memory_reservation; /* bytes */
 	int64_t memory_swap;	    /* bytes (memory+swap); -1 unlimited */
+	bool has_swappiness;	    /* swappiness is given (0 is a value) */
+	uint64_t memory_swappiness; /* 0-100 */
+	int disable_oom_killer;	    /* 1 disable, -1 enable, 0 not set */
 	int64_t pids_limit;	    /* -1 unlimited */
 	uint64_t cpu_shares;
 	int64_t cpu_quota;   /* us per period; -1 unlimited */
 	uint64_t cpu_period; /* us */
 	char *cpuset_cpus, *cpuset_mems;
+	uint64_t blkio_weight, blkio_leaf_weight; /* 10-1000 */
+	oci_blkio_dev *blkio_devs;		  /* weightDevice and the throttles, in that order */
+	size_t n_blkio_devs;
 } oci_resources;
 
 typedef struct oci_spec {

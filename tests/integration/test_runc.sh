@@ -525,3 +525,38 @@ assert s["bundle"] == sys.argv[3] and "created" in s and "ociVersion" in s, s
 	expect_status 1 R list --format yaml
 	R delete --force l1
 }
+
+# linux.resources that docker run writes and runc applies: memory
+# swappiness and disableOOMKiller (--memory-swappiness, --oom-kill-disable),
+# blockIO throttles (--device-read-bps, --device-write-iops), and update
+# changes them too.
+t_runc_resources_memory_blkio() {
+	local b=$TMPDIR_TEST/b cg blk dev
+	[ -d /sys/fs/cgroup/memory ] || skip "a cgroup v1 memory hierarchy (swappiness, oom_control)"
+	blk=/sys/fs/cgroup/blkio
+	[ -e $blk/blkio.throttle.read_bps_device ] || skip "a cgroup v1 blkio hierarchy"
+	dev=$(for d in /sys/block/*; do case ${d##*/} in loop* | ram* | zram* | nbd*) ;; *) cat "$d/dev" && break ;; esac; done)
+	[ -n "$dev" ] || skip "a block device"
+	mk_bundle "$b"
+	edit_spec "$b" "
+maj, mnr = map(int, '$dev'.split(':'))
+c['linux']['cgroupsPath'] = '/sbxrunc-test/r1'
+c['linux']['resources'] = {'memory': {'limit': 100663296, 'swappiness': 10, 'disableOOMKiller': True},
+    'blockIO': {'throttleReadBpsDevice': [{'major': maj, 'minor': mnr, 'rate': 1048576}],
+                'throttleWriteIOPSDevice': [{'major': maj, 'minor': mnr, 'rate': 300}]}}"
+	R create --bundle "$b" r1
+	cg=/sys/fs/cgroup/memory/sbxrunc-test/r1
+	assert_eq "$(cat $cg/memory.swappiness)" 10
+	assert_contains "$(cat $cg/memory.oom_control)" "oom_kill_disable 1"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.read_bps_device)" "$dev 1048576"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.write_iops_device)" "$dev 300"
+	# update: absent fields stay, given ones change.
+	echo '{"memory": {"swappiness": 20}, "blockIO": {"throttleReadBpsDevice": [{"major": '"${dev%:*}"', "minor": '"${dev#*:}"', "rate": 2097152}]}}' | R update --resources - r1
+	assert_eq "$(cat $cg/memory.swappiness)" 20
+	assert_contains "$(cat $cg/memory.oom_control)" "oom_kill_disable 1"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.read_bps_device)" "$dev 2097152"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.write_iops_device)" "$dev 300"
+	R delete --force r1
+	[ ! -d "$blk/sbxrunc-test/r1" ] || fail "blkio cgroup left behind"
+	rmdir /sys/fs/cgroup/*/sbxrunc-test 2> /dev/null || true
+}

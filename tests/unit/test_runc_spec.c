@@ -148,6 +148,39 @@ TEST(resources_zero_is_unset)
 	CHECK(oci_resources_parse(bad, strlen(bad), &res, NULL) < 0);
 }
 
+/* swappiness 0 is a value (not "unset"); -1 is docker's "default"; blockIO
+ * device lists keep their kind and numbers; a weight over 1000 is refused. */
+TEST(resources_swappiness_oom_blkio)
+{
+	const char *r = "{\"memory\":{\"swappiness\":0,\"disableOOMKiller\":true},\"blockIO\":{\"weight\":300,"
+			"\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":200,\"leafWeight\":100}],"
+			"\"throttleReadBpsDevice\":[{\"major\":254,\"minor\":0,\"rate\":1048576}],"
+			"\"throttleWriteIOPSDevice\":[{\"major\":254,\"minor\":1,\"rate\":300}]}}";
+	oci_resources res = {0};
+	CHECK(oci_resources_parse(r, strlen(r), &res, NULL) == 0);
+	CHECK(res.has_swappiness && res.memory_swappiness == 0 && res.disable_oom_killer == 1);
+	CHECK(res.blkio_weight == 300 && res.n_blkio_devs == 3);
+	CHECK(res.blkio_devs[0].kind == OCI_BLKIO_WEIGHT && res.blkio_devs[0].value == 200 && res.blkio_devs[0].leaf == 100);
+	CHECK(res.blkio_devs[1].kind == OCI_BLKIO_READ_BPS && res.blkio_devs[1].major == 254 &&
+	      res.blkio_devs[1].value == 1048576);
+	CHECK(res.blkio_devs[2].kind == OCI_BLKIO_WRITE_IOPS && res.blkio_devs[2].minor == 1 && res.blkio_devs[2].value == 300);
+	oci_resources_done(&res);
+	const char *d = "{\"memory\":{\"swappiness\":-1,\"disableOOMKiller\":false}}";
+	CHECK(oci_resources_parse(d, strlen(d), &res, NULL) == 0);
+	CHECK(!res.has_swappiness && res.disable_oom_killer == -1 && res.n_blkio_devs == 0);
+	oci_resources_done(&res);
+	const char *bad[] = {"{\"blockIO\":{\"weight\":1001}}", "{\"memory\":{\"swappiness\":101}}",
+			     "{\"blockIO\":{\"throttleReadBpsDevice\":[{\"major\":-1,\"minor\":0,\"rate\":1}]}}",
+			     "{\"blockIO\":{\"throttleReadBpsDevice\":{}}}"};
+	for (size_t i = 0; i < 4; i++) {
+		sbx_err *e = NULL;
+		CHECK(oci_resources_parse(bad[i], strlen(bad[i]), &res, &e) < 0);
+		CHECK(e != NULL);
+		sbx_err_free(e);
+		oci_resources_done(&res);
+	}
+}
+
 TEST(signals)
 {
 	CHECK(oci_signal_parse("9") == SIGKILL);
