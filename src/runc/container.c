@@ -834,8 +834,8 @@ static int open_ns_fds(pid_t pid, int *fds, size_t *n, sbx_err **err)
 	return 0;
 }
 
-int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach, const char *pid_file,
-	      const char *console_socket, bool tty, sbx_err **err)
+int runc_exec(const runc_globals *g, const char *id, const char *process_file, const oci_exec_args *xa,
+	      bool detach, const char *pid_file, const char *console_socket, bool tty, sbx_err **err)
 {
 	oci_state_rec rec = {0};
 	const char *status;
@@ -861,16 +861,25 @@ int runc_exec(const runc_globals *g, const char *id, const char *process_file, b
 	snprintf(p, sizeof(p), "%s/config.json", rec.bundle);
 	if (fs_read_file(p, 16 << 20, &ctxt, &clen) == 0)
 		(void)oci_spec_parse(ctxt, clen, &spec, NULL);
-	if (!process_file) {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec needs --process FILE");
-		goto done;
+	if (process_file) {
+		if (fs_read_file(process_file, 16 << 20, &txt, &len) < 0) {
+			err_errno(err, "read '%s'", process_file);
+			goto done;
+		}
+		if (oci_process_parse(txt, len, &proc, err) < 0)
+			goto done;
+	} else {
+		/* runc exec ID CMD...: the bundle's process, overridden. */
+		_cleanup_json_ json_t *cj = ctxt ? json_loadb(ctxt, clen, 0, NULL) : NULL;
+		_cleanup_json_ json_t *pj = NULL;
+		if (!xa || !xa->argv) {
+			err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec needs --process FILE or a command");
+			goto done;
+		}
+		if (oci_exec_process(cj ? json_object_get(cj, "process") : NULL, xa, &pj, err) < 0 ||
+		    oci_process_parse_json(pj, &proc, err) < 0)
+			goto done;
 	}
-	if (fs_read_file(process_file, 16 << 20, &txt, &len) < 0) {
-		err_errno(err, "read '%s'", process_file);
-		goto done;
-	}
-	if (oci_process_parse(txt, len, &proc, err) < 0)
-		goto done;
 	if (tty)
 		proc.terminal = true;
 	unsigned walls = runc_walls(g, rec.annotations);

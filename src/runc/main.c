@@ -50,21 +50,32 @@ static void log_error(const char *msg)
 	fclose(f);
 }
 
+#define OPT_MULTI_MAX 64
+
 typedef struct opt {
 	const char *name;
 	bool has_arg;
 	const char *value; /* set when seen: the argument, or "" for a flag */
+	bool multi;	   /* repeatable (runc exec --env, --cap, --additional-gids): every value in vals */
+	const char *vals[OPT_MULTI_MAX + 1];
+	size_t n_vals;
 } opt;
 
 /* Consumes options from argv[*i...] (stops at the first positional or
- * "--"); unknown options are an error. Positionals are collected into pos. */
-static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
-		      size_t max_pos)
+ * "--"); unknown options are an error. Positionals are collected into pos.
+ * With ret_rest, parsing stops once max_pos positionals are in: what follows
+ * is a command line (runc exec ID CMD ARGS...), returned there. */
+static int parse_opts_rest(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
+			   size_t max_pos, char ***ret_rest)
 {
 	bool only_pos = false;
 	for (int i = start; i < argc; i++) {
 		char *a = argv[i];
 		if (only_pos || a[0] != '-' || streq(a, "-")) {
+			if (ret_rest && *n_pos >= max_pos) {
+				*ret_rest = argv + i;
+				return 0;
+			}
 			if (*n_pos >= max_pos) {
 				/* exec's trailing command line (runc exec ID cmd...): ignored
 				 * here since engines always pass --process. */
@@ -101,12 +112,27 @@ static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts
 				log_error(m);
 				return -1;
 			}
+			if (o->multi) {
+				if (o->n_vals >= OPT_MULTI_MAX) {
+					log_error("too many values for one option");
+					return -1;
+				}
+				o->vals[o->n_vals++] = o->value;
+			}
 		} else {
 			/* Go booleans: --flag, --flag=true, --flag=false. */
 			o->value = eq && (streq(eq + 1, "false") || streq(eq + 1, "0")) ? NULL : "";
 		}
 	}
+	if (ret_rest)
+		*ret_rest = argv + argc;
 	return 0;
+}
+
+static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
+		      size_t max_pos)
+{
+	return parse_opts_rest(argc, argv, start, opts, n_opts, pos, n_pos, max_pos, NULL);
 }
 
 static const char *optv(const opt *opts, size_t n, const char *name)
@@ -125,6 +151,7 @@ static void usage(FILE *f)
 		   "  create --bundle DIR [--pid-file F] [--console-socket S] [--no-pivot] [--no-new-keyring] ID\n"
 		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
+		   "  exec [--cwd D] [-e K=V]... [-u UID[:GID]] [-g GID]... [--cap CAP]... [--no-new-privs] [-t] ID CMD...\n"
 		   "  pause ID | resume ID | ps [--format json] ID | update --resources FILE|- ID\n"
 		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
@@ -298,16 +325,61 @@ int main(int argc, char **argv)
 		return runc_update(&G, pos[0], f, &e) < 0 ? fail(e) : 0;
 	}
 	if (streq(cmd, "exec")) {
-		opt o[] = {{"process", true, NULL},	   {"p", true, NULL},	       {"detach", false, NULL},
-			   {"d", false, NULL},		   {"pid-file", true, NULL},   {"console-socket", true, NULL},
-			   {"tty", false, NULL},	   {"t", false, NULL},	       {"preserve-fds", true, NULL},
-			   {"no-new-privs", false, NULL}, {"cgroup", true, NULL}};
-		PARSE(o, 1);
+		opt o[] = {{"process", true, NULL},
+			   {"p", true, NULL},
+			   {"detach", false, NULL},
+			   {"d", false, NULL},
+			   {"pid-file", true, NULL},
+			   {"console-socket", true, NULL},
+			   {"tty", false, NULL},
+			   {"t", false, NULL},
+			   {"preserve-fds", true, NULL},
+			   {"no-new-privs", false, NULL},
+			   {"cgroup", true, NULL},
+			   {"ignore-paused", false, NULL},
+			   {"cwd", true, NULL},
+			   {"user", true, NULL},
+			   {"u", true, NULL},
+			   {"env", true, NULL, true},
+			   {"e", true, NULL, true},
+			   {"additional-gids", true, NULL, true},
+			   {"g", true, NULL, true},
+			   {"cap", true, NULL, true},
+			   {"c", true, NULL, true}};
+		char **rest = NULL;
+		if (parse_opts_rest(argc, argv, i, o, ARRAY_SIZE(o), pos, &np, 1, &rest) < 0)
+			return 1;
 		NEED_ID();
-		int r = runc_exec(&G, pos[0], optv(o, ARRAY_SIZE(o), "process") ?: optv(o, ARRAY_SIZE(o), "p"),
+		if (optv(o, ARRAY_SIZE(o), "preserve-fds") && atoi(optv(o, ARRAY_SIZE(o), "preserve-fds")) > 0) {
+			log_error("--preserve-fds is not supported");
+			return 1;
+		}
+		/* Repeatable options: both spellings, in order of the long one first. */
+		const char *env[2 * OPT_MULTI_MAX + 1] = {0}, *gids[2 * OPT_MULTI_MAX + 1] = {0},
+			   *caps[2 * OPT_MULTI_MAX + 1] = {0};
+		const struct {
+			const char *l, *s;
+			const char **out;
+		} multi[] = {{"env", "e", env}, {"additional-gids", "g", gids}, {"cap", "c", caps}};
+		for (size_t m = 0; m < ARRAY_SIZE(multi); m++) {
+			size_t k = 0;
+			for (size_t x = 0; x < ARRAY_SIZE(o); x++)
+				if (streq(o[x].name, multi[m].l) || streq(o[x].name, multi[m].s))
+					for (size_t v = 0; v < o[x].n_vals; v++)
+						multi[m].out[k++] = o[x].vals[v];
+		}
+		bool tty = optv(o, ARRAY_SIZE(o), "tty") || optv(o, ARRAY_SIZE(o), "t");
+		oci_exec_args xa = {.argv = rest && *rest ? rest : NULL,
+				    .cwd = optv(o, ARRAY_SIZE(o), "cwd"),
+				    .user = optv(o, ARRAY_SIZE(o), "user") ?: optv(o, ARRAY_SIZE(o), "u"),
+				    .env = env,
+				    .gids = gids,
+				    .caps = caps,
+				    .tty = tty,
+				    .no_new_privs = optv(o, ARRAY_SIZE(o), "no-new-privs") != NULL};
+		int r = runc_exec(&G, pos[0], optv(o, ARRAY_SIZE(o), "process") ?: optv(o, ARRAY_SIZE(o), "p"), &xa,
 				  optv(o, ARRAY_SIZE(o), "detach") || optv(o, ARRAY_SIZE(o), "d"),
-				  optv(o, ARRAY_SIZE(o), "pid-file"), optv(o, ARRAY_SIZE(o), "console-socket"),
-				  optv(o, ARRAY_SIZE(o), "tty") || optv(o, ARRAY_SIZE(o), "t"), &e);
+				  optv(o, ARRAY_SIZE(o), "pid-file"), optv(o, ARRAY_SIZE(o), "console-socket"), tty, &e);
 		return r < 0 ? fail(e) : r;
 	}
 	if (streq(cmd, "list")) {

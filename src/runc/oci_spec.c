@@ -593,6 +593,102 @@ void oci_resources_done(oci_resources *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static int id_parse(const char *s, uint32_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || v > UINT32_MAX || *s == '-')
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int append_strs(json_t *o, const char *k, const char *const *v)
+{
+	if (!v || !*v)
+		return 0;
+	json_t *a = json_object_get(o, k);
+	if (!a || !json_is_array(a)) {
+		a = json_array();
+		if (!a || json_object_set_new(o, k, a) < 0)
+			return -ENOMEM;
+	}
+	for (; *v; v++)
+		if (json_array_append_new(a, json_string(*v)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int oci_exec_process(const json_t *spec_process, const oci_exec_args *a, json_t **ret, sbx_err **err)
+{
+	if (!a->argv || !a->argv[0])
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec args cannot be empty");
+	_cleanup_json_ json_t *p = json_is_object(spec_process) ? json_deep_copy(spec_process) : json_object();
+	_cleanup_json_ json_t *args = json_array();
+	if (!p || !args)
+		return err_oom(err);
+	for (char *const *v = a->argv; *v; v++)
+		if (json_array_append_new(args, json_string(*v)) < 0)
+			return err_oom(err);
+	if (json_object_set(p, "args", args) < 0 || append_strs(p, "env", a->env) < 0 ||
+	    json_object_set_new(p, "terminal", json_boolean(a->tty)) < 0)
+		return err_oom(err);
+	if (a->cwd && json_object_set_new(p, "cwd", json_string(a->cwd)) < 0)
+		return err_oom(err);
+	if (a->no_new_privs && json_object_set_new(p, "noNewPrivileges", json_true()) < 0)
+		return err_oom(err);
+	json_t *u = json_object_get(p, "user");
+	if (!json_is_object(u)) {
+		u = json_pack("{s:i,s:i}", "uid", 0, "gid", 0);
+		if (!u || json_object_set_new(p, "user", u) < 0)
+			return err_oom(err);
+	}
+	if (a->user) {
+		_cleanup_free_ char *dup = strdup(a->user);
+		if (!dup)
+			return err_oom(err);
+		char *colon = strchr(dup, ':');
+		uint32_t uid, gid;
+		if (colon)
+			*colon = 0;
+		if (id_parse(dup, &uid) < 0 || (colon && id_parse(colon + 1, &gid) < 0))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--user '%s': want uid[:gid], numbers",
+				       a->user);
+		if (json_object_set_new(u, "uid", json_integer(uid)) < 0 ||
+		    (colon && json_object_set_new(u, "gid", json_integer(gid)) < 0))
+			return err_oom(err);
+	}
+	for (const char *const *g = a->gids; g && *g; g++) {
+		uint32_t gid;
+		if (id_parse(*g, &gid) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--additional-gids '%s': want a number", *g);
+		json_t *l = json_object_get(u, "additionalGids");
+		if (!json_is_array(l)) {
+			l = json_array();
+			if (!l || json_object_set_new(u, "additionalGids", l) < 0)
+				return err_oom(err);
+		}
+		if (json_array_append_new(l, json_integer(gid)) < 0)
+			return err_oom(err);
+	}
+	if (a->caps && *a->caps) {
+		json_t *c = json_object_get(p, "capabilities");
+		if (!json_is_object(c)) {
+			c = json_object();
+			if (!c || json_object_set_new(p, "capabilities", c) < 0)
+				return err_oom(err);
+		}
+		/* Not inheritable: runc 1.1 stopped adding there (CVE-2022-29162). */
+		static const char *const sets[] = {"bounding", "effective", "permitted", "ambient"};
+		for (size_t i = 0; i < ARRAY_SIZE(sets); i++)
+			if (append_strs(c, sets[i], a->caps) < 0)
+				return err_oom(err);
+	}
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
 /* blockIO's device lists, appended to res->blkio_devs. */
 static int parse_blkio_devs(const json_t *b, const char *k, oci_blkio_kind kind, oci_resources *res, sbx_err **err)
 {

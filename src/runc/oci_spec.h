@@ -165,6 +165,21 @@ static inline void oci_spec_freep(oci_spec **s)
 
 /* A process object (config.json's "process", or exec's process.json). */
 int oci_process_parse_json(const json_t *j, oci_process *ret, sbx_err **err);
+
+/* `exec ID CMD...` without --process, as runc builds it: the bundle's
+ * process with args replaced, env appended, and cwd, user ("uid[:gid]"),
+ * additional gids, capabilities (added to bounding, effective, permitted and
+ * ambient, as runc 1.1 does), terminal
+ * and noNewPrivileges overridden where given. */
+typedef struct oci_exec_args {
+	char *const *argv; /* NULL-terminated, at least one element */
+	const char *cwd;   /* NULL: the spec's */
+	const char *user;  /* NULL: the spec's */
+	const char *const *env, *const *gids, *const *caps; /* NULL-terminated or NULL */
+	bool tty, no_new_privs;
+} oci_exec_args;
+/* A new process object in *ret. spec_process may be NULL (an empty one). */
+int oci_exec_process(const json_t *spec_process, const oci_exec_args *a, json_t **ret, sbx_err **err);
 int oci_process_parse(const char *text, size_t len, oci_process *ret, sbx_err **err);
 void oci_process_done(oci_process *p);
 

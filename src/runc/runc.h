@@ -91,9 +91,10 @@ int runc_ps(const runc_globals *g, const char *id, sbx_err **err);
 int runc_update(const runc_globals *g, const char *id, const char *resources_file, sbx_err **err);
 /* format: NULL or "table", or "json" (an array of state objects); quiet: ids only. */
 int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err);
-/* Returns the exit status to use (detached: 0). */
-int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach,
-	      const char *pid_file, const char *console_socket, bool tty, sbx_err **err);
+/* Returns the exit status to use (detached: 0). The process is process_file's,
+ * or without one built from the bundle's process and xa (runc exec ID CMD...). */
+int runc_exec(const runc_globals *g, const char *id, const char *process_file, const oci_exec_args *xa,
+	      bool detach, const char *pid_file, const char *console_socket, bool tty, sbx_err **err);
 
 /* Loads <root>/<id>/state.json and observes the process. -ENOENT (with err
  * "container does not exist") if there is no such container. */

@@ -560,3 +560,28 @@ c['linux']['resources'] = {'memory': {'limit': 100663296, 'swappiness': 10, 'dis
 	[ ! -d "$blk/sbxrunc-test/r1" ] || fail "blkio cgroup left behind"
 	rmdir /sys/fs/cgroup/*/sbxrunc-test 2> /dev/null || true
 }
+
+# runc exec ID CMD... without --process: the bundle's process with the
+# command replaced and --env/--cwd/--user/--additional-gids/--cap applied;
+# options after the id belong to the command.
+t_runc_exec_command_line() {
+	local b=$TMPDIR_TEST/b o
+	mk_bundle "$b" sleep 100
+	R create --bundle "$b" x1
+	R start x1
+	o=$(R exec x1 sh -c 'echo "$0 $FOO $(pwd) $(id -u):$(id -g)"' 2>&1) || fail "exec: $o"
+	assert_eq "$o" "sh bar / 0:0"
+	o=$(R exec --env A=1 -e B=2 --cwd /tmp -u 65534:65534 -g 5 -g 7 x1 sh -c 'echo "$A$B $FOO $(pwd) $(id -u):$(id -g) $(id -G)"' 2>&1) || fail "exec: $o"
+	assert_eq "$o" "12 bar /tmp 65534:65534 65534 5 7"
+	# The exit status is the command's; a missing command is runc's error.
+	expect_status 3 R exec x1 sh -c 'exit 3'
+	expect_status 1 R exec x1 nosuchcmd
+	assert_contains "$ERR" 'executable file not found'
+	expect_status 1 R exec x1
+	assert_contains "$ERR" "exec needs --process FILE or a command"
+	# --cap adds to the sets (within sbx's safe set: KILL is in it).
+	edit_spec "$b" "c['process']['capabilities'] = {k: ['CAP_CHOWN'] for k in ['bounding', 'effective', 'permitted']}"
+	o=$(R exec --cap CAP_KILL x1 grep CapEff /proc/self/status)
+	assert_contains "$o" "0000000000000021"
+	R delete --force x1
+}

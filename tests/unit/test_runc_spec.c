@@ -322,3 +322,46 @@ TEST(devices)
 	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"x\",\"type\":\"c\"}]}}";
 	CHECK(oci_spec_parse(bad, strlen(bad), &s, NULL) < 0);
 }
+
+/* runc exec ID CMD...: the spec's process, args replaced, env appended,
+ * user/gids/caps/cwd/terminal overridden; bad ids refused. */
+TEST(exec_process_from_spec)
+{
+	json_t *sp = json_loads("{\"args\":[\"sleep\"],\"env\":[\"PATH=/bin\"],\"cwd\":\"/\",\"terminal\":true,"
+				"\"user\":{\"uid\":5,\"gid\":6},\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"],"
+				"\"inheritable\":[]}}",
+				0, NULL);
+	char *argv[] = {"sh", "-c", "x", NULL};
+	const char *env[] = {"A=1", NULL}, *gids[] = {"7", NULL}, *caps[] = {"CAP_KILL", NULL};
+	oci_exec_args a = {.argv = argv, .cwd = "/tmp", .user = "10", .env = env, .gids = gids, .caps = caps};
+	json_t *p = NULL;
+	CHECK(oci_exec_process(sp, &a, &p, NULL) == 0);
+	oci_process pr = {0};
+	CHECK(oci_process_parse_json(p, &pr, NULL) == 0);
+	CHECK(streq(pr.args[0], "sh") && streq(pr.args[2], "x") && !pr.args[3]);
+	CHECK(streq(pr.env[0], "PATH=/bin") && streq(pr.env[1], "A=1") && !pr.env[2]);
+	CHECK(streq(pr.cwd, "/tmp") && !pr.terminal);
+	CHECK(pr.user.uid == 10 && pr.user.gid == 6 && pr.user.n_additional_gids == 1 && pr.user.additional_gids[0] == 7);
+	CHECK(pr.caps.bounding == ((1ull << 0) | (1ull << 5)) && pr.caps.effective == (1ull << 5) && pr.caps.inheritable == 0);
+	oci_process_done(&pr);
+	json_decref(p);
+	/* the spec's own process is left as it was */
+	CHECK(json_array_size(json_object_get(sp, "env")) == 1);
+	const char *bad_users[] = {"x", "1:y", "-1", "1:", "99999999999"};
+	for (size_t i = 0; i < 5; i++) {
+		sbx_err *e = NULL;
+		a.user = bad_users[i];
+		CHECK(oci_exec_process(sp, &a, &p, &e) < 0 && e);
+		sbx_err_free(e);
+	}
+	a.user = NULL;
+	a.argv = (char *[]){NULL};
+	CHECK(oci_exec_process(sp, &a, &p, NULL) < 0);
+	/* no spec process at all: an empty one, root */
+	a.argv = argv;
+	CHECK(oci_exec_process(NULL, &a, &p, NULL) == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")) == 0);
+	json_decref(p);
+	json_decref(sp);
+}
+
