@@ -719,8 +719,51 @@ int runc_pause(const runc_globals *g, const char *id, bool pause, sbx_err **err)
 	return r;
 }
 
-int runc_ps(const runc_globals *g, const char *id, sbx_err **err)
+/* Runs ps (the host's, with args or "-ef") and returns its stdout. */
+static int run_ps(char *const *args, char **ret, sbx_err **err)
 {
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return err_errno(err, "pipe");
+	_cleanup_close_ int rd = pp[0];
+	pid_t c = fork();
+	if (c < 0) {
+		close(pp[1]);
+		return err_errno(err, "fork");
+	}
+	if (c == 0) {
+		char *argv[64] = {"ps"};
+		size_t n = 1;
+		if (!args || !*args)
+			argv[n++] = "-ef";
+		for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
+			argv[n++] = *args;
+		argv[n] = NULL;
+		if (dup2(pp[1], 1) < 0)
+			_exit(127);
+		execvp("ps", argv);
+		_exit(127);
+	}
+	close(pp[1]);
+	_cleanup_free_ char *txt = NULL;
+	size_t len = 0;
+	int r = fd_read_all(rd, 16 << 20, &txt, &len);
+	int st = 0;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return err_errno(err, "read ps's output");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return err_set(err, SBX_E_INTERNAL, EIO, "ps failed (status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	*ret = TAKE_PTR(txt);
+	return 0;
+}
+
+int runc_ps(const runc_globals *g, const char *id, const char *format, char *const *ps_args, sbx_err **err)
+{
+	bool json = format && streq(format, "json");
+	if (format && !json && !streq(format, "table"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid format option '%s'", format);
 	oci_state_rec rec = {0};
 	const char *status;
 	if (runc_load(g, id, &rec, &status, err) < 0)
@@ -731,11 +774,24 @@ int runc_ps(const runc_globals *g, const char *id, sbx_err **err)
 	oci_state_rec_done(&rec);
 	if (r < 0)
 		return err_errnum(err, -r, "read the container's cgroup");
-	printf("[");
-	for (size_t i = 0; i < n; i++)
-		printf("%s%d", i ? "," : "", (int)pids[i]);
-	printf("]\n");
+	if (json) {
+		printf("[");
+		for (size_t i = 0; i < n; i++)
+			printf("%s%d", i ? "," : "", (int)pids[i]);
+		printf("]\n");
+		free(pids);
+		return 0;
+	}
+	_cleanup_free_ char *out = NULL, *table = NULL;
+	if (run_ps(ps_args, &out, err) < 0) {
+		free(pids);
+		return -1;
+	}
+	r = oci_ps_filter(out, pids, n, &table);
 	free(pids);
+	if (r < 0)
+		return err_errnum(err, -r, "ps's output has no PID column");
+	fputs(table, stdout);
 	return 0;
 }
 

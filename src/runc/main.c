@@ -71,11 +71,12 @@ static int parse_opts_rest(int argc, char **argv, int start, opt *opts, size_t n
 	bool only_pos = false;
 	for (int i = start; i < argc; i++) {
 		char *a = argv[i];
+		if (ret_rest && *n_pos >= max_pos) {
+			/* everything after the id, options too, is the command's */
+			*ret_rest = argv + i;
+			return 0;
+		}
 		if (only_pos || a[0] != '-' || streq(a, "-")) {
-			if (ret_rest && *n_pos >= max_pos) {
-				*ret_rest = argv + i;
-				return 0;
-			}
 			if (*n_pos >= max_pos) {
 				/* exec's trailing command line (runc exec ID cmd...): ignored
 				 * here since engines always pass --process. */
@@ -152,7 +153,7 @@ static void usage(FILE *f)
 		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
 		   "  exec [--cwd D] [-e K=V]... [-u UID[:GID]] [-g GID]... [--cap CAP]... [--no-new-privs] [-t] ID CMD...\n"
-		   "  pause ID | resume ID | ps [--format json] ID | update --resources FILE|- ID\n"
+		   "  pause ID | resume ID | ps [--format table|json] ID [PS-ARGS...] | update --resources FILE|- ID\n"
 		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
 }
@@ -309,9 +310,13 @@ int main(int argc, char **argv)
 	}
 	if (streq(cmd, "ps")) {
 		opt o[] = {{"format", true, NULL}, {"f", true, NULL}};
-		PARSE(o, 1);
+		char **rest = NULL;
+		if (parse_opts_rest(argc, argv, i, o, ARRAY_SIZE(o), pos, &np, 1, &rest) < 0)
+			return 1;
 		NEED_ID();
-		return runc_ps(&G, pos[0], &e) < 0 ? fail(e) : 0;
+		return runc_ps(&G, pos[0], optv(o, ARRAY_SIZE(o), "format") ?: optv(o, ARRAY_SIZE(o), "f"), rest, &e) < 0
+			       ? fail(e)
+			       : 0;
 	}
 	if (streq(cmd, "update")) {
 		opt o[] = {{"resources", true, NULL}, {"r", true, NULL}};

@@ -209,3 +209,74 @@ int oci_cgroup_path(const char *cgroups_path, const char *id, bool systemd, char
 	*ret = out;
 	return 0;
 }
+
+/* The n-th (0-based) whitespace-separated field of a line as a number, or -1. */
+static long field_num(const char *line, size_t len, int n)
+{
+	size_t i = 0;
+	for (int f = 0;; f++) {
+		while (i < len && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		if (i >= len)
+			return -1;
+		size_t st = i;
+		while (i < len && line[i] != ' ' && line[i] != '\t')
+			i++;
+		if (f == n) {
+			long v = 0;
+			for (size_t k = st; k < i; k++) {
+				if (line[k] < '0' || line[k] > '9' || v > 1000000000L)
+					return -1;
+				v = v * 10 + (line[k] - '0');
+			}
+			return i > st ? v : -1;
+		}
+	}
+}
+
+int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret)
+{
+	const char *nl = strchr(ps_out, '\n');
+	size_t hlen = nl ? (size_t)(nl - ps_out) : strlen(ps_out);
+	/* The PID column's index in the header. */
+	int col = -1;
+	size_t i = 0;
+	for (int f = 0; i < hlen; f++) {
+		while (i < hlen && (ps_out[i] == ' ' || ps_out[i] == '\t'))
+			i++;
+		size_t st = i;
+		while (i < hlen && ps_out[i] != ' ' && ps_out[i] != '\t')
+			i++;
+		if (i > st && i - st == 3 && memcmp(ps_out + st, "PID", 3) == 0) {
+			col = f;
+			break;
+		}
+	}
+	if (col < 0)
+		return -EINVAL;
+	size_t total = strlen(ps_out);
+	char *out = malloc(total + 2);
+	if (!out)
+		return -ENOMEM;
+	size_t o = 0;
+	memcpy(out, ps_out, hlen);
+	o = hlen;
+	out[o++] = '\n';
+	for (const char *l = nl ? nl + 1 : ps_out + total; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		long pid = field_num(l, len, col);
+		for (size_t k = 0; pid > 0 && k < n; k++)
+			if (pids[k] == (pid_t)pid) {
+				memcpy(out + o, l, len);
+				o += len;
+				out[o++] = '\n';
+				break;
+			}
+		l += len + (e ? 1 : 0);
+	}
+	out[o] = 0;
+	*ret = out;
+	return 0;
+}
+

@@ -62,3 +62,8 @@ int oci_cgroup_path(const char *cgroups_path, const char *id, bool systemd, char
 /* Container ids: [A-Za-z0-9][A-Za-z0-9_.+-]{0,1023} (no '/', no "..":
  * the id names a directory under the state root). */
 bool oci_id_valid(const char *id);
+
+/* `ps ID [ps-args]` (runc's table format): keeps the header of ps's output
+ * and the lines whose PID column names one of pids. -EINVAL if the header
+ * has no PID column. A malloc'd text in *ret. */
+int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret);

@@ -504,6 +504,7 @@ t_runc_tmpfs_propagation() {
 # objects as an array (go-runc's List parses that).
 t_runc_list_formats() {
 	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force l1 > /dev/null 2>&1 || true' EXIT
 	mk_bundle "$b"
 	assert_eq "$(R list --format json)" "[]"
 	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" l1
@@ -532,6 +533,7 @@ assert s["bundle"] == sys.argv[3] and "created" in s and "ociVersion" in s, s
 # changes them too.
 t_runc_resources_memory_blkio() {
 	local b=$TMPDIR_TEST/b cg blk dev
+	trap 'R delete --force r1 > /dev/null 2>&1 || true' EXIT
 	[ -d /sys/fs/cgroup/memory ] || skip "a cgroup v1 memory hierarchy (swappiness, oom_control)"
 	blk=/sys/fs/cgroup/blkio
 	[ -e $blk/blkio.throttle.read_bps_device ] || skip "a cgroup v1 blkio hierarchy"
@@ -566,6 +568,7 @@ c['linux']['resources'] = {'memory': {'limit': 100663296, 'swappiness': 10, 'dis
 # options after the id belong to the command.
 t_runc_exec_command_line() {
 	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force x1 > /dev/null 2>&1 || true' EXIT
 	mk_bundle "$b" sleep 100
 	R create --bundle "$b" x1
 	R start x1
@@ -584,4 +587,28 @@ t_runc_exec_command_line() {
 	o=$(R exec --cap CAP_KILL x1 grep CapEff /proc/self/status)
 	assert_contains "$o" "0000000000000021"
 	R delete --force x1
+}
+
+# ps as runc prints it: the host's ps table for the container's pids (what
+# go-runc's Top parses: `ps --format table ID -ef`), --format json the pids.
+t_runc_ps_table() {
+	command -v ps > /dev/null || skip "ps is not installed (Debian package procps)"
+	local b=$TMPDIR_TEST/b o pid
+	trap 'R delete --force ps1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'sleep 100 & sleep 100 & wait'
+	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" ps1
+	R start ps1
+	pid=$(cat "$TMPDIR_TEST/pid")
+	for _ in $(seq 60); do [ "$(R ps --format json ps1 | tr ',' '\n' | wc -l)" -ge 3 ] && break; sleep 0.05; done
+	o=$(R ps ps1)
+	assert_contains "$(echo "$o" | head -n 1)" "PID"
+	assert_eq "$(echo "$o" | grep -c 'sleep 100')" 3 # sh -c '...' and its two sleeps
+	assert_eq "$(echo "$o" | wc -l)" 4
+	o=$(R ps --format table ps1 -o pid,comm)
+	assert_eq "$(echo "$o" | head -n 1 | tr -s ' ')" " PID COMMAND"
+	assert_contains "$o" "$pid sh"
+	assert_not_contains "$o" "$$ "
+	assert_eq "$(R ps --format json ps1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 3
+	expect_status 1 R ps --format yaml ps1
+	R delete --force ps1
 }

@@ -365,3 +365,25 @@ TEST(exec_process_from_spec)
 	json_decref(sp);
 }
 
+
+/* ps's table filtered to the container's pids: the header stays, the PID
+ * column is found by name wherever ps puts it. */
+TEST(ps_filter)
+{
+	const char *out = "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+			  "root           1       0  0 01:00 ?        00:00:01 /sbin/init\n"
+			  "root          42       1  0 01:00 ?        00:00:00 sleep 42\n"
+			  "root         420      42  0 01:00 ?        00:00:00 sh -c 1 42\n";
+	pid_t pids[] = {42, 7};
+	char *t = NULL;
+	CHECK(oci_ps_filter(out, pids, 2, &t) == 0);
+	CHECK(streq(t, "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+		       "root          42       1  0 01:00 ?        00:00:00 sleep 42\n"));
+	free(t);
+	const char *o2 = "  PID COMMAND\n    7 sh\n   77 x\n";
+	CHECK(oci_ps_filter(o2, pids, 2, &t) == 0);
+	CHECK(streq(t, "  PID COMMAND\n    7 sh\n"));
+	free(t);
+	CHECK(oci_ps_filter("USER COMMAND\nroot x\n", pids, 2, &t) == -EINVAL);
+	CHECK(oci_ps_filter("", pids, 2, &t) == -EINVAL);
+}
