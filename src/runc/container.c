@@ -305,6 +305,8 @@ static int connect_console(const char *path, sbx_err **err)
 	return connect_rel(d, slash + 1, err);
 }
 
+static void die_of_signal(int sig) { _exit(128 + sig); }
+
 /* The container process (pid 1 of its pid namespace, if it has one). */
 _noreturn_ static void container_main(int sock, int listen_fd, int console, const oci_spec *s, const char *rootfs,
 				     const char *cgroup, unsigned walls, bool no_pivot)
@@ -335,6 +337,12 @@ _noreturn_ static void container_main(int sock, int listen_fd, int console, cons
 	if (send_str(sock, "ready") < 0)
 		_exit(1);
 	safe_close(sock);
+	/* As pid 1 of its namespace the process ignores every signal it has no
+	 * handler for (SIGKILL aside); runc's waiting init dies of SIGTERM and
+	 * the like, so ours must too. execve resets the handlers. */
+	static const int term_sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+	for (size_t i = 0; i < ARRAY_SIZE(term_sigs); i++)
+		(void)sigaction(term_sigs[i], &(struct sigaction){.sa_handler = die_of_signal}, NULL);
 	/* Wait for `start`. Stray connections (none expected) are dropped
 	 * unless they send the start byte. */
 	for (;;) {

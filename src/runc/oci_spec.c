@@ -67,7 +67,8 @@ int oci_signal_parse(const char *s)
 		char *end;
 		errno = 0;
 		long v = strtol(s, &end, 10);
-		if (errno || *end || v <= 0 || v > SIGRTMAX)
+		/* 0 is runc's "is it alive" check */
+		if (errno || *end || v < 0 || v > SIGRTMAX)
 			return -1;
 		return (int)v;
 	}

@@ -612,3 +612,21 @@ t_runc_ps_table() {
 	expect_status 1 R ps --format yaml ps1
 	R delete --force ps1
 }
+
+# A created container (waiting for start) dies of SIGTERM as runc's does
+# (podman stop of an initialised container; a shim's kill before start), not
+# only of SIGKILL; signal 0 checks that the container is alive.
+t_runc_signal_created() {
+	local b=$TMPDIR_TEST/b
+	trap 'R delete --force sc1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'echo ran > /tmp/ran'
+	R create --bundle "$b" sc1
+	R kill sc1 0
+	R kill sc1 TERM
+	for _ in $(seq 100); do [ "$(status_of sc1)" = stopped ] && break; sleep 0.05; done
+	assert_eq "$(status_of sc1)" stopped
+	[ ! -e "$b/rootfs/tmp/ran" ] || fail "the user process ran"
+	expect_status 1 R kill sc1 0
+	assert_contains "$ERR" "not running"
+	R delete sc1
+}
