@@ -875,6 +875,60 @@ int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **e
 	return 0;
 }
 
+static int print_event(const char *type, const char *id, json_t *data)
+{
+	_cleanup_json_ json_t *ev = data ? json_pack("{s:s,s:s,s:O}", "type", type, "id", id, "data", data)
+					 : json_pack("{s:s,s:s}", "type", type, "id", id);
+	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	if (!s)
+		return -ENOMEM;
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	return 0;
+}
+
+int runc_events(const runc_globals *g, const char *id, bool stats_once, uint64_t interval_ms, sbx_err **err)
+{
+	oci_state_rec rec = {0};
+	const char *status;
+	if (runc_load(g, id, &rec, &status, err) < 0)
+		return -1;
+	int r = 0;
+	if (streq(status, "stopped")) {
+		r = err_set(err, SBX_E_CONFLICT, ESRCH, "container with id %s is not running", id);
+		goto done;
+	}
+	uint64_t ooms = 0, now_ooms = 0;
+	(void)rcg_oom_kills(rec.cgroup, &ooms);
+	for (;;) {
+		_cleanup_json_ json_t *st = NULL;
+		if (rcg_stats(rec.cgroup, &st, err) < 0) {
+			r = -1;
+			break;
+		}
+		if (print_event("stats", id, st) < 0) {
+			r = err_oom(err);
+			break;
+		}
+		if (stats_once)
+			break;
+		/* Sleep the interval in slices, watching for OOM kills and the end. */
+		for (uint64_t t = 0; t < interval_ms; t += 100) {
+			nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+			if (rcg_oom_kills(rec.cgroup, &now_ooms) == 0 && now_ooms > ooms) {
+				ooms = now_ooms;
+				(void)print_event("oom", id, NULL);
+			}
+			if (!proc_alive(rec.pid, rec.start_time))
+				goto done;
+		}
+	}
+done:
+	oci_state_rec_done(&rec);
+	return r;
+}
+
 /* ---- exec ---- */
 
 static int open_ns_fds(pid_t pid, int *fds, size_t *n, sbx_err **err)

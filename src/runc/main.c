@@ -154,6 +154,7 @@ static void usage(FILE *f)
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
 		   "  exec [--cwd D] [-e K=V]... [-u UID[:GID]] [-g GID]... [--cap CAP]... [--no-new-privs] [-t] ID CMD...\n"
 		   "  pause ID | resume ID | ps [--format table|json] ID [PS-ARGS...] | update --resources FILE|- ID\n"
+		   "  events [--stats] [--interval 5s] ID\n"
 		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
 }
@@ -394,6 +395,18 @@ int main(int argc, char **argv)
 				 optv(o, ARRAY_SIZE(o), "quiet") || optv(o, ARRAY_SIZE(o), "q"), &e) < 0
 			       ? fail(e)
 			       : 0;
+	}
+	if (streq(cmd, "events")) {
+		opt o[] = {{"stats", false, NULL}, {"interval", true, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		uint64_t ms = 5000;
+		if (optv(o, ARRAY_SIZE(o), "interval") &&
+		    (oci_duration_ms(optv(o, ARRAY_SIZE(o), "interval"), &ms) < 0 || ms == 0)) {
+			log_error("--interval: want a positive duration such as 5s or 500ms");
+			return 1;
+		}
+		return runc_events(&G, pos[0], optv(o, ARRAY_SIZE(o), "stats") != NULL, ms, &e) < 0 ? fail(e) : 0;
 	}
 	if (streq(cmd, "features"))
 		return features();

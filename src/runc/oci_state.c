@@ -280,3 +280,101 @@ int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret)
 	return 0;
 }
 
+
+int oci_kv_get(const char *text, const char *key, uint64_t *ret)
+{
+	size_t kl = strlen(key);
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ' ')
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(l + kl + 1, &end, 10);
+		if (errno || end == l + kl + 1)
+			return -EINVAL;
+		*ret = v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+json_t *oci_kv_object(const char *text)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *sp = strchr(l, ' ');
+		const char *nl = strchrnul(l, '\n');
+		if (!sp || sp > nl || sp == l || sp - l > 255)
+			continue;
+		char k[256];
+		memcpy(k, l, (size_t)(sp - l));
+		k[sp - l] = 0;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(sp + 1, &end, 10);
+		if (errno || end == sp + 1 || (end != nl && *end != ' '))
+			continue;
+		if (json_object_set_new(o, k, json_integer((json_int_t)v)) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+json_t *oci_u64_array(const char *text)
+{
+	json_t *a = json_array();
+	if (!a)
+		return NULL;
+	for (const char *s = text; *s;) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (end == s)
+			break;
+		if (errno || json_array_append_new(a, json_integer((json_int_t)v)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+		s = end;
+	}
+	return a;
+}
+
+int oci_duration_ms(const char *s, uint64_t *ret)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	double total = 0;
+	while (*s) {
+		char *end;
+		errno = 0;
+		double v = strtod(s, &end);
+		if (end == s || errno || v < 0)
+			return -EINVAL;
+		s = end;
+		double unit;
+		if (strncmp(s, "ms", 2) == 0)
+			unit = 1, s += 2;
+		else if (strncmp(s, "us", 2) == 0)
+			unit = 0.001, s += 2;
+		else if (strncmp(s, "ns", 2) == 0)
+			unit = 0.000001, s += 2;
+		else if (*s == 's')
+			unit = 1000, s++;
+		else if (*s == 'm')
+			unit = 60000, s++;
+		else if (*s == 'h')
+			unit = 3600000, s++;
+		else
+			return -EINVAL;
+		total += v * unit;
+		if (total > 1e15)
+			return -EINVAL;
+	}
+	*ret = (uint64_t)total;
+	return 0;
+}

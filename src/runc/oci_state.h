@@ -67,3 +67,13 @@ bool oci_id_valid(const char *id);
  * and the lines whose PID column names one of pids. -EINVAL if the header
  * has no PID column. A malloc'd text in *ret. */
 int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret);
+
+/* cgroup files for `events --stats`: the value of "key N" lines (memory.stat,
+ * cpu.stat, cpuacct.stat, memory.events); -ENOENT if the key is missing. */
+int oci_kv_get(const char *text, const char *key, uint64_t *ret);
+/* Every "key N" line as an object of numbers (runc's memory "raw"); a new reference. */
+json_t *oci_kv_object(const char *text);
+/* Whitespace-separated numbers (cpuacct.usage_percpu) as an array; a new reference. */
+json_t *oci_u64_array(const char *text);
+/* A Go duration ("5s", "100ms", "1m30s", "2h") in milliseconds; -EINVAL if malformed. */
+int oci_duration_ms(const char *s, uint64_t *ret);

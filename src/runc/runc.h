@@ -40,6 +40,11 @@ bool rcg_frozen(const char *path);
 int rcg_pids(const char *path, pid_t **ret, size_t *ret_n);
 int rcg_signal_all(const char *path, int sig);
 int rcg_destroy(const char *path);
+/* runc's Stats object (cpu usage and throttling, memory with raw memory.stat,
+ * pids) from whichever hierarchies have the group; a new reference in *ret. */
+int rcg_stats(const char *path, json_t **ret, sbx_err **err);
+/* The group's OOM kill counter (v1 memory.oom_control, v2 memory.events). */
+int rcg_oom_kills(const char *path, uint64_t *ret);
 
 /* ---- hooks.c ---- */
 /* Runs hooks in order, each with `state_json` on stdin, honouring timeouts.
@@ -92,6 +97,10 @@ int runc_ps(const runc_globals *g, const char *id, const char *format, char *con
 int runc_update(const runc_globals *g, const char *id, const char *resources_file, sbx_err **err);
 /* format: NULL or "table", or "json" (an array of state objects); quiet: ids only. */
 int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err);
+/* runc events: with stats_once one stats event; else a stats event every
+ * interval_ms and an "oom" event when the OOM counter moves, until the
+ * container stops. One JSON object a line on stdout. */
+int runc_events(const runc_globals *g, const char *id, bool stats_once, uint64_t interval_ms, sbx_err **err);
 /* Returns the exit status to use (detached: 0). The process is process_file's,
  * or without one built from the bundle's process and xa (runc exec ID CMD...). */
 int runc_exec(const runc_globals *g, const char *id, const char *process_file, const oci_exec_args *xa,

@@ -630,3 +630,36 @@ t_runc_signal_created() {
 	assert_contains "$ERR" "not running"
 	R delete sc1
 }
+
+# events as runc prints them: --stats one {"type":"stats"} line with cpu,
+# memory and pids from the container's cgroup (go-runc's Stats); without it
+# a line every --interval and an "oom" event when the OOM killer strikes,
+# ending when the container does.
+t_runc_events() {
+	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force ev1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'sleep 100 & sleep 3; x=$(head -c 200000000 /dev/zero | tr "\0" a); sleep 100'
+	edit_spec "$b" "c['linux']['resources'] = {'memory': {'limit': 33554432, 'swap': 33554432}, 'pids': {'limit': 50}}"
+	R create --bundle "$b" ev1
+	R start ev1
+	o=$(R events --stats ev1)
+	python3 -c '
+import json, sys
+e = json.loads(sys.argv[1])
+assert e["type"] == "stats" and e["id"] == "ev1", e
+d = e["data"]
+assert d["pids"]["limit"] == 50 and d["pids"]["current"] >= 1, d["pids"]
+assert d["memory"]["usage"]["limit"] == 33554432 and d["memory"]["usage"]["usage"] > 0, d["memory"]["usage"]
+assert d["cpu"]["usage"]["total"] > 0, d["cpu"]
+assert isinstance(d["memory"].get("raw"), dict)
+' "$o" || fail "events --stats: $o"
+	# The stream: stats lines, then the OOM kill of pid 1's pipeline.
+	o=$(timeout 20 "$(sbx_runc)" --root "$TMPDIR_TEST/state" events --interval 300ms ev1 | head -n 30 | tr '\n' ' ' &
+		sleep 6; R kill ev1 KILL > /dev/null 2>&1 || true)
+	assert_contains "$o" '"type":"stats"'
+	assert_contains "$o" '{"type":"oom","id":"ev1"}'
+	for _ in $(seq 100); do [ "$(status_of ev1)" = stopped ] && break; sleep 0.05; done
+	expect_status 1 R events --stats ev1
+	expect_status 1 R events --interval bogus ev1
+	R delete --force ev1
+}

@@ -387,3 +387,28 @@ TEST(ps_filter)
 	CHECK(oci_ps_filter("USER COMMAND\nroot x\n", pids, 2, &t) == -EINVAL);
 	CHECK(oci_ps_filter("", pids, 2, &t) == -EINVAL);
 }
+
+/* The cgroup file helpers of events --stats, and Go durations. */
+TEST(stats_helpers_duration)
+{
+	const char *ms = "cache 4096\nrss 8192\nhierarchical_memory_limit 9223372036854771712\nbad x\n";
+	uint64_t v = 0;
+	CHECK(oci_kv_get(ms, "rss", &v) == 0 && v == 8192);
+	CHECK(oci_kv_get(ms, "cache", &v) == 0 && v == 4096);
+	CHECK(oci_kv_get(ms, "rs", &v) == -ENOENT);
+	CHECK(oci_kv_get(ms, "bad", &v) == -EINVAL);
+	json_t *o = oci_kv_object(ms);
+	CHECK(o && json_object_size(o) == 3 && json_integer_value(json_object_get(o, "rss")) == 8192);
+	json_decref(o);
+	json_t *a = oci_u64_array("10 20 30 \n");
+	CHECK(a && json_array_size(a) == 3 && json_integer_value(json_array_get(a, 2)) == 30);
+	json_decref(a);
+	CHECK(oci_duration_ms("5s", &v) == 0 && v == 5000);
+	CHECK(oci_duration_ms("300ms", &v) == 0 && v == 300);
+	CHECK(oci_duration_ms("1m30s", &v) == 0 && v == 90000);
+	CHECK(oci_duration_ms("1.5h", &v) == 0 && v == 5400000);
+	CHECK(oci_duration_ms("5", &v) == -EINVAL);
+	CHECK(oci_duration_ms("bogus", &v) == -EINVAL);
+	CHECK(oci_duration_ms("", &v) == -EINVAL);
+	CHECK(oci_duration_ms("-1s", &v) == -EINVAL);
+}
