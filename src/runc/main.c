@@ -162,16 +162,15 @@ static void usage(FILE *f)
 static int features(void)
 {
 	static const char *const ns[] = {"cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL};
+	json_t *hooks = json_array();
+	for (int k = 0; hooks && k < OCI_HOOK_MAX; k++)
+		(void)json_array_append_new(hooks, json_string(oci_hook_names[k]));
 	_cleanup_json_ json_t *j = json_pack(
-	    "{s:s,s:s,s:s,s:[sssssssssssssssssssss],s:[sssssss],s:{s:o,s:{s:b,s:b,s:b},s:{s:b,s:[s],s:[s]},s:{s:b}},"
-	    "s:{s:s}}",
-	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_SPEC_VERSION, "_comment", "sbx-runc",
-	    "mountOptions", "ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "sync", "async", "remount",
-	    "bind", "rbind", "atime", "noatime", "relatime", "strictatime", "private", "rprivate", "slave", "rslave",
-	    "hooks", "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
-	    "createRuntime", "linux", "namespaces", json_from_strv(ns), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
-	    "seccomp", "enabled", 1, "actions", "SCMP_ACT_ERRNO", "operators", "SCMP_CMP_EQ", "apparmor", "enabled", 0,
-	    "annotations", "run.sbx.wall.*", "off: turn off one of sbx's walls (seccomp, landlock, capabilities, mask)");
+	    "{s:s,s:s,s:s,s:o,s:o,s:{s:o,s:{s:b,s:b,s:b},s:o,s:{s:b},s:{s:b}},s:{s:s}}", "ociVersionMin", "1.0.0",
+	    "ociVersionMax", OCI_SPEC_VERSION, "_comment", "sbx-runc", "mountOptions", oci_features_mount_options(),
+	    "hooks", hooks, "linux", "namespaces", json_from_strv(ns), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+	    "seccomp", runc_seccomp_features(), "apparmor", "enabled", 0, "selinux", "enabled", 0, "annotations",
+	    "run.sbx.wall.*", "off: turn off one of sbx's walls (seccomp, landlock, capabilities, mask)");
 	if (!j)
 		return 1;
 	char *s = json_dumps(j, JSON_INDENT(2));

@@ -411,54 +411,70 @@ int oci_process_parse(const char *text, size_t len, oci_process *ret, sbx_err **
 
 /* ---- mounts ---- */
 
+/* Mount options: flags (set or cleared), propagation, and the crun/runc
+ * extensions accepted and ignored; anything else is filesystem data. */
+static const struct {
+	const char *name;
+	bool clear;
+	unsigned long flag;
+} mount_flags[] = {
+    {"ro", false, MS_RDONLY},	     {"rw", true, MS_RDONLY},		{"suid", true, MS_NOSUID},
+    {"nosuid", false, MS_NOSUID},    {"dev", true, MS_NODEV},		{"nodev", false, MS_NODEV},
+    {"exec", true, MS_NOEXEC},	     {"noexec", false, MS_NOEXEC},	{"sync", false, MS_SYNCHRONOUS},
+    {"async", true, MS_SYNCHRONOUS}, {"dirsync", false, MS_DIRSYNC},	{"remount", false, MS_REMOUNT},
+    {"mand", false, MS_MANDLOCK},    {"nomand", true, MS_MANDLOCK},	{"atime", true, MS_NOATIME},
+    {"noatime", false, MS_NOATIME},  {"diratime", true, MS_NODIRATIME}, {"nodiratime", false, MS_NODIRATIME},
+    {"bind", false, MS_BIND},	     {"rbind", false, MS_BIND | MS_REC}, {"relatime", false, MS_RELATIME},
+    {"norelatime", true, MS_RELATIME}, {"strictatime", false, MS_STRICTATIME},
+    {"nostrictatime", true, MS_STRICTATIME},
+};
+static const struct {
+	const char *name;
+	unsigned long flag;
+} mount_props[] = {
+    {"private", MS_PRIVATE},		 {"rprivate", MS_PRIVATE | MS_REC},   {"shared", MS_SHARED},
+    {"rshared", MS_SHARED | MS_REC},	 {"slave", MS_SLAVE},		      {"rslave", MS_SLAVE | MS_REC},
+    {"unbindable", MS_UNBINDABLE},	 {"runbindable", MS_UNBINDABLE | MS_REC},
+};
+static const char *const mount_ignored[] = {"tmpcopyup", "notmpcopyup", "copy-symlink"};
+
+json_t *oci_features_mount_options(void)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_flags); k++)
+		(void)json_array_append_new(a, json_string(mount_flags[k].name));
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_props); k++)
+		(void)json_array_append_new(a, json_string(mount_props[k].name));
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_ignored); k++)
+		(void)json_array_append_new(a, json_string(mount_ignored[k]));
+	return a;
+}
+
 int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags, unsigned long *ret_propagation,
 		      char **ret_data, bool *ret_bind, sbx_err **err)
 {
-	static const struct {
-		const char *name;
-		bool clear;
-		unsigned long flag;
-	} flags[] = {
-	    {"ro", false, MS_RDONLY},	     {"rw", true, MS_RDONLY},		{"suid", true, MS_NOSUID},
-	    {"nosuid", false, MS_NOSUID},    {"dev", true, MS_NODEV},		{"nodev", false, MS_NODEV},
-	    {"exec", true, MS_NOEXEC},	     {"noexec", false, MS_NOEXEC},	{"sync", false, MS_SYNCHRONOUS},
-	    {"async", true, MS_SYNCHRONOUS}, {"dirsync", false, MS_DIRSYNC},	{"remount", false, MS_REMOUNT},
-	    {"mand", false, MS_MANDLOCK},    {"nomand", true, MS_MANDLOCK},	{"atime", true, MS_NOATIME},
-	    {"noatime", false, MS_NOATIME},  {"diratime", true, MS_NODIRATIME}, {"nodiratime", false, MS_NODIRATIME},
-	    {"bind", false, MS_BIND},	     {"rbind", false, MS_BIND | MS_REC}, {"relatime", false, MS_RELATIME},
-	    {"norelatime", true, MS_RELATIME}, {"strictatime", false, MS_STRICTATIME},
-	    {"nostrictatime", true, MS_STRICTATIME},
-	};
-	static const struct {
-		const char *name;
-		unsigned long flag;
-	} props[] = {
-	    {"private", MS_PRIVATE},		 {"rprivate", MS_PRIVATE | MS_REC},   {"shared", MS_SHARED},
-	    {"rshared", MS_SHARED | MS_REC},	 {"slave", MS_SLAVE},		      {"rslave", MS_SLAVE | MS_REC},
-	    {"unbindable", MS_UNBINDABLE},	 {"runbindable", MS_UNBINDABLE | MS_REC},
-	};
 	unsigned long f = 0, prop = 0;
 	size_t dlen = 0;
 	_cleanup_free_ char *data = NULL;
 	for (size_t i = 0; i < n; i++) {
 		const char *o = opts[i];
 		bool done = false;
-		for (size_t k = 0; !done && k < ARRAY_SIZE(flags); k++)
-			if (streq(o, flags[k].name)) {
-				if (flags[k].clear)
-					f &= ~flags[k].flag;
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_flags); k++)
+			if (streq(o, mount_flags[k].name)) {
+				if (mount_flags[k].clear)
+					f &= ~mount_flags[k].flag;
 				else
-					f |= flags[k].flag;
+					f |= mount_flags[k].flag;
 				done = true;
 			}
-		for (size_t k = 0; !done && k < ARRAY_SIZE(props); k++)
-			if (streq(o, props[k].name))
-				prop = props[k].flag, done = true;
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_props); k++)
+			if (streq(o, mount_props[k].name))
+				prop = mount_props[k].flag, done = true;
 		/* crun/runc extensions sbx-runc does not need: tmpcopyup (tmpfs
-		 * over an image directory starts empty), idmap/ridmap (not
-		 * supported, refused), copy-symlink. */
-		if (!done && (streq(o, "tmpcopyup") || streq(o, "copy-symlink") || streq(o, "notmpcopyup")))
-			done = true;
+		 * over an image directory starts empty), copy-symlink; idmap and
+		 * ridmap are not supported, refused. */
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_ignored); k++)
+			done = streq(o, mount_ignored[k]);
 		if (!done && (streq(o, "idmap") || streq(o, "ridmap")))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EOPNOTSUPP, "mount option '%s' is not supported", o);
 		if (done)

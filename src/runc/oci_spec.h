@@ -193,6 +193,8 @@ int oci_hooks_parse(const json_t *hooks, oci_hook_kind kind, oci_hook **ret, siz
 void oci_hooks_free(oci_hook *h, size_t n);
 
 /* Mount options (runc's table): flags, propagation and the rest as data. */
+/* Every mount option name oci_mount_options knows (features' mountOptions); a new reference. */
+json_t *oci_features_mount_options(void);
 int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags,
 		      unsigned long *ret_propagation, char **ret_data, bool *ret_bind, sbx_err **err);
 /* "CAP_SYS_ADMIN" -> 21; -1 if unknown. */

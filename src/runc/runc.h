@@ -71,6 +71,8 @@ char **runc_exec_env(const oci_process *p);
 int runc_proc_finalize(const runc_proc_ctx *c, sbx_err **err);
 /* The spec's seccomp profile as a libseccomp filter, loaded (seccomp_oci.c). */
 int runc_seccomp_load_spec(const json_t *seccomp, sbx_err **err);
+/* features' linux.seccomp object (enabled, actions, operators, archs): a new reference. */
+json_t *runc_seccomp_features(void);
 
 /* ---- rootfs.c: in the container's new mount namespace ---- */
 typedef struct runc_rootfs_ctx {

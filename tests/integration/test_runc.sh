@@ -663,3 +663,25 @@ assert isinstance(d["memory"].get("raw"), dict)
 	expect_status 1 R events --interval bogus ev1
 	R delete --force ev1
 }
+
+# features tells the truth (the runtime spec's features.md): each hook kind
+# once, every seccomp action and operator the profile parser takes, the
+# mount options it knows.
+t_runc_features_truthful() {
+	R features | python3 -c '
+import json, sys
+f = json.load(sys.stdin)
+assert f["hooks"] == ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"], f["hooks"]
+sc = f["linux"]["seccomp"]
+for a in ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_LOG", "SCMP_ACT_TRAP"]:
+    assert a in sc["actions"], (a, sc)
+assert "SCMP_ACT_NOTIFY" not in sc["actions"], sc
+for o in ["SCMP_CMP_EQ", "SCMP_CMP_NE", "SCMP_CMP_MASKED_EQ"]:
+    assert o in sc["operators"], (o, sc)
+assert "SCMP_ARCH_X86_64" in sc["archs"], sc
+mo = f["mountOptions"]
+assert len(mo) == len(set(mo)), mo
+for o in ["rshared", "runbindable", "nodiratime", "tmpcopyup", "ro", "rbind"]:
+    assert o in mo, (o, mo)
+' || fail "features: $(R features)"
+}

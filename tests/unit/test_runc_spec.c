@@ -412,3 +412,23 @@ TEST(stats_helpers_duration)
 	CHECK(oci_duration_ms("", &v) == -EINVAL);
 	CHECK(oci_duration_ms("-1s", &v) == -EINVAL);
 }
+
+/* features' mountOptions are exactly names the mount option parser takes as
+ * flags, propagation or ignored extensions (none is left as data). */
+TEST(features_mount_options_known)
+{
+	json_t *a = oci_features_mount_options();
+	CHECK(a && json_array_size(a) > 30);
+	size_t i;
+	json_t *v;
+	json_array_foreach (a, i, v) {
+		const char *o = json_string_value(v);
+		unsigned long f = 0, p = 0;
+		char *data = NULL;
+		bool bind = false;
+		CHECK(oci_mount_options(&o, 1, &f, &p, &data, &bind, NULL) == 0);
+		CHECK(data == NULL);
+		free(data);
+	}
+	json_decref(a);
+}
