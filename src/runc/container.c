@@ -803,7 +803,7 @@ int runc_ps(const runc_globals *g, const char *id, const char *format, char *con
 	return 0;
 }
 
-int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err **err)
+int runc_update(const runc_globals *g, const char *id, const char *file, const char *doc, sbx_err **err)
 {
 	oci_state_rec rec = {0};
 	const char *status;
@@ -812,7 +812,9 @@ int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err
 	_cleanup_free_ char *txt = NULL;
 	size_t len = 0;
 	int r;
-	if (!file || streq(file, "-"))
+	if (!file && doc)
+		r = (txt = strdup(doc)) ? (len = strlen(doc), 0) : -1;
+	else if (!file || streq(file, "-"))
 		r = fd_read_all(0, 1 << 20, &txt, &len);
 	else
 		r = fs_read_file(file, 1 << 20, &txt, &len);

@@ -153,7 +153,8 @@ static void usage(FILE *f)
 		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
 		   "  exec [--cwd D] [-e K=V]... [-u UID[:GID]] [-g GID]... [--cap CAP]... [--no-new-privs] [-t] ID CMD...\n"
-		   "  pause ID | resume ID | ps [--format table|json] ID [PS-ARGS...] | update --resources FILE|- ID\n"
+		   "  pause ID | resume ID | ps [--format table|json] ID [PS-ARGS...]\n"
+		   "  update --resources FILE|- ID | update [--memory 64m] [--pids-limit N] [--cpu-quota N] ... ID\n"
 		   "  events [--stats] [--interval 5s] ID\n"
 		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
@@ -319,15 +320,29 @@ int main(int argc, char **argv)
 			       : 0;
 	}
 	if (streq(cmd, "update")) {
-		opt o[] = {{"resources", true, NULL}, {"r", true, NULL}};
+		opt o[] = {{"resources", true, NULL},	    {"r", true, NULL},		    {"memory", true, NULL},
+			   {"memory-reservation", true, NULL}, {"memory-swap", true, NULL},	    {"kernel-memory", true, NULL},
+			   {"kernel-memory-tcp", true, NULL},  {"pids-limit", true, NULL},	    {"cpu-share", true, NULL},
+			   {"cpu-quota", true, NULL},	    {"cpu-period", true, NULL},	    {"cpu-rt-period", true, NULL},
+			   {"cpu-rt-runtime", true, NULL},	    {"cpuset-cpus", true, NULL},	    {"cpuset-mems", true, NULL},
+			   {"blkio-weight", true, NULL}};
 		PARSE(o, 1);
 		NEED_ID();
 		const char *f = optv(o, ARRAY_SIZE(o), "resources") ?: optv(o, ARRAY_SIZE(o), "r");
-		if (!f) {
-			log_error("update: only --resources FILE|- is supported");
+		/* runc update ID --memory 64m ...: the flags as a document. */
+		const char *names[ARRAY_SIZE(o)], *vals[ARRAY_SIZE(o)];
+		size_t nf = 0;
+		for (size_t k = 2; k < ARRAY_SIZE(o); k++)
+			if (o[k].value)
+				names[nf] = o[k].name, vals[nf++] = o[k].value;
+		_cleanup_free_ char *doc = NULL;
+		if (!f && nf && oci_resources_from_flags(names, vals, nf, &doc, &e) < 0)
+			return fail(e);
+		if (!f && !doc) {
+			log_error("update: --resources FILE|- or a resource flag (--memory, --pids-limit, ...) is needed");
 			return 1;
 		}
-		return runc_update(&G, pos[0], f, &e) < 0 ? fail(e) : 0;
+		return runc_update(&G, pos[0], f, doc, &e) < 0 ? fail(e) : 0;
 	}
 	if (streq(cmd, "exec")) {
 		opt o[] = {{"process", true, NULL},

@@ -706,6 +706,106 @@ int oci_exec_process(const json_t *spec_process, const oci_exec_args *a, json_t 
 	return 0;
 }
 
+/* docker's units.RAMInBytes: a number with an optional b/k/m/g/t/p suffix
+ * (powers of 1024, "kb"/"mb"... too); -1 is "unlimited". */
+static int ram_bytes(const char *s, int64_t *ret)
+{
+	if (streq(s, "-1")) {
+		*ret = -1;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -EINVAL;
+	double mul = 1;
+	char u = (char)tolower((unsigned char)*end);
+	const char *units = "bkmgtp";
+	const char *at = *end ? strchr(units, u) : NULL;
+	if (*end) {
+		if (!at)
+			return -EINVAL;
+		for (const char *c = units; c < at; c++)
+			mul *= 1024;
+		end++;
+		if (*end && tolower((unsigned char)*end) == 'b' && u != 'b')
+			end++;
+		else if (*end == 'i' && end[1] && tolower((unsigned char)end[1]) == 'b')
+			end += 2;
+	}
+	if (*end || v * mul > 9.2e18)
+		return -EINVAL;
+	*ret = (int64_t)(v * mul);
+	return 0;
+}
+
+int oci_resources_from_flags(const char *const *names, const char *const *values, size_t n, char **ret,
+			     sbx_err **err)
+{
+	static const struct {
+		const char *flag, *group, *key;
+		char kind; /* 'm' memory size, 'i' integer, 's' string */
+	} map[] = {
+	    {"memory", "memory", "limit", 'm'},
+	    {"memory-reservation", "memory", "reservation", 'm'},
+	    {"memory-swap", "memory", "swap", 'm'},
+	    {"kernel-memory", "memory", "kernel", 'm'},
+	    {"kernel-memory-tcp", "memory", "kernelTCP", 'm'},
+	    {"pids-limit", "pids", "limit", 'i'},
+	    {"cpu-share", "cpu", "shares", 'i'},
+	    {"cpu-quota", "cpu", "quota", 'i'},
+	    {"cpu-period", "cpu", "period", 'i'},
+	    {"cpu-rt-period", "cpu", "realtimePeriod", 'i'},
+	    {"cpu-rt-runtime", "cpu", "realtimeRuntime", 'i'},
+	    {"cpuset-cpus", "cpu", "cpus", 's'},
+	    {"cpuset-mems", "cpu", "mems", 's'},
+	    {"blkio-weight", "blockIO", "weight", 'i'},
+	};
+	_cleanup_json_ json_t *j = json_object();
+	if (!j)
+		return err_oom(err);
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		for (k = 0; k < ARRAY_SIZE(map) && !streq(map[k].flag, names[i]); k++)
+			;
+		if (k == ARRAY_SIZE(map))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "update: unknown resource flag '--%s'", names[i]);
+		json_t *g = json_object_get(j, map[k].group);
+		if (!g) {
+			g = json_object();
+			if (!g || json_object_set_new(j, map[k].group, g) < 0)
+				return err_oom(err);
+		}
+		json_t *v;
+		if (map[k].kind == 's') {
+			v = json_string(values[i]);
+		} else {
+			int64_t x;
+			char *end;
+			errno = 0;
+			if (map[k].kind == 'm') {
+				if (ram_bytes(values[i], &x) < 0)
+					return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--%s '%s': want a size such as 64m",
+						       names[i], values[i]);
+			} else {
+				x = strtoll(values[i], &end, 10);
+				if (errno || end == values[i] || *end)
+					return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--%s '%s': want a number",
+						       names[i], values[i]);
+			}
+			v = json_integer(x);
+		}
+		if (!v || json_object_set_new(g, map[k].key, v) < 0)
+			return err_oom(err);
+	}
+	char *t = json_dumps(j, JSON_COMPACT);
+	if (!t)
+		return err_oom(err);
+	*ret = t;
+	return 0;
+}
+
 /* blockIO's device lists, appended to res->blkio_devs. */
 static int parse_blkio_devs(const json_t *b, const char *k, oci_blkio_kind kind, oci_resources *res, sbx_err **err)
 {

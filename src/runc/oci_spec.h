@@ -186,6 +186,10 @@ void oci_process_done(oci_process *p);
 /* A LinuxResources object (update --resources). */
 int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err);
 int oci_resources_parse(const char *text, size_t len, oci_resources *ret, sbx_err **err);
+/* runc update's own flags (--memory 64m, --pids-limit, --cpu-quota, ...;
+ * names without the dashes) as a resources document, malloc'd in *ret. */
+int oci_resources_from_flags(const char *const *names, const char *const *values, size_t n, char **ret,
+			     sbx_err **err);
 void oci_resources_done(oci_resources *r);
 
 /* Hooks of one kind from a "hooks" object (as kept in the state file). */

@@ -685,3 +685,31 @@ for o in ["rshared", "runbindable", "nodiratime", "tmpcopyup", "ro", "rbind"]:
     assert o in mo, (o, mo)
 ' || fail "features: $(R features)"
 }
+
+# runc update's own flags (runc update ID --memory 64m --pids-limit 20):
+# the same as a resources document with those fields.
+t_runc_update_flags() {
+	local b=$TMPDIR_TEST/b cg memf pidf quotaf
+	trap 'R delete --force uf1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b"
+	edit_spec "$b" "c['linux']['resources'] = {'memory': {'limit': 100663296}, 'pids': {'limit': 50}}; c['linux']['cgroupsPath'] = '/sbxrunc-test/uf1'"
+	R create --bundle "$b" uf1
+	cg=/sys/fs/cgroup/memory/sbxrunc-test/uf1
+	memf=$cg/memory.limit_in_bytes pidf=/sys/fs/cgroup/pids/sbxrunc-test/uf1/pids.max
+	quotaf=/sys/fs/cgroup/cpu/sbxrunc-test/uf1/cpu.cfs_quota_us
+	if [ ! -d "$cg" ]; then
+		cg=/sys/fs/cgroup/sbxrunc-test/uf1
+		memf=$cg/memory.max pidf=$cg/pids.max quotaf=
+	fi
+	R update --memory 64m --pids-limit 20 --cpu-quota 25000 uf1
+	assert_eq "$(cat "$memf")" 67108864
+	assert_eq "$(cat "$pidf")" 20
+	[ -z "$quotaf" ] || assert_eq "$(cat "$quotaf")" 25000
+	R update --memory=128MiB uf1
+	assert_eq "$(cat "$memf")" 134217728
+	assert_eq "$(cat "$pidf")" 20 "a flag not given leaves its limit"
+	expect_status 1 R update --memory lots uf1
+	expect_status 1 R update uf1
+	R delete --force uf1
+	rmdir /sys/fs/cgroup/*/sbxrunc-test 2> /dev/null || true
+}

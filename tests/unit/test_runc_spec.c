@@ -432,3 +432,33 @@ TEST(features_mount_options_known)
 	}
 	json_decref(a);
 }
+
+/* runc update's flags as a resources document: sizes with docker's units,
+ * numbers, strings; unknown flags and bad values refused. */
+TEST(update_flags_document)
+{
+	const char *names[] = {"memory", "memory-swap", "pids-limit", "cpuset-cpus", "cpu-quota"};
+	const char *vals[] = {"64m", "-1", "20", "0-1", "25000"};
+	char *doc = NULL;
+	CHECK(oci_resources_from_flags(names, vals, 5, &doc, NULL) == 0);
+	oci_resources r = {0};
+	CHECK(oci_resources_parse(doc, strlen(doc), &r, NULL) == 0);
+	CHECK(r.memory_limit == 67108864 && r.memory_swap == -1 && r.pids_limit == 20 && r.cpu_quota == 25000);
+	CHECK(r.cpuset_cpus && streq(r.cpuset_cpus, "0-1"));
+	oci_resources_done(&r);
+	free(doc);
+	const char *n2[] = {"memory"}, *v2[] = {"1.5GiB"};
+	CHECK(oci_resources_from_flags(n2, v2, 1, &doc, NULL) == 0);
+	CHECK(strstr(doc, "1610612736") != NULL);
+	free(doc);
+	const char *bad_v[] = {"lots", "12q", "-5", ""};
+	for (size_t i = 0; i < 4; i++) {
+		sbx_err *e = NULL;
+		CHECK(oci_resources_from_flags(n2, &bad_v[i], 1, &doc, &e) < 0 && e);
+		sbx_err_free(e);
+	}
+	const char *n3[] = {"nosuch"}, *v3[] = {"1"};
+	CHECK(oci_resources_from_flags(n3, v3, 1, &doc, NULL) < 0);
+	const char *n4[] = {"pids-limit"}, *v4[] = {"x"};
+	CHECK(oci_resources_from_flags(n4, v4, 1, &doc, NULL) < 0);
+}
