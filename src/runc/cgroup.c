@@ -18,6 +18,7 @@
 
 #include "runc/runc.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/macro.h"
 
 #define MAX_HIER 24
@@ -27,7 +28,7 @@ typedef struct hier {
 	bool v2;
 	bool cpuset;
 	bool freezer;
-	bool memory, pids, cpu;
+	bool memory, pids, cpu, blkio, cpuacct;
 } hier;
 
 /* Mounted cgroup hierarchies, from /proc/self/mountinfo (roots other than
@@ -64,6 +65,8 @@ static size_t hiers(hier *h)
 				x.memory |= streq(o, "memory");
 				x.pids |= streq(o, "pids");
 				x.cpu |= streq(o, "cpu");
+				x.blkio |= streq(o, "blkio");
+				x.cpuacct |= streq(o, "cpuacct");
 			}
 		}
 		bool dup = false;
@@ -145,6 +148,69 @@ static void dir_of(const hier *h, const char *path, char *out, size_t n)
 		out[0] = 0; /* too long: names nothing */
 }
 
+/* runc's conversion of a blkio weight [10, 1000] to io.weight [1, 10000]. */
+static uint64_t io_weight(uint64_t w) { return 1 + ((w < 10 ? 10 : w) - 10) * 9999 / 990; }
+
+/* blockIO: v1 blkio.* files (the bfq ones where the plain weight is
+ * missing), v2 io.max and io.weight. A weight with no weight file at all
+ * (no proportional I/O scheduler) is skipped, as docker already warned. */
+static int apply_blkio(const hier *h, const char *dir, const oci_resources *r, sbx_err **err)
+{
+	char v[128];
+	int e;
+	const char *wfile = NULL, *wdev = NULL;
+	if (h->v2) {
+		wfile = file_exists(dir, "io.bfq.weight") ? "io.bfq.weight" : file_exists(dir, "io.weight") ? "io.weight" : NULL;
+		wdev = wfile;
+	} else {
+		wfile = file_exists(dir, "blkio.weight")       ? "blkio.weight"
+			: file_exists(dir, "blkio.bfq.weight") ? "blkio.bfq.weight"
+							       : NULL;
+		wdev = file_exists(dir, "blkio.weight_device")	     ? "blkio.weight_device"
+		       : file_exists(dir, "blkio.bfq.weight_device") ? "blkio.bfq.weight_device"
+								     : NULL;
+	}
+	bool convert = h->v2 && wfile && streq(wfile, "io.weight");
+#define WB(file, ...)                                                                                    	do {                                                                                             		snprintf(v, sizeof(v), __VA_ARGS__);                                                     		if ((e = write_file(dir, file, v)) < 0)                                                  			return err_errnum(err, -e, "cgroup: write %s=%s in '%s'", file, v, dir);          	} while (0)
+	if (r->blkio_weight && wfile) {
+		uint64_t w = convert ? io_weight(r->blkio_weight) : r->blkio_weight;
+		if (h->v2)
+			WB(wfile, "default %" PRIu64, w);
+		else
+			WB(wfile, "%" PRIu64, w);
+	}
+	if (r->blkio_leaf_weight && !h->v2 && file_exists(dir, "blkio.leaf_weight"))
+		WB("blkio.leaf_weight", "%" PRIu64, r->blkio_leaf_weight);
+	for (size_t i = 0; i < r->n_blkio_devs; i++) {
+		const oci_blkio_dev *d = &r->blkio_devs[i];
+		if (d->kind == OCI_BLKIO_WEIGHT) {
+			if (!wdev || !d->value)
+				continue;
+			uint64_t w = convert ? io_weight(d->value) : d->value;
+			WB(wdev, "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, w);
+			if (d->leaf && !h->v2 && file_exists(dir, "blkio.leaf_weight_device"))
+				WB("blkio.leaf_weight_device", "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, d->leaf);
+			continue;
+		}
+		if (h->v2) {
+			static const char *const key[] = {[OCI_BLKIO_READ_BPS] = "rbps", [OCI_BLKIO_WRITE_BPS] = "wbps",
+							  [OCI_BLKIO_READ_IOPS] = "riops", [OCI_BLKIO_WRITE_IOPS] = "wiops"};
+			if (d->value)
+				WB("io.max", "%" PRId64 ":%" PRId64 " %s=%" PRIu64, d->major, d->minor, key[d->kind], d->value);
+			else
+				WB("io.max", "%" PRId64 ":%" PRId64 " %s=max", d->major, d->minor, key[d->kind]);
+		} else {
+			static const char *const file[] = {[OCI_BLKIO_READ_BPS] = "blkio.throttle.read_bps_device",
+							   [OCI_BLKIO_WRITE_BPS] = "blkio.throttle.write_bps_device",
+							   [OCI_BLKIO_READ_IOPS] = "blkio.throttle.read_iops_device",
+							   [OCI_BLKIO_WRITE_IOPS] = "blkio.throttle.write_iops_device"};
+			WB(file[d->kind], "%" PRId64 ":%" PRId64 " %" PRIu64, d->major, d->minor, d->value);
+		}
+	}
+#undef WB
+	return 0;
+}
+
 static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err **err)
 {
 	char v[64];
@@ -186,6 +252,10 @@ static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err
 			uint64_t s = r->cpu_shares < 2 ? 2 : r->cpu_shares > 262144 ? 262144 : r->cpu_shares;
 			W("cpu.weight", "%" PRIu64, 1 + ((s - 2) * 9999) / 262142);
 		}
+		/* swappiness and the OOM killer switch have no v2 files (runc
+		 * ignores them there too). */
+		if (file_exists(dir, "io.max") && apply_blkio(h, dir, r, err) < 0)
+			return -1;
 		return 0;
 	}
 	if (h->memory) {
@@ -198,7 +268,13 @@ static int apply(const hier *h, const char *dir, const oci_resources *r, sbx_err
 			W("memory.memsw.limit_in_bytes", "%" PRId64, r->memory_swap);
 		if (r->memory_reservation)
 			W("memory.soft_limit_in_bytes", "%" PRId64, r->memory_reservation);
+		if (r->has_swappiness)
+			W("memory.swappiness", "%" PRIu64, r->memory_swappiness);
+		if (r->disable_oom_killer)
+			W("memory.oom_control", "%d", r->disable_oom_killer > 0 ? 1 : 0);
 	}
+	if (h->blkio && apply_blkio(h, dir, r, err) < 0)
+		return -1;
 	if (h->pids && r->pids_limit) {
 		if (r->pids_limit > 0)
 			W("pids.max", "%" PRId64, r->pids_limit);
@@ -401,4 +477,173 @@ int rcg_destroy(const char *path)
 			ret = -EBUSY;
 	}
 	return ret;
+}
+
+static int read_u64(const char *dir, const char *file, uint64_t *ret)
+{
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	_cleanup_free_ char *v = NULL;
+	if (fs_read_file(p, 4096, &v, NULL) < 0)
+		return -errno;
+	if (startswith(v, "max")) {
+		*ret = 0;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(v, &end, 10);
+	if (errno || end == v)
+		return -EINVAL;
+	*ret = x;
+	return 0;
+}
+
+static char *read_text(const char *dir, const char *file)
+{
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	char *v = NULL;
+	if (fs_read_file(p, 1 << 20, &v, NULL) < 0)
+		return NULL;
+	return v;
+}
+
+static void set_u64(json_t *o, const char *k, uint64_t v) { (void)json_object_set_new(o, k, json_integer((json_int_t)v)); }
+
+/* v1 memory: usage, max, limit, failcnt of one counter family. */
+static json_t *mem_entry(const char *dir, const char *prefix)
+{
+	static const struct {
+		const char *k, *f;
+	} files[] = {{"usage", "usage_in_bytes"}, {"max", "max_usage_in_bytes"}, {"limit", "limit_in_bytes"}, {"failcnt", "failcnt"}};
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < ARRAY_SIZE(files); i++) {
+		char f[128];
+		uint64_t v = 0;
+		snprintf(f, sizeof(f), "%s%s", prefix, files[i].f);
+		(void)read_u64(dir, f, &v);
+		set_u64(o, files[i].k, v);
+	}
+	return o;
+}
+
+int rcg_stats(const char *path, json_t **ret, sbx_err **err)
+{
+	hier h[MAX_HIER];
+	size_t n = hiers(h);
+	_cleanup_json_ json_t *d = json_object();
+	json_t *cpu = json_object(), *usage = json_object(), *thr = json_object(), *mem = json_object(),
+	       *pids = json_object();
+	if (!d || !cpu || !usage || !thr || !mem || !pids) {
+		json_decref(cpu), json_decref(usage), json_decref(thr), json_decref(mem), json_decref(pids);
+		return err_oom(err);
+	}
+	(void)json_object_set_new(cpu, "usage", usage);
+	(void)json_object_set_new(cpu, "throttling", thr);
+	(void)json_object_set_new(d, "cpu", cpu);
+	(void)json_object_set_new(d, "memory", mem);
+	(void)json_object_set_new(d, "pids", pids);
+	long tck = sysconf(_SC_CLK_TCK);
+	uint64_t ns_per_tick = tck > 0 ? 1000000000ull / (uint64_t)tck : 10000000ull;
+	/* On a hybrid host the v2 hierarchy has cpu.stat and more without the
+	 * controllers: a v1 controller's numbers win. */
+	bool v1_cpuacct = false, v1_memory = false, v1_pids = false, found = false;
+	for (size_t i = 0; i < n; i++)
+		v1_cpuacct |= h[i].cpuacct, v1_memory |= h[i].memory, v1_pids |= h[i].pids;
+	for (size_t i = 0; i < n; i++) {
+		char dir[4200];
+		dir_of(&h[i], path, dir, sizeof(dir));
+		if (access(dir, F_OK) < 0)
+			continue;
+		found = true;
+		uint64_t v = 0;
+		_cleanup_free_ char *cst = read_text(dir, "cpu.stat");
+		if (cst && (h[i].v2 || h[i].cpu)) {
+			if (oci_kv_get(cst, "nr_periods", &v) == 0)
+				set_u64(thr, "periods", v);
+			if (oci_kv_get(cst, "nr_throttled", &v) == 0)
+				set_u64(thr, "throttled_periods", v);
+			if (oci_kv_get(cst, "throttled_time", &v) == 0)
+				set_u64(thr, "throttled_time", v);
+			else if (oci_kv_get(cst, "throttled_usec", &v) == 0)
+				set_u64(thr, "throttled_time", v * 1000);
+			if (h[i].v2 && !v1_cpuacct) {
+				if (oci_kv_get(cst, "usage_usec", &v) == 0)
+					set_u64(usage, "total", v * 1000);
+				if (oci_kv_get(cst, "user_usec", &v) == 0)
+					set_u64(usage, "user", v * 1000);
+				if (oci_kv_get(cst, "system_usec", &v) == 0)
+					set_u64(usage, "kernel", v * 1000);
+			}
+		}
+		if (!h[i].v2 && read_u64(dir, "cpuacct.usage", &v) == 0) {
+			set_u64(usage, "total", v);
+			_cleanup_free_ char *pc = read_text(dir, "cpuacct.usage_percpu");
+			if (pc)
+				(void)json_object_set_new(usage, "percpu", oci_u64_array(pc));
+			_cleanup_free_ char *st = read_text(dir, "cpuacct.stat");
+			if (st && oci_kv_get(st, "user", &v) == 0)
+				set_u64(usage, "user", v * ns_per_tick);
+			if (st && oci_kv_get(st, "system", &v) == 0)
+				set_u64(usage, "kernel", v * ns_per_tick);
+		}
+		if (h[i].memory) {
+			(void)json_object_set_new(mem, "usage", mem_entry(dir, "memory."));
+			if (file_exists(dir, "memory.memsw.usage_in_bytes"))
+				(void)json_object_set_new(mem, "swap", mem_entry(dir, "memory.memsw."));
+			(void)json_object_set_new(mem, "kernel", mem_entry(dir, "memory.kmem."));
+			(void)json_object_set_new(mem, "kernelTCP", mem_entry(dir, "memory.kmem.tcp."));
+		}
+		if (h[i].v2 && !v1_memory && file_exists(dir, "memory.current")) {
+			json_t *u = json_object();
+			(void)read_u64(dir, "memory.current", &v), set_u64(u, "usage", v);
+			v = 0, (void)read_u64(dir, "memory.peak", &v), set_u64(u, "max", v);
+			v = 0, (void)read_u64(dir, "memory.max", &v), set_u64(u, "limit", v);
+			_cleanup_free_ char *ev = read_text(dir, "memory.events");
+			v = 0;
+			if (ev)
+				(void)oci_kv_get(ev, "max", &v);
+			set_u64(u, "failcnt", v);
+			(void)json_object_set_new(mem, "usage", u);
+			if (file_exists(dir, "memory.swap.current")) {
+				json_t *sw = json_object();
+				v = 0, (void)read_u64(dir, "memory.swap.current", &v), set_u64(sw, "usage", v);
+				v = 0, (void)read_u64(dir, "memory.swap.max", &v), set_u64(sw, "limit", v);
+				(void)json_object_set_new(mem, "swap", sw);
+			}
+		}
+		if (h[i].memory || (h[i].v2 && !v1_memory && file_exists(dir, "memory.stat"))) {
+			_cleanup_free_ char *ms = read_text(dir, "memory.stat");
+			if (ms) {
+				if (oci_kv_get(ms, h[i].v2 ? "file" : "cache", &v) == 0)
+					set_u64(mem, "cache", v);
+				(void)json_object_set_new(mem, "raw", oci_kv_object(ms));
+			}
+		}
+		if (h[i].pids || (h[i].v2 && !v1_pids && file_exists(dir, "pids.current"))) {
+			v = 0, (void)read_u64(dir, "pids.current", &v), set_u64(pids, "current", v);
+			v = 0, (void)read_u64(dir, "pids.max", &v), set_u64(pids, "limit", v);
+		}
+	}
+	if (!found)
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "the container's cgroup '%s' is gone", path);
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+int rcg_oom_kills(const char *path, uint64_t *ret)
+{
+	hier h[MAX_HIER];
+	size_t n = hiers(h);
+	for (size_t i = 0; i < n; i++) {
+		if (!h[i].memory && !h[i].v2)
+			continue;
+		char dir[4200];
+		dir_of(&h[i], path, dir, sizeof(dir));
+		_cleanup_free_ char *t = read_text(dir, h[i].v2 ? "memory.events" : "memory.oom_control");
+		if (t && oci_kv_get(t, "oom_kill", ret) == 0)
+			return 0;
+	}
+	return -ENOENT;
 }

@@ -305,6 +305,8 @@ static int connect_console(const char *path, sbx_err **err)
 	return connect_rel(d, slash + 1, err);
 }
 
+static void die_of_signal(int sig) { _exit(128 + sig); }
+
 /* The container process (pid 1 of its pid namespace, if it has one). */
 _noreturn_ static void container_main(int sock, int listen_fd, int console, const oci_spec *s, const char *rootfs,
 				     const char *cgroup, unsigned walls, bool no_pivot)
@@ -335,6 +337,12 @@ _noreturn_ static void container_main(int sock, int listen_fd, int console, cons
 	if (send_str(sock, "ready") < 0)
 		_exit(1);
 	safe_close(sock);
+	/* As pid 1 of its namespace the process ignores every signal it has no
+	 * handler for (SIGKILL aside); runc's waiting init dies of SIGTERM and
+	 * the like, so ours must too. execve resets the handlers. */
+	static const int term_sigs[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGALRM};
+	for (size_t i = 0; i < ARRAY_SIZE(term_sigs); i++)
+		(void)sigaction(term_sigs[i], &(struct sigaction){.sa_handler = die_of_signal}, NULL);
 	/* Wait for `start`. Stray connections (none expected) are dropped
 	 * unless they send the start byte. */
 	for (;;) {
@@ -719,8 +727,51 @@ int runc_pause(const runc_globals *g, const char *id, bool pause, sbx_err **err)
 	return r;
 }
 
-int runc_ps(const runc_globals *g, const char *id, sbx_err **err)
+/* Runs ps (the host's, with args or "-ef") and returns its stdout. */
+static int run_ps(char *const *args, char **ret, sbx_err **err)
 {
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0)
+		return err_errno(err, "pipe");
+	_cleanup_close_ int rd = pp[0];
+	pid_t c = fork();
+	if (c < 0) {
+		close(pp[1]);
+		return err_errno(err, "fork");
+	}
+	if (c == 0) {
+		char *argv[64] = {"ps"};
+		size_t n = 1;
+		if (!args || !*args)
+			argv[n++] = "-ef";
+		for (; args && *args && n < ARRAY_SIZE(argv) - 1; args++)
+			argv[n++] = *args;
+		argv[n] = NULL;
+		if (dup2(pp[1], 1) < 0)
+			_exit(127);
+		execvp("ps", argv);
+		_exit(127);
+	}
+	close(pp[1]);
+	_cleanup_free_ char *txt = NULL;
+	size_t len = 0;
+	int r = fd_read_all(rd, 16 << 20, &txt, &len);
+	int st = 0;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return err_errno(err, "read ps's output");
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return err_set(err, SBX_E_INTERNAL, EIO, "ps failed (status %d)", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	*ret = TAKE_PTR(txt);
+	return 0;
+}
+
+int runc_ps(const runc_globals *g, const char *id, const char *format, char *const *ps_args, sbx_err **err)
+{
+	bool json = format && streq(format, "json");
+	if (format && !json && !streq(format, "table"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid format option '%s'", format);
 	oci_state_rec rec = {0};
 	const char *status;
 	if (runc_load(g, id, &rec, &status, err) < 0)
@@ -731,15 +782,28 @@ int runc_ps(const runc_globals *g, const char *id, sbx_err **err)
 	oci_state_rec_done(&rec);
 	if (r < 0)
 		return err_errnum(err, -r, "read the container's cgroup");
-	printf("[");
-	for (size_t i = 0; i < n; i++)
-		printf("%s%d", i ? "," : "", (int)pids[i]);
-	printf("]\n");
+	if (json) {
+		printf("[");
+		for (size_t i = 0; i < n; i++)
+			printf("%s%d", i ? "," : "", (int)pids[i]);
+		printf("]\n");
+		free(pids);
+		return 0;
+	}
+	_cleanup_free_ char *out = NULL, *table = NULL;
+	if (run_ps(ps_args, &out, err) < 0) {
+		free(pids);
+		return -1;
+	}
+	r = oci_ps_filter(out, pids, n, &table);
 	free(pids);
+	if (r < 0)
+		return err_errnum(err, -r, "ps's output has no PID column");
+	fputs(table, stdout);
 	return 0;
 }
 
-int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err **err)
+int runc_update(const runc_globals *g, const char *id, const char *file, const char *doc, sbx_err **err)
 {
 	oci_state_rec rec = {0};
 	const char *status;
@@ -748,7 +812,9 @@ int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err
 	_cleanup_free_ char *txt = NULL;
 	size_t len = 0;
 	int r;
-	if (!file || streq(file, "-"))
+	if (!file && doc)
+		r = (txt = strdup(doc)) ? (len = strlen(doc), 0) : -1;
+	else if (!file || streq(file, "-"))
 		r = fd_read_all(0, 1 << 20, &txt, &len);
 	else
 		r = fs_read_file(file, 1 << 20, &txt, &len);
@@ -765,26 +831,104 @@ int runc_update(const runc_globals *g, const char *id, const char *file, sbx_err
 	return r;
 }
 
-int runc_list(const runc_globals *g, sbx_err **err)
+int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err)
 {
+	bool json = format && streq(format, "json");
+	if (format && !json && !streq(format, "table"))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid format option '%s'", format);
+	_cleanup_json_ json_t *arr = json ? json_array() : NULL;
+	if (json && !arr)
+		return err_oom(err);
+	if (!json && !quiet)
+		printf("ID\tPID\tSTATUS\tBUNDLE\tCREATED\n");
 	DIR *d = opendir(g->root);
-	printf("ID\tPID\tSTATUS\tBUNDLE\tCREATED\n");
-	if (!d)
-		return 0;
 	struct dirent *de;
-	while ((de = readdir(d))) {
+	while (d && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
 			continue;
 		oci_state_rec rec = {0};
 		const char *status;
 		if (runc_load(g, de->d_name, &rec, &status, NULL) < 0)
 			continue;
-		printf("%s\t%d\t%s\t%s\t%s\n", rec.id, streq(status, "stopped") ? 0 : (int)rec.pid, status, rec.bundle,
-		       rec.created);
+		if (json) {
+			json_t *o = oci_state_json(&rec, status);
+			if (!o || json_array_append_new(arr, o) < 0) {
+				oci_state_rec_done(&rec);
+				closedir(d);
+				return err_oom(err);
+			}
+		} else if (quiet) {
+			printf("%s\n", rec.id);
+		} else {
+			printf("%s\t%d\t%s\t%s\t%s\n", rec.id, streq(status, "stopped") ? 0 : (int)rec.pid, status,
+			       rec.bundle, rec.created);
+		}
 		oci_state_rec_done(&rec);
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	if (json) {
+		char *out = json_dumps(arr, JSON_COMPACT);
+		if (!out)
+			return err_oom(err);
+		printf("%s\n", out);
+		free(out);
+	}
 	return 0;
+}
+
+static int print_event(const char *type, const char *id, json_t *data)
+{
+	_cleanup_json_ json_t *ev = data ? json_pack("{s:s,s:s,s:O}", "type", type, "id", id, "data", data)
+					 : json_pack("{s:s,s:s}", "type", type, "id", id);
+	char *s = ev ? json_dumps(ev, JSON_COMPACT) : NULL;
+	if (!s)
+		return -ENOMEM;
+	printf("%s\n", s);
+	fflush(stdout);
+	free(s);
+	return 0;
+}
+
+int runc_events(const runc_globals *g, const char *id, bool stats_once, uint64_t interval_ms, sbx_err **err)
+{
+	oci_state_rec rec = {0};
+	const char *status;
+	if (runc_load(g, id, &rec, &status, err) < 0)
+		return -1;
+	int r = 0;
+	if (streq(status, "stopped")) {
+		r = err_set(err, SBX_E_CONFLICT, ESRCH, "container with id %s is not running", id);
+		goto done;
+	}
+	uint64_t ooms = 0, now_ooms = 0;
+	(void)rcg_oom_kills(rec.cgroup, &ooms);
+	for (;;) {
+		_cleanup_json_ json_t *st = NULL;
+		if (rcg_stats(rec.cgroup, &st, err) < 0) {
+			r = -1;
+			break;
+		}
+		if (print_event("stats", id, st) < 0) {
+			r = err_oom(err);
+			break;
+		}
+		if (stats_once)
+			break;
+		/* Sleep the interval in slices, watching for OOM kills and the end. */
+		for (uint64_t t = 0; t < interval_ms; t += 100) {
+			nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+			if (rcg_oom_kills(rec.cgroup, &now_ooms) == 0 && now_ooms > ooms) {
+				ooms = now_ooms;
+				(void)print_event("oom", id, NULL);
+			}
+			if (!proc_alive(rec.pid, rec.start_time))
+				goto done;
+		}
+	}
+done:
+	oci_state_rec_done(&rec);
+	return r;
 }
 
 /* ---- exec ---- */
@@ -810,8 +954,8 @@ static int open_ns_fds(pid_t pid, int *fds, size_t *n, sbx_err **err)
 	return 0;
 }
 
-int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach, const char *pid_file,
-	      const char *console_socket, bool tty, sbx_err **err)
+int runc_exec(const runc_globals *g, const char *id, const char *process_file, const oci_exec_args *xa,
+	      bool detach, const char *pid_file, const char *console_socket, bool tty, sbx_err **err)
 {
 	oci_state_rec rec = {0};
 	const char *status;
@@ -837,16 +981,25 @@ int runc_exec(const runc_globals *g, const char *id, const char *process_file, b
 	snprintf(p, sizeof(p), "%s/config.json", rec.bundle);
 	if (fs_read_file(p, 16 << 20, &ctxt, &clen) == 0)
 		(void)oci_spec_parse(ctxt, clen, &spec, NULL);
-	if (!process_file) {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec needs --process FILE");
-		goto done;
+	if (process_file) {
+		if (fs_read_file(process_file, 16 << 20, &txt, &len) < 0) {
+			err_errno(err, "read '%s'", process_file);
+			goto done;
+		}
+		if (oci_process_parse(txt, len, &proc, err) < 0)
+			goto done;
+	} else {
+		/* runc exec ID CMD...: the bundle's process, overridden. */
+		_cleanup_json_ json_t *cj = ctxt ? json_loadb(ctxt, clen, 0, NULL) : NULL;
+		_cleanup_json_ json_t *pj = NULL;
+		if (!xa || !xa->argv) {
+			err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec needs --process FILE or a command");
+			goto done;
+		}
+		if (oci_exec_process(cj ? json_object_get(cj, "process") : NULL, xa, &pj, err) < 0 ||
+		    oci_process_parse_json(pj, &proc, err) < 0)
+			goto done;
 	}
-	if (fs_read_file(process_file, 16 << 20, &txt, &len) < 0) {
-		err_errno(err, "read '%s'", process_file);
-		goto done;
-	}
-	if (oci_process_parse(txt, len, &proc, err) < 0)
-		goto done;
 	if (tty)
 		proc.terminal = true;
 	unsigned walls = runc_walls(g, rec.annotations);

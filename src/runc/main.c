@@ -50,20 +50,32 @@ static void log_error(const char *msg)
 	fclose(f);
 }
 
+#define OPT_MULTI_MAX 64
+
 typedef struct opt {
 	const char *name;
 	bool has_arg;
 	const char *value; /* set when seen: the argument, or "" for a flag */
+	bool multi;	   /* repeatable (runc exec --env, --cap, --additional-gids): every value in vals */
+	const char *vals[OPT_MULTI_MAX + 1];
+	size_t n_vals;
 } opt;
 
 /* Consumes options from argv[*i...] (stops at the first positional or
- * "--"); unknown options are an error. Positionals are collected into pos. */
-static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
-		      size_t max_pos)
+ * "--"); unknown options are an error. Positionals are collected into pos.
+ * With ret_rest, parsing stops once max_pos positionals are in: what follows
+ * is a command line (runc exec ID CMD ARGS...), returned there. */
+static int parse_opts_rest(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
+			   size_t max_pos, char ***ret_rest)
 {
 	bool only_pos = false;
 	for (int i = start; i < argc; i++) {
 		char *a = argv[i];
+		if (ret_rest && *n_pos >= max_pos) {
+			/* everything after the id, options too, is the command's */
+			*ret_rest = argv + i;
+			return 0;
+		}
 		if (only_pos || a[0] != '-' || streq(a, "-")) {
 			if (*n_pos >= max_pos) {
 				/* exec's trailing command line (runc exec ID cmd...): ignored
@@ -101,12 +113,27 @@ static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts
 				log_error(m);
 				return -1;
 			}
+			if (o->multi) {
+				if (o->n_vals >= OPT_MULTI_MAX) {
+					log_error("too many values for one option");
+					return -1;
+				}
+				o->vals[o->n_vals++] = o->value;
+			}
 		} else {
 			/* Go booleans: --flag, --flag=true, --flag=false. */
 			o->value = eq && (streq(eq + 1, "false") || streq(eq + 1, "0")) ? NULL : "";
 		}
 	}
+	if (ret_rest)
+		*ret_rest = argv + argc;
 	return 0;
+}
+
+static int parse_opts(int argc, char **argv, int start, opt *opts, size_t n_opts, char **pos, size_t *n_pos,
+		      size_t max_pos)
+{
+	return parse_opts_rest(argc, argv, start, opts, n_opts, pos, n_pos, max_pos, NULL);
 }
 
 static const char *optv(const opt *opts, size_t n, const char *name)
@@ -125,24 +152,26 @@ static void usage(FILE *f)
 		   "  create --bundle DIR [--pid-file F] [--console-socket S] [--no-pivot] [--no-new-keyring] ID\n"
 		   "  start ID | state ID | delete [--force] ID | kill [--all] ID [SIGNAL]\n"
 		   "  exec --process FILE [--detach] [--pid-file F] [--console-socket S] [--tty] ID\n"
-		   "  pause ID | resume ID | ps [--format json] ID | update --resources FILE|- ID\n"
-		   "  list | features | --version\n"
+		   "  exec [--cwd D] [-e K=V]... [-u UID[:GID]] [-g GID]... [--cap CAP]... [--no-new-privs] [-t] ID CMD...\n"
+		   "  pause ID | resume ID | ps [--format table|json] ID [PS-ARGS...]\n"
+		   "  update --resources FILE|- ID | update [--memory 64m] [--pids-limit N] [--cpu-quota N] ... ID\n"
+		   "  events [--stats] [--interval 5s] ID\n"
+		   "  list [--format table|json] [--quiet] | features | --version\n"
 		   "An OCI runtime for containerd, docker and podman over sbx's walls (docs/runc.md).\n");
 }
 
 static int features(void)
 {
 	static const char *const ns[] = {"cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL};
+	json_t *hooks = json_array();
+	for (int k = 0; hooks && k < OCI_HOOK_MAX; k++)
+		(void)json_array_append_new(hooks, json_string(oci_hook_names[k]));
 	_cleanup_json_ json_t *j = json_pack(
-	    "{s:s,s:s,s:s,s:[sssssssssssssssssssss],s:[sssssss],s:{s:o,s:{s:b,s:b,s:b},s:{s:b,s:[s],s:[s]},s:{s:b}},"
-	    "s:{s:s}}",
-	    "ociVersionMin", "1.0.0", "ociVersionMax", OCI_SPEC_VERSION, "_comment", "sbx-runc",
-	    "mountOptions", "ro", "rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "sync", "async", "remount",
-	    "bind", "rbind", "atime", "noatime", "relatime", "strictatime", "private", "rprivate", "slave", "rslave",
-	    "hooks", "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop",
-	    "createRuntime", "linux", "namespaces", json_from_strv(ns), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
-	    "seccomp", "enabled", 1, "actions", "SCMP_ACT_ERRNO", "operators", "SCMP_CMP_EQ", "apparmor", "enabled", 0,
-	    "annotations", "run.sbx.wall.*", "off: turn off one of sbx's walls (seccomp, landlock, capabilities, mask)");
+	    "{s:s,s:s,s:s,s:o,s:o,s:{s:o,s:{s:b,s:b,s:b},s:o,s:{s:b},s:{s:b}},s:{s:s}}", "ociVersionMin", "1.0.0",
+	    "ociVersionMax", OCI_SPEC_VERSION, "_comment", "sbx-runc", "mountOptions", oci_features_mount_options(),
+	    "hooks", hooks, "linux", "namespaces", json_from_strv(ns), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+	    "seccomp", runc_seccomp_features(), "apparmor", "enabled", 0, "selinux", "enabled", 0, "annotations",
+	    "run.sbx.wall.*", "off: turn off one of sbx's walls (seccomp, landlock, capabilities, mask)");
 	if (!j)
 		return 1;
 	char *s = json_dumps(j, JSON_INDENT(2));
@@ -282,38 +311,116 @@ int main(int argc, char **argv)
 	}
 	if (streq(cmd, "ps")) {
 		opt o[] = {{"format", true, NULL}, {"f", true, NULL}};
-		PARSE(o, 1);
+		char **rest = NULL;
+		if (parse_opts_rest(argc, argv, i, o, ARRAY_SIZE(o), pos, &np, 1, &rest) < 0)
+			return 1;
 		NEED_ID();
-		return runc_ps(&G, pos[0], &e) < 0 ? fail(e) : 0;
+		return runc_ps(&G, pos[0], optv(o, ARRAY_SIZE(o), "format") ?: optv(o, ARRAY_SIZE(o), "f"), rest, &e) < 0
+			       ? fail(e)
+			       : 0;
 	}
 	if (streq(cmd, "update")) {
-		opt o[] = {{"resources", true, NULL}, {"r", true, NULL}};
+		opt o[] = {{"resources", true, NULL},	    {"r", true, NULL},		    {"memory", true, NULL},
+			   {"memory-reservation", true, NULL}, {"memory-swap", true, NULL},	    {"kernel-memory", true, NULL},
+			   {"kernel-memory-tcp", true, NULL},  {"pids-limit", true, NULL},	    {"cpu-share", true, NULL},
+			   {"cpu-quota", true, NULL},	    {"cpu-period", true, NULL},	    {"cpu-rt-period", true, NULL},
+			   {"cpu-rt-runtime", true, NULL},	    {"cpuset-cpus", true, NULL},	    {"cpuset-mems", true, NULL},
+			   {"blkio-weight", true, NULL}};
 		PARSE(o, 1);
 		NEED_ID();
 		const char *f = optv(o, ARRAY_SIZE(o), "resources") ?: optv(o, ARRAY_SIZE(o), "r");
-		if (!f) {
-			log_error("update: only --resources FILE|- is supported");
+		/* runc update ID --memory 64m ...: the flags as a document. */
+		const char *names[ARRAY_SIZE(o)], *vals[ARRAY_SIZE(o)];
+		size_t nf = 0;
+		for (size_t k = 2; k < ARRAY_SIZE(o); k++)
+			if (o[k].value)
+				names[nf] = o[k].name, vals[nf++] = o[k].value;
+		_cleanup_free_ char *doc = NULL;
+		if (!f && nf && oci_resources_from_flags(names, vals, nf, &doc, &e) < 0)
+			return fail(e);
+		if (!f && !doc) {
+			log_error("update: --resources FILE|- or a resource flag (--memory, --pids-limit, ...) is needed");
 			return 1;
 		}
-		return runc_update(&G, pos[0], f, &e) < 0 ? fail(e) : 0;
+		return runc_update(&G, pos[0], f, doc, &e) < 0 ? fail(e) : 0;
 	}
 	if (streq(cmd, "exec")) {
-		opt o[] = {{"process", true, NULL},	   {"p", true, NULL},	       {"detach", false, NULL},
-			   {"d", false, NULL},		   {"pid-file", true, NULL},   {"console-socket", true, NULL},
-			   {"tty", false, NULL},	   {"t", false, NULL},	       {"preserve-fds", true, NULL},
-			   {"no-new-privs", false, NULL}, {"cgroup", true, NULL}};
-		PARSE(o, 1);
+		opt o[] = {{"process", true, NULL},
+			   {"p", true, NULL},
+			   {"detach", false, NULL},
+			   {"d", false, NULL},
+			   {"pid-file", true, NULL},
+			   {"console-socket", true, NULL},
+			   {"tty", false, NULL},
+			   {"t", false, NULL},
+			   {"preserve-fds", true, NULL},
+			   {"no-new-privs", false, NULL},
+			   {"cgroup", true, NULL},
+			   {"ignore-paused", false, NULL},
+			   {"cwd", true, NULL},
+			   {"user", true, NULL},
+			   {"u", true, NULL},
+			   {"env", true, NULL, true},
+			   {"e", true, NULL, true},
+			   {"additional-gids", true, NULL, true},
+			   {"g", true, NULL, true},
+			   {"cap", true, NULL, true},
+			   {"c", true, NULL, true}};
+		char **rest = NULL;
+		if (parse_opts_rest(argc, argv, i, o, ARRAY_SIZE(o), pos, &np, 1, &rest) < 0)
+			return 1;
 		NEED_ID();
-		int r = runc_exec(&G, pos[0], optv(o, ARRAY_SIZE(o), "process") ?: optv(o, ARRAY_SIZE(o), "p"),
+		if (optv(o, ARRAY_SIZE(o), "preserve-fds") && atoi(optv(o, ARRAY_SIZE(o), "preserve-fds")) > 0) {
+			log_error("--preserve-fds is not supported");
+			return 1;
+		}
+		/* Repeatable options: both spellings, in order of the long one first. */
+		const char *env[2 * OPT_MULTI_MAX + 1] = {0}, *gids[2 * OPT_MULTI_MAX + 1] = {0},
+			   *caps[2 * OPT_MULTI_MAX + 1] = {0};
+		const struct {
+			const char *l, *s;
+			const char **out;
+		} multi[] = {{"env", "e", env}, {"additional-gids", "g", gids}, {"cap", "c", caps}};
+		for (size_t m = 0; m < ARRAY_SIZE(multi); m++) {
+			size_t k = 0;
+			for (size_t x = 0; x < ARRAY_SIZE(o); x++)
+				if (streq(o[x].name, multi[m].l) || streq(o[x].name, multi[m].s))
+					for (size_t v = 0; v < o[x].n_vals; v++)
+						multi[m].out[k++] = o[x].vals[v];
+		}
+		bool tty = optv(o, ARRAY_SIZE(o), "tty") || optv(o, ARRAY_SIZE(o), "t");
+		oci_exec_args xa = {.argv = rest && *rest ? rest : NULL,
+				    .cwd = optv(o, ARRAY_SIZE(o), "cwd"),
+				    .user = optv(o, ARRAY_SIZE(o), "user") ?: optv(o, ARRAY_SIZE(o), "u"),
+				    .env = env,
+				    .gids = gids,
+				    .caps = caps,
+				    .tty = tty,
+				    .no_new_privs = optv(o, ARRAY_SIZE(o), "no-new-privs") != NULL};
+		int r = runc_exec(&G, pos[0], optv(o, ARRAY_SIZE(o), "process") ?: optv(o, ARRAY_SIZE(o), "p"), &xa,
 				  optv(o, ARRAY_SIZE(o), "detach") || optv(o, ARRAY_SIZE(o), "d"),
-				  optv(o, ARRAY_SIZE(o), "pid-file"), optv(o, ARRAY_SIZE(o), "console-socket"),
-				  optv(o, ARRAY_SIZE(o), "tty") || optv(o, ARRAY_SIZE(o), "t"), &e);
+				  optv(o, ARRAY_SIZE(o), "pid-file"), optv(o, ARRAY_SIZE(o), "console-socket"), tty, &e);
 		return r < 0 ? fail(e) : r;
 	}
 	if (streq(cmd, "list")) {
 		opt o[] = {{"format", true, NULL}, {"f", true, NULL}, {"quiet", false, NULL}, {"q", false, NULL}};
 		PARSE(o, 0);
-		return runc_list(&G, &e) < 0 ? fail(e) : 0;
+		return runc_list(&G, optv(o, ARRAY_SIZE(o), "format") ?: optv(o, ARRAY_SIZE(o), "f"),
+				 optv(o, ARRAY_SIZE(o), "quiet") || optv(o, ARRAY_SIZE(o), "q"), &e) < 0
+			       ? fail(e)
+			       : 0;
+	}
+	if (streq(cmd, "events")) {
+		opt o[] = {{"stats", false, NULL}, {"interval", true, NULL}};
+		PARSE(o, 1);
+		NEED_ID();
+		uint64_t ms = 5000;
+		if (optv(o, ARRAY_SIZE(o), "interval") &&
+		    (oci_duration_ms(optv(o, ARRAY_SIZE(o), "interval"), &ms) < 0 || ms == 0)) {
+			log_error("--interval: want a positive duration such as 5s or 500ms");
+			return 1;
+		}
+		return runc_events(&G, pos[0], optv(o, ARRAY_SIZE(o), "stats") != NULL, ms, &e) < 0 ? fail(e) : 0;
 	}
 	if (streq(cmd, "features"))
 		return features();

@@ -67,7 +67,8 @@ int oci_signal_parse(const char *s)
 		char *end;
 		errno = 0;
 		long v = strtol(s, &end, 10);
-		if (errno || *end || v <= 0 || v > SIGRTMAX)
+		/* 0 is runc's "is it alive" check */
+		if (errno || *end || v < 0 || v > SIGRTMAX)
 			return -1;
 		return (int)v;
 	}
@@ -410,54 +411,70 @@ int oci_process_parse(const char *text, size_t len, oci_process *ret, sbx_err **
 
 /* ---- mounts ---- */
 
+/* Mount options: flags (set or cleared), propagation, and the crun/runc
+ * extensions accepted and ignored; anything else is filesystem data. */
+static const struct {
+	const char *name;
+	bool clear;
+	unsigned long flag;
+} mount_flags[] = {
+    {"ro", false, MS_RDONLY},	     {"rw", true, MS_RDONLY},		{"suid", true, MS_NOSUID},
+    {"nosuid", false, MS_NOSUID},    {"dev", true, MS_NODEV},		{"nodev", false, MS_NODEV},
+    {"exec", true, MS_NOEXEC},	     {"noexec", false, MS_NOEXEC},	{"sync", false, MS_SYNCHRONOUS},
+    {"async", true, MS_SYNCHRONOUS}, {"dirsync", false, MS_DIRSYNC},	{"remount", false, MS_REMOUNT},
+    {"mand", false, MS_MANDLOCK},    {"nomand", true, MS_MANDLOCK},	{"atime", true, MS_NOATIME},
+    {"noatime", false, MS_NOATIME},  {"diratime", true, MS_NODIRATIME}, {"nodiratime", false, MS_NODIRATIME},
+    {"bind", false, MS_BIND},	     {"rbind", false, MS_BIND | MS_REC}, {"relatime", false, MS_RELATIME},
+    {"norelatime", true, MS_RELATIME}, {"strictatime", false, MS_STRICTATIME},
+    {"nostrictatime", true, MS_STRICTATIME},
+};
+static const struct {
+	const char *name;
+	unsigned long flag;
+} mount_props[] = {
+    {"private", MS_PRIVATE},		 {"rprivate", MS_PRIVATE | MS_REC},   {"shared", MS_SHARED},
+    {"rshared", MS_SHARED | MS_REC},	 {"slave", MS_SLAVE},		      {"rslave", MS_SLAVE | MS_REC},
+    {"unbindable", MS_UNBINDABLE},	 {"runbindable", MS_UNBINDABLE | MS_REC},
+};
+static const char *const mount_ignored[] = {"tmpcopyup", "notmpcopyup", "copy-symlink"};
+
+json_t *oci_features_mount_options(void)
+{
+	json_t *a = json_array();
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_flags); k++)
+		(void)json_array_append_new(a, json_string(mount_flags[k].name));
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_props); k++)
+		(void)json_array_append_new(a, json_string(mount_props[k].name));
+	for (size_t k = 0; a && k < ARRAY_SIZE(mount_ignored); k++)
+		(void)json_array_append_new(a, json_string(mount_ignored[k]));
+	return a;
+}
+
 int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags, unsigned long *ret_propagation,
 		      char **ret_data, bool *ret_bind, sbx_err **err)
 {
-	static const struct {
-		const char *name;
-		bool clear;
-		unsigned long flag;
-	} flags[] = {
-	    {"ro", false, MS_RDONLY},	     {"rw", true, MS_RDONLY},		{"suid", true, MS_NOSUID},
-	    {"nosuid", false, MS_NOSUID},    {"dev", true, MS_NODEV},		{"nodev", false, MS_NODEV},
-	    {"exec", true, MS_NOEXEC},	     {"noexec", false, MS_NOEXEC},	{"sync", false, MS_SYNCHRONOUS},
-	    {"async", true, MS_SYNCHRONOUS}, {"dirsync", false, MS_DIRSYNC},	{"remount", false, MS_REMOUNT},
-	    {"mand", false, MS_MANDLOCK},    {"nomand", true, MS_MANDLOCK},	{"atime", true, MS_NOATIME},
-	    {"noatime", false, MS_NOATIME},  {"diratime", true, MS_NODIRATIME}, {"nodiratime", false, MS_NODIRATIME},
-	    {"bind", false, MS_BIND},	     {"rbind", false, MS_BIND | MS_REC}, {"relatime", false, MS_RELATIME},
-	    {"norelatime", true, MS_RELATIME}, {"strictatime", false, MS_STRICTATIME},
-	    {"nostrictatime", true, MS_STRICTATIME},
-	};
-	static const struct {
-		const char *name;
-		unsigned long flag;
-	} props[] = {
-	    {"private", MS_PRIVATE},		 {"rprivate", MS_PRIVATE | MS_REC},   {"shared", MS_SHARED},
-	    {"rshared", MS_SHARED | MS_REC},	 {"slave", MS_SLAVE},		      {"rslave", MS_SLAVE | MS_REC},
-	    {"unbindable", MS_UNBINDABLE},	 {"runbindable", MS_UNBINDABLE | MS_REC},
-	};
 	unsigned long f = 0, prop = 0;
 	size_t dlen = 0;
 	_cleanup_free_ char *data = NULL;
 	for (size_t i = 0; i < n; i++) {
 		const char *o = opts[i];
 		bool done = false;
-		for (size_t k = 0; !done && k < ARRAY_SIZE(flags); k++)
-			if (streq(o, flags[k].name)) {
-				if (flags[k].clear)
-					f &= ~flags[k].flag;
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_flags); k++)
+			if (streq(o, mount_flags[k].name)) {
+				if (mount_flags[k].clear)
+					f &= ~mount_flags[k].flag;
 				else
-					f |= flags[k].flag;
+					f |= mount_flags[k].flag;
 				done = true;
 			}
-		for (size_t k = 0; !done && k < ARRAY_SIZE(props); k++)
-			if (streq(o, props[k].name))
-				prop = props[k].flag, done = true;
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_props); k++)
+			if (streq(o, mount_props[k].name))
+				prop = mount_props[k].flag, done = true;
 		/* crun/runc extensions sbx-runc does not need: tmpcopyup (tmpfs
-		 * over an image directory starts empty), idmap/ridmap (not
-		 * supported, refused), copy-symlink. */
-		if (!done && (streq(o, "tmpcopyup") || streq(o, "copy-symlink") || streq(o, "notmpcopyup")))
-			done = true;
+		 * over an image directory starts empty), copy-symlink; idmap and
+		 * ridmap are not supported, refused. */
+		for (size_t k = 0; !done && k < ARRAY_SIZE(mount_ignored); k++)
+			done = streq(o, mount_ignored[k]);
 		if (!done && (streq(o, "idmap") || streq(o, "ridmap")))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EOPNOTSUPP, "mount option '%s' is not supported", o);
 		if (done)
@@ -589,7 +606,243 @@ void oci_resources_done(oci_resources *r)
 		return;
 	free(r->cpuset_cpus);
 	free(r->cpuset_mems);
+	free(r->blkio_devs);
 	memset(r, 0, sizeof(*r));
+}
+
+static int id_parse(const char *s, uint32_t *ret)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || v > UINT32_MAX || *s == '-')
+		return -EINVAL;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+static int append_strs(json_t *o, const char *k, const char *const *v)
+{
+	if (!v || !*v)
+		return 0;
+	json_t *a = json_object_get(o, k);
+	if (!a || !json_is_array(a)) {
+		a = json_array();
+		if (!a || json_object_set_new(o, k, a) < 0)
+			return -ENOMEM;
+	}
+	for (; *v; v++)
+		if (json_array_append_new(a, json_string(*v)) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int oci_exec_process(const json_t *spec_process, const oci_exec_args *a, json_t **ret, sbx_err **err)
+{
+	if (!a->argv || !a->argv[0])
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "exec args cannot be empty");
+	_cleanup_json_ json_t *p = json_is_object(spec_process) ? json_deep_copy(spec_process) : json_object();
+	_cleanup_json_ json_t *args = json_array();
+	if (!p || !args)
+		return err_oom(err);
+	for (char *const *v = a->argv; *v; v++)
+		if (json_array_append_new(args, json_string(*v)) < 0)
+			return err_oom(err);
+	if (json_object_set(p, "args", args) < 0 || append_strs(p, "env", a->env) < 0 ||
+	    json_object_set_new(p, "terminal", json_boolean(a->tty)) < 0)
+		return err_oom(err);
+	if (a->cwd && json_object_set_new(p, "cwd", json_string(a->cwd)) < 0)
+		return err_oom(err);
+	if (a->no_new_privs && json_object_set_new(p, "noNewPrivileges", json_true()) < 0)
+		return err_oom(err);
+	json_t *u = json_object_get(p, "user");
+	if (!json_is_object(u)) {
+		u = json_pack("{s:i,s:i}", "uid", 0, "gid", 0);
+		if (!u || json_object_set_new(p, "user", u) < 0)
+			return err_oom(err);
+	}
+	if (a->user) {
+		_cleanup_free_ char *dup = strdup(a->user);
+		if (!dup)
+			return err_oom(err);
+		char *colon = strchr(dup, ':');
+		uint32_t uid, gid;
+		if (colon)
+			*colon = 0;
+		if (id_parse(dup, &uid) < 0 || (colon && id_parse(colon + 1, &gid) < 0))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--user '%s': want uid[:gid], numbers",
+				       a->user);
+		if (json_object_set_new(u, "uid", json_integer(uid)) < 0 ||
+		    (colon && json_object_set_new(u, "gid", json_integer(gid)) < 0))
+			return err_oom(err);
+	}
+	for (const char *const *g = a->gids; g && *g; g++) {
+		uint32_t gid;
+		if (id_parse(*g, &gid) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--additional-gids '%s': want a number", *g);
+		json_t *l = json_object_get(u, "additionalGids");
+		if (!json_is_array(l)) {
+			l = json_array();
+			if (!l || json_object_set_new(u, "additionalGids", l) < 0)
+				return err_oom(err);
+		}
+		if (json_array_append_new(l, json_integer(gid)) < 0)
+			return err_oom(err);
+	}
+	if (a->caps && *a->caps) {
+		json_t *c = json_object_get(p, "capabilities");
+		if (!json_is_object(c)) {
+			c = json_object();
+			if (!c || json_object_set_new(p, "capabilities", c) < 0)
+				return err_oom(err);
+		}
+		/* Not inheritable: runc 1.1 stopped adding there (CVE-2022-29162). */
+		static const char *const sets[] = {"bounding", "effective", "permitted", "ambient"};
+		for (size_t i = 0; i < ARRAY_SIZE(sets); i++)
+			if (append_strs(c, sets[i], a->caps) < 0)
+				return err_oom(err);
+	}
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+/* docker's units.RAMInBytes: a number with an optional b/k/m/g/t/p suffix
+ * (powers of 1024, "kb"/"mb"... too); -1 is "unlimited". */
+static int ram_bytes(const char *s, int64_t *ret)
+{
+	if (streq(s, "-1")) {
+		*ret = -1;
+		return 0;
+	}
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -EINVAL;
+	double mul = 1;
+	char u = (char)tolower((unsigned char)*end);
+	const char *units = "bkmgtp";
+	const char *at = *end ? strchr(units, u) : NULL;
+	if (*end) {
+		if (!at)
+			return -EINVAL;
+		for (const char *c = units; c < at; c++)
+			mul *= 1024;
+		end++;
+		if (*end && tolower((unsigned char)*end) == 'b' && u != 'b')
+			end++;
+		else if (*end == 'i' && end[1] && tolower((unsigned char)end[1]) == 'b')
+			end += 2;
+	}
+	if (*end || v * mul > 9.2e18)
+		return -EINVAL;
+	*ret = (int64_t)(v * mul);
+	return 0;
+}
+
+int oci_resources_from_flags(const char *const *names, const char *const *values, size_t n, char **ret,
+			     sbx_err **err)
+{
+	static const struct {
+		const char *flag, *group, *key;
+		char kind; /* 'm' memory size, 'i' integer, 's' string */
+	} map[] = {
+	    {"memory", "memory", "limit", 'm'},
+	    {"memory-reservation", "memory", "reservation", 'm'},
+	    {"memory-swap", "memory", "swap", 'm'},
+	    {"kernel-memory", "memory", "kernel", 'm'},
+	    {"kernel-memory-tcp", "memory", "kernelTCP", 'm'},
+	    {"pids-limit", "pids", "limit", 'i'},
+	    {"cpu-share", "cpu", "shares", 'i'},
+	    {"cpu-quota", "cpu", "quota", 'i'},
+	    {"cpu-period", "cpu", "period", 'i'},
+	    {"cpu-rt-period", "cpu", "realtimePeriod", 'i'},
+	    {"cpu-rt-runtime", "cpu", "realtimeRuntime", 'i'},
+	    {"cpuset-cpus", "cpu", "cpus", 's'},
+	    {"cpuset-mems", "cpu", "mems", 's'},
+	    {"blkio-weight", "blockIO", "weight", 'i'},
+	};
+	_cleanup_json_ json_t *j = json_object();
+	if (!j)
+		return err_oom(err);
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+		for (k = 0; k < ARRAY_SIZE(map) && !streq(map[k].flag, names[i]); k++)
+			;
+		if (k == ARRAY_SIZE(map))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "update: unknown resource flag '--%s'", names[i]);
+		json_t *g = json_object_get(j, map[k].group);
+		if (!g) {
+			g = json_object();
+			if (!g || json_object_set_new(j, map[k].group, g) < 0)
+				return err_oom(err);
+		}
+		json_t *v;
+		if (map[k].kind == 's') {
+			v = json_string(values[i]);
+		} else {
+			int64_t x;
+			char *end;
+			errno = 0;
+			if (map[k].kind == 'm') {
+				if (ram_bytes(values[i], &x) < 0)
+					return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--%s '%s': want a size such as 64m",
+						       names[i], values[i]);
+			} else {
+				x = strtoll(values[i], &end, 10);
+				if (errno || end == values[i] || *end)
+					return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "--%s '%s': want a number",
+						       names[i], values[i]);
+			}
+			v = json_integer(x);
+		}
+		if (!v || json_object_set_new(g, map[k].key, v) < 0)
+			return err_oom(err);
+	}
+	char *t = json_dumps(j, JSON_COMPACT);
+	if (!t)
+		return err_oom(err);
+	*ret = t;
+	return 0;
+}
+
+/* blockIO's device lists, appended to res->blkio_devs. */
+static int parse_blkio_devs(const json_t *b, const char *k, oci_blkio_kind kind, oci_resources *res, sbx_err **err)
+{
+	json_t *a = json_object_get(b, k);
+	if (!a || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > 1024)
+		return bad(err, k, "an array of at most 1024 devices");
+	oci_blkio_dev *v = realloc(res->blkio_devs, (res->n_blkio_devs + json_array_size(a) + 1) * sizeof(*v));
+	if (!v)
+		return err_oom(err);
+	res->blkio_devs = v;
+	size_t i;
+	json_t *d;
+	json_array_foreach (a, i, d) {
+		oci_blkio_dev x = {.kind = kind, .major = -1, .minor = -1};
+		int64_t w = 0, lw = 0;
+		int r;
+		if (!json_is_object(d))
+			return bad(err, k, "an array of {major, minor, ...}");
+		if ((r = get_int(d, "major", k, 0, UINT32_MAX, &x.major, err)) < 0 ||
+		    (r = get_int(d, "minor", k, 0, UINT32_MAX, &x.minor, err)) < 0)
+			return r;
+		if (x.major < 0 || x.minor < 0)
+			return bad(err, k, "an array of {major, minor, ...}");
+		if (kind == OCI_BLKIO_WEIGHT) {
+			if ((r = get_int(d, "weight", k, 0, 1000, &w, err)) < 0 ||
+			    (r = get_int(d, "leafWeight", k, 0, 1000, &lw, err)) < 0)
+				return r;
+			x.value = (uint64_t)w;
+			x.leaf = (uint64_t)lw;
+		} else if ((r = get_u64(d, "rate", k, &x.value, err)) < 0) {
+			return r;
+		}
+		res->blkio_devs[res->n_blkio_devs++] = x;
+	}
+	return 0;
 }
 
 int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err)
@@ -608,6 +861,42 @@ int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err)
 		      0 ||
 		  (r = get_int(m, "swap", "memory.swap", -1, INT64_MAX, &res.memory_swap, err)) < 0))
 		goto fail;
+	if (m && json_object_get(m, "swappiness") && !json_is_null(json_object_get(m, "swappiness"))) {
+		int64_t sw = -1;
+		/* docker sends -1 ("the default") when unset through the API */
+		if ((r = get_int(m, "swappiness", "memory.swappiness", -1, 100, &sw, err)) < 0)
+			goto fail;
+		res.has_swappiness = sw >= 0;
+		res.memory_swappiness = sw >= 0 ? (uint64_t)sw : 0;
+	}
+	if (m && json_object_get(m, "disableOOMKiller") && !json_is_null(json_object_get(m, "disableOOMKiller"))) {
+		bool d = false;
+		if ((r = get_bool(m, "disableOOMKiller", "memory.disableOOMKiller", &d, err)) < 0)
+			goto fail;
+		res.disable_oom_killer = d ? 1 : -1;
+	}
+	json_t *b = get_obj(j, "blockIO");
+	if ((r = check_obj(j, "blockIO", "resources.blockIO", err)) < 0)
+		goto fail;
+	if (b) {
+		int64_t w = 0, lw = 0;
+		if ((r = get_int(b, "weight", "blockIO.weight", 0, 1000, &w, err)) < 0 ||
+		    (r = get_int(b, "leafWeight", "blockIO.leafWeight", 0, 1000, &lw, err)) < 0)
+			goto fail;
+		res.blkio_weight = (uint64_t)w;
+		res.blkio_leaf_weight = (uint64_t)lw;
+		static const struct {
+			const char *key;
+			oci_blkio_kind kind;
+		} lists[] = {{"weightDevice", OCI_BLKIO_WEIGHT},
+			     {"throttleReadBpsDevice", OCI_BLKIO_READ_BPS},
+			     {"throttleWriteBpsDevice", OCI_BLKIO_WRITE_BPS},
+			     {"throttleReadIOPSDevice", OCI_BLKIO_READ_IOPS},
+			     {"throttleWriteIOPSDevice", OCI_BLKIO_WRITE_IOPS}};
+		for (size_t i = 0; i < ARRAY_SIZE(lists); i++)
+			if ((r = parse_blkio_devs(b, lists[i].key, lists[i].kind, &res, err)) < 0)
+				goto fail;
+	}
 	if (p && (r = get_int(p, "limit", "pids.limit", -1, INT64_MAX, &res.pids_limit, err)) < 0)
 		goto fail;
 	if (c) {

@@ -98,15 +98,35 @@ extern const char *const oci_hook_names[OCI_HOOK_MAX];
 
 /* linux.resources. A zero (or absent) field means "not set": for `update`
  * that is "leave as it is", which is what docker update expects. */
+typedef enum oci_blkio_kind {
+	OCI_BLKIO_WEIGHT, /* weightDevice: value is the weight, leaf the leafWeight */
+	OCI_BLKIO_READ_BPS,
+	OCI_BLKIO_WRITE_BPS,
+	OCI_BLKIO_READ_IOPS,
+	OCI_BLKIO_WRITE_IOPS,
+} oci_blkio_kind;
+typedef struct oci_blkio_dev {
+	oci_blkio_kind kind;
+	int64_t major, minor;
+	uint64_t value; /* rate, or weight */
+	uint64_t leaf;	/* leafWeight (weightDevice only; 0: not set) */
+} oci_blkio_dev;
+
 typedef struct oci_resources {
 	int64_t memory_limit;	    /* bytes; -1 unlimited */
 	int64_t memory_reservation; /* bytes */
 	int64_t memory_swap;	    /* bytes (memory+swap); -1 unlimited */
+	bool has_swappiness;	    /* swappiness is given (0 is a value) */
+	uint64_t memory_swappiness; /* 0-100 */
+	int disable_oom_killer;	    /* 1 disable, -1 enable, 0 not set */
 	int64_t pids_limit;	    /* -1 unlimited */
 	uint64_t cpu_shares;
 	int64_t cpu_quota;   /* us per period; -1 unlimited */
 	uint64_t cpu_period; /* us */
 	char *cpuset_cpus, *cpuset_mems;
+	uint64_t blkio_weight, blkio_leaf_weight; /* 10-1000 */
+	oci_blkio_dev *blkio_devs;		  /* weightDevice and the throttles, in that order */
+	size_t n_blkio_devs;
 } oci_resources;
 
 typedef struct oci_spec {
@@ -145,12 +165,31 @@ static inline void oci_spec_freep(oci_spec **s)
 
 /* A process object (config.json's "process", or exec's process.json). */
 int oci_process_parse_json(const json_t *j, oci_process *ret, sbx_err **err);
+
+/* `exec ID CMD...` without --process, as runc builds it: the bundle's
+ * process with args replaced, env appended, and cwd, user ("uid[:gid]"),
+ * additional gids, capabilities (added to bounding, effective, permitted and
+ * ambient, as runc 1.1 does), terminal
+ * and noNewPrivileges overridden where given. */
+typedef struct oci_exec_args {
+	char *const *argv; /* NULL-terminated, at least one element */
+	const char *cwd;   /* NULL: the spec's */
+	const char *user;  /* NULL: the spec's */
+	const char *const *env, *const *gids, *const *caps; /* NULL-terminated or NULL */
+	bool tty, no_new_privs;
+} oci_exec_args;
+/* A new process object in *ret. spec_process may be NULL (an empty one). */
+int oci_exec_process(const json_t *spec_process, const oci_exec_args *a, json_t **ret, sbx_err **err);
 int oci_process_parse(const char *text, size_t len, oci_process *ret, sbx_err **err);
 void oci_process_done(oci_process *p);
 
 /* A LinuxResources object (update --resources). */
 int oci_resources_parse_json(const json_t *j, oci_resources *ret, sbx_err **err);
 int oci_resources_parse(const char *text, size_t len, oci_resources *ret, sbx_err **err);
+/* runc update's own flags (--memory 64m, --pids-limit, --cpu-quota, ...;
+ * names without the dashes) as a resources document, malloc'd in *ret. */
+int oci_resources_from_flags(const char *const *names, const char *const *values, size_t n, char **ret,
+			     sbx_err **err);
 void oci_resources_done(oci_resources *r);
 
 /* Hooks of one kind from a "hooks" object (as kept in the state file). */
@@ -158,6 +197,8 @@ int oci_hooks_parse(const json_t *hooks, oci_hook_kind kind, oci_hook **ret, siz
 void oci_hooks_free(oci_hook *h, size_t n);
 
 /* Mount options (runc's table): flags, propagation and the rest as data. */
+/* Every mount option name oci_mount_options knows (features' mountOptions); a new reference. */
+json_t *oci_features_mount_options(void);
 int oci_mount_options(const char *const *opts, size_t n, unsigned long *ret_flags,
 		      unsigned long *ret_propagation, char **ret_data, bool *ret_bind, sbx_err **err);
 /* "CAP_SYS_ADMIN" -> 21; -1 if unknown. */

@@ -83,13 +83,18 @@ const char *oci_status_decide(const oci_observed *o)
 	return o->start_pending ? "created" : "running";
 }
 
-char *oci_state_report(const oci_state_rec *r, const char *status)
+json_t *oci_state_json(const oci_state_rec *r, const char *status)
 {
 	bool stopped = streq(status, "stopped");
-	_cleanup_json_ json_t *j =
-	    json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:O}", "ociVersion", OCI_SPEC_VERSION, "id", r->id, "pid",
-		      (json_int_t)(stopped ? 0 : r->pid), "status", status, "bundle", r->bundle, "rootfs", r->rootfs,
-		      "created", r->created, "owner", "", "annotations", r->annotations ? r->annotations : json_object());
+	return json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,s:o}", "ociVersion", OCI_SPEC_VERSION, "id", r->id, "pid",
+			 (json_int_t)(stopped ? 0 : r->pid), "status", status, "bundle", r->bundle, "rootfs", r->rootfs,
+			 "created", r->created, "owner", "",
+			 "annotations", r->annotations ? json_incref(r->annotations) : json_object());
+}
+
+char *oci_state_report(const oci_state_rec *r, const char *status)
+{
+	_cleanup_json_ json_t *j = oci_state_json(r, status);
 	if (!j)
 		return NULL;
 	return json_dumps(j, JSON_INDENT(2));
@@ -202,5 +207,174 @@ int oci_cgroup_path(const char *cgroups_path, const char *id, bool systemd, char
 			       cgroups_path ? cgroups_path : "");
 	}
 	*ret = out;
+	return 0;
+}
+
+/* The n-th (0-based) whitespace-separated field of a line as a number, or -1. */
+static long field_num(const char *line, size_t len, int n)
+{
+	size_t i = 0;
+	for (int f = 0;; f++) {
+		while (i < len && (line[i] == ' ' || line[i] == '\t'))
+			i++;
+		if (i >= len)
+			return -1;
+		size_t st = i;
+		while (i < len && line[i] != ' ' && line[i] != '\t')
+			i++;
+		if (f == n) {
+			long v = 0;
+			for (size_t k = st; k < i; k++) {
+				if (line[k] < '0' || line[k] > '9' || v > 1000000000L)
+					return -1;
+				v = v * 10 + (line[k] - '0');
+			}
+			return i > st ? v : -1;
+		}
+	}
+}
+
+int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret)
+{
+	const char *nl = strchr(ps_out, '\n');
+	size_t hlen = nl ? (size_t)(nl - ps_out) : strlen(ps_out);
+	/* The PID column's index in the header. */
+	int col = -1;
+	size_t i = 0;
+	for (int f = 0; i < hlen; f++) {
+		while (i < hlen && (ps_out[i] == ' ' || ps_out[i] == '\t'))
+			i++;
+		size_t st = i;
+		while (i < hlen && ps_out[i] != ' ' && ps_out[i] != '\t')
+			i++;
+		if (i > st && i - st == 3 && memcmp(ps_out + st, "PID", 3) == 0) {
+			col = f;
+			break;
+		}
+	}
+	if (col < 0)
+		return -EINVAL;
+	size_t total = strlen(ps_out);
+	char *out = malloc(total + 2);
+	if (!out)
+		return -ENOMEM;
+	size_t o = 0;
+	memcpy(out, ps_out, hlen);
+	o = hlen;
+	out[o++] = '\n';
+	for (const char *l = nl ? nl + 1 : ps_out + total; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		long pid = field_num(l, len, col);
+		for (size_t k = 0; pid > 0 && k < n; k++)
+			if (pids[k] == (pid_t)pid) {
+				memcpy(out + o, l, len);
+				o += len;
+				out[o++] = '\n';
+				break;
+			}
+		l += len + (e ? 1 : 0);
+	}
+	out[o] = 0;
+	*ret = out;
+	return 0;
+}
+
+
+int oci_kv_get(const char *text, const char *key, uint64_t *ret)
+{
+	size_t kl = strlen(key);
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ' ')
+			continue;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(l + kl + 1, &end, 10);
+		if (errno || end == l + kl + 1)
+			return -EINVAL;
+		*ret = v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+json_t *oci_kv_object(const char *text)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+		const char *sp = strchr(l, ' ');
+		const char *nl = strchrnul(l, '\n');
+		if (!sp || sp > nl || sp == l || sp - l > 255)
+			continue;
+		char k[256];
+		memcpy(k, l, (size_t)(sp - l));
+		k[sp - l] = 0;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(sp + 1, &end, 10);
+		if (errno || end == sp + 1 || (end != nl && *end != ' '))
+			continue;
+		if (json_object_set_new(o, k, json_integer((json_int_t)v)) < 0) {
+			json_decref(o);
+			return NULL;
+		}
+	}
+	return o;
+}
+
+json_t *oci_u64_array(const char *text)
+{
+	json_t *a = json_array();
+	if (!a)
+		return NULL;
+	for (const char *s = text; *s;) {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(s, &end, 10);
+		if (end == s)
+			break;
+		if (errno || json_array_append_new(a, json_integer((json_int_t)v)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+		s = end;
+	}
+	return a;
+}
+
+int oci_duration_ms(const char *s, uint64_t *ret)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	double total = 0;
+	while (*s) {
+		char *end;
+		errno = 0;
+		double v = strtod(s, &end);
+		if (end == s || errno || v < 0)
+			return -EINVAL;
+		s = end;
+		double unit;
+		if (strncmp(s, "ms", 2) == 0)
+			unit = 1, s += 2;
+		else if (strncmp(s, "us", 2) == 0)
+			unit = 0.001, s += 2;
+		else if (strncmp(s, "ns", 2) == 0)
+			unit = 0.000001, s += 2;
+		else if (*s == 's')
+			unit = 1000, s++;
+		else if (*s == 'm')
+			unit = 60000, s++;
+		else if (*s == 'h')
+			unit = 3600000, s++;
+		else
+			return -EINVAL;
+		total += v * unit;
+		if (total > 1e15)
+			return -EINVAL;
+	}
+	*ret = (uint64_t)total;
 	return 0;
 }

@@ -45,6 +45,8 @@ const char *oci_status_decide(const oci_observed *o);
  * once stopped, as runc reports), status, bundle, rootfs, created, owner,
  * annotations. malloc'd. */
 char *oci_state_report(const oci_state_rec *r, const char *status);
+/* The same object (a new reference), for `list --format json`. */
+json_t *oci_state_json(const oci_state_rec *r, const char *status);
 
 /* Parses /proc/<pid>/stat text: the state letter and field 22 (starttime).
  * The command name may hold spaces and ')' : the last ')' ends it. */
@@ -60,3 +62,18 @@ int oci_cgroup_path(const char *cgroups_path, const char *id, bool systemd, char
 /* Container ids: [A-Za-z0-9][A-Za-z0-9_.+-]{0,1023} (no '/', no "..":
  * the id names a directory under the state root). */
 bool oci_id_valid(const char *id);
+
+/* `ps ID [ps-args]` (runc's table format): keeps the header of ps's output
+ * and the lines whose PID column names one of pids. -EINVAL if the header
+ * has no PID column. A malloc'd text in *ret. */
+int oci_ps_filter(const char *ps_out, const pid_t *pids, size_t n, char **ret);
+
+/* cgroup files for `events --stats`: the value of "key N" lines (memory.stat,
+ * cpu.stat, cpuacct.stat, memory.events); -ENOENT if the key is missing. */
+int oci_kv_get(const char *text, const char *key, uint64_t *ret);
+/* Every "key N" line as an object of numbers (runc's memory "raw"); a new reference. */
+json_t *oci_kv_object(const char *text);
+/* Whitespace-separated numbers (cpuacct.usage_percpu) as an array; a new reference. */
+json_t *oci_u64_array(const char *text);
+/* A Go duration ("5s", "100ms", "1m30s", "2h") in milliseconds; -EINVAL if malformed. */
+int oci_duration_ms(const char *s, uint64_t *ret);

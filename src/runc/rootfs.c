@@ -228,8 +228,16 @@ static int do_mount(int rootfd, const oci_mount *m, const char *cgroup, sbx_err 
 			return 0;
 		return err_errno(err, "mount %s on '%s'", m->type, m->destination);
 	}
-	if (m->propagation && mount(NULL, t, NULL, m->propagation, NULL) < 0)
-		return err_errno(err, "propagation of '%s'", m->destination);
+	if (m->propagation) {
+		/* The fd names the covered directory (no mount point: EINVAL);
+		 * the propagation is the new mount's. */
+		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);
+		if (nfd < 0)
+			return err_errnum(err, -nfd, "resolve '%s'", m->destination);
+		fdpath(t, sizeof(t), nfd);
+		if (mount(NULL, t, NULL, m->propagation, NULL) < 0)
+			return err_errno(err, "propagation of '%s'", m->destination);
+	}
 	return 0;
 }
 
@@ -421,9 +429,17 @@ int runc_rootfs_setup(const runc_rootfs_ctx *c, sbx_err **err)
 		if (mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0)
 			return err_errno(err, "move the rootfs to / (--no-pivot)");
 	} else {
+		/* The old root is stacked on the new one at "/"; mount(2) resolves
+		 * "." to the mount of the cwd, so the cwd must be the old root's
+		 * (from the new root, MS_REC | MS_SLAVE would flatten every
+		 * propagation the spec asked for, rshared and rprivate alike). */
+		_cleanup_close_ int oldfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (oldfd < 0)
+			return err_errno(err, "open the old root");
 		if (sys_pivot_root(".", ".") < 0)
 			return err_errno(err, "pivot_root");
-		if (mount(NULL, ".", NULL, MS_REC | MS_SLAVE, NULL) < 0 || umount2(".", MNT_DETACH) < 0)
+		if (fchdir(oldfd) < 0 || mount(NULL, ".", NULL, MS_REC | MS_SLAVE, NULL) < 0 ||
+		    umount2(".", MNT_DETACH) < 0)
 			return err_errno(err, "detach the old root");
 	}
 	if (chdir("/") < 0)

@@ -40,6 +40,11 @@ bool rcg_frozen(const char *path);
 int rcg_pids(const char *path, pid_t **ret, size_t *ret_n);
 int rcg_signal_all(const char *path, int sig);
 int rcg_destroy(const char *path);
+/* runc's Stats object (cpu usage and throttling, memory with raw memory.stat,
+ * pids) from whichever hierarchies have the group; a new reference in *ret. */
+int rcg_stats(const char *path, json_t **ret, sbx_err **err);
+/* The group's OOM kill counter (v1 memory.oom_control, v2 memory.events). */
+int rcg_oom_kills(const char *path, uint64_t *ret);
 
 /* ---- hooks.c ---- */
 /* Runs hooks in order, each with `state_json` on stdin, honouring timeouts.
@@ -66,6 +71,8 @@ char **runc_exec_env(const oci_process *p);
 int runc_proc_finalize(const runc_proc_ctx *c, sbx_err **err);
 /* The spec's seccomp profile as a libseccomp filter, loaded (seccomp_oci.c). */
 int runc_seccomp_load_spec(const json_t *seccomp, sbx_err **err);
+/* features' linux.seccomp object (enabled, actions, operators, archs): a new reference. */
+json_t *runc_seccomp_features(void);
 
 /* ---- rootfs.c: in the container's new mount namespace ---- */
 typedef struct runc_rootfs_ctx {
@@ -87,12 +94,20 @@ int runc_state(const runc_globals *g, const char *id, sbx_err **err);
 int runc_kill(const runc_globals *g, const char *id, int sig, bool all, sbx_err **err);
 int runc_delete(const runc_globals *g, const char *id, bool force, sbx_err **err);
 int runc_pause(const runc_globals *g, const char *id, bool pause, sbx_err **err);
-int runc_ps(const runc_globals *g, const char *id, sbx_err **err);
-int runc_update(const runc_globals *g, const char *id, const char *resources_file, sbx_err **err);
-int runc_list(const runc_globals *g, sbx_err **err);
-/* Returns the exit status to use (detached: 0). */
-int runc_exec(const runc_globals *g, const char *id, const char *process_file, bool detach,
-	      const char *pid_file, const char *console_socket, bool tty, sbx_err **err);
+/* format "json": the pids as a JSON array; NULL or "table": ps's table (ps_args, or -ef) for them. */
+int runc_ps(const runc_globals *g, const char *id, const char *format, char *const *ps_args, sbx_err **err);
+/* The resources document from resources_file ("-": stdin), or the text doc when the file is NULL. */
+int runc_update(const runc_globals *g, const char *id, const char *resources_file, const char *doc, sbx_err **err);
+/* format: NULL or "table", or "json" (an array of state objects); quiet: ids only. */
+int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err);
+/* runc events: with stats_once one stats event; else a stats event every
+ * interval_ms and an "oom" event when the OOM counter moves, until the
+ * container stops. One JSON object a line on stdout. */
+int runc_events(const runc_globals *g, const char *id, bool stats_once, uint64_t interval_ms, sbx_err **err);
+/* Returns the exit status to use (detached: 0). The process is process_file's,
+ * or without one built from the bundle's process and xa (runc exec ID CMD...). */
+int runc_exec(const runc_globals *g, const char *id, const char *process_file, const oci_exec_args *xa,
+	      bool detach, const char *pid_file, const char *console_socket, bool tty, sbx_err **err);
 
 /* Loads <root>/<id>/state.json and observes the process. -ENOENT (with err
  * "container does not exist") if there is no such container. */

@@ -39,17 +39,18 @@ static int action_of(const char *a, int64_t errnum, uint32_t *ret)
 	return 0;
 }
 
+static const struct {
+	const char *n;
+	enum scmp_compare c;
+} ops[] = {{"SCMP_CMP_NE", SCMP_CMP_NE}, {"SCMP_CMP_LT", SCMP_CMP_LT}, {"SCMP_CMP_LE", SCMP_CMP_LE},
+	   {"SCMP_CMP_EQ", SCMP_CMP_EQ}, {"SCMP_CMP_GE", SCMP_CMP_GE}, {"SCMP_CMP_GT", SCMP_CMP_GT},
+	   {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
+
 static int op_of(const char *o, enum scmp_compare *ret)
 {
-	static const struct {
-		const char *n;
-		enum scmp_compare c;
-	} t[] = {{"SCMP_CMP_NE", SCMP_CMP_NE}, {"SCMP_CMP_LT", SCMP_CMP_LT}, {"SCMP_CMP_LE", SCMP_CMP_LE},
-		 {"SCMP_CMP_EQ", SCMP_CMP_EQ}, {"SCMP_CMP_GE", SCMP_CMP_GE}, {"SCMP_CMP_GT", SCMP_CMP_GT},
-		 {"SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ}};
-	for (size_t i = 0; o && i < ARRAY_SIZE(t); i++)
-		if (streq(o, t[i].n)) {
-			*ret = t[i].c;
+	for (size_t i = 0; o && i < ARRAY_SIZE(ops); i++)
+		if (streq(o, ops[i].n)) {
+			*ret = ops[i].c;
 			return 0;
 		}
 	return -EINVAL;
@@ -123,3 +124,33 @@ int runc_seccomp_load_spec(const json_t *sc, sbx_err **err)
 		return err_errnum(err, -r, "seccomp_load");
 	return 0;
 }
+
+/* features' linux.seccomp: what the parser above accepts, asked of it (the
+ * actions and architectures of the runtime spec that it takes). */
+json_t *runc_seccomp_features(void)
+{
+	static const char *const acts[] = {"SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO",	      "SCMP_ACT_KILL",
+					   "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+					   "SCMP_ACT_NOTIFY",	    "SCMP_ACT_TRACE",	    "SCMP_ACT_TRAP"};
+	static const char *const archs[] = {"x86", "x86_64", "x32", "arm", "aarch64", "mips", "mips64", "mipsel",
+					    "mipsel64", "ppc", "ppc64", "ppc64le", "riscv64", "s390", "s390x"};
+	json_t *j = json_pack("{s:b,s:[],s:[],s:[]}", "enabled", 1, "actions", "operators", "archs");
+	if (!j)
+		return NULL;
+	uint32_t a;
+	for (size_t i = 0; i < ARRAY_SIZE(acts); i++)
+		if (action_of(acts[i], EPERM, &a) == 0)
+			(void)json_array_append_new(json_object_get(j, "actions"), json_string(acts[i]));
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
+		(void)json_array_append_new(json_object_get(j, "operators"), json_string(ops[i].n));
+	for (size_t i = 0; i < ARRAY_SIZE(archs); i++)
+		if (seccomp_arch_resolve_name(archs[i])) {
+			char n[32];
+			snprintf(n, sizeof(n), "SCMP_ARCH_%s", archs[i]);
+			for (char *c = n + 10; *c; c++)
+				*c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+			(void)json_array_append_new(json_object_get(j, "archs"), json_string(n));
+		}
+	return j;
+}
+

@@ -483,3 +483,233 @@ t_runc_systemd_path_kill_all() {
 	[ ! -d "$cg" ] || fail "cgroup left"
 	rmdir /sys/fs/cgroup/*/sbxtest.slice 2> /dev/null || true
 }
+
+# A tmpfs with a propagation option (docker --tmpfs and --mount type=tmpfs
+# write "rprivate"): the propagation applies to the new tmpfs, not to the
+# directory it covers (which is no mount point: EINVAL).
+t_runc_tmpfs_propagation() {
+	local b=$TMPDIR_TEST/b o
+	mk_bundle "$b" sh -c 'touch /x/a && echo wrote; grep " /[xy] " /proc/self/mountinfo; grep " /y " /proc/mounts'
+	edit_spec "$b" "c['mounts'] += [{'destination': '/x', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['noexec', 'nosuid', 'nodev', 'rprivate']}, {'destination': '/y', 'type': 'tmpfs', 'source': 'tmpfs', 'options': ['ro', 'rshared', 'size=1m']}]; c['root']['readonly'] = True"
+	o=$(R run --bundle "$b" tp1 2>&1) || fail "run: $o"
+	R delete --force tp1
+	assert_contains "$o" wrote
+	assert_contains "$o" "tmpfs /y tmpfs ro"
+	assert_not_contains "$(echo "$o" | grep ' /x ')" "shared:"
+	# rshared took on the new tmpfs (and only there: /x stays private).
+	assert_contains "$(echo "$o" | grep ' /y .* - ')" "shared:"
+}
+
+# list as runc prints it: a table, -q the ids only, --format json the state
+# objects as an array (go-runc's List parses that).
+t_runc_list_formats() {
+	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force l1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b"
+	assert_eq "$(R list --format json)" "[]"
+	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" l1
+	o=$(R list --format json)
+	python3 -c '
+import json, sys
+l = json.loads(sys.argv[1])
+assert isinstance(l, list) and len(l) == 1, l
+s = l[0]
+assert s["id"] == "l1" and s["status"] == "created" and s["pid"] == int(sys.argv[2]), s
+assert s["bundle"] == sys.argv[3] and "created" in s and "ociVersion" in s, s
+' "$o" "$(cat "$TMPDIR_TEST/pid")" "$b" || fail "list --format json: $o"
+	assert_eq "$(R list -q)" l1
+	assert_eq "$(R list --quiet)" l1
+	o=$(R list)
+	assert_contains "$(echo "$o" | head -n 1)" "ID"
+	assert_contains "$(echo "$o" | sed -n 2p)" "l1"
+	assert_contains "$(echo "$o" | sed -n 2p)" "created"
+	expect_status 1 R list --format yaml
+	R delete --force l1
+}
+
+# linux.resources that docker run writes and runc applies: memory
+# swappiness and disableOOMKiller (--memory-swappiness, --oom-kill-disable),
+# blockIO throttles (--device-read-bps, --device-write-iops), and update
+# changes them too.
+t_runc_resources_memory_blkio() {
+	local b=$TMPDIR_TEST/b cg blk dev
+	trap 'R delete --force r1 > /dev/null 2>&1 || true' EXIT
+	[ -d /sys/fs/cgroup/memory ] || skip "a cgroup v1 memory hierarchy (swappiness, oom_control)"
+	blk=/sys/fs/cgroup/blkio
+	[ -e $blk/blkio.throttle.read_bps_device ] || skip "a cgroup v1 blkio hierarchy"
+	dev=$(for d in /sys/block/*; do case ${d##*/} in loop* | ram* | zram* | nbd*) ;; *) cat "$d/dev" && break ;; esac; done)
+	[ -n "$dev" ] || skip "a block device"
+	mk_bundle "$b"
+	edit_spec "$b" "
+maj, mnr = map(int, '$dev'.split(':'))
+c['linux']['cgroupsPath'] = '/sbxrunc-test/r1'
+c['linux']['resources'] = {'memory': {'limit': 100663296, 'swappiness': 10, 'disableOOMKiller': True},
+    'blockIO': {'throttleReadBpsDevice': [{'major': maj, 'minor': mnr, 'rate': 1048576}],
+                'throttleWriteIOPSDevice': [{'major': maj, 'minor': mnr, 'rate': 300}]}}"
+	R create --bundle "$b" r1
+	cg=/sys/fs/cgroup/memory/sbxrunc-test/r1
+	assert_eq "$(cat $cg/memory.swappiness)" 10
+	assert_contains "$(cat $cg/memory.oom_control)" "oom_kill_disable 1"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.read_bps_device)" "$dev 1048576"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.write_iops_device)" "$dev 300"
+	# update: absent fields stay, given ones change.
+	echo '{"memory": {"swappiness": 20}, "blockIO": {"throttleReadBpsDevice": [{"major": '"${dev%:*}"', "minor": '"${dev#*:}"', "rate": 2097152}]}}' | R update --resources - r1
+	assert_eq "$(cat $cg/memory.swappiness)" 20
+	assert_contains "$(cat $cg/memory.oom_control)" "oom_kill_disable 1"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.read_bps_device)" "$dev 2097152"
+	assert_eq "$(cat $blk/sbxrunc-test/r1/blkio.throttle.write_iops_device)" "$dev 300"
+	R delete --force r1
+	[ ! -d "$blk/sbxrunc-test/r1" ] || fail "blkio cgroup left behind"
+	rmdir /sys/fs/cgroup/*/sbxrunc-test 2> /dev/null || true
+}
+
+# runc exec ID CMD... without --process: the bundle's process with the
+# command replaced and --env/--cwd/--user/--additional-gids/--cap applied;
+# options after the id belong to the command.
+t_runc_exec_command_line() {
+	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force x1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sleep 100
+	R create --bundle "$b" x1
+	R start x1
+	o=$(R exec x1 sh -c 'echo "$0 $FOO $(pwd) $(id -u):$(id -g)"' 2>&1) || fail "exec: $o"
+	assert_eq "$o" "sh bar / 0:0"
+	o=$(R exec --env A=1 -e B=2 --cwd /tmp -u 65534:65534 -g 5 -g 7 x1 sh -c 'echo "$A$B $FOO $(pwd) $(id -u):$(id -g) $(id -G)"' 2>&1) || fail "exec: $o"
+	assert_eq "$o" "12 bar /tmp 65534:65534 65534 5 7"
+	# The exit status is the command's; a missing command is runc's error.
+	expect_status 3 R exec x1 sh -c 'exit 3'
+	expect_status 1 R exec x1 nosuchcmd
+	assert_contains "$ERR" 'executable file not found'
+	expect_status 1 R exec x1
+	assert_contains "$ERR" "exec needs --process FILE or a command"
+	# --cap adds to the sets (within sbx's safe set: KILL is in it).
+	edit_spec "$b" "c['process']['capabilities'] = {k: ['CAP_CHOWN'] for k in ['bounding', 'effective', 'permitted']}"
+	o=$(R exec --cap CAP_KILL x1 grep CapEff /proc/self/status)
+	assert_contains "$o" "0000000000000021"
+	R delete --force x1
+}
+
+# ps as runc prints it: the host's ps table for the container's pids (what
+# go-runc's Top parses: `ps --format table ID -ef`), --format json the pids.
+t_runc_ps_table() {
+	command -v ps > /dev/null || skip "ps is not installed (Debian package procps)"
+	local b=$TMPDIR_TEST/b o pid
+	trap 'R delete --force ps1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'sleep 100 & sleep 100 & wait'
+	R create --bundle "$b" --pid-file "$TMPDIR_TEST/pid" ps1
+	R start ps1
+	pid=$(cat "$TMPDIR_TEST/pid")
+	for _ in $(seq 60); do [ "$(R ps --format json ps1 | tr ',' '\n' | wc -l)" -ge 3 ] && break; sleep 0.05; done
+	o=$(R ps ps1)
+	assert_contains "$(echo "$o" | head -n 1)" "PID"
+	assert_eq "$(echo "$o" | grep -c 'sleep 100')" 3 # sh -c '...' and its two sleeps
+	assert_eq "$(echo "$o" | wc -l)" 4
+	o=$(R ps --format table ps1 -o pid,comm)
+	assert_eq "$(echo "$o" | head -n 1 | tr -s ' ')" " PID COMMAND"
+	assert_contains "$o" "$pid sh"
+	assert_not_contains "$o" "$$ "
+	assert_eq "$(R ps --format json ps1 | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 3
+	expect_status 1 R ps --format yaml ps1
+	R delete --force ps1
+}
+
+# A created container (waiting for start) dies of SIGTERM as runc's does
+# (podman stop of an initialised container; a shim's kill before start), not
+# only of SIGKILL; signal 0 checks that the container is alive.
+t_runc_signal_created() {
+	local b=$TMPDIR_TEST/b
+	trap 'R delete --force sc1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'echo ran > /tmp/ran'
+	R create --bundle "$b" sc1
+	R kill sc1 0
+	R kill sc1 TERM
+	for _ in $(seq 100); do [ "$(status_of sc1)" = stopped ] && break; sleep 0.05; done
+	assert_eq "$(status_of sc1)" stopped
+	[ ! -e "$b/rootfs/tmp/ran" ] || fail "the user process ran"
+	expect_status 1 R kill sc1 0
+	assert_contains "$ERR" "not running"
+	R delete sc1
+}
+
+# events as runc prints them: --stats one {"type":"stats"} line with cpu,
+# memory and pids from the container's cgroup (go-runc's Stats); without it
+# a line every --interval and an "oom" event when the OOM killer strikes,
+# ending when the container does.
+t_runc_events() {
+	local b=$TMPDIR_TEST/b o
+	trap 'R delete --force ev1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b" sh -c 'sleep 100 & sleep 3; x=$(head -c 200000000 /dev/zero | tr "\0" a); sleep 100'
+	edit_spec "$b" "c['linux']['resources'] = {'memory': {'limit': 33554432, 'swap': 33554432}, 'pids': {'limit': 50}}"
+	R create --bundle "$b" ev1
+	R start ev1
+	o=$(R events --stats ev1)
+	python3 -c '
+import json, sys
+e = json.loads(sys.argv[1])
+assert e["type"] == "stats" and e["id"] == "ev1", e
+d = e["data"]
+assert d["pids"]["limit"] == 50 and d["pids"]["current"] >= 1, d["pids"]
+assert d["memory"]["usage"]["limit"] == 33554432 and d["memory"]["usage"]["usage"] > 0, d["memory"]["usage"]
+assert d["cpu"]["usage"]["total"] > 0, d["cpu"]
+assert isinstance(d["memory"].get("raw"), dict)
+' "$o" || fail "events --stats: $o"
+	# The stream: stats lines, then the OOM kill of pid 1's pipeline.
+	o=$(timeout 20 "$(sbx_runc)" --root "$TMPDIR_TEST/state" events --interval 300ms ev1 | head -n 30 | tr '\n' ' ' &
+		sleep 6; R kill ev1 KILL > /dev/null 2>&1 || true)
+	assert_contains "$o" '"type":"stats"'
+	assert_contains "$o" '{"type":"oom","id":"ev1"}'
+	for _ in $(seq 100); do [ "$(status_of ev1)" = stopped ] && break; sleep 0.05; done
+	expect_status 1 R events --stats ev1
+	expect_status 1 R events --interval bogus ev1
+	R delete --force ev1
+}
+
+# features tells the truth (the runtime spec's features.md): each hook kind
+# once, every seccomp action and operator the profile parser takes, the
+# mount options it knows.
+t_runc_features_truthful() {
+	R features | python3 -c '
+import json, sys
+f = json.load(sys.stdin)
+assert f["hooks"] == ["prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"], f["hooks"]
+sc = f["linux"]["seccomp"]
+for a in ["SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_LOG", "SCMP_ACT_TRAP"]:
+    assert a in sc["actions"], (a, sc)
+assert "SCMP_ACT_NOTIFY" not in sc["actions"], sc
+for o in ["SCMP_CMP_EQ", "SCMP_CMP_NE", "SCMP_CMP_MASKED_EQ"]:
+    assert o in sc["operators"], (o, sc)
+assert "SCMP_ARCH_X86_64" in sc["archs"], sc
+mo = f["mountOptions"]
+assert len(mo) == len(set(mo)), mo
+for o in ["rshared", "runbindable", "nodiratime", "tmpcopyup", "ro", "rbind"]:
+    assert o in mo, (o, mo)
+' || fail "features: $(R features)"
+}
+
+# runc update's own flags (runc update ID --memory 64m --pids-limit 20):
+# the same as a resources document with those fields.
+t_runc_update_flags() {
+	local b=$TMPDIR_TEST/b cg memf pidf quotaf
+	trap 'R delete --force uf1 > /dev/null 2>&1 || true' EXIT
+	mk_bundle "$b"
+	edit_spec "$b" "c['linux']['resources'] = {'memory': {'limit': 100663296}, 'pids': {'limit': 50}}; c['linux']['cgroupsPath'] = '/sbxrunc-test/uf1'"
+	R create --bundle "$b" uf1
+	cg=/sys/fs/cgroup/memory/sbxrunc-test/uf1
+	memf=$cg/memory.limit_in_bytes pidf=/sys/fs/cgroup/pids/sbxrunc-test/uf1/pids.max
+	quotaf=/sys/fs/cgroup/cpu/sbxrunc-test/uf1/cpu.cfs_quota_us
+	if [ ! -d "$cg" ]; then
+		cg=/sys/fs/cgroup/sbxrunc-test/uf1
+		memf=$cg/memory.max pidf=$cg/pids.max quotaf=
+	fi
+	R update --memory 64m --pids-limit 20 --cpu-quota 25000 uf1
+	assert_eq "$(cat "$memf")" 67108864
+	assert_eq "$(cat "$pidf")" 20
+	[ -z "$quotaf" ] || assert_eq "$(cat "$quotaf")" 25000
+	R update --memory=128MiB uf1
+	assert_eq "$(cat "$memf")" 134217728
+	assert_eq "$(cat "$pidf")" 20 "a flag not given leaves its limit"
+	expect_status 1 R update --memory lots uf1
+	expect_status 1 R update uf1
+	R delete --force uf1
+	rmdir /sys/fs/cgroup/*/sbxrunc-test 2> /dev/null || true
+}

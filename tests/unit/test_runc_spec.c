@@ -148,6 +148,39 @@ TEST(resources_zero_is_unset)
 	CHECK(oci_resources_parse(bad, strlen(bad), &res, NULL) < 0);
 }
 
+/* swappiness 0 is a value (not "unset"); -1 is docker's "default"; blockIO
+ * device lists keep their kind and numbers; a weight over 1000 is refused. */
+TEST(resources_swappiness_oom_blkio)
+{
+	const char *r = "{\"memory\":{\"swappiness\":0,\"disableOOMKiller\":true},\"blockIO\":{\"weight\":300,"
+			"\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":200,\"leafWeight\":100}],"
+			"\"throttleReadBpsDevice\":[{\"major\":254,\"minor\":0,\"rate\":1048576}],"
+			"\"throttleWriteIOPSDevice\":[{\"major\":254,\"minor\":1,\"rate\":300}]}}";
+	oci_resources res = {0};
+	CHECK(oci_resources_parse(r, strlen(r), &res, NULL) == 0);
+	CHECK(res.has_swappiness && res.memory_swappiness == 0 && res.disable_oom_killer == 1);
+	CHECK(res.blkio_weight == 300 && res.n_blkio_devs == 3);
+	CHECK(res.blkio_devs[0].kind == OCI_BLKIO_WEIGHT && res.blkio_devs[0].value == 200 && res.blkio_devs[0].leaf == 100);
+	CHECK(res.blkio_devs[1].kind == OCI_BLKIO_READ_BPS && res.blkio_devs[1].major == 254 &&
+	      res.blkio_devs[1].value == 1048576);
+	CHECK(res.blkio_devs[2].kind == OCI_BLKIO_WRITE_IOPS && res.blkio_devs[2].minor == 1 && res.blkio_devs[2].value == 300);
+	oci_resources_done(&res);
+	const char *d = "{\"memory\":{\"swappiness\":-1,\"disableOOMKiller\":false}}";
+	CHECK(oci_resources_parse(d, strlen(d), &res, NULL) == 0);
+	CHECK(!res.has_swappiness && res.disable_oom_killer == -1 && res.n_blkio_devs == 0);
+	oci_resources_done(&res);
+	const char *bad[] = {"{\"blockIO\":{\"weight\":1001}}", "{\"memory\":{\"swappiness\":101}}",
+			     "{\"blockIO\":{\"throttleReadBpsDevice\":[{\"major\":-1,\"minor\":0,\"rate\":1}]}}",
+			     "{\"blockIO\":{\"throttleReadBpsDevice\":{}}}"};
+	for (size_t i = 0; i < 4; i++) {
+		sbx_err *e = NULL;
+		CHECK(oci_resources_parse(bad[i], strlen(bad[i]), &res, &e) < 0);
+		CHECK(e != NULL);
+		sbx_err_free(e);
+		oci_resources_done(&res);
+	}
+}
+
 TEST(signals)
 {
 	CHECK(oci_signal_parse("9") == SIGKILL);
@@ -156,7 +189,7 @@ TEST(signals)
 	CHECK(oci_signal_parse("SIGUSR1") == SIGUSR1);
 	CHECK(oci_signal_parse("sigterm") == SIGTERM);
 	CHECK(oci_signal_parse("RTMIN+1") == SIGRTMIN + 1);
-	CHECK(oci_signal_parse("0") == -1);
+	CHECK(oci_signal_parse("0") == 0); /* runc kill ID 0: an alive check */
 	CHECK(oci_signal_parse("99") == -1);
 	CHECK(oci_signal_parse("9x") == -1);
 	CHECK(oci_signal_parse("NOPE") == -1);
@@ -288,4 +321,144 @@ TEST(devices)
 	const char *bad =
 	    "{\"process\":{\"args\":[\"a\"]},\"linux\":{\"devices\":[{\"path\":\"x\",\"type\":\"c\"}]}}";
 	CHECK(oci_spec_parse(bad, strlen(bad), &s, NULL) < 0);
+}
+
+/* runc exec ID CMD...: the spec's process, args replaced, env appended,
+ * user/gids/caps/cwd/terminal overridden; bad ids refused. */
+TEST(exec_process_from_spec)
+{
+	json_t *sp = json_loads("{\"args\":[\"sleep\"],\"env\":[\"PATH=/bin\"],\"cwd\":\"/\",\"terminal\":true,"
+				"\"user\":{\"uid\":5,\"gid\":6},\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"],"
+				"\"inheritable\":[]}}",
+				0, NULL);
+	char *argv[] = {"sh", "-c", "x", NULL};
+	const char *env[] = {"A=1", NULL}, *gids[] = {"7", NULL}, *caps[] = {"CAP_KILL", NULL};
+	oci_exec_args a = {.argv = argv, .cwd = "/tmp", .user = "10", .env = env, .gids = gids, .caps = caps};
+	json_t *p = NULL;
+	CHECK(oci_exec_process(sp, &a, &p, NULL) == 0);
+	oci_process pr = {0};
+	CHECK(oci_process_parse_json(p, &pr, NULL) == 0);
+	CHECK(streq(pr.args[0], "sh") && streq(pr.args[2], "x") && !pr.args[3]);
+	CHECK(streq(pr.env[0], "PATH=/bin") && streq(pr.env[1], "A=1") && !pr.env[2]);
+	CHECK(streq(pr.cwd, "/tmp") && !pr.terminal);
+	CHECK(pr.user.uid == 10 && pr.user.gid == 6 && pr.user.n_additional_gids == 1 && pr.user.additional_gids[0] == 7);
+	CHECK(pr.caps.bounding == ((1ull << 0) | (1ull << 5)) && pr.caps.effective == (1ull << 5) && pr.caps.inheritable == 0);
+	oci_process_done(&pr);
+	json_decref(p);
+	/* the spec's own process is left as it was */
+	CHECK(json_array_size(json_object_get(sp, "env")) == 1);
+	const char *bad_users[] = {"x", "1:y", "-1", "1:", "99999999999"};
+	for (size_t i = 0; i < 5; i++) {
+		sbx_err *e = NULL;
+		a.user = bad_users[i];
+		CHECK(oci_exec_process(sp, &a, &p, &e) < 0 && e);
+		sbx_err_free(e);
+	}
+	a.user = NULL;
+	a.argv = (char *[]){NULL};
+	CHECK(oci_exec_process(sp, &a, &p, NULL) < 0);
+	/* no spec process at all: an empty one, root */
+	a.argv = argv;
+	CHECK(oci_exec_process(NULL, &a, &p, NULL) == 0);
+	CHECK(json_integer_value(json_object_get(json_object_get(p, "user"), "uid")) == 0);
+	json_decref(p);
+	json_decref(sp);
+}
+
+
+/* ps's table filtered to the container's pids: the header stays, the PID
+ * column is found by name wherever ps puts it. */
+TEST(ps_filter)
+{
+	const char *out = "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+			  "root           1       0  0 01:00 ?        00:00:01 /sbin/init\n"
+			  "root          42       1  0 01:00 ?        00:00:00 sleep 42\n"
+			  "root         420      42  0 01:00 ?        00:00:00 sh -c 1 42\n";
+	pid_t pids[] = {42, 7};
+	char *t = NULL;
+	CHECK(oci_ps_filter(out, pids, 2, &t) == 0);
+	CHECK(streq(t, "UID          PID    PPID  C STIME TTY          TIME CMD\n"
+		       "root          42       1  0 01:00 ?        00:00:00 sleep 42\n"));
+	free(t);
+	const char *o2 = "  PID COMMAND\n    7 sh\n   77 x\n";
+	CHECK(oci_ps_filter(o2, pids, 2, &t) == 0);
+	CHECK(streq(t, "  PID COMMAND\n    7 sh\n"));
+	free(t);
+	CHECK(oci_ps_filter("USER COMMAND\nroot x\n", pids, 2, &t) == -EINVAL);
+	CHECK(oci_ps_filter("", pids, 2, &t) == -EINVAL);
+}
+
+/* The cgroup file helpers of events --stats, and Go durations. */
+TEST(stats_helpers_duration)
+{
+	const char *ms = "cache 4096\nrss 8192\nhierarchical_memory_limit 9223372036854771712\nbad x\n";
+	uint64_t v = 0;
+	CHECK(oci_kv_get(ms, "rss", &v) == 0 && v == 8192);
+	CHECK(oci_kv_get(ms, "cache", &v) == 0 && v == 4096);
+	CHECK(oci_kv_get(ms, "rs", &v) == -ENOENT);
+	CHECK(oci_kv_get(ms, "bad", &v) == -EINVAL);
+	json_t *o = oci_kv_object(ms);
+	CHECK(o && json_object_size(o) == 3 && json_integer_value(json_object_get(o, "rss")) == 8192);
+	json_decref(o);
+	json_t *a = oci_u64_array("10 20 30 \n");
+	CHECK(a && json_array_size(a) == 3 && json_integer_value(json_array_get(a, 2)) == 30);
+	json_decref(a);
+	CHECK(oci_duration_ms("5s", &v) == 0 && v == 5000);
+	CHECK(oci_duration_ms("300ms", &v) == 0 && v == 300);
+	CHECK(oci_duration_ms("1m30s", &v) == 0 && v == 90000);
+	CHECK(oci_duration_ms("1.5h", &v) == 0 && v == 5400000);
+	CHECK(oci_duration_ms("5", &v) == -EINVAL);
+	CHECK(oci_duration_ms("bogus", &v) == -EINVAL);
+	CHECK(oci_duration_ms("", &v) == -EINVAL);
+	CHECK(oci_duration_ms("-1s", &v) == -EINVAL);
+}
+
+/* features' mountOptions are exactly names the mount option parser takes as
+ * flags, propagation or ignored extensions (none is left as data). */
+TEST(features_mount_options_known)
+{
+	json_t *a = oci_features_mount_options();
+	CHECK(a && json_array_size(a) > 30);
+	size_t i;
+	json_t *v;
+	json_array_foreach (a, i, v) {
+		const char *o = json_string_value(v);
+		unsigned long f = 0, p = 0;
+		char *data = NULL;
+		bool bind = false;
+		CHECK(oci_mount_options(&o, 1, &f, &p, &data, &bind, NULL) == 0);
+		CHECK(data == NULL);
+		free(data);
+	}
+	json_decref(a);
+}
+
+/* runc update's flags as a resources document: sizes with docker's units,
+ * numbers, strings; unknown flags and bad values refused. */
+TEST(update_flags_document)
+{
+	const char *names[] = {"memory", "memory-swap", "pids-limit", "cpuset-cpus", "cpu-quota"};
+	const char *vals[] = {"64m", "-1", "20", "0-1", "25000"};
+	char *doc = NULL;
+	CHECK(oci_resources_from_flags(names, vals, 5, &doc, NULL) == 0);
+	oci_resources r = {0};
+	CHECK(oci_resources_parse(doc, strlen(doc), &r, NULL) == 0);
+	CHECK(r.memory_limit == 67108864 && r.memory_swap == -1 && r.pids_limit == 20 && r.cpu_quota == 25000);
+	CHECK(r.cpuset_cpus && streq(r.cpuset_cpus, "0-1"));
+	oci_resources_done(&r);
+	free(doc);
+	const char *n2[] = {"memory"}, *v2[] = {"1.5GiB"};
+	CHECK(oci_resources_from_flags(n2, v2, 1, &doc, NULL) == 0);
+	CHECK(strstr(doc, "1610612736") != NULL);
+	free(doc);
+	const char *bad_v[] = {"lots", "12q", "-5", ""};
+	for (size_t i = 0; i < 4; i++) {
+		sbx_err *e = NULL;
+		CHECK(oci_resources_from_flags(n2, &bad_v[i], 1, &doc, &e) < 0 && e);
+		sbx_err_free(e);
+	}
+	const char *n3[] = {"nosuch"}, *v3[] = {"1"};
+	CHECK(oci_resources_from_flags(n3, v3, 1, &doc, NULL) < 0);
+	const char *n4[] = {"pids-limit"}, *v4[] = {"x"};
+	CHECK(oci_resources_from_flags(n4, v4, 1, &doc, NULL) < 0);
 }

@@ -213,7 +213,15 @@ case_docker_tty() {
 	dockerc "$ENG_DIR" rm -f "$c" > /dev/null
 	[[ "$o" == *"/dev/pts/"* ]] || { echo "exec -t: out=$o"; return 1; }
 }
-DOCKER_CASES="output_exit env_cwd_user readonly_bind not_found exec_stop_rm oom pids pause_top update tty"
+case_docker_tmpfs() {
+	# docker writes "rprivate" on --tmpfs and --mount type=tmpfs mounts.
+	local o
+	o=$(drun --rm --read-only --tmpfs /run:rw,size=1m,mode=1777 --mount type=tmpfs,dst=/y "$IMG" \
+		sh -c 'touch /run/a /y/b && stat -c %a /run && cut -d" " -f2,3 /proc/mounts | grep -c -e "^/run tmpfs" -e "^/y tmpfs"' 2>&1)
+	[ "$o" = "1777
+2" ] || { echo "out=$o"; return 1; }
+}
+DOCKER_CASES="output_exit env_cwd_user readonly_bind tmpfs not_found exec_stop_rm oom pids pause_top update tty"
 
 # ---- podman ----
 pod() { timeout 90 podman --root "$ENG_DIR/root" --runroot "$ENG_DIR/runroot" --storage-driver vfs --cgroup-manager cgroupfs \
