@@ -172,9 +172,9 @@ int oci_process_parse_json(const json_t *j, oci_process *ret, sbx_err **err);
  * ambient, as runc 1.1 does), terminal
  * and noNewPrivileges overridden where given. */
 typedef struct oci_exec_args {
-	char *const *argv; /* NULL-terminated, at least one element */
-	const char *cwd;   /* NULL: the spec's */
-	const char *user;  /* NULL: the spec's */
+	char *const *argv;				    /* NULL-terminated, at least one element */
+	const char *cwd;				    /* NULL: the spec's */
+	const char *user;				    /* NULL: the spec's */
 	const char *const *env, *const *gids, *const *caps; /* NULL-terminated or NULL */
 	bool tty, no_new_privs;
 } oci_exec_args;

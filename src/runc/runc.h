@@ -97,7 +97,8 @@ int runc_pause(const runc_globals *g, const char *id, bool pause, sbx_err **err)
 /* format "json": the pids as a JSON array; NULL or "table": ps's table (ps_args, or -ef) for them. */
 int runc_ps(const runc_globals *g, const char *id, const char *format, char *const *ps_args, sbx_err **err);
 /* The resources document from resources_file ("-": stdin), or the text doc when the file is NULL. */
-int runc_update(const runc_globals *g, const char *id, const char *resources_file, const char *doc, sbx_err **err);
+int runc_update(const runc_globals *g, const char *id, const char *resources_file, const char *doc,
+		sbx_err **err);
 /* format: NULL or "table", or "json" (an array of state objects); quiet: ids only. */
 int runc_list(const runc_globals *g, const char *format, bool quiet, sbx_err **err);
 /* runc events: with stats_once one stats event; else a stats event every

@@ -145,7 +145,8 @@ static void userns_share_inotify(void)
 		_cleanup_close_ int out = open(lim[i].ours, O_WRONLY | O_CLOEXEC);
 		int len = snprintf(buf, sizeof(buf), "%ld\n", share);
 		if (out < 0 || write(out, buf, (size_t)len) != len)
-			log_debug("setup: cannot bound %s in the user namespace: %s", lim[i].ours, strerror(errno));
+			log_debug("setup: cannot bound %s in the user namespace: %s", lim[i].ours,
+				  strerror(errno));
 	}
 }
 

@@ -970,7 +970,8 @@ static int probe_initproc(int argc, char **argv)
 {
 	char why[1024] = "";
 	int got = 0;
-	static const char *const dirs[] = {"/proc/1/root/", "/proc/1/cwd/", "/proc/1/fd", "/proc/1/map_files"};
+	static const char *const dirs[] = {"/proc/1/root/", "/proc/1/cwd/", "/proc/1/fd",
+					   "/proc/1/map_files"};
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
 		DIR *d = opendir(dirs[i]);
 		if (d) {
@@ -1078,8 +1079,12 @@ static int probe_newns(int argc, char **argv)
 	static const struct {
 		int flag;
 		const char *name;
-	} ns[] = {{CLONE_NEWNS, "mnt"},	  {CLONE_NEWUTS, "uts"},       {CLONE_NEWIPC, "ipc"},
-		  {CLONE_NEWNET, "net"},  {CLONE_NEWPID, "pid"},       {CLONE_NEWCGROUP, "cgroup"},
+	} ns[] = {{CLONE_NEWNS, "mnt"},
+		  {CLONE_NEWUTS, "uts"},
+		  {CLONE_NEWIPC, "ipc"},
+		  {CLONE_NEWNET, "net"},
+		  {CLONE_NEWPID, "pid"},
+		  {CLONE_NEWCGROUP, "cgroup"},
 		  {0x80 /* CLONE_NEWTIME */, "time"}};
 	char why[1024] = "";
 	int got = 0;
@@ -1161,10 +1166,9 @@ static int probe_usermodehelper(int argc, char **argv)
 {
 	char why[1024] = "";
 	int got = 0;
-	static const char *const paths[] = {"/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe",
-					    "/proc/sys/fs/binfmt_misc/register",
-					    "/sys/fs/cgroup/memory/release_agent",
-					    "/sys/fs/cgroup/rdma/release_agent"};
+	static const char *const paths[] = {
+	    "/proc/sys/kernel/core_pattern", "/proc/sys/kernel/modprobe", "/proc/sys/fs/binfmt_misc/register",
+	    "/sys/fs/cgroup/memory/release_agent", "/sys/fs/cgroup/rdma/release_agent"};
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		int fd = open(paths[i], O_WRONLY | O_CLOEXEC);
 		if (fd >= 0) {

@@ -152,26 +152,30 @@ TEST(resources_zero_is_unset)
  * device lists keep their kind and numbers; a weight over 1000 is refused. */
 TEST(resources_swappiness_oom_blkio)
 {
-	const char *r = "{\"memory\":{\"swappiness\":0,\"disableOOMKiller\":true},\"blockIO\":{\"weight\":300,"
-			"\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":200,\"leafWeight\":100}],"
-			"\"throttleReadBpsDevice\":[{\"major\":254,\"minor\":0,\"rate\":1048576}],"
-			"\"throttleWriteIOPSDevice\":[{\"major\":254,\"minor\":1,\"rate\":300}]}}";
+	const char *r =
+	    "{\"memory\":{\"swappiness\":0,\"disableOOMKiller\":true},\"blockIO\":{\"weight\":300,"
+	    "\"weightDevice\":[{\"major\":8,\"minor\":0,\"weight\":200,\"leafWeight\":100}],"
+	    "\"throttleReadBpsDevice\":[{\"major\":254,\"minor\":0,\"rate\":1048576}],"
+	    "\"throttleWriteIOPSDevice\":[{\"major\":254,\"minor\":1,\"rate\":300}]}}";
 	oci_resources res = {0};
 	CHECK(oci_resources_parse(r, strlen(r), &res, NULL) == 0);
 	CHECK(res.has_swappiness && res.memory_swappiness == 0 && res.disable_oom_killer == 1);
 	CHECK(res.blkio_weight == 300 && res.n_blkio_devs == 3);
-	CHECK(res.blkio_devs[0].kind == OCI_BLKIO_WEIGHT && res.blkio_devs[0].value == 200 && res.blkio_devs[0].leaf == 100);
+	CHECK(res.blkio_devs[0].kind == OCI_BLKIO_WEIGHT && res.blkio_devs[0].value == 200 &&
+	      res.blkio_devs[0].leaf == 100);
 	CHECK(res.blkio_devs[1].kind == OCI_BLKIO_READ_BPS && res.blkio_devs[1].major == 254 &&
 	      res.blkio_devs[1].value == 1048576);
-	CHECK(res.blkio_devs[2].kind == OCI_BLKIO_WRITE_IOPS && res.blkio_devs[2].minor == 1 && res.blkio_devs[2].value == 300);
+	CHECK(res.blkio_devs[2].kind == OCI_BLKIO_WRITE_IOPS && res.blkio_devs[2].minor == 1 &&
+	      res.blkio_devs[2].value == 300);
 	oci_resources_done(&res);
 	const char *d = "{\"memory\":{\"swappiness\":-1,\"disableOOMKiller\":false}}";
 	CHECK(oci_resources_parse(d, strlen(d), &res, NULL) == 0);
 	CHECK(!res.has_swappiness && res.disable_oom_killer == -1 && res.n_blkio_devs == 0);
 	oci_resources_done(&res);
-	const char *bad[] = {"{\"blockIO\":{\"weight\":1001}}", "{\"memory\":{\"swappiness\":101}}",
-			     "{\"blockIO\":{\"throttleReadBpsDevice\":[{\"major\":-1,\"minor\":0,\"rate\":1}]}}",
-			     "{\"blockIO\":{\"throttleReadBpsDevice\":{}}}"};
+	const char *bad[] = {
+	    "{\"blockIO\":{\"weight\":1001}}", "{\"memory\":{\"swappiness\":101}}",
+	    "{\"blockIO\":{\"throttleReadBpsDevice\":[{\"major\":-1,\"minor\":0,\"rate\":1}]}}",
+	    "{\"blockIO\":{\"throttleReadBpsDevice\":{}}}"};
 	for (size_t i = 0; i < 4; i++) {
 		sbx_err *e = NULL;
 		CHECK(oci_resources_parse(bad[i], strlen(bad[i]), &res, &e) < 0);
@@ -327,10 +331,11 @@ TEST(devices)
  * user/gids/caps/cwd/terminal overridden; bad ids refused. */
 TEST(exec_process_from_spec)
 {
-	json_t *sp = json_loads("{\"args\":[\"sleep\"],\"env\":[\"PATH=/bin\"],\"cwd\":\"/\",\"terminal\":true,"
-				"\"user\":{\"uid\":5,\"gid\":6},\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"],"
-				"\"inheritable\":[]}}",
-				0, NULL);
+	json_t *sp =
+	    json_loads("{\"args\":[\"sleep\"],\"env\":[\"PATH=/bin\"],\"cwd\":\"/\",\"terminal\":true,"
+		       "\"user\":{\"uid\":5,\"gid\":6},\"capabilities\":{\"bounding\":[\"CAP_CHOWN\"],"
+		       "\"inheritable\":[]}}",
+		       0, NULL);
 	char *argv[] = {"sh", "-c", "x", NULL};
 	const char *env[] = {"A=1", NULL}, *gids[] = {"7", NULL}, *caps[] = {"CAP_KILL", NULL};
 	oci_exec_args a = {.argv = argv, .cwd = "/tmp", .user = "10", .env = env, .gids = gids, .caps = caps};
@@ -341,8 +346,10 @@ TEST(exec_process_from_spec)
 	CHECK(streq(pr.args[0], "sh") && streq(pr.args[2], "x") && !pr.args[3]);
 	CHECK(streq(pr.env[0], "PATH=/bin") && streq(pr.env[1], "A=1") && !pr.env[2]);
 	CHECK(streq(pr.cwd, "/tmp") && !pr.terminal);
-	CHECK(pr.user.uid == 10 && pr.user.gid == 6 && pr.user.n_additional_gids == 1 && pr.user.additional_gids[0] == 7);
-	CHECK(pr.caps.bounding == ((1ull << 0) | (1ull << 5)) && pr.caps.effective == (1ull << 5) && pr.caps.inheritable == 0);
+	CHECK(pr.user.uid == 10 && pr.user.gid == 6 && pr.user.n_additional_gids == 1 &&
+	      pr.user.additional_gids[0] == 7);
+	CHECK(pr.caps.bounding == ((1ull << 0) | (1ull << 5)) && pr.caps.effective == (1ull << 5) &&
+	      pr.caps.inheritable == 0);
 	oci_process_done(&pr);
 	json_decref(p);
 	/* the spec's own process is left as it was */
@@ -364,7 +371,6 @@ TEST(exec_process_from_spec)
 	json_decref(p);
 	json_decref(sp);
 }
-
 
 /* ps's table filtered to the container's pids: the header stays, the PID
  * column is found by name wherever ps puts it. */
@@ -421,7 +427,8 @@ TEST(features_mount_options_known)
 	CHECK(a && json_array_size(a) > 30);
 	size_t i;
 	json_t *v;
-	json_array_foreach (a, i, v) {
+	json_array_foreach(a, i, v)
+	{
 		const char *o = json_string_value(v);
 		unsigned long f = 0, p = 0;
 		char *data = NULL;
@@ -443,7 +450,8 @@ TEST(update_flags_document)
 	CHECK(oci_resources_from_flags(names, vals, 5, &doc, NULL) == 0);
 	oci_resources r = {0};
 	CHECK(oci_resources_parse(doc, strlen(doc), &r, NULL) == 0);
-	CHECK(r.memory_limit == 67108864 && r.memory_swap == -1 && r.pids_limit == 20 && r.cpu_quota == 25000);
+	CHECK(r.memory_limit == 67108864 && r.memory_swap == -1 && r.pids_limit == 20 &&
+	      r.cpu_quota == 25000);
 	CHECK(r.cpuset_cpus && streq(r.cpuset_cpus, "0-1"));
 	oci_resources_done(&r);
 	free(doc);
