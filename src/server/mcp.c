@@ -325,6 +325,10 @@ static void call_run(mcp_call *c)
 			reply = jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
 					      "out of memory building the result", NULL);
 		send_msg(&c->sink, reply);
+		/* Sent to no one (the client died mid-call): it will never know
+		 * what the call made, so undo it as a cancelled call is. */
+		if (r >= 0 && c->t->undo && c->sink.gone && c->sink.gone(c->sink.userdata))
+			c->t->undo(&tc, structured);
 	}
 	json_decref(structured);
 	sbx_err_free(e);

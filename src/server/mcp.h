@@ -21,10 +21,14 @@
 /* Where the replies (and progress notifications) of one message go. send()
  * may be called from any thread, concurrently: it must serialize itself.
  * It borrows msg. The sink is copied; userdata must stay valid until every
- * call started with it has answered (mcp_server_wait()). */
+ * call started with it has answered (mcp_server_wait()). gone() (optional)
+ * tells, after a send, whether that reply reached no one (the client went
+ * away): a call whose result the client never saw is undone as a cancelled
+ * one is, so that no environment it cannot know about stays behind. */
 typedef struct mcp_sink {
 	void (*send)(void *userdata, const json_t *msg);
 	void *userdata;
+	bool (*gone)(void *userdata);
 } mcp_sink;
 
 typedef struct mcp_server mcp_server;

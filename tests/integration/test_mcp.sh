@@ -167,6 +167,25 @@ t_mcp_raw_sigterm_cancels_and_exits() {
 	sbx rm "$id"
 }
 
+# A client that dies mid-call (its end of stdout closed: EPIPE on the reply)
+# never learns the id of the environment its create made, so nothing may stay
+# running: the create is undone, as a cancelled one is. The server also stops
+# reading once nobody can get its answers (here stdin stays open for 8 s).
+t_mcp_raw_client_gone_mid_create_leaves_nothing() {
+	local t0
+	t0=$(date +%s)
+	{
+		printf '%s\n' "$INIT" "$INITED" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"environment_create","arguments":{}}}'
+		sleep 8
+	} | {
+		"$SBX_BIN" mcp 2> "$TMPDIR_TEST/mcp.err" || true
+		date +%s > "$TMPDIR_TEST/end"
+	} | head -c 10 > /dev/null
+	[ $(($(cat "$TMPDIR_TEST/end") - t0)) -lt 6 ] || fail "sbx mcp went on reading after its client had gone"
+	assert_eq "$(sbx ls --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).environments.length))')" "0" \
+		"environments left by a create whose client had gone: $(sbx ls)"
+}
+
 # ---- MCP over Streamable HTTP (`sbx serve`) -------------------------------------
 # http_start [ARGS...]: starts `sbx serve` on a free 127.0.0.1 port (port 0:
 # the kernel picks it; the server prints its URL), sets HTTP_URL and
