@@ -41,6 +41,7 @@ t_mcp_sdk_diff() { sdk diff; }
 t_mcp_sdk_processes() { sdk processes; }
 t_mcp_sdk_trace_replay() { sdk trace_replay; }
 t_mcp_sdk_resources() { sdk resources; }
+t_mcp_sdk_huge_numbers() { sdk huge_numbers; }
 
 t_mcp_raw_malformed_json_keeps_serving() {
 	printf '%s\n' 'this is not json' "$INIT" '{"jsonrpc":"2.0","id":1,' '5' '[]' \
@@ -58,6 +59,23 @@ t_mcp_raw_malformed_json_keeps_serving() {
 	assert_eq "$(q 'id(6).error.code')" "-32601"
 	# A response from the client is never answered.
 	assert_eq "$(q 'msgs.length')" "12"
+}
+
+# A message jansson refuses for its content (invalid UTF-8 in a string, an
+# integer past int64) still gets its id back, so the client's request ends.
+t_mcp_raw_bad_content_keeps_the_id() {
+	{
+		echo "$INIT"
+		printf '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff\xfe"}}\n'
+		echo '{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"environment_list","arguments":{"a":99999999999999999999}}}'
+		echo '{"jsonrpc":"2.0","id":3,"method":"ping"'
+		echo '{"jsonrpc":"2.0","id":4,"method":"ping"}'
+	} | mcp_pipe
+	assert_eq "$(q 'id(1).error.code')" "-32700"
+	assert_eq "$(q 'id("two").error.code')" "-32602"
+	assert_contains "$(q 'id("two").error.message')" "too big integer"
+	assert_eq "$(q 'msgs.filter(m => m.id === null).map(m => m.error.code).join(",")')" "-32700"
+	assert_eq "$(q 'JSON.stringify(id(4).result)')" "{}"
 }
 
 t_mcp_raw_before_initialize() {

@@ -455,6 +455,31 @@ const cases = {
 			check(e.code === 'not_found', 'unknown process', e);
 		});
 	},
+	// Numbers past int64 (what JSON.stringify makes of 1e20 or 2 ** 64) are
+	// refused at once with the request's id; they used to get a parse error
+	// with id null, which the SDK cannot match, so the call hung until its
+	// timeout. Nothing may be created with such a "limit".
+	async huge_numbers(client) {
+		const before = (await ok(client, 'environment_list', {})).environments.length;
+		for (const args of [{ limits: { memory_bytes: 1e20 } }, { limits: { pids: -(2 ** 64) } }, { limits: { timeout_ms: 2 ** 70 } }]) {
+			const t0 = Date.now();
+			let err, r;
+			try {
+				r = await call(client, 'environment_create', args, { timeout: 15000 });
+			} catch (e) {
+				err = e;
+			}
+			// -32602, or (2 ** 70 is sent as 1.18e+21, a non-integer) an invalid_argument result
+			check(
+				(err instanceof McpError && err.code === -32602) || (r?.isError && r.structuredContent?.error?.code === 'invalid_argument'),
+				`create ${JSON.stringify(args)}: refused at once`,
+				err ? String(err) : r,
+			);
+			check(Date.now() - t0 < 5000, 'answered at once', Date.now() - t0);
+		}
+		const after = (await ok(client, 'environment_list', {})).environments.length;
+		check(after === before, 'nothing created', { before, after });
+	},
 };
 
 const name = process.argv[2];
