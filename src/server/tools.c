@@ -22,6 +22,7 @@
 #include "api/secrets.h"
 #include "runtime/user.h"
 #include "server/reaper.h"
+#include "store/oci.h"
 #include "util/dsse.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -391,6 +392,71 @@ static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *re
 
 /* ---- handlers ------------------------------------------------------------ */
 
+/* A host path a client names in environment_create must lie in a directory
+ * the operator allowed (--allow-host-dir; symlinks and '..' resolved):
+ * otherwise the client would choose which host directory the server mounts,
+ * past the host template's mask (a volume of /etc reads /etc/shadow). */
+static int create_host_path(tool_call *c, const char *what, const char *path, sbx_err **err)
+{
+	_cleanup_free_ char *real = path ? sbx_ctx_host_dir_allowed(c->ctx, path) : NULL;
+	if (real)
+		return 0;
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+		       "%s '%s' is not in a host directory the operator allowed (sbx mcp/serve "
+		       "--allow-host-dir DIR; symlinks and '..' are resolved first)",
+		       what, path ? path : "");
+}
+
+/* The host paths of a policy document (filesystem.volumes[].host). */
+static int create_policy_host_paths(tool_call *c, const json_t *doc, const char *what, sbx_err **err)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(doc, "filesystem"), "volumes"), i, v)
+	{
+		const char *host = json_str(v, "host");
+		char field[96];
+		snprintf(field, sizeof(field), "%s.filesystem.volumes[%zu].host", what, i);
+		if (host && create_host_path(c, field, host, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A template spec naming a host directory (dir:PATH, oci:DIR[:TAG]). */
+static int template_host_path(tool_call *c, const char *what, const char *tpl, sbx_err **err)
+{
+	if (tpl && startswith(tpl, "dir:"))
+		return create_host_path(c, what, tpl + 4, err);
+	if (tpl && startswith(tpl, "oci:")) {
+		_cleanup_free_ char *dir = NULL, *tag = NULL;
+		if (oci_ref_parse(tpl, &dir, &tag, err) < 0)
+			return -1;
+		return create_host_path(c, what, dir, err);
+	}
+	return 0;
+}
+
+/* volumes[].host, the policy documents' volumes, a dir: or oci: template. */
+static int create_host_paths(tool_call *c, const json_t *pol, const char *pol_name, const json_t *agent,
+			     sbx_err **err)
+{
+	const json_t *a = c->args;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(a, "volumes"), i, v)
+	{
+		char field[48];
+		snprintf(field, sizeof(field), "volumes[%zu].host", i);
+		if (create_host_path(c, field, json_str(v, "host"), err) < 0)
+			return -1;
+	}
+	if ((json_is_object(pol) && create_policy_host_paths(c, pol, pol_name, err) < 0) ||
+	    (json_is_object(agent) && create_policy_host_paths(c, agent, "phases.agent", err) < 0))
+		return -1;
+	return template_host_path(c, "template's directory", json_str(a, "template"), err);
+}
+
 static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -406,6 +472,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		pj = json_object_get(phases, "setup");
 	if ((json_is_object(pj) && secrets_mcp_check(pj, phases ? "phases.setup" : "policy", err) < 0) ||
 	    (json_is_object(aj) && secrets_mcp_check(aj, "phases.agent", err) < 0))
+		return -1;
+	if (create_host_paths(c, pj, phases ? "phases.setup" : "policy", aj, err) < 0)
 		return -1;
 	if (json_is_object(pj) && !(pol = json_dumps(pj, JSON_COMPACT)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -1113,6 +1181,8 @@ static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
 			       "policy '%.64s': give a built-in profile (%s)", pol, profile_names);
 	if (json_bool(c->args, "remove", false))
 		return sbx_pool_remove(c->ctx, source, pol, ret, err);
+	if (template_host_path(c, "source's directory", source, err) < 0)
+		return -1;
 	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);
 }
 

@@ -241,6 +241,53 @@ t_mcp_wrong_types_refused() {
 	assert_eq "$after" "$before" "no environment was created"
 }
 
+# A host path a client names in environment_create (a volume's host, one in a
+# policy document's filesystem.volumes, a dir: or oci: template) must lie in a
+# directory the operator allowed (--allow-host-dir), symlinks and '..'
+# resolved: otherwise a client chose which host directory the server mounts,
+# past the host template's mask (a volume of /etc read /etc/shadow).
+t_mcp_host_paths_need_allow_host_dir() {
+	need_python
+	local ok="$TMPDIR_TEST/allowed" before after
+	mkdir -p "$ok/sub"
+	echo shared > "$ok/sub/f"
+	ln -s /etc "$ok/etc"
+	before=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	call() { echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_create\",\"arguments\":$2}}"; }
+	{
+		echo "$INIT"
+		call 10 '{"volumes":[{"host":"/etc","path":"/x"}]}'
+		call 11 '{"policy":{"filesystem":{"volumes":[{"host":"/etc","path":"/x"}]}}}'
+		call 12 '{"phases":{"setup":{"filesystem":{"volumes":[{"host":"/etc","path":"/x"}]}},"agent":"strict"}}'
+		call 13 '{"template":"dir:/etc"}'
+		call 14 '{"template":"oci:/etc:latest"}'
+		call 15 "{\"volumes\":[{\"host\":\"$ok/sub\",\"path\":\"/x\"}]}"
+		echo '{"jsonrpc":"2.0","id":16,"method":"environment.create","params":{"volumes":[{"host":"/etc","path":"/x"}]}}'
+		echo '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"pool_set","arguments":{"source":"dir:/etc","size":1}}}'
+	} | mcp_lines
+	for i in 10 11 12 13 14 15 17; do
+		expect_tool_invalid $i "allow-host-dir" || return 1
+	done
+	assert_contains "$(reply 16)" "allow-host-dir"
+	assert_contains "$(reply 16)" '"error"'
+	# Allowed: the directory and what is beneath it, never a symlink out of it.
+	{
+		echo "$INIT"
+		call 20 "{\"volumes\":[{\"host\":\"$ok/sub\",\"path\":\"/x\"}]}"
+		call 21 "{\"volumes\":[{\"host\":\"$ok/etc\",\"path\":\"/x\"}]}"
+		call 22 "{\"volumes\":[{\"host\":\"$ok/sub/../../..$ok/../../etc\",\"path\":\"/x\"}]}"
+	} | sbx mcp --allow-host-dir "$ok" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err"
+	assert_contains "$(reply 20)" '"isError": false'
+	expect_tool_invalid 21 "allow-host-dir" || return 1
+	expect_tool_invalid 22 "allow-host-dir" || return 1
+	local id
+	id=$(reply 20 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["structuredContent"]["environment_id"])')
+	assert_eq "$(sbx exec "$id" -- cat /x/f)" "shared"
+	sbx rm "$id" > /dev/null
+	after=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	assert_eq "$after" "$before" "no environment was created by a refused call"
+}
+
 # The library refuses absurd limits, whoever calls it: the CLI too.
 t_cli_limits_refused() {
 	expect_status 125 sbx create --pids -1
