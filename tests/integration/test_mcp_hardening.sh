@@ -276,10 +276,15 @@ t_mcp_host_paths_need_allow_host_dir() {
 		call 20 "{\"volumes\":[{\"host\":\"$ok/sub\",\"path\":\"/x\"}]}"
 		call 21 "{\"volumes\":[{\"host\":\"$ok/etc\",\"path\":\"/x\"}]}"
 		call 22 "{\"volumes\":[{\"host\":\"$ok/sub/../../..$ok/../../etc\",\"path\":\"/x\"}]}"
+		# template_build's context is allowed; its FROM must be too.
+		echo "{\"jsonrpc\":\"2.0\",\"id\":23,\"method\":\"tools/call\",\"params\":{\"name\":\"template_build\",\"arguments\":{\"dockerfile\":\"FROM dir:/etc\\nRUN cat /shadow\",\"context\":\"$ok\",\"tag\":\"hostetc\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":24,\"method\":\"tools/call\",\"params\":{\"name\":\"template_build\",\"arguments\":{\"dockerfile\":\"ARG B=oci:/etc\\nFROM \$B\\nRUN true\",\"context\":\"$ok\",\"tag\":\"hostetc\"}}}"
 	} | sbx mcp --allow-host-dir "$ok" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err"
 	assert_contains "$(reply 20)" '"isError": false'
 	expect_tool_invalid 21 "allow-host-dir" || return 1
 	expect_tool_invalid 22 "allow-host-dir" || return 1
+	expect_tool_invalid 23 "allow-host-dir" || return 1
+	expect_tool_invalid 24 "allow-host-dir" || return 1
 	local id
 	id=$(reply 20 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["structuredContent"]["environment_id"])')
 	assert_eq "$(sbx exec "$id" -- cat /x/f)" "shared"
