@@ -116,6 +116,24 @@ void mcp_server_wait(mcp_server *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+bool mcp_server_wait_for(mcp_server *s, int timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->n_inflight > 0 && pthread_cond_timedwait(&s->idle, &s->lock, &until) == 0)
+		;
+	bool idle = s->n_inflight == 0;
+	pthread_mutex_unlock(&s->lock);
+	return idle;
+}
+
 static void cancel_locked(mcp_call *c)
 {
 	if (c->cancelled)

@@ -46,6 +46,8 @@ void mcp_server_handle_json(mcp_server *s, json_t *msg, const mcp_sink *sink);
 void mcp_server_cancel_all(mcp_server *s);
 /* Waits until no call is in flight. */
 void mcp_server_wait(mcp_server *s);
+/* The same for at most timeout_ms: true if no call is in flight. */
+bool mcp_server_wait_for(mcp_server *s, int timeout_ms);
 
 /* Serves MCP over newline-delimited JSON-RPC on in_fd/out_fd (stdin/stdout)
  * until EOF on in_fd, then waits for the calls in flight and returns 0.

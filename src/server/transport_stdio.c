@@ -120,14 +120,17 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 	size_t skipping = 0; /* > 0: inside an oversized line, this many bytes so far */
 	bool stopped = false;
 	while (buf && !atomic_load(&out.broken)) {
-		struct pollfd p[2] = {{.fd = in_fd, .events = POLLIN},
-				      {.fd = stop_pipe[0], .events = POLLIN}};
-		if (poll(p, 2, -1) < 0) {
+		/* out_fd with no events: poll still reports its reader gone
+		 * (POLLERR on a pipe, POLLHUP on a socket). */
+		struct pollfd p[3] = {{.fd = in_fd, .events = POLLIN},
+				      {.fd = stop_pipe[0], .events = POLLIN},
+				      {.fd = out_fd, .events = 0}};
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (p[1].revents) {
+		if (p[1].revents || (p[2].revents & (POLLERR | POLLHUP))) {
 			stopped = true;
 			break;
 		}
@@ -179,6 +182,17 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 	free(buf);
 	if (stopped || atomic_load(&out.broken))
 		mcp_server_cancel_all(s);
+	/* At EOF the calls in flight finish and answer, unless a stop signal
+	 * comes or the reader of stdout goes (a client killed mid-call): then
+	 * nobody can get their answers, so they are cancelled, not waited for
+	 * (a command without a timeout may never end). */
+	while (!mcp_server_wait_for(s, 250)) {
+		struct pollfd p[2] = {{.fd = stop_pipe[0], .events = POLLIN}, {.fd = out_fd, .events = 0}};
+		if (poll(p, 2, 0) > 0 && (p[0].revents || (p[1].revents & (POLLERR | POLLHUP)))) {
+			mcp_server_cancel_all(s);
+			break;
+		}
+	}
 	mcp_server_wait(s);
 	mcp_server_free(s);
 	reaper_drain(); /* destroys answered but still being torn down */

@@ -204,6 +204,48 @@ t_mcp_raw_client_gone_mid_create_leaves_nothing() {
 		"environments left by a create whose client had gone: $(sbx ls)"
 }
 
+# A client killed mid-call (stdin at EOF, nobody reading stdout) while a
+# command without a timeout runs: the server cancels the call (the command
+# ends) and exits, instead of waiting for a reply nobody can read. SIGTERM
+# after EOF cancels too.
+t_mcp_raw_client_killed_mid_execute_cancels() {
+	local id pid catpid t0
+	id=$(sbx create)
+	mkfifo "$TMPDIR_TEST/kin" "$TMPDIR_TEST/kout"
+	"$SBX_BIN" mcp < "$TMPDIR_TEST/kin" > "$TMPDIR_TEST/kout" 2> "$TMPDIR_TEST/mcp.err" &
+	pid=$!
+	exec 7> "$TMPDIR_TEST/kin"
+	cat "$TMPDIR_TEST/kout" > /dev/null &
+	catpid=$!
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 60\"}}}" >&7
+	sleep 1
+	t0=$(date +%s)
+	kill "$catpid"
+	exec 7>&-
+	timeout 15 tail --pid="$pid" -f /dev/null || true
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid"
+		fail "sbx mcp still waits for a call whose client was killed"
+	fi
+	[ $(($(date +%s) - t0)) -lt 8 ] || fail "sbx mcp took too long to notice its client had gone"
+	out=$(sbx exec "$id" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')
+	assert_not_contains "$out" "sleep 60"
+	# EOF with the reader still there: SIGTERM cancels the call.
+	rm -f "$TMPDIR_TEST/kin"
+	mkfifo "$TMPDIR_TEST/kin"
+	"$SBX_BIN" mcp < "$TMPDIR_TEST/kin" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" &
+	pid=$!
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 60\"}}}" > "$TMPDIR_TEST/kin"
+	sleep 1
+	kill -TERM "$pid"
+	timeout 15 tail --pid="$pid" -f /dev/null || true
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid"
+		fail "SIGTERM after EOF did not stop sbx mcp"
+	fi
+	sbx rm "$id"
+}
+
 # ---- MCP over Streamable HTTP (`sbx serve`) -------------------------------------
 # http_start [ARGS...]: starts `sbx serve` on a free 127.0.0.1 port (port 0:
 # the kernel picks it; the server prints its URL), sets HTTP_URL and
