@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/env_state.h"
 #include "api/secrets.h"
 #include "runtime/user.h"
 #include "server/reaper.h"
@@ -641,6 +642,26 @@ int tools_fit_output(json_t *res, size_t budget)
 	return -E2BIG;
 }
 
+/* Under a policy its timeout is a ceiling, as its other limits are: an
+ * execute may shorten it, never lift it (-1) or lengthen it, and a
+ * background process without a timeout of its own gets the policy's. */
+static int exec_timeout_capped(tool_call *c, const char *id, bool background, int64_t *timeout_ms,
+			       sbx_err **err)
+{
+	_cleanup_env_record_ env_record st = {0};
+	if (env_record_read(c->ctx, id, &st) < 0 || !st.policy || st.limits.timeout_ms <= 0)
+		return 0;
+	int64_t cap = st.limits.timeout_ms, t = *timeout_ms;
+	if (t == 0 && background)
+		*timeout_ms = cap;
+	if (t == -1 || t > cap)
+		return bad_params(c,
+				  "'timeout_ms' %lld: the environment's policy '%s' allows at most %lld ms; an "
+				  "explicit value may only narrow it",
+				  (long long)t, st.policy, (long long)cap);
+	return 0;
+}
+
 static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -684,6 +705,8 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		return r;
 	json_t *det = json_object_get(a, "deterministic");
 	o.deterministic = json_is_boolean(det) ? json_is_true(det) : -1;
+	if ((r = exec_timeout_capped(c, id, json_bool(a, "background", false), &o.timeout_ms, err)) < 0)
+		return r;
 	if (json_bool(a, "background", false)) { /* docs/processes.md */
 		if (in || o.trace)
 			return bad_params(c, "a background command takes no 'stdin' and no 'trace'");

@@ -293,6 +293,34 @@ t_mcp_host_paths_need_allow_host_dir() {
 	assert_eq "$after" "$before" "no environment was created by a refused call"
 }
 
+# Under a policy its timeout is a ceiling, as its other limits are: an
+# execute may shorten it, never lift it (timeout_ms -1 used to run with no
+# timeout at all under strict's 10 minutes) or lengthen it; a background
+# process without a timeout_ms gets the policy's.
+t_mcp_exec_timeout_capped_by_policy() {
+	need_python
+	local id
+	printf '%s\n' "$INIT" '{"jsonrpc":"2.0","id":1,"method":"environment.create","params":{"policy":"strict"}}' | mcp_lines
+	id=$(reply 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["environment_id"])')
+	ex() { echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"echo ran\"$2}}}"; }
+	{
+		echo "$INIT"
+		ex 10 ',"timeout_ms":-1'
+		ex 11 ',"timeout_ms":3600000'
+		ex 12 ',"timeout_ms":5000'
+		ex 13 ''
+		ex 14 ',"background":true'
+	} | mcp_lines
+	expect_tool_invalid 10 "timeout_ms" || return 1
+	expect_tool_invalid 11 "600000" || return 1
+	assert_contains "$(reply 12)" '"stdout": "ran\n"'
+	assert_contains "$(reply 13)" '"stdout": "ran\n"'
+	assert_contains "$(reply 14)" '"process_id"'
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"environment.process_list\",\"params\":{\"environment_id\":\"$id\"}}" | mcp_lines
+	assert_eq "$(reply 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["processes"][0]["timeout_ms"])')" "600000"
+	sbx rm "$id" > /dev/null
+}
+
 # The library refuses absurd limits, whoever calls it: the CLI too.
 t_cli_limits_refused() {
 	expect_status 125 sbx create --pids -1
