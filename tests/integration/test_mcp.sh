@@ -42,6 +42,7 @@ t_mcp_sdk_processes() { sdk processes; }
 t_mcp_sdk_trace_replay() { sdk trace_replay; }
 t_mcp_sdk_resources() { sdk resources; }
 t_mcp_sdk_huge_numbers() { sdk huge_numbers; }
+t_mcp_sdk_every_tool() { sdk every_tool; }
 
 t_mcp_raw_malformed_json_keeps_serving() {
 	printf '%s\n' 'this is not json' "$INIT" '{"jsonrpc":"2.0","id":1,' '5' '[]' \
