@@ -126,6 +126,61 @@ t_http_idle_flood_does_not_lock_out() {
 	kill -0 "$HTTP_PID" || fail "sbx serve died"
 }
 
+# A progress stream (SSE) whose client never reads: the progress events
+# queued for it are bounded (they used to pile up without limit, 6 bytes of
+# JSON for each control byte of output, about 1.5 MB a second here); the
+# result still comes whole when the client reads.
+t_http_unread_progress_stream_bounded() {
+	need_python
+	http_start
+	local pid
+	pid=$(pgrep -P "$HTTP_PID" -x sbx || echo "$HTTP_PID")
+	out=$(python3 - "$HTTP_URL" "$pid" <<'PY'
+import json, socket, sys, time, urllib.parse, urllib.request
+url, pid = sys.argv[1], sys.argv[2]
+u = urllib.parse.urlparse(url)
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+hdrs = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+def post(msg):
+    req = urllib.request.Request(url, data=json.dumps(msg).encode(), headers=hdrs)
+    return json.loads(urllib.request.urlopen(req, timeout=30).read())
+def rss():
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"): return int(l.split()[1]) * 1024
+env = post({"jsonrpc": "2.0", "id": 1, "method": "environment.create", "params": {"_meta": meta, "limits": {"output_bytes": 1048576}}})["result"]["environment_id"]
+before = rss()
+cmd = 'i=0; while [ $i -lt 75 ]; do head -c 65536 /dev/zero | tr "\\0" "\\1"; sleep 0.2; i=$((i+1)); done'
+body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": dict(meta, progressToken="p"), "name": "environment_execute", "arguments": {"environment_id": env, "command": cmd}}}).encode()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect((u.hostname, u.port))
+s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+peak = 0
+for _ in range(34):
+    time.sleep(0.5)
+    peak = max(peak, rss() - before)
+# Now read it all: the result is there.
+s.settimeout(30)
+tail, total, found = b"", 0, False
+while not found and total < 200 << 20:
+    c = s.recv(1 << 20)
+    if not c: break
+    total += len(c)
+    found = b'"id":2' in tail + c
+    tail = c[-16:]
+s.close()
+post({"jsonrpc": "2.0", "id": 3, "method": "environment.destroy", "params": {"_meta": meta, "environment_id": env}})
+got = "yes" if found else "no"
+print(f"grew {peak >> 20} MiB, result {got}")
+PY
+)
+	echo "$out"
+	assert_contains "$out" "result yes"
+	local grew
+	grew=$(echo "$out" | sed -n 's/^grew \([0-9-]*\) MiB.*/\1/p')
+	[ "${grew:-99}" -lt 8 ] || fail "the server grew by $grew MiB for a stream nobody read"
+}
+
 # Slowloris: headers a byte a second, and a body that never completes,
 # are cut off after --request-timeout, while the ping still answers.
 t_http_slow_clients_timed_out() {
