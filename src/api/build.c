@@ -582,10 +582,11 @@ static int from_step(build *b, const dockerfile_instr *in, const char *arg, sbx_
 		else if (oci_ref_parse(spec, &hdir, &tag, NULL) < 0)
 			hdir = NULL;
 		if (!hdir || !(real = sbx_ctx_host_dir_allowed(b->ctx, hdir)))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "%s:%u: FROM %s: not in a host directory the operator allowed (sbx "
-				       "mcp/serve --allow-host-dir DIR; symlinks and '..' are resolved first)",
-				       b->name, in->line, spec);
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EPERM,
+			    "%s:%u: FROM %s: not in a host directory the operator allowed (sbx "
+			    "mcp/serve --allow-host-dir DIR; symlinks and '..' are resolved first)",
+			    b->name, in->line, spec);
 	}
 	if (streq(spec, "scratch")) {
 		_cleanup_free_ char *dir = NULL;

@@ -655,10 +655,11 @@ static int exec_timeout_capped(tool_call *c, const char *id, bool background, in
 	if (t == 0 && background)
 		*timeout_ms = cap;
 	if (t == -1 || t > cap)
-		return bad_params(c,
-				  "'timeout_ms' %lld: the environment's policy '%s' allows at most %lld ms; an "
-				  "explicit value may only narrow it",
-				  (long long)t, st.policy, (long long)cap);
+		return bad_params(
+		    c,
+		    "'timeout_ms' %lld: the environment's policy '%s' allows at most %lld ms; an "
+		    "explicit value may only narrow it",
+		    (long long)t, st.policy, (long long)cap);
 	return 0;
 }
 
