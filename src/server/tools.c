@@ -23,7 +23,6 @@
 #include "api/secrets.h"
 #include "runtime/user.h"
 #include "server/reaper.h"
-#include "store/oci.h"
 #include "util/dsse.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -429,10 +428,12 @@ static int template_host_path(tool_call *c, const char *what, const char *tpl, s
 {
 	if (tpl && startswith(tpl, "dir:"))
 		return create_host_path(c, what, tpl + 4, err);
-	if (tpl && startswith(tpl, "oci:")) {
-		_cleanup_free_ char *dir = NULL, *tag = NULL;
-		if (oci_ref_parse(tpl, &dir, &tag, err) < 0)
-			return -1;
+	if (tpl && startswith(tpl, "oci:")) { /* as oci_ref_parse splits it: a tag after the last '/' */
+		const char *slash = strrchr(tpl + 4, '/'), *colon = strrchr(slash ? slash : tpl + 4, ':');
+		_cleanup_free_ char *dir =
+		    colon ? strndup(tpl + 4, (size_t)(colon - tpl - 4)) : strdup(tpl + 4);
+		if (!dir)
+			return err_oom(err);
 		return create_host_path(c, what, dir, err);
 	}
 	return 0;
