@@ -35,6 +35,7 @@
 #include "build/dockerfile.h"
 #include "build/image_config.h"
 #include "store/digest.h"
+#include "store/oci.h"
 #include "store/snapshot.h"
 #include "store/tarw.h"
 #include "util/fd.h"
@@ -572,6 +573,21 @@ static int from_step(build *b, const dockerfile_instr *in, const char *arg, sbx_
 	const char *spec = arg;
 	char base[STORE_DIGEST_SIZE + 32];
 	_cleanup_free_ char *digest = NULL;
+	/* A server that allows clients only some host directories (MCP's
+	 * --allow-host-dir) allows no other FROM dir:/oci: either. */
+	if (b->ctx->host_dirs && (startswith(spec, "dir:") || startswith(spec, "oci:"))) {
+		_cleanup_free_ char *hdir = NULL, *tag = NULL, *real = NULL;
+		if (startswith(spec, "dir:"))
+			hdir = strdup(spec + 4);
+		else if (oci_ref_parse(spec, &hdir, &tag, NULL) < 0)
+			hdir = NULL;
+		if (!hdir || !(real = sbx_ctx_host_dir_allowed(b->ctx, hdir)))
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EPERM,
+			    "%s:%u: FROM %s: not in a host directory the operator allowed (sbx "
+			    "mcp/serve --allow-host-dir DIR; symlinks and '..' are resolved first)",
+			    b->name, in->line, spec);
+	}
 	if (streq(spec, "scratch")) {
 		_cleanup_free_ char *dir = NULL;
 		if (asprintf(&dir, "%s/build/scratch", b->ctx->root) < 0)

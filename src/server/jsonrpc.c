@@ -3,8 +3,10 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "util/json.h"
 #include "util/macro.h"
 
 json_t *jsonrpc_result(const json_t *id, json_t *result)
@@ -85,6 +87,33 @@ char *jsonrpc_dump(const json_t *msg)
 	return json_dumps(msg, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
 
+/* The id of a message jansson refused for its content rather than its
+ * form (invalid UTF-8 in a string, a number out of range), or NULL: parsed
+ * again with every non-ASCII byte made '?' (such bytes can only be inside
+ * strings) and numbers read as reals; only an id that survives that intact
+ * is used (an ASCII string, or an integer a double holds exactly). */
+static json_t *salvage_id(const char *buf, size_t len)
+{
+	_cleanup_free_ char *copy = malloc(len + 1);
+	if (!copy)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		copy[i] = (unsigned char)buf[i] >= 0x80 ? '?' : buf[i];
+	json_error_t je;
+	_cleanup_json_ json_t *j =
+	    json_loadb(copy, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL | JSON_ALLOW_NUL, &je);
+	json_t *id = json_object_get(j, "id");
+	if (json_is_real(id)) {
+		double d = json_real_value(id);
+		if (d >= -9007199254740992.0 && d <= 9007199254740992.0 && d == (double)(json_int_t)d)
+			return json_integer((json_int_t)d);
+		return NULL;
+	}
+	if (!json_is_string(id) || strchr(json_string_value(id), '?'))
+		return NULL; /* '?' may stand for bytes we replaced */
+	return json_incref(id);
+}
+
 int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 {
 	*ret = NULL;
@@ -106,8 +135,21 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	 * it as bytes (json_string_length). */
 	json_t *j = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
 	if (!j) {
+		/* Answer with the request's id when it can be read: a client waits
+		 * for the reply to its id (the SDKs time out after a minute on an
+		 * id-less one). */
+		_cleanup_json_ json_t *id = salvage_id(buf + i, len - i);
+		bool range = strstr(je.text, "too big") || strstr(je.text, "overflow");
+		if (range && id) {
+			*ret_error = jsonrpc_errorf(
+			    id, JSONRPC_INVALID_PARAMS, NULL,
+			    "invalid params: %s at line %d column %d (an integer must lie within -2^63 .. "
+			    "2^63-1; see the field's minimum and maximum in tools/list)",
+			    je.text, je.line, je.column);
+			return JSONRPC_PARSE_ERROR;
+		}
 		*ret_error =
-		    jsonrpc_errorf(NULL, JSONRPC_PARSE_ERROR, NULL,
+		    jsonrpc_errorf(id, JSONRPC_PARSE_ERROR, NULL,
 				   "parse error: %s at line %d column %d; send one JSON-RPC 2.0 object "
 				   "per line",
 				   je.text, je.line, je.column);

@@ -116,6 +116,24 @@ void mcp_server_wait(mcp_server *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
+bool mcp_server_wait_for(mcp_server *s, int timeout_ms)
+{
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&s->lock);
+	while (s->n_inflight > 0 && pthread_cond_timedwait(&s->idle, &s->lock, &until) == 0)
+		;
+	bool idle = s->n_inflight == 0;
+	pthread_mutex_unlock(&s->lock);
+	return idle;
+}
+
 static void cancel_locked(mcp_call *c)
 {
 	if (c->cancelled)
@@ -325,6 +343,10 @@ static void call_run(mcp_call *c)
 			reply = jsonrpc_error(c->id, JSONRPC_INTERNAL_ERROR,
 					      "out of memory building the result", NULL);
 		send_msg(&c->sink, reply);
+		/* Sent to no one (the client died mid-call): it will never know
+		 * what the call made, so undo it as a cancelled call is. */
+		if (r >= 0 && c->t->undo && c->sink.gone && c->sink.gone(c->sink.userdata))
+			c->t->undo(&tc, structured);
 	}
 	json_decref(structured);
 	sbx_err_free(e);

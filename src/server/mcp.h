@@ -21,10 +21,14 @@
 /* Where the replies (and progress notifications) of one message go. send()
  * may be called from any thread, concurrently: it must serialize itself.
  * It borrows msg. The sink is copied; userdata must stay valid until every
- * call started with it has answered (mcp_server_wait()). */
+ * call started with it has answered (mcp_server_wait()). gone() (optional)
+ * tells, after a send, whether that reply reached no one (the client went
+ * away): a call whose result the client never saw is undone as a cancelled
+ * one is, so that no environment it cannot know about stays behind. */
 typedef struct mcp_sink {
 	void (*send)(void *userdata, const json_t *msg);
 	void *userdata;
+	bool (*gone)(void *userdata);
 } mcp_sink;
 
 typedef struct mcp_server mcp_server;
@@ -42,6 +46,8 @@ void mcp_server_handle_json(mcp_server *s, json_t *msg, const mcp_sink *sink);
 void mcp_server_cancel_all(mcp_server *s);
 /* Waits until no call is in flight. */
 void mcp_server_wait(mcp_server *s);
+/* The same for at most timeout_ms: true if no call is in flight. */
+bool mcp_server_wait_for(mcp_server *s, int timeout_ms);
 
 /* Serves MCP over newline-delimited JSON-RPC on in_fd/out_fd (stdin/stdout)
  * until EOF on in_fd, then waits for the calls in flight and returns 0.

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "api/env_state.h"
 #include "api/secrets.h"
 #include "runtime/user.h"
 #include "server/reaper.h"
@@ -391,6 +392,73 @@ static int b64_decode(const char *s, size_t len, unsigned char **ret, size_t *re
 
 /* ---- handlers ------------------------------------------------------------ */
 
+/* A host path a client names in environment_create must lie in a directory
+ * the operator allowed (--allow-host-dir; symlinks and '..' resolved):
+ * otherwise the client would choose which host directory the server mounts,
+ * past the host template's mask (a volume of /etc reads /etc/shadow). */
+static int create_host_path(tool_call *c, const char *what, const char *path, sbx_err **err)
+{
+	_cleanup_free_ char *real = path ? sbx_ctx_host_dir_allowed(c->ctx, path) : NULL;
+	if (real)
+		return 0;
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+		       "%s '%s' is not in a host directory the operator allowed (sbx mcp/serve "
+		       "--allow-host-dir DIR; symlinks and '..' are resolved first)",
+		       what, path ? path : "");
+}
+
+/* The host paths of a policy document (filesystem.volumes[].host). */
+static int create_policy_host_paths(tool_call *c, const json_t *doc, const char *what, sbx_err **err)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(json_object_get(doc, "filesystem"), "volumes"), i, v)
+	{
+		const char *host = json_str(v, "host");
+		char field[96];
+		snprintf(field, sizeof(field), "%s.filesystem.volumes[%zu].host", what, i);
+		if (host && create_host_path(c, field, host, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* A template spec naming a host directory (dir:PATH, oci:DIR[:TAG]). */
+static int template_host_path(tool_call *c, const char *what, const char *tpl, sbx_err **err)
+{
+	if (tpl && startswith(tpl, "dir:"))
+		return create_host_path(c, what, tpl + 4, err);
+	if (tpl && startswith(tpl, "oci:")) { /* as oci_ref_parse splits it: a tag after the last '/' */
+		const char *slash = strrchr(tpl + 4, '/'), *colon = strrchr(slash ? slash : tpl + 4, ':');
+		_cleanup_free_ char *dir =
+		    colon ? strndup(tpl + 4, (size_t)(colon - tpl - 4)) : strdup(tpl + 4);
+		if (!dir)
+			return err_oom(err);
+		return create_host_path(c, what, dir, err);
+	}
+	return 0;
+}
+
+/* volumes[].host, the policy documents' volumes, a dir: or oci: template. */
+static int create_host_paths(tool_call *c, const json_t *pol, const char *pol_name, const json_t *agent,
+			     sbx_err **err)
+{
+	const json_t *a = c->args;
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(a, "volumes"), i, v)
+	{
+		char field[48];
+		snprintf(field, sizeof(field), "volumes[%zu].host", i);
+		if (create_host_path(c, field, json_str(v, "host"), err) < 0)
+			return -1;
+	}
+	if ((json_is_object(pol) && create_policy_host_paths(c, pol, pol_name, err) < 0) ||
+	    (json_is_object(agent) && create_policy_host_paths(c, agent, "phases.agent", err) < 0))
+		return -1;
+	return template_host_path(c, "template's directory", json_str(a, "template"), err);
+}
+
 static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -406,6 +474,8 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 		pj = json_object_get(phases, "setup");
 	if ((json_is_object(pj) && secrets_mcp_check(pj, phases ? "phases.setup" : "policy", err) < 0) ||
 	    (json_is_object(aj) && secrets_mcp_check(aj, "phases.agent", err) < 0))
+		return -1;
+	if (create_host_paths(c, pj, phases ? "phases.setup" : "policy", aj, err) < 0)
 		return -1;
 	if (json_is_object(pj) && !(pol = json_dumps(pj, JSON_COMPACT)))
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
@@ -573,6 +643,27 @@ int tools_fit_output(json_t *res, size_t budget)
 	return -E2BIG;
 }
 
+/* Under a policy its timeout is a ceiling, as its other limits are: an
+ * execute may shorten it, never lift it (-1) or lengthen it, and a
+ * background process without a timeout of its own gets the policy's. */
+static int exec_timeout_capped(tool_call *c, const char *id, bool background, int64_t *timeout_ms,
+			       sbx_err **err)
+{
+	_cleanup_env_record_ env_record st = {0};
+	if (env_record_read(c->ctx, id, &st) < 0 || !st.policy || st.limits.timeout_ms <= 0)
+		return 0;
+	int64_t cap = st.limits.timeout_ms, t = *timeout_ms;
+	if (t == 0 && background)
+		*timeout_ms = cap;
+	if (t == -1 || t > cap)
+		return bad_params(
+		    c,
+		    "'timeout_ms' %lld: the environment's policy '%s' allows at most %lld ms; an "
+		    "explicit value may only narrow it",
+		    (long long)t, st.policy, (long long)cap);
+	return 0;
+}
+
 static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 {
 	const json_t *a = c->args;
@@ -616,6 +707,8 @@ static int t_execute(tool_call *c, json_t **ret, sbx_err **err)
 		return r;
 	json_t *det = json_object_get(a, "deterministic");
 	o.deterministic = json_is_boolean(det) ? json_is_true(det) : -1;
+	if ((r = exec_timeout_capped(c, id, json_bool(a, "background", false), &o.timeout_ms, err)) < 0)
+		return r;
 	if (json_bool(a, "background", false)) { /* docs/processes.md */
 		if (in || o.trace)
 			return bad_params(c, "a background command takes no 'stdin' and no 'trace'");
@@ -1113,6 +1206,8 @@ static int t_pool_set(tool_call *c, json_t **ret, sbx_err **err)
 			       "policy '%.64s': give a built-in profile (%s)", pol, profile_names);
 	if (json_bool(c->args, "remove", false))
 		return sbx_pool_remove(c->ctx, source, pol, ret, err);
+	if (template_host_path(c, "source's directory", source, err) < 0)
+		return -1;
 	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);
 }
 

@@ -119,6 +119,9 @@ static int mhd_load(sbx_err **err)
 #define HTTP_MAX_SESSIONS 1024
 #define HTTP_SESSION_IDLE_US ((int64_t)3600 * 1000000) /* a session unused this long expires */
 #define HTTP_SSE_BLOCK (32 * 1024)
+/* Progress events a stream may hold unsent (a client that does not read):
+ * past this they are dropped (the result has the whole output). */
+#define HTTP_SSE_QUEUE_MAX ((size_t)1 << 20)
 #define SESSION_ID_HEX 32 /* 128 random bits */
 #define TOKEN_MAX 4096
 #define META_PROTOCOL_VERSION "io.modelcontextprotocol/protocolVersion"
@@ -209,6 +212,7 @@ struct http_req {
 	char *response;	  /* JSON mode: the response */
 	sse_chunk *head;  /* SSE mode: events not yet sent */
 	sse_chunk **tail; /* SSE mode */
+	size_t queued;	  /* SSE mode: bytes in head..tail */
 	/* SSE output in progress (connection thread only). */
 	sse_chunk *cur;
 	size_t cur_off;
@@ -416,9 +420,10 @@ static void req_send(void *userdata, const json_t *msg)
 	}
 	pthread_mutex_lock(&r->lock);
 	if (!r->answered) {
-		if (c) {
+		if (c && (is_response || r->queued + c->len <= HTTP_SSE_QUEUE_MAX)) {
 			*r->tail = c;
 			r->tail = &c->next;
+			r->queued += c->len;
 			c = NULL;
 		} else if (s && !r->sse) {
 			r->response = s;
@@ -774,6 +779,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 			r->head = r->cur->next;
 			if (!r->head)
 				r->tail = &r->head;
+			r->queued -= r->cur->len;
 		}
 		bool answered = r->answered;
 		pthread_mutex_unlock(&r->lock);

@@ -54,6 +54,10 @@ static int write_fully(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* Signals that end the server (and a broken stdout): they only poke the
+ * reader. */
+static int stop_pipe[2] = {-1, -1};
+
 static void stdio_send(void *userdata, const json_t *msg)
 {
 	stdio_out *o = userdata;
@@ -63,15 +67,22 @@ static void stdio_send(void *userdata, const json_t *msg)
 	size_t len = strlen(s);
 	s[len] = '\n'; /* replaces the NUL: write len + 1 bytes, then restore */
 	pthread_mutex_lock(&o->lock);
-	if (!atomic_load(&o->broken) && write_fully(o->fd, s, len + 1) < 0)
+	if (!atomic_load(&o->broken) && write_fully(o->fd, s, len + 1) < 0) {
 		atomic_store(&o->broken, true);
+		/* Nobody can get our answers: stop reading, cancel the calls. */
+		(void)!write(stop_pipe[1], "x", 1);
+	}
 	pthread_mutex_unlock(&o->lock);
 	s[len] = 0;
 	free(s);
 }
 
-/* Signals that end the server: the handler only pokes the reader. */
-static int stop_pipe[2] = {-1, -1};
+static bool stdio_gone(void *userdata)
+{
+	stdio_out *o = userdata;
+	return atomic_load(&o->broken);
+}
+
 static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 static void on_stop_signal(int sig)
@@ -90,6 +101,9 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 		mcp_server_free(s);
 		return err_errno(err, "pipe");
 	}
+	char drain[64]; /* a poke left from an earlier run in this process */
+	while (read(stop_pipe[0], drain, sizeof(drain)) > 0)
+		;
 	/* A client that goes away must cost us EPIPE, never our life. */
 	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = {.sa_handler = on_stop_signal}, old[ARRAY_SIZE(stop_signals)];
@@ -99,21 +113,24 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 
 	stdio_out out = {.fd = out_fd};
 	pthread_mutex_init(&out.lock, NULL);
-	mcp_sink sink = {.send = stdio_send, .userdata = &out};
+	mcp_sink sink = {.send = stdio_send, .userdata = &out, .gone = stdio_gone};
 
 	size_t cap = 64 * 1024, len = 0, scanned = 0;
 	char *buf = malloc(cap);
 	size_t skipping = 0; /* > 0: inside an oversized line, this many bytes so far */
 	bool stopped = false;
 	while (buf && !atomic_load(&out.broken)) {
-		struct pollfd p[2] = {{.fd = in_fd, .events = POLLIN},
-				      {.fd = stop_pipe[0], .events = POLLIN}};
-		if (poll(p, 2, -1) < 0) {
+		/* out_fd with no events: poll still reports its reader gone
+		 * (POLLERR on a pipe, POLLHUP on a socket). */
+		struct pollfd p[3] = {{.fd = in_fd, .events = POLLIN},
+				      {.fd = stop_pipe[0], .events = POLLIN},
+				      {.fd = out_fd, .events = 0}};
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
-		if (p[1].revents) {
+		if (p[1].revents || (p[2].revents & (POLLERR | POLLHUP))) {
 			stopped = true;
 			break;
 		}
@@ -165,6 +182,17 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 	free(buf);
 	if (stopped || atomic_load(&out.broken))
 		mcp_server_cancel_all(s);
+	/* At EOF the calls in flight finish and answer, unless a stop signal
+	 * comes or the reader of stdout goes (a client killed mid-call): then
+	 * nobody can get their answers, so they are cancelled, not waited for
+	 * (a command without a timeout may never end). */
+	while (!mcp_server_wait_for(s, 250)) {
+		struct pollfd p[2] = {{.fd = stop_pipe[0], .events = POLLIN}, {.fd = out_fd, .events = 0}};
+		if (poll(p, 2, 0) > 0 && (p[0].revents || (p[1].revents & (POLLERR | POLLHUP)))) {
+			mcp_server_cancel_all(s);
+			break;
+		}
+	}
 	mcp_server_wait(s);
 	mcp_server_free(s);
 	reaper_drain(); /* destroys answered but still being torn down */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/env_state.h"
 #include "sbx.h"
 #include "util/err.h"
 #include "util/json.h"
@@ -318,6 +319,21 @@ const char *sbx_version(void)
 
 
 /* template_build: no allowed directory in the fuzzed server. */
+/* The environment record (tools.c reads a policy's timeout): none here. */
+int env_record_read(const sbx_ctx *ctx, const char *id, env_record *ret)
+{
+	*ret = (env_record){0};
+	return -ENOENT;
+}
+
+void env_record_clear(env_record *r)
+{
+	if (r) {
+		json_decref(r->json);
+		r->json = NULL;
+	}
+}
+
 char *sbx_ctx_host_dir_allowed(const sbx_ctx *ctx, const char *path)
 {
 	errno = EPERM;

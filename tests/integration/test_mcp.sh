@@ -41,6 +41,8 @@ t_mcp_sdk_diff() { sdk diff; }
 t_mcp_sdk_processes() { sdk processes; }
 t_mcp_sdk_trace_replay() { sdk trace_replay; }
 t_mcp_sdk_resources() { sdk resources; }
+t_mcp_sdk_huge_numbers() { sdk huge_numbers; }
+t_mcp_sdk_every_tool() { sdk every_tool; }
 
 t_mcp_raw_malformed_json_keeps_serving() {
 	printf '%s\n' 'this is not json' "$INIT" '{"jsonrpc":"2.0","id":1,' '5' '[]' \
@@ -58,6 +60,23 @@ t_mcp_raw_malformed_json_keeps_serving() {
 	assert_eq "$(q 'id(6).error.code')" "-32601"
 	# A response from the client is never answered.
 	assert_eq "$(q 'msgs.length')" "12"
+}
+
+# A message jansson refuses for its content (invalid UTF-8 in a string, an
+# integer past int64) still gets its id back, so the client's request ends.
+t_mcp_raw_bad_content_keeps_the_id() {
+	{
+		echo "$INIT"
+		printf '{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff\xfe"}}\n'
+		echo '{"jsonrpc":"2.0","id":"two","method":"tools/call","params":{"name":"environment_list","arguments":{"a":99999999999999999999}}}'
+		echo '{"jsonrpc":"2.0","id":3,"method":"ping"'
+		echo '{"jsonrpc":"2.0","id":4,"method":"ping"}'
+	} | mcp_pipe
+	assert_eq "$(q 'id(1).error.code')" "-32700"
+	assert_eq "$(q 'id("two").error.code')" "-32602"
+	assert_contains "$(q 'id("two").error.message')" "too big integer"
+	assert_eq "$(q 'msgs.filter(m => m.id === null).map(m => m.error.code).join(",")')" "-32700"
+	assert_eq "$(q 'JSON.stringify(id(4).result)')" "{}"
 }
 
 t_mcp_raw_before_initialize() {
@@ -164,6 +183,67 @@ t_mcp_raw_sigterm_cancels_and_exits() {
 	assert_eq "$(q 'id(0).result.serverInfo.name')" "sbx"
 	out=$(sbx exec "$id" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')
 	assert_not_contains "$out" "sleep 30"
+	sbx rm "$id"
+}
+
+# A client that dies mid-call (its end of stdout closed: EPIPE on the reply)
+# never learns the id of the environment its create made, so nothing may stay
+# running: the create is undone, as a cancelled one is. The server also stops
+# reading once nobody can get its answers (here stdin stays open for 8 s).
+t_mcp_raw_client_gone_mid_create_leaves_nothing() {
+	local t0
+	t0=$(date +%s)
+	{
+		printf '%s\n' "$INIT" "$INITED" '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"environment_create","arguments":{}}}'
+		sleep 8
+	} | {
+		"$SBX_BIN" mcp 2> "$TMPDIR_TEST/mcp.err" || true
+		date +%s > "$TMPDIR_TEST/end"
+	} | head -c 10 > /dev/null
+	[ $(($(cat "$TMPDIR_TEST/end") - t0)) -lt 6 ] || fail "sbx mcp went on reading after its client had gone"
+	assert_eq "$(sbx ls --json | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).environments.length))')" "0" \
+		"environments left by a create whose client had gone: $(sbx ls)"
+}
+
+# A client killed mid-call (stdin at EOF, nobody reading stdout) while a
+# command without a timeout runs: the server cancels the call (the command
+# ends) and exits, instead of waiting for a reply nobody can read. SIGTERM
+# after EOF cancels too.
+t_mcp_raw_client_killed_mid_execute_cancels() {
+	local id pid catpid t0
+	id=$(sbx create)
+	mkfifo "$TMPDIR_TEST/kin" "$TMPDIR_TEST/kout"
+	"$SBX_BIN" mcp < "$TMPDIR_TEST/kin" > "$TMPDIR_TEST/kout" 2> "$TMPDIR_TEST/mcp.err" &
+	pid=$!
+	exec 7> "$TMPDIR_TEST/kin"
+	cat "$TMPDIR_TEST/kout" > /dev/null &
+	catpid=$!
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 60\"}}}" >&7
+	sleep 1
+	t0=$(date +%s)
+	kill "$catpid"
+	exec 7>&-
+	timeout 15 tail --pid="$pid" -f /dev/null || true
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid"
+		fail "sbx mcp still waits for a call whose client was killed"
+	fi
+	[ $(($(date +%s) - t0)) -lt 8 ] || fail "sbx mcp took too long to notice its client had gone"
+	out=$(sbx exec "$id" -- sh -c 'cat /proc/[0-9]*/cmdline 2>/dev/null | tr "\0" " "')
+	assert_not_contains "$out" "sleep 60"
+	# EOF with the reader still there: SIGTERM cancels the call.
+	rm -f "$TMPDIR_TEST/kin"
+	mkfifo "$TMPDIR_TEST/kin"
+	"$SBX_BIN" mcp < "$TMPDIR_TEST/kin" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err" &
+	pid=$!
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"sleep 60\"}}}" > "$TMPDIR_TEST/kin"
+	sleep 1
+	kill -TERM "$pid"
+	timeout 15 tail --pid="$pid" -f /dev/null || true
+	if kill -0 "$pid" 2> /dev/null; then
+		kill -KILL "$pid"
+		fail "SIGTERM after EOF did not stop sbx mcp"
+	fi
 	sbx rm "$id"
 }
 

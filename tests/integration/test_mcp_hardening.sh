@@ -126,6 +126,61 @@ t_http_idle_flood_does_not_lock_out() {
 	kill -0 "$HTTP_PID" || fail "sbx serve died"
 }
 
+# A progress stream (SSE) whose client never reads: the progress events
+# queued for it are bounded (they used to pile up without limit, 6 bytes of
+# JSON for each control byte of output, about 1.5 MB a second here); the
+# result still comes whole when the client reads.
+t_http_unread_progress_stream_bounded() {
+	need_python
+	http_start
+	local pid
+	pid=$(pgrep -P "$HTTP_PID" -x sbx || echo "$HTTP_PID")
+	out=$(python3 - "$HTTP_URL" "$pid" <<'PY'
+import json, socket, sys, time, urllib.parse, urllib.request
+url, pid = sys.argv[1], sys.argv[2]
+u = urllib.parse.urlparse(url)
+meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+hdrs = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2026-07-28"}
+def post(msg):
+    req = urllib.request.Request(url, data=json.dumps(msg).encode(), headers=hdrs)
+    return json.loads(urllib.request.urlopen(req, timeout=30).read())
+def rss():
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"): return int(l.split()[1]) * 1024
+env = post({"jsonrpc": "2.0", "id": 1, "method": "environment.create", "params": {"_meta": meta, "limits": {"output_bytes": 65536}}})["result"]["environment_id"]
+before = rss()
+cmd = 'i=0; while [ $i -lt 75 ]; do head -c 65536 /dev/zero | tr "\\0" "\\1"; sleep 0.2; i=$((i+1)); done'
+body = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": dict(meta, progressToken="p"), "name": "environment_execute", "arguments": {"environment_id": env, "command": cmd}}}).encode()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+s.connect((u.hostname, u.port))
+s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+peak = 0
+for _ in range(34):
+    time.sleep(0.5)
+    peak = max(peak, rss() - before)
+# Now read it all: the result is there.
+s.settimeout(30)
+tail, total, found = b"", 0, False
+while not found and total < 200 << 20:
+    c = s.recv(1 << 20)
+    if not c: break
+    total += len(c)
+    found = b'"id":2' in tail + c
+    tail = c[-16:]
+s.close()
+post({"jsonrpc": "2.0", "id": 3, "method": "environment.destroy", "params": {"_meta": meta, "environment_id": env}})
+got = "yes" if found else "no"
+print(f"grew {peak >> 20} MiB, result {got}")
+PY
+)
+	echo "$out"
+	assert_contains "$out" "result yes"
+	local grew
+	grew=$(echo "$out" | sed -n 's/^grew \([0-9-]*\) MiB.*/\1/p')
+	[ "${grew:-99}" -lt 6 ] || fail "the server grew by $grew MiB for a stream nobody read"
+}
+
 # Slowloris: headers a byte a second, and a body that never completes,
 # are cut off after --request-timeout, while the ping still answers.
 t_http_slow_clients_timed_out() {
@@ -239,6 +294,86 @@ t_mcp_wrong_types_refused() {
 	expect_tool_invalid 500 label
 	after=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
 	assert_eq "$after" "$before" "no environment was created"
+}
+
+# A host path a client names in environment_create (a volume's host, one in a
+# policy document's filesystem.volumes, a dir: or oci: template) must lie in a
+# directory the operator allowed (--allow-host-dir), symlinks and '..'
+# resolved: otherwise a client chose which host directory the server mounts,
+# past the host template's mask (a volume of /etc read /etc/shadow).
+t_mcp_host_paths_need_allow_host_dir() {
+	need_python
+	local ok="$TMPDIR_TEST/allowed" before after
+	mkdir -p "$ok/sub"
+	echo shared > "$ok/sub/f"
+	ln -s /etc "$ok/etc"
+	before=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	call() { echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_create\",\"arguments\":$2}}"; }
+	{
+		echo "$INIT"
+		call 10 '{"volumes":[{"host":"/etc","path":"/x"}]}'
+		call 11 '{"policy":{"filesystem":{"volumes":[{"host":"/etc","path":"/x"}]}}}'
+		call 12 '{"phases":{"setup":{"filesystem":{"volumes":[{"host":"/etc","path":"/x"}]}},"agent":"strict"}}'
+		call 13 '{"template":"dir:/etc"}'
+		call 14 '{"template":"oci:/etc:latest"}'
+		call 15 "{\"volumes\":[{\"host\":\"$ok/sub\",\"path\":\"/x\"}]}"
+		echo '{"jsonrpc":"2.0","id":16,"method":"environment.create","params":{"volumes":[{"host":"/etc","path":"/x"}]}}'
+		echo '{"jsonrpc":"2.0","id":17,"method":"tools/call","params":{"name":"pool_set","arguments":{"source":"dir:/etc","size":1}}}'
+	} | mcp_lines
+	for i in 10 11 12 13 14 15 17; do
+		expect_tool_invalid $i "allow-host-dir" || return 1
+	done
+	assert_contains "$(reply 16)" "allow-host-dir"
+	assert_contains "$(reply 16)" '"error"'
+	# Allowed: the directory and what is beneath it, never a symlink out of it.
+	{
+		echo "$INIT"
+		call 20 "{\"volumes\":[{\"host\":\"$ok/sub\",\"path\":\"/x\"}]}"
+		call 21 "{\"volumes\":[{\"host\":\"$ok/etc\",\"path\":\"/x\"}]}"
+		call 22 "{\"volumes\":[{\"host\":\"$ok/sub/../../..$ok/../../etc\",\"path\":\"/x\"}]}"
+		# template_build's context is allowed; its FROM must be too.
+		echo "{\"jsonrpc\":\"2.0\",\"id\":23,\"method\":\"tools/call\",\"params\":{\"name\":\"template_build\",\"arguments\":{\"dockerfile\":\"FROM dir:/etc\\nRUN cat /shadow\",\"context\":\"$ok\",\"tag\":\"hostetc\"}}}"
+		echo "{\"jsonrpc\":\"2.0\",\"id\":24,\"method\":\"tools/call\",\"params\":{\"name\":\"template_build\",\"arguments\":{\"dockerfile\":\"ARG B=oci:/etc\\nFROM \$B\\nRUN true\",\"context\":\"$ok\",\"tag\":\"hostetc\"}}}"
+	} | sbx mcp --allow-host-dir "$ok" > "$TMPDIR_TEST/mcp.out" 2> "$TMPDIR_TEST/mcp.err"
+	assert_contains "$(reply 20)" '"isError": false'
+	expect_tool_invalid 21 "allow-host-dir" || return 1
+	expect_tool_invalid 22 "allow-host-dir" || return 1
+	expect_tool_invalid 23 "allow-host-dir" || return 1
+	expect_tool_invalid 24 "allow-host-dir" || return 1
+	local id
+	id=$(reply 20 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["structuredContent"]["environment_id"])')
+	assert_eq "$(sbx exec "$id" -- cat /x/f)" "shared"
+	sbx rm "$id" > /dev/null
+	after=$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')
+	assert_eq "$after" "$before" "no environment was created by a refused call"
+}
+
+# Under a policy its timeout is a ceiling, as its other limits are: an
+# execute may shorten it, never lift it (timeout_ms -1 used to run with no
+# timeout at all under strict's 10 minutes) or lengthen it; a background
+# process without a timeout_ms gets the policy's.
+t_mcp_exec_timeout_capped_by_policy() {
+	need_python
+	local id
+	printf '%s\n' "$INIT" '{"jsonrpc":"2.0","id":1,"method":"environment.create","params":{"policy":"strict"}}' | mcp_lines
+	id=$(reply 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["environment_id"])')
+	ex() { echo "{\"jsonrpc\":\"2.0\",\"id\":$1,\"method\":\"tools/call\",\"params\":{\"name\":\"environment_execute\",\"arguments\":{\"environment_id\":\"$id\",\"command\":\"echo ran\"$2}}}"; }
+	{
+		echo "$INIT"
+		ex 10 ',"timeout_ms":-1'
+		ex 11 ',"timeout_ms":3600000'
+		ex 12 ',"timeout_ms":5000'
+		ex 13 ''
+		ex 14 ',"background":true'
+	} | mcp_lines
+	expect_tool_invalid 10 "timeout_ms" || return 1
+	expect_tool_invalid 11 "600000" || return 1
+	assert_contains "$(reply 12)" '"stdout": "ran\n"'
+	assert_contains "$(reply 13)" '"stdout": "ran\n"'
+	assert_contains "$(reply 14)" '"process_id"'
+	printf '%s\n' "$INIT" "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"environment.process_list\",\"params\":{\"environment_id\":\"$id\"}}" | mcp_lines
+	assert_eq "$(reply 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["result"]["processes"][0]["timeout_ms"])')" "600000"
+	sbx rm "$id" > /dev/null
 }
 
 # The library refuses absurd limits, whoever calls it: the CLI too.

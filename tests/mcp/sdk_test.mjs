@@ -455,6 +455,97 @@ const cases = {
 			check(e.code === 'not_found', 'unknown process', e);
 		});
 	},
+	// Every listed tool, called once with valid arguments: the SDK checks each
+	// structuredContent against the tool's outputSchema (a mismatch throws),
+	// and no tool may be left uncalled. Tools that need what this server was
+	// not given (a key, a registry, an allowed host directory) must say so
+	// with their documented error code.
+	async every_tool(client) {
+		const tools = (await client.listTools()).tools;
+		const seen = new Map();
+		const run = async (name, args) => {
+			const r = await call(client, name, args, { timeout: 60000 });
+			seen.set(name, r);
+			check(r.structuredContent && typeof r.structuredContent === 'object', `${name}: structuredContent`, r);
+			return r;
+		};
+		const good = async (name, args) => {
+			const r = await run(name, args);
+			check(!r.isError, `${name} should succeed`, r);
+			return r.structuredContent;
+		};
+		const refused = async (name, args, code) => {
+			const r = await run(name, args);
+			check(r.isError && r.structuredContent.error?.code === code, `${name}: ${code}`, r);
+		};
+		const id = (await good('environment_create', { name: 'every-tool' })).environment_id;
+		try {
+			await good('environment_inspect', { environment_id: id });
+			await good('environment_list', {});
+			await good('environment_execute', { environment_id: id, command: 'mkdir -p /root/d && echo x > /root/d/f' });
+			await good('environment_write_file', { environment_id: id, path: '/root/w', content: 'aGk=', encoding: 'base64' });
+			await good('environment_read_file', { environment_id: id, path: '/root/w' });
+			await good('environment_list_files', { environment_id: id, path: '/root' });
+			const snap = await good('environment_snapshot', { environment_id: id, label: 'every-tool' });
+			await good('environment_diff', { environment_id: id });
+			await good('environment_restore', { environment_id: id, snapshot_id: snap.snapshot_id });
+			await good('snapshot_list', {});
+			const dl = await good('environment_download', { environment_id: id, path: '/root/d' });
+			await good('environment_upload', { environment_id: id, path: '/root/up', content: dl.content });
+			await refused('environment_logs', { environment_id: id }, 'invalid_argument');
+			await good('template_list', {});
+			await good('pool_list', {});
+			await good('pool_set', { source: 'host', size: 0 });
+			await good('environment_pause', { environment_id: id });
+			await good('environment_resume', { environment_id: id });
+			await good('environment_phase', { environment_id: id });
+			const bg = await good('environment_execute', { environment_id: id, command: 'sleep 30', background: true });
+			await good('environment_process_list', { environment_id: id });
+			await good('environment_process_output', { environment_id: id, process_id: bg.process_id });
+			await good('environment_process_kill', { environment_id: id, process_id: bg.process_id });
+			await good('environment_process_wait', { environment_id: id, process_id: bg.process_id, timeout_ms: 10000 });
+			const tr = await good('environment_execute', { environment_id: id, command: 'echo traced', trace: true });
+			await good('environment_replay', { trace_id: tr.trace_id });
+			await refused('environment_attest', { trace_id: tr.trace_id }, 'unavailable');
+			const f = await good('environment_fork', { snapshot_id: snap.snapshot_id });
+			await good('environment_destroy', { environment_id: f.environment_id });
+			await refused('snapshot_push', { snapshot_id: snap.snapshot_id, ref: '127.0.0.1:1/x:y', insecure: true }, 'unavailable');
+			await refused('snapshot_pull', { ref: '127.0.0.1:1/x:y', insecure: true }, 'unavailable');
+			await refused('snapshot_export', { snapshot_id: snap.snapshot_id, path: '/tmp' }, 'invalid_argument');
+			await refused('snapshot_import', { path: '/tmp' }, 'invalid_argument');
+			await refused('template_build', { dockerfile: 'FROM host', context: '/tmp', tag: 'x' }, 'invalid_argument');
+		} finally {
+			await good('environment_destroy', { environment_id: id });
+		}
+		const missed = tools.map((t) => t.name).filter((n) => !seen.has(n));
+		check(missed.length === 0, 'every listed tool was called', missed);
+	},
+
+	// Numbers past int64 (what JSON.stringify makes of 1e20 or 2 ** 64) are
+	// refused at once with the request's id; they used to get a parse error
+	// with id null, which the SDK cannot match, so the call hung until its
+	// timeout. Nothing may be created with such a "limit".
+	async huge_numbers(client) {
+		const before = (await ok(client, 'environment_list', {})).environments.length;
+		for (const args of [{ limits: { memory_bytes: 1e20 } }, { limits: { pids: -(2 ** 64) } }, { limits: { timeout_ms: 2 ** 70 } }]) {
+			const t0 = Date.now();
+			let err, r;
+			try {
+				r = await call(client, 'environment_create', args, { timeout: 15000 });
+			} catch (e) {
+				err = e;
+			}
+			// -32602, or (2 ** 70 is sent as 1.18e+21, a non-integer) an invalid_argument result
+			check(
+				(err instanceof McpError && err.code === -32602) || (r?.isError && r.structuredContent?.error?.code === 'invalid_argument'),
+				`create ${JSON.stringify(args)}: refused at once`,
+				err ? String(err) : r,
+			);
+			check(Date.now() - t0 < 5000, 'answered at once', Date.now() - t0);
+		}
+		const after = (await ok(client, 'environment_list', {})).environments.length;
+		check(after === before, 'nothing created', { before, after });
+	},
 };
 
 const name = process.argv[2];
