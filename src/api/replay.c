@@ -337,6 +337,21 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				    json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
 			}
 		}
+		/* what the changed entries are: modes, owners, xattrs, every byte
+		 * (traces recorded before meta_digest have only the digest above) */
+		const char *wm = json_str(wfs, "meta_digest");
+		if (!div && wm && !streq(wm, json_str(gfs, "meta_digest") ?: "")) {
+			json_t *wl = json_object_get(wfs, "meta"), *gl = json_object_get(gfs, "meta");
+			size_t i = 0;
+			while (i < json_array_size(wl) && i < json_array_size(gl) &&
+			       json_equal(json_array_get(wl, i), json_array_get(gl, i)))
+				i++;
+			const char *e = json_string_value(json_array_get(wl, i)),
+				   *a = json_string_value(json_array_get(gl, i));
+			div = divergence("filesystem", (int64_t)i, -1,
+					 e ? e : "(the same first changes; later ones differ)",
+					 a ? a : "(the same first changes; later ones differ)");
+		}
 		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
 			trace_outcome_clear(&oc);
 			sbx_exec_result_free(&res);

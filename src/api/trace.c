@@ -248,11 +248,13 @@ int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, s
 /* A digest of what the command changed in the filesystem, relative to the
  * snapshot it started from: every added/modified/deleted path and, for up
  * to TRACE_FS_FILES_MAX changed regular files, a digest of the content (read
- * through init, inside the walls). Times are not part of it. */
+ * through init, inside the walls); and meta_digest, what every changed
+ * entry is (api_env_diff_meta: mode, owner, xattrs, all bytes). Times are
+ * not part of either. */
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *d = NULL;
-	if (sbx_env_diff(ctx, id, snapshot, &d, err) < 0)
+	if (api_env_diff_meta(ctx, id, snapshot, &d, err) < 0)
 		return err_wrap(err, "filesystem changes");
 	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
 	if (!h)
@@ -297,8 +299,12 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 		json_decref(paths);
 		return -1;
 	}
-	*ret = json_pack("{s:s,s:I,s:I,s:o}", "digest", dg, "changes", (json_int_t)changes, "files_hashed",
-			 (json_int_t)files, "paths", paths);
+	/* meta_digest: every change's type, mode, owner, xattrs, target and all
+	 * of its bytes (digest above: paths and the first files' contents, as
+	 * traces recorded before it have it). */
+	*ret = json_pack("{s:s,s:I,s:I,s:o,s:O?,s:O?}", "digest", dg, "changes", (json_int_t)changes,
+			 "files_hashed", (json_int_t)files, "paths", paths, "meta_digest",
+			 json_object_get(d, "meta_digest"), "meta", json_object_get(d, "meta"));
 	return *ret ? 0 : err_errnum(err, ENOMEM, "trace");
 }
 

@@ -253,3 +253,39 @@ t_trace_one_shot_run_replays_after_it_is_gone() {
 	expect_status 0 sbx replay "$tid"
 	assert_contains "$OUT" MATCH
 }
+
+# What a run leaves in the filesystem is more than paths and the first bytes
+# of the first files: modes, owners, xattrs and every byte of every changed
+# file. A program that sets them from a value the engine does not virtualize
+# (its /proc/self/stat starttime, host clock ticks) must not replay as a
+# match; nor one whose nondeterministic bytes lie past the first 256 MiB of
+# a (sparse) file. Plain python, one process: its syscall sequence is the
+# same in both runs, only the filesystem can tell.
+t_replay_detects_nondeterministic_file_metadata() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+import os
+t = int(open("/proc/self/stat").read().split()[21])
+open("/root/meta", "w").close()
+os.chmod("/root/meta", 0o400 | t % 256)
+os.chown("/root/meta", 1 + t % 60000, 1 + t % 60000)
+os.setxattr("/root/meta", "user.t", str(t).encode())' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "metadata from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_contains "$(echo "$r" | jget divergence.expected)" /root/meta
+	# past the first 256 MiB of a sparse file
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+f = open("/root/big", "wb"); f.seek(256 << 20); f.write(open("/proc/self/stat", "rb").read()); f.close()' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "bytes past 256 MiB: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_contains "$(echo "$r" | jget divergence.expected)" /root/big
+	# and the same programs with a fixed value still match
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+import os
+open("/root/meta2", "w").close(); os.chmod("/root/meta2", 0o640); os.chown("/root/meta2", 7, 8)
+os.setxattr("/root/meta2", "user.t", b"v"); os.symlink("meta2", "/root/lnk2"); os.mkfifo("/root/fifo2")' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "a deterministic metadata writer diverged: $r"
+	sbx rm "$ID"
+}
