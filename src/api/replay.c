@@ -370,7 +370,9 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				sbx_exec_result_free(&res);
 				return err_wrap(err, "replay: compare syscalls");
 			}
-			if (q > 0 && stream_concurrent(orig, orig_len)) {
+			/* concurrency forgives the order of what ran, never what ran:
+			 * the process trees must be the same up to the order of siblings */
+			if (q > 0 && stream_concurrent(orig, orig_len) && trace_norm_same_tree(na, nb)) {
 				/* Outputs and files are the same; only the interleaving of
 				 * concurrent processes differs: a note, not a divergence. */
 				_cleanup_free_ char *note = NULL;

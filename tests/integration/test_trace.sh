@@ -289,3 +289,21 @@ os.setxattr("/root/meta2", "user.t", b"v"); os.symlink("meta2", "/root/lnk2"); o
 	r=$(sbx replay --json "$tid") || fail "a deterministic metadata writer diverged: $r"
 	sbx rm "$ID"
 }
+
+# Concurrency forgives the order in which processes ran, not what they ran:
+# a command substitution makes the shell and its child run at once, and
+# must not turn an exec whose argument comes from /proc/self/stat (the
+# host's clock ticks) into a match. A pipeline whose processes do the same
+# things in another order still matches (t_replay_clock_programs_exact).
+t_replay_concurrency_does_not_hide_exec_differences() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(cut -d" " -f22 /proc/self/stat)' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "an exec argument from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" syscall
+	assert_contains "$(echo "$r" | jget divergence.expected)" "exec"
+	# the same shape with a fixed argument matches
+	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(echo 1 | cat); ls /root | cat | wc -l' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "a deterministic pipeline diverged: $r"
+	sbx rm "$ID"
+}
