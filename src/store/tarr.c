@@ -512,6 +512,37 @@ static int apply_meta_at(reader *r, int pfd, const char *name, const meta *m, bo
 
 /* ---- entries --------------------------------------------------------------- */
 
+static bool all_zero(const char *b, size_t n)
+{
+	return n == 0 || (b[0] == 0 && memcmp(b, b + 1, n - 1) == 0);
+}
+
+/* Writes k bytes at the file offset, leaving each zero 4 KiB block a hole:
+ * a tar has no sparse map, and a sparse file (a disk image, a database's
+ * preallocation) must not come back as that many bytes of disk. The bytes
+ * read back are the same (the digest does not change). */
+static ssize_t write_holes(int fd, const char *buf, size_t k)
+{
+	size_t i = 0;
+	while (i < k) {
+		size_t b = k - i < 4096 ? k - i : 4096;
+		if (all_zero(buf + i, b)) {
+			if (lseek(fd, (off_t)b, SEEK_CUR) < 0)
+				return -errno;
+			i += b;
+			continue;
+		}
+		size_t j = i + b;
+		while (j < k && !all_zero(buf + j, k - j < 4096 ? k - j : 4096))
+			j += k - j < 4096 ? k - j : 4096;
+		ssize_t w = fd_write_all(fd, buf + i, j - i);
+		if (w < 0)
+			return w;
+		i = j;
+	}
+	return (ssize_t)k;
+}
+
 static int extract_file(reader *r, int pfd, const char *name, uint64_t size, const meta *m, sbx_err **err)
 {
 	int q = make_room(r, pfd, name, false, err);
@@ -527,11 +558,13 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 		q = rd_exact(r, r->buf, k, NULL);
 		if (q < 0)
 			return truncated(r, q, err);
-		ssize_t w = fd_write_all(fd, r->buf, k);
+		ssize_t w = write_holes(fd, (const char *)r->buf, k);
 		if (w < 0)
 			return err_errnum(err, (int)w, "tar entry '%s': write", r->disp);
 		left -= k;
 	}
+	if (size && ftruncate(fd, (off_t)size) < 0) /* a hole at the end */
+		return err_errno(err, "tar entry '%s': set size", r->disp);
 	q = rd_skip(r, padded(size) - size);
 	if (q < 0)
 		return truncated(r, q, err);
