@@ -245,8 +245,12 @@ static void print_links(void)
 			esc(o, strchr(links[i], ' ') + 1);
 		}
 		fclose(o);
-		if (ng < (1 << 12))
+		/* a group of one: its other names were deleted above a lower
+		 * layer, where overlayfs still counts them in st_nlink */
+		if (strchr(buf + 6, ' ') && ng < (1 << 12))
 			groups[ng++] = buf;
+		else
+			free(buf);
 	}
 	qsort(groups, (size_t)ng, sizeof(char *), cmp);
 	for (int i = 0; i < ng; i++)

@@ -424,3 +424,42 @@ f = open("/root/sparse", "wb"); f.write(b"head"); f.seek(64 << 20); f.write(b"ta
 	assert_eq "$(sbx exec "$ID" -- sh -c 'sha256sum < /root/sparse; stat -c %s /root/sparse')" "$want" "bytes after restore"
 	sbx rm "$ID" "$F" > /dev/null
 }
+
+# 50 cycles of restore to the last snapshot, a change, a snapshot (deltas on
+# deltas over a random tree: files deleted from lower layers, directories
+# renamed, hard links, symlinks, modes), with the tree wrecked every tenth
+# cycle before the restore: the result must equal the same changes made in
+# an environment that never restored, and a fork of the last snapshot too.
+t_restore_snapshot_cycles_lose_nothing() {
+	local pv n=${SBX_TEST_CYCLES:-50} i s
+	pv=$(probe_volume)
+	T=$(sbx create -v "$pv")
+	R=$(sbx create -v "$pv")
+	local mut='cd /root/t; i=$1
+echo "c$i" > f$i
+if [ -e f$((i - 3)) ]; then rm f$((i - 3)); fi
+mkdir -p d$i/sub; echo "x$i" > d$i/sub/x
+if [ -d d$((i - 2)) ]; then mv d$((i - 2)) r$((i - 2)); fi
+if [ -d r$((i - 4)) ]; then rm -r r$((i - 4)); fi
+chmod $((i % 2 ? 700 : 755)) d$i; ln f$i h$i; ln -s f$i s$i; mkfifo p$i
+if [ -e s$((i - 1)) ]; then rm s$((i - 1)); ln -s elsewhere s$((i - 1)); fi'
+	for id in "$T" "$R"; do sbx exec "$id" -- /probe/treeprobe make /root/t 11 150; done
+	s=$(sbx snapshot "$T")
+	for ((i = 1; i <= n; i++)); do
+		sbx restore "$T" "$s" > /dev/null
+		sbx exec "$T" -- sh -c "$mut" sh "$i"
+		s=$(sbx snapshot "$T")
+		if ((i % 10 == 0)); then sbx exec "$T" -- sh -c 'rm -rf /root/t/n1* /root/t/f*; echo junk > /root/t/junk'; fi
+	done
+	sbx exec "$R" -- sh -c "for i in \$(seq 1 $n); do sh -c '$mut' sh \$i; done"
+	sbx restore "$T" "$s" > /dev/null
+	want=$(sbx exec "$R" -- /probe/treeprobe manifest /root/t)
+	[ "$(echo "$want" | wc -l)" -gt 200 ] || fail "too small a tree: $(echo "$want" | wc -l) lines"
+	got=$(sbx exec "$T" -- /probe/treeprobe manifest /root/t)
+	[ "$got" == "$want" ] || { diff <(echo "$want") <(echo "$got") | head -20; fail "after $n restore/snapshot cycles the tree differs"; }
+	F=$(sbx fork "$s" -v "$pv")
+	assert_eq "$(sbx exec "$F" -- /probe/treeprobe manifest /root/t)" "$want" "fork of the last snapshot"
+	assert_eq "$(sbx diff "$T" "$s")" "" "diff against the last snapshot"
+	sbx fsck > /dev/null || fail "fsck: $(sbx fsck)"
+	sbx rm "$T" "$R" "$F" > /dev/null
+}
