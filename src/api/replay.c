@@ -106,6 +106,31 @@ static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *w
 	return divergence(kind, (int64_t)i, pid, e, a);
 }
 
+/* The first differing change: by path (the first 256 paths), else by what
+ * the entries are (the first API_DIFF_META_LIST of meta), else a change
+ * past the lists or in the content of a file whose path is the same. */
+static json_t *fs_divergence(const json_t *wfs, const json_t *gfs)
+{
+	static const char *const lists[] = {"paths", "meta"};
+	for (size_t k = 0; k < ARRAY_SIZE(lists); k++) {
+		json_t *wl = json_object_get(wfs, lists[k]), *gl = json_object_get(gfs, lists[k]);
+		if (!wl)
+			continue; /* recorded before meta */
+		size_t i = 0;
+		while (i < json_array_size(wl) && i < json_array_size(gl) &&
+		       json_equal(json_array_get(wl, i), json_array_get(gl, i)))
+			i++;
+		const char *e = json_string_value(json_array_get(wl, i)),
+			   *a = json_string_value(json_array_get(gl, i));
+		if (e || a)
+			return divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
+					  a ? a : "(no further change)");
+	}
+	return divergence("filesystem", 0, -1,
+			  json_str(wfs, "meta_digest") ?: json_str(wfs, "digest") ?: "",
+			  "the same first changes; a later change, or the content of one, differs");
+}
+
 static char *status_str(const json_t *res)
 {
 	char *s = NULL;
@@ -318,40 +343,12 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 			div = output_divergence(ctx, "stderr", json_object_get(want, "stderr"),
 						res.stderr_buf, res.stderr_len, pid);
 		json_t *wfs = json_object_get(want, "fs"), *gfs = json_object_get(got, "fs");
-		if (!div && !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "")) {
-			json_t *wp = json_object_get(wfs, "paths"), *gp = json_object_get(gfs, "paths");
-			size_t i = 0;
-			while (i < json_array_size(wp) && i < json_array_size(gp) &&
-			       json_equal(json_array_get(wp, i), json_array_get(gp, i)))
-				i++;
-			const char *e = json_string_value(json_array_get(wp, i)),
-				   *a = json_string_value(json_array_get(gp, i));
-			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
-					 a ? a : "(no further change)");
-			if (e && a && streq(e, a)) {
-				json_object_set_new(
-				    div, "expected",
-				    json_sprintf("%s (content %s)", e, json_str(wfs, "digest")));
-				json_object_set_new(
-				    div, "actual",
-				    json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
-			}
-		}
-		/* what the changed entries are: modes, owners, xattrs, every byte
-		 * (traces recorded before meta_digest have only the digest above) */
+		/* meta_digest: what the changed entries are, modes, owners, xattrs
+		 * and every byte (traces recorded before it have only digest) */
 		const char *wm = json_str(wfs, "meta_digest");
-		if (!div && wm && !streq(wm, json_str(gfs, "meta_digest") ?: "")) {
-			json_t *wl = json_object_get(wfs, "meta"), *gl = json_object_get(gfs, "meta");
-			size_t i = 0;
-			while (i < json_array_size(wl) && i < json_array_size(gl) &&
-			       json_equal(json_array_get(wl, i), json_array_get(gl, i)))
-				i++;
-			const char *e = json_string_value(json_array_get(wl, i)),
-				   *a = json_string_value(json_array_get(gl, i));
-			div = divergence("filesystem", (int64_t)i, -1,
-					 e ? e : "(the same first changes; later ones differ)",
-					 a ? a : "(the same first changes; later ones differ)");
-		}
+		bool fs_differs = !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "");
+		if (!div && (fs_differs || (wm && !streq(wm, json_str(gfs, "meta_digest") ?: ""))))
+			div = fs_divergence(wfs, gfs);
 		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
 			trace_outcome_clear(&oc);
 			sbx_exec_result_free(&res);
