@@ -18,6 +18,7 @@
  *     normalized syscall sequence of each process (trace_norm). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,6 +35,7 @@
 #include "util/json.h"
 
 #define REPLAY_BLOB_MAX (1u << 30)
+#define REPLAY_TTL_MS (10 * 60 * 1000) /* idle lifetime of a replay's environment */
 
 static double now_ms_mono(void)
 {
@@ -287,6 +289,11 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		co.hostname = json_str(detj, "hostname");
 		co.memory_bytes = -1;
 		co.pids = -1;
+		/* an idle lifetime, so that a replay killed midway (kill -9 of the
+		 * CLI, a client gone) leaves no environment running for ever: the
+		 * supervisor ends it once idle, gc removes it */
+		const char *ttl = getenv("SBX_REPLAY_TTL_MS");
+		co.ttl_ms = ttl && atoll(ttl) > 0 ? atoll(ttl) : REPLAY_TTL_MS;
 		/* the recorded capabilities, as drops from the safe set */
 		const char *drops[65] = {NULL};
 		uint64_t kept;

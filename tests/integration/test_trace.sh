@@ -312,3 +312,26 @@ t_replay_concurrency_does_not_hide_exec_differences() {
 	r=$(sbx replay --json "$tid") || fail "a deterministic pipeline diverged: $r"
 	sbx rm "$ID"
 }
+
+# A replay killed midway (kill -9 of the CLI, a client gone) must not leave
+# its fresh environment running for ever: it has an idle lifetime
+# (SBX_REPLAY_TTL_MS, 10 minutes by default), after which gc removes it.
+t_replay_killed_leaves_no_environment() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'sleep 1; echo done' | jget trace_id)
+	SBX_REPLAY_TTL_MS=1500 "$SBX_BIN" replay "$tid" > /dev/null 2>&1 &
+	local p=$! i n
+	for i in $(seq 100); do
+		n=$(ls "$SBX_ROOT/envs" | grep -cE '^[0-9a-f]{12}$' || true)
+		[ "$n" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge 2 ] || fail "the replay's environment never appeared"
+	kill -9 "$p"
+	wait "$p" 2> /dev/null || true
+	sleep 4 # the command ends (1 s), then 1.5 s idle
+	SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(" ".join(e["environment_id"] for e in json.load(sys.stdin)["environments"]))')" "$ID" "environments after a killed replay and gc"
+	expect_status 0 sbx replay "$tid"
+	sbx rm "$ID"
+}
