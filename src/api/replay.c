@@ -356,6 +356,24 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		bool fs_differs = !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "");
 		if (!div && (fs_differs || (wm && !streq(wm, json_str(gfs, "meta_digest") ?: ""))))
 			div = fs_divergence(wfs, gfs);
+		/* files written on the tmpfs (/tmp, /dev/shm), when recorded */
+		json_t *wt = json_object_get(wfs, "tmpfs_writes"), *gt = json_object_get(gfs, "tmpfs_writes");
+		if (!div && wt && !json_equal(wt, gt)) {
+			size_t i = 0;
+			while (i < json_array_size(wt) && i < json_array_size(gt) &&
+			       json_equal(json_array_get(wt, i), json_array_get(gt, i)))
+				i++;
+			json_t *we = json_array_get(wt, i), *ge = json_array_get(gt, i);
+			_cleanup_free_ char *e = NULL, *a = NULL;
+			if (!we || asprintf(&e, "%s %s", json_str(we, "path"), json_str(we, "digest")) < 0)
+				e = NULL;
+			if (!ge || asprintf(&a, "%s %s", json_str(ge, "path"), json_str(ge, "digest")) < 0)
+				a = NULL;
+			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further file)",
+					 a ? a : "(no further file)");
+			if (div && (we || ge))
+				json_object_set_new(div, "path", json_string(json_str(we ?: ge, "path")));
+		}
 		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
 			trace_outcome_clear(&oc);
 			sbx_exec_result_free(&res);

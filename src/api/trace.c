@@ -28,6 +28,7 @@
 #include "api/trace_api.h"
 #include "store/layer.h"
 #include "store/storefs.h"
+#include "trace/readset.h"
 #include "trace/trace_format.h"
 #include "trace/trace_store.h"
 #include "trace/trace_read.h"
@@ -308,6 +309,58 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 	return *ret ? 0 : err_errnum(err, ENOMEM, "trace");
 }
 
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Files the run created, truncated or renamed into on the environment's
+ * tmpfs (/tmp, /dev/shm): no snapshot holds them and the filesystem digest
+ * does not see them, but the environment's later commands do. Each as
+ * {path, digest} (content read through init, "absent", or "not-a-file:…"),
+ * sorted by path, at most TRACE_FS_FILES_MAX. */
+static json_t *tmpfs_writes(sbx_ctx *ctx, const char *id, const char *events, size_t len, const char *cwd)
+{
+	readset rs = {0};
+	if (readset_derive(events, len, cwd, &rs, NULL) < 0)
+		return NULL;
+	json_t *out = json_array();
+	char **paths = calloc(rs.n_written + 1, sizeof(char *));
+	size_t n = 0;
+	for (size_t i = 0; paths && i < rs.n_written && n < TRACE_FS_FILES_MAX; i++)
+		if (startswith(rs.written[i], "/tmp/") || startswith(rs.written[i], "/dev/shm/"))
+			paths[n++] = rs.written[i];
+	if (n)
+		qsort(paths, n, sizeof(char *), strcmp_ptr);
+	for (size_t i = 0; out && paths && i < n; i++) {
+		if (i && streq(paths[i], paths[i - 1]))
+			continue;
+		_cleanup_free_ char *data = NULL;
+		size_t dlen = 0;
+		int64_t size = 0;
+		bool trunc = false;
+		_cleanup_err_ sbx_err *e = NULL;
+		char cd[STORE_DIGEST_SIZE + 40] = "";
+		if (sbx_env_read_file(ctx, id, paths[i], 256 << 20, &data, &dlen, &size, &trunc, &e) == 0)
+			(void)store_digest_buf(data, dlen, cd, NULL);
+		else if (sbx_err_code(e) == SBX_E_NOT_FOUND)
+			snprintf(cd, sizeof(cd), "absent");
+		else
+			snprintf(cd, sizeof(cd), "not-a-file:%s", sbx_code_name(sbx_err_code(e)));
+		if (trunc)
+			snprintf(cd + strlen(cd), sizeof(cd) - strlen(cd), " (first 256 MiB of %lld)",
+				 (long long)size);
+		json_array_append_new(out, json_pack("{s:s,s:s}", "path", paths[i], "digest", cd));
+	}
+	free(paths);
+	readset_free(&rs);
+	if (!paths) {
+		json_decref(out);
+		return NULL;
+	}
+	return out;
+}
+
 /* Where init starts the command (init.c): the given cwd, else /root (a
  * degraded environment's home is init's to choose: unknown here, so paths
  * relative to it are left out of the read set). */
@@ -480,6 +533,9 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	if (trace_fs_digest(ctx, id, snap, &fsj, err) < 0)
 		goto fail;
+	json_t *tw = tmpfs_writes(ctx, id, merged, mlen, command_cwd(o, &st));
+	if (tw)
+		json_object_set_new(fsj, "tmpfs_writes", tw);
 	json_object_set_new(ev, "compression", json_string("zstd"));
 	json_object_set_new(ev, "uncompressed_size", json_integer((json_int_t)mlen));
 	json_object_set_new(ev, "records", json_integer((json_int_t)counts.records));

@@ -335,3 +335,18 @@ t_replay_killed_leaves_no_environment() {
 	expect_status 0 sbx replay "$tid"
 	sbx rm "$ID"
 }
+
+# /tmp is the environment's tmpfs: no snapshot holds it and the filesystem
+# digest does not see it, but later commands read what a run left there.
+# A file written there from an unvirtualized value must diverge, named.
+t_replay_detects_tmpfs_outputs() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c 'open("/tmp/state", "w").write(open("/proc/self/stat").read())' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "a /tmp file from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_eq "$(echo "$r" | jget divergence.path)" /tmp/state
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'echo fixed > /tmp/same; mkdir -p /dev/shm/d; date > /dev/shm/d/t' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "deterministic /tmp writes diverged: $r"
+	sbx rm "$ID"
+}
