@@ -90,10 +90,13 @@ static char *excerpt(const char *buf, size_t len, size_t off)
 	return s;
 }
 
-/* The first differing byte of two outputs. */
+/* The first differing byte of two outputs. A recorded output that was
+ * truncated (it hit the capture cap) is what the command wrote first: the
+ * replay's, captured whole, must begin with it. */
 static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *want, const char *got,
 				 size_t got_len, int64_t pid)
 {
+	bool prefix = json_bool(want, "truncated", false);
 	const char *d = json_str(want, "digest");
 	_cleanup_free_ char *exp = NULL;
 	size_t exp_len = 0;
@@ -102,7 +105,7 @@ static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *w
 	size_t i = 0;
 	while (i < exp_len && i < got_len && exp[i] == got[i])
 		i++;
-	if (i == exp_len && i == got_len)
+	if (i == exp_len && (i == got_len || prefix))
 		return NULL;
 	_cleanup_free_ char *e = excerpt(exp, exp_len, i), *a = excerpt(got, got_len, i);
 	return divergence(kind, (int64_t)i, pid, e, a);
