@@ -11,7 +11,8 @@
  * directories, empty top-level directories, whiteouts over hidden files,
  * top-level links) over the host's system directories (usr, etc, var, opt,
  * bin, sbin, lib*: only those the mask mirrors). A `dir:PATH` template is
- * PATH itself.
+ * PATH itself. An image's environment (created from an imported or pulled
+ * template) has no template tree: its layers are the image's.
  *
  * The walk visits only what can differ: the "touched" layers are those the
  * two stacks do not share (the writable layer and the layers above the
@@ -814,12 +815,15 @@ static int env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, bool wa
 		    "environments without user namespaces)",
 		    id);
 	const char *tspec = st.template_spec ?: "host";
+	bool image = !streq(tspec, "host") && !startswith(tspec, "dir:");
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (snapshot) {
 		if (sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0 ||
 		    store_snapshot_read(ctx->root, digest, &snap, err) < 0)
 			return -1;
-		const char *stpl = snap->base_template ?: "host";
+		/* an image's environment (a template that is neither host nor
+		 * dir:) has no template tree: its snapshots name none, or it */
+		const char *stpl = snap->base_template ?: (image ? tspec : "host");
 		if (!streq(stpl, tspec))
 			return err_set(
 			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
@@ -855,11 +859,7 @@ static int env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, bool wa
 	} else if (startswith(tspec, "dir:")) {
 		if (!(tmpl[0] = layer_open(ls, L_DIR, tspec + 4, err)))
 			goto out;
-	} else {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment '%s': unknown template '%s'", id,
-			tspec);
-		goto out;
-	}
+	} /* else an image (a template name, oci:): its layers are all the environment's */
 
 	store_idmap sids;
 	store_layer_ids(&sids);

@@ -493,7 +493,8 @@ t_random_tree_through_export_skopeo_pull() {
 	snap=$(sbx snapshot "$E")
 	F=$(sbx fork "$snap" -v "$pv")
 	assert_eq "$(sbx exec "$F" -- /probe/treeprobe manifest /root/t)" "$want" "fork"
-	assert_eq "$(sbx diff "$F" | grep -v '^M /etc/machine-id$' || true)" "" "diff of a fork against its snapshot"
+	d=$(sbx diff "$F") || fail "diff of a fork"
+	assert_eq "$(echo "$d" | grep -v '^M /etc/machine-id$' || true)" "" "diff of a fork against its snapshot"
 	sbx export "$snap" "oci:$TMPDIR_TEST/oci:v1"
 	skopeo copy -q --dest-tls-verify=false "oci:$TMPDIR_TEST/oci:v1" "docker://$REG/sbx/tree:v1" ||
 		fail "skopeo copy to the registry"
@@ -507,7 +508,17 @@ t_random_tree_through_export_skopeo_pull() {
 		fi
 		if [ $how = pull ]; then G=$(sbx fork got -v "$pv"); else G=$(sbx create --template got -v "$pv"); fi
 		assert_eq "$(sbx exec "$G" -- /probe/treeprobe manifest /root/t)" "$want" "after $how"
-		assert_eq "$(sbx diff "$G" | grep -v '^M /etc/machine-id$' || true)" "" "diff after $how"
+		d=$(sbx diff "$G") || fail "diff after $how"
+		assert_eq "$(echo "$d" | grep -v '^M /etc/machine-id$' || true)" "" "diff after $how"
+		sbx exec "$G" -- sh -c 'rm -r /root/t/n1; echo x > /root/t/added'
+		d=$(sbx diff "$G" "$(sbx inspect "$G" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')") ||
+			fail "diff against the image's snapshot after $how"
+		assert_contains "$d" "D /root/t/n1"
+		assert_contains "$d" "A /root/t/added"
+		# a traced exec (its filesystem digest is a diff) and its replay, in an image's environment
+		tr=$(sbx exec --json --trace "$G" -- sh -c 'echo traced > /root/tr') || fail "traced exec after $how: $tr"
+		tid=$(echo "$tr" | jget 'd["trace_id"]')
+		sbx replay "$tid" > /dev/null || fail "replay after $how: $(sbx replay "$tid" 2>&1)"
 		sbx rm "$G" > /dev/null
 		sbx fsck > /dev/null || fail "fsck after $how: $(sbx fsck)"
 		SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
