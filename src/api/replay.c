@@ -35,6 +35,7 @@
 #include "util/json.h"
 
 #define REPLAY_BLOB_MAX (1u << 30)
+#define REPLAY_TIMEOUT_MIN_MS (60 * 1000) /* without a recorded timeout: 20 x its duration, at least this */
 #define REPLAY_TTL_MS (10 * 60 * 1000) /* idle lifetime of a replay's environment */
 
 static double now_ms_mono(void)
@@ -318,6 +319,15 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		const char *cwd = json_str(cmd, "cwd");
 		eo.cwd = cwd && *cwd ? cwd : NULL;
 		eo.timeout_ms = json_int(cmd, "timeout_ms", 0);
+		if (eo.timeout_ms <= 0) {
+			/* bounded even without a recorded timeout: a world that stopped
+			 * answering (a server that accepts and never replies) must end
+			 * in a divergence, not a replay that hangs */
+			const char *t = getenv("SBX_REPLAY_TIMEOUT_MS");
+			int64_t floor = t && atoll(t) > 0 ? atoll(t) : REPLAY_TIMEOUT_MIN_MS;
+			int64_t d = json_int(want, "duration_ms", 0);
+			eo.timeout_ms = d > floor / 20 ? d * 20 : floor;
+		}
 		eo.user = json_str(cmd, "user");
 		eo.stdin_data = in;
 		eo.stdin_len = in_len;

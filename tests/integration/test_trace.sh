@@ -365,3 +365,38 @@ t_replay_truncated_output_matches() {
 	assert_eq "$(echo "$r" | jget divergence.kind)" stdout
 	sbx rm "$ID"
 }
+
+# A replay must end even when the world outside stopped answering: the
+# recorded command had no timeout and was quick; at replay time its server
+# accepts and never answers. The replay is bounded (20 x the recorded
+# duration, at least a minute; SBX_REPLAY_TIMEOUT_MS here) and reports it.
+t_replay_of_a_hanging_command_ends() {
+	command -v curl > /dev/null || skip "curl is not installed"
+	local port=$((20000 + RANDOM % 20000))
+	python3 - "$port" "$TMPDIR_TEST/stall" > /dev/null 2>&1 <<'PY' &
+import socket, sys, os, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+held = []
+while True:
+    c, _ = s.accept()
+    if os.path.exists(sys.argv[2]):
+        held.append(c)  # accept, never answer
+        continue
+    c.recv(65536); c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n"); c.close()
+PY
+	local srv=$!
+	for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
+	ID=$(sbx create --network "allow=127.0.0.1:$port")
+	tid=$(sbx exec --json --trace "$ID" -- curl -s --noproxy '' -x http://127.0.0.1:3128 "http://127.0.0.1:$port/" | jget trace_id)
+	touch "$TMPDIR_TEST/stall"
+	local t0=$SECONDS
+	r=$(SBX_REPLAY_TIMEOUT_MS=3000 timeout 60 "$SBX_BIN" replay --json "$tid" || true)
+	kill "$srv" 2> /dev/null || true
+	wait "$srv" 2> /dev/null || true
+	[ $((SECONDS - t0)) -lt 30 ] || fail "the replay took $((SECONDS - t0)) s"
+	assert_eq "$(echo "$r" | jget verdict)" diverged "$r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" exit
+	assert_eq "$(echo "$r" | jget divergence.actual)" "timed out"
+	sbx rm "$ID"
+}
