@@ -370,8 +370,9 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		if (!div && (fs_differs || (wm && !streq(wm, json_str(gfs, "meta_digest") ?: ""))))
 			div = fs_divergence(wfs, gfs);
 		/* files written on the tmpfs (/tmp, /dev/shm), when recorded */
-		json_t *wt = json_object_get(wfs, "tmpfs_writes"), *gt = json_object_get(gfs, "tmpfs_writes");
-		if (!div && wt && !json_equal(wt, gt)) {
+		json_t *wtw = json_object_get(wfs, "tmpfs_writes"), *gtw = json_object_get(gfs, "tmpfs_writes");
+		json_t *wt = json_object_get(wtw, "files"), *gt = json_object_get(gtw, "files");
+		if (!div && wtw && !streq(json_str(wtw, "digest") ?: "", json_str(gtw, "digest") ?: "")) {
 			size_t i = 0;
 			while (i < json_array_size(wt) && i < json_array_size(gt) &&
 			       json_equal(json_array_get(wt, i), json_array_get(gt, i)))
@@ -382,8 +383,8 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				e = NULL;
 			if (!ge || asprintf(&a, "%s %s", json_str(ge, "path"), json_str(ge, "digest")) < 0)
 				a = NULL;
-			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further file)",
-					 a ? a : "(no further file)");
+			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further file listed)",
+					 a ? a : "(no further file listed)");
 			if (div && (we || ge))
 				json_object_set_new(div, "path", json_string(json_str(we ?: ge, "path")));
 		}

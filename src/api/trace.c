@@ -39,6 +39,7 @@
 
 #define TRACE_STDIN_MAX (64u << 20)
 #define TRACE_EVENTS_MAX (1u << 30) /* uncompressed stream we keep in memory */
+#define TRACE_TMPFS_LIST 256 /* tmpfs writes listed by name in the manifest */
 #define TRACE_FS_FILES_MAX 4096	    /* changed files whose contents enter the fs digest */
 
 static int64_t now_ns_real(void)
@@ -318,7 +319,8 @@ static int strcmp_ptr(const void *a, const void *b)
  * tmpfs (/tmp, /dev/shm): no snapshot holds them and the filesystem digest
  * does not see them, but the environment's later commands do. Each as
  * {path, digest} (content read through init, "absent", or "not-a-file:…"),
- * sorted by path, at most TRACE_FS_FILES_MAX. */
+ * sorted by path, at most TRACE_FS_FILES_MAX: {digest over all, count,
+ * files: the first TRACE_TMPFS_LIST}. */
 static json_t *tmpfs_writes(sbx_ctx *ctx, const char *id, const char *events, size_t len, const char *cwd)
 {
 	readset rs = {0};
@@ -332,7 +334,9 @@ static json_t *tmpfs_writes(sbx_ctx *ctx, const char *id, const char *events, si
 			paths[n++] = rs.written[i];
 	if (n)
 		qsort(paths, n, sizeof(char *), strcmp_ptr);
-	for (size_t i = 0; out && paths && i < n; i++) {
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(NULL);
+	size_t files = 0;
+	for (size_t i = 0; out && h && paths && i < n; i++) {
 		if (i && streq(paths[i], paths[i - 1]))
 			continue;
 		_cleanup_free_ char *data = NULL;
@@ -350,15 +354,19 @@ static json_t *tmpfs_writes(sbx_ctx *ctx, const char *id, const char *events, si
 		if (trunc)
 			snprintf(cd + strlen(cd), sizeof(cd) - strlen(cd), " (first 256 MiB of %lld)",
 				 (long long)size);
-		json_array_append_new(out, json_pack("{s:s,s:s}", "path", paths[i], "digest", cd));
+		(void)store_hasher_update(h, paths[i], strlen(paths[i]) + 1, NULL);
+		(void)store_hasher_update(h, cd, strlen(cd) + 1, NULL);
+		if (files++ < TRACE_TMPFS_LIST) /* the first ones, by name, for a divergence's report */
+			json_array_append_new(out, json_pack("{s:s,s:s}", "path", paths[i], "digest", cd));
 	}
 	free(paths);
 	readset_free(&rs);
-	if (!paths) {
+	char dg[STORE_DIGEST_SIZE];
+	if (!paths || !h || store_hasher_final(h, dg, NULL) < 0) {
 		json_decref(out);
 		return NULL;
 	}
-	return out;
+	return json_pack("{s:s,s:I,s:o}", "digest", dg, "count", (json_int_t)files, "files", out);
 }
 
 /* Where init starts the command (init.c): the given cwd, else /root (a
