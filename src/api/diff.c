@@ -478,7 +478,8 @@ static int push_meta(diff *d, char kind, const char *rel, const ent *e)
 		_cleanup_close_ int fd = -1;
 		if (fmt == S_IFREG || fmt == S_IFDIR)
 			fd = store_beneath_open(e->from->fd, rel,
-						O_RDONLY | O_NONBLOCK | O_NOCTTY | (fmt == S_IFDIR ? O_DIRECTORY : 0));
+						O_RDONLY | O_NONBLOCK | O_NOCTTY |
+						    (fmt == S_IFDIR ? O_DIRECTORY : 0));
 		struct stat now;
 		if ((fmt == S_IFREG || fmt == S_IFDIR) &&
 		    (fd < 0 || fstat(fd, &now) < 0 || (now.st_mode & S_IFMT) != fmt))

@@ -36,7 +36,7 @@
 
 #define REPLAY_BLOB_MAX (1u << 30)
 #define REPLAY_TIMEOUT_MIN_MS (60 * 1000) /* without a recorded timeout: 20 x its duration, at least this */
-#define REPLAY_TTL_MS (10 * 60 * 1000) /* idle lifetime of a replay's environment */
+#define REPLAY_TTL_MS (10 * 60 * 1000)	  /* idle lifetime of a replay's environment */
 
 static double now_ms_mono(void)
 {
@@ -370,7 +370,8 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		if (!div && (fs_differs || (wm && !streq(wm, json_str(gfs, "meta_digest") ?: ""))))
 			div = fs_divergence(wfs, gfs);
 		/* files written on the tmpfs (/tmp, /dev/shm), when recorded */
-		json_t *wtw = json_object_get(wfs, "tmpfs_writes"), *gtw = json_object_get(gfs, "tmpfs_writes");
+		json_t *wtw = json_object_get(wfs, "tmpfs_writes"),
+		       *gtw = json_object_get(gfs, "tmpfs_writes");
 		json_t *wt = json_object_get(wtw, "files"), *gt = json_object_get(gtw, "files");
 		if (!div && wtw && !streq(json_str(wtw, "digest") ?: "", json_str(gtw, "digest") ?: "")) {
 			size_t i = 0;

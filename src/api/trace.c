@@ -39,7 +39,7 @@
 
 #define TRACE_STDIN_MAX (64u << 20)
 #define TRACE_EVENTS_MAX (1u << 30) /* uncompressed stream we keep in memory */
-#define TRACE_TMPFS_LIST 256 /* tmpfs writes listed by name in the manifest */
+#define TRACE_TMPFS_LIST 256	    /* tmpfs writes listed by name in the manifest */
 #define TRACE_FS_FILES_MAX 4096	    /* changed files whose contents enter the fs digest */
 
 static int64_t now_ns_real(void)
