@@ -427,20 +427,26 @@ static bool same_entry(const ent *a, const ent *b, const char *rel)
 
 static int xattrs_line(int fd, store_hasher *h)
 {
-	char xnames[65536];
-	ssize_t n = flistxattr(fd, xnames, sizeof(xnames));
+	_cleanup_free_ char *xnames = malloc(65536);
+	if (!xnames)
+		return -ENOMEM;
+	ssize_t n = flistxattr(fd, xnames, 65536);
 	if (n < 0)
 		return errno == ENOTSUP ? 0 : -errno;
-	/* the xnames come in the filesystem's order: hash them sorted */
+	/* the names come in the filesystem's order: hash them sorted */
 	const char *v[1024];
 	size_t k = 0;
 	for (ssize_t i = 0; i < n && k < ARRAY_SIZE(v); i += (ssize_t)strlen(xnames + i) + 1)
 		if (startswith(xnames + i, "user.") && !startswith(xnames + i, "user.overlay."))
 			v[k++] = xnames + i;
 	qsort(v, k, sizeof(*v), str_cmp);
-	static _Thread_local char val[65536];
+	/* heap, not _Thread_local: static TLS is taken from every thread's stack
+	 * (the egress proxy's resolver threads have 256 KiB) */
+	_cleanup_free_ char *val = k ? malloc(65536) : NULL;
+	if (k && !val)
+		return -ENOMEM;
 	for (size_t i = 0; i < k; i++) {
-		ssize_t l = fgetxattr(fd, v[i], val, sizeof(val));
+		ssize_t l = fgetxattr(fd, v[i], val, 65536);
 		if (l < 0)
 			return -errno;
 		char len[24];
