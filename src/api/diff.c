@@ -11,7 +11,8 @@
  * directories, empty top-level directories, whiteouts over hidden files,
  * top-level links) over the host's system directories (usr, etc, var, opt,
  * bin, sbin, lib*: only those the mask mirrors). A `dir:PATH` template is
- * PATH itself.
+ * PATH itself. An image's environment (created from an imported or pulled
+ * template) has no template tree: its layers are the image's.
  *
  * The walk visits only what can differ: the "touched" layers are those the
  * two stacks do not share (the writable layer and the layers above the
@@ -33,6 +34,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -43,7 +45,9 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/trace_api.h"
 #include "runtime/mask.h"
+#include "store/digest.h"
 #include "store/layer.h"
 #include "store/snapshot.h"
 #include "store/treewalk.h"
@@ -92,6 +96,8 @@ typedef struct diff {
 	const layer *touched[2 * DIFF_MAX_LAYERS];
 	size_t n_touched;
 	strv_b added, modified, deleted;
+	bool want_meta; /* api_env_diff_meta: also one line per change, below */
+	strv_b meta;
 	int error;
 } diff;
 
@@ -419,6 +425,125 @@ static bool same_entry(const ent *a, const ent *b, const char *rel)
 	return true;
 }
 
+/* ---- what a change left (api_env_diff_meta) ------------------------------------ */
+
+static int xattrs_line(int fd, store_hasher *h)
+{
+	_cleanup_free_ char *xnames = malloc(65536);
+	if (!xnames)
+		return -ENOMEM;
+	ssize_t n = flistxattr(fd, xnames, 65536);
+	if (n < 0)
+		return errno == ENOTSUP ? 0 : -errno;
+	/* the names come in the filesystem's order: hash them sorted */
+	const char *v[1024];
+	size_t k = 0;
+	for (ssize_t i = 0; i < n && k < ARRAY_SIZE(v); i += (ssize_t)strlen(xnames + i) + 1)
+		if (startswith(xnames + i, "user.") && !startswith(xnames + i, "user.overlay."))
+			v[k++] = xnames + i;
+	qsort(v, k, sizeof(*v), str_cmp);
+	/* heap, not _Thread_local: static TLS is taken from every thread's stack
+	 * (the egress proxy's resolver threads have 256 KiB) */
+	_cleanup_free_ char *val = k ? malloc(65536) : NULL;
+	if (k && !val)
+		return -ENOMEM;
+	for (size_t i = 0; i < k; i++) {
+		ssize_t l = fgetxattr(fd, v[i], val, 65536);
+		if (l < 0)
+			return -errno;
+		char len[24];
+		snprintf(len, sizeof(len), "=%zd:", l);
+		if (store_hasher_update(h, v[i], strlen(v[i]), NULL) < 0 ||
+		    store_hasher_update(h, len, strlen(len), NULL) < 0 ||
+		    store_hasher_update(h, val, (size_t)l, NULL) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* One line for a change: "<K> /<rel>" NUL, then what the entry is now: type,
+ * permission bits, owner (the environment's ids), and a regular file's size
+ * and content digest (every byte), a symlink's target, a device's number, a
+ * digest of the user.* xattrs of files and directories. Times are left out
+ * (they are the clock's, not the program's). */
+static int push_meta(diff *d, char kind, const char *rel, const ent *e)
+{
+	if (!d->want_meta)
+		return 0;
+	_cleanup_free_ char *what = NULL;
+	if (kind == 'D')
+		what = strdup("gone");
+	else if (e->me) {
+		if (asprintf(&what, "mask %c %04o %u:%u -> %s", e->me->type, e->me->mode & 07777, e->me->uid,
+			     e->me->gid, e->me->target ?: "") < 0)
+			what = NULL;
+	} else {
+		mode_t fmt = e->st.st_mode & S_IFMT;
+		uint32_t uid = norm_id(e->st.st_uid, e->from->ubase, e->from->count),
+			 gid = norm_id(e->st.st_gid, e->from->gbase, e->from->count);
+		char extra[STORE_DIGEST_SIZE + 128] = "", xd[STORE_DIGEST_SIZE] = "-";
+		_cleanup_free_ char *target = NULL;
+		_cleanup_close_ int fd = -1;
+		if (fmt == S_IFREG || fmt == S_IFDIR)
+			fd = store_beneath_open(e->from->fd, rel,
+						O_RDONLY | O_NONBLOCK | O_NOCTTY |
+						    (fmt == S_IFDIR ? O_DIRECTORY : 0));
+		struct stat now;
+		if ((fmt == S_IFREG || fmt == S_IFDIR) &&
+		    (fd < 0 || fstat(fd, &now) < 0 || (now.st_mode & S_IFMT) != fmt))
+			snprintf(extra, sizeof(extra), " unreadable");
+		else if (fmt == S_IFREG) {
+			char cd[STORE_DIGEST_SIZE];
+			uint64_t size = 0;
+			if (store_digest_fd(fd, cd, &size, NULL) < 0)
+				snprintf(extra, sizeof(extra), " unreadable");
+			else
+				snprintf(extra, sizeof(extra), " %" PRIu64 " %s", size, cd);
+		} else if (fmt == S_IFLNK)
+			target = link_target(e, rel);
+		else if (fmt == S_IFCHR || fmt == S_IFBLK)
+			snprintf(extra, sizeof(extra), " %u:%u", major(e->st.st_rdev), minor(e->st.st_rdev));
+		if (fd >= 0) {
+			_cleanup_hasher_ store_hasher *h = store_hasher_new(NULL);
+			if (!h || xattrs_line(fd, h) < 0 || store_hasher_final(h, xd, NULL) < 0)
+				snprintf(xd, sizeof(xd), "unreadable");
+		}
+		const char *type = fmt == S_IFREG   ? "file"
+				   : fmt == S_IFDIR ? "dir"
+				   : fmt == S_IFLNK ? "symlink"
+				   : fmt == S_IFIFO ? "fifo"
+				   : fmt == S_IFCHR ? "char"
+				   : fmt == S_IFBLK ? "block"
+						    : "socket";
+		if (asprintf(&what, "%s %04o %u:%u%s%s%s xattrs %s", type,
+			     fmt == S_IFLNK ? 0777 : (unsigned)(e->st.st_mode & 07777), uid, gid, extra,
+			     target ? " -> " : "", target ?: "", xd) < 0)
+			what = NULL;
+	}
+	if (!what)
+		return -ENOMEM;
+	_cleanup_free_ char *line = NULL;
+	size_t pl = strlen(rel), wl = strlen(what);
+	line = malloc(pl + wl + 5);
+	if (!line)
+		return -ENOMEM;
+	line[0] = kind, line[1] = ' ', line[2] = '/';
+	memcpy(line + 3, rel, pl);
+	line[3 + pl] = 0;
+	memcpy(line + 4 + pl, what, wl + 1);
+	if (d->meta.n + 1 >= d->meta.cap) {
+		size_t cap = d->meta.cap ? d->meta.cap * 2 : 64;
+		char **nv = realloc(d->meta.v, cap * sizeof(char *));
+		if (!nv)
+			return -ENOMEM;
+		d->meta.v = nv;
+		d->meta.cap = cap;
+	}
+	d->meta.v[d->meta.n++] = TAKE_PTR(line);
+	d->meta.v[d->meta.n] = NULL;
+	return 0;
+}
+
 /* ---- the walk -------------------------------------------------------------- */
 
 /* Everything under a new directory is new too. */
@@ -441,6 +566,8 @@ static int add_subtree(diff *d, const vdir *dir, const char *rel, int depth)
 		if (!e.exists)
 			continue;
 		r = push(&d->added, c);
+		if (r >= 0)
+			r = push_meta(d, 'A', c, &e);
 		if (r >= 0 && S_ISDIR(e.st.st_mode))
 			r = add_subtree(d, &sub, c, depth + 1);
 	}
@@ -497,17 +624,24 @@ static int walk(diff *d, const vdir *od, const vdir *nd, const char *rel, bool f
 			continue;
 		if (!eo.exists) {
 			r = push(&d->added, c);
+			if (r >= 0)
+				r = push_meta(d, 'A', c, &en);
 			if (r >= 0 && S_ISDIR(en.st.st_mode))
 				r = add_subtree(d, &sn, c, depth + 1);
 			continue;
 		}
 		if (!en.exists) {
 			r = push(&d->deleted, c);
+			if (r >= 0)
+				r = push_meta(d, 'D', c, &en);
 			continue;
 		}
 		bool od_dir = S_ISDIR(eo.st.st_mode), nd_dir = S_ISDIR(en.st.st_mode);
-		if (!same_entry(&eo, &en, c))
+		if (!same_entry(&eo, &en, c)) {
 			r = push(&d->modified, c);
+			if (r >= 0)
+				r = push_meta(d, 'M', c, &en);
+		}
 		if (r < 0)
 			break;
 		if (nd_dir && !od_dir)
@@ -626,7 +760,55 @@ static json_t *strv_json(strv_b *b)
 	return a;
 }
 
+/* meta: one line per change in api_env_diff_meta's form (below). */
+static int meta_json(strv_b *b, json_t *out, sbx_err **err)
+{
+	sort_strv(b);
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
+	if (!h)
+		return -1;
+	json_t *first = json_array();
+	if (!first || json_object_set_new(out, "meta", first) < 0)
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->n; i++) {
+		size_t pl = strlen(b->v[i]);
+		const char *what = b->v[i] + pl + 1;
+		if (store_hasher_update(h, b->v[i], pl + 1, err) < 0 ||
+		    store_hasher_update(h, what, strlen(what) + 1, err) < 0)
+			return -1;
+		if (i < API_DIFF_META_LIST) {
+			_cleanup_free_ char *l = NULL;
+			json_t *pj = path_json(b->v[i] + 2);
+			if (pj && asprintf(&l, "%c %s %s", b->v[i][0], json_string_value(pj), what) < 0)
+				l = NULL;
+			json_decref(pj);
+			if (!l || json_array_append_new(first, json_string(l)) < 0)
+				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+		}
+	}
+	char dg[STORE_DIGEST_SIZE];
+	if (store_hasher_final(h, dg, err) < 0)
+		return -1;
+	return json_object_set_new(out, "meta_digest", json_string(dg)) < 0
+		   ? err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory")
+		   : 0;
+}
+
+static int env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, bool want_meta, json_t **ret,
+		    sbx_err **err);
+
 _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	return env_diff(ctx, ref, snapshot, false, ret, err);
+}
+
+int api_env_diff_meta(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
+{
+	return env_diff(ctx, ref, snapshot, true, ret, err);
+}
+
+static int env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, bool want_meta, json_t **ret,
+		    sbx_err **err)
 {
 	_cleanup_free_ char *id = NULL, *digest = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
@@ -642,12 +824,15 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 		    "environments without user namespaces)",
 		    id);
 	const char *tspec = st.template_spec ?: "host";
+	bool image = !streq(tspec, "host") && !startswith(tspec, "dir:");
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (snapshot) {
 		if (sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0 ||
 		    store_snapshot_read(ctx->root, digest, &snap, err) < 0)
 			return -1;
-		const char *stpl = snap->base_template ?: "host";
+		/* an image's environment (a template that is neither host nor
+		 * dir:) has no template tree: its snapshots name none, or it */
+		const char *stpl = snap->base_template ?: (image ? tspec : "host");
 		if (!streq(stpl, tspec))
 			return err_set(
 			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
@@ -656,7 +841,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 			    digest, stpl, id, tspec);
 	}
 
-	diff d = {0};
+	diff d = {.want_meta = want_meta};
 	layers_set *ls = calloc(1, sizeof(*ls));
 	mask_list *mask = NULL;
 	if (!ls)
@@ -683,11 +868,7 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 	} else if (startswith(tspec, "dir:")) {
 		if (!(tmpl[0] = layer_open(ls, L_DIR, tspec + 4, err)))
 			goto out;
-	} else {
-		err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "environment '%s': unknown template '%s'", id,
-			tspec);
-		goto out;
-	}
+	} /* else an image (a template name, oci:): its layers are all the environment's */
 
 	store_idmap sids;
 	store_layer_ids(&sids);
@@ -789,6 +970,10 @@ _public_ int sbx_env_diff(sbx_ctx *ctx, const char *ref, const char *snapshot, j
 		err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 		goto out;
 	}
+	if (want_meta && meta_json(&d.meta, *ret, err) < 0) {
+		json_decref(TAKE_PTR(*ret));
+		goto out;
+	}
 	r = 0;
 out:
 	layers_close(ls);
@@ -798,6 +983,7 @@ out:
 	strv_free(d.added.v);
 	strv_free(d.modified.v);
 	strv_free(d.deleted.v);
+	strv_free(d.meta.v);
 	if (mask)
 		mask_free(mask);
 	return r;

@@ -18,6 +18,7 @@
  *     normalized syscall sequence of each process (trace_norm). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -34,6 +35,8 @@
 #include "util/json.h"
 
 #define REPLAY_BLOB_MAX (1u << 30)
+#define REPLAY_TIMEOUT_MIN_MS (60 * 1000) /* without a recorded timeout: 20 x its duration, at least this */
+#define REPLAY_TTL_MS (10 * 60 * 1000)	  /* idle lifetime of a replay's environment */
 
 static double now_ms_mono(void)
 {
@@ -88,10 +91,13 @@ static char *excerpt(const char *buf, size_t len, size_t off)
 	return s;
 }
 
-/* The first differing byte of two outputs. */
+/* The first differing byte of two outputs. A recorded output that was
+ * truncated (it hit the capture cap) is what the command wrote first: the
+ * replay's, captured whole, must begin with it. */
 static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *want, const char *got,
 				 size_t got_len, int64_t pid)
 {
+	bool prefix = json_bool(want, "truncated", false);
 	const char *d = json_str(want, "digest");
 	_cleanup_free_ char *exp = NULL;
 	size_t exp_len = 0;
@@ -100,10 +106,35 @@ static json_t *output_divergence(sbx_ctx *ctx, const char *kind, const json_t *w
 	size_t i = 0;
 	while (i < exp_len && i < got_len && exp[i] == got[i])
 		i++;
-	if (i == exp_len && i == got_len)
+	if (i == exp_len && (i == got_len || prefix))
 		return NULL;
 	_cleanup_free_ char *e = excerpt(exp, exp_len, i), *a = excerpt(got, got_len, i);
 	return divergence(kind, (int64_t)i, pid, e, a);
+}
+
+/* The first differing change: by path (the first 256 paths), else by what
+ * the entries are (the first API_DIFF_META_LIST of meta), else a change
+ * past the lists or in the content of a file whose path is the same. */
+static json_t *fs_divergence(const json_t *wfs, const json_t *gfs)
+{
+	static const char *const lists[] = {"paths", "meta"};
+	for (size_t k = 0; k < ARRAY_SIZE(lists); k++) {
+		json_t *wl = json_object_get(wfs, lists[k]), *gl = json_object_get(gfs, lists[k]);
+		if (!wl)
+			continue; /* recorded before meta */
+		size_t i = 0;
+		while (i < json_array_size(wl) && i < json_array_size(gl) &&
+		       json_equal(json_array_get(wl, i), json_array_get(gl, i)))
+			i++;
+		const char *e = json_string_value(json_array_get(wl, i)),
+			   *a = json_string_value(json_array_get(gl, i));
+		if (e || a)
+			return divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
+					  a ? a : "(no further change)");
+	}
+	return divergence("filesystem", 0, -1,
+			  json_str(wfs, "meta_digest") ?: json_str(wfs, "digest") ?: "",
+			  "the same first changes; a later change, or the content of one, differs");
 }
 
 static char *status_str(const json_t *res)
@@ -262,6 +293,11 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		co.hostname = json_str(detj, "hostname");
 		co.memory_bytes = -1;
 		co.pids = -1;
+		/* an idle lifetime, so that a replay killed midway (kill -9 of the
+		 * CLI, a client gone) leaves no environment running for ever: the
+		 * supervisor ends it once idle, gc removes it */
+		const char *ttl = getenv("SBX_REPLAY_TTL_MS");
+		co.ttl_ms = ttl && atoll(ttl) > 0 ? atoll(ttl) : REPLAY_TTL_MS;
 		/* the recorded capabilities, as drops from the safe set */
 		const char *drops[65] = {NULL};
 		uint64_t kept;
@@ -283,6 +319,15 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		const char *cwd = json_str(cmd, "cwd");
 		eo.cwd = cwd && *cwd ? cwd : NULL;
 		eo.timeout_ms = json_int(cmd, "timeout_ms", 0);
+		if (eo.timeout_ms <= 0) {
+			/* bounded even without a recorded timeout: a world that stopped
+			 * answering (a server that accepts and never replies) must end
+			 * in a divergence, not a replay that hangs */
+			const char *t = getenv("SBX_REPLAY_TIMEOUT_MS");
+			int64_t floor = t && atoll(t) > 0 ? atoll(t) : REPLAY_TIMEOUT_MIN_MS;
+			int64_t d = json_int(want, "duration_ms", 0);
+			eo.timeout_ms = d > floor / 20 ? d * 20 : floor;
+		}
 		eo.user = json_str(cmd, "user");
 		eo.stdin_data = in;
 		eo.stdin_len = in_len;
@@ -318,24 +363,31 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 			div = output_divergence(ctx, "stderr", json_object_get(want, "stderr"),
 						res.stderr_buf, res.stderr_len, pid);
 		json_t *wfs = json_object_get(want, "fs"), *gfs = json_object_get(got, "fs");
-		if (!div && !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "")) {
-			json_t *wp = json_object_get(wfs, "paths"), *gp = json_object_get(gfs, "paths");
+		/* meta_digest: what the changed entries are, modes, owners, xattrs
+		 * and every byte (traces recorded before it have only digest) */
+		const char *wm = json_str(wfs, "meta_digest");
+		bool fs_differs = !streq(json_str(wfs, "digest") ?: "", json_str(gfs, "digest") ?: "");
+		if (!div && (fs_differs || (wm && !streq(wm, json_str(gfs, "meta_digest") ?: ""))))
+			div = fs_divergence(wfs, gfs);
+		/* files written on the tmpfs (/tmp, /dev/shm), when recorded */
+		json_t *wtw = json_object_get(wfs, "tmpfs_writes"),
+		       *gtw = json_object_get(gfs, "tmpfs_writes");
+		json_t *wt = json_object_get(wtw, "files"), *gt = json_object_get(gtw, "files");
+		if (!div && wtw && !streq(json_str(wtw, "digest") ?: "", json_str(gtw, "digest") ?: "")) {
 			size_t i = 0;
-			while (i < json_array_size(wp) && i < json_array_size(gp) &&
-			       json_equal(json_array_get(wp, i), json_array_get(gp, i)))
+			while (i < json_array_size(wt) && i < json_array_size(gt) &&
+			       json_equal(json_array_get(wt, i), json_array_get(gt, i)))
 				i++;
-			const char *e = json_string_value(json_array_get(wp, i)),
-				   *a = json_string_value(json_array_get(gp, i));
-			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further change)",
-					 a ? a : "(no further change)");
-			if (e && a && streq(e, a)) {
-				json_object_set_new(
-				    div, "expected",
-				    json_sprintf("%s (content %s)", e, json_str(wfs, "digest")));
-				json_object_set_new(
-				    div, "actual",
-				    json_sprintf("%s (content differs: %s)", a, json_str(gfs, "digest")));
-			}
+			json_t *we = json_array_get(wt, i), *ge = json_array_get(gt, i);
+			_cleanup_free_ char *e = NULL, *a = NULL;
+			if (!we || asprintf(&e, "%s %s", json_str(we, "path"), json_str(we, "digest")) < 0)
+				e = NULL;
+			if (!ge || asprintf(&a, "%s %s", json_str(ge, "path"), json_str(ge, "digest")) < 0)
+				a = NULL;
+			div = divergence("filesystem", (int64_t)i, -1, e ? e : "(no further file listed)",
+					 a ? a : "(no further file listed)");
+			if (div && (we || ge))
+				json_object_set_new(div, "path", json_string(json_str(we ?: ge, "path")));
 		}
 		if (!div && readset_check_writes(json_object_get(m, "volume_writes"), &div, err) < 0) {
 			trace_outcome_clear(&oc);
@@ -355,7 +407,9 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				sbx_exec_result_free(&res);
 				return err_wrap(err, "replay: compare syscalls");
 			}
-			if (q > 0 && stream_concurrent(orig, orig_len)) {
+			/* concurrency forgives the order of what ran, never what ran:
+			 * the process trees must be the same up to the order of siblings */
+			if (q > 0 && stream_concurrent(orig, orig_len) && trace_norm_same_tree(na, nb)) {
 				/* Outputs and files are the same; only the interleaving of
 				 * concurrent processes differs: a note, not a divergence. */
 				_cleanup_free_ char *note = NULL;

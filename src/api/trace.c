@@ -28,6 +28,7 @@
 #include "api/trace_api.h"
 #include "store/layer.h"
 #include "store/storefs.h"
+#include "trace/readset.h"
 #include "trace/trace_format.h"
 #include "trace/trace_store.h"
 #include "trace/trace_read.h"
@@ -38,6 +39,7 @@
 
 #define TRACE_STDIN_MAX (64u << 20)
 #define TRACE_EVENTS_MAX (1u << 30) /* uncompressed stream we keep in memory */
+#define TRACE_TMPFS_LIST 256	    /* tmpfs writes listed by name in the manifest */
 #define TRACE_FS_FILES_MAX 4096	    /* changed files whose contents enter the fs digest */
 
 static int64_t now_ns_real(void)
@@ -248,11 +250,13 @@ int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, s
 /* A digest of what the command changed in the filesystem, relative to the
  * snapshot it started from: every added/modified/deleted path and, for up
  * to TRACE_FS_FILES_MAX changed regular files, a digest of the content (read
- * through init, inside the walls). Times are not part of it. */
+ * through init, inside the walls); and meta_digest, what every changed
+ * entry is (api_env_diff_meta: mode, owner, xattrs, all bytes). Times are
+ * not part of either. */
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *d = NULL;
-	if (sbx_env_diff(ctx, id, snapshot, &d, err) < 0)
+	if (api_env_diff_meta(ctx, id, snapshot, &d, err) < 0)
 		return err_wrap(err, "filesystem changes");
 	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
 	if (!h)
@@ -297,9 +301,72 @@ int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t *
 		json_decref(paths);
 		return -1;
 	}
-	*ret = json_pack("{s:s,s:I,s:I,s:o}", "digest", dg, "changes", (json_int_t)changes, "files_hashed",
-			 (json_int_t)files, "paths", paths);
+	/* meta_digest: every change's type, mode, owner, xattrs, target and all
+	 * of its bytes (digest above: paths and the first files' contents, as
+	 * traces recorded before it have it). */
+	*ret = json_pack("{s:s,s:I,s:I,s:o,s:O?,s:O?}", "digest", dg, "changes", (json_int_t)changes,
+			 "files_hashed", (json_int_t)files, "paths", paths, "meta_digest",
+			 json_object_get(d, "meta_digest"), "meta", json_object_get(d, "meta"));
 	return *ret ? 0 : err_errnum(err, ENOMEM, "trace");
+}
+
+static int strcmp_ptr(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Files the run created, truncated or renamed into on the environment's
+ * tmpfs (/tmp, /dev/shm): no snapshot holds them and the filesystem digest
+ * does not see them, but the environment's later commands do. Each as
+ * {path, digest} (content read through init, "absent", or "not-a-file:…"),
+ * sorted by path, at most TRACE_FS_FILES_MAX: {digest over all, count,
+ * files: the first TRACE_TMPFS_LIST}. */
+static json_t *tmpfs_writes(sbx_ctx *ctx, const char *id, const char *events, size_t len, const char *cwd)
+{
+	readset rs = {0};
+	if (readset_derive(events, len, cwd, &rs, NULL) < 0)
+		return NULL;
+	json_t *out = json_array();
+	char **paths = calloc(rs.n_written + 1, sizeof(char *));
+	size_t n = 0;
+	for (size_t i = 0; paths && i < rs.n_written && n < TRACE_FS_FILES_MAX; i++)
+		if (startswith(rs.written[i], "/tmp/") || startswith(rs.written[i], "/dev/shm/"))
+			paths[n++] = rs.written[i];
+	if (n)
+		qsort(paths, n, sizeof(char *), strcmp_ptr);
+	_cleanup_hasher_ store_hasher *h = store_hasher_new(NULL);
+	size_t files = 0;
+	for (size_t i = 0; out && h && paths && i < n; i++) {
+		if (i && streq(paths[i], paths[i - 1]))
+			continue;
+		_cleanup_free_ char *data = NULL;
+		size_t dlen = 0;
+		int64_t size = 0;
+		bool trunc = false;
+		_cleanup_err_ sbx_err *e = NULL;
+		char cd[STORE_DIGEST_SIZE + 40] = "";
+		if (sbx_env_read_file(ctx, id, paths[i], 256 << 20, &data, &dlen, &size, &trunc, &e) == 0)
+			(void)store_digest_buf(data, dlen, cd, NULL);
+		else if (sbx_err_code(e) == SBX_E_NOT_FOUND)
+			snprintf(cd, sizeof(cd), "absent");
+		else
+			snprintf(cd, sizeof(cd), "not-a-file:%s", sbx_code_name(sbx_err_code(e)));
+		if (trunc)
+			snprintf(cd + strlen(cd), sizeof(cd) - strlen(cd), " (first 256 MiB of %lld)",
+				 (long long)size);
+		(void)store_hasher_update(h, paths[i], strlen(paths[i]) + 1, NULL);
+		(void)store_hasher_update(h, cd, strlen(cd) + 1, NULL);
+		if (files++ < TRACE_TMPFS_LIST) /* the first ones, by name, for a divergence's report */
+			json_array_append_new(out, json_pack("{s:s,s:s}", "path", paths[i], "digest", cd));
+	}
+	free(paths);
+	readset_free(&rs);
+	char dg[STORE_DIGEST_SIZE];
+	if (!paths || !h || store_hasher_final(h, dg, NULL) < 0) {
+		json_decref(out);
+		return NULL;
+	}
+	return json_pack("{s:s,s:I,s:o}", "digest", dg, "count", (json_int_t)files, "files", out);
 }
 
 /* Where init starts the command (init.c): the given cwd, else /root (a
@@ -474,6 +541,9 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	if (trace_fs_digest(ctx, id, snap, &fsj, err) < 0)
 		goto fail;
+	json_t *tw = tmpfs_writes(ctx, id, merged, mlen, command_cwd(o, &st));
+	if (tw)
+		json_object_set_new(fsj, "tmpfs_writes", tw);
 	json_object_set_new(ev, "compression", json_string("zstd"));
 	json_object_set_new(ev, "uncompressed_size", json_integer((json_int_t)mlen));
 	json_object_set_new(ev, "records", json_integer((json_int_t)counts.records));

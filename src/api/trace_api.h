@@ -42,6 +42,12 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	      trace_outcome *out, sbx_exec_result *ret, sbx_err **err);
 int trace_compress(const char *buf, size_t len, char **ret, size_t *ret_len, sbx_err **err);
 int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, sbx_err **err);
+/* sbx_env_diff plus, for every change, what the entry is now (diff.c:
+ * type, mode, owner, size and digest of all of a file's bytes, link target,
+ * device, user xattrs; no times): "meta_digest" over all of them and "meta",
+ * the first API_DIFF_META_LIST as "A /path file 0644 0:0 ...". */
+#define API_DIFF_META_LIST 256
+int api_env_diff_meta(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err);
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err);
 /* The uncompressed event stream of a stored trace. */
 int trace_load_events(sbx_ctx *ctx, const json_t *manifest, char **ret, size_t *ret_len, sbx_err **err);

@@ -183,7 +183,7 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 		return err_ret(err);
 	sink s = {fd, h, .sparse = true};
 	store_tar_stats st;
-	r = store_tar_write_dir(dir_fd, ids, sink_write, &s, &st, err);
+	r = store_tar_write_dir_flags(dir_fd, ids, STORE_TAR_W_SOCKETS_DELETED, sink_write, &s, &st, err);
 	if (r < 0)
 		return err_wrap(err, "tar");
 	r = store_fs_sparse_end(fd, s.off, err);

@@ -647,7 +647,8 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 			r = err_errno(err, "stat '%s/%s'", dpath, de->d_name);
 			break;
 		}
-		x->whiteout = S_ISCHR(x->st.st_mode) && x->st.st_rdev == 0;
+		x->whiteout = (S_ISCHR(x->st.st_mode) && x->st.st_rdev == 0) ||
+			      ((w->flags & STORE_TAR_W_SOCKETS_DELETED) && S_ISSOCK(x->st.st_mode));
 		x->literal = startswith(de->d_name, STORE_WH_PREFIX);
 		if (x->literal && (w->flags & STORE_TAR_W_OCI)) {
 			r = err_set(

@@ -25,6 +25,11 @@ int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn f
 /* For an OCI consumer (export): also fails, naming the path, on a real name
  * starting with ".wh." (OCI reserves the prefix for whiteouts). */
 #define STORE_TAR_W_OCI 1u
+/* For a layer (store_layer_put_from_dir): a socket is written as the
+ * deletion of its path (`.wh.<name>`), as if it were an overlay whiteout:
+ * tar has no type for it, and a bound socket is nothing without its
+ * listener; its path must not show a lower layer's file again either. */
+#define STORE_TAR_W_SOCKETS_DELETED 2u
 int store_tar_write_dir_flags(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
 			      void *userdata, store_tar_stats *ret_stats, sbx_err **err);
 

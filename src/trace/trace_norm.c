@@ -454,6 +454,121 @@ int trace_norm_compare(const trace_norm *a, const trace_norm *b, trace_norm_diff
 	return 0;
 }
 
+/* ---- the tree up to the order of siblings --------------------------------------- */
+
+typedef struct thash {
+	uint64_t a, b;
+} thash;
+
+/* Two 64-bit FNV-1a style mixes: a hash of what a subtree is, not a secret. */
+static void th_add(thash *h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h->a = (h->a ^ s[i]) * 0x100000001b3ull;
+		h->b = (h->b ^ s[i]) * 0x9e3779b97f4a7c15ull;
+		h->b ^= h->b >> 31;
+	}
+}
+
+static int th_cmp(const void *x, const void *y)
+{
+	const thash *a = x, *b = y;
+	if (a->a != b->a)
+		return a->a < b->a ? -1 : 1;
+	return a->b < b->b ? -1 : a->b > b->b;
+}
+
+typedef struct tree_ctx {
+	const trace_norm *n;
+	thash *h;
+	unsigned char *state; /* 0 not yet, 1 in progress, 2 done */
+	size_t *off, *kid;    /* process i's children: kid[off[i] .. off[i + 1]) */
+} tree_ctx;
+
+/* The hash of process i's subtree: its execs, its exit, and its children's
+ * subtrees as a sorted set. Negative when the tree is too deep or cyclic. */
+static int subtree(tree_ctx *t, size_t i, int depth)
+{
+	if (t->state[i] == 2)
+		return 0;
+	if (t->state[i] == 1 || depth > 4096)
+		return -ELOOP;
+	t->state[i] = 1;
+	const nproc *p = &t->n->procs[i];
+	size_t nk = t->off[i + 1] - t->off[i];
+	_cleanup_free_ thash *kids = nk ? calloc(nk, sizeof(*kids)) : NULL;
+	if (nk && !kids)
+		return -ENOMEM;
+	for (size_t k = 0; k < nk; k++) {
+		size_t c = t->kid[t->off[i] + k];
+		int r = subtree(t, c, depth + 1);
+		if (r < 0)
+			return r;
+		kids[k] = t->h[c];
+	}
+	if (nk)
+		qsort(kids, nk, sizeof(*kids), th_cmp);
+	thash h = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+	for (size_t e = 0; e < p->n_execs; e++)
+		th_add(&h, p->execs[e], strlen(p->execs[e]) + 1);
+	int32_t ex[2] = {p->exited, p->exited ? p->status : 0};
+	th_add(&h, ex, sizeof(ex));
+	th_add(&h, "[", 1);
+	for (size_t k = 0; k < nk; k++)
+		th_add(&h, &kids[k], sizeof(kids[k]));
+	th_add(&h, "]", 1);
+	t->h[i] = h;
+	t->state[i] = 2;
+	return 0;
+}
+
+/* The roots' subtrees (processes whose parent was not seen), sorted, as one hash. */
+static int tree_hash(const trace_norm *n, thash *ret)
+{
+	_cleanup_free_ thash *h = calloc(n->n + 1, sizeof(*h));
+	_cleanup_free_ unsigned char *state = calloc(n->n + 1, 1);
+	_cleanup_free_ thash *roots = calloc(n->n + 1, sizeof(*roots));
+	_cleanup_free_ size_t *off = calloc(n->n + 2, sizeof(*off)), *kid = calloc(n->n + 1, sizeof(*kid));
+	if (!h || !state || !roots || !off || !kid)
+		return -ENOMEM;
+	for (size_t i = 0; i < n->n; i++)
+		if (n->procs[i].parent >= 0 && (size_t)n->procs[i].parent < n->n)
+			off[n->procs[i].parent + 2]++;
+	for (size_t i = 2; i < n->n + 2; i++)
+		off[i] += off[i - 1];
+	for (size_t i = 0; i < n->n; i++) /* off[p + 1] counts p's children placed so far */
+		if (n->procs[i].parent >= 0 && (size_t)n->procs[i].parent < n->n)
+			kid[off[n->procs[i].parent + 1]++] = i;
+	tree_ctx t = {n, h, state, off, kid};
+	size_t nr = 0;
+	for (size_t i = 0; i < n->n; i++)
+		if (n->procs[i].parent < 0 || (size_t)n->procs[i].parent >= n->n) {
+			int r = subtree(&t, i, 0);
+			if (r < 0)
+				return r;
+			roots[nr++] = h[i];
+		}
+	for (size_t i = 0; i < n->n; i++)
+		if (state[i] != 2)
+			return -ELOOP; /* a process no root reaches: a cycle */
+	if (nr)
+		qsort(roots, nr, sizeof(*roots), th_cmp);
+	thash all = {0xcbf29ce484222325ull, 0x84222325cbf29ce4ull};
+	for (size_t i = 0; i < nr; i++)
+		th_add(&all, &roots[i], sizeof(roots[i]));
+	*ret = all;
+	return 0;
+}
+
+bool trace_norm_same_tree(const trace_norm *a, const trace_norm *b)
+{
+	thash x, y;
+	if (a->n != b->n || tree_hash(a, &x) < 0 || tree_hash(b, &y) < 0)
+		return false;
+	return x.a == y.a && x.b == y.b;
+}
+
 json_t *trace_norm_diff_json(const trace_norm_diff *d)
 {
 	json_t *idx[3];

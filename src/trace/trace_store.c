@@ -115,6 +115,10 @@ int trace_store_put(const char *store_root, const json_t *manifest, char ret_id[
 	_cleanup_free_ char *js = canonical(manifest);
 	if (!js)
 		return err_errnum(err, ENOMEM, "encode trace manifest");
+	if (strlen(js) > TRACE_MANIFEST_MAX) /* trace_store_get would refuse to read it */
+		return err_set(err, SBX_E_LIMIT_EXCEEDED, E2BIG,
+			       "trace manifest of %zu bytes: more than the %u a trace may have", strlen(js),
+			       TRACE_MANIFEST_MAX);
 	char id[STORE_DIGEST_SIZE];
 	if (store_digest_buf(js, strlen(js), id, err) < 0)
 		return -1;

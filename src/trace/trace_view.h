@@ -169,6 +169,12 @@ typedef struct trace_norm_diff {
  * on error. Clear ret with trace_norm_diff_clear. */
 int trace_norm_compare(const trace_norm *a, const trace_norm *b, trace_norm_diff *ret, sbx_err **err);
 void trace_norm_diff_clear(trace_norm_diff *d);
+/* True when the two process trees are the same up to the order of siblings:
+ * as many processes, and each subtree the same execs (filename, argv), exit
+ * status and children. What concurrency may change is which sibling came
+ * first (the numbering), never what a process ran or how it ended. False
+ * on ENOMEM and on trees deeper than 4096. */
+bool trace_norm_same_tree(const trace_norm *a, const trace_norm *b);
 const char *trace_norm_kind_name(trace_norm_kind k); /* "match", "processes", ..., "item" */
 /* {match, kind, process, thread, item, expected, actual, lost_a, lost_b}; NULL on ENOMEM. */
 json_t *trace_norm_diff_json(const trace_norm_diff *d);

@@ -468,3 +468,60 @@ t_chunked_upload() {
 	assert_eq "$(sbx exec "$ID" -- cat /root/file)" "hello"
 	sbx rm "$ID" > /dev/null
 }
+
+# A random tree of every kind of entry (tests/helpers/treeprobe.c: odd modes,
+# setuid/setgid, sticky and empty directories, hard links, dangling and long
+# symlinks, fifos, sparse files, user.* xattrs and security.capability,
+# names with newlines, spaces, invalid UTF-8 and 255 bytes), through
+# snapshot -> fork -> diff -> export -> skopeo copy to the registry -> pull
+# into an empty store -> fork, and import of the export into another empty
+# store: the same manifest everywhere (bytes, modes, owners, xattrs, link
+# structure, holes), and no diff between a fork and its snapshot.
+t_random_tree_through_export_skopeo_pull() {
+	command -v skopeo > /dev/null || skip "skopeo is not installed (scripts/deps.sh test)"
+	start_registry
+	trap stop_registry EXIT
+	busybox_dir "$TMPDIR_TEST/rootfs"
+	sbx template add bb "dir:$TMPDIR_TEST/rootfs" > /dev/null
+	local pv
+	pv=$(probe_volume)
+	E=$(sbx create --template bb -v "$pv")
+	sbx exec "$E" -- /probe/treeprobe make /root/t 7 300
+	want=$(sbx exec "$E" -- /probe/treeprobe manifest /root/t)
+	[ "$(echo "$want" | grep -c sparse)" -ge 5 ] && [ "$(echo "$want" | grep -c LINKS)" -ge 5 ] &&
+		[ "$(echo "$want" | grep -c security.capability)" -ge 5 ] || fail "the tree lacks kinds: $(echo "$want" | head)"
+	snap=$(sbx snapshot "$E")
+	F=$(sbx fork "$snap" -v "$pv")
+	assert_eq "$(sbx exec "$F" -- /probe/treeprobe manifest /root/t)" "$want" "fork"
+	d=$(sbx diff "$F") || fail "diff of a fork"
+	assert_eq "$(echo "$d" | grep -v '^M /etc/machine-id$' || true)" "" "diff of a fork against its snapshot"
+	sbx export "$snap" "oci:$TMPDIR_TEST/oci:v1"
+	skopeo copy -q --dest-tls-verify=false "oci:$TMPDIR_TEST/oci:v1" "docker://$REG/sbx/tree:v1" ||
+		fail "skopeo copy to the registry"
+	sbx rm "$E" "$F" > /dev/null
+	for how in pull import; do
+		export SBX_ROOT="$TMPDIR_TEST/root-$how" SBX_RUN="$TMPDIR_TEST/run-$how"
+		if [ $how = pull ]; then
+			P=$(sbx pull "$REG/sbx/tree:v1" --insecure --name got) || fail "pull: $P"
+		else
+			sbx import "oci:$TMPDIR_TEST/oci:v1" --name got > /dev/null || fail "import"
+		fi
+		if [ $how = pull ]; then G=$(sbx fork got -v "$pv"); else G=$(sbx create --template got -v "$pv"); fi
+		assert_eq "$(sbx exec "$G" -- /probe/treeprobe manifest /root/t)" "$want" "after $how"
+		d=$(sbx diff "$G") || fail "diff after $how"
+		assert_eq "$(echo "$d" | grep -v '^M /etc/machine-id$' || true)" "" "diff after $how"
+		sbx exec "$G" -- sh -c 'rm -r /root/t/n1; echo x > /root/t/added'
+		d=$(sbx diff "$G" "$(sbx inspect "$G" | python3 -c 'import json,sys; print(json.load(sys.stdin)["snapshot_id"])')") ||
+			fail "diff against the image's snapshot after $how"
+		assert_contains "$d" "D /root/t/n1"
+		assert_contains "$d" "A /root/t/added"
+		# a traced exec (its filesystem digest is a diff) and its replay, in an image's environment
+		tr=$(sbx exec --json --trace "$G" -- sh -c 'echo traced > /root/tr') || fail "traced exec after $how: $tr"
+		tid=$(echo "$tr" | jget 'd["trace_id"]')
+		sbx replay "$tid" > /dev/null || fail "replay after $how: $(sbx replay "$tid" 2>&1)"
+		sbx rm "$G" > /dev/null
+		sbx fsck > /dev/null || fail "fsck after $how: $(sbx fsck)"
+		SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
+	done
+	export SBX_ROOT="$TMPDIR_TEST/root" SBX_RUN="$TMPDIR_TEST/run"
+}

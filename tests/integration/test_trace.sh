@@ -253,3 +253,150 @@ t_trace_one_shot_run_replays_after_it_is_gone() {
 	expect_status 0 sbx replay "$tid"
 	assert_contains "$OUT" MATCH
 }
+
+# What a run leaves in the filesystem is more than paths and the first bytes
+# of the first files: modes, owners, xattrs and every byte of every changed
+# file. A program that sets them from a value the engine does not virtualize
+# (its /proc/self/stat starttime, host clock ticks) must not replay as a
+# match; nor one whose nondeterministic bytes lie past the first 256 MiB of
+# a (sparse) file. Plain python, one process: its syscall sequence is the
+# same in both runs, only the filesystem can tell.
+t_replay_detects_nondeterministic_file_metadata() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+import os
+t = int(open("/proc/self/stat").read().split()[21])
+open("/root/meta", "w").close()
+os.chmod("/root/meta", 0o400 | t % 256)
+os.chown("/root/meta", 1 + t % 60000, 1 + t % 60000)
+os.setxattr("/root/meta", "user.t", str(t).encode())' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "metadata from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_contains "$(echo "$r" | jget divergence.expected)" /root/meta
+	# past the first 256 MiB of a sparse file
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+f = open("/root/big", "wb"); f.seek(256 << 20); f.write(open("/proc/self/stat", "rb").read()); f.close()' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "bytes past 256 MiB: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_contains "$(echo "$r" | jget divergence.expected)" /root/big
+	# a content change names its file too (the paths alone are the same)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat > /root/c' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_contains "$(echo "$r" | jget divergence.expected)" /root/c
+	# and the same programs with a fixed value still match
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
+import os
+open("/root/meta2", "w").close(); os.chmod("/root/meta2", 0o640); os.chown("/root/meta2", 7, 8)
+os.setxattr("/root/meta2", "user.t", b"v"); os.symlink("meta2", "/root/lnk2"); os.mkfifo("/root/fifo2")' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "a deterministic metadata writer diverged: $r"
+	sbx rm "$ID"
+}
+
+# Concurrency forgives the order in which processes ran, not what they ran:
+# a command substitution makes the shell and its child run at once, and
+# must not turn an exec whose argument comes from /proc/self/stat (the
+# host's clock ticks) into a match. A pipeline whose processes do the same
+# things in another order still matches (t_replay_clock_programs_exact).
+t_replay_concurrency_does_not_hide_exec_differences() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(cut -d" " -f22 /proc/self/stat)' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "an exec argument from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" syscall
+	assert_contains "$(echo "$r" | jget divergence.expected)" "exec"
+	# the same shape with a fixed argument matches
+	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(echo 1 | cat); ls /root | cat | wc -l' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "a deterministic pipeline diverged: $r"
+	sbx rm "$ID"
+}
+
+# A replay killed midway (kill -9 of the CLI, a client gone) must not leave
+# its fresh environment running for ever: it has an idle lifetime
+# (SBX_REPLAY_TTL_MS, 10 minutes by default), after which gc removes it.
+t_replay_killed_leaves_no_environment() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'sleep 1; echo done' | jget trace_id)
+	SBX_REPLAY_TTL_MS=1500 "$SBX_BIN" replay "$tid" > /dev/null 2>&1 &
+	local p=$! i n
+	for i in $(seq 100); do
+		n=$(ls "$SBX_ROOT/envs" | grep -cE '^[0-9a-f]{12}$' || true)
+		[ "$n" -ge 2 ] && break
+		sleep 0.1
+	done
+	[ "$n" -ge 2 ] || fail "the replay's environment never appeared"
+	kill -9 "$p"
+	wait "$p" 2> /dev/null || true
+	sleep 4 # the command ends (1 s), then 1.5 s idle
+	SBX_GC_GRACE_SECONDS=0 sbx gc > /dev/null
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(" ".join(e["environment_id"] for e in json.load(sys.stdin)["environments"]))')" "$ID" "environments after a killed replay and gc"
+	expect_status 0 sbx replay "$tid"
+	sbx rm "$ID"
+}
+
+# /tmp is the environment's tmpfs: no snapshot holds it and the filesystem
+# digest does not see it, but later commands read what a run left there.
+# A file written there from an unvirtualized value must diverge, named.
+t_replay_detects_tmpfs_outputs() {
+	ID=$(sbx create)
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c 'open("/tmp/state", "w").write(open("/proc/self/stat").read())' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "a /tmp file from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
+	assert_eq "$(echo "$r" | jget divergence.path)" /tmp/state
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'echo fixed > /tmp/same; mkdir -p /dev/shm/d; date > /dev/shm/d/t' | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "deterministic /tmp writes diverged: $r"
+	sbx rm "$ID"
+}
+
+# A recording whose output hit the capture cap (10 MiB by default) keeps the
+# first 10 MiB: the replay compares that much, not the whole output the
+# uncapped replay sees, and still diverges on a difference inside it.
+t_replay_truncated_output_matches() {
+	ID=$(sbx create)
+	out=$(sbx exec --json --trace "$ID" -- sh -c 'yes abcdefgh | head -c 10600000')
+	assert_eq "$(echo "$out" | jget stdout_truncated)" True
+	tid=$(echo "$out" | jget trace_id)
+	r=$(sbx replay --json "$tid") || fail "a deterministic 10.6 MB output diverged: $(echo "$r" | head -c 600)"
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cut -d" " -f22 /proc/self/stat; yes abcdefgh | head -c 10600000' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget divergence.kind)" stdout
+	sbx rm "$ID"
+}
+
+# A replay must end even when the world outside stopped answering: the
+# recorded command had no timeout and was quick; at replay time its server
+# accepts and never answers. The replay is bounded (20 x the recorded
+# duration, at least a minute; SBX_REPLAY_TIMEOUT_MS here) and reports it.
+t_replay_of_a_hanging_command_ends() {
+	command -v curl > /dev/null || skip "curl is not installed"
+	local port=$((20000 + RANDOM % 20000))
+	python3 - "$port" "$TMPDIR_TEST/stall" > /dev/null 2>&1 <<'PY' &
+import socket, sys, os, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(16)
+held = []
+while True:
+    c, _ = s.accept()
+    if os.path.exists(sys.argv[2]):
+        held.append(c)  # accept, never answer
+        continue
+    c.recv(65536); c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nok\n"); c.close()
+PY
+	local srv=$!
+	for _ in $(seq 50); do curl -s "http://127.0.0.1:$port/" > /dev/null && break; sleep 0.1; done
+	ID=$(sbx create --network "allow=127.0.0.1:$port")
+	tid=$(sbx exec --json --trace "$ID" -- curl -s --noproxy '' -x http://127.0.0.1:3128 "http://127.0.0.1:$port/" | jget trace_id)
+	touch "$TMPDIR_TEST/stall"
+	local t0=$SECONDS
+	r=$(SBX_REPLAY_TIMEOUT_MS=3000 timeout 60 "$SBX_BIN" replay --json "$tid" || true)
+	kill "$srv" 2> /dev/null || true
+	wait "$srv" 2> /dev/null || true
+	[ $((SECONDS - t0)) -lt 30 ] || fail "the replay took $((SECONDS - t0)) s"
+	assert_eq "$(echo "$r" | jget verdict)" diverged "$r"
+	assert_eq "$(echo "$r" | jget divergence.kind)" exit
+	assert_eq "$(echo "$r" | jget divergence.actual)" "timed out"
+	sbx rm "$ID"
+}

@@ -1125,6 +1125,80 @@ TEST(norm_match)
 	trace_norm_free(n);
 }
 
+/* Two shells run at once, each forking a child: whichever child appears
+ * first in the stream is process 3. swap: the second shell's child first. */
+static trace_norm *cousins(bool swap, const char *arg)
+{
+	tb b = {0};
+	uint64_t t = 0;
+#define AT() US(t += 10)
+	tb_header(&b);
+	EXEC(&b, AT(), 2, "/bin/sh", "sh");
+	tb_fork(&b, AT(), 3, 3, 2, 2, false);
+	tb_fork(&b, AT(), 4, 4, 2, 2, false);
+	for (int k = 0; k < 2; k++) {
+		bool first = (k == 0) != swap; /* the child of process 3 (exec /bin/a) */
+		uint32_t parent = first ? 3 : 4, child = first ? 5 : 6;
+		tb_fork(&b, AT(), child, child, parent, parent, false);
+		EXEC(&b, AT(), child, first ? "/bin/a" : "/bin/b", first ? arg : "b");
+		tb_exit(&b, AT(), child, child, 0, true);
+	}
+	tb_exit(&b, AT(), 3, 3, 0, true);
+	tb_exit(&b, AT(), 4, 4, 0, true);
+	tb_exit(&b, AT(), 2, 2, 0, true);
+#undef AT
+	trace_norm *n = NULL;
+	if (trace_norm_build(b.p, b.len, &n, NULL) < 0)
+		n = NULL;
+	tb_free(&b);
+	return n;
+}
+
+TEST(norm_same_tree)
+{
+	/* what a run did, up to the order of siblings (replay's concurrency rule) */
+	trace_norm *a = norm_of(&base), *b;
+	run_opts o = base;
+	o.pid = 100, o.reads = 9, o.path = "/tmp/y"; /* item differences: the same tree */
+	b = norm_of(&o);
+	CHECK(trace_norm_same_tree(a, b));
+	trace_norm_free(b);
+	o = base, o.argv1 = "false";
+	b = norm_of(&o);
+	CHECK(!trace_norm_same_tree(a, b));
+	trace_norm_free(b);
+	o = base, o.status1 = 0x100;
+	b = norm_of(&o);
+	CHECK(!trace_norm_same_tree(a, b));
+	trace_norm_free(b);
+	o = base, o.extra = true;
+	b = norm_of(&o);
+	CHECK(!trace_norm_same_tree(a, b));
+	trace_norm_free(b);
+	run_opts e1 = base, e2 = base;
+	e1.extra = true, e2.extra = true, e2.extra_from_1 = true; /* another parent */
+	trace_norm_free(a);
+	a = norm_of(&e1);
+	b = norm_of(&e2);
+	CHECK(!trace_norm_same_tree(a, b));
+	trace_norm_free(a);
+	trace_norm_free(b);
+
+	/* cousins numbered the other way round: compare differs, the tree is the same */
+	a = cousins(false, "a");
+	b = cousins(true, "a");
+	CHECK(a && b);
+	trace_norm_diff d;
+	CHECK(trace_norm_compare(a, b, &d, NULL) == 1);
+	trace_norm_diff_clear(&d);
+	CHECK(trace_norm_same_tree(a, b));
+	trace_norm_free(b);
+	b = cousins(true, "a2"); /* and one of them ran something else */
+	CHECK(!trace_norm_same_tree(a, b));
+	trace_norm_free(a);
+	trace_norm_free(b);
+}
+
 TEST(norm_divergences)
 {
 	trace_norm_diff d;
