@@ -110,7 +110,10 @@ typedef struct supervisor {
 	int sb_pidfd, sb_sock, sb_proxy;
 	json_t *sb_ready;
 	char *sb_snapshot;
-	int sb_waiter;	    /* a restore_standby that came while it builds, or -1 */
+	pid_t sb_helper;     /* the helper process that spawns it (standby_build), or -1 */
+	int sb_helper_fd;    /* its report, or -1 */
+	json_t *sb_warnings; /* what preparing its trees warned of (send_go) */
+	int sb_waiter;	     /* a restore_standby that came while it builds, or -1 */
 	json_t *sb_waiter_m; /* its request */
 } supervisor;
 
@@ -121,6 +124,7 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m);
 static void standby_build(supervisor *s, const char *sid);
 static void restart_forget(supervisor *s);
 static void standby_event(supervisor *s);
+static void standby_spawned(supervisor *s);
 static void standby_drop(supervisor *s);
 static bool phase_begin(supervisor *s, int conn, json_t *m);
 static void phase_end(supervisor *s, json_t *reply);
@@ -1423,8 +1427,10 @@ out:
  * *ret_sock are set as soon as it exists (the caller kills it on failure);
  * on success it builds its root (its writable layer under layer_dir) while
  * we go on, and reports on *ret_sock (init_ready_read). */
-static int init_spawn(supervisor *s, const char *layer_dir, pid_t *ret_pid, int *ret_pidfd, int *ret_sock,
-		      sbx_err **err)
+/* sibling: called in a helper child of the supervisor (standby_build),
+ * the new init is the supervisor's child all the same (CLONE_PARENT). */
+static int init_spawn(supervisor *s, const char *layer_dir, bool sibling, pid_t *ret_pid, int *ret_pidfd,
+		      int *ret_sock, sbx_err **err)
 {
 	env_config *c = s->c;
 	int sp[2];
@@ -1441,9 +1447,9 @@ static int init_spawn(supervisor *s, const char *layer_dir, pid_t *ret_pid, int 
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	}
 	struct sbx_clone_args args = {
-	    .flags = ns | CLONE_PIDFD,
+	    .flags = ns | CLONE_PIDFD | (sibling ? CLONE_PARENT : 0),
 	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
-	    .exit_signal = SIGCHLD,
+	    .exit_signal = sibling ? 0 : SIGCHLD, /* CLONE_PARENT: our parent's (SIGCHLD) */
 	};
 	/* Born in its v2 group (CLONE_INTO_CGROUP): no migration there, and on
 	 * a v2-only host none at all. Kernels or setups that refuse it (before
@@ -1569,7 +1575,7 @@ static int init_ready_apply(supervisor *s, const json_t *m, sbx_err **err)
 static int start_init(supervisor *s, sbx_err **err)
 {
 	_cleanup_json_ json_t *m = NULL;
-	if (init_spawn(s, s->c->env_dir, &s->init_pid, &s->init_pidfd, &s->init_sock, err) < 0 ||
+	if (init_spawn(s, s->c->env_dir, false, &s->init_pid, &s->init_pidfd, &s->init_sock, err) < 0 ||
 	    init_ready_read(s->init_sock, &m, &s->proxy_listen, err) < 0)
 		return -1;
 	return init_ready_apply(s, m, err);
@@ -1766,12 +1772,46 @@ static void standby_dir(const supervisor *s, const char *sub, char *buf, size_t 
 	snprintf(buf, n, "%s/standby%s%s", s->c->env_dir, sub ? "/" : "", sub ?: "");
 }
 
+/* The standby builds at SCHED_IDLE (root only: an unprivileged process
+ * cannot leave it again), so that its root's assembly takes no CPU from the
+ * environment's commands; standby_boost gives it the supervisor's own
+ * policy back (what a cold start's init inherits) when a restore needs it,
+ * false if it could not (the standby then must not be used). */
+static void standby_idle(supervisor *s)
+{
+	struct sched_param sp = {0};
+	if (geteuid() == 0)
+		(void)sched_setscheduler(s->sb_pid, SCHED_IDLE, &sp);
+}
+
+static bool standby_boost(supervisor *s)
+{
+	struct sched_param sp = {0};
+	int pol = sched_getscheduler(0);
+	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
+		return pol >= 0;
+	if (pol == SCHED_FIFO || pol == SCHED_RR)
+		(void)sched_getparam(0, &sp);
+	return sched_setscheduler(s->sb_pid, pol, &sp) == 0;
+}
+
 /* Ends the standby (killed and reaped: it is in the environment's cgroup)
  * and forgets it; its directory stays until the next one is built. */
 static void standby_drop(supervisor *s)
 {
-	if (s->sb_sock < 0 && s->sb_pid <= 0)
+	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0)
 		return;
+	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
+		(void)kill(s->sb_helper, SIGKILL);
+		(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0));
+		s->sb_helper = -1;
+	}
+	if (s->sb_helper_fd >= 0) {
+		ep_del(s, s->sb_helper_fd);
+		s->sb_helper_fd = safe_close(s->sb_helper_fd);
+	}
+	json_decref(s->sb_warnings);
+	s->sb_warnings = NULL;
 	if (s->sb_pidfd >= 0)
 		(void)sys_pidfd_send_signal(s->sb_pidfd, SIGKILL, NULL, 0);
 	else if (s->sb_pid > 0)
@@ -1831,11 +1871,68 @@ static void standby_build(supervisor *s, const char *sid)
 		return;
 	standby_limits(s, true);
 	standby_dir(s, NULL, d, sizeof(d));
-	if (init_spawn(s, d, &s->sb_pid, &s->sb_pidfd, &s->sb_sock, &e) < 0) {
+	/* The clone (of every namespace: milliseconds on a busy host), the maps,
+	 * the trees and the cgroup are a helper's, a child of ours that exits
+	 * once it has reported: our loop answers the environment's commands
+	 * meanwhile. The new init is our child (CLONE_PARENT). */
+	int rp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rp) < 0) {
 		standby_drop(s);
 		return;
 	}
+	pid_t h = fork();
+	if (h == 0) {
+		safe_close(rp[0]);
+		size_t nw = json_array_size(s->warnings);
+		pid_t pid = -1;
+		int pidfd = -1, sock = -1;
+		int r = init_spawn(s, d, true, &pid, &pidfd, &sock, &e);
+		json_t *w = json_array();
+		for (size_t i = nw; w && i < json_array_size(s->warnings); i++)
+			json_array_append(w, json_array_get(s->warnings, i));
+		json_t *rep = json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
+		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
+		_exit(0);
+	}
+	safe_close(rp[1]);
+	if (h < 0) {
+		safe_close(rp[0]);
+		standby_drop(s);
+		return;
+	}
+	s->sb_helper = h;
+	s->sb_helper_fd = rp[0];
+	ep_add(s, s->sb_helper_fd);
+	startup_mark("standby: helper forked");
+}
+
+/* The helper reported: the standby exists and builds its root (its
+ * "ready" comes on sb_sock), or it could not be spawned (dropped). */
+static void standby_spawned(supervisor *s)
+{
+	int fds[1] = {-1};
+	size_t n = 1;
+	_cleanup_json_ json_t *m = NULL;
+	int r = json_recv(s->sb_helper_fd, &m, fds, &n);
+	(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0)); /* it exits after this */
+	s->sb_helper = -1;
+	ep_del(s, s->sb_helper_fd);
+	s->sb_helper_fd = safe_close(s->sb_helper_fd);
+	pid_t pid = r > 0 ? (pid_t)json_int(m, CTL_F_PID, -1) : -1;
+	if (pid > 0) /* our child, not reaped: the pid is its own */
+		s->sb_pid = pid;
+	if (r <= 0 || n != 1 || !json_bool(m, CTL_F_OK, false) || pid <= 0 ||
+	    (s->sb_pidfd = sys_pidfd_open(pid, 0)) < 0) {
+		if (n == 1)
+			safe_close(fds[0]);
+		standby_drop(s);
+		return;
+	}
+	s->sb_sock = fds[0];
+	s->sb_warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
 	ep_add(s, s->sb_sock);
+	if (s->sb_waiter < 0) /* else a restore waits for it */
+		standby_idle(s);
 	startup_mark("standby: spawned, building");
 }
 
@@ -1891,9 +1988,10 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	const char *t0 = json_string_value(json_array_get(tr, 0)), *t1 = json_string_value(json_array_get(tr, 1));
 	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
-	else if (s->sb_pid > 0 && !s->sb_ready && sid && streq(sid, s->sb_snapshot ?: "") &&
-		 s->sb_waiter < 0) {
+	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
+		 streq(sid, s->sb_snapshot ?: "") && s->sb_waiter < 0) {
 		/* Still building (milliseconds): answered once it is ready. */
+		(void)standby_boost(s);
 		s->sb_waiter = conn;
 		s->sb_waiter_m = json_deep_copy(m);
 		return s->sb_waiter_m != NULL || (s->sb_waiter = -1, false);
@@ -1901,6 +1999,10 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 		err_set(&e, SBX_E_UNAVAILABLE, ENOENT, "no standby init ready for this snapshot");
 	else if (s->restart_conn >= 0 || s->freeze_conn >= 0 || s->phase_pending || s->stopping)
 		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is busy (restore, snapshot or phase)");
+	else if (!standby_boost(s)) {
+		standby_drop(s);
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM, "the standby init's scheduling could not be restored");
+	}
 	/* upper/ and work/ to the trash, the standby's in their place (the
 	 * overlays hold their directories, not their names). */
 	char from[4][4400], to[4][4400];
@@ -1948,6 +2050,11 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	while (json_array_size(s->warnings) > s->n_base_warnings)
 		json_array_remove(s->warnings, json_array_size(s->warnings) - 1);
 	s->landlock_abi = 0;
+	json_t *w;
+	size_t wi;
+	json_array_foreach(s->sb_warnings, wi, w) add_warning(s, "%s", json_string_value(w) ?: "");
+	json_decref(s->sb_warnings);
+	s->sb_warnings = NULL;
 	_cleanup_json_ json_t *ready = TAKE_PTR(s->sb_ready);
 	(void)init_ready_apply(s, ready, NULL); /* no proxy: network allow has no standby */
 	_cleanup_free_ char *snap_id = TAKE_PTR(s->sb_snapshot);
@@ -1994,6 +2101,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.sb_pidfd = -1,
 			.sb_sock = -1,
 			.sb_proxy = -1,
+			.sb_helper = -1,
+			.sb_helper_fd = -1,
 			.sb_waiter = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
@@ -2104,6 +2213,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				init_event(s);
 			} else if (fd == s->sb_sock && fd >= 0) {
 				standby_event(s);
+			} else if (fd == s->sb_helper_fd && fd >= 0) {
+				standby_spawned(s);
 			} else if (fd == s->sig_fd) {
 				struct signalfd_siginfo si;
 				while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
