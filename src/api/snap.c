@@ -333,16 +333,17 @@ static void record_restarted(json_t *st, const json_t *info)
 
 /* The standby way (docs/warm.md "Restore"; ctl_proto.h
  * CTL_OP_RESTORE_STANDBY): the live supervisor holds an init ready on
- * this snapshot's layers, built after the last restore to it; one request
- * switches to it (the old writable layer goes to the trash under names
- * given here), one record write follows. The layers do not change, so the
+ * this snapshot's layers, built after the last restore to it (so neither
+ * the snapshot nor its layers need reading here); one request switches to
+ * it (the old writable layer goes to the trash under names given here),
+ * one record write follows. The layers do not change, so the
  * record is consistent at every point: a client killed before the switch
  * leaves the environment as it was, one killed after it leaves it restored
  * (its record then has the old created_ms). 0, or -1 when the supervisor
  * refused (nothing changed): the caller takes the two steps; -2 (err
  * set) when out of memory after the switch. */
-static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *rec, const store_snapshot *snap,
-			      const char *digest, double t0, json_t **ret, sbx_err **err)
+static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *rec, const char *digest,
+			      double t0, json_t **ret, sbx_err **err)
 {
 	static const char *const subs[] = {"upper", "work"};
 	char names[2][256];
@@ -369,7 +370,7 @@ static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *re
 	_cleanup_json_ json_t *st = env_record_format(rec);
 	if (!st)
 		return err_oom(err), -2;
-	record_on_layers(st, snap, digest);
+	json_object_del(st, "creator"); /* snapshot_id, layers, image: this snapshot's already */
 	record_restarted(st, info);
 	(void)env_state_write(ctx, id, st);
 	startup_mark("restore: done by the standby");
@@ -388,6 +389,21 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	if (store_digest_valid(snapshot) ? !(digest = strdup(snapshot))
 					 : sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
 		return digest ? -1 : err_oom(err);
+	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
+	int r = env_record_read(ctx, id, &rec);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	startup_mark("restore: state read");
+	/* The standby way reads no snapshot: the environment is on this one's
+	 * layers already, and the supervisor has a standby for it only if the
+	 * last restore to it passed every check below (same template). */
+	static const store_snapshot same = {0};
+	if (restore_standby_enabled() && !rec.phase_switching && !snap_in_place_refusal(&rec, &same) &&
+	    streq(rec.snapshot_id ?: "", digest) && env_is_live(ctx, id)) {
+		r = restore_by_standby(ctx, id, &rec, digest, t0, ret, err);
+		if (r != -1)
+			return r < 0 ? -1 : 0;
+	}
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (store_snapshot_read(ctx->root, digest, &snap, err) < 0)
 		return -1;
@@ -396,10 +412,6 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
 				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l,
 				       digest);
-	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
-	int r = env_record_read(ctx, id, &rec);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
 	if (rec.phase_switching) {
 		/* An interrupted switch to the agent phase is finished first: the
 		 * restored environment starts in the phase it was moving to. */
@@ -413,13 +425,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	if (rec.ephemeral || rec.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be restored (no persistent writable layer)", id);
-	startup_mark("restore: state read");
-	if (restore_standby_enabled() && !snap_in_place_refusal(&rec, snap) &&
-	    streq(rec.snapshot_id ?: "", digest) && env_is_live(ctx, id)) {
-		r = restore_by_standby(ctx, id, &rec, snap, digest, t0, ret, err);
-		if (r != -1)
-			return r < 0 ? -1 : 0;
-	}
+	startup_mark("restore: snapshot read");
 	/* The record goes on as JSON into env_create_impl (a restart keeps
 	 * what it does not type): the restore's mark is written through it. */
 	rec.restoring_ms = now_ms_real(); /* gc leaves it alone */
