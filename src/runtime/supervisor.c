@@ -1799,7 +1799,7 @@ static bool standby_boost(supervisor *s)
  * and forgets it; its directory stays until the next one is built. */
 static void standby_drop(supervisor *s)
 {
-	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0)
+	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
 		return;
 	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
 		(void)kill(s->sb_helper, SIGKILL);
