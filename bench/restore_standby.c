@@ -88,12 +88,14 @@ static char *setup(sbx_ctx *ctx, int mb, char **ret_snap)
 	if (sbx_env_create(ctx, &o, &id, NULL, &e) < 0)
 		die("create", e);
 	char script[1024];
-	snprintf(script, sizeof(script),
-		 "python3 -c \"\nimport os\nn = %d * 1024 * 1024\nos.makedirs('/root/w/small', exist_ok=True)\n"
-		 "for i in range(n // 2 // 4096):\n    d = '/root/w/small/%%03d' %% (i %% 256)\n"
-		 "    os.makedirs(d, exist_ok=True)\n    open('%%s/f%%d' %% (d, i), 'wb').write(os.urandom(4096))\n"
-		 "for i in range(4):\n    open('/root/w/big%%d' %% i, 'wb').write(os.urandom(n // 8))\n\"",
-		 mb);
+	snprintf(
+	    script, sizeof(script),
+	    "python3 -c \"\nimport os\nn = %d * 1024 * 1024\nos.makedirs('/root/w/small', exist_ok=True)\n"
+	    "for i in range(n // 2 // 4096):\n    d = '/root/w/small/%%03d' %% (i %% 256)\n"
+	    "    os.makedirs(d, exist_ok=True)\n    open('%%s/f%%d' %% (d, i), "
+	    "'wb').write(os.urandom(4096))\n"
+	    "for i in range(4):\n    open('/root/w/big%%d' %% i, 'wb').write(os.urandom(n // 8))\n\"",
+	    mb);
 	run(ctx, id, script);
 	json_t *j = NULL;
 	if (sbx_env_snapshot(ctx, id, NULL, &j, &e) < 0)
@@ -142,12 +144,13 @@ int main(int argc, char **argv)
 	}
 	(void)sbx_env_remove(ctx, a, NULL);
 	(void)sbx_env_remove(ctx, b, NULL);
-	printf("{\"size_mb\": %d, \"rounds\": %d, \"standby_used\": %d, \"restore_standby_ms\": %.2f, "
-	       "\"restore_no_standby_ms\": %.2f, \"cold_create_ms\": %.2f, \"exec_after_standby_ms\": %.2f, "
-	       "\"exec_after_no_standby_ms\": %.2f, \"standby_over_cold\": %.3f, \"standby_over_no_standby\": "
-	       "%.3f, \"no_standby_over_cold\": %.3f}\n",
-	       mb, n, used, median(ra, n), median(rb, n), median(cold, n), median(xa, n), median(xb, n),
-	       median(q_ac, n), median(q_ab, n), median(q_bc, n));
+	printf(
+	    "{\"size_mb\": %d, \"rounds\": %d, \"standby_used\": %d, \"restore_standby_ms\": %.2f, "
+	    "\"restore_no_standby_ms\": %.2f, \"cold_create_ms\": %.2f, \"exec_after_standby_ms\": %.2f, "
+	    "\"exec_after_no_standby_ms\": %.2f, \"standby_over_cold\": %.3f, \"standby_over_no_standby\": "
+	    "%.3f, \"no_standby_over_cold\": %.3f}\n",
+	    mb, n, used, median(ra, n), median(rb, n), median(cold, n), median(xa, n), median(xb, n),
+	    median(q_ac, n), median(q_ab, n), median(q_bc, n));
 	sbx_ctx_free(ctx);
 	return 0;
 }
