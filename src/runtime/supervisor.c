@@ -1777,11 +1777,11 @@ static void standby_dir(const supervisor *s, const char *sub, char *buf, size_t 
  * environment's commands; standby_boost gives it the supervisor's own
  * policy back (what a cold start's init inherits) when a restore needs it,
  * false if it could not (the standby then must not be used). */
-static void standby_idle(supervisor *s)
+static void standby_idle(pid_t pid)
 {
 	struct sched_param sp = {0};
 	if (geteuid() == 0)
-		(void)sched_setscheduler(s->sb_pid, SCHED_IDLE, &sp);
+		(void)sched_setscheduler(pid, SCHED_IDLE, &sp);
 }
 
 static bool standby_boost(supervisor *s)
@@ -1883,6 +1883,7 @@ static void standby_build(supervisor *s, const char *sid)
 	pid_t h = fork();
 	if (h == 0) {
 		safe_close(rp[0]);
+		standby_idle(0); /* the helper, and what it clones, from the start */
 		size_t nw = json_array_size(s->warnings);
 		pid_t pid = -1;
 		int pidfd = -1, sock = -1;
@@ -1931,8 +1932,8 @@ static void standby_spawned(supervisor *s)
 	s->sb_sock = fds[0];
 	s->sb_warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
 	ep_add(s, s->sb_sock);
-	if (s->sb_waiter < 0) /* else a restore waits for it */
-		standby_idle(s);
+	if (s->sb_waiter >= 0) /* a restore waits for it */
+		(void)standby_boost(s);
 	startup_mark("standby: spawned, building");
 }
 
@@ -2029,9 +2030,13 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	thaw(s);
 	stop_recorder(s, NULL);
 	/* The active init ends; its processes are in other namespaces and see
-	 * none of the new state: SIGCHLD reaps it (teardown waits for it). */
+	 * none of the new state: SIGCHLD reaps it (teardown waits for it). Its
+	 * exit tears down its namespaces and unmounts its overlays, in its own
+	 * context: at SCHED_IDLE, so that the next command's CPU is not it. */
 	if (s->old_init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
+	if (s->init_pid > 0)
+		standby_idle(s->init_pid);
 	if (s->init_pidfd >= 0)
 		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
 	else if (s->init_pid > 0)
