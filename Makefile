@@ -128,6 +128,7 @@ bench: all
 	bench/snapshot
 	bench/mcp
 	bench/pool/run
+	bench/restore_standby
 	bench/determinism/run
 	bench/trace
 	bench/proxy

@@ -330,7 +330,9 @@ void sbx_ctx_set_progress(sbx_ctx *ctx, sbx_progress_fn fn, void *userdata);
  * NULL. {"snapshot_id","size_bytes","new_bytes","files","snapshot_ms","layers"} */
 int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err);
 /* Rolls the environment back in place: its processes are ended and its
- * filesystem becomes exactly the snapshot's. {"environment_id","snapshot_id","restore_ms"} */
+ * filesystem becomes exactly the snapshot's. {"environment_id","snapshot_id","restore_ms"},
+ * and "standby": true when the supervisor's standby init served it (docs/warm.md;
+ * SBX_RESTORE_STANDBY=0 in the caller's environment disables it). */
 int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err);
 /* {"snapshots":[{"snapshot_id","label","labels","parent","created_at","size_bytes","layers"}]} */
 int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);

@@ -295,6 +295,8 @@ static int reclaim_kick(const sbx_ctx *ctx, int work)
 	return reclaim_spawn(ctx);
 }
 
+static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, size_t moved);
+
 int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n)
 {
 	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
@@ -320,6 +322,14 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
 	}
 	if (moved == 0)
 		return r;
+	reclaim_arrange(ctx, envs, trash, moved);
+	return r;
+}
+
+/* After the renames: a reclaimer for trash[0..moved) (freed here), or
+ * their removal inline (reclaim.h's limits). */
+static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, size_t moved)
+{
 	reclaim_limits l;
 	reclaim_limits_from_env(&l);
 	_cleanup_close_ int work = open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -343,7 +353,21 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
 		}
 		free(trash[i]);
 	}
-	return r;
+}
+
+int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n)
+{
+	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
+	char *trash[8] = {0};
+	size_t k = 0;
+	for (size_t i = 0; envs && i < n && k < ARRAY_SIZE(trash); i++)
+		if (strncmp(names[i], RECLAIM_PREFIX, strlen(RECLAIM_PREFIX)) == 0 && !strchr(names[i], '/') &&
+		    (trash[k] = fs_path_join(envs, names[i])))
+			k++;
+	if (k == 0)
+		return n ? -EINVAL : 0;
+	reclaim_arrange(ctx, envs, trash, k);
+	return 0;
 }
 
 int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag)

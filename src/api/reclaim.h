@@ -76,6 +76,10 @@ int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag);
 /* The same for n (at most 8) paths at once, tags[i] for paths[i], one
  * reclaimer for all: negative errno when one of them is still there. */
 int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n);
+/* Entries someone else (a supervisor switching to its standby init,
+ * docs/warm.md) renamed into the trash already, by their names under
+ * $SBX_ROOT/envs (at most 8): their removal is arranged as above. */
+int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n);
 
 /* sbx gc: removes every trash entry now, in this process, after waiting up
  * to wait_ms for a running reclaimer to finish (then regardless). before,

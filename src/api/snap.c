@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/random.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -263,12 +264,22 @@ static int restart_end(sbx_ctx *ctx, const char *id)
 /* In place, step 2: a new init on snap's layers (topmost first, as
  * env.c's setup_layers gives them to a new supervisor); *ret_info is the
  * supervisor's "restarted". -1 if it failed (the supervisor then stops). */
-static int restart_start(sbx_ctx *ctx, int fd, const store_snapshot *snap, json_t **ret_info)
+/* SBX_RESTORE_STANDBY=0: no standby init is built (docs/warm.md "Restore"). */
+static bool restore_standby_enabled(void)
+{
+	const char *v = getenv("SBX_RESTORE_STANDBY");
+	return !v || !streq(v, "0");
+}
+
+static int restart_start(sbx_ctx *ctx, int fd, const store_snapshot *snap, const char *digest,
+			 json_t **ret_info)
 {
 	size_t n = 0;
 	while (snap->layers && snap->layers[n])
 		n++;
-	_cleanup_json_ json_t *req = json_pack("{s:s,s:[]}", CTL_F_OP, CTL_OP_START, "layers");
+	/* standby: the supervisor builds the next restore's init meanwhile. */
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:[],s:s,s:b}", CTL_F_OP, CTL_OP_START, "layers",
+					       "snapshot_id", digest, "standby", restore_standby_enabled());
 	bool ok = req != NULL;
 	for (size_t i = 0; ok && i < n; i++) {
 		_cleanup_free_ char *lp = store_layer_path(ctx->root, snap->layers[n - 1 - i]);
@@ -320,6 +331,54 @@ static void record_restarted(json_t *st, const json_t *info)
 	json_object_set(st, "warnings", json_object_get(info, CTL_F_WARNINGS) ?: json_array());
 }
 
+/* The standby way (docs/warm.md "Restore"; ctl_proto.h
+ * CTL_OP_RESTORE_STANDBY): the live supervisor holds an init ready on
+ * this snapshot's layers, built after the last restore to it (so neither
+ * the snapshot nor its layers need reading here); one request switches to
+ * it (the old writable layer goes to the trash under names given here),
+ * one record write follows. The layers do not change, so the
+ * record is consistent at every point: a client killed before the switch
+ * leaves the environment as it was, one killed after it leaves it restored
+ * (its record then has the old created_ms). 0, or -1 when the supervisor
+ * refused (nothing changed): the caller takes the two steps; -2 (err
+ * set) when out of memory after the switch. */
+static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *rec, const char *digest,
+			      double t0, json_t **ret, sbx_err **err)
+{
+	static const char *const subs[] = {"upper", "work"};
+	char names[2][256];
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		char tag[128];
+		uint32_t rnd = 0;
+		(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+		snprintf(tag, sizeof(tag), "%s-%s", id, subs[i]);
+		if (reclaim_trash_name(tag, rnd, names[i], sizeof(names[i])) < 0)
+			return -1;
+	}
+	/* Before the switch: the next snapshot cannot be a delta over the last. */
+	snap_delta_forget(ctx, id);
+	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
+	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:[s,s]}", CTL_F_OP, CTL_OP_RESTORE_STANDBY,
+					       "snapshot_id", digest, "trash", names[0], names[1]),
+			      *info = NULL;
+	if (fd < 0 || !req || json_send(fd, req, NULL, 0) < 0 || restart_reply(fd, CTL_EV_RESTARTED, &info) < 0)
+		return -1;
+	startup_mark("restore: switched to the standby init");
+	const char *nv[2] = {names[0], names[1]};
+	(void)reclaim_moved(ctx, nv, ARRAY_SIZE(nv));
+	startup_mark("restore: old writable layer to the reclaimer");
+	_cleanup_json_ json_t *st = env_record_format(rec);
+	if (!st)
+		return err_oom(err), -2;
+	json_object_del(st, "creator"); /* snapshot_id, layers, image: this snapshot's already */
+	record_restarted(st, info);
+	(void)env_state_write(ctx, id, st);
+	startup_mark("restore: done by the standby");
+	*ret = json_pack("{s:s,s:s,s:f,s:b}", "environment_id", id, "snapshot_id", digest, "restore_ms",
+			 now_ms() - t0, "standby", 1);
+	return *ret ? 0 : (err_oom(err), -2);
+}
+
 _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	double t0 = now_ms();
@@ -330,6 +389,21 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	if (store_digest_valid(snapshot) ? !(digest = strdup(snapshot))
 					 : sbx_snapshot_resolve(ctx, snapshot, &digest, err) < 0)
 		return digest ? -1 : err_oom(err);
+	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
+	int r = env_record_read(ctx, id, &rec);
+	if (r < 0)
+		return err_errnum(err, r, "read state of '%s'", id);
+	startup_mark("restore: state read");
+	/* The standby way reads no snapshot: the environment is on this one's
+	 * layers already, and the supervisor has a standby for it only if the
+	 * last restore to it passed every check below (same template). */
+	static const store_snapshot same = {0};
+	if (restore_standby_enabled() && !rec.phase_switching && !snap_in_place_refusal(&rec, &same) &&
+	    streq(rec.snapshot_id ?: "", digest) && env_is_live(ctx, id)) {
+		r = restore_by_standby(ctx, id, &rec, digest, t0, ret, err);
+		if (r != -1)
+			return r < 0 ? -1 : 0;
+	}
 	_cleanup_snapshot_ store_snapshot *snap = NULL;
 	if (store_snapshot_read(ctx->root, digest, &snap, err) < 0)
 		return -1;
@@ -338,10 +412,6 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 			return err_set(err, SBX_E_NOT_FOUND, ENOENT,
 				       "layer %s of snapshot %s is missing from the store (run sbx fsck)", *l,
 				       digest);
-	_cleanup_env_record_ env_record rec = {.uid_slot = -1};
-	int r = env_record_read(ctx, id, &rec);
-	if (r < 0)
-		return err_errnum(err, r, "read state of '%s'", id);
 	if (rec.phase_switching) {
 		/* An interrupted switch to the agent phase is finished first: the
 		 * restored environment starts in the phase it was moving to. */
@@ -355,6 +425,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 	if (rec.ephemeral || rec.degraded)
 		return err_set(err, SBX_E_UNAVAILABLE, EPERM,
 			       "environment '%s' cannot be restored (no persistent writable layer)", id);
+	startup_mark("restore: snapshot read");
 	/* The record goes on as JSON into env_create_impl (a restart keeps
 	 * what it does not type): the restore's mark is written through it. */
 	rec.restoring_ms = now_ms_real(); /* gc leaves it alone */
@@ -411,7 +482,7 @@ _public_ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot
 		if (on)
 			record_on_layers(on, snap, digest);
 		if (on && env_state_write(ctx, id, on) == 0 && remake_layer_dirs(ctx, id, &rec) == 0 &&
-		    restart_start(ctx, rfd, snap, &info) == 0) {
+		    restart_start(ctx, rfd, snap, digest, &info) == 0) {
 			record_restarted(on, info);
 			(void)env_state_write(ctx, id, on);
 			startup_mark("restore: done in place");

@@ -241,11 +241,14 @@ static int v1_limits(cg_backend *b, const cgroup_limits *lim, unsigned want, uns
 	int r;
 	if (want & CG_LIMIT_MEMORY) {
 		snprintf(buf, sizeof(buf), "%lld", (long long)lim->memory_bytes);
-		if ((r = v1_write(v, CG_MEMORY, "memory.limit_in_bytes", buf, err)) < 0)
+		/* memsw (memory + swap) must be >= the memory limit: set it after
+		 * when lowering, before when raising (the first write then fails). */
+		bool sw = has(mem, "memory.memsw.limit_in_bytes");
+		if (v1_write(v, CG_MEMORY, "memory.limit_in_bytes", buf, NULL) < 0 &&
+		    ((sw && (r = v1_write(v, CG_MEMORY, "memory.memsw.limit_in_bytes", buf, err)) < 0) ||
+		     (r = v1_write(v, CG_MEMORY, "memory.limit_in_bytes", buf, err)) < 0))
 			return r;
-		/* memsw (memory + swap) must be >= the memory limit: set it after. */
-		if (has(mem, "memory.memsw.limit_in_bytes") &&
-		    (r = v1_write(v, CG_MEMORY, "memory.memsw.limit_in_bytes", buf, err)) < 0)
+		if (sw && (r = v1_write(v, CG_MEMORY, "memory.memsw.limit_in_bytes", buf, err)) < 0)
 			return r;
 		(void)fs_write_stringat(mem, "memory.swappiness", "0");
 	}

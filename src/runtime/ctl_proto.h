@@ -13,7 +13,7 @@
  * Which party sends what:
  *   client -> supervisor: exec, signal, ps, file, freeze, thaw, phase, info, stop,
  *                         proc_kill, proc_wait (background processes, docs/processes.md),
- *                         restart, start (an in-place restore)
+ *                         restart, start, restore_standby (an in-place restore)
  *   supervisor -> client: started, exit, error, frozen, thawed, stopped, info, ended, restarted,
  *                         and init's ps/file/phase replies passed on as they are
  *   supervisor -> init:   spawn, signal, ps, file, stop_all, phase
@@ -67,6 +67,17 @@
  * failed start, stops the environment. */
 #define CTL_OP_RESTART "restart"
 #define CTL_OP_START "start" /* {layers: host paths of the snapshot's layer trees, topmost first} */
+/* "start" may also carry {snapshot_id, standby: true}: once the new init is
+ * ready the supervisor builds, in the background, a standby init for the
+ * same layers (docs/warm.md "Restore"). "restore_standby" {snapshot_id,
+ * trash: [name for upper/, name for work/]} then restores to that snapshot
+ * in one step: the active init is killed (reaped later), upper/ and work/
+ * are renamed to $SBX_ROOT/envs/<trash names> (the client's reclaimer
+ * removes them), the standby's empty ones take their place, the standby
+ * becomes init, and the answer is "restarted" (with standby: true). A
+ * refusal ("error": no standby ready for that snapshot, or what "restart"
+ * refuses) changes nothing: the client then takes the two steps above. */
+#define CTL_OP_RESTORE_STANDBY "restore_standby"
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"

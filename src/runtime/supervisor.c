@@ -106,11 +106,31 @@ typedef struct supervisor {
 	int restart_conn;
 	size_t n_base_warnings;
 	bool loop_reset;
+	/* A standby init (docs/warm.md "Restore"): built in the background
+	 * after an in-place restart, for the same layers; the next restore to
+	 * sb_snapshot makes it the active init. sb_sock >= 0 while one exists;
+	 * sb_ready is its "ready" report, NULL while it builds. old_init_pid:
+	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it). */
+	pid_t sb_pid, old_init_pid;
+	int sb_pidfd, sb_sock, sb_proxy;
+	json_t *sb_ready;
+	char *sb_snapshot;
+	pid_t sb_helper;     /* the helper process that spawns it (standby_build), or -1 */
+	int sb_helper_fd;    /* its report, or -1 */
+	json_t *sb_warnings; /* what preparing its trees warned of (send_go) */
+	int sb_waiter;	     /* a restore_standby that came while it builds, or -1 */
+	json_t *sb_waiter_m; /* its request */
 } supervisor;
 
 static void proxy_stop(supervisor *s);
 static bool restart_end(supervisor *s, int conn);
 static void restart_start(supervisor *s, int conn, const json_t *m);
+static bool standby_restore(supervisor *s, int conn, const json_t *m);
+static void standby_build(supervisor *s, const char *sid);
+static void restart_forget(supervisor *s);
+static void standby_event(supervisor *s);
+static void standby_spawned(supervisor *s);
+static void standby_drop(supervisor *s);
 static bool phase_begin(supervisor *s, int conn, json_t *m);
 static void phase_end(supervisor *s, json_t *reply);
 
@@ -461,6 +481,10 @@ static json_t *info_json(supervisor *s)
 					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
 					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
 	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
+	if (s->sb_pid > 0) /* docs/warm.md "Restore" */
+		json_object_set_new(j, "standby",
+				    json_pack("{s:i,s:s,s:b}", "pid", (int)s->sb_pid, "snapshot_id",
+					      s->sb_snapshot ?: "", "ready", s->sb_ready != NULL));
 	json_object_set_new(j, "paused", json_boolean(s->paused));
 	json_object_set_new(j, CTL_F_EV, json_string(CTL_EV_INFO));
 	return j;
@@ -698,6 +722,11 @@ static void client_request(supervisor *s, int conn)
 				s->waiters[i] = -1;
 		if (conn == s->freeze_conn)
 			thaw(s);
+		if (conn == s->sb_waiter) { /* a restore waiting for the standby, cancelled */
+			s->sb_waiter = -1;
+			json_decref(s->sb_waiter_m);
+			s->sb_waiter_m = NULL;
+		}
 		if (conn == s->restart_conn) { /* gone before "start": the environment is over */
 			s->restart_conn = -1;
 			begin_stop(s, -1);
@@ -809,6 +838,8 @@ static void client_request(supervisor *s, int conn)
 		keep = restart_end(s, conn);
 	} else if (streq(op, CTL_OP_START) && conn == s->restart_conn) {
 		restart_start(s, conn, m);
+	} else if (streq(op, CTL_OP_RESTORE_STANDBY)) {
+		keep = standby_restore(s, conn, m);
 	} else {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown request '%s'", op);
@@ -1044,6 +1075,7 @@ static void teardown(supervisor *s)
 	 * proxy may still ask it, and then gets a refusal) */
 	plugin_host_stop(s->plugins);
 	stop_recorder(s, NULL);
+	standby_drop(s);
 	/* A remover that lets the unmount follow the reply: the dead init's
 	 * mount namespace is held (past its death) and let go after "stopped"
 	 * (linger_release), so the overlays' unmount, which syncs the upper's
@@ -1054,6 +1086,8 @@ static void teardown(supervisor *s)
 		s->linger_ns = open(p, O_RDONLY | O_CLOEXEC);
 	}
 	kill_init(s);
+	if (s->old_init_pid > 0) /* replaced by a standby, not reaped yet */
+		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
@@ -1216,6 +1250,7 @@ static bool phase_begin(supervisor *s, int conn, json_t *m)
 		send_json(conn, err_json(e), NULL, 0);
 		return false;
 	}
+	standby_drop(s); /* built for the setup phase's walls */
 	s->waiters[s->n_waiters++] = conn;
 	s->phase_pending = true;
 	s->phase_limits = json_incref(json_object_get(m, "limits"));
@@ -1278,10 +1313,13 @@ static int prepare_tree(supervisor *s, const char *path, int userns_fd, bool rea
 	return TAKE_FD(t);
 }
 
-/* Sends "go" to the child with the lower and volume trees. */
+/* Sends "go" to the child (pid, on sock) with the lower and volume trees;
+ * layer_dir is the directory whose upper/ and work/ it mounts (env_dir, or
+ * a standby's: the child reaches "env_dir" through it only for those). */
 /* *ret_cg_self: the child got the cgroup files to move itself in by
  * (cgroup_self_fds), so cgroup_attach leaves those groups to it. */
-static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
+static int send_go(supervisor *s, pid_t pid, int sock, const char *layer_dir, bool *ret_cg_self,
+		   sbx_err **err)
 {
 	env_config *c = s->c;
 	int fds[FD_MSG_MAX_FDS];
@@ -1297,7 +1335,7 @@ static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 			       FD_MSG_MAX_FDS - 3);
 	if (!c->rootless) {
 		char p[64];
-		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)s->init_pid);
+		snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)pid);
 		userns = open(p, O_RDONLY | O_CLOEXEC);
 		if (userns < 0)
 			return err_errno(err, "open '%s'", p);
@@ -1388,10 +1426,10 @@ static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 	 * through /proc/<child>/root so that they name the child's copies of
 	 * the mounts: it mounts on them, and the kernel refuses a mount point
 	 * (or an overlay layer) that belongs to another mount namespace. */
-	const char *dirs[2][2] = {{"run_dir", c->run_dir}, {"env_dir", c->env_dir}};
+	const char *dirs[2][2] = {{"run_dir", c->run_dir}, {"env_dir", layer_dir}};
 	for (size_t i = 0; i < 2; i++) {
 		char p[4400];
-		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)s->init_pid, dirs[i][1]);
+		snprintf(p, sizeof(p), "/proc/%d/root%s", (int)pid, dirs[i][1]);
 		int d = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (d < 0) {
 			err_errno(err, "open '%s'", p);
@@ -1414,7 +1452,7 @@ static int send_go(supervisor *s, bool *ret_cg_self, sbx_err **err)
 		n += (size_t)nt;
 		*ret_cg_self = a != NULL;
 	}
-	r = json_send(s->init_sock, m, fds, n);
+	r = json_send(sock, m, fds, n);
 	if (r < 0)
 		err_errnum(err, r, "start the environment");
 out:
@@ -1423,7 +1461,14 @@ out:
 	return r;
 }
 
-static int start_init(supervisor *s, sbx_err **err)
+/* A new init: clone, maps, trees, cgroup. *ret_pid, *ret_pidfd and
+ * *ret_sock are set as soon as it exists (the caller kills it on failure);
+ * on success it builds its root (its writable layer under layer_dir) while
+ * we go on, and reports on *ret_sock (init_ready_read). */
+/* sibling: called in a helper child of the supervisor (standby_build),
+ * the new init is the supervisor's child all the same (CLONE_PARENT). */
+static int init_spawn(supervisor *s, const char *layer_dir, bool sibling, pid_t *ret_pid, int *ret_pidfd,
+		      int *ret_sock, sbx_err **err)
 {
 	env_config *c = s->c;
 	int sp[2];
@@ -1440,9 +1485,9 @@ static int start_init(supervisor *s, sbx_err **err)
 		(void)prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	}
 	struct sbx_clone_args args = {
-	    .flags = ns | CLONE_PIDFD,
+	    .flags = ns | CLONE_PIDFD | (sibling ? CLONE_PARENT : 0),
 	    .pidfd = (uint64_t)(uintptr_t)&pidfd,
-	    .exit_signal = SIGCHLD,
+	    .exit_signal = sibling ? 0 : SIGCHLD, /* CLONE_PARENT: our parent's (SIGCHLD) */
 	};
 	/* Born in its v2 group (CLONE_INTO_CGROUP): no migration there, and on
 	 * a v2-only host none at all. Kernels or setups that refuse it (before
@@ -1486,16 +1531,16 @@ static int start_init(supervisor *s, sbx_err **err)
 		setup_child(c, sp[1]);
 	}
 	safe_close(sp[1]);
-	s->init_sock = sp[0];
-	s->init_pid = pid;
-	s->init_pidfd = pidfd;
+	*ret_sock = sp[0];
+	*ret_pid = pid;
+	*ret_pidfd = pidfd;
 	startup_mark("supervisor: cloned");
 	if (!c->degraded && userns_write_maps(pid, c, err) < 0)
 		return -1;
 	startup_mark("supervisor: maps written");
 	log_debug("supervisor: cloned, maps written");
 	bool cg_self = false;
-	if (send_go(s, &cg_self, err) < 0)
+	if (send_go(s, pid, sp[0], layer_dir, &cg_self, err) < 0)
 		return -1;
 	startup_mark("supervisor: trees prepared, go sent");
 	/* Joining a cgroup can wait for an RCU grace period (milliseconds on
@@ -1513,17 +1558,23 @@ static int start_init(supervisor *s, sbx_err **err)
 	startup_mark("supervisor: attached to cgroup");
 	log_debug("supervisor: go sent, attached");
 	_cleanup_json_ json_t *att = json_pack("{s:s}", CTL_F_OP, CTL_OP_ATTACHED);
-	if (!att || json_send(s->init_sock, att, NULL, 0) < 0)
+	if (!att || json_send(sp[0], att, NULL, 0) < 0)
 		return err_set(err, SBX_E_INTERNAL, EPIPE, "environment init died during setup");
-	/* Wait for the child's verdict: ready, or the step that failed. With
-	 * network allow, ready carries the proxy's listening socket. */
+	return 0;
+}
+
+/* Waits for the child's verdict on sock: ready (*ret_m; with network allow
+ * it carries the proxy's listening socket, *ret_proxy), or the step that
+ * failed. */
+static int init_ready_read(int sock, json_t **ret_m, int *ret_proxy, sbx_err **err)
+{
 	_cleanup_json_ json_t *m = NULL;
 	int pfd[1] = {-1};
 	size_t npfd = 1;
-	int r = json_recv(s->init_sock, &m, pfd, &npfd);
+	int r = json_recv(sock, &m, pfd, &npfd);
 	startup_mark("supervisor: child ready");
 	if (r > 0 && npfd == 1)
-		s->proxy_listen = pfd[0];
+		*ret_proxy = pfd[0];
 	if (r <= 0)
 		return err_set(err, SBX_E_INTERNAL, r ? -r : EPIPE, "environment init died during setup");
 	ctl_init_event e;
@@ -1532,6 +1583,18 @@ static int start_init(supervisor *s, sbx_err **err)
 	if (e.kind == CTL_EVK_ERROR)
 		return err_set(err, err_code_from_name(e.code), e.err, "set up environment: %s",
 			       e.message ?: "unknown error");
+	*ret_m = TAKE_PTR(m);
+	return 0;
+}
+
+/* What a ready init's report gives the environment: its Landlock ABI, its
+ * warnings and those of the walls, the egress proxy. */
+static int init_ready_apply(supervisor *s, const json_t *m, sbx_err **err)
+{
+	env_config *c = s->c;
+	ctl_init_event e;
+	if (ctl_init_event_decode(m, &e) < 0)
+		e = (ctl_init_event){.kind = CTL_EVK_UNKNOWN, .id = -1};
 	s->landlock_abi = e.landlock_abi;
 	json_t *cw;
 	size_t wi;
@@ -1545,6 +1608,15 @@ static int start_init(supervisor *s, sbx_err **err)
 	if (s->landlock_abi == 0)
 		add_warning(s, "Landlock unavailable on this kernel: filesystem second wall missing");
 	return 0;
+}
+
+static int start_init(supervisor *s, sbx_err **err)
+{
+	_cleanup_json_ json_t *m = NULL;
+	if (init_spawn(s, s->c->env_dir, false, &s->init_pid, &s->init_pidfd, &s->init_sock, err) < 0 ||
+	    init_ready_read(s->init_sock, &m, &s->proxy_listen, err) < 0)
+		return -1;
+	return init_ready_apply(s, m, err);
 }
 
 static int listen_ctl(supervisor *s, sbx_err **err)
@@ -1596,6 +1668,7 @@ static bool restart_end(supervisor *s, int conn)
 		return false;
 	}
 	startup_mark("restart: begin");
+	standby_drop(s); /* another snapshot, or none was ready */
 	fail_execs(s, "restored");
 	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
 	thaw(s);
@@ -1607,8 +1680,18 @@ static bool restart_end(supervisor *s, int conn)
 	ep_del(s, s->init_sock);
 	s->init_sock = safe_close(s->init_sock);
 	startup_mark("restart: init reaped");
-	/* Background processes ended with it: their records say so, as a
-	 * restore with a new supervisor leaves them. */
+	restart_forget(s);
+	s->restart_conn = conn;
+	s->loop_reset = true; /* descriptors of this batch may be closed or reused */
+	send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_ENDED), NULL, 0);
+	return true;
+}
+
+/* Background processes ended with init: their records say so, as a
+ * restore with a new supervisor leaves them; clients waiting for init's
+ * replies are told. */
+static void restart_forget(supervisor *s)
+{
 	while (s->n_execs > 0) {
 		sup_exec *x = &s->execs[s->n_execs - 1];
 		if (x->bg)
@@ -1623,10 +1706,6 @@ static bool restart_end(supervisor *s, int conn)
 			close_conn(s, s->waiters[i]);
 		}
 	s->n_waiters = 0;
-	s->restart_conn = conn;
-	s->loop_reset = true; /* descriptors of this batch may be closed or reused */
-	send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_ENDED), NULL, 0);
-	return true;
 }
 
 /* Threads of this process (1 unless a name resolver of the proxy that was
@@ -1700,6 +1779,338 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 		  json_pack("{s:s,s:i,s:i,s:O}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
 			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings),
 		  NULL, 0);
+	const char *sid = json_str(m, "snapshot_id");
+	if (sid && json_bool(m, "standby", false))
+		standby_build(s, sid);
+}
+
+/* ---- standby init (docs/warm.md "Restore"; CTL_OP_RESTORE_STANDBY) -------- */
+
+/* Memory a standby init is charged (its few pages, and the kernel objects
+ * of its namespaces and mounts: docs/warm.md), added to the environment's
+ * memory limit while one exists, as its one process is to the pids limit:
+ * the commands get what they get without a standby. */
+#define SUP_STANDBY_MEMORY (8LL << 20)
+
+static void standby_limits(supervisor *s, bool with)
+{
+	cgroup_limits l = s->c->limits;
+	if (with && l.pids > 0)
+		l.pids += 1;
+	if (with && l.memory_bytes > 0)
+		l.memory_bytes += SUP_STANDBY_MEMORY;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (s->cg && (l.pids > 0 || l.memory_bytes > 0) && cgroup_set_limits(s->cg, &l, &e) < 0)
+		log_debug("standby: limits: %s", sbx_err_message(e));
+}
+
+/* $SBX_ROOT/envs/<id>/standby: the standby's own upper/ and work/. */
+static void standby_dir(const supervisor *s, const char *sub, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/standby%s%s", s->c->env_dir, sub ? "/" : "", sub ?: "");
+}
+
+/* The standby builds at SCHED_IDLE (root only: an unprivileged process
+ * cannot leave it again), so that its root's assembly takes no CPU from the
+ * environment's commands; standby_boost gives it the supervisor's own
+ * policy back (what a cold start's init inherits) when a restore needs it,
+ * false if it could not (the standby then must not be used). */
+static void standby_idle(pid_t pid)
+{
+	struct sched_param sp = {0};
+	if (geteuid() == 0)
+		(void)sched_setscheduler(pid, SCHED_IDLE, &sp);
+}
+
+static bool standby_boost(supervisor *s)
+{
+	struct sched_param sp = {0};
+	int pol = sched_getscheduler(0);
+	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
+		return pol >= 0;
+	if (pol == SCHED_FIFO || pol == SCHED_RR)
+		(void)sched_getparam(0, &sp);
+	return sched_setscheduler(s->sb_pid, pol, &sp) == 0;
+}
+
+/* Ends the standby (killed and reaped: it is in the environment's cgroup)
+ * and forgets it; its directory stays until the next one is built. */
+static void standby_drop(supervisor *s)
+{
+	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
+		return;
+	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
+		(void)kill(s->sb_helper, SIGKILL);
+		(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0));
+		s->sb_helper = -1;
+	}
+	if (s->sb_helper_fd >= 0) {
+		ep_del(s, s->sb_helper_fd);
+		s->sb_helper_fd = safe_close(s->sb_helper_fd);
+	}
+	json_decref(s->sb_warnings);
+	s->sb_warnings = NULL;
+	if (s->sb_pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->sb_pidfd, SIGKILL, NULL, 0);
+	else if (s->sb_pid > 0)
+		(void)kill(s->sb_pid, SIGKILL);
+	if (s->sb_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->sb_pid, NULL, 0));
+	if (s->sb_waiter >= 0) { /* refused: it takes the two steps */
+		_cleanup_err_ sbx_err *e = NULL;
+		err_set(&e, SBX_E_UNAVAILABLE, ENOENT, "the standby init failed");
+		send_json(s->sb_waiter, err_json(e), NULL, 0);
+		close_conn(s, s->sb_waiter);
+		s->sb_waiter = -1;
+	}
+	json_decref(s->sb_waiter_m);
+	s->sb_waiter_m = NULL;
+	if (s->sb_sock >= 0)
+		ep_del(s, s->sb_sock);
+	s->sb_sock = safe_close(s->sb_sock);
+	s->sb_pidfd = safe_close(s->sb_pidfd);
+	s->sb_proxy = safe_close(s->sb_proxy);
+	s->sb_pid = -1;
+	json_decref(s->sb_ready);
+	s->sb_ready = NULL;
+	free(s->sb_snapshot);
+	s->sb_snapshot = NULL;
+	standby_limits(s, false);
+	s->loop_reset = true; /* sb_sock may be in this batch's events */
+	startup_mark("standby: dropped");
+}
+
+/* Starts a standby init for the current layers (c->layers, those of
+ * snapshot sid) by the init_spawn a cold start runs, on an empty writable
+ * layer of its own; its "ready" comes as an event (standby_event). Where
+ * it cannot be built as a cold start would build it (network allow: the
+ * proxy's thread would be running at the clone; no pid namespace), or
+ * fails, there is simply none. */
+static void standby_build(supervisor *s, const char *sid)
+{
+	env_config *c = s->c;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (c->degraded || streq(c->network, "allow") || s->plugins || c->cdi || c->disk_bytes ||
+	    c->agent_phase || s->stopping || thread_count() != 1)
+		return;
+	startup_mark("standby: build begin");
+	char d[4300];
+	standby_dir(s, NULL, d, sizeof(d));
+	(void)fs_rm_rf(d); /* a dropped one's: a few directories */
+	startup_mark("standby: directory emptied");
+	static const char *const subs[] = {NULL, "upper", "work"};
+	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
+		standby_dir(s, subs[i], d, sizeof(d));
+		if ((mkdir(d, 0755) < 0 && errno != EEXIST) ||
+		    (i > 0 && !c->rootless && chown(d, c->host_uid, c->host_gid) < 0))
+			return;
+	}
+	if (!(s->sb_snapshot = strdup(sid)))
+		return;
+	standby_limits(s, true);
+	standby_dir(s, NULL, d, sizeof(d));
+	/* The clone (of every namespace: milliseconds on a busy host), the maps,
+	 * the trees and the cgroup are a helper's, a child of ours that exits
+	 * once it has reported: our loop answers the environment's commands
+	 * meanwhile. The new init is our child (CLONE_PARENT). */
+	int rp[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, rp) < 0) {
+		standby_drop(s);
+		return;
+	}
+	pid_t h = fork();
+	if (h == 0) {
+		safe_close(rp[0]);
+		standby_idle(0); /* the helper, and what it clones, from the start */
+		size_t nw = json_array_size(s->warnings);
+		pid_t pid = -1;
+		int pidfd = -1, sock = -1;
+		int r = init_spawn(s, d, true, &pid, &pidfd, &sock, &e);
+		json_t *w = json_array();
+		for (size_t i = nw; w && i < json_array_size(s->warnings); i++)
+			json_array_append(w, json_array_get(s->warnings, i));
+		json_t *rep = json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
+		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
+		_exit(0);
+	}
+	safe_close(rp[1]);
+	if (h < 0) {
+		safe_close(rp[0]);
+		standby_drop(s);
+		return;
+	}
+	s->sb_helper = h;
+	s->sb_helper_fd = rp[0];
+	ep_add(s, s->sb_helper_fd);
+	startup_mark("standby: helper forked");
+}
+
+/* The helper reported: the standby exists and builds its root (its
+ * "ready" comes on sb_sock), or it could not be spawned (dropped). */
+static void standby_spawned(supervisor *s)
+{
+	int fds[1] = {-1};
+	size_t n = 1;
+	_cleanup_json_ json_t *m = NULL;
+	int r = json_recv(s->sb_helper_fd, &m, fds, &n);
+	(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0)); /* it exits after this */
+	s->sb_helper = -1;
+	ep_del(s, s->sb_helper_fd);
+	s->sb_helper_fd = safe_close(s->sb_helper_fd);
+	pid_t pid = r > 0 ? (pid_t)json_int(m, CTL_F_PID, -1) : -1;
+	if (pid > 0) /* our child, not reaped: the pid is its own */
+		s->sb_pid = pid;
+	if (r <= 0 || n != 1 || !json_bool(m, CTL_F_OK, false) || pid <= 0 ||
+	    (s->sb_pidfd = sys_pidfd_open(pid, 0)) < 0) {
+		if (n == 1)
+			safe_close(fds[0]);
+		standby_drop(s);
+		return;
+	}
+	s->sb_sock = fds[0];
+	s->sb_warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
+	ep_add(s, s->sb_sock);
+	if (s->sb_waiter >= 0) /* a restore waits for it */
+		(void)standby_boost(s);
+	startup_mark("standby: spawned, building");
+}
+
+/* The standby reported: ready (kept), or failed or died (dropped). */
+static void standby_event(supervisor *s)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	json_t *m = NULL;
+	if (s->sb_ready || init_ready_read(s->sb_sock, &m, &s->sb_proxy, &e) < 0) {
+		standby_drop(s);
+		return;
+	}
+	s->sb_ready = m;
+	startup_mark("standby: ready");
+	if (s->sb_waiter >= 0) { /* a restore waited for it */
+		int conn = s->sb_waiter;
+		_cleanup_json_ json_t *req = TAKE_PTR(s->sb_waiter_m);
+		s->sb_waiter = -1;
+		if (!standby_restore(s, conn, req))
+			close_conn(s, conn);
+	}
+}
+
+/* A trash name the client gave: one component, of the reclaimer's form. */
+static bool trash_name_ok(const char *n)
+{
+	return n && strncmp(n, ".trash-", 7) == 0 && !strchr(n, '/') && strlen(n) < 200;
+}
+
+/* Renames for the switch: from[i] -> to[i], in order, undone on failure. */
+static int standby_renames(char (*from)[4400], char (*to)[4400], size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rename(from[i], to[i]) < 0) {
+			int r = -errno;
+			while (i-- > 0)
+				(void)rename(to[i], from[i]);
+			return r;
+		}
+	return 0;
+}
+
+/* A restore to the snapshot the standby was built for, in one step
+ * (ctl_proto.h CTL_OP_RESTORE_STANDBY). Returns whether conn is kept (a
+ * standby still building answers it when ready); false: conn is answered,
+ * the caller closes it. */
+static bool standby_restore(supervisor *s, int conn, const json_t *m)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	env_config *c = s->c;
+	const char *sid = json_str(m, "snapshot_id");
+	json_t *tr = json_object_get(m, "trash");
+	const char *t0 = json_string_value(json_array_get(tr, 0)), *t1 = json_string_value(json_array_get(tr, 1));
+	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
+	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
+		 streq(sid, s->sb_snapshot ?: "") && s->sb_waiter < 0) {
+		/* Still building (milliseconds): answered once it is ready. */
+		(void)standby_boost(s);
+		s->sb_waiter = conn;
+		s->sb_waiter_m = json_deep_copy(m);
+		return s->sb_waiter_m != NULL || (s->sb_waiter = -1, false);
+	} else if (!s->sb_ready || !sid || !streq(sid, s->sb_snapshot ?: ""))
+		err_set(&e, SBX_E_UNAVAILABLE, ENOENT, "no standby init ready for this snapshot");
+	else if (s->restart_conn >= 0 || s->freeze_conn >= 0 || s->phase_pending || s->stopping)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is busy (restore, snapshot or phase)");
+	else if (!standby_boost(s)) {
+		standby_drop(s);
+		err_set(&e, SBX_E_UNAVAILABLE, EPERM, "the standby init's scheduling could not be restored");
+	}
+	/* upper/ and work/ to the trash, the standby's in their place (the
+	 * overlays hold their directories, not their names). */
+	char from[4][4400], to[4][4400];
+	const char *envs_end = strrchr(c->env_dir, '/');
+	int envs_len = envs_end ? (int)(envs_end - c->env_dir) : 0;
+	snprintf(from[0], sizeof(from[0]), "%s/upper", c->env_dir);
+	snprintf(to[0], sizeof(to[0]), "%.*s/%s", envs_len, c->env_dir, t0 ?: "");
+	snprintf(from[1], sizeof(from[1]), "%s/work", c->env_dir);
+	snprintf(to[1], sizeof(to[1]), "%.*s/%s", envs_len, c->env_dir, t1 ?: "");
+	standby_dir(s, "upper", from[2], sizeof(from[2]));
+	snprintf(to[2], sizeof(to[2]), "%s", from[0]);
+	standby_dir(s, "work", from[3], sizeof(from[3]));
+	snprintf(to[3], sizeof(to[3]), "%s", from[1]);
+	int r = e ? 0 : standby_renames(from, to, 4);
+	if (r < 0)
+		err_errnum(&e, r, "restore_standby: switch the writable layer");
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		return false;
+	}
+	startup_mark("standby: switch begin");
+	fail_execs(s, "restored");
+	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
+	thaw(s);
+	stop_recorder(s, NULL);
+	/* The active init ends; its processes are in other namespaces and see
+	 * none of the new state: SIGCHLD reaps it (teardown waits for it). Its
+	 * exit tears down its namespaces and unmounts its overlays, in its own
+	 * context: at SCHED_IDLE, so that the next command's CPU is not it. */
+	if (s->old_init_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
+	if (s->init_pid > 0)
+		standby_idle(s->init_pid);
+	if (s->init_pidfd >= 0)
+		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
+	else if (s->init_pid > 0)
+		(void)kill(s->init_pid, SIGKILL);
+	s->old_init_pid = s->init_pid;
+	s->init_pidfd = safe_close(s->init_pidfd);
+	ep_del(s, s->init_sock);
+	safe_close(s->init_sock);
+	restart_forget(s);
+	/* The standby is init. */
+	s->init_pid = s->sb_pid;
+	s->init_pidfd = s->sb_pidfd;
+	s->init_sock = s->sb_sock;
+	s->sb_pid = -1, s->sb_pidfd = s->sb_sock = -1;
+	ep_add(s, s->init_sock);
+	while (json_array_size(s->warnings) > s->n_base_warnings)
+		json_array_remove(s->warnings, json_array_size(s->warnings) - 1);
+	s->landlock_abi = 0;
+	json_t *w;
+	size_t wi;
+	json_array_foreach(s->sb_warnings, wi, w) add_warning(s, "%s", json_string_value(w) ?: "");
+	json_decref(s->sb_warnings);
+	s->sb_warnings = NULL;
+	_cleanup_json_ json_t *ready = TAKE_PTR(s->sb_ready);
+	(void)init_ready_apply(s, ready, NULL); /* no proxy: network allow has no standby */
+	_cleanup_free_ char *snap_id = TAKE_PTR(s->sb_snapshot);
+	standby_limits(s, false);
+	s->loop_reset = true;
+	arm_ttl(s);
+	startup_mark("standby: switched");
+	send_json(conn,
+		  json_pack("{s:s,s:i,s:i,s:O,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
+			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings, "standby", 1),
+		  NULL, 0);
+	standby_build(s, snap_id);
+	return false;
 }
 
 /* Tells the creator how the start went; false if it could not be told
@@ -1728,7 +2139,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.proxy_stop = -1,
 			.egress_log = -1,
 			.restart_conn = -1,
-			.linger_ns = -1};
+			.linger_ns = -1,
+			.sb_pid = -1,
+			.old_init_pid = -1,
+			.sb_pidfd = -1,
+			.sb_sock = -1,
+			.sb_proxy = -1,
+			.sb_helper = -1,
+			.sb_helper_fd = -1,
+			.sb_waiter = -1};
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
@@ -1836,6 +2255,10 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 					ep_add(s, conn);
 			} else if (fd == s->init_sock) {
 				init_event(s);
+			} else if (fd == s->sb_sock && fd >= 0) {
+				standby_event(s);
+			} else if (fd == s->sb_helper_fd && fd >= 0) {
+				standby_spawned(s);
 			} else if (fd == s->sig_fd) {
 				struct signalfd_siginfo si;
 				while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
@@ -1848,6 +2271,11 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 					if (dead == s->init_pid) {
 						s->init_pid = -1;
 						begin_stop(s, -1);
+					} else if (dead == s->old_init_pid) {
+						s->old_init_pid = -1;
+					} else if (dead == s->sb_pid) {
+						s->sb_pid = -1; /* a dead standby is dropped */
+						standby_drop(s);
 					}
 			} else if (fd == watch_fd) {
 				uint64_t t;

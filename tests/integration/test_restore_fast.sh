@@ -8,6 +8,11 @@
 # descriptor; network allow still goes through the proxy; the cases that need
 # a new supervisor get one; a client or a supervisor killed between the two
 # steps leaves an environment that restore (and gc) recover.
+# The standby init (docs/warm.md "Restore"): a restore to the snapshot of the
+# last restore switches to an init built meanwhile; checked: it is used, the
+# environment it gives is indistinguishable from a restore without it, the
+# limits are the user's, a dead or unwanted standby is dropped, nothing is
+# left behind, a client killed anywhere leaves a consistent environment.
 
 sup_pid() { sbx inspect --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])'; }
 
@@ -91,7 +96,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 	out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks
 i = sys.argv[2]
 print(len(sbxleaks.env_procs({i})), len(sbxleaks.mounts("/" + i)))' "$SBX_SRC/tests/integration" "$id")
-	assert_eq "$out" "1 0" "processes in its cgroup (init only), host mounts naming it"
+	assert_eq "$out" "2 0" "processes in its cgroup (init and the standby init), host mounts naming it"
 	sbx rm "$id"
 	out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks, json; print(json.dumps(sbxleaks.env_leaks(sys.argv[2], [sys.argv[3]])))' "$SBX_SRC/tests/integration" "$SBX_ROOT" "$id")
 	assert_eq "$out" '{"processes": [], "cgroups": [], "uid_slots": [], "mounts": []}' "left after rm"
@@ -281,4 +286,229 @@ t_restore_in_place_cli_killed_anywhere() {
 		out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks, json; print(json.dumps(sbxleaks.env_leaks(sys.argv[2], [sys.argv[3]])))' "$SBX_SRC/tests/integration" "$SBX_ROOT" "$id")
 		assert_eq "$out" '{"processes": [], "cgroups": [], "uid_slots": [], "mounts": []}' "left after rm"
 	fi
+}
+
+# ---- the standby init ----------------------------------------------------
+
+# Waits until the environment's standby init is ready (sbx inspect).
+sb_ready() {
+	for i in $(seq 200); do
+		sbx inspect "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("standby"); sys.exit(0 if s and s["ready"] else 1)' && return 0
+		sleep 0.05
+	done
+	fail "no standby became ready for $1"
+}
+sb_pid() { sbx inspect "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("standby"); print(s["pid"] if s else "")'; }
+used_standby() { python3 -c 'import json,sys; print(json.load(sys.stdin).get("standby", False))'; }
+
+# What an episode's commands see, beyond VIEW: their first pid, env, cwd,
+# the walls' report of the process itself.
+VIEW2='echo pid $$; pwd; env | sort | grep -v "^PWD=\|^SHLVL=\|^_="; id; cat /proc/sys/kernel/hostname; grep -E "^(Seccomp|Cap|NoNewPrivs)" /proc/1/status 2>/dev/null | wc -l'
+
+t_restore_standby_used_and_same_as_without() {
+	a=$(sbx create --name sba --env K=v --pids 50)
+	b=$(sbx create --name sbb --env K=v --pids 50)
+	for e in "$a" "$b"; do sbx exec "$e" -- sh -c 'mkdir -p /root/d && echo one > /root/d/a && echo keep > /root/b && ln -s d/a /root/l && chmod 600 /root/b'; done
+	sa=$(sbx snapshot "$a")
+	sb=$(SBX_RESTORE_STANDBY=0 sbx snapshot "$b")
+	want=$(files "$a")
+	assert_eq "$(files "$b")" "$want" "the two environments' files"
+	sbx restore "$a" "$sa" > /dev/null
+	SBX_RESTORE_STANDBY=0 sbx restore "$b" "$sb" > /dev/null
+	[ -z "$(sb_pid "$b")" ] || fail "SBX_RESTORE_STANDBY=0 built a standby"
+	for round in 1 2 3; do
+		sb_ready "$a"
+		for e in "$a" "$b"; do
+			sbx exec "$e" -- sh -c 'echo dirty > /root/d/a; rm /root/b; echo new > /root/new; mkdir /root/e; echo t > /tmp/t'
+			sbx exec -d "$e" -- sleep 300 > /dev/null
+		done
+		assert_eq "$(sbx restore --json "$a" "$sa" | used_standby)" "True" "round $round: the standby was not used"
+		assert_eq "$(SBX_RESTORE_STANDBY=0 sbx restore --json "$b" "$sb" | used_standby)" "False" "round $round: standby used though disabled"
+		# The same commands in both (the first pid is compared below).
+		for e in "$a" "$b"; do
+			assert_eq "$(files "$e")" "$want" "round $round: files after a restore (by the standby: $e = $a)"
+			assert_eq "$(sbx exec "$e" -- sh -c 'ls /tmp; echo $K')" "v" "round $round: /tmp and env"
+		done
+		va=$(sbx exec "$a" -- sh -c "$VIEW; $VIEW2" | sed "s/$a/ID/g; s/sba/NAME/g")
+		vb=$(sbx exec "$b" -- sh -c "$VIEW; $VIEW2" | sed "s/$b/ID/g; s/sbb/NAME/g")
+		assert_eq "$va" "$vb" "round $round: a command's view, standby or not"
+		assert_eq "$(walls "$a" | sed 's/sba/NAME/g')" "$(walls "$b" | sed 's/sbb/NAME/g')" "round $round: inspect, standby or not"
+		out=$(sbx ps --json "$a")
+		echo "$out" | python3 -c 'import json,sys; j=json.load(sys.stdin)
+p = [x["comm"] for x in j["processes"] if x["pid"] != 1]
+assert not p, "processes survived: %s" % p' || fail "round $round: ps after the standby restore: $out"
+	done
+	# A snapshot after a restore by the standby captures the environment's files.
+	sbx exec "$a" -- sh -c 'echo after > /root/after'
+	s2=$(sbx snapshot "$a")
+	c=$(sbx create --snapshot "$s2")
+	assert_eq "$(sbx exec "$c" -- cat /root/after /root/d/a)" "after
+one"
+	sbx rm "$a" "$b" "$c"
+}
+
+# The standby is one process of the environment's cgroup: the limits grow by
+# what it takes while it exists, so the commands can start as many processes
+# as without one.
+t_restore_standby_same_limits() {
+	a=$(sbx create --pids 20 --memory 64m)
+	b=$(sbx create --pids 20 --memory 64m)
+	sa=$(sbx snapshot "$a")
+	sb=$(sbx snapshot "$b")
+	sbx restore "$a" "$sa" > /dev/null
+	SBX_RESTORE_STANDBY=0 sbx restore "$b" "$sb" > /dev/null
+	sb_ready "$a"
+	count='import os, time
+n, kids = 0, []
+while n < 40:
+    try:
+        p = os.fork()
+    except OSError:
+        break
+    if p == 0:
+        time.sleep(30)
+        os._exit(0)
+    kids.append(p)
+    n += 1
+print(n)
+for p in kids:
+    os.kill(p, 9)'
+	na=$(sbx exec "$a" -- python3 -c "$count")
+	nb=$(sbx exec "$b" -- python3 -c "$count")
+	[ "$nb" -gt 5 ] && [ "$nb" -lt 25 ] || fail "the pids limit was not enforced: $nb processes"
+	assert_eq "$na" "$nb" "processes a command can start, with a standby and without"
+	if is_root && [ -d /sys/fs/cgroup/memory/sbx ]; then
+		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$a"/memory.limit_in_bytes)" "$((72 * 1024 * 1024))" "memory limit with a standby (64m + its 8m)"
+		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$b"/memory.limit_in_bytes)" "$((64 * 1024 * 1024))" "memory limit without"
+	fi
+	sbx rm "$a" "$b"
+}
+
+# A standby killed (-9) is dropped: the next restore takes the two steps,
+# and builds a new one; a restore to another snapshot drops it too.
+t_restore_standby_killed_or_other_snapshot() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo s1 > /root/f'
+	s1=$(sbx snapshot "$id")
+	sbx exec "$id" -- sh -c 'echo s2 > /root/f'
+	s2=$(sbx snapshot "$id")
+	sbx restore "$id" "$s1" > /dev/null
+	sb_ready "$id"
+	p=$(sb_pid "$id")
+	kill -9 "$p"
+	for i in $(seq 50); do [ -z "$(sb_pid "$id")" ] && break; sleep 0.1; done
+	[ -z "$(sb_pid "$id")" ] || fail "a dead standby was kept"
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "s1" "the environment after its standby died"
+	assert_eq "$(sbx restore --json "$id" "$s1" | used_standby)" "False" "restore after the standby died"
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "s1"
+	sb_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s2" | used_standby)" "False" "restore to another snapshot"
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "s2"
+	sb_ready "$id"
+	assert_eq "$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["standby"]["snapshot_id"])')" "$s2" "the standby's snapshot"
+	assert_eq "$(sbx restore --json "$id" "$s2" | used_standby)" "True"
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "s2"
+	sbx rm "$id"
+}
+
+# Pause, snapshot, idle suspend, rm, gc, a supervisor killed: nothing of the
+# standby is left (the harness checks mounts, cgroups, supervisors too).
+t_restore_standby_leaves_nothing() {
+	leaks() { is_root || return 0; out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks, json; print(json.dumps(sbxleaks.env_leaks(sys.argv[2], [sys.argv[3]])))' "$SBX_SRC/tests/integration" "$SBX_ROOT" "$1")
+		assert_eq "$out" '{"processes": [], "cgroups": [], "uid_slots": [], "mounts": []}' "$2: left behind"; }
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	sbx pause "$id" > /dev/null
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True" "restore of a paused environment"
+	assert_eq "$(sbx exec "$id" --no-auto-resume -- echo ok)" "ok"
+	sb_ready "$id"
+	sbx exec "$id" -- sh -c 'echo x > /root/x'
+	s2=$(sbx snapshot "$id")
+	sb_ready "$id"
+	sbx rm "$id"
+	leaks "$id" rm
+	# The supervisor killed: the standby dies with it (parent-death signal).
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	p=$(sb_pid "$id")
+	kill -9 "$(sup_pid "$id")"
+	for i in $(seq 50); do kill -0 "$p" 2> /dev/null || break; sleep 0.1; done
+	kill -0 "$p" 2> /dev/null && fail "the standby outlived its supervisor"
+	sbx restore "$id" "$s" > /dev/null
+	assert_eq "$(sbx exec "$id" -- echo ok)" "ok"
+	sbx rm "$id"
+	leaks "$id" "supervisor killed"
+	# Idle suspend: no process left, and it wakes on the snapshot's files.
+	id=$(sbx create --idle-suspend 1s)
+	sbx exec "$id" -- sh -c 'echo w > /root/w'
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	sup=$(sup_pid "$id")
+	for i in $(seq 60); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
+	kill -0 "$sup" 2> /dev/null && fail "not suspended"
+	is_root && assert_eq "$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks; print(len(sbxleaks.env_procs({sys.argv[2]})))' "$SBX_SRC/tests/integration" "$id")" "0" "processes of a suspended environment"
+	assert_eq "$(sbx exec "$id" -- cat /root/w)" "w"
+	sbx rm "$id"
+	leaks "$id" "idle suspend"
+}
+
+# The CLI killed (-9) anywhere in restores to the same snapshot (the standby
+# way): the environment runs either the episode's files or the snapshot's,
+# its record names the snapshot's layers, and a restore recovers it.
+t_restore_standby_cli_killed_anywhere() {
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'echo base > /root/m'
+	want=$(files "$id")
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	a=$(date +%s%N); "$SBX_BIN" restore "$id" "$s" > /dev/null; b=$(date +%s%N)
+	dur=$(((b - a) / 1000))
+	hits=0
+	for i in $(seq 20); do
+		sb_ready "$id"
+		sbx exec "$id" -- sh -c 'echo dirty > /root/m; echo more > /root/new'
+		[ "$i" = 1 ] && want1=$(files "$id")
+		d=$(awk -v r="$RANDOM" -v d="$dur" 'BEGIN { printf "%.6f", r / 32767 * d * 1.2 / 1e6 }')
+		"$SBX_BIN" restore "$id" "$s" > /dev/null 2>&1 &
+		p=$!
+		sleep "$d"
+		kill -9 "$p" 2> /dev/null && hits=$((hits + 1))
+		wait "$p" 2> /dev/null || true
+		got=$(files "$id")
+		[ "$got" = "$want" ] || [ "$got" = "$want1" ] || fail "round $i: neither the snapshot's files nor the episode's: $got"
+		sbx restore "$id" "$s" > /dev/null || fail "round $i: restore after a killed restore"
+		assert_eq "$(files "$id")" "$want" "round $i: files"
+	done
+	echo "$hits of 20 restores killed before they finished"
+	[ "$hits" -ge 3 ] || fail "only $hits kills hit a restore under way"
+	sbx rm "$id"
+}
+
+t_restore_standby_rootless() {
+	is_root || skip "runs as root, then as the test user"
+	command -v setpriv > /dev/null || skip "setpriv is not installed"
+	as_user bash -c '
+set -e
+export SBX_ROOT=$(mktemp -d) SBX_RUN=$(mktemp -d)
+id=$($SBX_BIN create)
+$SBX_BIN exec $id -- sh -c "echo r > /root/r"
+snap=$($SBX_BIN snapshot $id)
+$SBX_BIN restore $id $snap > /dev/null
+for round in 1 2 3; do
+	for i in $(seq 100); do $SBX_BIN inspect $id | grep -q "\"ready\": true" && break; sleep 0.05; done
+	$SBX_BIN exec $id -- sh -c "echo dirty > /root/r; echo n > /root/n"
+	$SBX_BIN restore --json $id $snap | grep -q "\"standby\": true" || { echo "rootless: standby not used"; exit 1; }
+	[ "$($SBX_BIN exec $id -- sh -c "cat /root/r; ls /root")" = "r
+r" ] || { echo "rootless: files"; exit 1; }
+done
+$SBX_BIN rm $id
+$SBX_BIN gc > /dev/null
+rm -rf "$SBX_ROOT" "$SBX_RUN"
+' || fail "rootless restore by the standby"
 }
