@@ -361,8 +361,8 @@ int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n)
 	char *trash[8] = {0};
 	size_t k = 0;
 	for (size_t i = 0; envs && i < n && k < ARRAY_SIZE(trash); i++)
-		if (strncmp(names[i], RECLAIM_PREFIX, strlen(RECLAIM_PREFIX)) == 0 && !strchr(names[i], '/') &&
-		    (trash[k] = fs_path_join(envs, names[i])))
+		if (strncmp(names[i], RECLAIM_PREFIX, strlen(RECLAIM_PREFIX)) == 0 &&
+		    !strchr(names[i], '/') && (trash[k] = fs_path_join(envs, names[i])))
 			k++;
 	if (k == 0)
 		return n ? -EINVAL : 0;

@@ -361,7 +361,8 @@ static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *re
 	_cleanup_json_ json_t *req = json_pack("{s:s,s:s,s:[s,s]}", CTL_F_OP, CTL_OP_RESTORE_STANDBY,
 					       "snapshot_id", digest, "trash", names[0], names[1]),
 			      *info = NULL;
-	if (fd < 0 || !req || json_send(fd, req, NULL, 0) < 0 || restart_reply(fd, CTL_EV_RESTARTED, &info) < 0)
+	if (fd < 0 || !req || json_send(fd, req, NULL, 0) < 0 ||
+	    restart_reply(fd, CTL_EV_RESTARTED, &info) < 0)
 		return -1;
 	startup_mark("restore: switched to the standby init");
 	const char *nv[2] = {names[0], names[1]};

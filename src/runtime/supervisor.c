@@ -1929,7 +1929,8 @@ static void standby_build(supervisor *s, const char *sid)
 		json_t *w = json_array();
 		for (size_t i = nw; w && i < json_array_size(s->warnings); i++)
 			json_array_append(w, json_array_get(s->warnings, i));
-		json_t *rep = json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
+		json_t *rep =
+		    json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
 		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
 		_exit(0);
 	}
@@ -2024,7 +2025,8 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	env_config *c = s->c;
 	const char *sid = json_str(m, "snapshot_id");
 	json_t *tr = json_object_get(m, "trash");
-	const char *t0 = json_string_value(json_array_get(tr, 0)), *t1 = json_string_value(json_array_get(tr, 1));
+	const char *t0 = json_string_value(json_array_get(tr, 0)),
+		   *t1 = json_string_value(json_array_get(tr, 1));
 	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
 	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
