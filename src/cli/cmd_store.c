@@ -18,6 +18,23 @@ static int line_cmp(const void *a, const void *b)
 	return c ? c : x->kind - y->kind;
 }
 
+/* One line of the text diff. The names come from inside the environment:
+ * one holding a newline would forge a line, an escape character would
+ * reach the terminal. The library already writes a backslash as two and
+ * each byte that is not UTF-8 as backslash-x-NN (docs/store.md); here the
+ * control bytes (0x00-0x1f, 0x7f) are written as backslash-x-NN too,
+ * which no name can print otherwise. */
+static void print_path_line(char kind, const char *path)
+{
+	printf("%c ", kind);
+	for (const unsigned char *q = (const unsigned char *)path; *q; q++)
+		if (*q < 0x20 || *q == 0x7f)
+			printf("\\x%02x", *q);
+		else
+			putchar(*q);
+	putchar('\n');
+}
+
 int cmd_diff(cli *c, int argc, char **argv)
 {
 	const char *pos[2] = {0};
@@ -64,7 +81,7 @@ int cmd_diff(cli *c, int argc, char **argv)
 	}
 	qsort(v, n, sizeof(*v), line_cmp);
 	for (size_t i = 0; i < n; i++)
-		printf("%c %s\n", v[i].kind, v[i].path);
+		print_path_line(v[i].kind, v[i].path);
 	free(v);
 	json_decref(j);
 	return 0;

@@ -465,3 +465,20 @@ if [ -e s$((i - 1)) ]; then rm s$((i - 1)); ln -s elsewhere s$((i - 1)); fi'
 	sbx fsck > /dev/null || fail "fsck: $(sbx fsck)"
 	sbx rm "$T" "$R" "$F" > /dev/null
 }
+
+# sbx diff's text output: names come from inside the environment; one with
+# a newline must not forge a line, an escape character must not reach the
+# terminal (control bytes are written as \xNN, as --json's strings write
+# the bytes that are not UTF-8).
+t_diff_text_names_cannot_forge_lines() {
+	ID=$(sbx create)
+	sbx exec "$ID" -- sh -c 'printf x > "/root/a
+D fake"; printf y > "/root/e$(printf "\033")[2J"; echo z > /root/plain'
+	out=$(sbx diff "$ID")
+	echo "$out" | grep -qx 'D fake' && fail "a name forged a line: $out"
+	case "$out" in *$'\033'*) fail "an escape character reached the terminal" ;; esac
+	assert_contains "$out" 'A /root/a\x0aD fake'
+	assert_contains "$out" 'A /root/e\x1b[2J'
+	assert_contains "$out" 'A /root/plain'
+	sbx rm "$ID" > /dev/null
+}
