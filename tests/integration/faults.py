@@ -289,13 +289,17 @@ class Killer:
     def delay(self, op):
         return self.rnd.uniform(0, self.est[op] * 1.2) / 1000
 
-    def account(self, op, killed):
+    def account(self, op, killed, delay_ms=None):
         self.runs[op] = self.runs.get(op, 0) + 1
         if killed:
             self.killed[op] = self.killed.get(op, 0) + 1
             self.est[op] *= 1.1
         else:
-            self.est[op] = max(self.est[op] * 0.75, 2.0)
+            # It ended within delay_ms: an operation much faster than its
+            # first measured run (a snapshot after the first, which wrote the
+            # layers) comes down at once, not by a quarter per round.
+            est = self.est[op] * 0.75
+            self.est[op] = max(min(est, delay_ms) if delay_ms is not None else est, 2.0)
 
     def kill_cli(self, op, args):
         """sbx ARGS killed after a random delay: (killed, returncode, stdout)."""
@@ -310,7 +314,7 @@ class Killer:
             p.kill()
             raise Fail("'sbx %s' still runs 60 s after SIGKILL" % " ".join(args))
         killed = p.returncode == -signal.SIGKILL
-        self.account(op, killed)
+        self.account(op, killed, d * 1000)
         log("  %-9s %s after %5.1f ms (estimate %.1f ms)" % (op, "killed" if killed else "finished", d * 1000, self.est[op]))
         return killed, p.returncode, o.strip()
 
