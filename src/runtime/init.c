@@ -33,6 +33,7 @@
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
+#include "util/proc.h"
 #include "util/syscalls.h"
 
 #define INIT_MAX_EXECS 4096
@@ -980,6 +981,10 @@ _noreturn_ void init_main(env_config *c, int sock)
 	 * secrets came from) is not kept: commands get build_env's. */
 	(void)clearenv();
 	(void)prctl(PR_SET_NAME, "sbx-init", 0, 0, 0);
+	/* /proc/1/cmdline: ours, not the creator's (whose options name host
+	 * paths and values); the supervisor did it too, but not every creator
+	 * of an init is a supervisor. */
+	(void)proc_set_title("sbx-init");
 	init_ignored = 0;
 	for (int s = 1; s < NSIG && s <= 64; s++) {
 		struct sbx_ksigaction sa;

@@ -40,6 +40,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/proc.h"
 #include "util/syscalls.h"
 
 #define MAX_CONNS 1024
@@ -2153,6 +2154,10 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	supervisor *s = &S;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
+	/* Our argv and environ are the creator's (`sbx create --env K=V -v
+	 * /host/dir:...`): the init cloned from us is pid 1 of the environment,
+	 * whose cmdline anyone inside may read. */
+	(void)proc_set_title("sbx-supervisor");
 	startup_mark("supervisor: started");
 	s->warnings = json_array();
 	for (char **w = c->warnings; w && *w; w++)

@@ -13,3 +13,18 @@ bool proc_alive(pid_t pid, uint64_t start);
 /* Parses the text of /proc/PID/stat (the comm field may hold spaces and
  * parentheses: the last ')' ends it). -EINVAL on malformed text. */
 int proc_stat_start_time(const char *text, uint64_t *ret);
+
+/* Fields `first`..`first+n-1` (1-based, as proc(5) numbers them) of the text
+ * of /proc/PID/stat, as unsigned numbers. -EINVAL on malformed text or a
+ * field that is missing or not a number. */
+int proc_stat_fields(const char *text, int first, int n, uint64_t *ret);
+
+/* Makes /proc/self/cmdline read `title` and /proc/self/environ read nothing
+ * (PR_SET_MM_MAP: the kernel's pointers to both now name a private copy of
+ * the title; the creator's strings stay in memory, readable only by whoever
+ * may ptrace us). For processes forked from a caller whose argv and environ
+ * must not show through (a supervisor forked from `sbx create --env K=V`, and
+ * the init cloned from it, pid 1 of an environment that anyone inside may
+ * read). Call while single-threaded: the brk it passes back must not move.
+ * -errno; nothing changes on failure. */
+int proc_set_title(const char *title);

@@ -425,3 +425,32 @@ print("ok" if fd >= 0 else os.strerror(ctypes.get_errno()))'
 	assert_eq "$host" "ok" "the host user's inotify_init1"
 	sbx rm "$A" "$ID" > /dev/null
 }
+
+t_init_shows_nothing_of_its_creator() {
+	# pid 1 is cloned from the supervisor, which is forked from the
+	# creator: its cmdline and environ were `sbx create`'s, with host paths
+	# and the values of --env. Inside, anyone may read /proc/1/cmdline.
+	mkdir -p "$TMPDIR_TEST/creator-secret-dir"
+	export SBX_CREATOR_ONLY=creator-env-value-$$
+	ID=$(sbx create --env TOKEN=creator-arg-value-$$ -v "$TMPDIR_TEST/creator-secret-dir:/data" --name creator-name-$$)
+	unset SBX_CREATOR_ONLY
+	out=$(sbx exec "$ID" -- sh -c 'cat /proc/1/cmdline; cat /proc/1/environ 2>/dev/null' | tr '\0' ' ')
+	assert_contains "$out" "sbx-init"
+	assert_not_contains "$out" "creator-arg-value"
+	assert_not_contains "$out" "creator-env-value"
+	assert_not_contains "$out" "creator-secret-dir"
+	assert_not_contains "$out" "creator-name"
+	# what the environment gets on purpose still arrives
+	assert_eq "$(sbx exec "$ID" -- printenv TOKEN)" "creator-arg-value-$$"
+	# from a pool: the refiller is the creator
+	sbx pool set host --size 1 > /dev/null
+	for _ in $(seq 100); do
+		[ "$(sbx pool ls --json | python3 -c 'import json,sys; print(sum(p.get("ready",0) for p in json.load(sys.stdin)["pools"]))' 2>/dev/null)" = 1 ] && break
+		sleep 0.1
+	done
+	P=$(sbx create)
+	out=$(sbx exec "$P" -- cat /proc/1/cmdline | tr '\0' ' ')
+	assert_eq "$out" "sbx-init "
+	sbx rm "$ID" "$P"
+	sbx pool rm host > /dev/null
+}
