@@ -77,10 +77,11 @@ int proc_set_title(const char *title)
 		return n < 0 ? -errno : -EIO;
 	text[n] = 0;
 	/* proc(5): 26 startcode, 27 endcode, 28 startstack; 45 start_data,
-	 * 46 end_data, 47 start_brk; 48-51 arg and env bounds (not used: they
-	 * are what we replace). brk is not in stat: sbrk(0). */
-	uint64_t code[3], data[3];
-	if (proc_stat_fields(text, 26, 3, code) < 0 || proc_stat_fields(text, 45, 3, data) < 0)
+	 * 46 end_data, 47 start_brk; 48-49 the argv bounds (replaced), 50-51
+	 * environ's (kept). brk is not in stat: sbrk(0). */
+	uint64_t code[3], data[3], env[2];
+	if (proc_stat_fields(text, 26, 3, code) < 0 || proc_stat_fields(text, 45, 3, data) < 0 ||
+	    proc_stat_fields(text, 50, 2, env) < 0)
 		return -EINVAL;
 	snprintf(buf, sizeof(buf), "%s", title);
 	size_t len = strlen(buf) + 1;
@@ -94,9 +95,8 @@ int proc_set_title(const char *title)
 	    .brk = (uint64_t)(uintptr_t)sbrk(0),
 	    .arg_start = (uint64_t)(uintptr_t)buf,
 	    .arg_end = (uint64_t)(uintptr_t)buf + len,
-	    /* an empty environ, at the title's end */
-	    .env_start = (uint64_t)(uintptr_t)buf + len,
-	    .env_end = (uint64_t)(uintptr_t)buf + len,
+	    .env_start = env[0],
+	    .env_end = env[1],
 	    .exe_fd = (uint32_t)-1,
 	};
 	if (prctl(PR_SET_MM, PR_SET_MM_MAP, (unsigned long)&map, sizeof(map), 0) < 0)

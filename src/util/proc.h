@@ -19,12 +19,14 @@ int proc_stat_start_time(const char *text, uint64_t *ret);
  * field that is missing or not a number. */
 int proc_stat_fields(const char *text, int first, int n, uint64_t *ret);
 
-/* Makes /proc/self/cmdline read `title` and /proc/self/environ read nothing
- * (PR_SET_MM_MAP: the kernel's pointers to both now name a private copy of
- * the title; the creator's strings stay in memory, readable only by whoever
- * may ptrace us). For processes forked from a caller whose argv and environ
- * must not show through (a supervisor forked from `sbx create --env K=V`, and
- * the init cloned from it, pid 1 of an environment that anyone inside may
- * read). Call while single-threaded: the brk it passes back must not move.
- * -errno; nothing changes on failure. */
+/* Makes /proc/self/cmdline read `title` (PR_SET_MM_MAP: the kernel's argv
+ * bounds now name a private copy of it; the creator's strings stay in
+ * memory). For processes forked from a caller whose command line must not
+ * show through: a supervisor forked from `sbx create --env K=V -v /host/dir:..`
+ * and the init cloned from it, pid 1 of an environment, whose cmdline anyone
+ * inside may read. environ is kept: only who may ptrace us reads it (never
+ * the environment: init's memory belongs to the host's user namespace), and
+ * the host's tools find a store's processes by SBX_ROOT= there. Call while
+ * single-threaded: the brk it passes back must not move. -errno; nothing
+ * changes on failure. */
 int proc_set_title(const char *title);
