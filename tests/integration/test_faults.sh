@@ -37,6 +37,6 @@ t_faults_kill9_restore_then_restore() { faults restore t_faults_kill9_restore_th
 # A one-shot `sbx run` leaves nothing whatever happens to it: plain, traced,
 # and taking a warm pool's entry, sent SIGKILL, SIGTERM, SIGINT or SIGHUP at
 # random points of its life (faults.py t_run; docs/runtime.md "One-shot runs").
-t_faults_kill_run_leaves_nothing() { faults run t_faults_kill_run_leaves_nothing 15; }
-t_faults_kill_run_trace_leaves_nothing() { faults run_trace t_faults_kill_run_trace_leaves_nothing 15; }
-t_faults_kill_run_pool_leaves_nothing() { faults run_pool t_faults_kill_run_pool_leaves_nothing 15; }
+t_faults_kill_run_leaves_nothing() { faults run t_faults_kill_run_leaves_nothing 25; }
+t_faults_kill_run_trace_leaves_nothing() { faults run_trace t_faults_kill_run_trace_leaves_nothing 25; }
+t_faults_kill_run_pool_leaves_nothing() { faults run_pool t_faults_kill_run_pool_leaves_nothing 25; }
