@@ -1149,6 +1149,7 @@ _public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_o
 	}
 	if (stopped == STOP_REMOVED) {
 		devcg_remove(id);
+		startup_mark("remove: files removed (by the supervisor, before its reply)");
 	} else if (stopped != STOP_NOT_SEEN) {
 		devcg_remove(id); /* as stop_supervisor after a "stopped" */
 		(void)remove_stopped(ctx, id, stopped == STOP_LINGERING, ret_remove_err);

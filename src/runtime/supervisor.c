@@ -401,7 +401,7 @@ static void dispose_env(supervisor *s)
 	s->c->dispose(s->c->dispose_arg, s->c->id);
 	if (s->c->pool_claim)
 		(void)unlink(s->c->pool_claim);
-	startup_mark("teardown: removed (one-shot)");
+	startup_mark("teardown: files removed (one-shot)");
 }
 
 /* CTL_OP_OWN: a one-shot create's take of this pool entry. The claim (the
