@@ -867,6 +867,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	}
 	if (co.version < 6)
 		co.network_allow = NULL;
+	if (co.version < 7)
+		co.one_shot = false;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -924,6 +926,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->user_no_root = false;
 		co->devices = NULL;
 		co->network_allow = NULL;
+		co->one_shot = false;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;
