@@ -71,7 +71,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 6
+#define SBX_CREATE_OPTS_VERSION 7
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -133,6 +133,13 @@ typedef struct sbx_create_opts {
 	const char *const *network_allow; /* with network "allow": NULL-terminated host[:port] patterns
 					   * (src/policy/egress_match.h), each taken whole: a pattern
 					   * with a comma is refused, never split */
+	/* version 7 */
+	bool one_shot; /* the environment lives no longer than the calling process (sbx run): when
+			* it ends, however it ends (kill -9 included), the environment's supervisor
+			* ends it and removes it (state, files, cgroup, uid slot); and whatever ends
+			* the environment, it removes itself (sbx_env_remove then finds nothing).
+			* A warm pool's entry taken by such a create becomes bound the same way.
+			* docs/runtime.md "One-shot runs" */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT                                                                                 \
 	{                                                                                                    \
@@ -232,7 +239,7 @@ enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
 
 typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
 
-#define SBX_EXEC_OPTS_VERSION 4
+#define SBX_EXEC_OPTS_VERSION 5
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
@@ -263,11 +270,17 @@ typedef struct sbx_exec_opts {
 	/* version 4 */
 	bool no_auto_resume; /* a paused or suspended environment is refused (SBX_E_CONFLICT) instead of
 			      * resumed first */
+	/* version 5 */
+	int signal_fd; /* -1, or an fd (a pipe a signal handler writes to) from which every byte read
+			* is a signal number sent to the command's process group, as a terminal's
+			* ^C would be: `sbx run` and `sbx exec` forward their SIGINT, SIGTERM,
+			* SIGHUP and SIGQUIT so (docs/runtime.md). Bytes that come before the
+			* command started are sent as it starts. */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                                   \
 	{                                                                                                    \
 		.version = SBX_EXEC_OPTS_VERSION, .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1,          \
-		.cancel_fd = -1, .deterministic = -1, .winch_fd = -1                                         \
+		.cancel_fd = -1, .deterministic = -1, .winch_fd = -1, .signal_fd = -1                        \
 	}
 
 typedef struct sbx_exec_result {

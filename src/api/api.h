@@ -22,6 +22,9 @@ void pool_gc(sbx_ctx *ctx, json_t *removed);
  * own (its pool was set with SBX_POOL_LAYER=tmpfs, as root;
  * runtime/quota.h quota_setup_tmpfs). */
 bool pool_layer_tmpfs(const sbx_ctx *ctx);
+/* While building a pool entry (ctx->pool_key): its token and claim paths
+ * (malloc'd; both NULL otherwise), for CTL_OP_OWN (runtime.h). */
+void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
 int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds,
 		  sbx_err **err);

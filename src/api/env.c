@@ -37,6 +37,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/proc.h"
+#include "util/syscalls.h"
 #include "util/log.h"
 
 #define DEFAULT_MEMORY (1LL << 30)
@@ -70,6 +71,9 @@ void env_config_free(env_config *c)
 	strv_free(c->hidden);
 	json_decref(c->plugins);
 	safe_close(c->lock_fd);
+	safe_close(c->owner_fd);
+	free(c->pool_token);
+	free(c->pool_claim);
 	free(c);
 }
 static void env_config_freep(env_config **c)
@@ -282,8 +286,8 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
-	if (env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0)
-		userns_slot_free((unsigned)st.uid_slot);
+	if (dir && env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0)
+		userns_slot_free_owned((unsigned)st.uid_slot, dir);
 	if (st.name)
 		name_unregister(ctx, st.name, id);
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
@@ -303,6 +307,16 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 		(void)reclaim_dir(ctx, dir, id);
 	if (run && !moved)
 		fs_rm_rf(run);
+}
+
+/* env_config.dispose: a one-shot environment's supervisor removes it
+ * (runtime.h), in its own process, before it answers "stopped". The trees
+ * go to the trash while its mounts may still linger: this process holds
+ * the lock that a reclaimer waits for, so it must not wait for it itself. */
+static void env_dispose(void *arg, const char *id)
+{
+	reclaim_self_lingering();
+	remove_env_files(arg, id);
 }
 
 int64_t now_ms_real(void)
@@ -690,6 +704,8 @@ static int create_record(sbx_ctx *ctx, env_config *c, const env_create_req *q, j
 	if (st && proc_start_time(getpid(), &start) == 0)
 		json_object_set_new(st, "creator",
 				    json_pack("{s:i,s:I}", "pid", (int)getpid(), "start", (json_int_t)start));
+	if (st && c->one_shot) /* docs/runtime.md "One-shot runs" */
+		json_object_set_new(st, "one_shot", json_true());
 	int r;
 	if (!st || (r = env_state_write(ctx, c->id, st)) < 0)
 		return err_errnum(err, st ? r : ENOMEM, "write environment state");
@@ -713,6 +729,32 @@ static void record_running(sbx_ctx *ctx, const env_config *c, json_t *st, const 
 	(void)env_state_write(ctx, c->id, st);
 }
 
+/* A one-shot create's steps 5-6, run by its supervisor's process before
+ * it starts (runtime.h prepare): a failure undoes them there. */
+typedef struct create_prep {
+	sbx_ctx *ctx;
+	const env_create_req *q;
+	json_t *sec_state;
+	const char *base_id;
+} create_prep;
+
+static int create_prepare(void *arg, env_config *c, sbx_err **err)
+{
+	create_prep *a = arg;
+	unsigned slot = 0;
+	bool have_slot = false;
+	_cleanup_json_ json_t *st = NULL;
+	if (create_on_disk(a->ctx, c, a->q, &slot, &have_slot, err) == 0 &&
+	    create_record(a->ctx, c, a->q, a->sec_state, a->base_id, slot, &st, err) == 0)
+		return 0;
+	remove_env_files(a->ctx, c->id);
+	if (c->name)
+		name_unregister(a->ctx, c->name, c->id);
+	if (have_slot)
+		userns_slot_free(slot);
+	return -1;
+}
+
 int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json_t **ret_warnings,
 		    sbx_err **err)
 {
@@ -725,18 +767,35 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 	if (!c)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	c->lock_fd = -1;
+	c->owner_fd = -1;
 	char base_id[STORE_DIGEST_SIZE] = "";
 	_cleanup_json_ json_t *sec_state = NULL, *st = NULL, *info = NULL;
 	/* 1-4: the configuration, nothing on disk yet (a failure leaves nothing). */
 	if (create_configure(ctx, c, &q, base_id, &sec_state, err) < 0)
 		return -1;
 	startup_mark("create: configured");
+	/* The supervisor removes a one-shot environment (runtime.h one_shot) and,
+	 * as a pool's entry, may be taken by one: it calls the removal here. */
+	c->dispose = env_dispose;
+	c->dispose_arg = ctx;
+	pool_entry_paths(ctx, c->id, &c->pool_token, &c->pool_claim);
+	/* One-shot: bound to this process by a pidfd of it, which the supervisor
+	 * inherits; and steps 5-6 are the supervisor's, so that from the first
+	 * file on disk a process exists that removes it if we die. Without
+	 * pidfds (Linux < 5.3) a one-shot create is an ordinary one. */
+	create_prep prep = {.ctx = ctx, .q = &q, .sec_state = sec_state, .base_id = base_id};
+	if (q.o->version >= 7 && q.o->one_shot && !restore_id && !ctx->pool_key &&
+	    (c->owner_fd = sys_pidfd_open(getpid(), 0)) >= 0) {
+		c->one_shot = true;
+		c->prepare = create_prepare;
+		c->prepare_arg = &prep;
+	}
 	/* 5-6: on disk, then the record; a failure from here undoes both. */
 	unsigned slot = 0;
 	bool have_slot = false;
 	char **warnings = NULL;
-	if (create_on_disk(ctx, c, &q, &slot, &have_slot, err) < 0 ||
-	    create_record(ctx, c, &q, sec_state, base_id, slot, &st, err) < 0)
+	if (!c->prepare && (create_on_disk(ctx, c, &q, &slot, &have_slot, err) < 0 ||
+			    create_record(ctx, c, &q, sec_state, base_id, slot, &st, err) < 0))
 		goto fail;
 	startup_mark("create: on disk, state written");
 
@@ -748,6 +807,11 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 		goto fail;
 	}
 	log_debug("create: supervisor ready");
+	if (!st && env_state_read(ctx, c->id, &st) < 0) { /* one-shot: written by the supervisor */
+		stop_supervisor(ctx, c->id);
+		err_set(err, SBX_E_INTERNAL, EIO, "create environment: its state is unreadable");
+		goto fail;
+	}
 	record_running(ctx, c, st, info);
 	startup_mark("create: done");
 	if (ret_warnings)
@@ -803,6 +867,8 @@ _public_ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_i
 	}
 	if (co.version < 6)
 		co.network_allow = NULL;
+	if (co.version < 7)
+		co.one_shot = false;
 	co.version = SBX_CREATE_OPTS_VERSION;
 	int64_t asked_disk = co.disk_bytes;
 	const char *asked_user = co.user;
@@ -860,6 +926,7 @@ static void snapshot_default_user(sbx_create_opts *co, const store_snapshot *sna
 		co->user_no_root = false;
 		co->devices = NULL;
 		co->network_allow = NULL;
+		co->one_shot = false;
 		co->version = SBX_CREATE_OPTS_VERSION;
 	}
 	user_spec us;
@@ -927,8 +994,8 @@ static int env_create_opts(sbx_ctx *ctx, const sbx_create_opts *o, const json_t 
 	return env_create_impl(ctx, &q, ret_id, ret_warnings, err);
 }
 
-/* What stop_wait saw. */
-enum { STOP_NOT_SEEN, STOP_DONE, STOP_LINGERING };
+/* What stop_wait saw (STOP_REMOVED: a one-shot environment removed itself). */
+enum { STOP_NOT_SEEN, STOP_DONE, STOP_LINGERING, STOP_REMOVED };
 
 /* fd: a connection to id's supervisor that asked it to stop (a stop, or an
  * exec with CTL_F_STOP_AFTER). Waits for its "stopped", which comes after
@@ -939,7 +1006,7 @@ enum { STOP_NOT_SEEN, STOP_DONE, STOP_LINGERING };
  * for that before removing the trees). */
 static int stop_wait(sbx_ctx *ctx, const char *id, int fd)
 {
-	bool lingering = false;
+	bool lingering = false, removed = false;
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 15000) <= 0)
@@ -949,10 +1016,13 @@ static int stop_wait(sbx_ctx *ctx, const char *id, int fd)
 			return STOP_NOT_SEEN;
 		bool stopped = streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_STOPPED);
 		lingering = json_bool(m, CTL_F_LINGERING, false);
+		removed = json_bool(m, CTL_F_REMOVED, false);
 		json_decref(m);
 		if (stopped)
 			break;
 	}
+	if (removed)
+		return STOP_REMOVED; /* its lock and mounts go as it exits: nothing is ours to wait for */
 	if (lingering)
 		return STOP_LINGERING;
 	char lp[4300];
@@ -965,9 +1035,10 @@ static int stop_wait(sbx_ctx *ctx, const char *id, int fd)
 
 /* Stops the supervisor (if alive) and waits until it has cleaned up, or
  * (linger: the caller removes the environment's files next) until every
- * process and the cgroup are gone, the supervisor still unmounting (then
- * true). */
-static bool stop_supervisor_linger(sbx_ctx *ctx, const char *id, bool linger)
+ * process and the cgroup are gone, the supervisor still unmounting
+ * (STOP_LINGERING), or until a one-shot environment removed itself
+ * (STOP_REMOVED). */
+static int stop_supervisor_linger(sbx_ctx *ctx, const char *id, bool linger)
 {
 	int stopped = STOP_NOT_SEEN; /* it said so: its teardown destroyed the cgroup */
 	_cleanup_close_ int fd = env_connect(ctx, id, NULL);
@@ -994,12 +1065,12 @@ static bool stop_supervisor_linger(sbx_ctx *ctx, const char *id, bool linger)
 		cgroup_free(cg);
 	}
 	devcg_remove(id); /* CDI devices' v1 device group (runtime/devices.h) */
-	if (stopped == STOP_LINGERING)
-		return true;
+	if (stopped == STOP_LINGERING || stopped == STOP_REMOVED)
+		return stopped;
 	/* Wait for the supervisor to release its lock (it exits right after). */
 	for (int i = 0; i < 2000 && env_is_live(ctx, id); i++)
 		usleep(1000);
-	return false;
+	return stopped;
 }
 
 void stop_supervisor(sbx_ctx *ctx, const char *id)
@@ -1025,8 +1096,24 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
 	startup_mark("remove: begin");
-	bool lingering = stop_supervisor_linger(ctx, id, true);
-	return remove_stopped(ctx, id, lingering, err);
+	int stopped = stop_supervisor_linger(ctx, id, true);
+	if (stopped == STOP_REMOVED)
+		return 0;
+	return remove_stopped(ctx, id, stopped == STOP_LINGERING, err);
+}
+
+/* The removal at the end of sbx run: a one-shot environment that ended by
+ * itself (its init died) removed itself too (runtime.h): not found is
+ * removed. */
+static void remove_after_run(sbx_ctx *ctx, const char *id, sbx_err **ret_remove_err)
+{
+	sbx_err *e = NULL;
+	if (sbx_env_remove(ctx, id, &e) < 0 && sbx_err_code(e) == SBX_E_NOT_FOUND)
+		sbx_err_free(TAKE_PTR(e));
+	if (ret_remove_err)
+		*ret_remove_err = e;
+	else
+		sbx_err_free(e);
 }
 
 /* sbx run's exec and remove in one request: the exec asks the supervisor
@@ -1043,7 +1130,11 @@ _public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_o
 	int r;
 	int stopped = STOP_NOT_SEEN;
 	if (o && o->version >= 2 && (o->trace || o->deterministic > 0)) {
-		r = sbx_env_exec(ctx, id, o, ret, err); /* a trace's own path; then a plain remove */
+		/* A trace's own path (it reads the environment after the command:
+		 * the filesystem digest), then a plain remove. A one-shot environment
+		 * whose caller dies meanwhile removes itself; the trace is then never
+		 * stored (docs/trace.md): nothing half-written. */
+		r = sbx_env_exec(ctx, id, o, ret, err);
 	} else if ((r = exec_opts_check(o, err)) == 0) {
 		_cleanup_json_ json_t *f = json_pack("{s:b,s:b}", CTL_F_STOP_AFTER, 1, CTL_F_LINGER, 1);
 		exec_extra x = {
@@ -1059,11 +1150,14 @@ _public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_o
 			safe_close(x.sock);
 		}
 	}
-	if (stopped != STOP_NOT_SEEN) {
+	if (stopped == STOP_REMOVED) {
+		devcg_remove(id);
+		startup_mark("remove: files removed (by the supervisor, before its reply)");
+	} else if (stopped != STOP_NOT_SEEN) {
 		devcg_remove(id); /* as stop_supervisor after a "stopped" */
 		(void)remove_stopped(ctx, id, stopped == STOP_LINGERING, ret_remove_err);
 	} else
-		(void)sbx_env_remove(ctx, id, ret_remove_err);
+		remove_after_run(ctx, id, ret_remove_err);
 	return r;
 }
 

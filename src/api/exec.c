@@ -402,10 +402,13 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	if (rd_trace >= 0)
 		fd_set_nonblock(rd_trace, 1);
 	int winch = o->version >= 2 && o->tty && master >= 0 ? o->winch_fd : -1;
+	int sig_fd = o->version >= 5 ? o->signal_fd : -1;
 	while (!exited && (sock_open || rd_out >= 0 || rd_err >= 0)) {
-		struct pollfd p[8];
+		struct pollfd p[9];
 		int np = 0, ip_sock = -1, ip_out = -1, ip_err = -1, ip_src = -1, ip_wr = -1, ip_cancel = -1,
-		    ip_tr = -1, ip_winch = -1;
+		    ip_tr = -1, ip_winch = -1, ip_sig = -1;
+		if (sig_fd >= 0)
+			p[ip_sig = np++] = (struct pollfd){.fd = sig_fd, .events = POLLIN};
 		if (winch >= 0)
 			p[ip_winch = np++] = (struct pollfd){.fd = winch, .events = POLLIN};
 		if (rd_trace >= 0)
@@ -494,6 +497,20 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 					in[1] = safe_close(in[1]);
 					wr_in = -1;
 				}
+			}
+		}
+		if (ip_sig >= 0 && p[ip_sig].revents) {
+			/* The caller's signals, to the command's process group. */
+			unsigned char sigs[16];
+			ssize_t n = read(sig_fd, sigs, sizeof(sigs));
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				sig_fd = -1;
+			for (ssize_t i = 0; i < n; i++) {
+				if (sigs[i] < 1 || sigs[i] >= NSIG)
+					continue;
+				_cleanup_json_ json_t *k =
+				    json_pack("{s:s,s:i}", CTL_F_OP, CTL_OP_SIGNAL, CTL_F_SIG, (int)sigs[i]);
+				(void)json_send(sock, k, NULL, 0);
 			}
 		}
 		if (ip_cancel >= 0 && p[ip_cancel].revents) {

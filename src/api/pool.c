@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "runtime/ctl_proto.h"
 #include "policy/policy.h"
 #include "store/digest.h"
 #include "store/storefs.h"
@@ -366,6 +367,11 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 			dup2(null, i);
 		sys_close_range(3, ~0U, 0);
 		signal(SIGPIPE, SIG_IGN);
+		/* Not the handlers of a CLI that forwards its signals (sbx run). */
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
 		ctx->progress = NULL;
 		pool_fill(ctx, key, pool_env_int("SBX_POOL_LINGER_MS", 30000));
 		_exit(0);
@@ -428,6 +434,36 @@ bool pool_layer_tmpfs(const sbx_ctx *ctx)
 	return ctx->pool_key && ctx->pool_tmpfs && !ctx->rootless;
 }
 
+void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim)
+{
+	*ret_token = *ret_claim = NULL;
+	if (!ctx->pool_key)
+		return;
+	_cleanup_free_ char *dir = pool_path(ctx, ctx->pool_key, ".d"),
+			    *taken = pool_path(ctx, ctx->pool_key, ".taken");
+	if (dir && taken) {
+		*ret_token = fs_path_join(dir, id);
+		*ret_claim = fs_path_join(taken, id);
+	}
+}
+
+/* A one-shot create's claim of entry id: its supervisor claims it and
+ * takes our pidfd as its owner in one request (CTL_OP_OWN). 1 when owned,
+ * 0 when another create won it, -1 when its supervisor did not answer. */
+static int pool_own(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_close_ int self = sys_pidfd_open(getpid(), 0);
+	_cleanup_close_ int fd = self >= 0 ? env_connect(ctx, id, NULL) : -1;
+	if (fd < 0)
+		return -1;
+	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_OWN), *m = NULL;
+	if (!req || json_send(fd, req, &self, 1) < 0 || json_recv(fd, &m, NULL, NULL) <= 0)
+		return -1;
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_OWNED))
+		return 1;
+	return streq(json_str(m, CTL_F_CODE) ?: "", "conflict") ? 0 : -1;
+}
+
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
  * 0 when none matches, negative on failure. The entry becomes an ordinary
  * environment: created now, from_pool, no longer hidden. */
@@ -435,6 +471,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 {
 	if (ctx->pool_key || !pool_opts_plain(o) || !pool_any(ctx))
 		return 0;
+	bool oneshot = o && o->version >= 7 && o->one_shot;
 	const char *kind;
 	_cleanup_free_ char *source = NULL;
 	if (pool_source_of(ctx, o, &kind, &source, NULL) < 0)
@@ -457,7 +494,15 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		/* Winning the rename of the token into <key>.taken/ is winning the
 		 * entry; the claim stays until the entry is handed out, so that
 		 * sbx gc finds an entry whose taker died (pool_gc_claims). */
-		int r = rename(tok, claim);
+		/* One-shot: the entry's supervisor claims it for us, and it is ours
+		 * from the same moment (a taker killed between the two would leave
+		 * a claimed entry nobody removes). */
+		if (oneshot && mkdir(taken, 0700) < 0 && errno != EEXIST)
+			continue;
+		int own = oneshot ? pool_own(ctx, de->d_name) : -1;
+		if (own == 0)
+			continue; /* another create won it */
+		int r = own > 0 ? 0 : rename(tok, claim);
 		if (r < 0 && errno == ENOENT && mkdir(taken, 0700) == 0) /* a pool set before .taken/ */
 			r = rename(tok, claim);
 		if (r < 0)

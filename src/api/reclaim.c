@@ -137,6 +137,14 @@ static void wait_lingering(int entry_fd)
 	}
 }
 
+/* Set in a one-shot environment's supervisor (reclaim.h). */
+static bool self_lingering;
+
+void reclaim_self_lingering(void)
+{
+	self_lingering = true;
+}
+
 /* Removes one trash entry, part by part (its top-level children, then
  * itself). Negative errno when something of it is left. */
 static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
@@ -266,6 +274,7 @@ static int reclaim_spawn(const sbx_ctx *ctx)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGHUP, SIG_IGN);
+		signal(SIGQUIT, SIG_DFL);
 		reclaimer_main(ctx->root);
 	}
 	spawned_reap_add(sys_pidfd_open(pid, 0));
@@ -348,7 +357,8 @@ static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, 
 		if (inl) {
 			_cleanup_close_ int fd =
 			    open(trash[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			wait_lingering(fd);
+			if (!self_lingering)
+				wait_lingering(fd);
 			(void)fs_rm_rf(trash[i]);
 		}
 		free(trash[i]);

@@ -81,6 +81,12 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
  * $SBX_ROOT/envs (at most 8): their removal is arranged as above. */
 int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n);
 
+/* For the rest of this process's life, an inline removal does not wait
+ * for a lingering supervisor's lock: this process is that supervisor (a
+ * one-shot environment removing itself, runtime.h dispose). A reclaimer
+ * it starts still waits. */
+void reclaim_self_lingering(void);
+
 /* sbx gc: removes every trash entry now, in this process, after waiting up
  * to wait_ms for a running reclaimer to finish (then regardless). before,
  * if set, is called on each entry's path first (a quota's mounts). When it

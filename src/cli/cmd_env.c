@@ -397,6 +397,33 @@ static void on_winch(int sig)
 	errno = e;
 }
 
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the command (its process
+ * group), as docker run's signal proxy does: one byte each on this pipe,
+ * which the exec reads (sbx_exec_opts.signal_fd; docs/runtime.md). A
+ * command that dies of one makes sbx exit 128+N; one that handles it goes
+ * on. Installed from the start of sbx run: a signal during the create is
+ * sent as the command starts. */
+static int sig_pipe[2] = {-1, -1};
+
+static void on_forward(int sig)
+{
+	int e = errno;
+	unsigned char b = (unsigned char)sig;
+	(void)!write(sig_pipe[1], &b, 1);
+	errno = e;
+}
+
+static void forward_signals(void)
+{
+	if (sig_pipe[0] >= 0 || pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return;
+	struct sigaction sa = {.sa_handler = on_forward, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
 static struct termios saved_tio;
 static bool tio_saved;
 
@@ -413,6 +440,8 @@ static void tty_restore(void)
 static int do_exec(cli *c, const char *id, opts *o, json_t *extra, sbx_err **ret_remove_err)
 {
 	sbx_exec_opts *x = &o->exec;
+	forward_signals();
+	x->signal_fd = sig_pipe[0];
 	x->argv = (const char *const *)o->cmd;
 	x->env = o->n_envs ? o->envs : NULL;
 	x->timeout_ms = o->have_timeout ? o->timeout : 0;
@@ -525,6 +554,10 @@ int cmd_run(cli *c, int argc, char **argv)
 	 * but a traced run needs a snapshot to start from, which the trace
 	 * outlives the environment with. */
 	o.create.ephemeral = !o.exec.trace;
+	/* Bound to this process: if it dies at any moment (kill -9 included),
+	 * the environment's supervisor removes it (docs/runtime.md). */
+	o.create.one_shot = true;
+	forward_signals();
 	char *id = NULL;
 	json_t *w = NULL;
 	sbx_err *e = NULL;

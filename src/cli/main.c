@@ -13,11 +13,13 @@ static const cli_cmd commands[] = {
     {"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] [-- CMD [ARG...]]",
      "Create an environment, run one command in it, destroy it. Exits with the command's status. With "
      "an image template (--template NAME): its ENTRYPOINT before CMD, and with no CMD given its own CMD, "
-     "as docker run does."},
+     "as docker run does. SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the command; killed in any way, sbx "
+     "run leaves nothing behind (its supervisor removes the environment)."},
     {"create", cmd_create, "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
     {"exec", cmd_exec, "sbx exec [EXEC-OPTS] [-d] ID -- CMD [ARG...]",
-     "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N). "
-     "-d: in the background, printing its process id (sbx ps ID, sbx kill ID PROC)."},
+     "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N); "
+     "SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the command. -d: in the background, printing its process id "
+     "(sbx ps ID, sbx kill ID PROC)."},
     {"ls", cmd_ls, "sbx ls", "List environments."},
     {"inspect", cmd_inspect, "sbx inspect ID",
      "Show an environment: limits, isolation walls in force and missing, usage."},

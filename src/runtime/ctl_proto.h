@@ -78,6 +78,13 @@
  * refusal ("error": no standby ready for that snapshot, or what "restart"
  * refuses) changes nothing: the client then takes the two steps above. */
 #define CTL_OP_RESTORE_STANDBY "restore_standby"
+/* client -> supervisor, with one fd, a pidfd of the client's process: a
+ * one-shot create that took a warm pool's entry makes it its own (runtime.h
+ * one_shot). The supervisor claims the entry (renames its token to the
+ * claim, docs/warm.md) and owns it in one step: "owned", or an error
+ * (conflict: another create took it). */
+#define CTL_OP_OWN "own"
+#define CTL_EV_OWNED "owned"
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"
@@ -122,6 +129,9 @@
  * when: api/reclaim.c waits for it before removing the trees). */
 #define CTL_F_LINGER "linger"
 #define CTL_F_LINGERING "lingering"
+/* stopped: a one-shot environment removed itself (files, state, uid slot)
+ * before the reply: the caller has nothing left to remove. */
+#define CTL_F_REMOVED "removed"
 #define CTL_F_PROCESS_ID "process_id"	  /* started (background), proc_*: "p<n>" */
 #define CTL_F_SIG "sig"			  /* signal, proc_kill */
 #define CTL_F_OUTPUT_BYTES "output_bytes" /* exec (background): cap per stream */

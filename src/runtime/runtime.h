@@ -77,6 +77,27 @@ typedef struct env_config {
 	 * at create, applied by setup, the supervisor and init. NULL: none. */
 	struct cdi_edits *cdi;
 	char **devices; /* the resolved names, "vendor/class=name" */
+	/* One-shot (sbx run; docs/runtime.md "One-shot runs"): the environment
+	 * lives no longer than its owner, a process. owner_fd is a pidfd of it
+	 * (the creator's, inherited; or one a pool's taker sent, CTL_OP_OWN),
+	 * -1 when none. The supervisor of a one-shot environment ends it when
+	 * the owner exits (kill -9 included), and whatever ended it, removes it
+	 * (dispose) before it answers "stopped". */
+	bool one_shot;
+	int owner_fd;
+	/* The API layer's removal of an environment's files, state, uid slot
+	 * and name (called by the supervisor, in its process: a fork of the
+	 * creator's, so arg, the creator's context, is valid there). */
+	void (*dispose)(void *arg, const char *id);
+	void *dispose_arg;
+	/* A warm pool's entry (docs/warm.md): its token and where a taker's
+	 * claim moves it (CTL_OP_OWN renames one to the other); NULL otherwise. */
+	char *pool_token, *pool_claim;
+	/* One-shot creates: the API's on-disk steps, run by the supervisor
+	 * process before it starts (so that no moment leaves them behind
+	 * without a process that removes them); 0 or negative errno with *err. */
+	int (*prepare)(void *arg, struct env_config *c, sbx_err **err);
+	void *prepare_arg;
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */
 } env_config;
@@ -116,6 +137,10 @@ uid_t userns_slot_base(unsigned slot);
 #define USERNS_SLOT_DIR "/run/sbx-uidslots"
 int userns_slot_alloc(const char *owner_env_dir, unsigned *ret_slot, sbx_err **err);
 int userns_slot_free(unsigned slot);
+/* The same, only while the slot is still owner's (a removal that two
+ * processes finish, a one-shot environment's supervisor and its caller,
+ * never frees a slot that another environment took meanwhile). */
+int userns_slot_free_owned(unsigned slot, const char *owner);
 /* Writes uid_map/gid_map (and setgroups for rootless) of pid. */
 int userns_write_maps(pid_t pid, const env_config *c, sbx_err **err);
 /* An fd of a fresh user namespace mapping host uid/gid `inner` to the

@@ -393,6 +393,46 @@ static bool client_proc(supervisor *s, int conn, const char *op, const json_t *m
 	return false;
 }
 
+/* One-shot (runtime.h): removes the environment (the API's dispose), and
+ * the pool claim this supervisor made for its owner. */
+static void dispose_env(supervisor *s)
+{
+	if (!s->c->one_shot || !s->c->dispose)
+		return;
+	s->c->dispose(s->c->dispose_arg, s->c->id);
+	if (s->c->pool_claim)
+		(void)unlink(s->c->pool_claim);
+	startup_mark("teardown: files removed (one-shot)");
+}
+
+/* CTL_OP_OWN: a one-shot create's take of this pool entry. The claim (the
+ * token's rename) and the ownership are one step here, so that the taker
+ * dying at any moment leaves the entry either in the pool or owned (and
+ * then removed with its owner). */
+static void client_own(supervisor *s, int conn, int *fds, size_t n_fds)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	env_config *c = s->c;
+	if (n_fds != 1 || !c->pool_token || !c->pool_claim)
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "own: not a pool entry, or no pidfd");
+	else if (c->one_shot)
+		err_set(&e, SBX_E_CONFLICT, EBUSY, "own: the entry is owned already");
+	else if (rename(c->pool_token, c->pool_claim) < 0)
+		err_set(&e, errno == ENOENT ? SBX_E_CONFLICT : SBX_E_INTERNAL, errno,
+			"own: claim the pool entry: %s", strerror(errno));
+	else if ((c->owner_fd = fcntl(fds[0], F_DUPFD_CLOEXEC, 3)) < 0) {
+		err_errno(&e, "own: dup");
+		(void)rename(c->pool_claim, c->pool_token); /* back in the pool */
+	}
+	if (e) {
+		send_json(conn, err_json(e), NULL, 0);
+		return;
+	}
+	c->one_shot = true;
+	ep_add(s, c->owner_fd);
+	send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_OWNED), NULL, 0);
+}
+
 static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_fds)
 {
 	if (s->n_execs >= MAX_SUP_EXECS) {
@@ -841,6 +881,8 @@ static void client_request(supervisor *s, int conn)
 		restart_start(s, conn, m);
 	} else if (streq(op, CTL_OP_RESTORE_STANDBY)) {
 		keep = standby_restore(s, conn, m);
+	} else if (streq(op, CTL_OP_OWN)) {
+		client_own(s, conn, fds, n);
 	} else {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown request '%s'", op);
@@ -2243,10 +2285,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		/* The create was killed before it learned the environment exists:
 		 * nobody was given its id, nobody will use it. (A creator killed
 		 * after reading this is gc's: sbx gc removes what its creator left
-		 * without a state.) */
+		 * without a state; a one-shot one is removed here, or when its
+		 * owner's pidfd says it exited.) */
 		teardown(s);
+		dispose_env(s);
 		_exit(1);
 	}
+	/* One-shot: the owner's exit ends the environment (runtime.h). */
+	if (c->one_shot && c->owner_fd >= 0)
+		ep_add(s, c->owner_fd);
 
 	while (!s->stopping) {
 		struct epoll_event evs[32];
@@ -2293,6 +2340,11 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 &&
 				    errno == ENOENT)
 					begin_stop(s, -1);
+			} else if (fd == c->owner_fd && c->one_shot) {
+				/* The owner exited (readable pidfd) before it removed us. */
+				ep_del(s, fd);
+				if (!s->stopping)
+					begin_stop(s, -1);
 			} else if (fd == s->idle_fd) {
 				idle_event(s);
 			} else if (fd == s->ttl_fd) {
@@ -2328,11 +2380,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			sup_proc_free(s->execs[i].bg);
 			s->execs[i].bg = NULL;
 		}
+	/* One-shot: whatever ended it (its owner's stop, the owner's exit, init's
+	 * death), it is removed before the reply: the owner may be killed at
+	 * any moment from here on and nothing is left (docs/runtime.md). */
+	dispose_env(s);
 	if (s->stop_conn >= 0)
-		send_json(
-		    s->stop_conn,
-		    json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING, s->linger_ns >= 0),
-		    NULL, 0);
+		send_json(s->stop_conn,
+			  json_pack("{s:s,s:b,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING,
+				    s->linger_ns >= 0, CTL_F_REMOVED, c->one_shot && c->dispose),
+			  NULL, 0);
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
 	safe_close(s->linger_ns);
@@ -2343,8 +2399,9 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 
 fail:
 	teardown(s);
-	(void)report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)),
-					 "message", sbx_err_message(e), "errno", sbx_err_errno(e)));
+	if (!report(ready_fd, json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code", sbx_code_name(sbx_err_code(e)),
+					"message", sbx_err_message(e), "errno", sbx_err_errno(e))))
+		dispose_env(s); /* a one-shot creator gone: nobody else removes it */
 	_exit(1);
 }
 
@@ -2382,12 +2439,28 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		/* The supervisor, in its own memory from here. Only the ready
 		 * pipe survives. */
 		safe_close(rp[0]);
-		/* Keep exactly: the ready pipe (fd 3) and the liveness lock (fd 4). */
-		int a = fcntl(rp[1], F_DUPFD_CLOEXEC, 5), b = fcntl(c->lock_fd, F_DUPFD_CLOEXEC, 5);
-		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0)
+		/* One-shot: the environment's files are made here, by the process
+		 * that removes them whenever its owner goes (runtime.h prepare). */
+		if (c->prepare) {
+			_cleanup_err_ sbx_err *pe = NULL;
+			if (c->prepare(c->prepare_arg, c, &pe) < 0) {
+				(void)report(rp[1],
+					     json_pack("{s:b,s:s,s:s,s:i}", "ok", 0, "code",
+						       sbx_code_name(sbx_err_code(pe)), "message",
+						       sbx_err_message(pe), "errno", sbx_err_errno(pe)));
+				_exit(1);
+			}
+		}
+		/* Keep exactly: the ready pipe (fd 3), the liveness lock (fd 4) and
+		 * a one-shot environment's owner pidfd (fd 5). */
+		int a = fcntl(rp[1], F_DUPFD_CLOEXEC, 10), b = fcntl(c->lock_fd, F_DUPFD_CLOEXEC, 10);
+		int o = c->one_shot ? fcntl(c->owner_fd, F_DUPFD_CLOEXEC, 10) : -1;
+		if (a < 0 || b < 0 || dup2(a, 3) < 0 || dup2(b, 4) < 0 ||
+		    (c->one_shot && (o < 0 || dup2(o, 5) < 0)))
 			_exit(1);
 		int fd = 3;
 		c->lock_fd = 4;
+		c->owner_fd = c->one_shot ? 5 : -1;
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		int logfd = -1;
 		if (log_debug_enabled) {
@@ -2399,13 +2472,16 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 		dup2(null, 1);
 		if (!startup_trace_enabled()) /* SBX_TRACE_STARTUP: keep the creator's stderr */
 			dup2(logfd >= 0 ? logfd : null, 2);
-		if (null > 4)
+		if (null > 5)
 			safe_close(null);
-		if (logfd > 4)
+		if (logfd > 5)
 			safe_close(logfd);
-		sys_close_range(5, ~0U, 0);
+		sys_close_range(6, ~0U, 0);
+		if (!c->one_shot)
+			(void)close(5);
 		(void)fd_set_cloexec(3, 1);
 		(void)fd_set_cloexec(4, 1);
+		(void)fd_set_cloexec(5, 1);
 		for (int sig = 1; sig < NSIG; sig++)
 			signal(sig, SIG_DFL);
 		signal(SIGPIPE, SIG_IGN);

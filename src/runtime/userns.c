@@ -63,6 +63,16 @@ int userns_slot_free(unsigned slot)
 	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
 }
 
+int userns_slot_free_owned(unsigned slot, const char *owner)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/%u", USERNS_SLOT_DIR, slot);
+	_cleanup_free_ char *held = NULL;
+	if (fs_read_file(path, 8192, &held, NULL) < 0 || !streq(held, owner))
+		return 0; /* freed already (and perhaps another environment's now) */
+	return unlink(path) < 0 && errno != ENOENT ? -errno : 0;
+}
+
 static int write_proc(pid_t pid, const char *file, const char *content, sbx_err **err)
 {
 	char path[64];

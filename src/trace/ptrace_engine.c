@@ -762,6 +762,18 @@ static int64_t start_tick(uint64_t tick0)
 	return (int64_t)engine_now_ns(CLOCK_REALTIME_COARSE);
 }
 
+/* The command's child killed before its exec by a signal that was not ours
+ * (one sent to its process group: sbx run forwards its SIGINT/SIGTERM,
+ * docs/runtime.md): that is how the command ended, not a failure. */
+static bool died_of_signal(engine *e, int st)
+{
+	if (!WIFSIGNALED(st) || WTERMSIG(st) == SIGKILL)
+		return false;
+	e->main_status = st;
+	return true;
+}
+
+/* 0: started; 1: the command ended before its exec (died_of_signal). */
 static int engine_start(engine *e, char **argv, char **envp, const saved_sig *ss, uint64_t tick0, int *sock,
 			sbx_err **err)
 {
@@ -792,6 +804,8 @@ static int engine_start(engine *e, char **argv, char **envp, const saved_sig *ss
 		if (m.kind == 1 && m.stage >= 0 && m.stage < (int)ARRAY_SIZE(child_stage))
 			return err_errnum(err, m.errnum, "set up the traced command: %s",
 					  child_stage[m.stage]);
+		if (died_of_signal(e, st))
+			return 1;
 		return err_set(err, SBX_E_INTERNAL, 0, "the traced command died before exec (status %#x)",
 			       st);
 	}
@@ -801,8 +815,13 @@ static int engine_start(engine *e, char **argv, char **envp, const saved_sig *ss
 	if (ptrace(PTRACE_SEIZE, pid, 0, (void *)opts) < 0) {
 		int r =
 		    err_errno(err, "ptrace the command (PTRACE_SEIZE; is ptrace denied by seccomp or Yama?)");
+		int st = 0;
 		(void)kill(pid, SIGKILL);
-		(void)RETRY_EINTR(waitpid(pid, NULL, 0));
+		(void)RETRY_EINTR(waitpid(pid, &st, 0));
+		if (died_of_signal(e, st)) {
+			sbx_err_free(TAKE_PTR(*err));
+			return 1;
+		}
 		return r;
 	}
 	if (write(sp[0], "g", 1) != 1) {
@@ -821,6 +840,8 @@ static int engine_start(engine *e, char **argv, char **envp, const saved_sig *ss
 			    m.stage >= 0 && m.stage < (int)ARRAY_SIZE(child_stage))
 				return err_errnum(err, m.errnum, "set up the traced command: %s",
 						  child_stage[m.stage]);
+			if (died_of_signal(e, st))
+				return 1;
 			return err_set(err, SBX_E_INTERNAL, 0,
 				       "the traced command died before exec (status %#x)", st);
 		}
@@ -933,8 +954,10 @@ int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_
 	}
 	if (r >= 0)
 		r = engine_start(&e, argv, envp, &ss, tick0, &sock, err);
-	if (r >= 0)
+	if (r == 0)
 		r = engine_loop(&e, err);
+	else if (r > 0)
+		r = 0;
 	if (e.nthread_on) {
 		determ_notif_wake(&e, true);
 		pthread_join(e.nthread, NULL);

@@ -6,7 +6,7 @@ random points, of the sbx CLI, of an environment's supervisor and of
 (file contents compared), and nothing is left: no process, mount, cgroup or
 uid slot of a removed environment (sbxleaks.py).
 
-  faults.py cli|supervisor|frozen|creating|phase|restore|serve ROUNDS SEED
+  faults.py cli|supervisor|frozen|creating|phase|restore|serve|run|run_trace|run_pool ROUNDS SEED
 
 cli, supervisor and serve kill at random points of random operations and
 check everything after each kill; frozen, creating, phase and restore each
@@ -301,21 +301,25 @@ class Killer:
             est = self.est[op] * 0.75
             self.est[op] = max(min(est, delay_ms) if delay_ms is not None else est, 2.0)
 
-    def kill_cli(self, op, args):
-        """sbx ARGS killed after a random delay: (killed, returncode, stdout)."""
+    def kill_cli(self, op, args, sig=signal.SIGKILL):
+        """sbx ARGS sent SIG (default SIGKILL) after a random delay:
+        (killed, returncode, stdout). killed: SIGKILL killed it, or another
+        signal found it still running (a CLI that handles it)."""
         d = self.delay(op)
         p = subprocess.Popen([SBX, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(d)
-        if p.poll() is None:
-            p.send_signal(signal.SIGKILL)
+        hit = p.poll() is None
+        if hit:
+            p.send_signal(sig)
         try:
             o, _ = p.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             p.kill()
-            raise Fail("'sbx %s' still runs 60 s after SIGKILL" % " ".join(args))
-        killed = p.returncode == -signal.SIGKILL
+            raise Fail("'sbx %s' still runs 60 s after %s" % (" ".join(args), signal.Signals(sig).name))
+        killed = p.returncode == -signal.SIGKILL if sig == signal.SIGKILL else hit
         self.account(op, killed, d * 1000)
-        log("  %-9s %s after %5.1f ms (estimate %.1f ms)" % (op, "killed" if killed else "finished", d * 1000, self.est[op]))
+        log("  %-9s %s after %5.1f ms (estimate %.1f ms)%s" % (op, "killed" if killed else "finished", d * 1000, self.est[op],
+                                                           "" if sig == signal.SIGKILL else " by %s: exit %d" % (signal.Signals(sig).name, p.returncode)))
         return killed, p.returncode, o.strip()
 
     def summary(self):
@@ -563,6 +567,93 @@ def t_restore_again(rounds, rnd):
     if bad:
         raise Fail("a restore right after a killed restore failed: %s" % bad[0])
     final_checks({s0: want})
+
+
+# ---- sbx run killed ---------------------------------------------------------------------------
+def pool_entries():
+    """Ids of this store's warm pool entries (hidden: "pool" in their state)."""
+    ids = set()
+    for i in store_ids():
+        try:
+            if "pool" in json.load(open(os.path.join(ROOT, "envs", i, "state.json"))):
+                ids.add(i)
+        except (OSError, ValueError):
+            pass
+    return ids
+
+
+def trace_ids():
+    d = os.path.join(ROOT, "traces")
+    return {"sha256:" + f[:-5] for f in os.listdir(d) if f.endswith(".json")} if os.path.isdir(d) else set()
+
+
+def run_left(before):
+    """What a one-shot run left: listed environments, directories, supervisors
+    and leaks (processes, cgroups, uid slots, mounts) of environments that are
+    not warm pool entries."""
+    pool = pool_entries()
+    new = store_ids() - before - pool
+    left = {k: v for k, v in sbxleaks.env_leaks(ROOT, new).items() if v}
+    if listed():
+        left["listed"] = listed()
+    if new:
+        left["dirs"] = sorted(new)
+    sups = supervisors()
+    if len(sups) > len(pool):
+        left["supervisors"] = [describe(p) for p in sups]
+    return left
+
+
+def t_run(rounds, rnd, mode):
+    """`sbx run` (plain, --trace, or taking a warm pool's entry) sent SIGKILL,
+    SIGTERM, SIGINT or SIGHUP at random points of its life: within 10 s (its
+    supervisor notices its caller is gone), nothing is left: nothing listed,
+    no directory, supervisor, process, cgroup, uid slot or mount of the run's
+    environment, and `sbx gc` has nothing to remove. A trace is whole or not
+    there: every stored trace reads (sbx trace stats)."""
+    args = ["run"] + (["--trace"] if mode == "trace" else []) + ["--", "sh", "-c", "echo run; sleep 0.05"]
+    if mode == "pool":
+        sbx("pool", "set", "host", "--size", "1")
+    else:
+        sbx("run", "--", "true")  # the host mask cached
+    k = Killer(rnd)
+    _, ms = timed(lambda: sbx(*args))
+    k.measure("run", ms)
+    sigs = [signal.SIGKILL, signal.SIGKILL, signal.SIGTERM, signal.SIGINT, signal.SIGHUP]
+    for i in range(rounds):
+        sig = sigs[i % len(sigs)] if i < len(sigs) else rnd.choice(sigs)
+        if mode == "pool":  # an entry to take, most rounds
+            deadline = time.time() + 10
+            while not pool_entries() - set(listed()) and time.time() < deadline:
+                time.sleep(0.05)
+        before = store_ids() - pool_entries()
+        traces = trace_ids()
+        killed, rc, o = k.kill_cli("run", args, sig)
+        if not killed and (rc != 0 or o != "run"):
+            raise Fail("round %d: sbx run finished with exit %d, output '%s'" % (i, rc, o))
+        if killed and sig != signal.SIGKILL and rc not in (0, 128 + sig) and rc != -sig:
+            raise Fail("round %d: sbx run sent %s exited %d" % (i, signal.Signals(sig).name, rc))
+        deadline = time.time() + 10
+        while True:
+            left = run_left(before)
+            if not left:
+                break
+            if time.time() > deadline:
+                raise Fail("round %d: sbx run sent %s left, after 10 s: %s" % (i, signal.Signals(sig).name, json.dumps(left)))
+            time.sleep(0.1)
+        for t in trace_ids() - traces:
+            p = sbx("trace", "stats", t, check=False)
+            if p.returncode != 0:
+                raise Fail("round %d: trace %s of a killed run does not read: %s" % (i, t, p.stderr.strip()))
+        g = json.loads(out("gc", "--json"))
+        if g["removed"]:
+            raise Fail("round %d: sbx gc removed %s after a killed sbx run" % (i, g["removed"]))
+    log("runs hit while running: " + k.summary())
+    if not k.killed.get("run"):
+        raise Fail("no sbx run was ever hit while running: the test did not exercise it")
+    if mode == "pool":
+        sbx("pool", "rm", "host")
+    final_checks({})
 
 
 # ---- kill -9 of the supervisor --------------------------------------------------------------
@@ -862,7 +953,9 @@ def main():
     log("faults.py %s: %d rounds, seed %d (again: SBX_FAULT_SEED=%d)" % (what, rounds, seed, seed))
     rnd = random.Random(seed)
     try:
-        {"cli": t_cli, "supervisor": t_supervisor, "frozen": t_supervisor_frozen, "creating": t_create_creating, "phase": t_phase_record, "restore": t_restore_again, "serve": t_serve}[what](rounds, rnd)
+        {"cli": t_cli, "supervisor": t_supervisor, "frozen": t_supervisor_frozen, "creating": t_create_creating, "phase": t_phase_record, "restore": t_restore_again, "serve": t_serve,
+         "run": lambda n, r: t_run(n, r, "plain"), "run_trace": lambda n, r: t_run(n, r, "trace"),
+         "run_pool": lambda n, r: t_run(n, r, "pool")}[what](rounds, rnd)
     except Fail as e:
         log("FAIL (seed %d): %s" % (seed, e))
         with open(os.path.join(TMP, "fault-ids"), "w") as f:

@@ -103,7 +103,8 @@ def store_leaks(root, run, base, ids=()):
     root, run, base = (os.path.abspath(a) for a in (root, run, base))
     ids = set(ids)
     envs = sorted(os.listdir(os.path.join(root, "envs"))) if os.path.isdir(os.path.join(root, "envs")) else []
-    run_dirs = sorted(os.listdir(run)) if os.path.isdir(run) else []
+    # readset-digests.json: the store's cache of read-set digests (src/api/readset_io.c), not a leak.
+    run_dirs = sorted(d for d in os.listdir(run) if d != "readset-digests.json") if os.path.isdir(run) else []
     ids |= {e for e in envs + run_dirs if ID_RE.match(e)}
     return {
         "processes": env_procs(ids, b"SBX_ROOT=" + root.encode()),

@@ -168,3 +168,41 @@ t_command_signals_and_time_namespace() {
 	fi
 	sbx rm "$ID"
 }
+
+# sbx run and sbx exec forward SIGINT, SIGTERM and SIGHUP to the command's
+# process group, as docker run does, and exit with its status: its own when
+# it handles the signal, 128+N when it dies of it. The run's environment is
+# gone afterwards, the exec's stays; a traced run's trace is whole
+# (docs/runtime.md "Signals").
+t_run_and_exec_forward_signals() {
+	setup_env
+	python3 - "$SBX_BIN" "$ID" <<'PY' || fail "signal forwarding"
+import json, re, signal, subprocess, sys
+sbx, env = sys.argv[1], sys.argv[2]
+
+def sent(args, sig):
+    p = subprocess.Popen([sbx] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()
+    assert first == "ready\n", (args, first, p.stderr.read())
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=30)
+    return p.returncode, out, err
+
+for name in ("INT", "TERM", "HUP"):
+    sig = getattr(signal, "SIG" + name)
+    trap = "trap 'echo got %s; exit 7' %s; echo ready; sleep 30 & wait" % (name, name)
+    rc, out, err = sent(["run", "--", "sh", "-c", trap], sig)
+    assert (rc, out) == (7, "got %s\n" % name), ("run, handled", name, rc, out, err)
+    rc, out, err = sent(["run", "--", "sh", "-c", "echo ready; exec sleep 30"], sig)
+    assert rc == 128 + sig, ("run, default action", name, rc, err)
+    rc, out, err = sent(["exec", env, "--", "sh", "-c", trap], sig)
+    assert (rc, out) == (7, "got %s\n" % name), ("exec, handled", name, rc, out, err)
+rc, out, err = sent(["run", "--trace", "--", "sh", "-c", "echo ready; exec sleep 30"], signal.SIGINT)
+assert rc == 130, ("traced run", rc, err)
+tid = re.search(r"trace (sha256:[0-9a-f]{64})", err).group(1)
+subprocess.run([sbx, "trace", "stats", tid], check=True, capture_output=True)
+envs = [e["environment_id"] for e in json.loads(subprocess.check_output([sbx, "ls", "--json"]))["environments"]]
+assert envs == [env], ("environments after the runs", envs)
+PY
+	sbx rm "$ID"
+}

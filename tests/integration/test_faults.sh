@@ -1,7 +1,8 @@
 # Fault injection: kill -9, at seeded random points, of the sbx CLI during
 # create, exec, snapshot, restore, fork, phase and rm; of an environment's
 # supervisor while idle and during exec, snapshot, restore and phase; and of
-# `sbx serve` with calls under way. After each kill: the call in flight ends,
+# `sbx serve` with calls under way; and of a one-shot `sbx run` (also by
+# SIGTERM, SIGINT, SIGHUP). After each kill: the call in flight ends,
 # `sbx gc` + `sbx fsck` are clean, every snapshot taken before the kill
 # restores exactly (file contents), a killed call's command does not run on,
 # and no process, mount, cgroup or uid slot of a removed environment is left
@@ -32,3 +33,10 @@ t_faults_kill9_supervisor_frozen() { faults frozen t_faults_kill9_supervisor_fro
 t_faults_kill9_create_leaves_no_creating() { faults creating t_faults_kill9_create_leaves_no_creating 12; }
 t_faults_kill9_phase_keeps_its_record() { faults phase t_faults_kill9_phase_keeps_its_record 12; }
 t_faults_kill9_restore_then_restore() { faults restore t_faults_kill9_restore_then_restore 30; }
+
+# A one-shot `sbx run` leaves nothing whatever happens to it: plain, traced,
+# and taking a warm pool's entry, sent SIGKILL, SIGTERM, SIGINT or SIGHUP at
+# random points of its life (faults.py t_run; docs/runtime.md "One-shot runs").
+t_faults_kill_run_leaves_nothing() { faults run t_faults_kill_run_leaves_nothing 25; }
+t_faults_kill_run_trace_leaves_nothing() { faults run_trace t_faults_kill_run_trace_leaves_nothing 25; }
+t_faults_kill_run_pool_leaves_nothing() { faults run_pool t_faults_kill_run_pool_leaves_nothing 25; }
