@@ -743,6 +743,7 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 	/* 7. The supervisor (src/runtime) builds and runs it; the record then
 	 *    says running, with what the supervisor found. */
 	log_debug("create: prepared, starting supervisor");
+	c->supervisor_child = ctx->short_lived > 0 && ctx->short_lived == getpid();
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
 		err_wrap(err, "create environment");
 		goto fail;
