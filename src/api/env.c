@@ -710,7 +710,7 @@ static void record_running(sbx_ctx *ctx, const env_config *c, json_t *st, const 
 	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
 		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
 	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
-	(void)env_state_write(ctx, c->id, st);
+	(void)env_state_write_replacing(ctx, c->id, st);
 }
 
 int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json_t **ret_warnings,
