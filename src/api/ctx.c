@@ -136,6 +136,11 @@ _public_ const char *sbx_version(void)
 	return "0.1.0";
 }
 
+void ctx_short_lived(sbx_ctx *ctx)
+{
+	ctx->short_lived = getpid();
+}
+
 char *ctx_env_dir(const sbx_ctx *ctx, const char *id)
 {
 	char *r = NULL;

@@ -16,7 +16,16 @@ struct sbx_ctx {
 	char **host_dirs;      /* sbx_ctx_allow_host_dir: real paths an operator allowed (host_dirs.c) */
 	const char *pool_key;  /* set while building a warm pool entry (src/api/pool.c) */
 	bool pool_tmpfs;       /* and its writable layer goes on a tmpfs (pool_layer_tmpfs) */
+	pid_t short_lived;     /* ctx_short_lived: the process whose supervisors stay its children */
 };
+
+/* The caller is a short-lived process (a CLI command such as `sbx run`):
+ * the supervisors it starts stay its children (one fork, no intermediate
+ * process; they are reparented when it exits) instead of being detached by
+ * a double fork. Only for the calling process: a process forked from it
+ * (a pool's refiller) detaches its supervisors again, since a long-lived
+ * parent that never reaps them would collect zombies. */
+void ctx_short_lived(sbx_ctx *ctx);
 
 /* $SBX_ROOT/envs/<id> and $SBX_RUN/<id>; malloc'd. */
 char *ctx_env_dir(const sbx_ctx *ctx, const char *id);

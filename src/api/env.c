@@ -726,7 +726,7 @@ static void record_running(sbx_ctx *ctx, const env_config *c, json_t *st, const 
 	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
 		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
 	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
-	(void)env_state_write(ctx, c->id, st);
+	(void)env_state_write_replacing(ctx, c->id, st);
 }
 
 /* A one-shot create's steps 5-6, run by its supervisor's process before
@@ -802,6 +802,7 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 	/* 7. The supervisor (src/runtime) builds and runs it; the record then
 	 *    says running, with what the supervisor found. */
 	log_debug("create: prepared, starting supervisor");
+	c->supervisor_child = ctx->short_lived > 0 && ctx->short_lived == getpid();
 	if (supervisor_start(c, &warnings, &info, err) < 0) {
 		err_wrap(err, "create environment");
 		goto fail;

@@ -58,6 +58,33 @@ int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st)
 	return fs_write_atomic_flags(p, s, strlen(s), 0644, false);
 }
 
+/* renameat for env_state_write_replacing: exchange, then keep what was
+ * there as creating-state.json (a plain rename where the kernel or the
+ * filesystem has no exchange, or nothing was there). */
+static int rename_keeping_old(int olddfd, const char *old, int newdfd, const char *new_)
+{
+	if (renameat2(olddfd, old, newdfd, new_, RENAME_EXCHANGE) < 0)
+		return errno == ENOENT || errno == EINVAL ? renameat(olddfd, old, newdfd, new_) : -1;
+	if (renameat(olddfd, old, olddfd, "creating-state.json") < 0)
+		(void)unlinkat(olddfd, old, 0);
+	return 0;
+}
+
+int env_state_write_replacing(const sbx_ctx *ctx, const char *id, const json_t *st)
+{
+	static const fs_atomic_ops ops = {.write = write, .fsync = fsync, .renameat = rename_keeping_old};
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);
+	_cleanup_free_ char *s = json_dumps(st, JSON_INDENT(2) | JSON_SORT_KEYS);
+	if (!s)
+		return -ENOMEM;
+	_cleanup_close_ int dfd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* Not fsync'd, as env_state_write. */
+	return fs_write_atomicat(dfd, "state.json", s, strlen(s), 0644, 0, &ops);
+}
+
 /* ---- the typed record ---------------------------------------------------- */
 
 /* One line per typed key: where it lives in the struct and its JSON name. */

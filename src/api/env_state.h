@@ -55,6 +55,14 @@ int env_record_load(sbx_ctx *ctx, const char *ref, char **ret_id, env_record *re
 /* The raw forms (callers that rewrite the record as JSON). */
 int env_state_read(const sbx_ctx *ctx, const char *id, json_t **ret);
 int env_state_write(const sbx_ctx *ctx, const char *id, const json_t *st);
+/* The same, for a record written moments ago (a create's "running" after
+ * its "creating"): the new one takes the old one's place by an exchange,
+ * and the old one stays as envs/<id>/creating-state.json until the
+ * environment is removed. A rename over the old file makes ext4 start
+ * writing the new one back at once (auto_da_alloc) and evict the old inode:
+ * 0.2-0.6 ms on the create's path on this loaded disk, against ~0.01 ms.
+ * Readers see the old or the new record, never neither. */
+int env_state_write_replacing(const sbx_ctx *ctx, const char *id, const json_t *st);
 /* Resolves ref and reads its state.json. */
 int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err);
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/ctx.h"
 #include "cli/cli.h"
 #include "util/macro.h"
 
@@ -350,6 +351,7 @@ int cmd_create(cli *c, int argc, char **argv)
 	int r = parse("create", argc, argv, F_CREATE, &o, 0);
 	if (r || (r = cli_open_ctx(c)))
 		goto out;
+	ctx_short_lived(c->ctx); /* its supervisor is forked directly (ctx.h) */
 	if (o.n_cmd > 0) {
 		r = cli_usage_error("create", "unexpected argument '%s'", o.cmd[0]);
 		goto out;
@@ -544,6 +546,7 @@ int cmd_run(cli *c, int argc, char **argv)
 	int r = parse("run", argc, argv, F_CREATE | F_EXEC, &o, 0);
 	if (r || (r = cli_open_ctx(c)))
 		goto out;
+	ctx_short_lived(c->ctx); /* its supervisor is forked directly (ctx.h) */
 	/* No command: an image template's (or snapshot's) CMD/ENTRYPOINT, as docker run. */
 	if (o.n_cmd < 1 && !o.create.template_spec && !o.create.snapshot) {
 		r = cli_usage_error("run", "missing command (sbx run [OPTIONS] -- CMD [ARG...])");

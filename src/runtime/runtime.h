@@ -31,7 +31,8 @@ typedef struct env_config {
 	char *run_dir; /* $SBX_RUN/<id>: ctl.sock, lock, mnt/ */
 	char *template_spec;
 	bool rootless;
-	bool ephemeral; /* writable layer on a tmpfs inside the environment */
+	bool ephemeral;	       /* writable layer on a tmpfs inside the environment */
+	bool supervisor_child; /* the supervisor stays the caller's child (ctx_short_lived) */
 	/* No user namespaces on this host (e.g. AppArmor's restriction on Ubuntu
 	 * 24.04): no namespaces at all; Landlock confines every process to the
 	 * system directories (read-only) and the environment's own directory

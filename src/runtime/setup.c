@@ -242,6 +242,17 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	/* 1. Wait until the supervisor wrote our uid/gid maps. Until then we
 	 *    have no identity. */
 	startup_mark("child: cloned");
+	/* 1'. The seccomp program is built now, while the supervisor writes
+	 *     our maps and opens our trees (the wait for "go"), so that the
+	 *     message is usually there when we look; it is loaded last, at
+	 *     step 12. Building is computation only (libseccomp, a memfd): it
+	 *     needs no identity. On a hybrid host its short-lived heap is
+	 *     charged to the supervisor's v1 memory group, which we leave at
+	 *     step 1a. */
+	_cleanup_(seccomp_prog_freep) seccomp_prog *filter = NULL;
+	if (!c->degraded && seccomp_prepare(0, &filter, &e) < 0)
+		fail(sock, e);
+	startup_mark("child: seccomp program built");
 	int cg[CGROUP_SELF_FDS_MAX];
 	size_t n_cg = 0;
 	if (wait_go(sock, &f, cg, &n_cg, &e) < 0)
@@ -355,14 +366,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 			err_errno(&e, "setrlimit nproc"), fail(sock, e);
 	}
 
-	/* 8a. The seccomp program is built now, while the supervisor is still
-	 *     moving us into our cgroup (a wait of milliseconds on cgroup v1);
-	 *     it is loaded last, at step 12. */
 	startup_mark("child: hostname, net, rlimits");
-	_cleanup_(seccomp_prog_freep) seccomp_prog *filter = NULL;
-	if (seccomp_prepare(0, &filter, &e) < 0)
-		fail(sock, e);
-	startup_mark("child: seccomp program built");
 
 	/* 8b. The supervisor moved us into the environment's cgroup while we
 	 *     built the root; once it says so, a cgroup namespace rooted there. */
@@ -417,7 +421,7 @@ _noreturn_ void setup_child(env_config *c, int sock)
 	startup_mark("child: landlock");
 	log_debug("child: landlock");
 	/* 12. seccomp last: it denies mount and friends that the steps above used
-	 *     (the program built at step 8a). */
+	 *     (the program built at step 1'). */
 	if (seccomp_load_prog(filter, &e) < 0)
 		fail(sock, e);
 	seccomp_prog_free(TAKE_PTR(filter)); /* init_main() never returns */

@@ -1653,10 +1653,15 @@ static int init_ready_apply(supervisor *s, const json_t *m, sbx_err **err)
 	return 0;
 }
 
-static int start_init(supervisor *s, sbx_err **err)
+static int listen_ctl(supervisor *s, sbx_err **err);
+/* listen: the first start also makes the control socket, while init builds
+ * its root (the socket's bind is an inode on SBX_RUN's filesystem: off the
+ * critical path there). */
+static int start_init(supervisor *s, bool listen, sbx_err **err)
 {
 	_cleanup_json_ json_t *m = NULL;
 	if (init_spawn(s, s->c->env_dir, false, &s->init_pid, &s->init_pidfd, &s->init_sock, err) < 0 ||
+	    (listen && listen_ctl(s, err) < 0) ||
 	    init_ready_read(s->init_sock, &m, &s->proxy_listen, err) < 0)
 		return -1;
 	return init_ready_apply(s, m, err);
@@ -1807,7 +1812,7 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 			json_array_remove(s->warnings, json_array_size(s->warnings) - 1);
 		s->landlock_abi = 0;
 		startup_mark("restart: start");
-		if (start_init(s, &e) == 0)
+		if (start_init(s, false, &e) == 0)
 			ep_add(s, s->init_sock);
 	}
 	if (e) {
@@ -2171,29 +2176,35 @@ static bool report(int fd, json_t *m)
 
 _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 {
-	supervisor S = {.c = c,
-			.listen_fd = -1,
-			.init_sock = -1,
-			.init_pidfd = -1,
-			.ttl_fd = -1,
-			.idle_fd = -1,
-			.rec_fd = -1,
-			.stop_conn = -1,
-			.freeze_conn = -1,
-			.proxy_listen = -1,
-			.proxy_stop = -1,
-			.egress_log = -1,
-			.restart_conn = -1,
-			.linger_ns = -1,
-			.sb_pid = -1,
-			.old_init_pid = -1,
-			.sb_pidfd = -1,
-			.sb_sock = -1,
-			.sb_proxy = -1,
-			.sb_helper = -1,
-			.sb_helper_fd = -1,
-			.sb_waiter = -1};
+	/* ~113 KiB (the exec table): static, so that only the pages in use are
+	 * faulted in; a zero-initialized local had every page touched by its
+	 * memset. It is still all zeros here: this function never returns,
+	 * and every supervisor is forked by supervisor_start's caller, a
+	 * process that never ran it. */
+	static supervisor S;
 	supervisor *s = &S;
+	s->c = c;
+	s->listen_fd = -1;
+	s->init_sock = -1;
+	s->init_pidfd = -1;
+	s->ttl_fd = -1;
+	s->idle_fd = -1;
+	s->rec_fd = -1;
+	s->stop_conn = -1;
+	s->freeze_conn = -1;
+	s->proxy_listen = -1;
+	s->proxy_stop = -1;
+	s->egress_log = -1;
+	s->restart_conn = -1;
+	s->linger_ns = -1;
+	s->sb_pid = -1;
+	s->old_init_pid = -1;
+	s->sb_pidfd = -1;
+	s->sb_sock = -1;
+	s->sb_proxy = -1;
+	s->sb_helper = -1;
+	s->sb_helper_fd = -1;
+	s->sb_waiter = -1;
 	_cleanup_err_ sbx_err *e = NULL;
 	(void)prctl(PR_SET_NAME, "sbx-supervisor", 0, 0, 0);
 	/* Our argv and environ are the creator's (`sbx create --env K=V -v
@@ -2227,8 +2238,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	startup_mark("supervisor: plugins, cgroup created");
 	log_debug("supervisor: cgroup created");
 	s->n_base_warnings = json_array_size(s->warnings); /* a restart's start gives the rest again */
-	if (start_init(s, &e) < 0 || listen_ctl(s, &e) < 0 ||
-	    cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
+	if (start_init(s, true, &e) < 0 || cdi_hooks_create(c, s->init_pid, s->warnings, &e) < 0)
 		goto fail;
 	secrets_wipe(c); /* init holds the one copy of the secrets now */
 
@@ -2423,8 +2433,14 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	 * (this thread waits until it exits), so our address space is copied
 	 * once, for the supervisor, instead of twice. It only calls setsid()
 	 * and fork() and exits; it writes no variable of ours (pid is written
-	 * by vfork's return in each process). */
-	pid_t pid = vfork();
+	 * by vfork's return in each process).
+	 * A short-lived caller (c->supervisor_child: a CLI command) forks the
+	 * supervisor directly: one process start fewer on the create's path
+	 * (the intermediate had to be scheduled before the supervisor existed;
+	 * `sbx run` 0.86-0.92x). It is reparented when the caller exits, and a
+	 * supervisor that ends first is a zombie only until then. */
+	const bool direct = c->supervisor_child;
+	pid_t pid = direct ? fork() : vfork();
 	if (pid < 0) {
 		safe_close(rp[0]);
 		safe_close(rp[1]);
@@ -2433,9 +2449,11 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	if (pid == 0) {
 		if (setsid() < 0)
 			_exit(1);
-		pid = fork();
-		if (pid != 0)
-			_exit(pid < 0);
+		if (!direct) {
+			pid = fork();
+			if (pid != 0)
+				_exit(pid < 0);
+		}
 		/* The supervisor, in its own memory from here. Only the ready
 		 * pipe survives. */
 		safe_close(rp[0]);
@@ -2490,7 +2508,8 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 	}
 	safe_close(rp[1]);
 	startup_mark("create: supervisor forked");
-	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
+	if (!direct)
+		(void)RETRY_EINTR(waitpid(pid, NULL, 0));
 	_cleanup_free_ char *buf = NULL;
 	int r = fd_read_all(rp[0], 1 << 20, &buf, NULL);
 	safe_close(rp[0]);

@@ -156,6 +156,37 @@ t_pool_rm_ends_a_lingering_refiller() {
 	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
 }
 
+# The CLI's own supervisors stay its children (ctx_short_lived), but a
+# refiller forked from a CLI that took an entry must detach the supervisors
+# of the entries it builds (a double fork): it lingers, and children it never
+# reaps would be its zombies.
+t_pool_refiller_detaches_its_supervisors() {
+	SBX_POOL_LINGER_MS=0 sbx pool set host --size 1 > /dev/null
+	ready host 1
+	# Its refiller gone (it holds the pool's lock while it lives), the take
+	# below forks a new one, which lingers.
+	for _ in $(seq 200); do
+		flock -n "$(ls "$SBX_ROOT"/pools/*.lock)" true && break
+		sleep 0.05
+	done
+	id=$(SBX_POOL_LINGER_MS=600000 sbx create)
+	ready host 1 # refilled by the refiller forked from that create
+	n=0
+	for d in "$SBX_ROOT"/envs/*/; do
+		e=$(basename "$d")
+		if [ "$e" = "$id" ] || ! [ -e "$d/state.json" ]; then continue; fi
+		sup=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("supervisor_pid", 0))' "$d/state.json")
+		[ "$sup" -gt 0 ] || continue
+		ppid=$(awk '/^PPid:/ {print $2}' "/proc/$sup/status")
+		comm=$(cat "/proc/$ppid/comm" 2> /dev/null || true)
+		[ "$comm" = "sbx" ] && fail "the refilled entry's supervisor $sup is the child of sbx process $ppid"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 1 ] || fail "no refilled entry found: $(ls "$SBX_ROOT/envs")"
+	timeout 20 "$SBX_BIN" pool rm host > /dev/null || fail "sbx pool rm"
+	sbx rm "$id"
+}
+
 # A taker that dies after winning an entry (before the entry is handed out)
 # leaves nothing that sbx gc does not clean, while the pool still exists.
 t_pool_crashed_taker_is_cleaned_by_gc() {
