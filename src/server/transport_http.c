@@ -580,12 +580,12 @@ static void restore_timeout(http_req *r)
  * libmicrohttpd resets every connection past its limit, so 128 sockets
  * opened and left silent used to lock everyone out for the ten minutes of
  * its idle timeout. Here the limits are ours: a connection past the total
- * or its peer's share evicts the oldest one that is only waiting (the
- * never-authorized first), and the reaper (the main loop) cuts a
- * connection that takes longer than request_us to send a request (from
- * its opening or its last response: slow headers, a body that never ends),
- * or, once authorized, idles longer than idle_us between requests. A
- * connection running a call is never cut. */
+ * or its peer's share evicts the oldest one that is only waiting or
+ * still reading its request (the never-authorized first), and the reaper
+ * (the main loop) cuts a connection that takes longer than request_us to
+ * send a request (from its opening or its last response: slow headers, a
+ * body that never ends), or, once authorized, idles longer than idle_us
+ * between requests. A connection running a call is never cut. */
 
 static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -609,13 +609,19 @@ static void conn_evict_locked(http_conn *c)
 		shutdown(c->fd, SHUT_RDWR); /* its thread sees EOF and closes it */
 }
 
-/* The waiting connection to give up for a newcomer (of `peer` only, if
- * given): never-authorized before authorized, then the nearest deadline. */
+/* The connection to give up for a newcomer (of `peer` only, if given): one
+ * waiting for a request or still reading one, never one running a call;
+ * never-authorized before authorized, then the nearest deadline (a body
+ * being read has the request timeout, shorter than the idle one: a slow
+ * upload goes before an idle keep-alive connection as old). Reading ones
+ * count: connections sending a body a byte at a time, from enough
+ * addresses to stay under each one's share, used to lock every other
+ * client out for as long as they were kept up. */
 static http_conn *conn_victim_locked(http_server *hs, const struct sockaddr_storage *peer)
 {
 	http_conn *best = NULL;
 	for (http_conn *c = hs->conns; c; c = c->next) {
-		if (c->evicted || c->phase != CONN_WAITING || (peer && !same_peer(&c->peer, peer)))
+		if (c->evicted || c->phase == CONN_BUSY || (peer && !same_peer(&c->peer, peer)))
 			continue;
 		if (!best || (best->authorized && !c->authorized) ||
 		    (best->authorized == c->authorized && c->deadline_us < best->deadline_us))

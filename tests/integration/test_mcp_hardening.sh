@@ -218,6 +218,62 @@ t_http_limit_flags() {
 	sbx serve --help 2>&1 | grep -q -- --max-sessions-per-peer || fail "serve --help does not list --max-sessions-per-peer"
 }
 
+# Slowloris from several addresses, each under its share: 24 connections
+# (twice --max-connections) that send nothing, half a header, or the headers
+# and a body that never ends. A client on another address is still served:
+# its connection evicts one of theirs. Those reading a body used to count as
+# busy, never evicted, so the client was reset until the request timeout
+# (30 s by default) cut them, and the attacker opened them again.
+t_http_slowloris_many_peers_does_not_lock_out() {
+	need_python
+	http_start --max-connections 12 --max-connections-per-peer 4
+	out=$(python3 - "$HTTP_URL" <<'PY'
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def conn(src):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((u.hostname, u.port))
+    return s
+opening = {"idle": b"",
+           "header": b"POST /mcp HTTP/1.1\r\nHost: x\r\n",
+           "body": b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100000\r\n\r\n{"}
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).encode()
+for mode, data in opening.items():
+    socks = []
+    for a in range(2, 8):
+        for _ in range(4):
+            s = conn(f"127.0.0.{a}")
+            if data:
+                s.sendall(data)
+            socks.append(s)
+    time.sleep(0.5)
+    try:
+        s = conn("127.0.0.1")
+        s.settimeout(10)
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        got = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            got += c
+        print(mode, got.split(b"\r\n")[0].decode())
+    except OSError as e:
+        print(mode, "FAIL", type(e).__name__, e)
+    for s in socks:
+        s.close()
+    time.sleep(0.5)
+PY
+)
+	echo "$out"
+	assert_contains "$out" "idle HTTP/1.1 200"
+	assert_contains "$out" "header HTTP/1.1 200"
+	assert_contains "$out" "body HTTP/1.1 200"
+}
+
 # ---- wrong-typed and out-of-bounds arguments ------------------------------------------
 INIT='{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
 INITED='{"jsonrpc":"2.0","method":"notifications/initialized"}'
