@@ -108,6 +108,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 		O_MAX_CONN_PEER,
 		O_IDLE_TIMEOUT,
 		O_REQUEST_TIMEOUT,
+		O_MAX_SESSIONS,
+		O_MAX_SESSIONS_PEER,
 		O_ATTEST_KEY,
 		O_ALLOW_HOST_DIR
 	};
@@ -118,6 +120,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 	    {"max-connections-per-peer", required_argument, NULL, O_MAX_CONN_PEER},
 	    {"idle-timeout", required_argument, NULL, O_IDLE_TIMEOUT},
 	    {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
+	    {"max-sessions", required_argument, NULL, O_MAX_SESSIONS},
+	    {"max-sessions-per-peer", required_argument, NULL, O_MAX_SESSIONS_PEER},
 	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
 	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
 	    {0},
@@ -159,6 +163,12 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_REQUEST_TIMEOUT:
 			r = parse_count("--request-timeout", v, 86400, &opts.request_timeout_s);
+			break;
+		case O_MAX_SESSIONS:
+			r = parse_count("--max-sessions", v, 65536, &opts.max_sessions);
+			break;
+		case O_MAX_SESSIONS_PEER:
+			r = parse_count("--max-sessions-per-peer", v, 65536, &opts.max_sessions_per_peer);
 			break;
 		}
 		if (r != 0)

@@ -45,6 +45,7 @@
 #include "server/jsonrpc.h"
 #include "server/mcp.h"
 #include "server/reaper.h"
+#include "server/session_policy.h"
 #include "server/tools.h"
 #include "util/err.h"
 #include "util/fd.h"
@@ -116,6 +117,8 @@ static int mhd_load(sbx_err **err)
 #define HTTP_REAP_INTERVAL_MS 250
 #define HTTP_LIMIT_SLACK 32 /* libmicrohttpd's own limit is ours plus this: evicted ones still closing */
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
+/* Session table (session_policy.h; docs/server.md "Sessions"); one peer may
+ * hold a quarter of it unless told otherwise. */
 #define HTTP_MAX_SESSIONS 1024
 #define HTTP_SESSION_IDLE_US ((int64_t)3600 * 1000000) /* a session unused this long expires */
 #define HTTP_SSE_BLOCK (32 * 1024)
@@ -137,13 +140,6 @@ enum {
 
 /* Revisions a client may name in the MCP-Protocol-Version header. */
 static const char *const http_versions[] = {"2025-03-26", "2025-06-18", "2025-11-25", MCP_STATELESS_VERSION};
-
-typedef struct http_session {
-	char id[SESSION_ID_HEX + 1];
-	int64_t last_used_us;
-	unsigned active; /* requests in flight: a busy session never expires */
-	struct http_session *next;
-} http_session;
 
 typedef struct sse_chunk {
 	struct sse_chunk *next;
@@ -174,8 +170,12 @@ typedef struct http_server {
 	char *token; /* NULL: no authentication */
 	size_t token_len;
 	pthread_mutex_t lock; /* guards everything below */
-	http_session *sessions;
-	unsigned n_sessions;
+	/* The session table: n_sessions entries of two parallel arrays of
+	 * sess_lim.max (the policy reads the metadata as one array). */
+	session_meta *sess_meta;
+	char (*sess_id)[SESSION_ID_HEX + 1];
+	size_t n_sessions;
+	session_limits sess_lim;
 	http_req *active; /* POSTs whose call is in flight */
 	bool stopping;
 	http_conn *conns; /* every open connection */
@@ -315,40 +315,41 @@ static bool sessionless_method(const char *method)
 
 /* ---- sessions (all under hs->lock) ------------------------------------------------- */
 
-static http_session *session_find_locked(http_server *hs, const char *id)
+static void session_drop_locked(http_server *hs, size_t i)
 {
-	int64_t now = now_us();
-	for (http_session **p = &hs->sessions; *p;) {
-		http_session *s = *p;
-		if (s->active == 0 && now - s->last_used_us > HTTP_SESSION_IDLE_US) {
-			*p = s->next;
-			hs->n_sessions--;
-			free(s);
-			continue;
-		}
-		if (streq(s->id, id))
-			return s;
-		p = &s->next;
+	size_t last = --hs->n_sessions;
+	if (i != last) {
+		hs->sess_meta[i] = hs->sess_meta[last];
+		memcpy(hs->sess_id[i], hs->sess_id[last], sizeof(hs->sess_id[i]));
 	}
-	return NULL;
 }
 
-/* Makes a session; when the table is full the least recently used idle one
- * goes. Returns 0 and its id in ret_id, or -1 if every session is busy. */
-static int session_create_locked(http_server *hs, char ret_id[SESSION_ID_HEX + 1])
+/* Drops the expired sessions, then returns the index of session id, or -1.
+ * An index is valid until the lock is released. */
+static ssize_t session_find_locked(http_server *hs, const char *id)
+{
+	int64_t now = now_us();
+	for (size_t i = hs->n_sessions; i-- > 0;) /* backwards: a drop moves in one already seen */
+		if (session_expired(&hs->sess_meta[i], now, hs->sess_lim.ttl_us))
+			session_drop_locked(hs, i);
+	for (size_t i = 0; i < hs->n_sessions; i++)
+		if (streq(hs->sess_id[i], id))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Makes a session for a client at peer, if the policy seats it (evicting a
+ * half-open session if it says so). Returns 0 and its id in ret_id; -1
+ * with the refusal in *ret_refusal; -2 if no random id could be made. */
+static int session_create_locked(http_server *hs, const session_peer *peer, char ret_id[SESSION_ID_HEX + 1],
+				 session_decision *ret_refusal)
 {
 	(void)session_find_locked(hs, ""); /* drops the expired ones */
-	if (hs->n_sessions >= HTTP_MAX_SESSIONS) {
-		http_session **lru = NULL;
-		for (http_session **p = &hs->sessions; *p; p = &(*p)->next)
-			if ((*p)->active == 0 && (!lru || (*p)->last_used_us < (*lru)->last_used_us))
-				lru = p;
-		if (!lru)
-			return -1;
-		http_session *s = *lru;
-		*lru = s->next;
-		hs->n_sessions--;
-		free(s);
+	int64_t now = now_us();
+	session_decision d = session_admit(hs->sess_meta, hs->n_sessions, peer, &hs->sess_lim, now);
+	if (d.verdict == SESSION_REFUSE_PEER || d.verdict == SESSION_REFUSE_FULL) {
+		*ret_refusal = d;
+		return -1;
 	}
 	unsigned char rnd[SESSION_ID_HEX / 2];
 	size_t got = 0;
@@ -357,32 +358,17 @@ static int session_create_locked(http_server *hs, char ret_id[SESSION_ID_HEX + 1
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return -1;
+			return -2;
 		got += (size_t)n;
 	}
-	http_session *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
-	s->last_used_us = now_us();
-	s->next = hs->sessions;
-	hs->sessions = s;
-	hs->n_sessions++;
-	memcpy(ret_id, s->id, sizeof(s->id));
+	if (d.verdict == SESSION_EVICT)
+		session_drop_locked(hs, d.victim);
+	size_t i = hs->n_sessions++;
+	for (size_t k = 0; k < sizeof(rnd); k++)
+		snprintf(hs->sess_id[i] + 2 * k, 3, "%02x", rnd[k]);
+	hs->sess_meta[i] = (session_meta){.last_used_us = now, .peer = *peer};
+	memcpy(ret_id, hs->sess_id[i], sizeof(hs->sess_id[i]));
 	return 0;
-}
-
-static void session_remove_locked(http_server *hs, const char *id)
-{
-	for (http_session **p = &hs->sessions; *p; p = &(*p)->next)
-		if (streq((*p)->id, id)) {
-			http_session *s = *p;
-			*p = s->next;
-			hs->n_sessions--;
-			free(s);
-			return;
-		}
 }
 
 /* ---- requests ------------------------------------------------------------------------ */
@@ -471,10 +457,10 @@ static void req_free(http_req *r)
 				break;
 			}
 	if (r->sid[0]) {
-		http_session *s = session_find_locked(hs, r->sid);
-		if (s) {
-			s->active--;
-			s->last_used_us = now_us();
+		ssize_t i = session_find_locked(hs, r->sid);
+		if (i >= 0) {
+			hs->sess_meta[i].active--;
+			hs->sess_meta[i].last_used_us = now_us();
 		}
 	}
 	pthread_mutex_unlock(&hs->lock);
@@ -594,12 +580,12 @@ static void restore_timeout(http_req *r)
  * libmicrohttpd resets every connection past its limit, so 128 sockets
  * opened and left silent used to lock everyone out for the ten minutes of
  * its idle timeout. Here the limits are ours: a connection past the total
- * or its peer's share evicts the oldest one that is only waiting (the
- * never-authorized first), and the reaper (the main loop) cuts a
- * connection that takes longer than request_us to send a request (from
- * its opening or its last response: slow headers, a body that never ends),
- * or, once authorized, idles longer than idle_us between requests. A
- * connection running a call is never cut. */
+ * or its peer's share evicts the oldest one that is only waiting or
+ * still reading its request (the never-authorized first), and the reaper
+ * (the main loop) cuts a connection that takes longer than request_us to
+ * send a request (from its opening or its last response: slow headers, a
+ * body that never ends), or, once authorized, idles longer than idle_us
+ * between requests. A connection running a call is never cut. */
 
 static bool same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
@@ -623,13 +609,19 @@ static void conn_evict_locked(http_conn *c)
 		shutdown(c->fd, SHUT_RDWR); /* its thread sees EOF and closes it */
 }
 
-/* The waiting connection to give up for a newcomer (of `peer` only, if
- * given): never-authorized before authorized, then the nearest deadline. */
+/* The connection to give up for a newcomer (of `peer` only, if given): one
+ * waiting for a request or still reading one, never one running a call;
+ * never-authorized before authorized, then the nearest deadline (a body
+ * being read has the request timeout, shorter than the idle one: a slow
+ * upload goes before an idle keep-alive connection as old). Reading ones
+ * count: connections sending a body a byte at a time, from enough
+ * addresses to stay under each one's share, used to lock every other
+ * client out for as long as they were kept up. */
 static http_conn *conn_victim_locked(http_server *hs, const struct sockaddr_storage *peer)
 {
 	http_conn *best = NULL;
 	for (http_conn *c = hs->conns; c; c = c->next) {
-		if (c->evicted || c->phase != CONN_WAITING || (peer && !same_peer(&c->peer, peer)))
+		if (c->evicted || c->phase == CONN_BUSY || (peer && !same_peer(&c->peer, peer)))
 			continue;
 		if (!best || (best->authorized && !c->authorized) ||
 		    (best->authorized == c->authorized && c->deadline_us < best->deadline_us))
@@ -811,9 +803,10 @@ static enum MHD_Result handle_delete(http_server *hs, http_req *r)
 			     error_response(JSONRPC_INVALID_REQUEST,
 					    "Bad Request: DELETE /mcp needs the Mcp-Session-Id header"));
 	pthread_mutex_lock(&hs->lock);
-	bool found = session_find_locked(hs, sid) != NULL;
+	ssize_t i = session_find_locked(hs, sid);
+	bool found = i >= 0;
 	if (found) {
-		session_remove_locked(hs, sid);
+		session_drop_locked(hs, (size_t)i);
 		for (http_req *a = hs->active; a; a = a->next)
 			if (streq(a->sid, sid))
 				req_cancel_locked(a);
@@ -897,14 +890,16 @@ static enum MHD_Result on_headers(http_server *hs, http_req *r, const char *url,
 static bool session_take(http_server *hs, http_req *r, const char *sid)
 {
 	pthread_mutex_lock(&hs->lock);
-	http_session *s = session_find_locked(hs, sid);
-	if (s) {
-		s->active++;
-		s->last_used_us = now_us();
-		memcpy(r->sid, s->id, sizeof(r->sid));
+	ssize_t i = session_find_locked(hs, sid);
+	if (i >= 0) {
+		session_meta *m = &hs->sess_meta[i];
+		m->active++;
+		m->established = true; /* it named its session: no longer half-open */
+		m->last_used_us = now_us();
+		memcpy(r->sid, hs->sess_id[i], sizeof(r->sid));
 	}
 	pthread_mutex_unlock(&hs->lock);
-	return s != NULL;
+	return i >= 0;
 }
 
 static enum MHD_Result handle_client_notification(http_server *hs, http_req *r, const jsonrpc_msg *m)
@@ -920,6 +915,35 @@ static enum MHD_Result handle_client_notification(http_server *hs, http_req *r, 
 	/* notifications/initialized and the rest need nothing; we send no requests, so
 	 * responses are dropped. */
 	return queue(r, MHD_HTTP_ACCEPTED, empty_response());
+}
+
+/* The 503 for an initialize the session table cannot seat (no: the
+ * policy's refusal; NULL: no random id could be made). */
+static enum MHD_Result refuse_session(http_req *r, const session_decision *no)
+{
+	const session_limits *lim = &r->hs->sess_lim;
+	struct MHD_Response *resp;
+	if (!no)
+		resp = error_response(HTTP_ERR_TRANSPORT,
+				      "Service Unavailable: cannot make a session id (getrandom failed)");
+	else if (no->verdict == SESSION_REFUSE_PEER)
+		resp = error_response(HTTP_ERR_TRANSPORT,
+				      "Service Unavailable: this address holds %zu sessions, its limit, each "
+				      "established or running a call; end some with DELETE /mcp, retry after "
+				      "%u s, or use protocol revision %s (no session)",
+				      lim->max_per_peer, no->retry_after_s, MCP_STATELESS_VERSION);
+	else
+		resp = error_response(HTTP_ERR_TRANSPORT,
+				      "Service Unavailable: the server holds %zu sessions, its limit, each "
+				      "established or running a call; retry after %u s, or use protocol "
+				      "revision %s (no session)",
+				      lim->max, no->retry_after_s, MCP_STATELESS_VERSION);
+	if (resp) {
+		char ra[16];
+		snprintf(ra, sizeof(ra), "%u", no ? no->retry_after_s : SESSION_RETRY_BUSY_S);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
+	return queue(r, MHD_HTTP_SERVICE_UNAVAILABLE, resp);
 }
 
 /* Runs request msg (borrowed) on a server of its own and answers it. */
@@ -993,17 +1017,17 @@ static enum MHD_Result run_request(http_server *hs, http_req *r, json_t *msg, co
 							 "out of memory building the response", NULL)));
 	char sid[SESSION_ID_HEX + 1] = "";
 	if (initialize && result) {
+		const union MHD_ConnectionInfo *ai =
+		    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		session_peer peer;
+		session_peer_of(ai ? ai->client_addr : NULL, &peer);
+		session_decision no = {0};
 		pthread_mutex_lock(&hs->lock);
-		int c = session_create_locked(hs, sid);
+		int c = session_create_locked(hs, &peer, sid, &no);
 		pthread_mutex_unlock(&hs->lock);
 		if (c < 0) {
 			free(body);
-			return queue(
-			    r, MHD_HTTP_SERVICE_UNAVAILABLE,
-			    error_response(HTTP_ERR_TRANSPORT,
-					   "Service Unavailable: too many sessions in use (the limit "
-					   "is %d); end some with DELETE /mcp",
-					   HTTP_MAX_SESSIONS));
+			return refuse_session(r, c == -1 ? &no : NULL);
 		}
 	}
 	struct MHD_Response *resp =
@@ -1274,7 +1298,11 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	    .request_us =
 		(int64_t)(opts->request_timeout_s ? opts->request_timeout_s : HTTP_REQUEST_TIMEOUT_S) *
 		1000000,
+	    .sess_lim = {.max = opts->max_sessions ? opts->max_sessions : HTTP_MAX_SESSIONS,
+			 .ttl_us = HTTP_SESSION_IDLE_US},
 	};
+	hs.sess_lim.max_per_peer =
+	    opts->max_sessions_per_peer ? opts->max_sessions_per_peer : (hs.sess_lim.max + 3) / 4;
 	/* A thread and a descriptor per connection: make room for them. */
 	struct rlimit rl;
 	rlim_t need = (rlim_t)hs.max_conns + HTTP_LIMIT_SLACK + 256;
@@ -1302,6 +1330,15 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 		free(hs.token);
 		return err_errno(err, "pipe");
 	}
+	hs.sess_meta = calloc(hs.sess_lim.max, sizeof(*hs.sess_meta));
+	hs.sess_id = calloc(hs.sess_lim.max, sizeof(*hs.sess_id));
+	if (!hs.sess_meta || !hs.sess_id) {
+		free(hs.sess_meta);
+		free(hs.sess_id);
+		safe_close(fd);
+		free(hs.token);
+		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	}
 	pthread_mutex_init(&hs.lock, NULL);
 	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD;
 	if (family == AF_INET6)
@@ -1314,6 +1351,8 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	if (!d) {
 		safe_close(fd);
 		pthread_mutex_destroy(&hs.lock);
+		free(hs.sess_meta);
+		free(hs.sess_id);
 		free(hs.token);
 		return err_set(err, SBX_E_INTERNAL, EIO, "cannot start the HTTP server on %s", opts->listen);
 	}
@@ -1358,11 +1397,8 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 		hs.conns = c->next;
 		free(c);
 	}
-	while (hs.sessions) {
-		http_session *s = hs.sessions;
-		hs.sessions = s->next;
-		free(s);
-	}
+	free(hs.sess_meta);
+	free(hs.sess_id);
 	pthread_mutex_destroy(&hs.lock);
 	free(hs.token);
 	return 0;

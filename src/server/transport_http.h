@@ -25,6 +25,12 @@ typedef struct mcp_http_opts {
 	unsigned request_timeout_s;	   /* to send a request's headers and body, from the connection's
 					      opening or its last response (30); a connection that has not
 					      been authorized yet gets the smaller of the two */
+	/* Session limits (0: the default; session_policy.h). An initialize
+	 * evicts a half-open session (one that never sent a message after its
+	 * initialize), its own peer's first, never an established one; if none
+	 * can go it gets 503 with Retry-After. */
+	unsigned max_sessions;		/* in total (default 1024) */
+	unsigned max_sessions_per_peer; /* from one IP address (default a quarter of max_sessions) */
 } mcp_http_opts;
 
 /* Serves until SIGINT, SIGTERM or SIGHUP, then cancels the calls in flight

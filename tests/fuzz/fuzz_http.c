@@ -8,6 +8,7 @@
  * still answers a well-formed request with 200 (no input locks it out).
  * Built and run by tests/fuzz/run; tests/fuzz/corpus/http holds the seeds. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -66,7 +67,11 @@ static void start(void)
 }
 
 /* Sends data on a new connection; reads the answer into buf (up to cap).
- * Returns the bytes read. */
+ * Returns the bytes read. libFuzzer's timeout timer (SIGALRM every
+ * -timeout/2+1 seconds, its handler installed without SA_RESTART)
+ * interrupts these calls: EINTR is retried (unretried, a run on a loaded
+ * machine now and then aborted in connect, or with "the server no longer
+ * answers: ''"). */
 static size_t roundtrip(const uint8_t *data, size_t size, char *buf, size_t cap)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -74,11 +79,19 @@ static size_t roundtrip(const uint8_t *data, size_t size, char *buf, size_t cap)
 		abort();
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-		abort(); /* the server stopped accepting */
+	/* Interrupted, the connection goes on in the background: EALREADY
+	 * until it is made (EISCONN), or its error. */
+	while (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 && errno != EISCONN) {
+		if (errno != EINTR && errno != EALREADY)
+			abort(); /* the server stopped accepting */
+		struct pollfd p = {.fd = fd, .events = POLLOUT};
+		(void)poll(&p, 1, 100);
+	}
 	size_t off = 0;
 	while (off < size) {
 		ssize_t n = send(fd, data + off, size - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break; /* the server answered early and closed */
 		off += (size_t)n;
@@ -90,10 +103,15 @@ static size_t roundtrip(const uint8_t *data, size_t size, char *buf, size_t cap)
 	int wait_ms = 3000; /* for the first byte; then until the answer stops */
 	for (;;) {
 		struct pollfd p = {.fd = fd, .events = POLLIN};
-		if (poll(&p, 1, wait_ms) <= 0)
+		int r = poll(&p, 1, wait_ms);
+		if (r < 0 && errno == EINTR)
+			continue; /* the wait starts over: at worst a little longer */
+		if (r <= 0)
 			break;
 		char tmp[4096];
 		ssize_t n = recv(fd, tmp, sizeof(tmp), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		size_t take = (size_t)n < cap - len ? (size_t)n : cap - len;

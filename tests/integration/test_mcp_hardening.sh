@@ -213,6 +213,65 @@ t_http_limit_flags() {
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-connections-per-peer abc
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --idle-timeout -5
 	sbx serve --help 2>&1 | grep -q -- --max-connections-per-peer || fail "serve --help does not list --max-connections-per-peer"
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-sessions 0
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-sessions-per-peer x
+	sbx serve --help 2>&1 | grep -q -- --max-sessions-per-peer || fail "serve --help does not list --max-sessions-per-peer"
+}
+
+# Slowloris from several addresses, each under its share: 24 connections
+# (twice --max-connections) that send nothing, half a header, or the headers
+# and a body that never ends. A client on another address is still served:
+# its connection evicts one of theirs. Those reading a body used to count as
+# busy, never evicted, so the client was reset until the request timeout
+# (30 s by default) cut them, and the attacker opened them again.
+t_http_slowloris_many_peers_does_not_lock_out() {
+	need_python
+	http_start --max-connections 12 --max-connections-per-peer 4
+	out=$(python3 - "$HTTP_URL" <<'PY'
+import json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+def conn(src):
+    s = socket.socket()
+    s.bind((src, 0))
+    s.connect((u.hostname, u.port))
+    return s
+opening = {"idle": b"",
+           "header": b"POST /mcp HTTP/1.1\r\nHost: x\r\n",
+           "body": b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 100000\r\n\r\n{"}
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}).encode()
+for mode, data in opening.items():
+    socks = []
+    for a in range(2, 8):
+        for _ in range(4):
+            s = conn(f"127.0.0.{a}")
+            if data:
+                s.sendall(data)
+            socks.append(s)
+    time.sleep(0.5)
+    try:
+        s = conn("127.0.0.1")
+        s.settimeout(10)
+        s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        got = b""
+        while True:
+            c = s.recv(65536)
+            if not c:
+                break
+            got += c
+        print(mode, got.split(b"\r\n")[0].decode())
+    except OSError as e:
+        print(mode, "FAIL", type(e).__name__, e)
+    for s in socks:
+        s.close()
+    time.sleep(0.5)
+PY
+)
+	echo "$out"
+	assert_contains "$out" "idle HTTP/1.1 200"
+	assert_contains "$out" "header HTTP/1.1 200"
+	assert_contains "$out" "body HTTP/1.1 200"
 }
 
 # ---- wrong-typed and out-of-bounds arguments ------------------------------------------
@@ -479,4 +538,129 @@ PY
 	echo "$out"
 	assert_contains "$out" "flood-alive 8 "
 	assert_contains "$out" "answer HTTP/1.1 200"
+}
+
+# ---- sbx serve under initialize floods ------------------------------------------------
+# sessions.py URL PHASE...: one Python process that keeps sessions across
+# phases. A client on 127.0.0.1 (session A) initializes, sends
+# notifications/initialized and a call, then idles; a client on 127.0.0.3
+# (session B) only initializes. Then 127.0.0.2 floods: FLOOD_N initialize
+# requests (more than the table holds), a stateless 2026-07-28 call after
+# every 100 of them. Prints one line per check ("A ok", "B ok", "stateless
+# ok N/N", "flood 200 N 503 N"), or "FAIL ..." lines.
+session_flood() {
+	python3 - "$@" <<'PY'
+import http.client, json, socket, sys, urllib.parse
+url, flood_n, established = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "established"
+u = urllib.parse.urlparse(url)
+
+class Peer:
+    def __init__(self, src):
+        self.src, self.c = src, None
+    def post(self, msg, sid=None, hdrs=None):
+        for attempt in range(2):
+            if self.c is None:
+                self.c = http.client.HTTPConnection(u.hostname, u.port, timeout=30, source_address=(self.src, 0))
+            h = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+            if sid: h["Mcp-Session-Id"] = sid
+            h.update(hdrs or {})
+            try:
+                self.c.request("POST", u.path, body=json.dumps(msg), headers=h)
+                r = self.c.getresponse()
+                body = r.read()
+                return r.status, dict((k.lower(), v) for k, v in r.getheaders()), body
+            except (http.client.HTTPException, OSError):
+                self.c.close(); self.c = None  # an evicted keep-alive connection: reconnect once
+        raise RuntimeError("no answer")
+
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}}
+INITED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+STATELESS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+             "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                                  "io.modelcontextprotocol/clientCapabilities": {}}}}
+
+def call_ok(p, msg, sid=None, hdrs=None):
+    st, h, body = p.post(msg, sid, hdrs)
+    return st == 200 and b'"result"' in body, st, body[:200]
+
+a, b, f, s = Peer("127.0.0.1"), Peer("127.0.0.3"), Peer("127.0.0.2"), Peer("127.0.0.4")
+st, h, _ = a.post(INIT)
+sid_a = h.get("mcp-session-id")
+st2, _, _ = a.post(INITED, sid_a)
+ok, st3, _ = call_ok(a, LIST, sid_a)
+if not (st == 200 and sid_a and st2 == 202 and ok):
+    print(f"FAIL setup A: {st} {sid_a} {st2} {st3}"); sys.exit(0)
+st, h, _ = b.post(INIT)
+sid_b = h.get("mcp-session-id")
+if not (st == 200 and sid_b):
+    print(f"FAIL setup B: {st}"); sys.exit(0)
+
+counts, stateless_ok, stateless_n, retry_after = {}, 0, 0, None
+for i in range(flood_n):
+    st, h, body = f.post(INIT)
+    counts[st] = counts.get(st, 0) + 1
+    if st == 503 and retry_after is None:
+        retry_after = h.get("retry-after")
+        print("refused:", json.loads(body)["error"]["message"])
+    if established and st == 200:
+        f.post(INITED, h.get("mcp-session-id"))
+    if i % 100 == 99:
+        stateless_n += 1
+        stateless_ok += call_ok(s, STATELESS, hdrs={"MCP-Protocol-Version": "2026-07-28"})[0]
+print(f"flood 200 {counts.get(200, 0)} 503 {counts.get(503, 0)} other {flood_n - counts.get(200, 0) - counts.get(503, 0)}")
+if retry_after is not None:
+    print(f"retry-after {retry_after}")
+print(f"stateless ok {stateless_ok}/{stateless_n}")
+ok, st, body = call_ok(a, LIST, sid_a)
+print("A ok" if ok else f"FAIL A after the flood: {st} {body!r}")
+ok, st, body = call_ok(b, LIST, sid_b)
+print("B ok" if ok else f"FAIL B after the flood: {st} {body!r}")
+# A newcomer on a fourth address still gets a session.
+st, h, _ = s.post(INIT)
+print("newcomer ok" if st == 200 and h.get("mcp-session-id") else f"FAIL newcomer: {st}")
+PY
+}
+
+# A flood of initialize requests (more than the session table's 1024) used
+# to push out every idle session, least recently used first: a client that
+# had initialized and made a call, then idled, got 404 on its next call.
+# Now the flood displaces only half-open sessions (never sent anything after
+# initialize) of its own address, so the idle client, a half-open one on
+# another address, stateless 2026-07-28 calls and a newcomer are all served.
+t_http_initialize_flood_keeps_sessions() {
+	need_python
+	http_start
+	out=$(session_flood "$HTTP_URL" 1100 half-open)
+	echo "$out"
+	assert_not_contains "$out" "FAIL"
+	assert_contains "$out" "A ok"
+	assert_contains "$out" "B ok"
+	assert_contains "$out" "stateless ok 11/11"
+	assert_contains "$out" "flood 200 1100 503 0 other 0"
+	assert_contains "$out" "newcomer ok"
+}
+
+# A flood that completes every handshake (initialize, then
+# notifications/initialized) makes sessions that did work: they are never
+# evicted for a newcomer, so once its address holds its share of the table
+# (a quarter) its next initialize gets 503 with Retry-After, and everyone
+# else is still served.
+t_http_established_flood_refused_not_evicting() {
+	need_python
+	http_start
+	out=$(session_flood "$HTTP_URL" 300 established)
+	echo "$out"
+	assert_not_contains "$out" "FAIL"
+	assert_contains "$out" "A ok"
+	assert_contains "$out" "B ok"
+	assert_contains "$out" "stateless ok 3/3"
+	assert_contains "$out" "flood 200 256 503 44 other 0"
+	assert_contains "$out" "retry-after "
+	assert_contains "$out" "refused: Service Unavailable: this address holds 256 sessions"
+	local ra
+	ra=$(echo "$out" | sed -n 's/^retry-after \([0-9]*\)$/\1/p')
+	[ "${ra:-0}" -ge 1 ] && [ "$ra" -le 3600 ] || fail "Retry-After '$ra' is not 1 to 3600 seconds"
+	assert_contains "$out" "newcomer ok"
 }
