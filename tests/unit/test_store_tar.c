@@ -1199,7 +1199,7 @@ TEST(tar_acl_hostile)
 			CHECK(acl_named_id(p, "system.posix_acl_access", &u, &g) == -ENODATA);
 		}
 		if (getenv("SBX_WRITE_CORPUS") && cases[i].want) {
-			/* fuzz_store_tar: first byte 1 = whiteouts (its other options are its own) */
+			/* fuzz_store_tar: first byte 0x11 = whiteouts and ACLs */
 			char path[256];
 			buf s = {0};
 			snprintf(path, sizeof(path), "tests/fuzz/corpus/store_tar/hostile-acl-%s.tar",
@@ -1208,7 +1208,7 @@ TEST(tar_acl_hostile)
 			pax_xattr(&b, cases[i].xname, v, len);
 			file(&b, "f", "x");
 			end(&b);
-			buf_add(&s, "\x01", 1);
+			buf_add(&s, "\x11", 1);
 			buf_add(&s, b.p, b.len);
 			fs_write_atomic(path, s.p, s.len, 0644);
 			free(s.p);
