@@ -84,6 +84,7 @@
 
 #include "api/api.h"
 #include "runtime/mask.h"
+#include "store/acl.h"
 #include "store/digest.h"
 #include "store/snapshot.h"
 #include "store/storefs.h"
@@ -93,7 +94,10 @@
 #include "util/json.h"
 #include "util/log.h"
 
-#define SD_MAGIC "sbx-snapindex 1\n"
+/* 2: layers keep POSIX ACLs. An index of version 1 says "unchanged" of
+ * entries whose ACLs its snapshot's layer left out: it is not used. */
+#define SD_MAGIC "sbx-snapindex 2\n"
+#define SD_MAGIC_V1 "sbx-snapindex 1\n"
 #define SD_FILE "snapindex"
 #define SD_LOCK "snapindex.lock"
 #define SD_MAX_ENTRIES (16u << 20)
@@ -252,6 +256,8 @@ static const char *index_load(sbx_ctx *ctx, const char *id, const json_t *st, in
 	if (r < 0)
 		return "the index of the previous snapshot cannot be read";
 	size_t ml = strlen(SD_MAGIC);
+	if (len > ml && memcmp(buf, SD_MAGIC_V1, ml) == 0)
+		return "the index of the previous snapshot is from an sbx whose layers left out POSIX ACLs";
 	char *nl = len > ml && memcmp(buf, SD_MAGIC, ml) == 0 ? memchr(buf + ml, '\n', len - ml) : NULL;
 	if (!nl)
 		return "the index of the previous snapshot is corrupt";
@@ -949,11 +955,13 @@ static int close_delta(walk *w)
 
 /* ---- phase 3: the staging tree ------------------------------------------------------- */
 
-/* The xattrs a layer keeps (as the canonical tar does): user.* but overlay's own. */
+/* The xattrs a layer keeps (as the canonical tar does): user.* but overlay's
+ * own, file capabilities and POSIX ACLs (copied as they are: upper/ and the
+ * stage are both seen from the host, and the tar writer shifts their ids). */
 static bool xattr_kept(const char *name)
 {
 	return (startswith(name, "user.") && !startswith(name, "user.overlay.")) ||
-	       streq(name, "security.capability");
+	       streq(name, "security.capability") || store_acl_xattr(name);
 }
 
 typedef struct frame {

@@ -65,6 +65,30 @@ static int sink_write(void *ud, const void *buf, size_t len, sbx_err **err)
 			 : store_fs_write_all(s->fd, buf, len, err);
 }
 
+/* A hole of a file in the tree: hashed from a zero buffer; in a sparse
+ * file, skipped (the file is new and written front to back, so what is not
+ * written reads as zeros), else written. */
+static int sink_zeros(void *ud, uint64_t len, sbx_err **err)
+{
+	static uint8_t zero[64 * 1024]; /* never written: pages of the shared zero page */
+	sink *s = ud;
+	for (uint64_t left = len; left;) {
+		size_t k = left > sizeof(zero) ? sizeof(zero) : (size_t)left;
+		int r = store_hasher_update(s->h, zero, k, err);
+		if (r < 0)
+			return r;
+		if (s->fd >= 0 && !s->sparse && (r = store_fs_write_all(s->fd, zero, k, err)) < 0)
+			return r;
+		left -= k;
+	}
+	if (s->fd >= 0 && s->sparse) {
+		if (lseek(s->fd, (off_t)len, SEEK_CUR) < 0)
+			return err_errno(err, "seek over a hole");
+		s->off += len;
+	}
+	return 0;
+}
+
 /* Puts the blob (the open temp file tmp_name in tmp/) at its address. */
 static int blob_commit(const char *store_root, const char *digest, int tmp_dfd, const char *tmp_name,
 		       sbx_err **err)
@@ -183,7 +207,8 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 		return err_ret(err);
 	sink s = {fd, h, .sparse = true};
 	store_tar_stats st;
-	r = store_tar_write_dir_flags(dir_fd, ids, STORE_TAR_W_SOCKETS_DELETED, sink_write, &s, &st, err);
+	r = store_tar_write_dir_sparse(dir_fd, ids, STORE_TAR_W_SOCKETS_DELETED, sink_write, sink_zeros, &s,
+				       &st, err);
 	if (r < 0)
 		return err_wrap(err, "tar");
 	r = store_fs_sparse_end(fd, s.off, err);
@@ -218,6 +243,7 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 	o.whiteouts = true;
 	o.literal_names = true;
 	o.keep_setid = true;
+	o.acls = true;
 	store_layer_ids(&o.ids);
 	o.chown = geteuid() == 0;
 	r = store_tar_extract(tree, store_tar_fd_read, &fd, &o, NULL, err);
@@ -305,8 +331,14 @@ static int layer_tar(const char *store_root, const char *digest, unsigned flags,
 		return err_ret(err);
 	store_idmap ids;
 	store_layer_ids(&ids);
-	sink s = {out_fd, h, .sparse = false};
-	if (store_tar_write_dir_flags(fd, &ids, flags, sink_write, &s, NULL, err) < 0)
+	/* An empty regular file (export's scratch file) gets the tree's holes. */
+	struct stat ost;
+	bool sparse = fstat(out_fd, &ost) == 0 && S_ISREG(ost.st_mode) && ost.st_size == 0 &&
+		      lseek(out_fd, 0, SEEK_CUR) == 0;
+	sink s = {out_fd, h, .sparse = sparse};
+	if (store_tar_write_dir_sparse(fd, &ids, flags, sink_write, sink_zeros, &s, NULL, err) < 0)
+		return err_wrap(err, "layer %s", digest);
+	if (sparse && store_fs_sparse_end(out_fd, s.off, err) < 0)
 		return err_wrap(err, "layer %s", digest);
 	char got[STORE_DIGEST_SIZE];
 	if (store_hasher_final(h, got, err) < 0)
@@ -345,7 +377,7 @@ int store_layer_verify(const char *store_root, const char *digest, sbx_err **err
 	store_idmap ids;
 	store_layer_ids(&ids);
 	sink s = {-1, h, .sparse = false};
-	int r = store_tar_write_dir(fd, &ids, sink_write, &s, NULL, err);
+	int r = store_tar_write_dir_sparse(fd, &ids, 0, sink_write, sink_zeros, &s, NULL, err);
 	if (r < 0)
 		return err_wrap(err, "layer %s is corrupt", digest);
 	char got[STORE_DIGEST_SIZE];

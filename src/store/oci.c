@@ -1034,6 +1034,7 @@ static int import_one(const char *store_root, oci_layout *l, const oci_descripto
 	o.whiteouts = true;
 	o.keep_setid = true; /* every mode bit; safe: nosuid, idmapped mounts (docs/store.md) */
 	o.devices = STORE_TAR_DEV_REFUSE;
+	o.acls = true; /* ids shifted as owners are; malformed ones refused (acl.h) */
 	store_layer_ids(&o.ids);
 	o.chown = geteuid() == 0;
 	store_tar_stats st = {0};

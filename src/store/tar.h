@@ -31,6 +31,9 @@ typedef struct store_idmap {
 
 /* Receives the tar bytes in order. Returns 0 or a negative errno (setting err). */
 typedef int (*store_tar_write_fn)(void *userdata, const void *buf, size_t len, sbx_err **err);
+/* Receives len zero bytes in order with the rest (a hole of a file: the
+ * sink may hash them from a zero buffer and seek over them). */
+typedef int (*store_tar_zeros_fn)(void *userdata, uint64_t len, sbx_err **err);
 /* Fills buf with up to len bytes: returns the count, 0 at EOF, or a negative errno. */
 typedef ssize_t (*store_tar_read_fn)(void *userdata, void *buf, size_t len);
 

@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "store/acl.h"
 #include "store/storefs.h"
 #include "util/fd.h"
 
@@ -129,6 +130,7 @@ typedef struct xattr_kv {
 	char *name;
 	char *value;
 	size_t len;
+	bool drop; /* an ACL not restored (check_xattrs) */
 } xattr_kv;
 
 typedef struct pending {
@@ -159,6 +161,8 @@ typedef struct dirmeta {
 	char *path;
 	uint32_t mode;
 	struct timespec mtime;
+	xattr_kv *acl; /* its ACLs, set with the mode (a default ACL earlier would be inherited) */
+	size_t n_acl;
 } dirmeta;
 
 typedef struct reader {
@@ -174,6 +178,10 @@ typedef struct reader {
 	uint8_t *buf;
 	pending pd;
 	char *disp; /* the current entry's name, for messages */
+	/* fn is store_tar_fd_read of a regular file: file data in its holes is
+	 * skipped with SEEK_DATA, not read (layer.c's temporary tar). -1: no. */
+	int hole_fd;
+	uint64_t in_size, in_data_end; /* in_data_end: the current data segment's end */
 } reader;
 
 static int rd_exact(reader *r, void *buf, size_t n, bool *ret_eof)
@@ -204,6 +212,44 @@ static int rd_skip(reader *r, uint64_t n)
 			return q;
 		n -= k;
 	}
+	return 0;
+}
+
+/* With hole_fd: how many of the next (at most max) bytes lie in a hole of
+ * the input (skipped: read as zeros, they count as consumed); 0 when the
+ * next byte is data (and in_data_end is set to the end of that data, so
+ * that a read stops there). Any error: holes are no longer looked for. */
+static uint64_t in_hole(reader *r, uint64_t max)
+{
+	if (r->hole_fd < 0)
+		return 0;
+	uint64_t pos = r->consumed;
+	if (pos < r->in_data_end)
+		return 0;
+	off_t d = lseek(r->hole_fd, (off_t)pos, SEEK_DATA);
+	uint64_t data = d >= 0 ? (uint64_t)d : r->in_size;
+	if (d < 0 && errno != ENXIO) {
+		r->hole_fd = -1;
+		return 0;
+	}
+	if (data > r->in_size)
+		data = r->in_size;
+	if (data > pos) {
+		/* a hole up to EOF of a truncated archive: the read after it says so */
+		uint64_t k = data - pos < max ? data - pos : max;
+		if (lseek(r->hole_fd, (off_t)(pos + k), SEEK_SET) < 0) {
+			r->hole_fd = -1;
+			return 0;
+		}
+		r->consumed += k;
+		return k;
+	}
+	off_t h = lseek(r->hole_fd, (off_t)pos, SEEK_HOLE);
+	if (h <= (off_t)pos || lseek(r->hole_fd, (off_t)pos, SEEK_SET) < 0) {
+		r->in_data_end = UINT64_MAX;
+		return 0;
+	}
+	r->in_data_end = (uint64_t)h;
 	return 0;
 }
 
@@ -406,13 +452,35 @@ static int make_room(reader *r, int pfd, const char *name, bool is_dir, sbx_err 
 
 /* ---- metadata -------------------------------------------------------------- */
 
-static int check_xattrs(reader *r, sbx_err **err)
+static int check_xattrs(reader *r, char type, sbx_err **err)
 {
 	for (size_t i = 0; i < r->pd.n_xa; i++) {
-		const char *k = r->pd.xa[i].name;
+		xattr_kv *kv = &r->pd.xa[i];
+		const char *k = kv->name;
 		if (startswith(k, "user.overlay.") || startswith(k, "trusted.overlay."))
 			return BAD("tar entry '%s': overlay xattr '%s' is not accepted from an archive",
 				   r->disp, k);
+		if (!store_acl_xattr(k))
+			continue;
+		/* ACLs name ids: kept where ids mean something (layers, imports), each
+		 * named id shifted as owners are; symlinks and hard links have none
+		 * of their own, only a directory has a default one. */
+		if (!r->o.acls || type == '2' || type == '1') {
+			kv->drop = true;
+			continue;
+		}
+		if (streq(k, STORE_ACL_DEFAULT) && type != '5')
+			return BAD("tar entry '%s': a default ACL on a non-directory", r->disp);
+		store_acl_error ae;
+		int q = store_acl_shift((uint8_t *)kv->value, kv->len, &r->o.ids, STORE_ACL_TO_DISK, &ae);
+		if (q == -EINVAL)
+			return BAD("tar entry '%s': malformed %s (%s)", r->disp, k, ae.why);
+		if (q < 0 && r->o.chown)
+			return FAIL(SBX_E_INVALID_ARGUMENT, ERANGE,
+				    "tar entry '%s': %s names %s %u, outside the id range [0, %u)", r->disp,
+				    k, ae.group ? "gid" : "uid", ae.id, r->o.ids.count);
+		if (q < 0)
+			kv->drop = true; /* not chowning: ownership collapses to the extractor too */
 	}
 	return 0;
 }
@@ -421,22 +489,25 @@ static int check_xattrs(reader *r, sbx_err **err)
  * trusted archive (keep_setid). A v2 capability is valid in every namespace,
  * so one from an environment's tar (`sbx cp` out, written by the host's root)
  * would give any host user its capabilities. */
-static bool xattr_kept(const reader *r, const char *k)
+static bool xattr_kept(const reader *r, const xattr_kv *kv)
 {
-	if (streq(k, "security.capability"))
+	if (streq(kv->name, "security.capability"))
 		return r->o.keep_setid;
-	return startswith(k, "user.") && !startswith(k, "user.overlay.");
+	if (store_acl_xattr(kv->name))
+		return r->o.acls && !kv->drop;
+	return startswith(kv->name, "user.") && !startswith(kv->name, "user.overlay.");
 }
 
-/* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0. */
-static int set_xattrs(reader *r, int fd, int pfd, const char *name, sbx_err **err)
+/* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0;
+ * ACLs only with acls (a directory's come last, with its mode: finish()). */
+static int set_xattrs(reader *r, int fd, int pfd, const char *name, bool acls, sbx_err **err)
 {
 	char proc[64 + NAME_MAX];
 	if (fd < 0)
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
 	for (size_t i = 0; i < r->pd.n_xa; i++) {
 		xattr_kv *kv = &r->pd.xa[i];
-		if (!xattr_kept(r, kv->name))
+		if (!xattr_kept(r, kv) || (!acls && store_acl_xattr(kv->name)))
 			continue;
 		int q = fd >= 0 ? fsetxattr(fd, kv->name, kv->value, kv->len, 0)
 				: lsetxattr(proc, kv->name, kv->value, kv->len, 0);
@@ -486,7 +557,7 @@ static int apply_meta_fd(reader *r, int fd, const meta *m, bool set_mode, sbx_er
 	}
 	/* xattrs before the mode: user.* needs write permission, which a
 	 * read-only file denies to an unprivileged extractor (rootless). */
-	int q = set_xattrs(r, fd, -1, NULL, err);
+	int q = set_xattrs(r, fd, -1, NULL, set_mode, err);
 	if (q < 0)
 		return q;
 	if (set_mode && fchmod(fd, final_mode(r, m->mode)) < 0)
@@ -508,7 +579,7 @@ static int apply_meta_at(reader *r, int pfd, const char *name, const meta *m, bo
 	/* Only called on entries just created here (fifo, device): no symlink. */
 	if (set_mode && fchmodat(pfd, name, final_mode(r, m->mode), 0) < 0)
 		return err_errno(err, "tar entry '%s': chmod", r->disp);
-	int q = set_xattrs(r, -1, pfd, name, err);
+	int q = set_xattrs(r, -1, pfd, name, true, err);
 	if (q < 0)
 		return q;
 	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, m->mtime};
@@ -532,7 +603,17 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 	 * zeros (a "zip bomb") costs no disk. */
 	uint64_t left = size, off = 0;
 	while (left) {
+		uint64_t hole = in_hole(r, left);
+		if (hole) {
+			if (lseek(fd, (off_t)hole, SEEK_CUR) < 0)
+				return err_errno(err, "tar entry '%s': seek over a hole", r->disp);
+			off += hole;
+			left -= hole;
+			continue;
+		}
 		size_t k = left > CHUNK ? CHUNK : (size_t)left;
+		if (r->hole_fd >= 0 && k > r->in_data_end - r->consumed)
+			k = (size_t)(r->in_data_end - r->consumed);
 		q = rd_exact(r, r->buf, k, NULL);
 		if (q < 0)
 			return truncated(r, q, err);
@@ -554,6 +635,17 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 	if (futimens(fd, ts) < 0)
 		return err_errno(err, "tar entry '%s': set mtime", r->disp);
 	return 0;
+}
+
+static void dirmeta_clear(dirmeta *d)
+{
+	for (size_t i = 0; i < d->n_acl; i++) {
+		free(d->acl[i].name);
+		free(d->acl[i].value);
+	}
+	free(d->acl);
+	free(d->path);
+	*d = (dirmeta){0};
 }
 
 static int extract_dir(reader *r, const char *path, int pfd, const char *name, const meta *m, sbx_err **err)
@@ -579,10 +671,37 @@ static int extract_dir(reader *r, const char *path, int pfd, const char *name, c
 		r->dirs = nd;
 		r->cap_dirs = cap;
 	}
-	char *p = strdup(path);
-	if (!p)
+	dirmeta d = {strdup(path), final_mode(r, m->mode), m->mtime, NULL, 0};
+	if (!d.path)
 		return err_errnum(err, ENOMEM, "tar");
-	r->dirs[r->n_dirs++] = (dirmeta){p, final_mode(r, m->mode), m->mtime};
+	for (size_t i = 0; i < r->pd.n_xa; i++) {
+		xattr_kv *kv = &r->pd.xa[i];
+		if (!store_acl_xattr(kv->name) || !xattr_kept(r, kv))
+			continue;
+		/* a name given twice: the later value, as for other xattrs */
+		size_t k = 0;
+		while (k < d.n_acl && !streq(d.acl[k].name, kv->name))
+			k++;
+		char *v = malloc(kv->len ? kv->len : 1), *nm = k == d.n_acl ? strdup(kv->name) : NULL;
+		xattr_kv *na = k == d.n_acl ? realloc(d.acl, (d.n_acl + 1) * sizeof(*na)) : d.acl;
+		if (na)
+			d.acl = na;
+		if (!v || !na || (k == d.n_acl && !nm)) {
+			free(v);
+			free(nm);
+			dirmeta_clear(&d);
+			return err_errnum(err, ENOMEM, "tar");
+		}
+		memcpy(v, kv->value, kv->len);
+		if (k == d.n_acl)
+			d.acl[d.n_acl++] = (xattr_kv){nm, v, kv->len, false};
+		else {
+			free(d.acl[k].value);
+			d.acl[k].value = v;
+			d.acl[k].len = kv->len;
+		}
+	}
+	r->dirs[r->n_dirs++] = d;
 	return 0;
 }
 
@@ -608,7 +727,7 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 		return BAD("tar entry '%s': name too long", r->disp);
 	if (q < 0)
 		return q == -ENOMEM ? err_errnum(err, q, "tar") : BAD("tar: entry with an empty name");
-	q = check_xattrs(r, err);
+	q = check_xattrs(r, type, err);
 	if (q < 0)
 		return q;
 	bool has_data = type == '0' || type == 0 || type == '7';
@@ -766,6 +885,10 @@ static int finish(reader *r, sbx_err **err)
 		_cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			return err_errno(err, "tar entry '%s': open", r->disp);
+		for (size_t k = 0; k < d->n_acl; k++)
+			if (fsetxattr(fd, d->acl[k].name, d->acl[k].value, d->acl[k].len, 0) < 0)
+				return err_errno(err, "tar entry '%s': set xattr '%s'", r->disp,
+						 d->acl[k].name);
 		struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, d->mtime};
 		if (fchmod(fd, d->mode) < 0 || futimens(fd, ts) < 0)
 			return err_errno(err, "tar entry '%s': set mode and mtime", r->disp);
@@ -904,7 +1027,15 @@ int store_tar_extract(int dir_fd, store_tar_read_fn fn, void *userdata, const st
 		o.max_bytes = DEFAULT_MAX_BYTES;
 	if (!o.max_entries)
 		o.max_entries = DEFAULT_MAX_ENTRIES;
-	reader r = {.fn = fn, .ud = userdata, .o = o, .cache_fd = -1};
+	reader r = {.fn = fn, .ud = userdata, .o = o, .cache_fd = -1, .hole_fd = -1};
+	/* A regular file read from its start (layer.c's temporary tar): its holes
+	 * are skipped, not read (a 64 GiB sparse file is not 64 GiB of reads). */
+	struct stat ist;
+	if (fn == store_tar_fd_read && fstat(*(int *)userdata, &ist) == 0 && S_ISREG(ist.st_mode) &&
+	    lseek(*(int *)userdata, 0, SEEK_CUR) == 0) {
+		r.hole_fd = *(int *)userdata;
+		r.in_size = (uint64_t)ist.st_size;
+	}
 	r.root = fcntl(dir_fd, F_DUPFD_CLOEXEC, 3);
 	if (r.root < 0)
 		return err_errno(err, "tar: target directory");
@@ -914,7 +1045,7 @@ int store_tar_extract(int dir_fd, store_tar_read_fn fn, void *userdata, const st
 		q = finish(&r, err);
 	pending_clear(&r.pd);
 	for (size_t i = 0; i < r.n_dirs; i++)
-		free(r.dirs[i].path);
+		dirmeta_clear(&r.dirs[i]);
 	free(r.dirs);
 	free(r.cache_path);
 	free(r.disp);

@@ -41,6 +41,14 @@ typedef struct store_tar_extract_opts {
 	bool chown;
 	store_idmap ids;
 	bool keep_setid; /* keep S_ISUID/S_ISGID and security.capability (trusted archives only) */
+	/* Restore POSIX ACLs (system.posix_acl_access/_default, acl.h), each named
+	 * id k shifted to ids.*_base + k; a malformed one, or a default ACL on a
+	 * non-directory, is refused; one naming an id >= ids.count is refused
+	 * with chown, dropped without (ownership collapses to the extracting user
+	 * too). A directory's ACLs are set last, with its mode, so that nothing
+	 * extracted inherits a default ACL. Off: ACLs are ignored (`sbx cp`:
+	 * their ids would name users of another namespace). */
+	bool acls;
 	store_tar_devices devices;
 } store_tar_extract_opts;
 #define STORE_TAR_EXTRACT_OPTS_INIT                                                                          \
@@ -52,7 +60,9 @@ typedef struct store_tar_extract_opts {
 int store_tar_extract(int dir_fd, store_tar_read_fn fn, void *userdata, const store_tar_extract_opts *opts,
 		      store_tar_stats *ret_stats, sbx_err **err);
 
-/* Readers for store_tar_extract: an fd (userdata: int *), a memory buffer. */
+/* Readers for store_tar_extract: an fd (userdata: int *), a memory buffer.
+ * An fd of a regular file at offset 0 is read with its holes skipped
+ * (SEEK_DATA): file data there is zeros, written as holes, never read. */
 ssize_t store_tar_fd_read(void *userdata, void *buf, size_t len);
 typedef struct store_tar_mem {
 	const uint8_t *data;

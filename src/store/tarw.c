@@ -1,4 +1,5 @@
 #include "store/tarw.h"
+#include "store/acl.h"
 #include "store/progress.h"
 
 #include <dirent.h>
@@ -29,6 +30,7 @@ typedef struct hl_entry {
 typedef struct writer {
 	const store_idmap *ids;
 	store_tar_write_fn fn;
+	store_tar_zeros_fn zfn; /* NULL: zeros go through fn */
 	void *ud;
 	uint8_t *out;
 	size_t out_len;
@@ -92,6 +94,33 @@ static int out_write(writer *w, const void *data, size_t len, sbx_err **err)
 			if (r < 0)
 				return r;
 		}
+	}
+	return 0;
+}
+
+/* len zero bytes of a file's data (a hole of the file): through zfn when
+ * the sink has one (it hashes them without a copy and seeks over them),
+ * else as bytes. */
+static int out_zeros(writer *w, uint64_t len, sbx_err **err)
+{
+	static const uint8_t zero[OUT_BUF];
+	if (w->zfn && len >= OUT_BUF) {
+		int r = out_flush(w, err);
+		if (r < 0)
+			return r;
+		r = w->zfn(w->ud, len, err);
+		if (r < 0)
+			return r;
+		w->bytes += len;
+		store_progress_tar(len, 0);
+		return 0;
+	}
+	while (len) {
+		size_t k = len > OUT_BUF ? OUT_BUF : (size_t)len;
+		int r = out_write(w, zero, k, err);
+		if (r < 0)
+			return r;
+		len -= k;
 	}
 	return 0;
 }
@@ -314,13 +343,13 @@ static int hl_lookup_or_add(writer *w, dev_t dev, ino_t ino, const char *path, c
 /* ---- xattrs ---------------------------------------------------------------- */
 
 /* The same set the extractor restores (tarr.c xattr_kept), so a stored layer
- * re-tars to its digest: user.* except overlay's own, and file capabilities.
- * trusted.*, security.selinux and POSIX ACLs (host-specific or holding
- * unshifted ids) are not part of a layer. */
+ * re-tars to its digest: user.* except overlay's own, file capabilities, and
+ * POSIX ACLs (their named ids shifted as owners are, acl.h). trusted.* and
+ * security.selinux (host-specific) are not part of a layer. */
 static bool xattr_skipped(const char *name)
 {
 	return !((startswith(name, "user.") && !startswith(name, "user.overlay.")) ||
-		 streq(name, "security.capability"));
+		 streq(name, "security.capability") || store_acl_xattr(name));
 }
 
 static int cmp_xattr(const void *a, const void *b)
@@ -347,8 +376,10 @@ static int cap_normalize(xattr_kv *kv, const store_idmap *ids)
 }
 
 /* Reads the kept xattrs of fd (regular file or directory), or of name in
- * dir dfd (through /proc/self/fd, not following a final symlink) when fd < 0. */
-static int xattrs_read(int fd, int dfd, const char *name, const store_idmap *ids, xattrs *ret)
+ * dir dfd (through /proc/self/fd, not following a final symlink) when fd < 0;
+ * path names the entry in errors. */
+static int xattrs_read(int fd, int dfd, const char *name, const store_idmap *ids, const char *path,
+		       xattrs *ret, sbx_err **err)
 {
 	char proc[64 + NAME_MAX];
 	if (fd < 0)
@@ -356,56 +387,61 @@ static int xattrs_read(int fd, int dfd, const char *name, const store_idmap *ids
 	char list[XATTR_LIST_MAX_BYTES];
 	ssize_t n = fd >= 0 ? flistxattr(fd, list, sizeof(list)) : llistxattr(proc, list, sizeof(list));
 	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
-	xattrs x = {0};
+		return errno == ENOTSUP ? 0 : err_errno(err, "xattrs of '%s'", path);
+	xattrs x _cleanup_(xattrs_clear) = {0};
 	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(list + off) + 1) {
 		const char *k = list + off;
 		if (xattr_skipped(k))
 			continue;
-		if (strchr(k, '=') || !*k) {
-			xattrs_clear(&x);
-			return -EINVAL;
-		}
+		if (strchr(k, '=') || !*k)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "'%s': xattr name not representable", path);
 		ssize_t vl = fd >= 0 ? fgetxattr(fd, k, NULL, 0) : lgetxattr(proc, k, NULL, 0);
 		if (vl < 0) {
 			if (errno == ENODATA)
 				continue;
-			int e = errno;
-			xattrs_clear(&x);
-			return -e;
+			return err_errno(err, "xattrs of '%s': get '%s'", path, k);
 		}
 		char *v = malloc((size_t)vl + 1);
 		xattr_kv *nv = realloc(x.v, (x.n + 1) * sizeof(*x.v));
+		if (nv)
+			x.v = nv;
 		if (!v || !nv) {
 			free(v);
-			if (nv)
-				x.v = nv;
-			xattrs_clear(&x);
-			return -ENOMEM;
+			return err_errnum(err, ENOMEM, "tar");
 		}
-		x.v = nv;
 		vl = fd >= 0 ? fgetxattr(fd, k, v, (size_t)vl) : lgetxattr(proc, k, v, (size_t)vl);
 		if (vl < 0) {
-			int e = errno;
 			free(v);
-			xattrs_clear(&x);
-			return -e;
+			return err_errno(err, "xattrs of '%s': get '%s'", path, k);
 		}
 		x.v[x.n] = (xattr_kv){strdup(k), v, (size_t)vl};
 		if (!x.v[x.n].name) {
 			free(v);
-			xattrs_clear(&x);
-			return -ENOMEM;
+			return err_errnum(err, ENOMEM, "tar");
 		}
-		x.n++;
-		if (cap_normalize(&x.v[x.n - 1], ids) < 0) {
-			xattrs_clear(&x);
-			return -ERANGE;
+		xattr_kv *kv = &x.v[x.n++];
+		if (cap_normalize(kv, ids) < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
+				       "'%s': security.capability belongs to another user namespace", path);
+		if (store_acl_xattr(kv->name)) {
+			store_acl_error ae;
+			int q = store_acl_shift((uint8_t *)kv->value, kv->len, ids, STORE_ACL_FROM_DISK, &ae);
+			if (q == -ERANGE)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
+					       "'%s': %s names %s %u, outside the mapped range [%u, %u+%u)",
+					       path, kv->name, ae.group ? "gid" : "uid", ae.id,
+					       ae.group ? ids->gid_base : ids->uid_base,
+					       ae.group ? ids->gid_base : ids->uid_base, ids->count);
+			if (q < 0)
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+					       "'%s': %s is malformed (%s)", path, kv->name, ae.why);
 		}
 	}
 	if (x.n)
 		qsort(x.v, x.n, sizeof(*x.v), cmp_xattr);
 	*ret = x;
+	x = (xattrs){0};
 	return 0;
 }
 
@@ -479,12 +515,47 @@ static int emit_marker(writer *w, const char *path, bool wh_literal, sbx_err **e
 	return emit_header(w, &e, err);
 }
 
-static int emit_file_data(writer *w, int fd, const char *path, uint64_t size, sbx_err **err)
+/* The file's bytes, its holes found with SEEK_DATA/SEEK_HOLE and given as
+ * zeros without being read (`truncate -s 64G` costs the hash of its zeros,
+ * not a read of them); the bytes are the same as a plain read gives.
+ * Filesystems without hole reporting say "all data" (or EINVAL): then
+ * everything is read. */
+static int emit_file_data(writer *w, int fd, const char *path, uint64_t size, uint64_t alloc, sbx_err **err)
 {
-	uint64_t left = size;
-	while (left) {
-		size_t k = left > OUT_BUF ? OUT_BUF : (size_t)left;
-		ssize_t n = RETRY_EINTR(read(fd, w->io, k));
+	uint64_t pos = 0, data_end = 0;
+	/* Only a file with fewer blocks than bytes can have a hole worth a seek. */
+	bool seek = size > OUT_BUF && alloc < size;
+	while (pos < size) {
+		if (pos >= data_end) {
+			uint64_t d = pos;
+			data_end = size;
+			if (seek) {
+				off_t q = lseek(fd, (off_t)pos, SEEK_DATA);
+				if (q < 0 && errno == ENXIO)
+					d = size; /* no data after pos (the final check tells a shrunk file)
+						   */
+				else if (q < 0)
+					seek = false;
+				else
+					d = (uint64_t)q < size ? (uint64_t)q : size;
+			}
+			if (d > pos) {
+				int r = out_zeros(w, d - pos, err);
+				if (r < 0)
+					return r;
+				pos = d;
+				data_end = 0;
+				continue;
+			}
+			if (seek) {
+				off_t h = lseek(fd, (off_t)pos, SEEK_HOLE);
+				if (h > (off_t)pos && (uint64_t)h < size)
+					data_end = (uint64_t)h;
+			}
+		}
+		uint64_t want = data_end - pos;
+		size_t k = want > OUT_BUF ? OUT_BUF : (size_t)want;
+		ssize_t n = RETRY_EINTR(pread(fd, w->io, k, (off_t)pos));
 		if (n < 0)
 			return err_errno(err, "read '%s'", path);
 		if (n == 0)
@@ -492,11 +563,16 @@ static int emit_file_data(writer *w, int fd, const char *path, uint64_t size, sb
 		int r = out_write(w, w->io, (size_t)n, err);
 		if (r < 0)
 			return r;
-		left -= (uint64_t)n;
+		pos += (uint64_t)n;
 	}
-	ssize_t n = RETRY_EINTR(read(fd, w->io, 1));
+	ssize_t n = RETRY_EINTR(pread(fd, w->io, 1, (off_t)size));
 	if (n > 0)
 		return err_set(err, SBX_E_CONFLICT, EAGAIN, "'%s' grew while being read", path);
+	struct stat st;
+	if (alloc < size && fstat(fd, &st) < 0) /* a hole past a new end read as zeros: its size tells */
+		return err_errno(err, "stat '%s'", path);
+	if (alloc < size && (uint64_t)st.st_size != size)
+		return err_set(err, SBX_E_CONFLICT, EAGAIN, "'%s' changed size while being read", path);
 	return out_pad(w, size, err);
 }
 
@@ -550,7 +626,7 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 			return err_set(err, SBX_E_CONFLICT, EAGAIN, "'%s' changed while being read", path);
 		e.type = fmt == S_IFDIR ? '5' : '0';
 		e.size = fmt == S_IFREG ? (uint64_t)st.st_size : 0;
-		r = xattrs_read(fd, -1, NULL, w->ids, &xa);
+		r = xattrs_read(fd, -1, NULL, w->ids, path, &xa, err);
 		break;
 	}
 	case S_IFLNK: {
@@ -567,7 +643,7 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 		target[n] = 0;
 		e.type = '2';
 		e.link = target;
-		r = xattrs_read(-1, dfd, c->name, w->ids, &xa);
+		r = xattrs_read(-1, dfd, c->name, w->ids, path, &xa, err);
 		break;
 	}
 	case S_IFIFO:
@@ -576,26 +652,20 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 		e.type = fmt == S_IFIFO ? '6' : fmt == S_IFCHR ? '3' : '4';
 		e.devmajor = major(c->st.st_rdev);
 		e.devminor = minor(c->st.st_rdev);
-		r = xattrs_read(-1, dfd, c->name, w->ids, &xa);
+		r = xattrs_read(-1, dfd, c->name, w->ids, path, &xa, err);
 		break;
 	default:
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "'%s': sockets cannot be stored in a layer", path);
 	}
-	if (r == -ERANGE)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
-			       "'%s': security.capability belongs to another user namespace", path);
-	if (r == -EINVAL)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s': xattr name not representable",
-			       path);
 	if (r < 0)
-		return err_errnum(err, r, "xattrs of '%s'", path);
+		return r;
 	e.xa = &xa;
 	r = emit_header(w, &e, err);
 	if (r < 0)
 		return r;
 	if (fmt == S_IFREG)
-		return emit_file_data(w, fd, path, e.size, err);
+		return emit_file_data(w, fd, path, e.size, (uint64_t)c->st.st_blocks * 512, err);
 	if (fmt == S_IFDIR)
 		return walk_dir(w, fd, path, depth + 1, err);
 	return 0;
@@ -692,7 +762,14 @@ int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn f
 int store_tar_write_dir_flags(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
 			      void *userdata, store_tar_stats *ret_stats, sbx_err **err)
 {
-	writer w = {.ids = ids, .fn = fn, .ud = userdata, .flags = flags};
+	return store_tar_write_dir_sparse(dir_fd, ids, flags, fn, NULL, userdata, ret_stats, err);
+}
+
+int store_tar_write_dir_sparse(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
+			       store_tar_zeros_fn zfn, void *userdata, store_tar_stats *ret_stats,
+			       sbx_err **err)
+{
+	writer w = {.ids = ids, .fn = fn, .zfn = zfn, .ud = userdata, .flags = flags};
 	_cleanup_close_ int root = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return err_errno(err, "open tree");

@@ -32,6 +32,12 @@ int store_tar_write_dir(int dir_fd, const store_idmap *ids, store_tar_write_fn f
 #define STORE_TAR_W_SOCKETS_DELETED 2u
 int store_tar_write_dir_flags(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
 			      void *userdata, store_tar_stats *ret_stats, sbx_err **err);
+/* The same, with the holes of files (SEEK_DATA/SEEK_HOLE; at least 64 KiB
+ * each) given to zfn instead of fn (NULL: to fn as zero bytes): the byte
+ * stream, and so the digest, is the same either way. */
+int store_tar_write_dir_sparse(int dir_fd, const store_idmap *ids, unsigned flags, store_tar_write_fn fn,
+			       store_tar_zeros_fn zfn, void *userdata, store_tar_stats *ret_stats,
+			       sbx_err **err);
 
 /* True for an overlay opaque directory (user.overlay.opaque=y, or trusted.overlay.opaque=y). */
 bool store_dir_is_opaque(int fd);

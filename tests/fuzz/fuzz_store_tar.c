@@ -1,7 +1,7 @@
 /* libFuzzer target: the tar extractor (src/store/tarr.c) on arbitrary input.
  * Each input is extracted into a fresh directory <tmp>/target next to a
  * sentinel file; the first byte picks the options (whiteout conversion,
- * device policy, setid, sbx's literal `.wh.` names). Checked: no crash, no leak (ASan), and nothing is
+ * device policy, setid, sbx's literal `.wh.` names, ACLs). Checked: no crash, no leak (ASan), and nothing is
  * ever created, changed or linked outside the target: the parent holds
  * exactly "sentinel" and "target" afterwards, and the sentinel keeps its
  * content and link count. Built and run by tests/fuzz/run. */
@@ -68,6 +68,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.keep_setid = flags & 2;
 	o.devices = (flags & 4) ? STORE_TAR_DEV_SKIP : STORE_TAR_DEV_REFUSE;
 	o.literal_names = flags & 8;
+	o.acls = flags & 16; /* POSIX ACLs validated and restored, the extractor's own id only */
+	o.ids = (store_idmap){(uint32_t)geteuid(), (uint32_t)getegid(), 1};
 	store_tar_mem m = {data + (size ? 1 : 0), size ? size - 1 : 0, 0};
 	sbx_err *err = NULL;
 	int r = store_tar_extract(fd, store_tar_mem_read, &m, &o, NULL, &err);

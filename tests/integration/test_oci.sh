@@ -64,6 +64,25 @@ def tar_entries(entries):
                 t.addfile(ti)
     return buf.getvalue()
 
+def acl_value(uid, version=2):
+    """user::rw- user:UID:rwx group::r-- mask::rwx other::r-- as a pax value
+    (the kernel's binary xattr format, bytes >= 0x80 as surrogates)."""
+    import struct
+    b = struct.pack("<I", version)
+    for tag, perm, i in ((1, 6, 0xFFFFFFFF), (2, 7, uid), (4, 4, 0xFFFFFFFF), (0x10, 7, 0xFFFFFFFF), (0x20, 4, 0xFFFFFFFF)):
+        b += struct.pack("<HHI", tag, perm, i)
+    return b.decode("utf-8", "surrogateescape")
+
+def acl_ids(tar_bytes, path, key="SCHILY.xattr.system.posix_acl_access"):
+    """The named user ids of path's ACL in a tar, or None."""
+    import struct
+    with tarfile.open(fileobj=io.BytesIO(tar_bytes), mode="r:*") as t:
+        for m in t:
+            if m.name.rstrip("/") == path and key in m.pax_headers:
+                v = m.pax_headers[key].encode("utf-8", "surrogateescape")
+                return [struct.unpack("<I", v[o + 4:o + 8])[0] for o in range(4, len(v), 8) if v[o] == 2]
+    return None
+
 def compress(raw, comp):
     if comp == "gzip":
         return gzip.compress(raw, mtime=0), "application/vnd.oci.image.layer.v1.tar+gzip"
@@ -322,6 +341,20 @@ os.rename(p, L + '/moved'); os.symlink(L + '/moved', p)"
 ociimg.image(L, 't', [$T([{'name': 'f'}])])
 open(L + '/index.json', 'w').write(' ' * (17 << 20) + '{}')"
 	hostile whiteout_escape "ociimg.image(L, 't', [$T([{'name': '.wh...'}])])"
+	# POSIX ACLs in the kernel's binary xattr format (acl.h): a wrong version,
+	# and a default ACL on a file, are refused.
+	hostile acl_malformed "
+ti = tarfile.TarInfo('f'); ti.pax_headers = {'SCHILY.xattr.system.posix_acl_access': ociimg.acl_value(1234, version=3)}
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t: t.addfile(ti, io.BytesIO(b''))
+ociimg.image(L, 't', [buf.getvalue()])"
+	assert_contains "$LAST_ERR" "malformed system.posix_acl_access"
+	hostile acl_default_on_file "
+ti = tarfile.TarInfo('f'); ti.pax_headers = {'SCHILY.xattr.system.posix_acl_default': ociimg.acl_value(1234)}
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t: t.addfile(ti, io.BytesIO(b''))
+ociimg.image(L, 't', [buf.getvalue()])"
+	assert_contains "$LAST_ERR" "a default ACL on a non-directory"
 	hostile overlay_xattr "
 buf = io.BytesIO()
 with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t:
@@ -379,6 +412,51 @@ $want"
 	got2=$(sbx exec "$F" -- ls -ld /srv /srv/shared /scratch /bin/su /bin/sg | awk '{print $1, $NF}')
 	[ "$got2" = "$want" ] || fail "modes after snapshot and fork: $got2"
 	sbx rm "$ID" "$F" > /dev/null
+}
+
+# POSIX ACLs (SCHILY.xattr.system.posix_acl_*, the kernel's binary format,
+# the environment's ids) survive import, a snapshot of the imported
+# template, and export: the exported layer holds the same ids, the store's
+# tree the host-side ones (0-based as root: the same).
+t_import_export_keeps_acls() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	is_root || skip_ok "rootless: only the store owner's id is mapped, an ACL naming uid 1234 is dropped"
+	command -v getfacl > /dev/null || skip "getfacl (acl) is not installed"
+	make_busybox_image "$TMPDIR_TEST/bb" base
+	local L=$TMPDIR_TEST/acls E=$TMPDIR_TEST/acls-out
+	py "import ociimg, io, tarfile
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode='w', format=tarfile.PAX_FORMAT) as t:
+    d = tarfile.TarInfo('shared'); d.type = tarfile.DIRTYPE; d.mode = 0o775
+    d.pax_headers = {'SCHILY.xattr.system.posix_acl_default': ociimg.acl_value(4321), 'SCHILY.xattr.system.posix_acl_access': ociimg.acl_value(4321)}
+    t.addfile(d)
+    f = tarfile.TarInfo('shared/f'); f.mode = 0o674; f.size = 2
+    f.pax_headers = {'SCHILY.xattr.system.posix_acl_access': ociimg.acl_value(1234)}
+    t.addfile(f, io.BytesIO(b'hi'))
+ociimg.image('$L', 't', [ociimg.tar_dir('$TMPDIR_TEST/rootfs'), buf.getvalue()])"
+	sbx import "oci:$L:t" --name acls > /dev/null
+	local tree
+	tree=$(ls -d "$SBX_ROOT"/layers/sha256/*/shared | head -1)
+	[ -n "$tree" ] || fail "no layer holds /shared"
+	assert_contains "$(getfacl -n "$tree/f" 2> /dev/null)" "user:1234:rwx"
+	assert_contains "$(getfacl -n "$tree" 2> /dev/null)" "default:user:4321:rwx"
+	ID=$(sbx create --template acls)
+	sbx exec "$ID" -- sh -c 'echo new > /shared/g'
+	s=$(sbx snapshot "$ID")
+	sbx export "$s" "oci:$E:v1" > /dev/null
+	py "import ociimg, json, gzip, sys
+E = '$E'
+idx = json.load(open(E + '/index.json'))
+man = json.load(open(E + '/blobs/sha256/' + idx['manifests'][0]['digest'][7:]))
+got = {}
+for l in man['layers']:
+    raw = gzip.decompress(open(E + '/blobs/sha256/' + l['digest'][7:], 'rb').read())
+    for p, k in (('shared/f', 'access'), ('shared', 'default'), ('shared/g', 'access')):
+        ids = ociimg.acl_ids(raw, p, 'SCHILY.xattr.system.posix_acl_' + k)
+        if ids is not None: got[p + ' ' + k] = ids
+want = {'shared/f access': [1234], 'shared default': [4321], 'shared/g access': [4321]}
+sys.exit(0 if got == want else 'exported ACLs: %r, want %r' % (got, want))" || fail "the exported layers' ACLs differ"
+	sbx rm "$ID" > /dev/null
 }
 
 # A snapshot may hold any name (issue 13.7); only export to OCI, whose format

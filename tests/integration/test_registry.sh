@@ -54,6 +54,11 @@ jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print(eval(sys.arg
 # A snapshot of an environment from a dir: template with files in /root: sets S (its id) and ENV_ID.
 make_snapshot() {
 	busybox_dir "$TMPDIR_TEST/rootfs"
+	# a POSIX ACL in the template's tree (root: uid 1234 is in the layer's id range)
+	if is_root && command -v setfacl > /dev/null; then
+		mkdir -p "$TMPDIR_TEST/rootfs/acl" && touch "$TMPDIR_TEST/rootfs/acl/f"
+		setfacl -m u:1234:rwx "$TMPDIR_TEST/rootfs/acl/f"
+	fi
 	sbx template add bb "dir:$TMPDIR_TEST/rootfs" > /dev/null
 	ENV_ID=$(sbx create --template bb)
 	sbx exec "$ENV_ID" -- sh -c 'echo hello > /root/file; mkdir -p /root/d/e; dd if=/dev/urandom of=/root/d/e/big bs=1k count=512 2>/dev/null; ln -s file /root/link' > /dev/null
@@ -88,6 +93,11 @@ t_push_pull_fork_identical() {
 	assert_eq "$gl" "$wl" "layer digests"
 	# Nothing left in the partial-download area after a complete pull.
 	[ -z "$(ls "$TMPDIR_TEST/root2/registry/partial/blobs/sha256")" ] || fail "partial downloads left behind"
+	# ... and the ACL of the template's tree came along (docs/store.md "POSIX ACLs")
+	if [ -e "$TMPDIR_TEST/rootfs/acl/f" ]; then
+		a=$(ls -d "$TMPDIR_TEST"/root2/layers/sha256/*/acl/f | head -1)
+		assert_contains "$(getfacl -n "$a" 2> /dev/null)" "user:1234:rwx"
+	fi
 	SBX_ROOT="$TMPDIR_TEST/root2" SBX_RUN="$TMPDIR_TEST/run2" sbx gc > /dev/null
 	sbx rm "$ENV_ID" > /dev/null
 }

@@ -389,3 +389,106 @@ TEST(layer_crash_at_every_step)
 	CHECK(steps_done > 5); /* every step before completion was crashed once */
 	fs_rm_rf(top);
 }
+
+/* Bytes this process read (read, pread: holes included) so far. */
+static uint64_t rchar(void)
+{
+	_cleanup_free_ char *s = NULL;
+	size_t n = 0;
+	if (fs_read_file("/proc/self/io", 4096, &s, &n) < 0)
+		return 0;
+	const char *p = strstr(s, "rchar: ");
+	return p ? strtoull(p + 7, NULL, 10) : 0;
+}
+
+/* One file: `len` bytes, data at the offsets of `at` (each "data@off"),
+ * zeros elsewhere: holes if sparse, else written out. Fixed mtime. */
+static void make_file(const char *up, bool sparse, uint64_t len)
+{
+	char p[4096];
+	snprintf(p, sizeof(p), "%s/big", up);
+	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0)
+		abort();
+	if (!sparse) {
+		static uint8_t z[1 << 16];
+		for (uint64_t o = 0; o < len; o += sizeof(z))
+			if (pwrite(fd, z, len - o < sizeof(z) ? len - o : sizeof(z), (off_t)o) < 0)
+				abort();
+	}
+	const uint64_t offs[] = {0, 3 << 20, len / 2 + 123, len - 5};
+	for (size_t i = 0; i < ARRAY_SIZE(offs); i++) {
+		char d[32];
+		int n = snprintf(d, sizeof(d), "data@%llu", (unsigned long long)offs[i]);
+		if (pwrite(fd, d, offs[i] + (uint64_t)n > len ? len - offs[i] : (size_t)n, (off_t)offs[i]) <
+		    0)
+			abort();
+	}
+	struct timespec ts[2] = {{1700000000, 0}, {1700000000, 0}};
+	if (futimens(fd, ts) < 0 || (geteuid() == 0 && fchown(fd, 100000, 100000) < 0))
+		abort();
+	if (utimensat(AT_FDCWD, up, ts, 0) < 0 || (geteuid() == 0 && chown(up, 100000, 100000) < 0))
+		abort();
+}
+
+/* A sparse file is stored by its holes: its zeros are hashed, never read
+ * (before: 2 x its size read back, the file and the temporary tar); the
+ * digest is the one of the same bytes written out; the layer's file and an
+ * exported tar are sparse. */
+TEST(layer_put_skips_holes)
+{
+	_cleanup_free_ char *top = tmpdir();
+	CHECK(top);
+	char store[4096], sp[4096], dense[4096], p[4096];
+	snprintf(store, sizeof(store), "%s/store", top);
+	snprintf(sp, sizeof(sp), "%s/sparse", top);
+	snprintf(dense, sizeof(dense), "%s/dense", top);
+	mkdir(sp, 0755);
+	mkdir(dense, 0755);
+	/* the same 8 MiB, with holes and written out: one tar */
+	make_file(sp, true, 8 << 20);
+	make_file(dense, false, 8 << 20);
+	snprintf(p, sizeof(p), "%s/big", sp);
+	struct stat st;
+	CHECK(stat(p, &st) == 0);
+	if (st.st_blocks * 512 > (1 << 20))
+		SKIP_OK("/var/tmp does not keep holes");
+	store_layer_info a, b;
+	_cleanup_err_ sbx_err *e = NULL;
+	int r = put_upper(store, sp, 100000, &a, &e);
+	if (r < 0)
+		fprintf(stderr, "  %s\n", sbx_err_message(e));
+	CHECK(r == 0);
+	CHECK(put_upper(store, dense, 100000, &b, NULL) == 0);
+	CHECK_STREQ(a.digest, b.digest);
+	CHECK(b.existed);
+
+	/* 2 GiB of holes: not read */
+	const uint64_t big = 2ull << 30;
+	make_file(sp, true, big);
+	uint64_t before = rchar();
+	CHECK(before > 0);
+	CHECK(put_upper(store, sp, 100000, &a, NULL) == 0);
+	uint64_t read = rchar() - before;
+	if (read > (64u << 20))
+		fprintf(stderr, "  read %llu bytes to store a %llu-byte sparse file\n",
+			(unsigned long long)read, (unsigned long long)big);
+	CHECK(read <= (64u << 20));
+	_cleanup_free_ char *lp = store_layer_path(store, a.digest);
+	snprintf(p, sizeof(p), "%s/big", lp);
+	CHECK(stat(p, &st) == 0 && (uint64_t)st.st_size == big && st.st_blocks * 512 < (1 << 20));
+	_cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+	char got[32] = {0};
+	CHECK(fd >= 0 && pread(fd, got, 16, (off_t)(big / 2 + 123)) == 16);
+	CHECK(memcmp(got, "data@1073741947", 15) == 0);
+	CHECK(pread(fd, got, 4, (off_t)(big / 4)) == 4 && memcmp(got, "\0\0\0\0", 4) == 0);
+
+	/* the exported tar (a scratch file) has the holes too, and its digest checked */
+	_cleanup_close_ int tf = open(top, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	CHECK(tf >= 0);
+	before = rchar();
+	CHECK(store_layer_tar(store, a.digest, tf, NULL) == 0);
+	CHECK(rchar() - before <= (64u << 20));
+	CHECK(fstat(tf, &st) == 0 && (uint64_t)st.st_size == a.size && st.st_blocks * 512 < (1 << 20));
+	fs_rm_rf(top);
+}

@@ -983,3 +983,237 @@ TEST(tar_write_corpus_seed)
 	free(b.p);
 	fs_rm_rf(top);
 }
+
+/* ---- POSIX ACLs ------------------------------------------------------------ */
+
+/* user::rw- user:U:rwx group::r-- group:G:r-- mask::rwx other::r-- (kernel format) */
+static size_t acl_bytes(uint8_t *out, uint32_t u, uint32_t g)
+{
+	const struct {
+		uint16_t tag, perm;
+		uint32_t id;
+	} e[] = {{1, 6, UINT32_MAX},   {2, 7, u}, {4, 4, UINT32_MAX}, {8, 4, g}, {0x10, 7, UINT32_MAX},
+		 {0x20, 4, UINT32_MAX}};
+	uint32_t v = 2;
+	memcpy(out, &v, 4);
+	for (size_t i = 0; i < ARRAY_SIZE(e); i++) {
+		memcpy(out + 4 + 8 * i, &e[i].tag, 2);
+		memcpy(out + 6 + 8 * i, &e[i].perm, 2);
+		memcpy(out + 8 + 8 * i, &e[i].id, 4);
+	}
+	return 4 + 8 * ARRAY_SIZE(e);
+}
+
+/* A pax header with one binary xattr record. */
+static void pax_xattr(buf *b, const char *name, const uint8_t *v, size_t vl)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "SCHILY.xattr.%s", name);
+	size_t base = strlen(key) + vl + 3, len = base + 1;
+	while (len != base + (size_t)snprintf(NULL, 0, "%zu", len))
+		len = base + (size_t)snprintf(NULL, 0, "%zu", len);
+	buf r = {0};
+	char head[32];
+	buf_add(&r, head, (size_t)snprintf(head, sizeof(head), "%zu ", len));
+	buf_add(&r, key, strlen(key));
+	buf_add(&r, "=", 1);
+	buf_add(&r, v, vl);
+	buf_add(&r, "\n", 1);
+	hdr(b, "././@PaxHeader", 'x', r.len, NULL, 0644);
+	data(b, r.p, r.len);
+	free(r.p);
+}
+
+static int acl_named_id(const char *path, const char *name, uint32_t *ret_u, uint32_t *ret_g)
+{
+	uint8_t v[256];
+	ssize_t n = getxattr(path, name, v, sizeof(v));
+	if (n < 0)
+		return -errno;
+	*ret_u = *ret_g = UINT32_MAX;
+	for (ssize_t off = 4; off + 8 <= n; off += 8) {
+		uint16_t tag;
+		uint32_t id;
+		memcpy(&tag, v + off, 2);
+		memcpy(&id, v + off + 4, 4);
+		if (tag == 2)
+			*ret_u = id;
+		if (tag == 8)
+			*ret_g = id;
+	}
+	return 0;
+}
+
+/* ACLs round trip with their named ids shifted like owners; a directory's
+ * default ACL is not inherited by what is extracted into it; the writer
+ * refuses an id outside the range; with acls off they are ignored. */
+TEST(tar_acl_round_trip)
+{
+	if (geteuid() != 0)
+		SKIP_OK("not root: files owned by shifted ids need chown");
+	_cleanup_free_ char *top = tmpdir();
+	CHECK(top);
+	char src[4096], dst[4096], dst2[4096], p[4096];
+	snprintf(src, sizeof(src), "%s/src", top);
+	snprintf(dst, sizeof(dst), "%s/dst", top);
+	snprintf(dst2, sizeof(dst2), "%s/dst2", top);
+	mkdir(src, 0755);
+	mkdir(dst, 0755);
+	mkdir(dst2, 0755);
+	const uint32_t base = 100000, base2 = 300000;
+	uint8_t v[256];
+	size_t vl;
+	put_file(src, "f", "data", 4, 0644);
+	at(src, "d", p);
+	CHECK(mkdir(p, 0755) == 0);
+	put_file(src, "d/old", "o", 1, 0644); /* made before the default ACL: it has none */
+	at(src, "d/sub", p);
+	CHECK(mkdir(p, 0755) == 0);
+	at(src, "f", p);
+	vl = acl_bytes(v, base + 5, base + 7);
+	if (setxattr(p, "system.posix_acl_access", v, vl, 0) < 0 && (errno == ENOTSUP || errno == EOPNOTSUPP))
+		SKIP_OK("/var/tmp has no POSIX ACLs");
+	CHECK(getxattr(p, "system.posix_acl_access", v, sizeof(v)) > 0);
+	at(src, "d", p);
+	vl = acl_bytes(v, base + 6, base + 8);
+	CHECK(setxattr(p, "system.posix_acl_default", v, vl, 0) == 0);
+	CHECK(setxattr(p, "system.posix_acl_access", v, vl, 0) == 0);
+	const char *own[] = {"", "f", "d", "d/old", "d/sub"};
+	for (size_t i = 0; i < ARRAY_SIZE(own); i++) {
+		snprintf(p, sizeof(p), "%s/%s", src, own[i]);
+		CHECK(lchown(p, base, base) == 0);
+	}
+	store_idmap ids = {base, base, 65536};
+	buf t1 = {0}, t2 = {0};
+	char d1[STORE_DIGEST_SIZE], d2[STORE_DIGEST_SIZE];
+	_cleanup_err_ sbx_err *e = NULL;
+	int r = tar_tree(src, &ids, &t1, d1, &e);
+	if (r < 0)
+		fprintf(stderr, "  %s\n", sbx_err_message(e));
+	CHECK(r == 0);
+	/* the tar holds the environment's ids (5 and 7), in the kernel's format */
+	vl = acl_bytes(v, 5, 7);
+	CHECK(memmem(t1.p, t1.len, "SCHILY.xattr.system.posix_acl_access=", 37));
+	CHECK(memmem(t1.p, t1.len, "SCHILY.xattr.system.posix_acl_default=", 38));
+	CHECK(memmem(t1.p, t1.len, v, vl));
+
+	store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+	o.whiteouts = true;
+	o.chown = true;
+	o.acls = true;
+	o.ids = (store_idmap){base2, base2, 65536};
+	_cleanup_err_ sbx_err *e2 = NULL;
+	r = extract_buf(dst, &t1, &o, &e2);
+	if (r < 0)
+		fprintf(stderr, "  %s\n", sbx_err_message(e2));
+	CHECK(r == 0);
+	uint32_t u, g;
+	at(dst, "f", p);
+	CHECK(acl_named_id(p, "system.posix_acl_access", &u, &g) == 0 && u == base2 + 5 && g == base2 + 7);
+	at(dst, "d", p);
+	CHECK(acl_named_id(p, "system.posix_acl_default", &u, &g) == 0 && u == base2 + 6 && g == base2 + 8);
+	at(dst, "d/old", p);
+	CHECK(acl_named_id(p, "system.posix_acl_access", &u, &g) == -ENODATA); /* not inherited */
+	at(dst, "d/sub", p);
+	CHECK(acl_named_id(p, "system.posix_acl_default", &u, &g) == -ENODATA);
+	store_idmap ids2 = {base2, base2, 65536};
+	CHECK(tar_tree(dst, &ids2, &t2, d2, NULL) == 0);
+	CHECK_STREQ(d1, d2);
+
+	/* acls off (sbx cp): ignored */
+	store_tar_extract_opts off = STORE_TAR_EXTRACT_OPTS_INIT;
+	CHECK(extract_buf(dst2, &t1, &off, NULL) == 0);
+	at(dst2, "f", p);
+	CHECK(acl_named_id(p, "system.posix_acl_access", &u, &g) == -ENODATA);
+
+	/* the writer refuses an ACL naming an id the environment does not map */
+	at(src, "f", p);
+	vl = acl_bytes(v, 5, base);
+	CHECK(setxattr(p, "system.posix_acl_access", v, vl, 0) == 0);
+	buf t3 = {0};
+	_cleanup_err_ sbx_err *e3 = NULL;
+	CHECK(tar_tree(src, &ids, &t3, d2, &e3) < 0);
+	CHECK(e3 && strstr(sbx_err_message(e3), "names uid 5, outside the mapped range"));
+	free(t1.p);
+	free(t2.p);
+	free(t3.p);
+	fs_rm_rf(top);
+}
+
+/* Hostile ACLs in an archive: malformed, a default ACL on a file, an id
+ * outside the range (refused with chown, dropped without). */
+TEST(tar_acl_hostile)
+{
+	uint8_t v[256];
+	size_t vl = acl_bytes(v, 5, 7);
+	struct {
+		const char *name;
+		int mutate; /* 0 as is, 1 bad version, 2 partial entry, 3 unknown tag */
+		const char *xname;
+		uint32_t uid;
+		bool chown;
+		const char *want; /* NULL: accepted, the ACL dropped */
+	} cases[] = {
+	    {"bad-version", 1, "system.posix_acl_access", 5, false, "malformed system.posix_acl_access"},
+	    {"partial", 2, "system.posix_acl_access", 5, false, "not a whole number of entries"},
+	    {"tag", 3, "system.posix_acl_access", 5, false, "unknown tag"},
+	    {"default-on-file", 0, "system.posix_acl_default", 5, false, "a default ACL on a non-directory"},
+	    {"range-chown", 0, "system.posix_acl_access", 70000, true,
+	     "names uid 70000, outside the id range"},
+	    {"range-dropped", 0, "system.posix_acl_access", 70000, false, NULL},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		if (cases[i].chown && geteuid() != 0)
+			continue;
+		_cleanup_free_ char *top = tmpdir();
+		CHECK(top);
+		vl = acl_bytes(v, cases[i].uid, 7);
+		size_t len = vl;
+		if (cases[i].mutate == 1)
+			v[0] = 3;
+		if (cases[i].mutate == 2)
+			len = vl - 2;
+		if (cases[i].mutate == 3)
+			v[4 + 8] = 0x80;
+		buf b = {0};
+		pax_xattr(&b, cases[i].xname, v, len);
+		file(&b, "f", "x");
+		end(&b);
+		store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+		o.acls = true;
+		o.chown = cases[i].chown;
+		o.ids = cases[i].chown ? (store_idmap){0, 0, 65536}
+				       : (store_idmap){(uint32_t)geteuid(), (uint32_t)getegid(), 1};
+		_cleanup_err_ sbx_err *e = NULL;
+		int r = extract_buf(top, &b, &o, &e);
+		free(b.p);
+		if (cases[i].want ? (r >= 0 || !e || !strstr(sbx_err_message(e), cases[i].want)) : r < 0) {
+			fprintf(stderr, "  case %s: r=%d err='%s' (want '%s')\n", cases[i].name, r,
+				e ? sbx_err_message(e) : "", cases[i].want ? cases[i].want : "success");
+			CHECK(false);
+		}
+		if (!cases[i].want) {
+			char p[4096];
+			uint32_t u, g;
+			at(top, "f", p);
+			CHECK(acl_named_id(p, "system.posix_acl_access", &u, &g) == -ENODATA);
+		}
+		if (getenv("SBX_WRITE_CORPUS") && cases[i].want) {
+			/* fuzz_store_tar: first byte 0x11 = whiteouts and ACLs */
+			char path[256];
+			buf s = {0};
+			snprintf(path, sizeof(path), "tests/fuzz/corpus/store_tar/hostile-acl-%s.tar",
+				 cases[i].name);
+			b = (buf){0};
+			pax_xattr(&b, cases[i].xname, v, len);
+			file(&b, "f", "x");
+			end(&b);
+			buf_add(&s, "\x11", 1);
+			buf_add(&s, b.p, b.len);
+			fs_write_atomic(path, s.p, s.len, 0644);
+			free(s.p);
+			free(b.p);
+		}
+		fs_rm_rf(top);
+	}
+}
