@@ -1048,8 +1048,8 @@ _public_ int sbx_env_remove(sbx_ctx *ctx, const char *ref, sbx_err **err)
  * by path: a disk quota's or a tmpfs layer's mount (envs/<id>/disk) and
  * CDI devices; nor when a rename fails. */
 typedef struct early_hide {
-	int lock;	  /* the supervisor's liveness lock, opened before the move */
-	char trash[256];  /* the entry's name in envs/ */
+	int lock;	 /* the supervisor's liveness lock, opened before the move */
+	char trash[256]; /* the entry's name in envs/ */
 } early_hide;
 
 static bool hide_early(sbx_ctx *ctx, const char *id, early_hide *h)
