@@ -1089,6 +1089,13 @@ static bool hide_early(sbx_ctx *ctx, const char *id, early_hide *h)
 	if (st.name)
 		name_unregister(ctx, st.name, id);
 	startup_mark("remove: hidden (trash)");
+	/* The reclaimer now, beside the teardown too: it waits for the
+	 * supervisor's lock (.run/lock, held until it exits) before it frees
+	 * the range or removes anything (api/reclaim.c). */
+	if (h->trash[0]) {
+		const char *names[1] = {h->trash};
+		(void)reclaim_moved(ctx, names, 1);
+	}
 	return true;
 }
 
@@ -1110,11 +1117,6 @@ static void finish_hidden(sbx_ctx *ctx, const char *id, early_hide *h, int stopp
 		usleep(1000);
 	h->lock = safe_close(h->lock);
 	startup_mark("remove: supervisor stopped");
-	if (h->trash[0]) {
-		const char *names[1] = {h->trash};
-		(void)reclaim_moved(ctx, names, 1);
-	}
-	startup_mark("remove: files removed");
 }
 
 /* sbx run's exec and remove in one request: the exec asks the supervisor

@@ -20,6 +20,7 @@
 
 #include "api/ctx.h"
 #include "api/reclaim.h"
+#include "runtime/cgroup.h"
 #include "runtime/runtime.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -158,6 +159,13 @@ static void release_slot(int entry_fd, const char *envs)
 	_cleanup_free_ char *owner_want = fs_path_join(envs, id), *owner = NULL;
 	char sp[128];
 	snprintf(sp, sizeof(sp), "%s/%lld", USERNS_SLOT_DIR, (long long)slot);
+	/* Its cgroup still there: a removal that found its supervisor dead
+	 * may still be destroying it (killing what is left); gc frees it. */
+	sbx_cgroup *cg = NULL;
+	if (cgroup_open(id, &cg, NULL) == 0) {
+		cgroup_free(cg);
+		return;
+	}
 	if (owner_want && fs_read_file(sp, 8192, &owner, NULL) == 0 && streq(owner, owner_want) &&
 	    !fs_exists(owner_want))
 		(void)unlink(sp);
