@@ -290,9 +290,11 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 		userns_slot_free_owned((unsigned)st.uid_slot, dir);
 	if (st.name)
 		name_unregister(ctx, st.name, id);
+	startup_mark("remove: uid range and name freed");
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
 	if (dir)
 		(void)quota_teardown(dir);
+	startup_mark("remove: quota checked");
 	/* The run directory (lock, mnt/) rides along into the trash when it is
 	 * on the same filesystem: unlinking its inodes inline cost 1-4 ms of a
 	 * removal on a busy ext4 (their eviction), more than all the rest of
@@ -300,6 +302,7 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	char inner[4300];
 	bool moved = dir && run && snprintf(inner, sizeof(inner), "%s/.run", dir) < (int)sizeof(inner) &&
 		     rename(run, inner) == 0;
+	startup_mark("remove: run directory moved");
 	/* Into the trash at once (a rename: a concurrent reader never sees half
 	 * an environment, and the id is free again); the bytes go in the
 	 * background (api/reclaim.h). */

@@ -20,7 +20,10 @@
 
 #include "api/ctx.h"
 #include "api/reclaim.h"
+#include "runtime/cgroup.h"
+#include "runtime/runtime.h"
 #include "util/fs.h"
+#include "util/json.h"
 #include "util/macro.h"
 #include "util/syscalls.h"
 
@@ -145,6 +148,37 @@ void reclaim_self_lingering(void)
 	self_lingering = true;
 }
 
+/* The host uid range of a removed environment whose remover left it to us
+ * (one that did not free it first, or died before): once the entry's supervisor has exited
+ * (wait_lingering), no process of it is left, and the range is free again
+ * if its slot file still names the environment's directory, now gone (the
+ * rule sbx gc applies to every slot; a slot already freed and taken again
+ * names another directory and is left alone). */
+static void release_slot(int entry_fd, const char *envs)
+{
+	_cleanup_free_ char *text = NULL;
+	if (entry_fd < 0 || fs_read_fileat(entry_fd, "state.json", 1 << 20, &text, NULL) < 0)
+		return;
+	_cleanup_json_ json_t *st = json_loads(text, 0, NULL);
+	int64_t slot = json_int(st, "uid_slot", -1);
+	const char *id = json_str(st, "environment_id");
+	if (slot < 0 || !id || !*id || strchr(id, '/'))
+		return;
+	_cleanup_free_ char *owner_want = fs_path_join(envs, id), *owner = NULL;
+	char sp[128];
+	snprintf(sp, sizeof(sp), "%s/%lld", USERNS_SLOT_DIR, (long long)slot);
+	/* Its cgroup still there: a removal that found its supervisor dead
+	 * may still be destroying it (killing what is left); gc frees it. */
+	sbx_cgroup *cg = NULL;
+	if (cgroup_open(id, &cg, NULL) == 0) {
+		cgroup_free(cg);
+		return;
+	}
+	if (owner_want && fs_read_file(sp, 8192, &owner, NULL) == 0 && streq(owner, owner_want) &&
+	    !fs_exists(owner_want))
+		(void)unlink(sp);
+}
+
 /* Removes one trash entry, part by part (its top-level children, then
  * itself). Negative errno when something of it is left. */
 static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
@@ -155,6 +189,7 @@ static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
 	int r = 0;
 	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	wait_lingering(fd);
+	release_slot(fd, envs);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d)
 		safe_close(fd);
@@ -359,6 +394,7 @@ static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, 
 			    open(trash[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (!self_lingering)
 				wait_lingering(fd);
+			release_slot(fd, envs);
 			(void)fs_rm_rf(trash[i]);
 		}
 		free(trash[i]);

@@ -886,6 +886,7 @@ static void reap(int sock)
 		for (size_t i = 0; i < n_execs; i++) {
 			if (execs[i].pid != pid)
 				continue;
+			startup_mark("init: command reaped");
 			_cleanup_json_ json_t *m =
 			    json_pack("{s:s,s:I,s:i}", CTL_F_EV, CTL_EV_EXITED, CTL_F_ID,
 				      (json_int_t)execs[i].id, CTL_F_STATUS, status);

@@ -12,7 +12,13 @@
  *
  * SBX_TRACE_STARTUP=/path appends the lines to that file instead, which is
  * how to see a supervisor's later steps (its teardown): on stderr, the
- * supervisor keeps the creator's stderr only until it reports ready. */
+ * supervisor keeps the creator's stderr only until it reports ready.
+ *
+ * SBX_TRACE_STARTUP_ABS=1 prints CLOCK_MONOTONIC itself instead of the time
+ * since the first mark, so that processes of different trees (a pooled
+ * entry's supervisor and init, and the `sbx run` or `sbx exec` that uses
+ * it) can be read on one clock: the exec path's marks (client, supervisor,
+ * init) line up that way. */
 #ifndef SBX_RUNTIME_STARTUP_TRACE_H
 #define SBX_RUNTIME_STARTUP_TRACE_H
 

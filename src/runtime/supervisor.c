@@ -495,6 +495,7 @@ static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_f
 		}
 	}
 	/* Forward to init: same document, our exec id, the client's fds. */
+	startup_mark("supervisor: exec request");
 	json_object_set_new(m, CTL_F_OP, json_string(CTL_OP_SPAWN));
 	json_object_set_new(m, "id", json_integer(x->id));
 	int sent = json_send(s->init_sock, m, fds, n_fds);
@@ -950,6 +951,7 @@ static void init_event(supervisor *s)
 			x->conn = -1;
 		}
 	} else if (x && e.kind == CTL_EVK_SPAWNED) {
+		startup_mark("supervisor: spawned");
 		x->started = true;
 		_cleanup_json_ json_t *o =
 		    json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, CTL_F_PID, (json_int_t)e.pid);
@@ -969,6 +971,7 @@ static void init_event(supervisor *s)
 		sup_proc_discard(x->bg); /* it never ran: no record */
 		end_exec(s, x);
 	} else if (x && e.kind == CTL_EVK_EXITED) {
+		startup_mark("supervisor: exited");
 		int status = e.status;
 		/* An OOM kill is a SIGKILL; only then is the cgroup's counter read
 		 * (reading it on every exec costs more than the exec). */

@@ -240,3 +240,38 @@ t_lingering_entry_waits_for_its_lock() {
 	gone_from_view "$id"
 	wait_for "reclaimed" settled
 }
+
+# sbx run leaves its uid range to the reclaimer (api/env.c hide_early): a
+# reclaimer frees the range a trash entry's state names once the entry's
+# supervisor has exited, when the range's slot file still names the
+# environment's directory, which is gone; a slot naming anything else is
+# left alone (another environment may hold it by now; here an existing
+# directory, so that no sbx gc of another store frees it either). Regression: only
+# sbx gc freed such a range, so a run's range stayed taken until a gc.
+t_reclaimer_frees_the_uid_range_of_a_trash_entry() {
+	is_root || skip "uid ranges are root mode's"
+	local s1="" s2="" s id1=0123456789ac id2=0123456789ad
+	for s in $(seq 16383 -1 16000); do
+		if [ ! -e "/run/sbx-uidslots/$s" ]; then
+			if [ -z "$s1" ]; then s1=$s; elif [ -z "$s2" ]; then s2=$s && break; fi
+		fi
+	done
+	mkdir -p /run/sbx-uidslots "$SBX_ROOT/envs/.trash-$id1-0badf00e" "$SBX_ROOT/envs/.trash-$id2-0badf00f"
+	printf '{"environment_id":"%s","uid_slot":%d}' "$id1" "$s1" > "$SBX_ROOT/envs/.trash-$id1-0badf00e/state.json"
+	printf '{"environment_id":"%s","uid_slot":%d}' "$id2" "$s2" > "$SBX_ROOT/envs/.trash-$id2-0badf00f/state.json"
+	(set -o noclobber && printf '%s' "$SBX_ROOT/envs/$id1" > "/run/sbx-uidslots/$s1" &&
+		printf '%s' "$TMPDIR_TEST" > "/run/sbx-uidslots/$s2") || fail "could not reserve test slots"
+	a=$(sbx create)
+	sbx rm "$a" > /dev/null # starts a reclaimer, which takes every entry
+	wait_for "reclaimed" settled
+	local left1=0 left2=0
+	[ -e "/run/sbx-uidslots/$s1" ] && left1=1
+	[ -e "/run/sbx-uidslots/$s2" ] && left2=1
+	rm -f "/run/sbx-uidslots/$s1" "/run/sbx-uidslots/$s2"
+	[ "$left1" = 0 ] || fail "the range of a removed environment stayed taken"
+	[ "$left2" = 1 ] || fail "a range naming another owner was freed"
+	# And a real sbx run: its range is free once the reclaimer is done.
+	assert_eq "$(sbx run -- echo hi)" "hi"
+	wait_for "reclaimed after run" settled
+	if grep -rqs "^$SBX_ROOT/envs/" /run/sbx-uidslots; then fail "uid slots of this store left"; fi
+}
