@@ -94,3 +94,25 @@ check_clean() {
 	fi
 	return 0
 }
+
+# start_server: a host HTTP server on 127.0.0.1:$PORT (pid $SRV) serving
+# $TMPDIR_TEST/www/index.html ("hello from the host"). A random port another
+# test holds makes the server exit: another port then. Python starts slowly
+# on a loaded machine: up to 30 s.
+start_server() {
+	mkdir -p "$TMPDIR_TEST/www"
+	echo "hello from the host" > "$TMPDIR_TEST/www/index.html"
+	local try i
+	for try in 1 2 3 4 5; do
+		PORT=$((20000 + RANDOM % 20000))
+		(cd "$TMPDIR_TEST/www" && exec python3 -m http.server "$PORT" --bind 127.0.0.1) > /dev/null 2>&1 &
+		SRV=$!
+		for i in $(seq 300); do
+			python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2> /dev/null && return 0
+			kill -0 "$SRV" 2> /dev/null || break
+			sleep 0.1
+		done
+		kill "$SRV" 2> /dev/null || true
+	done
+	fail "test server did not start"
+}

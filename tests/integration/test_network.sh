@@ -1,15 +1,6 @@
 # Network modes: none (loopback only), allow (the egress proxy, only route
 # out), open (host network, flagged). Servers run on the host's 127.0.0.1.
 
-start_server() {
-	PORT=$((20000 + RANDOM % 20000))
-	mkdir -p "$TMPDIR_TEST/www"
-	echo "hello from the host" > "$TMPDIR_TEST/www/index.html"
-	(cd "$TMPDIR_TEST/www" && exec python3 -m http.server "$PORT" --bind 127.0.0.1) > /dev/null 2>&1 &
-	SRV=$!
-	for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2> /dev/null && return 0; sleep 0.1; done
-	fail "test server did not start"
-}
 
 # curl through the proxy, ignoring no_proxy for 127.0.0.1 (inside, 127.0.0.1 is the environment's own loopback).
 via_proxy() { sbx exec "$ID" -- curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 "$@"; }

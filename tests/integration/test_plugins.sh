@@ -213,15 +213,6 @@ t_wrong_abi_and_bad_paths_refused() {
 	[ -z "$(ls "$SBX_ROOT/envs" 2> /dev/null | grep -E '^[0-9a-f]{12}$')" ] || fail "a failed create left an environment"
 }
 
-start_server() {
-	PORT=$((20000 + RANDOM % 20000))
-	mkdir -p "$TMPDIR_TEST/www"
-	echo "hello from the host" > "$TMPDIR_TEST/www/index.html"
-	(cd "$TMPDIR_TEST/www" && exec python3 -m http.server "$PORT" --bind 127.0.0.1) > /dev/null 2>&1 &
-	SRV=$!
-	for i in $(seq 50); do python3 -c "import socket; socket.create_connection(('127.0.0.1', $PORT), 1)" 2> /dev/null && return 0; sleep 0.1; done
-	fail "test server did not start"
-}
 via_proxy() { sbx exec "$ID" -- curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 "$@"; }
 
 t_egress_ratelimit_vetoes_through_the_proxy() {
