@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -110,8 +111,14 @@ typedef struct supervisor {
 	 * after an in-place restart, for the same layers; the next restore to
 	 * sb_snapshot makes it the active init. sb_sock >= 0 while one exists;
 	 * sb_ready is its "ready" report, NULL while it builds. old_init_pid:
-	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it). */
-	pid_t sb_pid, old_init_pid;
+	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it).
+	 * old_mnt_ns: the replaced init's mount namespace, held so that its
+	 * overlays' unmount (which syncs the upper's filesystem) is not the
+	 * dying init's, on the next command's way: the next standby's helper
+	 * lets it go, at SCHED_IDLE, once it has reported (ns_helper: that
+	 * helper, not reaped yet). */
+	pid_t sb_pid, old_init_pid, ns_helper;
+	int old_mnt_ns;
 	int sb_pidfd, sb_sock, sb_proxy;
 	json_t *sb_ready;
 	char *sb_snapshot;
@@ -1088,6 +1095,9 @@ static void teardown(supervisor *s)
 	kill_init(s);
 	if (s->old_init_pid > 0) /* replaced by a standby, not reaped yet */
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
+	s->old_mnt_ns = safe_close(s->old_mnt_ns);
+	if (s->ns_helper > 0) /* unmounting a replaced init's overlays */
+		(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
@@ -1792,6 +1802,11 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
  * the commands get what they get without a standby. */
 #define SUP_STANDBY_MEMORY (8LL << 20)
 
+/* How long a restore by the standby waits for the replaced init's
+ * processes to be gone (they were sent SIGKILL: only one stuck in the
+ * kernel takes longer; the restore then answers without waiting more). */
+#define SUP_OLD_INIT_WAIT_MS 2000
+
 static void standby_limits(supervisor *s, bool with)
 {
 	cgroup_limits l = s->c->limits;
@@ -1932,9 +1947,15 @@ static void standby_build(supervisor *s, const char *sid)
 		json_t *rep =
 		    json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
 		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
+		/* The replaced init's mount namespace, if we hold the last
+		 * reference: its overlays are unmounted here, at SCHED_IDLE,
+		 * after the report (the supervisor does not wait for us). */
+		safe_close(s->old_mnt_ns);
 		_exit(0);
 	}
 	safe_close(rp[1]);
+	if (h > 0) /* the helper's copy is now the namespace's last reference */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
 	if (h < 0) {
 		safe_close(rp[0]);
 		standby_drop(s);
@@ -1954,7 +1975,13 @@ static void standby_spawned(supervisor *s)
 	size_t n = 1;
 	_cleanup_json_ json_t *m = NULL;
 	int r = json_recv(s->sb_helper_fd, &m, fds, &n);
-	(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0)); /* it exits after this */
+	/* It exits after this, after unmounting a replaced init's overlays
+	 * if it was given them (then SIGCHLD or teardown reaps it). */
+	if (RETRY_EINTR(waitpid(s->sb_helper, NULL, WNOHANG)) == 0) {
+		if (s->ns_helper > 0) /* an earlier one, still unmounting */
+			(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
+		s->ns_helper = s->sb_helper;
+	}
 	s->sb_helper = -1;
 	ep_del(s, s->sb_helper_fd);
 	s->sb_helper_fd = safe_close(s->sb_helper_fd);
@@ -2069,19 +2096,35 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
 	thaw(s);
 	stop_recorder(s, NULL);
-	/* The active init ends; its processes are in other namespaces and see
-	 * none of the new state: SIGCHLD reaps it (teardown waits for it). Its
-	 * exit tears down its namespaces and unmounts its overlays, in its own
-	 * context: at SCHED_IDLE, so that the next command's CPU is not it. */
+	/* The active init ends, and every process of its pid namespace with
+	 * it: gone (not alive in our cgroup, where they would count against
+	 * the limits and take the commands' CPU) when we answer, up to
+	 * SUP_OLD_INIT_WAIT_MS (a process stuck in the kernel; SIGCHLD reaps
+	 * it later, teardown waits for it). Its mount namespace is held
+	 * first: its last process's exit would otherwise unmount the
+	 * overlays, which syncs the upper's filesystem (a disk flush per
+	 * overlay), in the next command's way; the next standby's helper
+	 * lets it go (standby_build). */
 	if (s->old_init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
-	if (s->init_pid > 0)
-		standby_idle(s->init_pid);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: here, then */
+	if (s->init_pid > 0) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->init_pid); /* our child, not reaped */
+		s->old_mnt_ns = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	if (s->init_pidfd >= 0)
 		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
 	else if (s->init_pid > 0)
 		(void)kill(s->init_pid, SIGKILL);
 	s->old_init_pid = s->init_pid;
+	if (s->init_pidfd >= 0) {
+		struct pollfd pf = {.fd = s->init_pidfd, .events = POLLIN};
+		if (RETRY_EINTR(poll(&pf, 1, SUP_OLD_INIT_WAIT_MS)) == 1 &&
+		    RETRY_EINTR(waitpid(s->init_pid, NULL, WNOHANG)) == s->init_pid)
+			s->old_init_pid = -1;
+	}
+	startup_mark("standby: the replaced init's processes are gone");
 	s->init_pidfd = safe_close(s->init_pidfd);
 	ep_del(s, s->init_sock);
 	safe_close(s->init_sock);
@@ -2112,6 +2155,7 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings, "standby", 1),
 		  NULL, 0);
 	standby_build(s, snap_id);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: unmounted here */
 	return false;
 }
 
@@ -2144,6 +2188,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.linger_ns = -1,
 			.sb_pid = -1,
 			.old_init_pid = -1,
+			.ns_helper = -1,
+			.old_mnt_ns = -1,
 			.sb_pidfd = -1,
 			.sb_sock = -1,
 			.sb_proxy = -1,
@@ -2275,6 +2321,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 						begin_stop(s, -1);
 					} else if (dead == s->old_init_pid) {
 						s->old_init_pid = -1;
+					} else if (dead == s->ns_helper) {
+						s->ns_helper = -1;
 					} else if (dead == s->sb_pid) {
 						s->sb_pid = -1; /* a dead standby is dropped */
 						standby_drop(s);

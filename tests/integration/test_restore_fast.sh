@@ -347,6 +347,35 @@ one"
 	sbx rm "$a" "$b" "$c"
 }
 
+# The replaced init's processes are gone when the restore returns (none of
+# them is alive in the environment's cgroup, where they would count against
+# its pids and memory limits and take its CPU), even the slow ones to end: a
+# process with a large address space to unmap, a busy loop, a few sleeps.
+# The check runs in the process that ran the restore, right after it.
+t_restore_standby_old_processes_gone_when_it_returns() {
+	is_root || skip_ok "the environment's cgroup is root's"
+	id=$(sbx create --memory 2g)
+	snap=$(sbx snapshot "$id")
+	sbx restore "$id" "$snap" > /dev/null
+	for round in 1 2 3 4 5; do
+		sb_ready "$id"
+		sbx exec -d "$id" -- python3 -c 'import time; b = bytearray(300 << 20); print("x", flush=True); time.sleep(300)' > /dev/null
+		sbx exec -d "$id" -- sh -c 'while :; do :; done' > /dev/null
+		for i in 1 2 3; do sbx exec -d "$id" -- sleep 300 > /dev/null; done
+		for i in $(seq 100); do
+			[ "$(sbx ps --json "$id" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["processes"]))')" -ge 6 ] && break
+			sleep 0.05
+		done
+		sleep 0.5 # the python process has touched its 300 MB
+		out=$(python3 -c 'import json, subprocess, sys; sys.path.insert(0, sys.argv[1]); import sbxleaks
+r = subprocess.run([sys.argv[2], "restore", "--json", sys.argv[3], sys.argv[4]], capture_output=True, text=True)
+left = [p for p in sbxleaks.env_procs({sys.argv[3]}) if p.split()[1] not in ("sbx-init", "sbx-supervisor")]
+print(json.loads(r.stdout).get("standby"), left)' "$SBX_SRC/tests/integration" "$SBX_BIN" "$id" "$snap")
+		assert_eq "$out" "True []" "round $round: the standby was used and nothing of the old init is alive"
+	done
+	sbx rm "$id"
+}
+
 # The standby is one process of the environment's cgroup: the limits grow by
 # what it takes while it exists, so the commands can start as many processes
 # as without one.
