@@ -119,6 +119,10 @@ typedef struct supervisor {
 	 * helper, not reaped yet). */
 	pid_t sb_pid, old_init_pid, ns_helper;
 	int old_mnt_ns;
+	/* The next standby, not started yet (standby_defer): its snapshot, and
+	 * the timer that starts it if no command comes first (-1 if none). */
+	char *sb_deferred;
+	int sb_defer_fd;
 	int sb_pidfd, sb_sock, sb_proxy;
 	json_t *sb_ready;
 	char *sb_snapshot;
@@ -138,6 +142,8 @@ static void restart_forget(supervisor *s);
 static void standby_event(supervisor *s);
 static void standby_spawned(supervisor *s);
 static void standby_drop(supervisor *s);
+static void standby_deferred_start(supervisor *s);
+static void standby_defer(supervisor *s, char *sid);
 static bool phase_begin(supervisor *s, int conn, json_t *m);
 static void phase_end(supervisor *s, json_t *reply);
 
@@ -228,6 +234,8 @@ static void drop_exec(supervisor *s, sup_exec *x)
 	sup_proc_free(x->bg);
 	*x = s->execs[--s->n_execs];
 	arm_ttl(s);
+	if (s->sb_deferred && s->n_execs == 0) /* the first command after a restore was served */
+		standby_deferred_start(s);
 }
 
 /* A command has ended (or never started): drop_exec. One that its client
@@ -1791,7 +1799,7 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 		  NULL, 0);
 	const char *sid = json_str(m, "snapshot_id");
 	if (sid && json_bool(m, "standby", false))
-		standby_build(s, sid);
+		standby_defer(s, strdup(sid));
 }
 
 /* ---- standby init (docs/warm.md "Restore"; CTL_OP_RESTORE_STANDBY) -------- */
@@ -1806,6 +1814,10 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
  * processes to be gone (they were sent SIGKILL: only one stuck in the
  * kernel takes longer; the restore then answers without waiting more). */
 #define SUP_OLD_INIT_WAIT_MS 2000
+
+/* How long the next standby waits for the first command after a restore
+ * before it is built anyway (standby_defer). */
+#define SUP_STANDBY_DEFER_MS 100
 
 static void standby_limits(supervisor *s, bool with)
 {
@@ -1852,6 +1864,13 @@ static bool standby_boost(supervisor *s)
  * and forgets it; its directory stays until the next one is built. */
 static void standby_drop(supervisor *s)
 {
+	if (s->sb_defer_fd >= 0) {
+		ep_del(s, s->sb_defer_fd);
+		s->sb_defer_fd = safe_close(s->sb_defer_fd);
+		s->loop_reset = true;
+	}
+	s->sb_deferred = mfree(s->sb_deferred);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper will take it: unmounted here */
 	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
 		return;
 	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
@@ -1967,6 +1986,41 @@ static void standby_build(supervisor *s, const char *sid)
 	startup_mark("standby: helper forked");
 }
 
+/* After a restore by the standby, the next one is built once the first
+ * command after it has been served (or SUP_STANDBY_DEFER_MS without one, or
+ * at once when a restore asks for it): its construction (a clone of every
+ * namespace, the root's assembly) shares the machine with whatever runs,
+ * and at SCHED_IDLE still delayed the command that follows a restore
+ * 1.5-3x (docs/BENCHMARKS.md). Takes sid. */
+static void standby_defer(supervisor *s, char *sid)
+{
+	struct itimerspec once = {
+	    .it_value = {SUP_STANDBY_DEFER_MS / 1000, (SUP_STANDBY_DEFER_MS % 1000) * 1000000L}};
+	free(s->sb_deferred);
+	s->sb_deferred = sid;
+	if (!sid)
+		return;
+	if (s->sb_defer_fd < 0 &&
+	    (s->sb_defer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0)
+		ep_add(s, s->sb_defer_fd);
+	if (s->sb_defer_fd < 0 || timerfd_settime(s->sb_defer_fd, 0, &once, NULL) < 0)
+		standby_deferred_start(s); /* no timer: now */
+}
+
+/* Starts the deferred standby (standby_defer), if one waits. */
+static void standby_deferred_start(supervisor *s)
+{
+	_cleanup_free_ char *sid = TAKE_PTR(s->sb_deferred);
+	if (s->sb_defer_fd >= 0) {
+		ep_del(s, s->sb_defer_fd);
+		s->sb_defer_fd = safe_close(s->sb_defer_fd);
+		s->loop_reset = true;
+	}
+	if (sid)
+		standby_build(s, sid);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: unmounted here */
+}
+
 /* The helper reported: the standby exists and builds its root (its
  * "ready" comes on sb_sock), or it could not be spawned (dropped). */
 static void standby_spawned(supervisor *s)
@@ -2054,6 +2108,8 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	json_t *tr = json_object_get(m, "trash");
 	const char *t0 = json_string_value(json_array_get(tr, 0)),
 		   *t1 = json_string_value(json_array_get(tr, 1));
+	if (s->sb_deferred && sid && streq(sid, s->sb_deferred))
+		standby_deferred_start(s); /* no command since the last restore: now, and wait */
 	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
 	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
@@ -2154,8 +2210,7 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 		  json_pack("{s:s,s:i,s:i,s:O,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
 			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings, "standby", 1),
 		  NULL, 0);
-	standby_build(s, snap_id);
-	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: unmounted here */
+	standby_defer(s, TAKE_PTR(snap_id));
 	return false;
 }
 
@@ -2190,6 +2245,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			.old_init_pid = -1,
 			.ns_helper = -1,
 			.old_mnt_ns = -1,
+			.sb_defer_fd = -1,
 			.sb_pidfd = -1,
 			.sb_sock = -1,
 			.sb_proxy = -1,
@@ -2336,6 +2392,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				if (stat(c->env_dir, &st) < 0 && errno == ENOENT && stat(lp, &st) < 0 &&
 				    errno == ENOENT)
 					begin_stop(s, -1);
+			} else if (fd == s->sb_defer_fd && fd >= 0) {
+				standby_deferred_start(s);
 			} else if (fd == s->idle_fd) {
 				idle_event(s);
 			} else if (fd == s->ttl_fd) {

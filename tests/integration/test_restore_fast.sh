@@ -79,6 +79,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 	snap=$(sbx snapshot "$id")
 	sup=$(sup_pid "$id")
 	sbx restore "$id" "$snap" > /dev/null
+	sb_ready "$id" # the same state at both counts: the next standby built
 	fds=$(ls /proc/"$sup"/fd | wc -l)
 	cgs=$(ls -d /sys/fs/cgroup/*/sbx/"$id"* /sys/fs/cgroup/sbx/"$id"* 2> /dev/null | wc -l)
 	slots=$(grep -rl "$SBX_ROOT/envs/$id" /run/sbx-uidslots 2> /dev/null | wc -l)
@@ -87,6 +88,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 		sbx restore "$id" "$snap" > /dev/null
 	done
 	assert_eq "$(sup_pid "$id")" "$sup" "restore started a new supervisor"
+	sb_ready "$id"
 	assert_eq "$(ls /proc/"$sup"/fd | wc -l)" "$fds" "supervisor descriptors"
 	assert_eq "$(awk '/^Threads:/ {print $2}' /proc/"$sup"/status)" "1" "supervisor threads"
 	assert_eq "$(sbx ps --json "$id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j["processes"]), sorted(set(b["state"] for b in j["background"])))')" "1 ['exited']" "processes inside, background records"
@@ -472,13 +474,17 @@ t_restore_standby_leaves_nothing() {
 	sbx rm "$id"
 	leaks "$id" "supervisor killed"
 	# Idle suspend: no process left, and it wakes on the snapshot's files.
-	id=$(sbx create --idle-suspend 1s)
+	# (3 s: the standby, built after the first command that follows the
+	# restore, must be ready before the suspend; sb_ready polls slowly
+	# on a loaded machine)
+	id=$(sbx create --idle-suspend 3s)
 	sbx exec "$id" -- sh -c 'echo w > /root/w'
 	s=$(sbx snapshot "$id")
 	sbx restore "$id" "$s" > /dev/null
+	sbx exec "$id" -- true # the first command after it: the next standby is built now
 	sb_ready "$id"
 	sup=$(sup_pid "$id")
-	for i in $(seq 60); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
+	for i in $(seq 100); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
 	kill -0 "$sup" 2> /dev/null && fail "not suspended"
 	is_root && assert_eq "$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks; print(len(sbxleaks.env_procs({sys.argv[2]})))' "$SBX_SRC/tests/integration" "$id")" "0" "processes of a suspended environment"
 	assert_eq "$(sbx exec "$id" -- cat /root/w)" "w"
