@@ -1853,10 +1853,16 @@ static bool standby_boost(supervisor *s)
 {
 	struct sched_param sp = {0};
 	int pol = sched_getscheduler(0);
-	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
-		return pol >= 0;
 	if (pol == SCHED_FIFO || pol == SCHED_RR)
 		(void)sched_getparam(0, &sp);
+	/* A restore waits: the helper too, if it has not reported yet (the
+	 * clone, the maps and the trees are its; starved at SCHED_IDLE on a
+	 * busy host they took most of such a wait). It goes back to
+	 * SCHED_IDLE itself once it has reported (standby_build). */
+	if (pol >= 0 && s->sb_helper > 0)
+		(void)sched_setscheduler(s->sb_helper, pol, &sp);
+	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
+		return pol >= 0;
 	return sched_setscheduler(s->sb_pid, pol, &sp) == 0;
 }
 
@@ -1967,8 +1973,10 @@ static void standby_build(supervisor *s, const char *sid)
 		    json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
 		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
 		/* The replaced init's mount namespace, if we hold the last
-		 * reference: its overlays are unmounted here, at SCHED_IDLE,
-		 * after the report (the supervisor does not wait for us). */
+		 * reference: its overlays are unmounted here, at SCHED_IDLE
+		 * (again, if a waiting restore lifted us out of it), after the
+		 * report (the supervisor does not wait for us). */
+		standby_idle(0);
 		safe_close(s->old_mnt_ns);
 		_exit(0);
 	}
