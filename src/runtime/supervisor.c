@@ -1103,7 +1103,8 @@ static void teardown(supervisor *s)
 	kill_init(s);
 	if (s->old_init_pid > 0) /* replaced by a standby, not reaped yet */
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
-	s->old_mnt_ns = safe_close(s->old_mnt_ns);
+	if (s->linger_ns < 0) /* else let go with the dead init's, after the reply */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
 	if (s->ns_helper > 0) /* unmounting a replaced init's overlays */
 		(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
 	startup_mark("teardown: init reaped");
@@ -1876,7 +1877,8 @@ static void standby_drop(supervisor *s)
 		s->loop_reset = true;
 	}
 	s->sb_deferred = mfree(s->sb_deferred);
-	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper will take it: unmounted here */
+	if (!s->stopping) /* no helper will take it: unmounted here (stopping: teardown's) */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
 	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
 		return;
 	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
@@ -2445,6 +2447,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
 	safe_close(s->linger_ns);
+	safe_close(s->old_mnt_ns); /* a replaced init's, if no standby's helper took it */
 	startup_mark("teardown: mounts released");
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */

@@ -460,6 +460,24 @@ t_restore_standby_leaves_nothing() {
 	sb_ready "$id"
 	sbx rm "$id"
 	leaks "$id" rm
+	# Removed right after a restore by the standby: the replaced init's
+	# mounts (held until the next standby is built) go with it.
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True"
+	sbx rm "$id"
+	leaks "$id" "rm right after a restore"
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True"
+	kill -9 "$(sup_pid "$id")"
+	sbx gc > /dev/null
+	sbx rm "$id" > /dev/null 2>&1 || true
+	leaks "$id" "supervisor killed right after a restore, then gc"
 	# The supervisor killed: the standby dies with it (parent-death signal).
 	id=$(sbx create)
 	s=$(sbx snapshot "$id")
