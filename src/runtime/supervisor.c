@@ -2184,14 +2184,8 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	else if (s->init_pid > 0)
 		(void)kill(s->init_pid, SIGKILL);
 	s->old_init_pid = s->init_pid;
-	if (s->init_pidfd >= 0) {
-		struct pollfd pf = {.fd = s->init_pidfd, .events = POLLIN};
-		if (RETRY_EINTR(poll(&pf, 1, SUP_OLD_INIT_WAIT_MS)) == 1 &&
-		    RETRY_EINTR(waitpid(s->init_pid, NULL, WNOHANG)) == s->init_pid)
-			s->old_init_pid = -1;
-	}
-	startup_mark("standby: the replaced init's processes are gone");
-	s->init_pidfd = safe_close(s->init_pidfd);
+	/* Waited for below, before the answer: its end overlaps the switch. */
+	_cleanup_close_ int old_pidfd = TAKE_FD(s->init_pidfd);
 	ep_del(s, s->init_sock);
 	safe_close(s->init_sock);
 	restart_forget(s);
@@ -2215,6 +2209,13 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	standby_limits(s, false);
 	s->loop_reset = true;
 	arm_ttl(s);
+	if (old_pidfd >= 0) {
+		struct pollfd pf = {.fd = old_pidfd, .events = POLLIN};
+		if (RETRY_EINTR(poll(&pf, 1, SUP_OLD_INIT_WAIT_MS)) == 1 &&
+		    RETRY_EINTR(waitpid(s->old_init_pid, NULL, WNOHANG)) == s->old_init_pid)
+			s->old_init_pid = -1;
+	}
+	startup_mark("standby: the replaced init's processes are gone");
 	startup_mark("standby: switched");
 	send_json(conn,
 		  json_pack("{s:s,s:i,s:i,s:O,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
