@@ -8,7 +8,9 @@
  * then sbx_env_restore to the snapshot, timed alone: A with the standby
  * (SBX_RESTORE_STANDBY unset), B without (=0); and a cold sbx_env_create
  * (removed after, untimed). Then an exec right after each restore, timed
- * (does building the next standby delay it?). Prints one JSON object:
+ * (does building the next standby delay it?), and the one after that
+ * (exec_second_*: the same command once the restore's aftermath is past;
+ * exec_after_over_second is the median of their per-round ratios). Prints one JSON object:
  * medians (ms) and the medians of the per-round ratios (a shared machine's
  * load swings cancel within a round); standby_used counts A's restores
  * that the standby served. */
@@ -121,15 +123,19 @@ int main(int argc, char **argv)
 	(void)restore(ctx, b, sb, false, &ignored);
 	double *ra = calloc((size_t)n, sizeof(double)), *rb = calloc((size_t)n, sizeof(double)),
 	       *cold = calloc((size_t)n, sizeof(double)), *xa = calloc((size_t)n, sizeof(double)),
-	       *xb = calloc((size_t)n, sizeof(double)), *q_ac = calloc((size_t)n, sizeof(double)),
+	       *xb = calloc((size_t)n, sizeof(double)), *ya = calloc((size_t)n, sizeof(double)),
+	       *yb = calloc((size_t)n, sizeof(double)), *q_x = calloc((size_t)n, sizeof(double)), *q_ac = calloc((size_t)n, sizeof(double)),
 	       *q_ab = calloc((size_t)n, sizeof(double)), *q_bc = calloc((size_t)n, sizeof(double));
 	for (int i = 0; i < n; i++) {
 		run(ctx, a, "echo x > /root/w/change");
 		run(ctx, b, "echo x > /root/w/change");
 		ra[i] = restore(ctx, a, sa, true, &used);
 		xa[i] = run(ctx, a, "true");
+		ya[i] = run(ctx, a, "true");
+		q_x[i] = xa[i] / ya[i];
 		rb[i] = restore(ctx, b, sb, false, &ignored);
 		xb[i] = run(ctx, b, "true");
+		yb[i] = run(ctx, b, "true");
 		sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 		char *c = NULL;
 		double t0 = now_ms();
@@ -147,9 +153,11 @@ int main(int argc, char **argv)
 	printf(
 	    "{\"size_mb\": %d, \"rounds\": %d, \"standby_used\": %d, \"restore_standby_ms\": %.2f, "
 	    "\"restore_no_standby_ms\": %.2f, \"cold_create_ms\": %.2f, \"exec_after_standby_ms\": %.2f, "
-	    "\"exec_after_no_standby_ms\": %.2f, \"standby_over_cold\": %.3f, \"standby_over_no_standby\": "
+	    "\"exec_after_no_standby_ms\": %.2f, \"exec_second_standby_ms\": %.2f, \"exec_second_no_standby_ms\": "
+	    "%.2f, \"exec_after_over_second\": %.3f, \"standby_over_cold\": %.3f, \"standby_over_no_standby\": "
 	    "%.3f, \"no_standby_over_cold\": %.3f}\n",
 	    mb, n, used, median(ra, n), median(rb, n), median(cold, n), median(xa, n), median(xb, n),
+	    median(ya, n), median(yb, n), median(q_x, n),
 	    median(q_ac, n), median(q_ab, n), median(q_bc, n));
 	sbx_ctx_free(ctx);
 	return 0;

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -111,8 +112,18 @@ typedef struct supervisor {
 	 * after an in-place restart, for the same layers; the next restore to
 	 * sb_snapshot makes it the active init. sb_sock >= 0 while one exists;
 	 * sb_ready is its "ready" report, NULL while it builds. old_init_pid:
-	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it). */
-	pid_t sb_pid, old_init_pid;
+	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it).
+	 * old_mnt_ns: the replaced init's mount namespace, held so that its
+	 * overlays' unmount (which syncs the upper's filesystem) is not the
+	 * dying init's, on the next command's way: the next standby's helper
+	 * lets it go, at SCHED_IDLE, once it has reported (ns_helper: that
+	 * helper, not reaped yet). */
+	pid_t sb_pid, old_init_pid, ns_helper;
+	int old_mnt_ns;
+	/* The next standby, not started yet (standby_defer): its snapshot, and
+	 * the timer that starts it if no command comes first (-1 if none). */
+	char *sb_deferred;
+	int sb_defer_fd;
 	int sb_pidfd, sb_sock, sb_proxy;
 	json_t *sb_ready;
 	char *sb_snapshot;
@@ -132,6 +143,8 @@ static void restart_forget(supervisor *s);
 static void standby_event(supervisor *s);
 static void standby_spawned(supervisor *s);
 static void standby_drop(supervisor *s);
+static void standby_deferred_start(supervisor *s);
+static void standby_defer(supervisor *s, char *sid);
 static bool phase_begin(supervisor *s, int conn, json_t *m);
 static void phase_end(supervisor *s, json_t *reply);
 
@@ -222,6 +235,8 @@ static void drop_exec(supervisor *s, sup_exec *x)
 	sup_proc_free(x->bg);
 	*x = s->execs[--s->n_execs];
 	arm_ttl(s);
+	if (s->sb_deferred && s->n_execs == 0) /* the first command after a restore was served */
+		standby_deferred_start(s);
 }
 
 /* A command has ended (or never started): drop_exec. One that its client
@@ -1134,6 +1149,10 @@ static void teardown(supervisor *s)
 	kill_init(s);
 	if (s->old_init_pid > 0) /* replaced by a standby, not reaped yet */
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
+	if (s->linger_ns < 0) /* else let go with the dead init's, after the reply */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
+	if (s->ns_helper > 0) /* unmounting a replaced init's overlays */
+		(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */
@@ -1832,7 +1851,7 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
 		  NULL, 0);
 	const char *sid = json_str(m, "snapshot_id");
 	if (sid && json_bool(m, "standby", false))
-		standby_build(s, sid);
+		standby_defer(s, strdup(sid));
 }
 
 /* ---- standby init (docs/warm.md "Restore"; CTL_OP_RESTORE_STANDBY) -------- */
@@ -1842,6 +1861,15 @@ static void restart_start(supervisor *s, int conn, const json_t *m)
  * memory limit while one exists, as its one process is to the pids limit:
  * the commands get what they get without a standby. */
 #define SUP_STANDBY_MEMORY (8LL << 20)
+
+/* How long a restore by the standby waits for the replaced init's
+ * processes to be gone (they were sent SIGKILL: only one stuck in the
+ * kernel takes longer; the restore then answers without waiting more). */
+#define SUP_OLD_INIT_WAIT_MS 2000
+
+/* How long the next standby waits for the first command after a restore
+ * before it is built anyway (standby_defer). */
+#define SUP_STANDBY_DEFER_MS 100
 
 static void standby_limits(supervisor *s, bool with)
 {
@@ -1877,10 +1905,16 @@ static bool standby_boost(supervisor *s)
 {
 	struct sched_param sp = {0};
 	int pol = sched_getscheduler(0);
-	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
-		return pol >= 0;
 	if (pol == SCHED_FIFO || pol == SCHED_RR)
 		(void)sched_getparam(0, &sp);
+	/* A restore waits: the helper too, if it has not reported yet (the
+	 * clone, the maps and the trees are its; starved at SCHED_IDLE on a
+	 * busy host they took most of such a wait). It goes back to
+	 * SCHED_IDLE itself once it has reported (standby_build). */
+	if (pol >= 0 && s->sb_helper > 0)
+		(void)sched_setscheduler(s->sb_helper, pol, &sp);
+	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
+		return pol >= 0;
 	return sched_setscheduler(s->sb_pid, pol, &sp) == 0;
 }
 
@@ -1888,6 +1922,14 @@ static bool standby_boost(supervisor *s)
  * and forgets it; its directory stays until the next one is built. */
 static void standby_drop(supervisor *s)
 {
+	if (s->sb_defer_fd >= 0) {
+		ep_del(s, s->sb_defer_fd);
+		s->sb_defer_fd = safe_close(s->sb_defer_fd);
+		s->loop_reset = true;
+	}
+	s->sb_deferred = mfree(s->sb_deferred);
+	if (!s->stopping) /* no helper will take it: unmounted here (stopping: teardown's) */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
 	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
 		return;
 	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
@@ -1983,9 +2025,17 @@ static void standby_build(supervisor *s, const char *sid)
 		json_t *rep =
 		    json_pack("{s:i,s:b,s:o}", CTL_F_PID, (int)pid, CTL_F_OK, r == 0, CTL_F_WARNINGS, w);
 		(void)json_send(rp[1], rep, r == 0 ? &sock : NULL, r == 0 ? 1 : 0);
+		/* The replaced init's mount namespace, if we hold the last
+		 * reference: its overlays are unmounted here, at SCHED_IDLE
+		 * (again, if a waiting restore lifted us out of it), after the
+		 * report (the supervisor does not wait for us). */
+		standby_idle(0);
+		safe_close(s->old_mnt_ns);
 		_exit(0);
 	}
 	safe_close(rp[1]);
+	if (h > 0) /* the helper's copy is now the namespace's last reference */
+		s->old_mnt_ns = safe_close(s->old_mnt_ns);
 	if (h < 0) {
 		safe_close(rp[0]);
 		standby_drop(s);
@@ -1997,6 +2047,41 @@ static void standby_build(supervisor *s, const char *sid)
 	startup_mark("standby: helper forked");
 }
 
+/* After a restore by the standby, the next one is built once the first
+ * command after it has been served (or SUP_STANDBY_DEFER_MS without one, or
+ * at once when a restore asks for it): its construction (a clone of every
+ * namespace, the root's assembly) shares the machine with whatever runs,
+ * and at SCHED_IDLE still delayed the command that follows a restore
+ * 1.5-3x (docs/BENCHMARKS.md). Takes sid. */
+static void standby_defer(supervisor *s, char *sid)
+{
+	struct itimerspec once = {
+	    .it_value = {SUP_STANDBY_DEFER_MS / 1000, (SUP_STANDBY_DEFER_MS % 1000) * 1000000L}};
+	free(s->sb_deferred);
+	s->sb_deferred = sid;
+	if (!sid)
+		return;
+	if (s->sb_defer_fd < 0 &&
+	    (s->sb_defer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) >= 0)
+		ep_add(s, s->sb_defer_fd);
+	if (s->sb_defer_fd < 0 || timerfd_settime(s->sb_defer_fd, 0, &once, NULL) < 0)
+		standby_deferred_start(s); /* no timer: now */
+}
+
+/* Starts the deferred standby (standby_defer), if one waits. */
+static void standby_deferred_start(supervisor *s)
+{
+	_cleanup_free_ char *sid = TAKE_PTR(s->sb_deferred);
+	if (s->sb_defer_fd >= 0) {
+		ep_del(s, s->sb_defer_fd);
+		s->sb_defer_fd = safe_close(s->sb_defer_fd);
+		s->loop_reset = true;
+	}
+	if (sid)
+		standby_build(s, sid);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: unmounted here */
+}
+
 /* The helper reported: the standby exists and builds its root (its
  * "ready" comes on sb_sock), or it could not be spawned (dropped). */
 static void standby_spawned(supervisor *s)
@@ -2005,7 +2090,13 @@ static void standby_spawned(supervisor *s)
 	size_t n = 1;
 	_cleanup_json_ json_t *m = NULL;
 	int r = json_recv(s->sb_helper_fd, &m, fds, &n);
-	(void)RETRY_EINTR(waitpid(s->sb_helper, NULL, 0)); /* it exits after this */
+	/* It exits after this, after unmounting a replaced init's overlays
+	 * if it was given them (then SIGCHLD or teardown reaps it). */
+	if (RETRY_EINTR(waitpid(s->sb_helper, NULL, WNOHANG)) == 0) {
+		if (s->ns_helper > 0) /* an earlier one, still unmounting */
+			(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
+		s->ns_helper = s->sb_helper;
+	}
 	s->sb_helper = -1;
 	ep_del(s, s->sb_helper_fd);
 	s->sb_helper_fd = safe_close(s->sb_helper_fd);
@@ -2078,6 +2169,8 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	json_t *tr = json_object_get(m, "trash");
 	const char *t0 = json_string_value(json_array_get(tr, 0)),
 		   *t1 = json_string_value(json_array_get(tr, 1));
+	if (s->sb_deferred && sid && streq(sid, s->sb_deferred))
+		standby_deferred_start(s); /* no command since the last restore: now, and wait */
 	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
 	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
@@ -2120,20 +2213,30 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	resume_env(s); /* sbx pause's freeze: a v1-frozen task does not even die */
 	thaw(s);
 	stop_recorder(s, NULL);
-	/* The active init ends; its processes are in other namespaces and see
-	 * none of the new state: SIGCHLD reaps it (teardown waits for it). Its
-	 * exit tears down its namespaces and unmounts its overlays, in its own
-	 * context: at SCHED_IDLE, so that the next command's CPU is not it. */
+	/* The active init ends, and every process of its pid namespace with
+	 * it: gone (not alive in our cgroup, where they would count against
+	 * the limits and take the commands' CPU) when we answer, up to
+	 * SUP_OLD_INIT_WAIT_MS (a process stuck in the kernel; SIGCHLD reaps
+	 * it later, teardown waits for it). Its mount namespace is held
+	 * first: its last process's exit would otherwise unmount the
+	 * overlays, which syncs the upper's filesystem (a disk flush per
+	 * overlay), in the next command's way; the next standby's helper
+	 * lets it go (standby_build). */
 	if (s->old_init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
-	if (s->init_pid > 0)
-		standby_idle(s->init_pid);
+	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: here, then */
+	if (s->init_pid > 0) {
+		char p[64];
+		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->init_pid); /* our child, not reaped */
+		s->old_mnt_ns = open(p, O_RDONLY | O_CLOEXEC);
+	}
 	if (s->init_pidfd >= 0)
 		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
 	else if (s->init_pid > 0)
 		(void)kill(s->init_pid, SIGKILL);
 	s->old_init_pid = s->init_pid;
-	s->init_pidfd = safe_close(s->init_pidfd);
+	/* Waited for below, before the answer: its end overlaps the switch. */
+	_cleanup_close_ int old_pidfd = TAKE_FD(s->init_pidfd);
 	ep_del(s, s->init_sock);
 	safe_close(s->init_sock);
 	restart_forget(s);
@@ -2157,12 +2260,19 @@ static bool standby_restore(supervisor *s, int conn, const json_t *m)
 	standby_limits(s, false);
 	s->loop_reset = true;
 	arm_ttl(s);
+	if (old_pidfd >= 0) {
+		struct pollfd pf = {.fd = old_pidfd, .events = POLLIN};
+		if (RETRY_EINTR(poll(&pf, 1, SUP_OLD_INIT_WAIT_MS)) == 1 &&
+		    RETRY_EINTR(waitpid(s->old_init_pid, NULL, WNOHANG)) == s->old_init_pid)
+			s->old_init_pid = -1;
+	}
+	startup_mark("standby: the replaced init's processes are gone");
 	startup_mark("standby: switched");
 	send_json(conn,
 		  json_pack("{s:s,s:i,s:i,s:O,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid", (int)s->init_pid,
 			    CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS, s->warnings, "standby", 1),
 		  NULL, 0);
-	standby_build(s, snap_id);
+	standby_defer(s, TAKE_PTR(snap_id));
 	return false;
 }
 
@@ -2202,6 +2312,9 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	s->linger_ns = -1;
 	s->sb_pid = -1;
 	s->old_init_pid = -1;
+	s->ns_helper = -1;
+	s->old_mnt_ns = -1;
+	s->sb_defer_fd = -1;
 	s->sb_pidfd = -1;
 	s->sb_sock = -1;
 	s->sb_proxy = -1;
@@ -2340,6 +2453,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 						begin_stop(s, -1);
 					} else if (dead == s->old_init_pid) {
 						s->old_init_pid = -1;
+					} else if (dead == s->ns_helper) {
+						s->ns_helper = -1;
 					} else if (dead == s->sb_pid) {
 						s->sb_pid = -1; /* a dead standby is dropped */
 						standby_drop(s);
@@ -2358,6 +2473,8 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 				ep_del(s, fd);
 				if (!s->stopping)
 					begin_stop(s, -1);
+			} else if (fd == s->sb_defer_fd && fd >= 0) {
+				standby_deferred_start(s);
 			} else if (fd == s->idle_fd) {
 				idle_event(s);
 			} else if (fd == s->ttl_fd) {
@@ -2405,6 +2522,7 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
 	safe_close(s->linger_ns);
+	safe_close(s->old_mnt_ns); /* a replaced init's, if no standby's helper took it */
 	startup_mark("teardown: mounts released");
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */

@@ -251,6 +251,35 @@ fork_files() { sbx exec "$1" -- sh -c 'find /root /etc /opt /var /usr/local -xde
 # prefix and label, through sbx fork and sbx create --snapshot alike; each
 # fork holds exactly the snapshot's files (what a cold fork holds), and
 # forks are independent of each other and of the environment snapshotted.
+# A fork from a snapshot's pool has a cold fork's walls (the same checks
+# as t_pool_entry_equals_cold_create, with a snapshot as the source), and
+# so does it after an in-place restore to that snapshot.
+t_pool_fork_equals_cold_fork() {
+	id=$(sbx create --policy dev)
+	sbx exec "$id" -- sh -c 'echo base > /root/b'
+	sid=$(sbx snapshot "$id")
+	sbx pool set "$sid" --size 1 --policy dev > /dev/null
+	ready "$sid" 1
+	sleep 1 # it waited
+	read -r pid fp <<< "$(sbx fork --json "$sid" --policy dev | from_pool)"
+	assert_eq "$fp" "True"
+	read -r cid fp <<< "$(sbx fork --json "$sid" --policy dev --env X=1 | from_pool)"
+	assert_eq "$fp" "False"
+	view='hostname; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb|Uid|Gid):" /proc/self/status; awk "{print \$1, \$3}" /proc/self/uid_map /proc/self/gid_map; ulimit -a; ls /proc/self/ns | wc -l; cat /root/b'
+	for round in fork restore; do
+		assert_eq "$(sbx exec "$pid" -- sh -c "$view")" "$(sbx exec "$cid" -- sh -c "$view")" "$round: a command's view"
+		for k in isolation limits landlock_abi template policy user snapshot_id; do
+			a=$(sbx inspect "$pid" | python3 -c 'import json,sys; j=json.load(sys.stdin); v=j.get(sys.argv[1]); [v.pop(k, None) for k in ("uid_map", "egress_log")] if isinstance(v, dict) else None; import re; print(re.sub("[0-9a-f]{12}", "ID", json.dumps(v, sort_keys=True)))' "$k")
+			b=$(sbx inspect "$cid" | python3 -c 'import json,sys; j=json.load(sys.stdin); v=j.get(sys.argv[1]); [v.pop(k, None) for k in ("uid_map", "egress_log")] if isinstance(v, dict) else None; import re; print(re.sub("[0-9a-f]{12}", "ID", json.dumps(v, sort_keys=True)))' "$k")
+			assert_eq "$a" "$b" "$round: inspect .$k differs"
+		done
+		sbx restore "$pid" "$sid" > /dev/null
+		sbx restore "$cid" "$sid" > /dev/null
+	done
+	sbx rm "$id" "$pid" "$cid"
+	sbx pool rm "$sid" --policy dev > /dev/null
+}
+
 t_pool_fork_names_one_pool() {
 	id=$(sbx create)
 	sbx exec "$id" -- sh -c 'echo base > /root/b; mkdir -p /opt/tree; echo leaf > /opt/tree/leaf; rm -f /etc/hostname'

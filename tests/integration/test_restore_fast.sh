@@ -79,6 +79,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 	snap=$(sbx snapshot "$id")
 	sup=$(sup_pid "$id")
 	sbx restore "$id" "$snap" > /dev/null
+	sb_ready "$id" # the same state at both counts: the next standby built
 	fds=$(ls /proc/"$sup"/fd | wc -l)
 	cgs=$(ls -d /sys/fs/cgroup/*/sbx/"$id"* /sys/fs/cgroup/sbx/"$id"* 2> /dev/null | wc -l)
 	slots=$(grep -rl "$SBX_ROOT/envs/$id" /run/sbx-uidslots 2> /dev/null | wc -l)
@@ -87,6 +88,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 		sbx restore "$id" "$snap" > /dev/null
 	done
 	assert_eq "$(sup_pid "$id")" "$sup" "restore started a new supervisor"
+	sb_ready "$id"
 	assert_eq "$(ls /proc/"$sup"/fd | wc -l)" "$fds" "supervisor descriptors"
 	assert_eq "$(awk '/^Threads:/ {print $2}' /proc/"$sup"/status)" "1" "supervisor threads"
 	assert_eq "$(sbx ps --json "$id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j["processes"]), sorted(set(b["state"] for b in j["background"])))')" "1 ['exited']" "processes inside, background records"
@@ -347,6 +349,35 @@ one"
 	sbx rm "$a" "$b" "$c"
 }
 
+# The replaced init's processes are gone when the restore returns (none of
+# them is alive in the environment's cgroup, where they would count against
+# its pids and memory limits and take its CPU), even the slow ones to end: a
+# process with a large address space to unmap, a busy loop, a few sleeps.
+# The check runs in the process that ran the restore, right after it.
+t_restore_standby_old_processes_gone_when_it_returns() {
+	is_root || skip_ok "the environment's cgroup is root's"
+	id=$(sbx create --memory 2g)
+	snap=$(sbx snapshot "$id")
+	sbx restore "$id" "$snap" > /dev/null
+	for round in 1 2 3 4 5; do
+		sb_ready "$id"
+		sbx exec -d "$id" -- python3 -c 'import time; b = bytearray(300 << 20); print("x", flush=True); time.sleep(300)' > /dev/null
+		sbx exec -d "$id" -- sh -c 'while :; do :; done' > /dev/null
+		for i in 1 2 3; do sbx exec -d "$id" -- sleep 300 > /dev/null; done
+		for i in $(seq 100); do
+			[ "$(sbx ps --json "$id" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["processes"]))')" -ge 6 ] && break
+			sleep 0.05
+		done
+		sleep 0.5 # the python process has touched its 300 MB
+		out=$(python3 -c 'import json, subprocess, sys; sys.path.insert(0, sys.argv[1]); import sbxleaks
+r = subprocess.run([sys.argv[2], "restore", "--json", sys.argv[3], sys.argv[4]], capture_output=True, text=True)
+left = [p for p in sbxleaks.env_procs({sys.argv[3]}) if p.split()[1] not in ("sbx-init", "sbx-supervisor")]
+print(json.loads(r.stdout).get("standby"), left)' "$SBX_SRC/tests/integration" "$SBX_BIN" "$id" "$snap")
+		assert_eq "$out" "True []" "round $round: the standby was used and nothing of the old init is alive"
+	done
+	sbx rm "$id"
+}
+
 # The standby is one process of the environment's cgroup: the limits grow by
 # what it takes while it exists, so the commands can start as many processes
 # as without one.
@@ -429,6 +460,24 @@ t_restore_standby_leaves_nothing() {
 	sb_ready "$id"
 	sbx rm "$id"
 	leaks "$id" rm
+	# Removed right after a restore by the standby: the replaced init's
+	# mounts (held until the next standby is built) go with it.
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True"
+	sbx rm "$id"
+	leaks "$id" "rm right after a restore"
+	id=$(sbx create)
+	s=$(sbx snapshot "$id")
+	sbx restore "$id" "$s" > /dev/null
+	sb_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True"
+	kill -9 "$(sup_pid "$id")"
+	sbx gc > /dev/null
+	sbx rm "$id" > /dev/null 2>&1 || true
+	leaks "$id" "supervisor killed right after a restore, then gc"
 	# The supervisor killed: the standby dies with it (parent-death signal).
 	id=$(sbx create)
 	s=$(sbx snapshot "$id")
@@ -443,13 +492,17 @@ t_restore_standby_leaves_nothing() {
 	sbx rm "$id"
 	leaks "$id" "supervisor killed"
 	# Idle suspend: no process left, and it wakes on the snapshot's files.
-	id=$(sbx create --idle-suspend 1s)
+	# (3 s: the standby, built after the first command that follows the
+	# restore, must be ready before the suspend; sb_ready polls slowly
+	# on a loaded machine)
+	id=$(sbx create --idle-suspend 3s)
 	sbx exec "$id" -- sh -c 'echo w > /root/w'
 	s=$(sbx snapshot "$id")
 	sbx restore "$id" "$s" > /dev/null
+	sbx exec "$id" -- true # the first command after it: the next standby is built now
 	sb_ready "$id"
 	sup=$(sup_pid "$id")
-	for i in $(seq 60); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
+	for i in $(seq 100); do kill -0 "$sup" 2> /dev/null || break; sleep 0.1; done
 	kill -0 "$sup" 2> /dev/null && fail "not suspended"
 	is_root && assert_eq "$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks; print(len(sbxleaks.env_procs({sys.argv[2]})))' "$SBX_SRC/tests/integration" "$id")" "0" "processes of a suspended environment"
 	assert_eq "$(sbx exec "$id" -- cat /root/w)" "w"
