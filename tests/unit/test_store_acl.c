@@ -130,57 +130,30 @@ TEST(acl_shift_refuses_malformed)
 	named(&a, 1, 1);
 	a.b[4 + 8] = 0x40; /* unknown tag */
 	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* order: USER before USER_OBJ */
-	acl_init(&a);
-	ent(&a, 0x02, 7, 1);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x10, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* two USER_OBJ */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* a named entry without a mask */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x02, 7, 5);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	CHECK(strstr(e.why, "mask"));
-	/* no OTHER */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x04, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* entries after OTHER */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* GROUP before GROUP_OBJ */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x08, 7, 3);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x10, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
-	/* MASK twice */
-	acl_init(&a);
-	ent(&a, 0x01, 7, 0);
-	ent(&a, 0x04, 7, 0);
-	ent(&a, 0x10, 7, 0);
-	ent(&a, 0x10, 7, 0);
-	ent(&a, 0x20, 7, 0);
-	CHECK(store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) == -EINVAL);
+	/* entries out of the kernel's rules: {tag, id} in order, perm rwx */
+	static const struct {
+		const char *what;
+		uint16_t e[6][2];
+	} bad[] = {
+	    {"USER before USER_OBJ", {{0x02, 1}, {0x01, 0}, {0x04, 0}, {0x10, 0}, {0x20, 0}}},
+	    {"two USER_OBJ", {{0x01, 0}, {0x01, 0}, {0x04, 0}, {0x20, 0}}},
+	    {"a named entry without a mask", {{0x01, 0}, {0x02, 5}, {0x04, 0}, {0x20, 0}}},
+	    {"no OTHER", {{0x01, 0}, {0x04, 0}}},
+	    {"entries after OTHER", {{0x01, 0}, {0x04, 0}, {0x20, 0}, {0x20, 0}}},
+	    {"GROUP before GROUP_OBJ", {{0x01, 0}, {0x08, 3}, {0x04, 0}, {0x10, 0}, {0x20, 0}}},
+	    {"MASK twice", {{0x01, 0}, {0x04, 0}, {0x10, 0}, {0x10, 0}, {0x20, 0}}},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		acl_init(&a);
+		for (size_t k = 0; k < 6 && bad[i].e[k][0]; k++)
+			ent(&a, bad[i].e[k][0], 7, bad[i].e[k][1]);
+		if (store_acl_shift(a.b, a.len, &ids, STORE_ACL_TO_DISK, &e) != -EINVAL) {
+			fprintf(stderr, "  accepted: %s\n", bad[i].what);
+			CHECK(0);
+		}
+		if (i == 2)
+			CHECK(strstr(e.why, "mask"));
+	}
 }
 
 TEST(acl_write_corpus_seed)
