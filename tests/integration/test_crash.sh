@@ -127,6 +127,7 @@ no_store_procs_after_rm() {
 
 # An environment with ~40 MB of data in 40 files, /root/marker = s0.
 make_data_env() {
+	local i
 	ID=$(sbx create)
 	sbx exec "$ID" -- sh -c 'mkdir -p /root/data; for i in $(seq 1 ${1:-40}); do head -c 1000000 /dev/urandom > /root/data/f$i; done; echo s0 > /root/marker' -- "${1:-40}"
 	SUM=$(sbx exec "$ID" -- sh -c 'cat /root/data/* | md5sum')
@@ -213,6 +214,7 @@ $SUM
 # Every listed template is usable: its snapshot exists and an environment
 # created from it runs the image's busybox.
 check_templates() {
+	local i
 	local n e
 	for n in $(sbx template ls | tail -n +2 | awk '{print $1}'); do
 		e=$(sbx create --template "$n") || fail "template '$n' is listed but unusable"
@@ -260,6 +262,7 @@ t_kill9_during_import() {
 # Adds N orphan layers (~2 MB and 300 files each): snapshot, then delete the
 # manifest; the files go from the environment again so the next one differs.
 make_orphans() {
+	local i
 	local n=$1 k s
 	for k in $(seq 1 "$n"); do
 		ORPH=$((ORPH + 1))

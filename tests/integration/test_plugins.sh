@@ -129,6 +129,7 @@ t_plugin_adjusts_create_and_exec() {
 
 # gone PID: the process ends (or is a zombie of someone else) within 5 s.
 gone() {
+	local i
 	for i in $(seq 50); do
 		grep -qs '^State:.*Z' "/proc/$1/status" || [ ! -d "/proc/$1" ] && return 0
 		sleep 0.1

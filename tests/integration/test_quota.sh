@@ -11,6 +11,7 @@ need_loop() {
 # Nothing of environment $1's disk may remain: no mount under its directory,
 # no loop device on its image (waits a little: autoclear follows the unmount).
 assert_disk_gone() {
+	local i
 	local dir="$SBX_ROOT/envs/$1" i f
 	! grep -q " $dir/" /proc/self/mountinfo || fail "a mount under $dir leaked: $(grep " $dir/" /proc/self/mountinfo)"
 	for i in $(seq 50); do

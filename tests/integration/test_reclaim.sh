@@ -17,6 +17,7 @@ trash() { ls -A "$SBX_ROOT/envs" 2> /dev/null | grep '^\.trash-' || true; }
 
 # Bounded waits (a generous bound, not a timing assertion).
 wait_for() {
+	local i
 	local what=$1 i
 	shift
 	for i in $(seq 600); do

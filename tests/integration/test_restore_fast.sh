@@ -294,6 +294,7 @@ t_restore_in_place_cli_killed_anywhere() {
 
 # Waits until the environment's standby init is ready (sbx inspect).
 sb_ready() {
+	local i
 	for i in $(seq 200); do
 		sbx inspect "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("standby"); sys.exit(0 if s and s["ready"] else 1)' && return 0
 		sleep 0.05

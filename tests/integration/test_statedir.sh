@@ -6,6 +6,7 @@
 # parallel_creates N: N `sbx create` at once; every one must succeed. Prints
 # the wall time in ms on fd 3 when it is open.
 parallel_creates() {
+	local i
 	local n=$1 i pids=() ok=0 t0 t1
 	t0=$(date +%s%N)
 	for i in $(seq "$n"); do
