@@ -376,14 +376,6 @@ static int readonly_path(const char *p, sbx_err **err)
 	return remount_bind(p, MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
 }
 
-static bool in_list(char *const *v, const char *s)
-{
-	for (size_t i = 0; v && v[i]; i++)
-		if (streq(v[i], s))
-			return true;
-	return false;
-}
-
 static bool has_new_ns(const oci_spec *s, int type)
 {
 	for (size_t i = 0; i < s->n_namespaces; i++)
@@ -472,10 +464,10 @@ int runc_rootfs_setup(const runc_rootfs_ctx *c, sbx_err **err)
 			return -1;
 	if (c->walls & RUNC_WALL_MASK) {
 		for (size_t i = 0; i < ARRAY_SIZE(sbx_masked); i++)
-			if (!in_list(s->masked_paths, sbx_masked[i]) && mask_path(sbx_masked[i], err) < 0)
+			if (!strv_contains(s->masked_paths, sbx_masked[i]) && mask_path(sbx_masked[i], err) < 0)
 				return -1;
 		for (size_t i = 0; i < ARRAY_SIZE(sbx_readonly); i++)
-			if (!in_list(s->readonly_paths, sbx_readonly[i]) && readonly_path(sbx_readonly[i], err) < 0)
+			if (!strv_contains(s->readonly_paths, sbx_readonly[i]) && readonly_path(sbx_readonly[i], err) < 0)
 				return -1;
 	}
 	/* 8. Read-only root. */

@@ -94,14 +94,6 @@ int secrets_mount(env_config *c, const char *root, sbx_err **err)
 	return 0;
 }
 
-static bool strv_contains(char *const *v, const char *s)
-{
-	for (; v && *v; v++)
-		if (streq(*v, s))
-			return true;
-	return false;
-}
-
 void secrets_drop(env_config *c, char *const *keep, json_t *removed)
 {
 	/* Variables: later commands' environments are built from secret_env. */

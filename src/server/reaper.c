@@ -96,6 +96,23 @@ bool reaper_pending(const char *id)
 	return found;
 }
 
+char **reaper_pending_ids(void)
+{
+	pthread_mutex_lock(&lock);
+	char **v = calloc(n_items + 1, sizeof(*v));
+	size_t n = 0;
+	for (size_t i = 0; v && i < ARRAY_SIZE(items); i++) {
+		if (!items[i].id)
+			continue;
+		if (!(v[n++] = strdup(items[i].id))) {
+			strv_free(v);
+			v = NULL;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return v;
+}
+
 void reaper_drain(void)
 {
 	pthread_mutex_lock(&lock);

@@ -26,5 +26,10 @@
 int reaper_submit(sbx_ctx *ctx, const char *id);
 /* Whether id is queued or being removed. */
 bool reaper_pending(const char *id);
+/* A copy of the ids queued or being removed now, NULL-terminated (NULL
+ * when out of memory). A reader that lists environments takes it first and
+ * leaves out ids in it or pending after: a removal that ends during the
+ * listing would otherwise pass both the listing and a later check. */
+char **reaper_pending_ids(void);
 /* Waits until every queued removal has finished. */
 void reaper_drain(void);

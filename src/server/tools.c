@@ -298,8 +298,13 @@ static int resolve_env(tool_call *c, char **ret_id, sbx_err **err)
 {
 	const char *ref = json_str(c->args, "environment_id");
 	sbx_err *e = NULL;
+	/* Destroyed, torn down in the background: pending before the resolve
+	 * (its removal may end during it) or after. */
+	_cleanup_strv_free_ char **before = reaper_pending_ids();
+	if (!before)
+		return err_oom(err);
 	if (sbx_env_resolve(c->ctx, ref, ret_id, &e) >= 0) {
-		if (!reaper_pending(*ret_id)) /* destroyed, torn down in the background */
+		if (!strv_contains(before, *ret_id) && !reaper_pending(*ret_id))
 			return 0;
 		free(TAKE_PTR(*ret_id));
 		err_set(&e, SBX_E_NOT_FOUND, ENOENT, "destroyed");
@@ -749,12 +754,19 @@ static int t_destroy(tool_call *c, json_t **ret, sbx_err **err)
 
 static int t_list(tool_call *c, json_t **ret, sbx_err **err)
 {
+	/* Without those being torn down: pending before the listing (their
+	 * removal may end during it) or after it. */
+	_cleanup_strv_free_ char **before = reaper_pending_ids();
+	if (!before)
+		return err_oom(err);
 	if (sbx_env_list(c->ctx, ret, err) < 0)
 		return -1;
-	json_t *a = json_object_get(*ret, "environments"); /* without those being torn down */
-	for (size_t i = json_array_size(a); i-- > 0;)
-		if (reaper_pending(json_str(json_array_get(a, i), "environment_id") ?: ""))
+	json_t *a = json_object_get(*ret, "environments");
+	for (size_t i = json_array_size(a); i-- > 0;) {
+		const char *id = json_str(json_array_get(a, i), "environment_id") ?: "";
+		if (strv_contains(before, id) || reaper_pending(id))
 			json_array_remove(a, i);
+	}
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -120,6 +121,14 @@ static inline int strv_push_copy(char ***v, size_t *n, const char *s)
 	})
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
+/* Whether the NULL-terminated v holds s. */
+static inline bool strv_contains(char *const *v, const char *s)
+{
+	for (; v && *v; v++)
+		if (streq(*v, s))
+			return true;
+	return false;
+}
 /* free() that returns NULL, for p = mfree(p). */
 static inline void *mfree(void *p)
 {
