@@ -322,6 +322,64 @@ static void env_dispose(void *arg, const char *id)
 	remove_env_files(arg, id);
 }
 
+/* env_config.dispose_hide / dispose_finish: env_dispose in two halves
+ * (runtime.h). The hide is remove_env_files without the uid range (its
+ * processes may still be dying) and with the trash's removal left to the
+ * finish; a quota's mounts are never there (the supervisor uses dispose). */
+typedef struct env_hidden {
+	sbx_ctx *ctx;
+	char *id, *dir, *trash; /* dir: where it was; trash: its name there, or NULL */
+	int64_t uid_slot;
+} env_hidden;
+
+static void *env_dispose_hide(void *arg, const char *id)
+{
+	sbx_ctx *ctx = arg;
+	reclaim_self_lingering();
+	env_hidden *h = calloc(1, sizeof(*h));
+	if (!h || !(h->id = strdup(id)) || !(h->dir = ctx_env_dir(ctx, id))) {
+		if (h)
+			free(h->id);
+		free(h);
+		remove_env_files(ctx, id); /* out of memory: the whole removal now */
+		return NULL;
+	}
+	h->ctx = ctx;
+	h->uid_slot = -1;
+	_cleanup_free_ char *run = ctx_run_dir(ctx, id);
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (env_record_read(ctx, id, &st) == 0)
+		h->uid_slot = st.uid_slot;
+	if (st.name)
+		name_unregister(ctx, st.name, id);
+	char inner[4300];
+	bool moved = run && snprintf(inner, sizeof(inner), "%s/.run", h->dir) < (int)sizeof(inner) &&
+		     rename(run, inner) == 0;
+	if (reclaim_hide(ctx, h->dir, id, &h->trash) < 0)
+		(void)reclaim_dir(ctx, h->dir, id); /* another filesystem: inline */
+	if (run && !moved)
+		fs_rm_rf(run);
+	startup_mark("remove: hidden (state, name and run directory in the trash)");
+	return h;
+}
+
+static void env_dispose_finish(void *arg, void *hidden)
+{
+	env_hidden *h = hidden;
+	if (!h)
+		return;
+	if (h->uid_slot >= 0)
+		userns_slot_free_owned((unsigned)h->uid_slot, h->dir);
+	if (h->trash) {
+		const char *nv[] = {h->trash};
+		(void)reclaim_moved(h->ctx, nv, 1);
+	}
+	free(h->trash);
+	free(h->dir);
+	free(h->id);
+	free(h);
+}
+
 int64_t now_ms_real(void)
 {
 	struct timespec ts;
@@ -780,6 +838,8 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 	/* The supervisor removes a one-shot environment (runtime.h one_shot) and,
 	 * as a pool's entry, may be taken by one: it calls the removal here. */
 	c->dispose = env_dispose;
+	c->dispose_hide = env_dispose_hide;
+	c->dispose_finish = env_dispose_finish;
 	c->dispose_arg = ctx;
 	pool_entry_paths(ctx, c->id, &c->pool_token, &c->pool_claim);
 	/* One-shot: bound to this process by a pidfd of it, which the supervisor

@@ -39,6 +39,7 @@
 
 #include "api/api.h"
 #include "runtime/ctl_proto.h"
+#include "runtime/startup_trace.h"
 #include "policy/policy.h"
 #include "store/digest.h"
 #include "store/storefs.h"
@@ -500,6 +501,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		if (oneshot && mkdir(taken, 0700) < 0 && errno != EEXIST)
 			continue;
 		int own = oneshot ? pool_own(ctx, de->d_name) : -1;
+		startup_mark("pool: entry owned");
 		if (own == 0)
 			continue; /* another create won it */
 		int r = own > 0 ? 0 : rename(tok, claim);
@@ -539,7 +541,9 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	json_object_set_new(st, "created_at", json_string(created));
 	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
 	json_object_set_new(st, "from_pool", json_true());
+	startup_mark("pool: state read");
 	int r = pool_state_write(ctx, got, st);
+	startup_mark("pool: state written");
 	if (r < 0)
 		(void)sbx_env_remove(ctx, got, NULL);
 	(void)unlink(claim); /* handed out (or removed) */
@@ -548,6 +552,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	if (ret_warnings)
 		*ret_warnings = json_incref(json_object_get(st, "warnings") ?: json_array());
 	pool_refill_async(ctx, key);
+	startup_mark("pool: refill kicked");
 	*ret_id = TAKE_PTR(got);
 	return 1;
 }

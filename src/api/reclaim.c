@@ -416,6 +416,28 @@ int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n)
 	return 0;
 }
 
+int reclaim_hide(const sbx_ctx *ctx, const char *path, const char *tag, char **ret_name)
+{
+	*ret_name = NULL;
+	uint32_t rnd = 0;
+	(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
+	char name[256];
+	int q = reclaim_trash_name(tag, rnd, name, sizeof(name));
+	if (q < 0)
+		return q;
+	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
+	_cleanup_free_ char *t = envs ? fs_path_join(envs, name) : NULL;
+	if (!t)
+		return -ENOMEM;
+	if (rename(path, t) < 0)
+		return -errno;
+	if (!(*ret_name = strdup(name))) {
+		const char *nv[] = {name};
+		(void)reclaim_moved(ctx, nv, 1); /* arranged now, then */
+	}
+	return 0;
+}
+
 int reclaim_dir(const sbx_ctx *ctx, const char *path, const char *tag)
 {
 	return reclaim_dirs(ctx, &path, &tag, 1);

@@ -81,6 +81,13 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
  * $SBX_ROOT/envs (at most 8): their removal is arranged as above. */
 int reclaim_moved(const sbx_ctx *ctx, const char *const *names, size_t n);
 
+/* The first half of reclaim_dir: path renamed into the trash, *ret_name
+ * its name there, for a later reclaim_moved (nothing removes it before:
+ * until then it waits for the next reclaimer or sbx gc; *ret_name NULL:
+ * arranged at once, out of memory). 0, or negative errno with path where
+ * it was (EXDEV, a mount point: reclaim_dir then). */
+int reclaim_hide(const sbx_ctx *ctx, const char *path, const char *tag, char **ret_name);
+
 /* For the rest of this process's life, an inline removal does not wait
  * for a lingering supervisor's lock: this process is that supervisor (a
  * one-shot environment removing itself, runtime.h dispose). A reclaimer

@@ -91,6 +91,15 @@ typedef struct env_config {
 	 * creator's, so arg, the creator's context, is valid there). */
 	void (*dispose)(void *arg, const char *id);
 	void *dispose_arg;
+	/* The same removal in two halves, for the supervisor's stop (NULL: the
+	 * API gave none; then dispose is used): hide takes the environment out
+	 * of every view (its name, state and run directory renamed into the
+	 * trash) while init is dying, before "stopped"; finish (always called
+	 * after a hide, with what it returned) frees the uid range and starts
+	 * the trash's removal, after the reply, once every process and the
+	 * cgroup are gone. */
+	void *(*dispose_hide)(void *arg, const char *id);
+	void (*dispose_finish)(void *arg, void *hidden);
 	/* A warm pool's entry (docs/warm.md): its token and where a taker's
 	 * claim moves it (CTL_OP_OWN renames one to the other); NULL otherwise. */
 	char *pool_token, *pool_claim;

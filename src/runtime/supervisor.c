@@ -1116,17 +1116,27 @@ static void fail_execs(supervisor *s, const char *what)
 /* Killing init kills every process of its pid namespace; the mount,
  * network and other namespaces vanish with the last of them. Waits until it
  * is reaped. */
-static void kill_init(supervisor *s)
+static void signal_init(supervisor *s)
 {
 	if (s->init_pidfd >= 0)
 		(void)sys_pidfd_send_signal(s->init_pidfd, SIGKILL, NULL, 0);
 	else if (s->init_pid > 0)
 		(void)kill(s->init_pid, SIGKILL);
+}
+
+static void kill_init(supervisor *s)
+{
+	signal_init(s);
 	if (s->init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
 }
 
-static void teardown(supervisor *s)
+/* The teardown in three steps (teardown() runs them in a row): the first
+ * sends init its SIGKILL, the second waits until every process of the
+ * environment is gone, the third removes the cgroup and the devices. A
+ * one-shot stop hides the environment between the first two (while init
+ * dies) and answers between the last two (supervisor_run). */
+static void teardown_signal(supervisor *s)
 {
 	startup_mark("teardown: begin");
 	resume_env(s); /* sbx pause's freeze too */
@@ -1146,7 +1156,13 @@ static void teardown(supervisor *s)
 		snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)s->init_pid);
 		s->linger_ns = open(p, O_RDONLY | O_CLOEXEC);
 	}
-	kill_init(s);
+	signal_init(s);
+}
+
+static void teardown_reap(supervisor *s)
+{
+	if (s->init_pid > 0)
+		(void)RETRY_EINTR(waitpid(s->init_pid, NULL, 0));
 	if (s->old_init_pid > 0) /* replaced by a standby, not reaped yet */
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
 	if (s->linger_ns < 0) /* else let go with the dead init's, after the reply */
@@ -1158,6 +1174,10 @@ static void teardown(supervisor *s)
 	 * with it; as their subreaper we find and kill them all. */
 	if (s->c->degraded)
 		kill_descendants();
+}
+
+static void teardown_cgroup(supervisor *s)
+{
 	devices_teardown(s->c, s->init_pid); /* CDI poststop hooks, device cgroup */
 	if (s->cg) {
 		(void)cgroup_destroy(s->cg, NULL);
@@ -1168,6 +1188,13 @@ static void teardown(supervisor *s)
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/ctl.sock", s->c->run_dir);
 	(void)unlink(path);
+}
+
+static void teardown(supervisor *s)
+{
+	teardown_signal(s);
+	teardown_reap(s);
+	teardown_cgroup(s);
 }
 
 /* ---- egress proxy (network allow) ---------------------------------------- */
@@ -2501,7 +2528,23 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 	}
 	/* Tell every waiting client, then clean up, then answer the stop. */
 	fail_execs(s, "stopped");
-	teardown(s);
+	/* One-shot: whatever ended it (its owner's stop, the owner's exit, init's
+	 * death), it is removed before the reply: the owner may be killed at
+	 * any moment from here on and nothing is left (docs/runtime.md). In
+	 * two halves where it can be (no disk quota's mounts, no CDI poststop
+	 * hooks: those must be done when sbx run returns): hidden while init
+	 * dies, answered once its processes are gone, and the cgroup, the uid
+	 * range and the files after the answer (this process holds the run
+	 * directory's lock until it exits: a reclaimer, sbx gc, waits for it). */
+	bool halves = c->one_shot && c->dispose_hide && c->dispose_finish && !c->disk_bytes && !c->cdi;
+	void *hidden = NULL;
+	if (halves) {
+		teardown_signal(s);
+		hidden = c->dispose_hide(c->dispose_arg, c->id);
+		startup_mark("teardown: hidden (one-shot)");
+		teardown_reap(s);
+	} else
+		teardown(s);
 	/* Background processes ended with the environment: their records say
 	 * so (killed with init, SIGKILL), with everything they printed. */
 	for (size_t i = 0; i < s->n_execs; i++)
@@ -2510,10 +2553,10 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			sup_proc_free(s->execs[i].bg);
 			s->execs[i].bg = NULL;
 		}
-	/* One-shot: whatever ended it (its owner's stop, the owner's exit, init's
-	 * death), it is removed before the reply: the owner may be killed at
-	 * any moment from here on and nothing is left (docs/runtime.md). */
-	dispose_env(s);
+	if (!halves)
+		dispose_env(s);
+	else if (c->pool_claim)
+		(void)unlink(c->pool_claim);
 	if (s->stop_conn >= 0)
 		send_json(s->stop_conn,
 			  json_pack("{s:s,s:b,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING,
@@ -2521,9 +2564,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 			  NULL, 0);
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
+	if (halves)
+		teardown_cgroup(s);
 	safe_close(s->linger_ns);
 	safe_close(s->old_mnt_ns); /* a replaced init's, if no standby's helper took it */
 	startup_mark("teardown: mounts released");
+	if (halves) {
+		c->dispose_finish(c->dispose_arg, hidden);
+		startup_mark("teardown: files to the reclaimer (one-shot)");
+	}
 	/* An environment that ended by itself (init died, TTL) leaves its state
 	 * for `sbx ls` to show as exited and `sbx gc`/`sbx rm` to remove. */
 	_exit(0);

@@ -143,6 +143,43 @@ t_pool_run_json_reports_from_pool() {
 	sbx pool rm host > /dev/null
 }
 
+# sbx run answers once every process of its command is gone and the
+# environment is out of every view (docs/runtime.md "One-shot runs"); its
+# supervisor destroys the cgroup, frees the uid range and hands the files to
+# the reclaimer just after (off the run's path), and sbx gc waits for that.
+# Cold and from a pool; a daemonized child must be dead at the return, with
+# no retry.
+t_pool_run_returns_with_its_processes_gone() {
+	for pooled in 0 1; do
+		if [ "$pooled" = 1 ]; then
+			sbx pool set host --size 1 > /dev/null
+			ready host 1
+		fi
+		sbx run --json -- sh -c 'setsid sleep 3607 < /dev/null > /dev/null 2>&1 & sleep 1; echo started' > "$TMPDIR_TEST/run.json" &
+		run=$!
+		id=""
+		for _ in $(seq 200); do # the run's environment: the one not waiting in a pool
+			id=$(for st in "$SBX_ROOT"/envs/*/state.json; do [ -f "$st" ] && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("" if j.get("pool") else j["environment_id"])' "$st" 2> /dev/null; done | grep . | head -1 || true)
+			[ -n "$id" ] && break
+			sleep 0.02
+		done
+		[ -n "$id" ] || fail "the run's environment never appeared (pooled=$pooled)"
+		wait "$run" || fail "sbx run failed (pooled=$pooled)"
+		pgrep -f "sleep 3607" > /dev/null && fail "a process of the run outlived its return (pooled=$pooled): $(pgrep -af 'sleep 3607')"
+		[ -e "$SBX_ROOT/envs/$id" ] && fail "the run's state is still there at its return (pooled=$pooled)"
+		assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "0" "listed after its run"
+		[ "$pooled" = 1 ] && want="True started" || want="False started"
+		assert_eq "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["from_pool"], j["stdout"].strip())' "$TMPDIR_TEST/run.json")" "$want"
+		sbx gc > /dev/null
+		if is_root; then
+			ls -d /sys/fs/cgroup/*/sbx/"$id" /sys/fs/cgroup/sbx/"$id" 2> /dev/null | grep -q . && fail "the run's cgroup is left after gc (pooled=$pooled)"
+			grep -lxF "$SBX_ROOT/envs/$id" /run/sbx-uidslots/* 2> /dev/null | grep -q . && fail "the run's uid range is still taken after gc (pooled=$pooled)"
+		fi
+		grep -q "$id" /proc/self/mountinfo && fail "a mount of the run is left after gc (pooled=$pooled)"
+	done
+	sbx pool rm host > /dev/null
+}
+
 # A refiller that lingers after filling (watching for takes) ends when its
 # pool is removed: sbx pool rm, which waits for it, does not wait out the
 # linger.
