@@ -541,18 +541,13 @@ PY
 }
 
 # ---- sbx serve under initialize floods ------------------------------------------------
-# sessions.py URL PHASE...: one Python process that keeps sessions across
-# phases. A client on 127.0.0.1 (session A) initializes, sends
-# notifications/initialized and a call, then idles; a client on 127.0.0.3
-# (session B) only initializes. Then 127.0.0.2 floods: FLOOD_N initialize
-# requests (more than the table holds), a stateless 2026-07-28 call after
-# every 100 of them. Prints one line per check ("A ok", "B ok", "stateless
-# ok N/N", "flood 200 N 503 N"), or "FAIL ..." lines.
-session_flood() {
-	python3 - "$@" <<'PY'
-import http.client, json, socket, sys, urllib.parse
-url, flood_n, established = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "established"
-u = urllib.parse.urlparse(url)
+# The Python both session tests start with: Peer(SRC) is an HTTP client bound
+# to a source address, one keep-alive connection, reconnecting once if the
+# server closed it; call_ok says whether a request got a JSON-RPC result.
+sessions_py_lib() {
+	cat <<'PY'
+import http.client, json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
 
 class Peer:
     def __init__(self, src):
@@ -584,7 +579,22 @@ STATELESS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list",
 def call_ok(p, msg, sid=None, hdrs=None):
     st, h, body = p.post(msg, sid, hdrs)
     return st == 200 and b'"result"' in body, st, body[:200]
+PY
+}
 
+# session_flood URL N MODE: one Python process that keeps sessions across
+# phases. A client on 127.0.0.1 (session A) initializes, sends
+# notifications/initialized and a call, then idles; a client on 127.0.0.3
+# (session B) only initializes. Then 127.0.0.2 floods: N initialize
+# requests (more than the table holds; MODE established: each followed by
+# notifications/initialized), a stateless 2026-07-28 call after every 100
+# of them. Prints one line per check ("A ok", "B ok", "stateless ok N/N",
+# "flood 200 N 503 N"), or "FAIL ..." lines.
+session_flood() {
+	{
+		sessions_py_lib
+		cat <<'PY'
+flood_n, established = int(sys.argv[2]), sys.argv[3] == "established"
 a, b, f, s = Peer("127.0.0.1"), Peer("127.0.0.3"), Peer("127.0.0.2"), Peer("127.0.0.4")
 st, h, _ = a.post(INIT)
 sid_a = h.get("mcp-session-id")
@@ -621,6 +631,7 @@ print("B ok" if ok else f"FAIL B after the flood: {st} {body!r}")
 st, h, _ = s.post(INIT)
 print("newcomer ok" if st == 200 and h.get("mcp-session-id") else f"FAIL newcomer: {st}")
 PY
+	} | python3 - "$@"
 }
 
 # A flood of initialize requests (more than the session table's 1024) used
