@@ -110,6 +110,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 		O_REQUEST_TIMEOUT,
 		O_MAX_SESSIONS,
 		O_MAX_SESSIONS_PEER,
+		O_SESSION_MIN_IDLE,
 		O_ATTEST_KEY,
 		O_ALLOW_HOST_DIR
 	};
@@ -122,6 +123,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 	    {"request-timeout", required_argument, NULL, O_REQUEST_TIMEOUT},
 	    {"max-sessions", required_argument, NULL, O_MAX_SESSIONS},
 	    {"max-sessions-per-peer", required_argument, NULL, O_MAX_SESSIONS_PEER},
+	    {"session-min-idle", required_argument, NULL, O_SESSION_MIN_IDLE},
 	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
 	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
 	    {0},
@@ -169,6 +171,9 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_MAX_SESSIONS_PEER:
 			r = parse_count("--max-sessions-per-peer", v, 65536, &opts.max_sessions_per_peer);
+			break;
+		case O_SESSION_MIN_IDLE: /* at most the session TTL, an hour */
+			r = parse_count("--session-min-idle", v, 3600, &opts.session_min_idle_s);
 			break;
 		}
 		if (r != 0)

@@ -111,14 +111,15 @@ static const cli_cmd commands[] = {
     {"serve", cmd_serve,
      "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] "
      "[--idle-timeout SECONDS] [--request-timeout SECONDS] [--max-sessions N] [--max-sessions-per-peer N] "
-     "[--attest-key FILE] [--allow-host-dir DIR]",
+     "[--session-min-idle SECONDS] [--attest-key FILE] [--allow-host-dir DIR]",
      "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when "
      "given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new "
      "one evicting the oldest that only waits (never-authorized first); a request must arrive whole within "
      "--request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle "
      "--idle-timeout (60 s). Sessions: at most N in total (1024) and per peer (a quarter); an initialize "
-     "displaces only a half-open session (initialized, nothing sent since), never one that did work, else "
-     "gets 503 with Retry-After. See docs/server.md."},
+     "displaces a half-open session (initialized, nothing sent since) first, else one idle for "
+     "--session-min-idle (60 s), never one running a call, else gets 503 with Retry-After. See "
+     "docs/server.md."},
 };
 
 static const char options_help[] =

@@ -11,18 +11,25 @@
  *     never expires;
  *   - an idle session expires after ttl_us without a message
  *     (session_expired; the caller drops those first);
- *   - an established session is never evicted for a newcomer: only its
- *     idle age ends it;
+ *   - an idle half-open session may give way to a newcomer at once; an
+ *     idle established one once it has gone min_idle_us without a message
+ *     (it is stale), so a client that keeps working keeps its session;
  *   - a newcomer whose peer already holds max_per_peer sessions evicts that
- *     peer's least recently used idle half-open session, or is refused;
+ *     peer's least recently used idle half-open session, else that peer's
+ *     least recently used stale established one, or is refused: never
+ *     another peer's;
  *   - otherwise, when the table holds max sessions, the newcomer evicts the
- *     least recently used idle half-open session of its own peer, or, if it
- *     has none, the least recently used idle half-open one of anyone; with
- *     no idle half-open session at all it is refused.
- * So a flood of initialize requests displaces only half-open sessions, its
- * own first, and one peer holds at most max_per_peer of the table: a client
- * that did work keeps its session however many newcomers arrive, and the
- * newcomer that cannot be seated is told when to retry. */
+ *     first there is of: its own peer's least recently used idle half-open
+ *     session, anyone's, its own peer's least recently used stale
+ *     established one, anyone's; or it is refused (its own first: a flood
+ *     recycles its own sessions before it touches another peer's).
+ * So a flood of initialize requests displaces half-open sessions first,
+ * its own first, and one peer holds at most max_per_peer of the table. A
+ * flood that completes its handshakes and walks away holds its share for
+ * min_idle_us, not for the TTL: then newcomers displace its sessions, least
+ * recently used first. A displaced client gets 404 on its next call and
+ * initializes again (the MCP spec's rule; a session holds no state but its
+ * id). A refused newcomer is told when a seat may be free. */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -48,6 +55,7 @@ typedef struct session_limits {
 	size_t max;	     /* sessions in total, >= 1 */
 	size_t max_per_peer; /* sessions of one peer, >= 1 */
 	int64_t ttl_us;	     /* an idle session expires after this, > 0 */
+	int64_t min_idle_us; /* an established session used this recently is kept, 0 to ttl_us */
 } session_limits;
 
 typedef enum session_verdict {
@@ -76,7 +84,7 @@ bool session_expired(const session_meta *s, int64_t now_us, int64_t ttl_us);
 /* The decision for a newcomer from peer, given the table's n sessions
  * (none of them expired: drop those first). retry_after_s on a refusal is
  * the time until the first idle session that counts against the newcomer
- * (its peer's for REFUSE_PEER, anyone's for REFUSE_FULL) expires, rounded
- * up, or SESSION_RETRY_BUSY_S if all of them are busy. */
+ * (its peer's for REFUSE_PEER, anyone's for REFUSE_FULL) becomes stale,
+ * rounded up (at least 1), or SESSION_RETRY_BUSY_S if all of them are busy. */
 session_decision session_admit(const session_meta *table, size_t n, const session_peer *peer,
 			       const session_limits *lim, int64_t now_us);

@@ -121,6 +121,9 @@ static int mhd_load(sbx_err **err)
  * hold a quarter of it unless told otherwise. */
 #define HTTP_MAX_SESSIONS 1024
 #define HTTP_SESSION_IDLE_US ((int64_t)3600 * 1000000) /* a session unused this long expires */
+/* An established session idle this long may give way to a newcomer: as
+ * long as an idle keep-alive connection is kept (HTTP_IDLE_TIMEOUT_S). */
+#define HTTP_SESSION_MIN_IDLE_S 60
 #define HTTP_SSE_BLOCK (32 * 1024)
 /* Progress events a stream may hold unsent (a client that does not read):
  * past this they are dropped (the result has the whole output). */
@@ -338,8 +341,8 @@ static ssize_t session_find_locked(http_server *hs, const char *id)
 	return -1;
 }
 
-/* Makes a session for a client at peer, if the policy seats it (evicting a
- * half-open session if it says so). Returns 0 and its id in ret_id; -1
+/* Makes a session for a client at peer, if the policy seats it (evicting
+ * an idle session if it says so: that client's next call gets 404). Returns 0 and its id in ret_id; -1
  * with the refusal in *ret_refusal; -2 if no random id could be made. */
 static int session_create_locked(http_server *hs, const session_peer *peer, char ret_id[SESSION_ID_HEX + 1],
 				 session_decision *ret_refusal)
@@ -929,15 +932,17 @@ static enum MHD_Result refuse_session(http_req *r, const session_decision *no)
 	else if (no->verdict == SESSION_REFUSE_PEER)
 		resp = error_response(HTTP_ERR_TRANSPORT,
 				      "Service Unavailable: this address holds %zu sessions, its limit, each "
-				      "established or running a call; end some with DELETE /mcp, retry after "
-				      "%u s, or use protocol revision %s (no session)",
-				      lim->max_per_peer, no->retry_after_s, MCP_STATELESS_VERSION);
+				      "running a call or used in the last %lld s; end some with DELETE /mcp, "
+				      "retry after %u s, or use protocol revision %s (no session)",
+				      lim->max_per_peer, (long long)(lim->min_idle_us / 1000000),
+				      no->retry_after_s, MCP_STATELESS_VERSION);
 	else
 		resp = error_response(HTTP_ERR_TRANSPORT,
 				      "Service Unavailable: the server holds %zu sessions, its limit, each "
-				      "established or running a call; retry after %u s, or use protocol "
-				      "revision %s (no session)",
-				      lim->max, no->retry_after_s, MCP_STATELESS_VERSION);
+				      "running a call or used in the last %lld s; retry after %u s, or use "
+				      "protocol revision %s (no session)",
+				      lim->max, (long long)(lim->min_idle_us / 1000000), no->retry_after_s,
+				      MCP_STATELESS_VERSION);
 	if (resp) {
 		char ra[16];
 		snprintf(ra, sizeof(ra), "%u", no ? no->retry_after_s : SESSION_RETRY_BUSY_S);
@@ -1301,6 +1306,8 @@ int mcp_serve_http(sbx_ctx *ctx, const mcp_http_opts *opts, sbx_err **err)
 	    .sess_lim = {.max = opts->max_sessions ? opts->max_sessions : HTTP_MAX_SESSIONS,
 			 .ttl_us = HTTP_SESSION_IDLE_US},
 	};
+	unsigned min_idle_s = opts->session_min_idle_s ? opts->session_min_idle_s : HTTP_SESSION_MIN_IDLE_S;
+	hs.sess_lim.min_idle_us = MIN((int64_t)min_idle_s * 1000000, hs.sess_lim.ttl_us);
 	hs.sess_lim.max_per_peer =
 	    opts->max_sessions_per_peer ? opts->max_sessions_per_peer : (hs.sess_lim.max + 3) / 4;
 	/* A thread and a descriptor per connection: make room for them. */

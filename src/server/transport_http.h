@@ -27,10 +27,12 @@ typedef struct mcp_http_opts {
 					      been authorized yet gets the smaller of the two */
 	/* Session limits (0: the default; session_policy.h). An initialize
 	 * evicts a half-open session (one that never sent a message after its
-	 * initialize), its own peer's first, never an established one; if none
-	 * can go it gets 503 with Retry-After. */
+	 * initialize), its own peer's first; failing that, an established one
+	 * idle for session_min_idle_s, its own peer's first; never one running
+	 * a call. If none can go it gets 503 with Retry-After. */
 	unsigned max_sessions;		/* in total (default 1024) */
 	unsigned max_sessions_per_peer; /* from one IP address (default a quarter of max_sessions) */
+	unsigned session_min_idle_s;	/* an established session used this recently is kept (60) */
 } mcp_http_opts;
 
 /* Serves until SIGINT, SIGTERM or SIGHUP, then cancels the calls in flight

@@ -216,6 +216,9 @@ t_http_limit_flags() {
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-sessions 0
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-sessions-per-peer x
 	sbx serve --help 2>&1 | grep -q -- --max-sessions-per-peer || fail "serve --help does not list --max-sessions-per-peer"
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --session-min-idle 0
+	expect_status 125 sbx serve --listen 127.0.0.1:0 --session-min-idle 3601
+	sbx serve --help 2>&1 | grep -q -- --session-min-idle || fail "serve --help does not list --session-min-idle"
 }
 
 # Slowloris from several addresses, each under its share: 24 connections
@@ -541,18 +544,13 @@ PY
 }
 
 # ---- sbx serve under initialize floods ------------------------------------------------
-# sessions.py URL PHASE...: one Python process that keeps sessions across
-# phases. A client on 127.0.0.1 (session A) initializes, sends
-# notifications/initialized and a call, then idles; a client on 127.0.0.3
-# (session B) only initializes. Then 127.0.0.2 floods: FLOOD_N initialize
-# requests (more than the table holds), a stateless 2026-07-28 call after
-# every 100 of them. Prints one line per check ("A ok", "B ok", "stateless
-# ok N/N", "flood 200 N 503 N"), or "FAIL ..." lines.
-session_flood() {
-	python3 - "$@" <<'PY'
-import http.client, json, socket, sys, urllib.parse
-url, flood_n, established = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "established"
-u = urllib.parse.urlparse(url)
+# The Python both session tests start with: Peer(SRC) is an HTTP client bound
+# to a source address, one keep-alive connection, reconnecting once if the
+# server closed it; call_ok says whether a request got a JSON-RPC result.
+sessions_py_lib() {
+	cat <<'PY'
+import http.client, json, socket, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
 
 class Peer:
     def __init__(self, src):
@@ -584,7 +582,22 @@ STATELESS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list",
 def call_ok(p, msg, sid=None, hdrs=None):
     st, h, body = p.post(msg, sid, hdrs)
     return st == 200 and b'"result"' in body, st, body[:200]
+PY
+}
 
+# session_flood URL N MODE: one Python process that keeps sessions across
+# phases. A client on 127.0.0.1 (session A) initializes, sends
+# notifications/initialized and a call, then idles; a client on 127.0.0.3
+# (session B) only initializes. Then 127.0.0.2 floods: N initialize
+# requests (more than the table holds; MODE established: each followed by
+# notifications/initialized), a stateless 2026-07-28 call after every 100
+# of them. Prints one line per check ("A ok", "B ok", "stateless ok N/N",
+# "flood 200 N 503 N"), or "FAIL ..." lines.
+session_flood() {
+	{
+		sessions_py_lib
+		cat <<'PY'
+flood_n, established = int(sys.argv[2]), sys.argv[3] == "established"
 a, b, f, s = Peer("127.0.0.1"), Peer("127.0.0.3"), Peer("127.0.0.2"), Peer("127.0.0.4")
 st, h, _ = a.post(INIT)
 sid_a = h.get("mcp-session-id")
@@ -621,6 +634,7 @@ print("B ok" if ok else f"FAIL B after the flood: {st} {body!r}")
 st, h, _ = s.post(INIT)
 print("newcomer ok" if st == 200 and h.get("mcp-session-id") else f"FAIL newcomer: {st}")
 PY
+	} | python3 - "$@"
 }
 
 # A flood of initialize requests (more than the session table's 1024) used
@@ -643,11 +657,12 @@ t_http_initialize_flood_keeps_sessions() {
 }
 
 # A flood that completes every handshake (initialize, then
-# notifications/initialized) makes sessions that did work: they are never
-# evicted for a newcomer, so once its address holds its share of the table
-# (a quarter) its next initialize gets 503 with Retry-After, and everyone
-# else is still served.
-t_http_established_flood_refused_not_evicting() {
+# notifications/initialized) makes established sessions: one used in the
+# last minute (--session-min-idle) is not displaced for a newcomer, so once
+# the flood's address holds its share of the table (a quarter) its next
+# initialize gets 503 with Retry-After (at most that minute: when its
+# oldest session may give way), and everyone else is still served.
+t_http_established_flood_holds_only_its_share() {
 	need_python
 	http_start
 	out=$(session_flood "$HTTP_URL" 300 established)
@@ -661,6 +676,84 @@ t_http_established_flood_refused_not_evicting() {
 	assert_contains "$out" "refused: Service Unavailable: this address holds 256 sessions"
 	local ra
 	ra=$(echo "$out" | sed -n 's/^retry-after \([0-9]*\)$/\1/p')
-	[ "${ra:-0}" -ge 1 ] && [ "$ra" -le 3600 ] || fail "Retry-After '$ra' is not 1 to 3600 seconds"
+	[ "${ra:-0}" -ge 1 ] && [ "$ra" -le 60 ] || fail "Retry-After '$ra' is not 1 to 60 seconds"
 	assert_contains "$out" "newcomer ok"
+}
+
+# A client that completes --max-sessions-per-peer handshakes from 127.0.0.1
+# and walks away (every client of a loopback server is 127.0.0.1) used to
+# lock every new client of that address out for the sessions' idle hour:
+# established sessions were never evicted, so each initialize got 503 with
+# Retry-After 3600. Now a newcomer is refused only while the flood's
+# sessions are fresh (Retry-After at most --session-min-idle), then displaces
+# the least recently used idle one; a client of the same address that keeps
+# working meanwhile keeps its session, and the displaced session gets 404
+# and may initialize again, as the MCP spec has clients do.
+t_http_established_flood_does_not_lock_out() {
+	need_python
+	http_start --max-sessions-per-peer 8 --session-min-idle 5
+	out=$({
+		sessions_py_lib
+		cat <<'PY'
+share, min_idle = int(sys.argv[2]), int(sys.argv[3])
+def handshake(p):
+    st, h, body = p.post(INIT)
+    sid = h.get("mcp-session-id")
+    if st != 200 or not sid:
+        return None, st, h, body
+    st2, _, _ = p.post(INITED, sid)
+    return (sid if st2 == 202 else None), st, h, body
+
+a, f, n = Peer("127.0.0.1"), Peer("127.0.0.1"), Peer("127.0.0.1")
+sid_a = handshake(a)[0]
+if not (sid_a and call_ok(a, LIST, sid_a)[0]):
+    print("FAIL setup A"); sys.exit(0)
+# The flood: handshakes until refused and as many again, then it walks away.
+flood, refused, retry = [], 0, None
+for i in range(2 * share):
+    sid, st, h, body = handshake(f)
+    if sid:
+        flood.append(sid)
+    elif st == 503:
+        refused += 1
+        retry = retry or h.get("retry-after")
+    else:
+        print(f"FAIL flood: {st} {body[:200]!r}")
+print(f"flood 200 {len(flood)} 503 {refused} retry-after {retry}")
+# While its sessions are fresh the newcomer is refused, told when to retry.
+st, h, body = n.post(INIT)
+print(f"fresh {st} retry-after {h.get('retry-after')}")
+# A keeps working (a call every 0.5 s); the newcomer retries until seated.
+t0, sid_n = time.monotonic(), None
+while time.monotonic() < t0 + min_idle + 10:
+    ok, st, body = call_ok(a, LIST, sid_a)
+    if not ok:
+        print(f"FAIL A while the newcomer waits: {st} {body!r}"); break
+    sid_n = handshake(n)[0]
+    if sid_n:
+        break
+    time.sleep(0.5)
+print(f"newcomer seated after {time.monotonic() - t0:.1f} s" if sid_n else "FAIL newcomer never seated")
+print("newcomer ok" if sid_n and call_ok(n, LIST, sid_n)[0] else "FAIL newcomer's call")
+print("A ok" if call_ok(a, LIST, sid_a)[0] else "FAIL A after the newcomer")
+# The flood's oldest session gave way: 404, and a new initialize seats it
+# again (displacing the next oldest), as the spec has a client recover.
+st, _, _ = f.post(LIST, flood[0]) if flood else (0, 0, 0)
+print(f"displaced {st}")
+st, _, _ = f.post(LIST, flood[-1]) if flood else (0, 0, 0)
+print(f"last of the flood {st}")
+print("reinitialized" if handshake(f)[0] else "FAIL reinitialize")
+PY
+	} | python3 - "$HTTP_URL" 8 5)
+	echo "$out"
+	assert_not_contains "$out" "FAIL"
+	assert_contains "$out" "flood 200 7 503 9 "
+	assert_contains "$out" "newcomer ok"
+	assert_contains "$out" "A ok"
+	assert_contains "$out" "displaced 404"
+	assert_contains "$out" "last of the flood 200"
+	assert_contains "$out" "reinitialized"
+	local ra
+	ra=$(echo "$out" | sed -n 's/^fresh 503 retry-after \([0-9]*\)$/\1/p')
+	[ "${ra:-0}" -ge 1 ] && [ "$ra" -le 5 ] || fail "the fresh flood's Retry-After '$ra' is not 1 to 5 seconds"
 }
