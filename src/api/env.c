@@ -282,17 +282,28 @@ static int setup_volumes(env_config *c, const sbx_create_opts *o, sbx_err **err)
 	return 0;
 }
 
-static void remove_env_files(sbx_ctx *ctx, const char *id)
+/* What the first half of a removal in two (env_dispose_hide) leaves to
+ * the second: the uid range, and the trash entry's removal. */
+typedef struct env_hidden {
+	sbx_ctx *ctx;
+	char *dir, *trash; /* dir: where it was; trash: its name there, or NULL */
+	int64_t uid_slot;
+} env_hidden;
+
+/* The files' part of a removal. h: only hide the environment (its
+ * processes may still be dying, and it has no quota's mounts): the uid
+ * range and the trash's removal are left in *h for env_dispose_finish. */
+static void remove_env_files(sbx_ctx *ctx, const char *id, env_hidden *h)
 {
 	_cleanup_free_ char *dir = ctx_env_dir(ctx, id), *run = ctx_run_dir(ctx, id);
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
-	if (dir && env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0)
+	if (dir && env_record_read(ctx, id, &st) == 0 && st.uid_slot >= 0 && !h)
 		userns_slot_free_owned((unsigned)st.uid_slot, dir);
 	if (st.name)
 		name_unregister(ctx, st.name, id);
 	startup_mark("remove: uid range and name freed");
 	/* A disk quota's mounts first (the env is stopped): nothing may leak. */
-	if (dir)
+	if (dir && !h)
 		(void)quota_teardown(dir);
 	startup_mark("remove: quota checked");
 	/* The run directory (lock, mnt/) rides along into the trash when it is
@@ -305,11 +316,16 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 	startup_mark("remove: run directory moved");
 	/* Into the trash at once (a rename: a concurrent reader never sees half
 	 * an environment, and the id is free again); the bytes go in the
-	 * background (api/reclaim.h). */
-	if (dir)
+	 * background (api/reclaim.h), or, hiding, once the finish says so. */
+	if (dir && !(h && reclaim_hide(ctx, dir, id, &h->trash) == 0))
 		(void)reclaim_dir(ctx, dir, id);
 	if (run && !moved)
 		fs_rm_rf(run);
+	if (h) {
+		h->ctx = ctx;
+		h->dir = TAKE_PTR(dir);
+		h->uid_slot = st.uid_slot;
+	}
 }
 
 /* env_config.dispose: a one-shot environment's supervisor removes it
@@ -319,47 +335,16 @@ static void remove_env_files(sbx_ctx *ctx, const char *id)
 static void env_dispose(void *arg, const char *id)
 {
 	reclaim_self_lingering();
-	remove_env_files(arg, id);
+	remove_env_files(arg, id, NULL);
 }
 
 /* env_config.dispose_hide / dispose_finish: env_dispose in two halves
- * (runtime.h). The hide is remove_env_files without the uid range (its
- * processes may still be dying) and with the trash's removal left to the
- * finish; a quota's mounts are never there (the supervisor uses dispose). */
-typedef struct env_hidden {
-	sbx_ctx *ctx;
-	char *id, *dir, *trash; /* dir: where it was; trash: its name there, or NULL */
-	int64_t uid_slot;
-} env_hidden;
-
+ * (runtime.h; the supervisor uses dispose when there is a quota). */
 static void *env_dispose_hide(void *arg, const char *id)
 {
-	sbx_ctx *ctx = arg;
 	reclaim_self_lingering();
 	env_hidden *h = calloc(1, sizeof(*h));
-	if (!h || !(h->id = strdup(id)) || !(h->dir = ctx_env_dir(ctx, id))) {
-		if (h)
-			free(h->id);
-		free(h);
-		remove_env_files(ctx, id); /* out of memory: the whole removal now */
-		return NULL;
-	}
-	h->ctx = ctx;
-	h->uid_slot = -1;
-	_cleanup_free_ char *run = ctx_run_dir(ctx, id);
-	_cleanup_env_record_ env_record st = {.uid_slot = -1};
-	if (env_record_read(ctx, id, &st) == 0)
-		h->uid_slot = st.uid_slot;
-	if (st.name)
-		name_unregister(ctx, st.name, id);
-	char inner[4300];
-	bool moved = run && snprintf(inner, sizeof(inner), "%s/.run", h->dir) < (int)sizeof(inner) &&
-		     rename(run, inner) == 0;
-	if (reclaim_hide(ctx, h->dir, id, &h->trash) < 0)
-		(void)reclaim_dir(ctx, h->dir, id); /* another filesystem: inline */
-	if (run && !moved)
-		fs_rm_rf(run);
-	startup_mark("remove: hidden (state, name and run directory in the trash)");
+	remove_env_files(arg, id, h); /* out of memory (h NULL): the whole removal now */
 	return h;
 }
 
@@ -368,7 +353,7 @@ static void env_dispose_finish(void *arg, void *hidden)
 	env_hidden *h = hidden;
 	if (!h)
 		return;
-	if (h->uid_slot >= 0)
+	if (h->uid_slot >= 0 && h->dir)
 		userns_slot_free_owned((unsigned)h->uid_slot, h->dir);
 	if (h->trash) {
 		const char *nv[] = {h->trash};
@@ -376,7 +361,6 @@ static void env_dispose_finish(void *arg, void *hidden)
 	}
 	free(h->trash);
 	free(h->dir);
-	free(h->id);
 	free(h);
 }
 
@@ -808,7 +792,7 @@ static int create_prepare(void *arg, env_config *c, sbx_err **err)
 	if (create_on_disk(a->ctx, c, a->q, &slot, &have_slot, err) == 0 &&
 	    create_record(a->ctx, c, a->q, a->sec_state, a->base_id, slot, &st, err) == 0)
 		return 0;
-	remove_env_files(a->ctx, c->id);
+	remove_env_files(a->ctx, c->id, NULL);
 	if (c->name)
 		name_unregister(a->ctx, c->name, c->id);
 	if (have_slot)
@@ -888,7 +872,7 @@ fail:
 		/* Keep the environment (stopped) so the user can retry or rm it. */
 		return err_ret(err);
 	}
-	remove_env_files(ctx, c->id);
+	remove_env_files(ctx, c->id, NULL);
 	if (c->name)
 		name_unregister(ctx, c->name, c->id);
 	if (have_slot)
@@ -1149,7 +1133,7 @@ static int remove_stopped(sbx_ctx *ctx, const char *id, bool lingering, sbx_err 
 	startup_mark("remove: supervisor stopped");
 	if (!lingering && env_is_live(ctx, id))
 		return err_set(err, SBX_E_INTERNAL, EBUSY, "environment '%s' did not stop", id);
-	remove_env_files(ctx, id);
+	remove_env_files(ctx, id, NULL);
 	startup_mark("remove: files removed");
 	return 0;
 }
@@ -1395,7 +1379,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if (env_warm_state(ctx, *p, false)) /* suspended: it comes back on the next call */
 			continue;
 		stop_supervisor(ctx, *p);
-		remove_env_files(ctx, *p);
+		remove_env_files(ctx, *p, NULL);
 		json_array_append_new(removed, json_string(*p));
 	}
 	/* Run dirs (and their cgroups) of environments whose creation died

@@ -1114,8 +1114,8 @@ static void fail_execs(supervisor *s, const char *what)
 }
 
 /* Killing init kills every process of its pid namespace; the mount,
- * network and other namespaces vanish with the last of them. Waits until it
- * is reaped. */
+ * network and other namespaces vanish with the last of them. kill_init
+ * waits until it is reaped, signal_init does not. */
 static void signal_init(supervisor *s)
 {
 	if (s->init_pidfd >= 0)
