@@ -25,6 +25,12 @@ bool pool_layer_tmpfs(const sbx_ctx *ctx);
 /* While building a pool entry (ctx->pool_key): its token and claim paths
  * (malloc'd; both NULL otherwise), for CTL_OP_OWN (runtime.h). */
 void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim);
+/* env_config.handout (runtime.h) of a pool entry: its state rewritten as
+ * handed out; arg is the entry's creator's context. */
+int pool_handout(void *arg, const char *id, int64_t taken_ms);
+/* The connection a one-shot pool take of entry id kept (ctx.h taken_sock),
+ * now the caller's; -1 if none. */
+int pool_taken_sock(sbx_ctx *ctx, const char *id);
 /* A file request to init (files.c): the reply and the n_fds fds with it. */
 int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int *ret_fds, size_t n_fds,
 		  sbx_err **err);

@@ -76,6 +76,7 @@ _public_ int sbx_ctx_open(sbx_ctx **ret, sbx_err **err)
 	sbx_ctx *c = calloc(1, sizeof(*c));
 	if (!c)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	c->taken_sock = -1;
 	c->uid = getuid();
 	c->gid = getgid();
 	c->rootless = !(geteuid() == 0 && in_initial_userns());
@@ -106,6 +107,7 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	safe_close(ctx->taken_sock);
 	free(ctx->root);
 	free(ctx->run);
 	free(ctx->attest_key_path);

@@ -17,6 +17,11 @@ struct sbx_ctx {
 	const char *pool_key;  /* set while building a warm pool entry (src/api/pool.c) */
 	bool pool_tmpfs;       /* and its writable layer goes on a tmpfs (pool_layer_tmpfs) */
 	pid_t short_lived;     /* ctx_short_lived: the process whose supervisors stay its children */
+	/* A one-shot create's pool take (pool.c): the connection on which the
+	 * entry's supervisor said "owned", kept for the entry's first command
+	 * (pool_taken_sock), and that entry's id; -1 and "" when none. */
+	int taken_sock;
+	char taken_id[16];
 };
 
 /* The caller is a short-lived process (a CLI command such as `sbx run`):

@@ -826,6 +826,7 @@ int env_create_impl(sbx_ctx *ctx, const env_create_req *req, char **ret_id, json
 	c->dispose_finish = env_dispose_finish;
 	c->dispose_arg = ctx;
 	pool_entry_paths(ctx, c->id, &c->pool_token, &c->pool_claim);
+	c->handout = pool_handout;
 	/* One-shot: bound to this process by a pidfd of it, which the supervisor
 	 * inherits; and steps 5-6 are the supervisor's, so that from the first
 	 * file on disk a process exists that removes it if we die. Without

@@ -270,7 +270,10 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	int64_t cap = o->output_bytes == 0 ? default_cap : o->output_bytes;
 
 	bool no_resume = o->version >= 4 && o->no_auto_resume; /* docs/warm.md */
-	_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
+	/* A pool entry just taken (pool.c): on the connection that took it. */
+	_cleanup_close_ int sock = pool_taken_sock(ctx, id);
+	if (sock < 0)
+		sock = env_connect_resume(ctx, id, !no_resume, err);
 	if (sock < 0)
 		return -1;
 	_cleanup_json_ json_t *req =

@@ -449,9 +449,11 @@ void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char
 }
 
 /* A one-shot create's claim of entry id: its supervisor claims it and
- * takes our pidfd as its owner in one request (CTL_OP_OWN). 1 when owned,
- * 0 when another create won it, -1 when its supervisor did not answer. */
-static int pool_own(sbx_ctx *ctx, const char *id)
+ * takes our pidfd as its owner in one request (CTL_OP_OWN), and then hands
+ * it out (pool_handout). 1 when owned (*ret_sock: that connection, kept
+ * for the first command; *ret_warnings: the entry's), 0 when another
+ * create won it, -1 when its supervisor did not answer. */
+static int pool_own(sbx_ctx *ctx, const char *id, int *ret_sock, json_t **ret_warnings)
 {
 	_cleanup_close_ int self = sys_pidfd_open(getpid(), 0);
 	_cleanup_close_ int fd = self >= 0 ? env_connect(ctx, id, NULL) : -1;
@@ -460,9 +462,52 @@ static int pool_own(sbx_ctx *ctx, const char *id)
 	_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_OWN), *m = NULL;
 	if (!req || json_send(fd, req, &self, 1) < 0 || json_recv(fd, &m, NULL, NULL) <= 0)
 		return -1;
-	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_OWNED))
+	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_OWNED)) {
+		json_t *w = json_object_get(m, CTL_F_WARNINGS);
+		json_decref(*ret_warnings);
+		*ret_warnings = json_is_array(w) ? json_incref(w) : json_array();
+		*ret_sock = TAKE_FD(fd);
 		return 1;
+	}
 	return streq(json_str(m, CTL_F_CODE) ?: "", "conflict") ? 0 : -1;
+}
+
+/* An entry's state as handed out: no longer a pool entry; created at
+ * taken_ms (realtime), from the pool. Into *ret_st if given. */
+static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, json_t **ret_st)
+{
+	_cleanup_json_ json_t *st = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return r;
+	char created[32];
+	time_t sec = (time_t)(taken_ms / 1000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_object_del(st, "pool");
+	json_object_set_new(st, "created_at", json_string(created));
+	json_object_set_new(st, "created_ms", json_integer(taken_ms));
+	json_object_set_new(st, "from_pool", json_true());
+	startup_mark("pool: state read");
+	r = pool_state_write(ctx, id, st);
+	startup_mark("pool: state written");
+	if (r == 0 && ret_st)
+		*ret_st = TAKE_PTR(st);
+	return r;
+}
+
+int pool_handout(void *arg, const char *id, int64_t taken_ms)
+{
+	return pool_state_handout(arg, id, taken_ms, NULL);
+}
+
+int pool_taken_sock(sbx_ctx *ctx, const char *id)
+{
+	if (ctx->taken_sock < 0 || !streq(ctx->taken_id, id))
+		return -1;
+	ctx->taken_id[0] = 0;
+	return TAKE_FD(ctx->taken_sock);
 }
 
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
@@ -485,6 +530,8 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		return 0;
 	struct dirent *de;
 	_cleanup_free_ char *got = NULL;
+	_cleanup_close_ int sock = -1;
+	_cleanup_json_ json_t *warnings = NULL;
 	char claim[4400];
 	while (!got && (de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -497,10 +544,10 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		 * sbx gc finds an entry whose taker died (pool_gc_claims). */
 		/* One-shot: the entry's supervisor claims it for us, and it is ours
 		 * from the same moment (a taker killed between the two would leave
-		 * a claimed entry nobody removes). */
+		 * a claimed entry nobody removes); it then hands it out itself. */
 		if (oneshot && mkdir(taken, 0700) < 0 && errno != EEXIST)
 			continue;
-		int own = oneshot ? pool_own(ctx, de->d_name) : -1;
+		int own = oneshot ? pool_own(ctx, de->d_name, &sock, &warnings) : -1;
 		startup_mark("pool: entry owned");
 		if (own == 0)
 			continue; /* another create won it */
@@ -511,46 +558,42 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 			continue; /* another create won it */
 		if (streq(getenv("SBX_POOL_FAULT") ?: "", "claimed"))
 			_exit(70); /* tests: a taker that dies holding an entry */
-		if (!env_is_live(ctx, de->d_name)) {
+		if (own <= 0 && !env_is_live(ctx, de->d_name)) {
 			(void)sbx_env_remove(ctx, de->d_name, NULL); /* its supervisor died while it waited */
 			(void)unlink(claim);
 			continue;
 		}
 		got = strdup(de->d_name);
-		if (!got)
-			(void)unlink(claim); /* left for gc's sweep of hidden entries */
+		if (!got) {
+			if (own > 0)
+				sock = safe_close(sock); /* owned: ends with us, then removed */
+			else
+				(void)unlink(claim); /* left for gc's sweep of hidden entries */
+		}
 	}
 	closedir(d);
 	if (!got) {
 		pool_refill_async(ctx, key);
 		return 0;
 	}
-	_cleanup_json_ json_t *st = NULL;
-	if (env_state_read(ctx, got, &st) < 0) {
-		(void)sbx_env_remove(ctx, got, NULL);
-		(void)unlink(claim);
-		return 0;
+	if (sock < 0) { /* ours to hand out */
+		_cleanup_json_ json_t *st = NULL;
+		int r = pool_state_handout(ctx, got, now_ms_real(), &st);
+		if (r < 0)
+			(void)sbx_env_remove(ctx, got, NULL);
+		(void)unlink(claim); /* handed out (or removed) */
+		if (r < 0)
+			return 0;
+		warnings = json_incref(json_object_get(st, "warnings") ?: json_array());
+	} else {
+		/* Handed out by its supervisor; the connection serves the first
+		 * command (exec.c), and tells the library it came from the pool. */
+		safe_close(ctx->taken_sock);
+		ctx->taken_sock = TAKE_FD(sock);
+		snprintf(ctx->taken_id, sizeof(ctx->taken_id), "%s", got);
 	}
-	char created[32];
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	struct tm tm;
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	json_object_del(st, "pool");
-	json_object_set_new(st, "created_at", json_string(created));
-	json_object_set_new(st, "created_ms", json_integer(now_ms_real()));
-	json_object_set_new(st, "from_pool", json_true());
-	startup_mark("pool: state read");
-	int r = pool_state_write(ctx, got, st);
-	startup_mark("pool: state written");
-	if (r < 0)
-		(void)sbx_env_remove(ctx, got, NULL);
-	(void)unlink(claim); /* handed out (or removed) */
-	if (r < 0)
-		return 0;
 	if (ret_warnings)
-		*ret_warnings = json_incref(json_object_get(st, "warnings") ?: json_array());
+		*ret_warnings = TAKE_PTR(warnings);
 	pool_refill_async(ctx, key);
 	startup_mark("pool: refill kicked");
 	*ret_id = TAKE_PTR(got);
@@ -559,6 +602,8 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 
 _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 {
+	if (ctx->taken_sock >= 0 && streq(ctx->taken_id, id))
+		return true; /* just taken, its hand-out may be under way */
 	_cleanup_json_ json_t *st = NULL;
 	return env_state_read(ctx, id, &st) == 0 && json_bool(st, "from_pool", false);
 }

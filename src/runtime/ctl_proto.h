@@ -81,8 +81,11 @@
 /* client -> supervisor, with one fd, a pidfd of the client's process: a
  * one-shot create that took a warm pool's entry makes it its own (runtime.h
  * one_shot). The supervisor claims the entry (renames its token to the
- * claim, docs/warm.md) and owns it in one step: "owned", or an error
- * (conflict: another create took it). */
+ * claim, docs/warm.md) and owns it in one step: "owned" {warnings}, or an
+ * error (conflict: another create took it). After "owned" the connection
+ * stays open for the client's first request (its exec); the supervisor
+ * rewrites the entry's state as handed out a moment later (runtime.h
+ * handout). */
 #define CTL_OP_OWN "own"
 #define CTL_EV_OWNED "owned"
 

@@ -103,6 +103,12 @@ typedef struct env_config {
 	/* A warm pool's entry (docs/warm.md): its token and where a taker's
 	 * claim moves it (CTL_OP_OWN renames one to the other); NULL otherwise. */
 	char *pool_token, *pool_claim;
+	/* Its hand-out to a one-shot taker (CTL_OP_OWN): the API's rewrite of
+	 * its state (no longer a pool entry; created at taken_ms, realtime, from
+	 * the pool), called by the supervisor with dispose_arg once the taker's
+	 * first command is on its way (or a moment after the take without one);
+	 * 0 or negative errno. NULL: never called. */
+	int (*handout)(void *arg, const char *id, int64_t taken_ms);
 	/* One-shot creates: the API's on-disk steps, run by the supervisor
 	 * process before it starts (so that no moment leaves them behind
 	 * without a process that removes them); 0 or negative errno with *err. */

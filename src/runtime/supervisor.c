@@ -132,6 +132,10 @@ typedef struct supervisor {
 	json_t *sb_warnings; /* what preparing its trees warned of (send_go) */
 	int sb_waiter;	     /* a restore_standby that came while it builds, or -1 */
 	json_t *sb_waiter_m; /* its request */
+	/* A pool entry owned by a one-shot taker (CTL_OP_OWN) whose hand-out
+	 * (env_config.handout) is still to come: when it was owned (realtime
+	 * ms; 0: none pending), and its deadline (monotonic ms). */
+	int64_t handout_taken_ms, handout_due_ms;
 } supervisor;
 
 static void proxy_stop(supervisor *s);
@@ -420,11 +424,21 @@ static void dispose_env(supervisor *s)
 	startup_mark("teardown: files removed (one-shot)");
 }
 
+static int64_t clock_ms(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* How long after a one-shot take its hand-out comes (client_own). */
+#define HANDOUT_DELAY_MS 5
+
 /* CTL_OP_OWN: a one-shot create's take of this pool entry. The claim (the
  * token's rename) and the ownership are one step here, so that the taker
  * dying at any moment leaves the entry either in the pool or owned (and
  * then removed with its owner). */
-static void client_own(supervisor *s, int conn, int *fds, size_t n_fds)
+static bool client_own(supervisor *s, int conn, int *fds, size_t n_fds)
 {
 	_cleanup_err_ sbx_err *e = NULL;
 	env_config *c = s->c;
@@ -441,11 +455,38 @@ static void client_own(supervisor *s, int conn, int *fds, size_t n_fds)
 	}
 	if (e) {
 		send_json(conn, err_json(e), NULL, 0);
-		return;
+		return false;
 	}
 	c->one_shot = true;
 	ep_add(s, c->owner_fd);
-	send_json(conn, json_pack("{s:s}", CTL_F_EV, CTL_EV_OWNED), NULL, 0);
+	send_json(conn, json_pack("{s:s,s:O?}", CTL_F_EV, CTL_EV_OWNED, CTL_F_WARNINGS, s->warnings), NULL,
+		  0);
+	/* The hand-out (the entry's state rewritten as an ordinary environment)
+	 * comes HANDOUT_DELAY_MS later, off the taker's way: its first command
+	 * comes on this connection, which stays open for it, and a command
+	 * that ends sooner (sbx run -- true) ends the one-shot environment
+	 * before anyone could list it, so its hand-out is never written. */
+	if (c->handout) {
+		s->handout_taken_ms = clock_ms(CLOCK_REALTIME);
+		s->handout_due_ms = clock_ms(CLOCK_MONOTONIC) + HANDOUT_DELAY_MS;
+	}
+	return true;
+}
+
+/* The pending hand-out, if any (client_own). */
+static void handout_run(supervisor *s)
+{
+	if (!s->handout_taken_ms)
+		return;
+	int64_t taken = s->handout_taken_ms;
+	s->handout_taken_ms = 0;
+	if (s->stopping)
+		return; /* being removed: nothing to hand out */
+	if (s->c->handout(s->c->dispose_arg, s->c->id, taken) < 0)
+		log_debug("pool: hand-out of %s: its state was not rewritten", s->c->id);
+	if (s->c->pool_claim)
+		(void)unlink(s->c->pool_claim); /* handed out */
+	startup_mark("supervisor: handed out");
 }
 
 static void client_exec(supervisor *s, int conn, json_t *m, int *fds, size_t n_fds)
@@ -898,7 +939,7 @@ static void client_request(supervisor *s, int conn)
 	} else if (streq(op, CTL_OP_RESTORE_STANDBY)) {
 		keep = standby_restore(s, conn, m);
 	} else if (streq(op, CTL_OP_OWN)) {
-		client_own(s, conn, fds, n);
+		keep = client_own(s, conn, fds, n);
 	} else {
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "unknown request '%s'", op);
@@ -2450,7 +2491,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 
 	while (!s->stopping) {
 		struct epoll_event evs[32];
-		int n = epoll_wait(s->ep, evs, 32, -1);
+		int64_t wait = -1; /* ms; a pending hand-out's deadline (client_own) */
+		if (s->handout_taken_ms) {
+			wait = s->handout_due_ms - clock_ms(CLOCK_MONOTONIC);
+			if (wait < 0)
+				wait = 0;
+		}
+		int n = epoll_wait(s->ep, evs, 32, (int)wait);
+		if (s->handout_taken_ms && clock_ms(CLOCK_MONOTONIC) >= s->handout_due_ms)
+			handout_run(s);
 		if (n < 0 && errno != EINTR)
 			break;
 		s->loop_reset = false;

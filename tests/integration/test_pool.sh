@@ -143,6 +143,42 @@ t_pool_run_json_reports_from_pool() {
 	sbx pool rm host > /dev/null
 }
 
+# A pooled sbx run's entry is handed out by its supervisor, a moment after
+# the take (docs/warm.md): a run that lasts is then listed as an ordinary
+# running environment (from_pool, created now, no longer a pool entry, its
+# claim dropped), its warnings are the entry's, and the run's command came
+# on the take's own connection.
+t_pool_run_is_handed_out_while_it_runs() {
+	sbx run -- true 2> "$TMPDIR_TEST/cold.err" || fail "cold sbx run failed"
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	before=$(date +%s)
+	sbx run -- sleep 2 > /dev/null 2> "$TMPDIR_TEST/run.err" &
+	run=$!
+	ids=""
+	for _ in $(seq 100); do
+		ids=$(sbx ls --json | python3 -c 'import json,sys; print(" ".join(e["environment_id"] for e in json.load(sys.stdin)["environments"] if e["state"] == "running"))')
+		[ -n "$ids" ] && break
+		sleep 0.01
+	done
+	[ -n "$ids" ] || fail "the pooled run was never listed as running"
+	assert_eq "$(echo "$ids" | wc -w)" "1" "listed runs"
+	out=$(sbx inspect "$ids" --json | python3 -c '
+import json,sys,calendar,time
+j=json.load(sys.stdin)
+c=calendar.timegm(time.strptime(j["created_at"],"%Y-%m-%dT%H:%M:%SZ"))
+print(j["from_pool"], "pool" in j, c >= '"$before"' - 1)')
+	assert_eq "$out" "True False True" "handed-out state (from_pool, still a pool entry, created at the take)"
+	claims=$(ls "$SBX_ROOT"/pools/*.taken 2> /dev/null | grep -c . || true)
+	assert_eq "$claims" "0" "claims left after the hand-out"
+	wait "$run" || fail "sbx run failed: $(cat "$TMPDIR_TEST/run.err")"
+	# Its warnings (the entry's, from the supervisor's "owned") are a cold run's.
+	unid() { sed -E "s/[0-9a-f]{12}/ID/g" "$1"; }
+	assert_eq "$(unid "$TMPDIR_TEST/run.err")" "$(unid "$TMPDIR_TEST/cold.err")" "the pooled run's warnings against a cold run's"
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "0" "listed after its run"
+	sbx pool rm host > /dev/null
+}
+
 # sbx run answers once every process of its command is gone and the
 # environment is out of every view (docs/runtime.md "One-shot runs"); its
 # supervisor destroys the cgroup, frees the uid range and hands the files to
