@@ -212,6 +212,11 @@ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy,
 int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err);
 bool sbx_env_from_pool(sbx_ctx *ctx, const char *id);
+/* What environment id was made from, as its create recorded it (no live
+ * information, so much cheaper than sbx_env_inspect): the snapshot it
+ * started from (*ret_snapshot_id, malloc'd; NULL if none) and whether it
+ * came from a warm pool (*ret_from_pool). Either may be NULL. */
+int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id, bool *ret_from_pool, sbx_err **err);
 
 /* {"processes":[{pid,ppid,state,argv}]} with pids as seen inside. */
 int sbx_env_ps(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);

@@ -600,6 +600,26 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	return 1;
 }
 
+_public_ int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id, bool *ret_from_pool,
+			    sbx_err **err)
+{
+	_cleanup_json_ json_t *st = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return r == -ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id)
+				    : err_errnum(err, r, "read the state of environment '%s'", id);
+	if (ret_snapshot_id) {
+		const char *snap = json_str(st, "snapshot_id");
+		*ret_snapshot_id = snap ? strdup(snap) : NULL;
+		if (snap && !*ret_snapshot_id)
+			return err_oom(err);
+	}
+	if (ret_from_pool) /* just taken, its hand-out may be under way */
+		*ret_from_pool =
+		    (ctx->taken_sock >= 0 && streq(ctx->taken_id, id)) || json_bool(st, "from_pool", false);
+	return 0;
+}
+
 _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 {
 	if (ctx->taken_sock >= 0 && streq(ctx->taken_id, id))

@@ -571,16 +571,20 @@ static int t_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (sbx_env_create(c->ctx, &o, &id, &warnings, err) < 0)
 		return -1;
 	double ms = (double)(now_us() - t0) / 1000.0;
-	_cleanup_json_ json_t *info = NULL; /* its base snapshot (a template's own base without --snapshot) */
-	if (!base && sbx_env_inspect(c->ctx, id, &info, NULL) == 0 && json_str(info, "snapshot_id"))
-		base = strdup(json_str(info, "snapshot_id"));
+	/* Its base snapshot (a template's own base without --snapshot), as
+	 * recorded: no live information is needed here. */
+	_cleanup_free_ char *recorded = NULL;
+	bool from_pool = false;
+	(void)sbx_env_origin(c->ctx, id, &recorded, &from_pool, NULL);
+	if (!base)
+		base = TAKE_PTR(recorded);
 	json_t *res = json_pack("{s:s,s:o,s:f}", "environment_id", id, "snapshot_id",
 				base ? json_string(base) : json_null(), "create_ms", ms);
 	if (!res)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (json_array_size(warnings) > 0)
 		json_object_set(res, "warnings", warnings);
-	json_object_set_new(res, "from_pool", json_boolean(sbx_env_from_pool(c->ctx, id))); /* docs/warm.md */
+	json_object_set_new(res, "from_pool", json_boolean(from_pool)); /* docs/warm.md */
 	*ret = res;
 	return 0;
 }

@@ -488,6 +488,8 @@ t_pool_fork_c_api() {
 	[ -f "$lib" ] && [ -f "$SBX_SRC/include/sbx.h" ] || skip_ok "no libsbx.a or sbx.h here (the rootless copy: the root run of this test runs it as an unprivileged user too)"
 	cat > "$TMPDIR_TEST/cfork.c" << 'C'
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include "sbx.h"
 int main(int argc, char **argv)
 {
@@ -505,7 +507,16 @@ int main(int argc, char **argv)
 		size_t len = 0;
 		if (sbx_env_read_file(ctx, id, "/root/b", 0, &data, &len, NULL, NULL, &e) < 0)
 			return fprintf(stderr, "%s\n", sbx_err_message(e)), 1;
-		printf("%d %.*s", sbx_env_from_pool(ctx, id), (int)len, data);
+		/* What it was made from, as recorded (sbx_env_origin): the
+		 * snapshot the reference names, and the pool. */
+		char *snap = NULL, *want = NULL;
+		bool pooled = false;
+		if (sbx_env_origin(ctx, id, &snap, &pooled, &e) < 0 || sbx_snapshot_resolve(ctx, argv[i], &want, &e) < 0)
+			return fprintf(stderr, "%s\n", sbx_err_message(e)), 1;
+		printf("%d %d %d %.*s", sbx_env_from_pool(ctx, id), pooled, snap && want && strcmp(snap, want) == 0,
+		       (int)len, data);
+		free(snap);
+		free(want);
 		(void)sbx_env_remove(ctx, id, NULL);
 	}
 	sbx_ctx_free(ctx);
@@ -530,16 +541,16 @@ C
 		done
 		"$@" sh -c '"$SBX_BIN" pool rm cbase > /dev/null; "$SBX_BIN" gc > /dev/null'
 	}
-	assert_eq "$(cf "$TMPDIR_TEST" env SBX_BIN="$SBX_BIN")" "1 base
-1 base"
+	assert_eq "$(cf "$TMPDIR_TEST" env SBX_BIN="$SBX_BIN")" "1 1 1 base
+1 1 1 base"
 	is_root || return 0
 	chmod 755 "$TMPDIR_TEST"
 	chmod a+rx "$TMPDIR_TEST/cfork"
 	w="$TMPDIR_TEST/rl-store"
 	mkdir -p "$w"
 	chmod 1777 "$w"
-	assert_eq "$(cf "$w" as_user env SBX_ROOT="$w/root" SBX_RUN="$w/run" HOME=/tmp)" "1 base
-1 base" "rootless"
+	assert_eq "$(cf "$w" as_user env SBX_ROOT="$w/root" SBX_RUN="$w/run" HOME=/tmp)" "1 1 1 base
+1 1 1 base" "rootless"
 }
 
 # MCP environment_create {snapshot}: by label, digest and prefix, from the
