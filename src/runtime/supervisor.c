@@ -2604,13 +2604,15 @@ _noreturn_ static void supervisor_main(env_config *c, int ready_fd)
 		}
 	if (!halves)
 		dispose_env(s);
-	else if (c->pool_claim)
-		(void)unlink(c->pool_claim);
 	if (s->stop_conn >= 0)
 		send_json(s->stop_conn,
 			  json_pack("{s:s,s:b,s:b}", CTL_F_EV, CTL_EV_STOPPED, CTL_F_LINGERING,
 				    s->linger_ns >= 0, CTL_F_REMOVED, c->one_shot && c->dispose),
 			  NULL, 0);
+	/* A pool entry's claim names a hidden environment now: it goes after
+	 * the reply (sbx gc drops a claim whose environment is gone). */
+	if (halves && c->pool_claim)
+		(void)unlink(c->pool_claim);
 	/* Lingering: every process is gone, and the cgroup; the mounts go now,
 	 * then the lock (at exit). */
 	if (halves)
