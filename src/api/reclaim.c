@@ -250,19 +250,26 @@ out:
 	safe_close(hold);
 }
 
+/* The reclaimer's work, in a function of its own so that what it
+ * allocates is freed before the process's _exit. */
+static void reclaimer_run(const char *root)
+{
+	_cleanup_free_ char *envs = fs_path_join(root, "envs");
+	_cleanup_close_ int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
+		return; /* another one took it: it looks after taking it */
+	const char *hp = getenv("SBX_RECLAIM_HOLD");
+	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
+	reclaim_work(root, TAKE_FD(work), hold, NULL);
+}
+
 /* The reclaimer (the caller's child, in a session of its own). */
 static _Noreturn void reclaimer_main(const char *root)
 {
 	(void)prctl(PR_SET_NAME, "sbx-reclaim", 0, 0, 0);
 	(void)setpriority(PRIO_PROCESS, 0, 10);
 	(void)!chdir("/");
-	_cleanup_free_ char *envs = fs_path_join(root, "envs");
-	int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
-		_exit(0); /* another one took it: it looks after taking it */
-	const char *hp = getenv("SBX_RECLAIM_HOLD");
-	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
-	reclaim_work(root, work, hold, NULL);
+	reclaimer_run(root);
 	_exit(0);
 }
 
