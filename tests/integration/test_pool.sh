@@ -517,13 +517,18 @@ int main(int argc, char **argv)
 		       (int)len, data);
 		free(snap);
 		free(want);
+		free(data);
 		(void)sbx_env_remove(ctx, id, NULL);
+		free(id);
 	}
 	sbx_ctx_free(ctx);
 	return 0;
 }
 C
-	cc -std=gnu11 -I"$SBX_SRC/include" -o "$TMPDIR_TEST/cfork" "$TMPDIR_TEST/cfork.c" "$lib" \
+	san="" # an ASan+UBSan build's library (make asan) links with its runtimes
+	grep -q __asan_init "$lib" && san="-fsanitize=address,undefined"
+	# shellcheck disable=SC2086
+	cc -std=gnu11 $san -I"$SBX_SRC/include" -o "$TMPDIR_TEST/cfork" "$TMPDIR_TEST/cfork.c" "$lib" \
 		-lseccomp -ljansson -lyaml -lcrypto -lz -lzstd -lm -lbpf -lelf || fail "cfork did not build"
 	cf() { # STORE-ENV...: a snapshot labelled cbase, its pool, then forks through the C API
 		local s="$1" sid
