@@ -297,6 +297,18 @@ static int warm_stub(const char *ref, const char *state, json_t **ret, sbx_err *
 int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "paused", ret, err); }
 int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "running", ret, err); }
 bool sbx_env_from_pool(sbx_ctx *ctx, const char *id) { return false; }
+/* main's tools.c reads the base snapshot of a new environment from its record. */
+int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id, bool *ret_from_pool, sbx_err **err)
+{
+	if (!known(id))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	if (ret_snapshot_id &&
+	    !(*ret_snapshot_id = strdup("sha256:0000000000000000000000000000000000000000000000000000000000000000")))
+		return -ENOMEM;
+	if (ret_from_pool)
+		*ret_from_pool = false;
+	return 0;
+}
 int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err)
 {
 	*ret = json_pack("{s:s,s:s,s:s,s:i}", "pool", "0123456789abcdef", "kind", "template", "source", source, "size", size);
