@@ -622,10 +622,8 @@ _public_ int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id
 
 _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 {
-	if (ctx->taken_sock >= 0 && streq(ctx->taken_id, id))
-		return true; /* just taken, its hand-out may be under way */
-	_cleanup_json_ json_t *st = NULL;
-	return env_state_read(ctx, id, &st) == 0 && json_bool(st, "from_pool", false);
+	bool pooled = false;
+	return sbx_env_origin(ctx, id, NULL, &pooled, NULL) == 0 && pooled;
 }
 
 _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
