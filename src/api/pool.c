@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -363,6 +364,7 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 	if (pid == 0) {
 		if (setsid() < 0 || fork() != 0)
 			_exit(0);
+		(void)prctl(PR_SET_NAME, "sbx-pool-fill", 0, 0, 0); /* for ps, top, perf */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		for (int i = 0; i < 3 && null >= 0; i++)
 			dup2(null, i);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/random.h>
 #include <sys/resource.h>
@@ -57,6 +58,19 @@ bool reclaim_inline(const reclaim_limits *l, size_t entries, uint64_t avail_byte
 	if (total_bytes == 0 && avail_bytes == 0)
 		return false; /* unknown */
 	return avail_bytes < floor;
+}
+
+reclaim_event reclaim_linger_event(uint32_t mask, const char *name)
+{
+	if (mask & IN_Q_OVERFLOW)
+		return RECLAIM_EV_WORK; /* events lost: look */
+	if (mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_IGNORED | IN_UNMOUNT))
+		return RECLAIM_EV_STOP;
+	if (!name || !*name)
+		return mask & IN_ATTRIB ? RECLAIM_EV_STOP : RECLAIM_EV_IGNORE;
+	if ((mask & (IN_MOVED_TO | IN_CREATE)) && startswith(name, RECLAIM_PREFIX))
+		return RECLAIM_EV_WORK;
+	return RECLAIM_EV_IGNORE;
 }
 
 int reclaim_trash_name(const char *tag, uint32_t rnd, char *buf, size_t n)
@@ -209,18 +223,60 @@ static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
 	return r < 0 ? r : q;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A lingering reclaimer's wait (reclaim.h): true when trash may have
+ * arrived within ms on the inotify descriptor in, false once ms passed or
+ * something says stop. */
+static bool linger_wait(int in, int64_t ms)
+{
+	int64_t until = mono_ms() + ms;
+	for (int64_t left = ms; left > 0; left = until - mono_ms()) {
+		struct pollfd p = {.fd = in, .events = POLLIN};
+		if (RETRY_EINTR(poll(&p, 1, (int)left)) <= 0)
+			return false;
+		char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+		ssize_t n;
+		bool work = false;
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			for (char *q = buf; q < buf + n;) {
+				const struct inotify_event *ev = (const struct inotify_event *)q;
+				reclaim_event e = reclaim_linger_event(ev->mask, ev->len ? ev->name : "");
+				if (e == RECLAIM_EV_STOP)
+					return false;
+				work |= e == RECLAIM_EV_WORK;
+				q += sizeof(*ev) + ev->len;
+			}
+		if (work)
+			return true;
+	}
+	return false;
+}
+
 /* The reclaimer's loop (also sbx gc's): work is the envs directory, locked
  * (or not, when gc gave up waiting), owned and closed here, before the
- * gate (the order reclaim.h's protocol needs). Entries that fail are left
- * for gc. */
-static void reclaim_work(const char *root, int work, int hold, void (*before)(const char *path))
+ * gate (the order reclaim.h's protocol needs). in, when >= 0, watches it:
+ * with the trash empty, wait up to linger_ms for more before the last look
+ * (until RECLAIM_LIFETIME_MS after start). Entries that fail are left for
+ * gc. */
+static void reclaim_work(const char *root, int work, int hold, int in, int64_t linger_ms,
+			 void (*before)(const char *path))
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_strv_free_ char **failed = NULL;
 	size_t n_failed = 0;
 	int gate = -1;
+	int64_t start = mono_ms();
 	while (envs) {
 		_cleanup_strv_free_ char **pending = trash_scan(work, failed);
+		if (!pending && in >= 0 && linger_ms > 0 && mono_ms() - start < RECLAIM_LIFETIME_MS &&
+		    linger_wait(in, linger_ms))
+			continue;
 		if (!pending) {
 			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (gate >= 0)
@@ -260,7 +316,19 @@ static void reclaimer_run(const char *root)
 		return; /* another one took it: it looks after taking it */
 	const char *hp = getenv("SBX_RECLAIM_HOLD");
 	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
-	reclaim_work(root, TAKE_FD(work), hold, NULL);
+	const char *lv = getenv("SBX_RECLAIM_LINGER_MS");
+	int64_t linger = RECLAIM_LINGER_DEFAULT_MS;
+	if (lv && *lv) {
+		char *end;
+		long long v = strtoll(lv, &end, 10);
+		if (!*end && v >= 0)
+			linger = v > RECLAIM_LIFETIME_MS ? RECLAIM_LIFETIME_MS : v;
+	}
+	_cleanup_close_ int in = linger > 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
+	if (in >= 0 && inotify_add_watch(in, envs, IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF |
+							IN_MOVE_SELF | IN_ONLYDIR) < 0)
+		in = safe_close(in);
+	reclaim_work(root, TAKE_FD(work), hold, in, linger, NULL);
 }
 
 /* The reclaimer (the caller's child, in a session of its own). */
@@ -456,9 +524,12 @@ void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const cha
 	int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (work < 0)
 		return;
+	/* A lingering reclaimer stops at this (reclaim.h). */
+	if (flock(work, LOCK_EX | LOCK_NB) < 0)
+		(void)futimens(work, NULL);
 	for (int64_t waited = 0; flock(work, LOCK_EX | LOCK_NB) < 0 && waited < wait_ms; waited += 10) {
 		struct timespec ts = {.tv_nsec = 10 * 1000000};
 		nanosleep(&ts, NULL);
 	}
-	reclaim_work(ctx->root, work, -1, before);
+	reclaim_work(ctx->root, work, -1, -1, 0, before);
 }

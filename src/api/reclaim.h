@@ -25,7 +25,14 @@
  * bound. SBX_RECLAIM_SYNC=1 removes inline always (debugging, tests).
  *
  * The reclaimer is one fork of the caller in a session of its own (stdio on
- * /dev/null, no other fd), named sbx-reclaim, at nice +10. The caller does
+ * /dev/null, no other fd), named sbx-reclaim, at nice +10. With the trash
+ * empty it lingers, still holding the work lock, for SBX_RECLAIM_LINGER_MS
+ * (default 500; 0: none) watching envs/ with inotify, so that a stream of
+ * removals (an agent's create -> execute -> destroy loop) forks one
+ * reclaimer rather than one per removal; then the last look above. sbx gc
+ * ends a lingering one at once: it touches envs/ (an IN_ATTRIB on the
+ * directory itself). A reclaimer lingers within RECLAIM_LIFETIME_MS of its
+ * start only (a fork keeps its caller's memory image). The caller does
  * not wait for it (waiting for a double fork's intermediate to be scheduled
  * cost more than the removal on a loaded machine): a short-lived caller
  * exits and init reaps it; a long-lived one (sbx mcp's reaper threads call
@@ -47,6 +54,8 @@
 #define RECLAIM_MIN_FREE_CAP (1LL << 30)
 /* How long sbx gc waits for a reclaimer at work before removing alongside. */
 #define RECLAIM_GC_WAIT_MS 10000
+#define RECLAIM_LINGER_DEFAULT_MS 500
+#define RECLAIM_LIFETIME_MS 30000
 
 /* The limits, read from the environment (reclaim_limits_from_env). */
 typedef struct reclaim_limits {
@@ -56,6 +65,15 @@ typedef struct reclaim_limits {
 } reclaim_limits;
 
 void reclaim_limits_from_env(reclaim_limits *l);
+
+/* Pure: what a lingering reclaimer does with one inotify event (mask, and
+ * the name: "" for the directory itself) on the envs directory. */
+typedef enum reclaim_event {
+	RECLAIM_EV_IGNORE, /* not trash: keep waiting */
+	RECLAIM_EV_WORK,   /* trash may have arrived: look */
+	RECLAIM_EV_STOP,   /* sbx gc's nudge, or the directory went: stop lingering */
+} reclaim_event;
+reclaim_event reclaim_linger_event(uint32_t mask, const char *name);
 
 /* Pure: whether a caller removes its entry inline, with `entries` trash
  * entries now (its own counted) and a filesystem of total_bytes with

@@ -2,6 +2,7 @@
  * the limits read from the environment. The reclaimer itself is tested
  * through the CLI (tests/integration/test_reclaim.sh). */
 #include <stdlib.h>
+#include <sys/inotify.h>
 
 #include "api/reclaim.h"
 #include "unit.h"
@@ -84,4 +85,23 @@ TEST(trash_names)
 	CHECK(reclaim_trash_name(NULL, 1, b, sizeof(b)) < 0);
 	CHECK(reclaim_trash_name("../x", 1, b, sizeof(b)) < 0);
 	CHECK(reclaim_trash_name("0123456789ab", 1, b, 20) < 0); /* does not fit */
+}
+
+/* A lingering reclaimer looks on trash arriving, stops on gc's nudge (an
+ * attribute change of envs/ itself) or the directory going, and sleeps on
+ * everything else (environments come and go in envs/ all the time). */
+TEST(linger_events)
+{
+	CHECK(reclaim_linger_event(IN_MOVED_TO, ".trash-abc-0011aabb") == RECLAIM_EV_WORK);
+	CHECK(reclaim_linger_event(IN_CREATE | IN_ISDIR, ".trash-x-00000000") == RECLAIM_EV_WORK);
+	CHECK(reclaim_linger_event(IN_MOVED_TO, "abcdef012345") == RECLAIM_EV_IGNORE);
+	CHECK(reclaim_linger_event(IN_CREATE, ".trash") == RECLAIM_EV_IGNORE);
+	CHECK(reclaim_linger_event(IN_ATTRIB, ".trash-abc-0011aabb") == RECLAIM_EV_IGNORE);
+	CHECK(reclaim_linger_event(IN_ATTRIB | IN_ISDIR, "") == RECLAIM_EV_STOP);
+	CHECK(reclaim_linger_event(IN_ATTRIB, NULL) == RECLAIM_EV_STOP);
+	CHECK(reclaim_linger_event(IN_DELETE_SELF, "") == RECLAIM_EV_STOP);
+	CHECK(reclaim_linger_event(IN_MOVE_SELF, "") == RECLAIM_EV_STOP);
+	CHECK(reclaim_linger_event(IN_IGNORED, "") == RECLAIM_EV_STOP);
+	CHECK(reclaim_linger_event(IN_Q_OVERFLOW, "") == RECLAIM_EV_WORK);
+	CHECK(reclaim_linger_event(IN_DELETE, ".trash-abc-0011aabb") == RECLAIM_EV_IGNORE);
 }
