@@ -325,8 +325,9 @@ static void reclaimer_run(const char *root)
 			linger = v > RECLAIM_LIFETIME_MS ? RECLAIM_LIFETIME_MS : v;
 	}
 	_cleanup_close_ int in = linger > 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
-	if (in >= 0 && inotify_add_watch(in, envs, IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF |
-							IN_MOVE_SELF | IN_ONLYDIR) < 0)
+	if (in >= 0 && inotify_add_watch(in, envs,
+					 IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF |
+					     IN_ONLYDIR) < 0)
 		in = safe_close(in);
 	reclaim_work(root, TAKE_FD(work), hold, in, linger, NULL);
 }
