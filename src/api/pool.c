@@ -249,15 +249,20 @@ static bool pool_watch_wait(pool_watch *w, int64_t ms)
 /* Building an entry costs a cold create's CPU: during a burst of takes it
  * would compete with the creates it serves (two cores here). So the
  * refiller waits until SBX_POOL_QUIET_MS (default 50) have passed without
- * a take, unless the pool is down to a quarter of its size. */
-static void pool_wait_quiet(pool_watch *w, const char *dir, size_t size)
+ * a take, unless the pool is down to a quarter of its size, or until the
+ * pool's configuration goes (sbx pool rm waits for the lock: an event on
+ * pools/ also wakes the wait). */
+static void pool_wait_quiet(const sbx_ctx *ctx, const char *key, pool_watch *w, const char *dir, size_t size)
 {
 	int64_t quiet = pool_env_int("SBX_POOL_QUIET_MS", 50);
-	for (int i = 0; i < 10000 && count_tokens(dir) * 4 > size; i++) {
+	_cleanup_free_ char *cfg = pool_path(ctx, key, ".json");
+	for (int i = 0; i < 10000 && cfg && count_tokens(dir) * 4 > size; i++) {
 		int64_t left = w->last_take + quiet - mono_ms();
 		if (left <= 0 || !pool_watch_wait(w, left))
 			if (mono_ms() >= w->last_take + quiet)
 				return;
+		if (access(cfg, F_OK) < 0)
+			return; /* removed: the caller sees it */
 	}
 }
 
@@ -270,7 +275,7 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		if (pool_read(ctx, key, &cfg) < 0)
 			return true;
 		if (w->fd >= 0) {
-			pool_wait_quiet(w, dir, (size_t)json_int(cfg, "size", 0));
+			pool_wait_quiet(ctx, key, w, dir, (size_t)json_int(cfg, "size", 0));
 			if (!pool_wants_more(ctx, key, dir))
 				return true;
 		}
@@ -311,8 +316,9 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
  * rm waits for the lock) or after that long without a take. */
 static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 {
-	_cleanup_free_ char *lp = pool_path(ctx, key, ".lock"), *dir = pool_path(ctx, key, ".d");
-	if (!lp || !dir)
+	_cleanup_free_ char *lp = pool_path(ctx, key, ".lock"), *dir = pool_path(ctx, key, ".d"),
+			    *cfg_path = pool_path(ctx, key, ".json");
+	if (!lp || !dir || !cfg_path)
 		return;
 	_cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lk < 0 || flock(lk, LOCK_EX | LOCK_NB) < 0)
@@ -332,8 +338,11 @@ static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 			return; /* removed */
 		if (!pool_fill_locked(ctx, key, dir, &w))
 			return;
-		/* Watching since before the fill: a take meanwhile is pending. */
-		if (in < 0 || (!pool_wants_more(ctx, key, dir) && !pool_watch_wait(&w, linger_ms)))
+		/* Watching since before the fill: a take meanwhile is pending
+		 * (and the configuration's removal, unless the fill's quiet wait
+		 * consumed that event: looked at first). */
+		if (in < 0 || access(cfg_path, F_OK) < 0 ||
+		    (!pool_wants_more(ctx, key, dir) && !pool_watch_wait(&w, linger_ms)))
 			break;
 	}
 	/* Unlocked, a take starts a new refiller; one that took an entry

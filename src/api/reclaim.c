@@ -262,20 +262,25 @@ static bool linger_wait(int in, int64_t ms)
  * (or not, when gc gave up waiting), owned and closed here, before the
  * gate (the order reclaim.h's protocol needs). in, when >= 0, watches it:
  * with the trash empty, wait up to linger_ms for more before the last look
- * (until RECLAIM_LIFETIME_MS after start). Entries that fail are left for
- * gc. */
+ * (until RECLAIM_LIFETIME_MS after start), once it removed one at least
+ * (one that found nothing, started just after sbx gc emptied the trash,
+ * ends at once). Entries that fail are left for gc. The gate, when it
+ * ended holding it, goes to *ret_gate if set (the reclaimer keeps it
+ * until it exits: sbx gc waits for the gate, so that when gc returns the
+ * reclaimer is gone, not just its lock), else is closed. */
 static void reclaim_work(const char *root, int work, int hold, int in, int64_t linger_ms,
-			 void (*before)(const char *path))
+			 void (*before)(const char *path), int *ret_gate)
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_strv_free_ char **failed = NULL;
 	size_t n_failed = 0;
 	int gate = -1;
 	int64_t start = mono_ms();
+	bool removed = false;
 	while (envs) {
 		_cleanup_strv_free_ char **pending = trash_scan(work, failed);
-		if (!pending && in >= 0 && linger_ms > 0 && mono_ms() - start < RECLAIM_LIFETIME_MS &&
-		    linger_wait(in, linger_ms))
+		if (!pending && removed && in >= 0 && linger_ms > 0 &&
+		    mono_ms() - start < RECLAIM_LIFETIME_MS && linger_wait(in, linger_ms))
 			continue;
 		if (!pending) {
 			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -286,6 +291,7 @@ static void reclaim_work(const char *root, int work, int hold, int in, int64_t l
 				break;
 			gate = safe_close(gate);
 		}
+		removed = true;
 		for (char **t = pending; *t; t++) {
 			if (before) {
 				_cleanup_free_ char *p = fs_path_join(envs, *t);
@@ -302,7 +308,10 @@ static void reclaim_work(const char *root, int work, int hold, int in, int64_t l
 	}
 out:
 	safe_close(work);
-	safe_close(gate);
+	if (ret_gate)
+		*ret_gate = gate;
+	else
+		safe_close(gate);
 	safe_close(hold);
 }
 
@@ -312,10 +321,6 @@ static void reclaimer_run(const char *root)
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_close_ int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
-		return; /* another one took it: it looks after taking it */
-	const char *hp = getenv("SBX_RECLAIM_HOLD");
-	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
 	const char *lv = getenv("SBX_RECLAIM_LINGER_MS");
 	int64_t linger = RECLAIM_LINGER_DEFAULT_MS;
 	if (lv && *lv) {
@@ -324,12 +329,19 @@ static void reclaimer_run(const char *root)
 		if (!*end && v >= 0)
 			linger = v > RECLAIM_LIFETIME_MS ? RECLAIM_LIFETIME_MS : v;
 	}
-	_cleanup_close_ int in = linger > 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
+	/* Watching before the lock: sbx gc's nudge comes once it is held. */
+	_cleanup_close_ int in = linger > 0 && work >= 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
 	if (in >= 0 && inotify_add_watch(in, envs,
 					 IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF |
 					     IN_ONLYDIR) < 0)
 		in = safe_close(in);
-	reclaim_work(root, TAKE_FD(work), hold, in, linger, NULL);
+	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
+		return; /* another one took it: it looks after taking it */
+	const char *hp = getenv("SBX_RECLAIM_HOLD");
+	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
+	int gate = -1;
+	reclaim_work(root, TAKE_FD(work), hold, in, linger, NULL, &gate);
+	(void)gate; /* held until _exit (reclaim_work) */
 }
 
 /* The reclaimer (the caller's child, in a session of its own). */
@@ -532,5 +544,11 @@ void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const cha
 		struct timespec ts = {.tv_nsec = 10 * 1000000};
 		nanosleep(&ts, NULL);
 	}
-	reclaim_work(ctx->root, work, -1, -1, 0, before);
+	/* A reclaimer that held the work lock keeps the gate until it exits
+	 * (reclaim_work): once that is free too, it is gone. */
+	int gate = open(ctx->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (gate >= 0)
+		(void)RETRY_EINTR(flock(gate, LOCK_SH));
+	safe_close(gate);
+	reclaim_work(ctx->root, work, -1, -1, 0, before, NULL);
 }

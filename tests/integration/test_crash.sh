@@ -315,10 +315,11 @@ t_full_disk_snapshot() {
 	command -v python3 > /dev/null || skip "python3 is not installed"
 	local before out
 	# Global: the EXIT trap runs after this function's locals are gone.
+	# gc before the unmount: it ends a reclaimer lingering on this store.
 	M=$SBX_ROOT
 	mkdir -p "$M"
 	mount -t tmpfs -o size=20m,mode=0755 sbxtest-full "$M" || skip_ok "cannot mount a tmpfs here"
-	trap 'for e in $(ls "$M/envs" 2>/dev/null | grep -E "^[0-9a-f]{12}$"); do timeout 30 "$SBX_BIN" rm "$e" > /dev/null 2>&1; done; umount "$M" 2>/dev/null || umount -l "$M"' EXIT
+	trap 'for e in $(ls "$M/envs" 2>/dev/null | grep -E "^[0-9a-f]{12}$"); do timeout 30 "$SBX_BIN" rm "$e" > /dev/null 2>&1; done; timeout 30 "$SBX_BIN" gc > /dev/null 2>&1; umount "$M" 2>/dev/null || umount -l "$M"' EXIT
 	ID=$(sbx create) || skip_ok "cannot create an environment on a tmpfs store"
 	sbx exec "$ID" -- sh -c 'echo s0 > /root/marker'
 	S0=$(sbx snapshot "$ID" --label base)

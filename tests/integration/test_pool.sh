@@ -229,6 +229,29 @@ t_pool_rm_ends_a_lingering_refiller() {
 	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
 }
 
+# Regression: a refiller waiting for a quiet spell after takes (the pool
+# still above a quarter) held the pool's lock through sbx pool rm, since the
+# configuration going counted as one more take: rm waited out the quiet.
+t_pool_rm_ends_a_refiller_waiting_for_quiet() {
+	SBX_POOL_LINGER_MS=0 sbx pool set host --size 4 > /dev/null
+	ready host 4
+	lock=$(ls "$SBX_ROOT"/pools/*.lock)
+	for _ in $(seq 200); do
+		flock -n "$lock" true && break
+		sleep 0.05
+	done
+	# The take starts a refiller that waits for 10 minutes without a take.
+	a=$(SBX_POOL_QUIET_MS=600000 SBX_POOL_LINGER_MS=600000 sbx create)
+	for _ in $(seq 200); do
+		flock -n "$lock" true || break
+		sleep 0.05
+	done
+	flock -n "$lock" true && fail "no refiller holds the pool's lock"
+	timeout 20 "$SBX_BIN" pool rm host > /dev/null || fail "sbx pool rm waited for the refiller's quiet spell"
+	sbx rm "$a" > /dev/null
+	[ -z "$(ls "$SBX_ROOT/envs" | grep -E '^[0-9a-f]{12}$')" ] || fail "environments left: $(ls "$SBX_ROOT/envs")"
+}
+
 # The CLI's own supervisors stay its children (ctx_short_lived), but a
 # refiller forked from a CLI that took an entry must detach the supervisors
 # of the entries it builds (a double fork): it lingers, and children it never
