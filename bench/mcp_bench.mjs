@@ -3,7 +3,9 @@
 //  - create -> execute -> destroy cycles per second over one stdio session, cold (no pool)
 //    and with a warm pool (pool_set host, POOL entries, filled before the run)
 //  - the same cycles over HTTP_CLIENTS concurrent Streamable HTTP sessions (`sbx serve`,
-//    URL and TOKEN given), with the pool
+//    URL and TOKEN given), with the pool; the SDK's transport with node's fetch (its
+//    default), and again given a fetch over node:http (mcp_http_fetch.mjs: the client's
+//    own CPU per request is a quarter)
 // Usage: node bench/mcp_bench.mjs SBX_BIN [N] [SECONDS] [POOL] [URL TOKEN_FILE HTTP_CLIENTS]
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -15,6 +17,7 @@ const require = createRequire(path.join(here, '../tests/mcp/package.json'));
 const { Client } = require('@modelcontextprotocol/sdk/client/index.js');
 const { StdioClientTransport } = require('@modelcontextprotocol/sdk/client/stdio.js');
 const { StreamableHTTPClientTransport } = require('@modelcontextprotocol/sdk/client/streamableHttp.js');
+const { httpFetch } = await import('./mcp_http_fetch.mjs');
 
 const [sbx, nArg, secArg, poolArg, url, tokenFile, httpArg] = process.argv.slice(2);
 const N = Number(nArg || 300);
@@ -31,9 +34,10 @@ async function stdioClient(env = process.env) {
 	await client.connect(transport);
 	return client;
 }
-async function httpClient() {
+async function httpClient(nodeHttp = false) {
 	const token = fs.readFileSync(tokenFile, 'utf8').trim();
 	const transport = new StreamableHTTPClientTransport(new URL(url), {
+		...(nodeHttp ? { fetch: httpFetch } : {}),
 		requestInit: { headers: { Authorization: `Bearer ${token}` } },
 	});
 	const client = new Client({ name: 'sbx-bench-http', version: '1' });
@@ -54,9 +58,12 @@ async function fillPool(call, size) {
 	}
 	throw new Error('the pool did not fill');
 }
-// Cycles for SECONDS on each of calls (concurrently); returns [cycles/s, from_pool count, cycles].
+// Cycles for SECONDS on each of calls (concurrently); returns [cycles/s, from_pool count, cycles];
+// lastClientCpu is this (client) process's CPU per cycle in ms.
+let lastClientCpu = 0;
 async function cycles(calls) {
 	let n = 0, fromPool = 0;
+	const cpu0 = process.cpuUsage();
 	const start = Date.now();
 	await Promise.all(calls.map(async (call) => {
 		while (Date.now() - start < SECONDS * 1000) {
@@ -67,6 +74,8 @@ async function cycles(calls) {
 			fromPool += c.from_pool ? 1 : 0;
 		}
 	}));
+	const cpu = process.cpuUsage(cpu0);
+	lastClientCpu = n ? (cpu.user + cpu.system) / 1000 / n : 0;
 	return [n / ((Date.now() - start) / 1000), fromPool, n];
 }
 
@@ -94,13 +103,18 @@ const tclient = await stdioClient({ ...process.env, SBX_POOL_LAYER: 'tmpfs' });
 const tcall = caller(tclient);
 await fillPool(tcall, POOL);
 const [tpooled, tpooledFrom, tpooledN] = await cycles([tcall]);
-Object.assign(out, { tmpfs_pool_cycles_per_second: tpooled, tmpfs_pool_from_pool: tpooledFrom, tmpfs_pool_cycles: tpooledN });
+Object.assign(out, { tmpfs_pool_cycles_per_second: tpooled, tmpfs_pool_from_pool: tpooledFrom, tmpfs_pool_cycles: tpooledN, tmpfs_pool_client_cpu_ms: lastClientCpu });
 if (url) {
 	await fillPool(tcall, POOL);
 	const clients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, httpClient));
 	const [rate, from, n] = await cycles(clients.map(caller));
-	Object.assign(out, { tmpfs_http_pool_cycles_per_second: rate, tmpfs_http_from_pool: from, tmpfs_http_cycles: n });
+	Object.assign(out, { tmpfs_http_pool_cycles_per_second: rate, tmpfs_http_from_pool: from, tmpfs_http_cycles: n, tmpfs_http_client_cpu_ms: lastClientCpu });
 	await Promise.all(clients.map((c) => c.close()));
+	await fillPool(tcall, POOL);
+	const nclients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, () => httpClient(true)));
+	const [nrate, nfrom, nn] = await cycles(nclients.map(caller));
+	Object.assign(out, { tmpfs_nodehttp_pool_cycles_per_second: nrate, tmpfs_nodehttp_from_pool: nfrom, tmpfs_nodehttp_cycles: nn, tmpfs_nodehttp_client_cpu_ms: lastClientCpu });
+	await Promise.all(nclients.map((c) => c.close()));
 }
 await tcall('pool_set', { source: 'host', size: 0, remove: true });
 await tclient.close();
