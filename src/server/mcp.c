@@ -60,7 +60,6 @@ struct mcp_call {
 	int cancel[2];
 	bool cancelled; /* under s->lock */
 	mcp_call *next;
-	mcp_call *qnext; /* in the workers' queue (under workers.lock) */
 	/* Progress (touched only by the worker thread). */
 	char *pend;
 	size_t pend_len, dropped;
@@ -360,105 +359,10 @@ static void call_run(mcp_call *c)
 	pthread_mutex_unlock(&s->lock);
 }
 
-/* ---- worker threads ---------------------------------------------------------------- */
-
-/* Calls run on worker threads that stay for the next call: a thread start
- * per call (clone3, its stack, its exit) was a quarter of this server's CPU
- * in a create -> execute -> destroy loop. Process-wide (the HTTP transport
- * makes a server per request); a worker touches a call's server only
- * inside call_run, so a server can go once its calls are done. A worker
- * waits WORKER_IDLE_MS for the next call, and at most WORKER_IDLE_MAX wait
- * at once; the rest end. Calls carry no thread state between them: the
- * library keeps none per thread beyond a call (progress sinks end with
- * their operation; namespaces are entered by children, not threads). */
-#define WORKER_IDLE_MS 10000
-#define WORKER_IDLE_MAX 8
-
-static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t more;
-	mcp_call *head, *tail;
-	unsigned idle;	 /* waiting for a call */
-	unsigned queued; /* calls in the queue */
-} workers = {.lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER};
-
-/* The next call, or NULL after WORKER_IDLE_MS without one (or when enough
- * others wait). Under workers.lock. */
-static mcp_call *worker_next_locked(void)
+static void *call_thread(void *arg)
 {
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += WORKER_IDLE_MS / 1000;
-	while (!workers.head) {
-		if (workers.idle >= WORKER_IDLE_MAX)
-			return NULL;
-		workers.idle++;
-		int r = pthread_cond_timedwait(&workers.more, &workers.lock, &until);
-		workers.idle--;
-		if (r == ETIMEDOUT && !workers.head)
-			return NULL;
-	}
-	mcp_call *c = workers.head;
-	workers.queued--;
-	workers.head = c->qnext;
-	if (!workers.head)
-		workers.tail = NULL;
-	return c;
-}
-
-static void *worker_main(void *arg)
-{
-	mcp_call *c = arg;
-	while (c) {
-		call_run(c);
-		pthread_mutex_lock(&workers.lock);
-		c = worker_next_locked();
-		pthread_mutex_unlock(&workers.lock);
-	}
+	call_run(arg);
 	return NULL;
-}
-
-/* workers.more waits on CLOCK_MONOTONIC (a clock step neither ends nor
- * stretches an idle wait). */
-static pthread_once_t workers_once = PTHREAD_ONCE_INIT;
-
-static void workers_init(void)
-{
-	pthread_condattr_t a;
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_destroy(&workers.more);
-	pthread_cond_init(&workers.more, &a);
-	pthread_condattr_destroy(&a);
-}
-
-/* Hands c to a waiting worker that has no call queued for it yet (calls
- * never wait for each other), or to a new one: 0, or -1 when no thread
- * could start (c not queued). */
-static int worker_submit(mcp_call *c)
-{
-	pthread_once(&workers_once, workers_init);
-	pthread_mutex_lock(&workers.lock);
-	if (workers.idle > workers.queued) {
-		workers.queued++;
-		c->qnext = NULL;
-		if (workers.tail)
-			workers.tail->qnext = c;
-		else
-			workers.head = c;
-		workers.tail = c;
-		pthread_cond_signal(&workers.more);
-		pthread_mutex_unlock(&workers.lock);
-		return 0;
-	}
-	pthread_mutex_unlock(&workers.lock);
-	pthread_attr_t attr;
-	pthread_t th;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int r = pthread_create(&th, &attr, worker_main, c);
-	pthread_attr_destroy(&attr);
-	return r == 0 ? 0 : -1;
 }
 
 /* Takes ownership of c; always answers through c->sink. */
@@ -490,8 +394,16 @@ static void call_start(mcp_server *s, mcp_call *c)
 	s->inflight = c;
 	pthread_mutex_unlock(&s->lock);
 
-	if (s->threaded && worker_submit(c) == 0)
-		return;
+	if (s->threaded) {
+		pthread_attr_t attr;
+		pthread_t th;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int r = pthread_create(&th, &attr, call_thread, c);
+		pthread_attr_destroy(&attr);
+		if (r == 0)
+			return;
+	}
 	call_run(c); /* unthreaded, or no thread to be had: serve it here */
 }
 
