@@ -1409,8 +1409,12 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 		if (de->d_name[0] == '.')
 			continue;
 		_cleanup_free_ char *owner = NULL, *sp = fs_path_join(USERNS_SLOT_DIR, de->d_name);
+		struct stat sst;
 		if (sp && fs_read_file(sp, 8192, &owner, NULL) == 0 && owner[0] == '/' && !fs_exists(owner))
 			unlink(sp);
+		else if (sp && owner && !owner[0] && stat(sp, &sst) == 0 &&
+			 time(NULL) - sst.st_mtime > SLOT_EMPTY_STALE_S)
+			unlink(sp); /* a claim whose creator died before naming itself (userns.c) */
 	}
 	if (d)
 		closedir(d);

@@ -101,11 +101,7 @@ static int reclaim_slot(const char *env_dir, const json_t *st, sbx_err **err)
 			   ? 0
 			   : err_set(err, SBX_E_CONFLICT, EBUSY,
 				     "its host uid range now belongs to another environment (%s)", owner);
-	(void)fs_mkdir_p(USERNS_SLOT_DIR, 0700);
-	_cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return err_errno(err, "reclaim uid slot '%s'", p);
-	return fd_write_all(fd, env_dir, strlen(env_dir)) < 0 ? err_errno(err, "write '%s'", p) : 0;
+	return userns_slot_take((unsigned)json_int(st, "uid_slot", -1), env_dir, err);
 }
 
 /* Starts a suspended or stopped environment again on its writable layer.

@@ -151,7 +151,12 @@ uid_t userns_slot_base(unsigned slot);
  * uses: a slot is a file in this directory (on tmpfs: ranges are free
  * again after a reboot), holding its owner's environment directory. */
 #define USERNS_SLOT_DIR "/run/sbx-uidslots"
+/* An empty slot file this old is a claim whose creator died (sbx gc frees it). */
+#define SLOT_EMPTY_STALE_S 60
 int userns_slot_alloc(const char *owner_env_dir, unsigned *ret_slot, sbx_err **err);
+/* Claims slot for owner (a restart after a reboot emptied /run): an error
+ * (errno EEXIST) when it is taken. */
+int userns_slot_take(unsigned slot, const char *owner_env_dir, sbx_err **err);
 int userns_slot_free(unsigned slot);
 /* The same, only while the slot is still owner's (a removal that two
  * processes finish, a one-shot environment's supervisor and its caller,

@@ -25,35 +25,74 @@ uid_t userns_slot_base(unsigned slot)
 	return SLOT_BASE + slot * ENV_UID_COUNT;
 }
 
-int userns_slot_alloc(const char *owner, unsigned *ret_slot, sbx_err **err)
+/* The claim appears with its owner in it: an unnamed file that holds it,
+ * linked under the slot's name (link fails if the name exists). Created
+ * and then written, a claim whose creator died in between stayed empty,
+ * naming no owner that gc could find gone. Without O_TMPFILE, O_EXCL
+ * creation is the lock (gc frees such a claim left empty once it is
+ * SLOT_EMPTY_STALE_S old). */
+static int slot_take(int dfd, unsigned slot, const char *owner)
+{
+	char name[16];
+	snprintf(name, sizeof(name), "%u", slot);
+	_cleanup_close_ int fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		char path[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (fd_write_all(fd, owner, strlen(owner)) < 0)
+			return -errno;
+		return linkat(AT_FDCWD, path, dfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+	}
+	fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (fd_write_all(fd, owner, strlen(owner)) < 0) {
+		int r = -errno;
+		(void)unlinkat(dfd, name, 0);
+		return r;
+	}
+	return 0;
+}
+
+static int slot_dir_open(sbx_err **err)
 {
 	const char *dir = USERNS_SLOT_DIR;
 	int r = fs_mkdir_p(dir, 0700);
 	if (r < 0)
 		return err_errnum(err, r, "create '%s'", dir);
-	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dfd < 0 ? err_errno(err, "open '%s'", dir) : dfd;
+}
+
+int userns_slot_alloc(const char *owner, unsigned *ret_slot, sbx_err **err)
+{
+	_cleanup_close_ int dfd = slot_dir_open(err);
 	if (dfd < 0)
-		return err_errno(err, "open '%s'", dir);
+		return -1;
 	unsigned start;
 	if (getrandom(&start, sizeof(start), 0) != sizeof(start))
 		start = (unsigned)getpid();
 	for (unsigned i = 0; i < SLOT_COUNT; i++) {
 		unsigned slot = (start + i) % SLOT_COUNT;
-		char name[16];
-		snprintf(name, sizeof(name), "%u", slot);
-		/* O_EXCL creation is the lock: a slot file exists while an environment owns it. */
-		_cleanup_close_ int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			if (errno == EEXIST)
-				continue;
-			return err_errno(err, "reserve uid slot in '%s'", dir);
-		}
-		(void)fd_write_all(fd, owner, strlen(owner));
+		int r = slot_take(dfd, slot, owner);
+		if (r == -EEXIST)
+			continue;
+		if (r < 0)
+			return err_errnum(err, -r, "reserve uid slot in '%s'", USERNS_SLOT_DIR);
 		*ret_slot = slot;
 		return 0;
 	}
 	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOSPC, "no free uid range: %u environments exist",
 		       SLOT_COUNT);
+}
+
+int userns_slot_take(unsigned slot, const char *owner, sbx_err **err)
+{
+	_cleanup_close_ int dfd = slot_dir_open(err);
+	if (dfd < 0)
+		return -1;
+	int r = slot_take(dfd, slot, owner);
+	return r < 0 ? err_errnum(err, -r, "reclaim uid slot '%s/%u'", USERNS_SLOT_DIR, slot) : 0;
 }
 
 int userns_slot_free(unsigned slot)
