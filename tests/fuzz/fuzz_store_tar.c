@@ -40,10 +40,16 @@ static void check_outside(void)
 	close(fd);
 }
 
+static void remove_parent(void)
+{
+	fs_rm_rf(parent);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!parent[0]) {
 		snprintf(parent, sizeof(parent), "/tmp/sbx-fuzz-tar-%d", (int)getpid());
+		(void)atexit(remove_parent);
 		fs_rm_rf(parent);
 		if (mkdir(parent, 0700) < 0)
 			abort();
