@@ -12,6 +12,10 @@
  * starts a suspended environment again (or refuses, !auto_resume); the
  * state ls/inspect show (NULL: nothing to add); the last idle suspend. */
 int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err);
+/* Whether id is idle-suspended now: a call whose connection its supervisor
+ * closed unanswered may have met the suspend (the marker is written before
+ * the supervisor stops) and is tried once more, which wakes it. */
+bool env_suspended_now(const sbx_ctx *ctx, const char *id);
 const char *env_warm_state(const sbx_ctx *ctx, const char *id, bool live);
 json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
 /* The warm pool (src/api/pool.c): a ready entry for a create (1, or 0

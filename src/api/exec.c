@@ -260,8 +260,11 @@ _public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o,
 	return r;
 }
 
-int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
-	      sbx_err **err)
+/* One try; *retry says the request met an idle suspend unanswered and may
+ * be sent again (api.h env_suspended_now): nothing of it ran, the fds it
+ * sent went unused, and extra fds (x) are not resent. */
+static int exec_core_try(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x,
+			 sbx_exec_result *ret, bool *retry, sbx_err **err)
 {
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
 	int64_t default_cap = 10LL << 20; /* a record without one (create records the resolved cap) */
@@ -272,6 +275,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	bool no_resume = o->version >= 4 && o->no_auto_resume; /* docs/warm.md */
 	/* A pool entry just taken (pool.c): on the connection that took it. */
 	_cleanup_close_ int sock = pool_taken_sock(ctx, id);
+	bool may_retry = sock < 0 && !x && !no_resume;
 	if (sock < 0)
 		sock = env_connect_resume(ctx, id, !no_resume, err);
 	if (sock < 0)
@@ -347,6 +351,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 	out[1] = safe_close(out[1]);
 	er[1] = safe_close(er[1]);
 	if (r < 0) {
+		*retry = may_retry && (r == -EPIPE || r == -ECONNRESET) && env_suspended_now(ctx, id);
 		err_errnum(err, r,
 			   r == -E2BIG || r == -EMSGSIZE ? "command and environment too large"
 							 : "send command");
@@ -360,6 +365,7 @@ int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *
 		size_t nf = 1;
 		int q = json_recv(sock, &m, fds, &nf);
 		if (q <= 0) {
+			*retry = may_retry && env_suspended_now(ctx, id);
 			err_set(err, SBX_E_UNAVAILABLE, q ? -q : EPIPE, "environment '%s' stopped answering",
 				id);
 			goto out;
@@ -585,6 +591,22 @@ out:
 	if (r < 0) {
 		free(R.out.buf);
 		free(R.err.buf);
+	}
+	return r;
+}
+
+int exec_core(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x, sbx_exec_result *ret,
+	      sbx_err **err)
+{
+	bool retry = false;
+	int r = exec_core_try(ctx, id, o, x, ret, &retry, err);
+	if (r < 0 && retry) {
+		startup_mark("exec: met an idle suspend, again");
+		if (err) {
+			sbx_err_free(*err);
+			*err = NULL;
+		}
+		r = exec_core_try(ctx, id, o, x, ret, &retry, err);
 	}
 	return r;
 }

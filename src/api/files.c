@@ -21,16 +21,27 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 	_cleanup_free_ char *id = NULL;
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
-	_cleanup_close_ int sock = env_connect_resume(ctx, id, true, err);
-	if (sock < 0)
-		return -1;
-	int r = json_send(sock, req, NULL, 0);
-	if (r < 0)
-		return err_errnum(err, r, "send request to environment '%s'", id);
 	int fds[FD_MSG_MAX_FDS];
 	size_t n = FD_MSG_MAX_FDS;
 	_cleanup_json_ json_t *m = NULL;
-	r = json_recv(sock, &m, fds, &n);
+	int r = -EPIPE;
+	bool sent = false;
+	/* A second try when the first met an idle suspend (api.h). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		_cleanup_close_ int sock = env_connect_resume(ctx, id, true, err);
+		if (sock < 0)
+			return -1;
+		r = json_send(sock, req, NULL, 0);
+		sent = r >= 0;
+		if (sent) {
+			n = FD_MSG_MAX_FDS;
+			r = json_recv(sock, &m, fds, &n);
+		}
+		if (r > 0 || !env_suspended_now(ctx, id))
+			break;
+	}
+	if (!sent)
+		return err_errnum(err, r, "send request to environment '%s'", id);
 	if (r <= 0)
 		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
 			       id);

@@ -171,6 +171,11 @@ static int env_wake(sbx_ctx *ctx, const char *id, bool *ret_restarted, sbx_err *
 	return 0;
 }
 
+bool env_suspended_now(const sbx_ctx *ctx, const char *id)
+{
+	return env_is_suspended(ctx, id);
+}
+
 /* env_connect for the calls that need processes (exec, file operations):
  * a suspended environment is started first, or refused. */
 int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err)

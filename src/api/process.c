@@ -133,9 +133,6 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 	if (sbx_env_resolve(ctx, ref, &id, err) < 0)
 		return -1;
 	bool no_resume = o->version >= 4 && o->no_auto_resume;
-	_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
-	if (sock < 0)
-		return -1;
 	_cleanup_json_ json_t *req =
 	    json_pack("{s:s,s:b,s:o,s:o,s:I,s:I}", CTL_F_OP, CTL_OP_EXEC, CTL_F_BACKGROUND, 1, "argv",
 		      json_from_strv(o->argv), "env", json_from_strv(o->env), "timeout_ms",
@@ -155,13 +152,23 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 		json_object_set_new(req, "user", json_string(o->user));
 	if (no_resume)
 		json_object_set_new(req, "no_auto_resume", json_true());
-	int r = json_send(sock, req, NULL, 0);
-	if (r < 0)
-		return err_errnum(err, -r,
-				  r == -E2BIG || r == -EMSGSIZE ? "command and environment too large"
-								: "send command");
 	_cleanup_json_ json_t *m = NULL;
-	r = json_recv(sock, &m, NULL, NULL);
+	int r = -EPIPE;
+	/* A second try when the first met an idle suspend (api.h). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
+		if (sock < 0)
+			return -1;
+		r = json_send(sock, req, NULL, 0);
+		if (r < 0 && r != -EPIPE && r != -ECONNRESET)
+			return err_errnum(err, -r,
+					  r == -E2BIG || r == -EMSGSIZE ? "command and environment too large"
+									: "send command");
+		if (r >= 0)
+			r = json_recv(sock, &m, NULL, NULL);
+		if (r > 0 || no_resume || !env_suspended_now(ctx, id))
+			break;
+	}
 	if (r <= 0)
 		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
 			       id);

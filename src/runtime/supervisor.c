@@ -785,6 +785,20 @@ static void idle_event(supervisor *s)
 	if (s->n_execs > 0 || s->paused || s->freeze_conn >= 0 || s->phase_pending || s->n_waiters > 0 ||
 	    s->restart_conn >= 0)
 		return;
+	/* Test hook (t_exec_racing_idle_suspend_is_retried): SBX_SUSPEND_HOLD=FIFO
+	 * holds the suspend here, after "FIFO.held" appears, until a byte comes
+	 * on FIFO (at most 30 s), so that a request can arrive meanwhile. */
+	const char *hold = getenv("SBX_SUSPEND_HOLD");
+	if (hold && *hold) {
+		char held[4200];
+		snprintf(held, sizeof(held), "%s.held", hold);
+		_cleanup_close_ int hf = open(held, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+		_cleanup_close_ int fifo = open(hold, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+		struct pollfd p = {.fd = fifo, .events = POLLIN};
+		char b;
+		if (fifo >= 0 && poll(&p, 1, 30000) > 0)
+			(void)!read(fifo, &b, 1);
+	}
 	int64_t procs = count_descendants(s->init_pid, 0);
 	char at[32];
 	struct timespec now;
