@@ -276,3 +276,23 @@ t_reclaimer_frees_the_uid_range_of_a_trash_entry() {
 	wait_for "reclaimed after run" settled
 	if grep -rqs "^$SBX_ROOT/envs/" /run/sbx-uidslots; then fail "uid slots of this store left"; fi
 }
+
+# The reclaimer lingers for more trash (reclaim.h): four removals in a row
+# are one reclaimer's, not four; sbx gc ends it at once (lingering 30 s, a
+# reclaimer gc did not reach would still be there when gc gives up its
+# 10 s wait and returns).
+t_a_stream_of_removals_is_one_reclaimers() {
+	local ids="" id seen=""
+	for _ in 1 2 3 4; do ids="$ids $(sbx create)"; done
+	export SBX_RECLAIM_LINGER_MS=30000
+	for id in $ids; do
+		sbx rm "$id" > /dev/null
+		wait_for "a reclaimer" a_reclaimer
+		wait_for "reclaimed" no_trash
+		seen="$seen $(reclaimers)"
+	done
+	unset SBX_RECLAIM_LINGER_MS
+	assert_eq "$(echo $seen | tr ' ' '\n' | sort -u | grep -c .)" "1" "reclaimers for four removals ($seen)"
+	sbx gc > /dev/null
+	no_reclaimer || fail "a reclaimer lingers after gc: $(reclaimers)"
+}
