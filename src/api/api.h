@@ -16,6 +16,12 @@ int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err *
  * closed unanswered may have met the suspend (the marker is written before
  * the supervisor stops) and is tried once more, which wakes it. */
 bool env_suspended_now(const sbx_ctx *ctx, const char *id);
+/* One request (no fds) and its first reply on a connection from
+ * env_connect_resume, sent once more when it met an idle suspend
+ * unanswered: 0 with *ret (and up to *n_fds fds, fds NULL for none), or -1
+ * with err set. */
+int env_request_resume(sbx_ctx *ctx, const char *id, bool auto_resume, const json_t *req, json_t **ret,
+		       int *fds, size_t *n_fds, sbx_err **err);
 const char *env_warm_state(const sbx_ctx *ctx, const char *id, bool live);
 json_t *env_suspend_info(const sbx_ctx *ctx, const char *id);
 /* The warm pool (src/api/pool.c): a ready entry for a create (1, or 0

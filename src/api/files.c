@@ -24,27 +24,8 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
 	int fds[FD_MSG_MAX_FDS];
 	size_t n = FD_MSG_MAX_FDS;
 	_cleanup_json_ json_t *m = NULL;
-	int r = -EPIPE;
-	bool sent = false;
-	/* A second try when the first met an idle suspend (api.h). */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		_cleanup_close_ int sock = env_connect_resume(ctx, id, true, err);
-		if (sock < 0)
-			return -1;
-		r = json_send(sock, req, NULL, 0);
-		sent = r >= 0;
-		if (sent) {
-			n = FD_MSG_MAX_FDS;
-			r = json_recv(sock, &m, fds, &n);
-		}
-		if (r > 0 || !env_suspended_now(ctx, id))
-			break;
-	}
-	if (!sent)
-		return err_errnum(err, r, "send request to environment '%s'", id);
-	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
-			       id);
+	if (env_request_resume(ctx, id, true, req, &m, fds, &n, err) < 0)
+		return -1;
 	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	if (!json_bool(m, CTL_F_OK, false)) {

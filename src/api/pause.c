@@ -176,6 +176,40 @@ bool env_suspended_now(const sbx_ctx *ctx, const char *id)
 	return env_is_suspended(ctx, id);
 }
 
+int env_request_resume(sbx_ctx *ctx, const char *id, bool auto_resume, const json_t *req, json_t **ret,
+		       int *fds, size_t *n_fds, sbx_err **err)
+{
+	size_t cap = n_fds ? *n_fds : 0;
+	int r = -EPIPE;
+	bool sent = false;
+	/* A second try when the first met an idle suspend (api.h). */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		_cleanup_close_ int sock = env_connect_resume(ctx, id, auto_resume, err);
+		if (sock < 0)
+			return -1;
+		r = json_send(sock, req, NULL, 0);
+		sent = r >= 0;
+		if (sent) {
+			if (n_fds)
+				*n_fds = cap;
+			r = json_recv(sock, ret, fds, n_fds);
+		}
+		if (r > 0 || (!sent && r != -EPIPE && r != -ECONNRESET) || !auto_resume ||
+		    !env_is_suspended(ctx, id))
+			break;
+	}
+	if (!sent)
+		return err_errnum(err, r,
+				  r == -E2BIG || r == -EMSGSIZE
+				      ? "request to environment '%s' too large (command, environment, path)"
+				      : "send request to environment '%s'",
+				  id);
+	if (r <= 0)
+		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
+			       id);
+	return 0;
+}
+
 /* env_connect for the calls that need processes (exec, file operations):
  * a suspended environment is started first, or refused. */
 int env_connect_resume(sbx_ctx *ctx, const char *id, bool auto_resume, sbx_err **err)

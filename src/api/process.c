@@ -153,25 +153,8 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 	if (no_resume)
 		json_object_set_new(req, "no_auto_resume", json_true());
 	_cleanup_json_ json_t *m = NULL;
-	int r = -EPIPE;
-	/* A second try when the first met an idle suspend (api.h). */
-	for (int attempt = 0; attempt < 2; attempt++) {
-		_cleanup_close_ int sock = env_connect_resume(ctx, id, !no_resume, err);
-		if (sock < 0)
-			return -1;
-		r = json_send(sock, req, NULL, 0);
-		if (r < 0 && r != -EPIPE && r != -ECONNRESET)
-			return err_errnum(err, -r,
-					  r == -E2BIG || r == -EMSGSIZE ? "command and environment too large"
-									: "send command");
-		if (r >= 0)
-			r = json_recv(sock, &m, NULL, NULL);
-		if (r > 0 || no_resume || !env_suspended_now(ctx, id))
-			break;
-	}
-	if (r <= 0)
-		return err_set(err, SBX_E_UNAVAILABLE, r ? -r : EPIPE, "environment '%s' stopped answering",
-			       id);
+	if (env_request_resume(ctx, id, !no_resume, req, &m, NULL, NULL, err) < 0)
+		return -1;
 	if (streq(json_str(m, CTL_F_EV) ?: "", CTL_EV_ERROR))
 		return api_err_from_json(m, err);
 	const char *pid = json_str(m, CTL_F_PROCESS_ID);
