@@ -44,6 +44,7 @@
 #include "policy/policy.h"
 #include "store/digest.h"
 #include "store/storefs.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -225,13 +226,6 @@ typedef struct pool_watch {
 	int64_t last_take;
 } pool_watch;
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Waits up to ms for an event; returns whether one came (and drains). */
 static bool pool_watch_wait(pool_watch *w, int64_t ms)
 {
@@ -242,7 +236,7 @@ static bool pool_watch_wait(pool_watch *w, int64_t ms)
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	while (read(w->fd, buf, sizeof(buf)) > 0)
 		;
-	w->last_take = mono_ms();
+	w->last_take = clock_ms(CLOCK_MONOTONIC);
 	return true;
 }
 
@@ -257,9 +251,9 @@ static void pool_wait_quiet(const sbx_ctx *ctx, const char *key, pool_watch *w, 
 	int64_t quiet = pool_env_int("SBX_POOL_QUIET_MS", 50);
 	_cleanup_free_ char *cfg = pool_path(ctx, key, ".json");
 	for (int i = 0; i < 10000 && cfg && count_tokens(dir) * 4 > size; i++) {
-		int64_t left = w->last_take + quiet - mono_ms();
+		int64_t left = w->last_take + quiet - clock_ms(CLOCK_MONOTONIC);
 		if (left <= 0 || !pool_watch_wait(w, left))
-			if (mono_ms() >= w->last_take + quiet)
+			if (clock_ms(CLOCK_MONOTONIC) >= w->last_take + quiet)
 				return;
 		if (access(cfg, F_OK) < 0)
 			return; /* removed: the caller sees it */
@@ -331,7 +325,7 @@ static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 	     inotify_add_watch(in, pools, IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF) < 0))
 		in = safe_close(in);
 	/* Started by a take (or pool set): that was the last take. */
-	pool_watch w = {.fd = in, .last_take = mono_ms()};
+	pool_watch w = {.fd = in, .last_take = clock_ms(CLOCK_MONOTONIC)};
 	for (;;) {
 		_cleanup_json_ json_t *cfg = NULL;
 		if (pool_read(ctx, key, &cfg) < 0)

@@ -23,6 +23,7 @@
 #include "build/image_config.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/user.h"
+#include "util/clock.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -31,13 +32,6 @@
 #define DEFAULT_OUTPUT_CHUNK (64LL << 10)
 
 static const char *const streams[2] = {"stdout", "stderr"};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* $SBX_RUN/<id>/procs/<pid>/<name> */
 static char *proc_path(const sbx_ctx *ctx, const char *id, const char *pid, const char *name)
@@ -97,7 +91,8 @@ static int read_record(const sbx_ctx *ctx, const char *id, const char *pid, bool
 	} else if (!streq(state, "exited")) {
 		json_object_set_new(j, "state", json_string("running")); /* "starting": a moment from it */
 		json_object_set_new(j, "duration_ms",
-				    json_integer(now_ms() - json_int(j, "started_ms", now_ms())));
+				    json_integer(clock_ms(CLOCK_REALTIME) -
+						 json_int(j, "started_ms", clock_ms(CLOCK_REALTIME))));
 	}
 	for (int i = 0; i < 2; i++) {
 		char k[32];
@@ -161,7 +156,7 @@ _public_ int sbx_process_start(sbx_ctx *ctx, const char *ref, const sbx_exec_opt
 	if (!pid || ctl_proc_id_parse(pid) < 0)
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "the supervisor named no process id");
 	char at[32];
-	time_t t = (time_t)(json_int(m, "started_ms", now_ms()) / 1000);
+	time_t t = (time_t)(json_int(m, "started_ms", clock_ms(CLOCK_REALTIME)) / 1000);
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -23,6 +23,7 @@
 #include "api/reclaim.h"
 #include "runtime/cgroup.h"
 #include "runtime/runtime.h"
+#include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -32,7 +33,10 @@
 
 void reclaim_limits_from_env(reclaim_limits *l)
 {
-	*l = (reclaim_limits){.sync = false, .max_entries = RECLAIM_MAX_DEFAULT, .min_free = -1};
+	*l = (reclaim_limits){.sync = false,
+			      .max_entries = RECLAIM_MAX_DEFAULT,
+			      .min_free = -1,
+			      .linger_ms = RECLAIM_LINGER_DEFAULT_MS};
 	const char *v = getenv("SBX_RECLAIM_SYNC");
 	l->sync = v && streq(v, "1");
 	v = getenv("SBX_RECLAIM_MAX");
@@ -46,6 +50,13 @@ void reclaim_limits_from_env(reclaim_limits *l)
 	int64_t n;
 	if (v && *v && sbx_parse_size(v, &n, NULL) == 0 && n >= 0)
 		l->min_free = n;
+	v = getenv("SBX_RECLAIM_LINGER_MS");
+	if (v && *v) {
+		char *end;
+		long long ms = strtoll(v, &end, 10);
+		if (!*end && ms >= 0)
+			l->linger_ms = ms > RECLAIM_LIFETIME_MS ? RECLAIM_LIFETIME_MS : ms;
+	}
 }
 
 bool reclaim_inline(const reclaim_limits *l, size_t entries, uint64_t avail_bytes, uint64_t total_bytes)
@@ -223,20 +234,13 @@ static int remove_entry(const char *envs, int dfd, const char *name, int *hold)
 	return r < 0 ? r : q;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* A lingering reclaimer's wait (reclaim.h): true when trash may have
  * arrived within ms on the inotify descriptor in, false once ms passed or
  * something says stop. */
 static bool linger_wait(int in, int64_t ms)
 {
-	int64_t until = mono_ms() + ms;
-	for (int64_t left = ms; left > 0; left = until - mono_ms()) {
+	int64_t until = clock_ms(CLOCK_MONOTONIC) + ms;
+	for (int64_t left = ms; left > 0; left = until - clock_ms(CLOCK_MONOTONIC)) {
 		struct pollfd p = {.fd = in, .events = POLLIN};
 		if (RETRY_EINTR(poll(&p, 1, (int)left)) <= 0)
 			return false;
@@ -275,12 +279,12 @@ static void reclaim_work(const char *root, int work, int hold, int in, int64_t l
 	_cleanup_strv_free_ char **failed = NULL;
 	size_t n_failed = 0;
 	int gate = -1;
-	int64_t start = mono_ms();
+	int64_t start = clock_ms(CLOCK_MONOTONIC);
 	bool removed = false;
 	while (envs) {
 		_cleanup_strv_free_ char **pending = trash_scan(work, failed);
 		if (!pending && removed && in >= 0 && linger_ms > 0 &&
-		    mono_ms() - start < RECLAIM_LIFETIME_MS && linger_wait(in, linger_ms))
+		    clock_ms(CLOCK_MONOTONIC) - start < RECLAIM_LIFETIME_MS && linger_wait(in, linger_ms))
 			continue;
 		if (!pending) {
 			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -321,14 +325,9 @@ static void reclaimer_run(const char *root)
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_close_ int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	const char *lv = getenv("SBX_RECLAIM_LINGER_MS");
-	int64_t linger = RECLAIM_LINGER_DEFAULT_MS;
-	if (lv && *lv) {
-		char *end;
-		long long v = strtoll(lv, &end, 10);
-		if (!*end && v >= 0)
-			linger = v > RECLAIM_LIFETIME_MS ? RECLAIM_LIFETIME_MS : v;
-	}
+	reclaim_limits lim;
+	reclaim_limits_from_env(&lim);
+	int64_t linger = lim.linger_ms;
 	/* Watching before the lock: sbx gc's nudge comes once it is held. */
 	_cleanup_close_ int in = linger > 0 && work >= 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
 	if (in >= 0 && inotify_add_watch(in, envs,

@@ -62,6 +62,7 @@ typedef struct reclaim_limits {
 	bool sync;	     /* SBX_RECLAIM_SYNC=1 */
 	int64_t max_entries; /* SBX_RECLAIM_MAX, >= 0 */
 	int64_t min_free;    /* SBX_RECLAIM_MIN_FREE in bytes; -1: the default */
+	int64_t linger_ms;   /* SBX_RECLAIM_LINGER_MS, 0..RECLAIM_LIFETIME_MS */
 } reclaim_limits;
 
 void reclaim_limits_from_env(reclaim_limits *l);

@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "policy/proxy_parse.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -115,13 +116,6 @@ typedef struct server {
 	conn *conns, *dead;
 	unsigned n_conns;
 } server;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int64_t ms_or(int v, int dflt)
 {
@@ -217,7 +211,7 @@ static void conn_log(server *s, conn *c)
 		json_object_set_new(ev, "address", json_string(c->address));
 	json_object_set_new(ev, "bytes_up", json_integer((json_int_t)c->up.bytes));
 	json_object_set_new(ev, "bytes_down", json_integer((json_int_t)c->down.bytes));
-	json_object_set_new(ev, "duration_ms", json_integer(now_ms() - c->start_ms));
+	json_object_set_new(ev, "duration_ms", json_integer(clock_ms(CLOCK_MONOTONIC) - c->start_ms));
 	s->o.log(s->o.ud, ev);
 }
 
@@ -281,7 +275,7 @@ static void respond(server *s, conn *c, const char *status, const char *rule_hdr
 	c->down.off = 0;
 	c->down.len = n < 0 ? 0 : (size_t)n >= BUF_SIZE ? BUF_SIZE - 1 : (size_t)n;
 	c->st = ST_REFUSE;
-	c->deadline_ms = now_ms() + DRAIN_MS;
+	c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + DRAIN_MS;
 }
 
 static void refuse(server *s, conn *c, const char *why)
@@ -410,7 +404,7 @@ static void start_resolve(server *s, conn *c)
 	c->jfd = sp[0];
 	c->job = j;
 	c->st = ST_RESOLVE;
-	c->deadline_ms = now_ms() + ms_or(s->o.connect_timeout_ms, 10000);
+	c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + ms_or(s->o.connect_timeout_ms, 10000);
 	if (watch(s, c->jfd, &c->tj, NULL, EPOLLIN) < 0) {
 		atomic_fetch_sub(&j->refs, 1); /* the thread never starts */
 		return fail(s, c, "502 Bad Gateway", "cannot resolve", strerror(errno));
@@ -464,7 +458,7 @@ static void start_connect(server *s, conn *c)
 {
 	int last = ECONNREFUSED;
 	c->st = ST_CONNECT;
-	c->deadline_ms = now_ms() + ms_or(s->o.connect_timeout_ms, 10000);
+	c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + ms_or(s->o.connect_timeout_ms, 10000);
 	while (c->next_addr < c->n_addrs) {
 		const struct sockaddr_storage *a = &c->addrs[c->next_addr++];
 		socklen_t len =
@@ -582,14 +576,14 @@ static void relay_pump(server *s, conn *c)
 			return conn_close(s, c, NULL);
 		if (c->up.bytes + c->down.bytes == before && eofs == (c->up.eof && c->down.eof))
 			break;
-		c->deadline_ms = now_ms() + ms_or(s->o.idle_timeout_ms, 300000);
+		c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + ms_or(s->o.idle_timeout_ms, 300000);
 	}
 }
 
 static void relay_start(server *s, conn *c)
 {
 	c->st = ST_RELAY;
-	c->deadline_ms = now_ms() + ms_or(s->o.idle_timeout_ms, 300000);
+	c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + ms_or(s->o.idle_timeout_ms, 300000);
 	relay_pump(s, c);
 }
 
@@ -661,7 +655,7 @@ static void connected(server *s, conn *c)
 	c->up.off = 0;
 	if (c->req.port == 443 || s->o.require_sni) {
 		c->st = ST_HELLO;
-		c->deadline_ms = now_ms() + ms_or(s->o.head_timeout_ms, 10000);
+		c->deadline_ms = clock_ms(CLOCK_MONOTONIC) + ms_or(s->o.head_timeout_ms, 10000);
 		return hello_step(s, c);
 	}
 	relay_start(s, c);
@@ -827,7 +821,7 @@ static void on_accept(server *s, int lfd)
 		c->tu = (tag){c, 1};
 		c->tj = (tag){c, 2};
 		c->st = ST_HEAD;
-		c->start_ms = now_ms();
+		c->start_ms = clock_ms(CLOCK_MONOTONIC);
 		c->deadline_ms = c->start_ms + ms_or(s->o.head_timeout_ms, 10000);
 		if (watch(s, fd, &c->tc, &c->cev, EPOLLIN) < 0) {
 			safe_close(fd);
@@ -894,7 +888,7 @@ int proxy_serve(int listen_fd, const egress_allowlist *al, const proxy_opts *o, 
 		return err_errno(err, "proxy: watch stop fd");
 	int ret = 0;
 	for (bool stop = false; !stop;) {
-		int64_t now = now_ms(), next = now + 60000;
+		int64_t now = clock_ms(CLOCK_MONOTONIC), next = now + 60000;
 		for (conn *c = s.conns; c; c = c->next)
 			if (c->deadline_ms < next)
 				next = c->deadline_ms;
@@ -915,7 +909,7 @@ int proxy_serve(int listen_fd, const egress_allowlist *al, const proxy_opts *o, 
 			else
 				on_event(&s, t, evs[i].events);
 		}
-		on_timeouts(&s, now_ms());
+		on_timeouts(&s, clock_ms(CLOCK_MONOTONIC));
 		reap_dead(&s);
 	}
 	while (s.conns)

@@ -14,19 +14,13 @@
 #include <unistd.h>
 
 #include "runtime/ctl_proto.h"
+#include "util/clock.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
 
 static const char *const stream_name[2] = {"stdout", "stderr"};
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void iso(int64_t ms, char *buf, size_t n)
 {
@@ -125,7 +119,7 @@ int sup_proc_new(const char *run_dir, int ep, int64_t n, const json_t *argv, int
 			.file = {-1, -1},
 			.cap = cap,
 			.timeout_ms = timeout_ms,
-			.started_ms = now_ms(),
+			.started_ms = clock_ms(CLOCK_REALTIME),
 			.argv = json_deep_copy(argv)};
 	snprintf(p->id, sizeof(p->id), "p%lld", (long long)n);
 	int wr[2] = {-1, -1};
@@ -247,7 +241,7 @@ void sup_proc_exited(sup_proc *p, int status, bool timed_out, bool oom, const ch
 		drain_stream(p, i, true);
 		close_stream(p, i);
 	}
-	int64_t end = now_ms();
+	int64_t end = clock_ms(CLOCK_REALTIME);
 	bool sig = WIFSIGNALED(status);
 	_cleanup_json_ json_t *x =
 	    json_pack("{s:o,s:o,s:b,s:b,s:I,s:I,s:s}", "exit_code",

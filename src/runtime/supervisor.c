@@ -37,6 +37,7 @@
 #include "runtime/sup_proc.h"
 #include "runtime/startup_trace.h"
 #include "trace/bpf_rec.h"
+#include "util/clock.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -422,13 +423,6 @@ static void dispose_env(supervisor *s)
 	if (s->c->pool_claim)
 		(void)unlink(s->c->pool_claim);
 	startup_mark("teardown: files removed (one-shot)");
-}
-
-static int64_t clock_ms(clockid_t clk)
-{
-	struct timespec ts;
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* How long after a one-shot take its hand-out comes (client_own). */

@@ -14,9 +14,29 @@ TEST(defaults)
 	unsetenv("SBX_RECLAIM_SYNC");
 	unsetenv("SBX_RECLAIM_MAX");
 	unsetenv("SBX_RECLAIM_MIN_FREE");
+	unsetenv("SBX_RECLAIM_LINGER_MS");
 	reclaim_limits l;
 	reclaim_limits_from_env(&l);
 	CHECK(!l.sync && l.max_entries == RECLAIM_MAX_DEFAULT && l.min_free == -1);
+	CHECK(l.linger_ms == RECLAIM_LINGER_DEFAULT_MS);
+}
+
+TEST(linger_from_environment)
+{
+	reclaim_limits l;
+	setenv("SBX_RECLAIM_LINGER_MS", "0", 1);
+	reclaim_limits_from_env(&l);
+	CHECK(l.linger_ms == 0);
+	setenv("SBX_RECLAIM_LINGER_MS", "99999999", 1); /* capped at the lifetime */
+	reclaim_limits_from_env(&l);
+	CHECK(l.linger_ms == RECLAIM_LIFETIME_MS);
+	setenv("SBX_RECLAIM_LINGER_MS", "-1", 1);
+	reclaim_limits_from_env(&l);
+	CHECK(l.linger_ms == RECLAIM_LINGER_DEFAULT_MS);
+	setenv("SBX_RECLAIM_LINGER_MS", "5s", 1);
+	reclaim_limits_from_env(&l);
+	CHECK(l.linger_ms == RECLAIM_LINGER_DEFAULT_MS);
+	unsetenv("SBX_RECLAIM_LINGER_MS");
 }
 
 TEST(environment_overrides_and_bad_values)
