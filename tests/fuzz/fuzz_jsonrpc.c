@@ -26,7 +26,8 @@ static void sink_send(void *userdata, const json_t *msg)
 		return;
 	if (strchr(s, '\n'))
 		abort(); /* would break the line framing */
-	json_t *back = json_loads(s, 0, NULL);
+	/* As the server reads: a string may hold U+0000 (an id echoed back). */
+	json_t *back = json_loads(s, JSON_ALLOW_NUL, NULL);
 	if (!back || !json_is_object(back) || !json_object_get(back, "jsonrpc"))
 		abort();
 	json_decref(back);
