@@ -100,6 +100,17 @@ ssize_t fd_recv_msg(int sock, char *buf, size_t cap, int *fds, size_t *n_fds)
 	if (n_fds)
 		*n_fds = 0;
 	ssize_t n = RETRY_EINTR(recvmsg(sock, &msg, MSG_CMSG_CLOEXEC));
+	/* A unix socket's peer that closed with a message of ours unread makes
+	 * the next receive fail with ECONNRESET, ahead of whatever it sent
+	 * before closing (an exec's exit crossing a forwarded signal). The
+	 * error is cleared by reporting it: what is queued reads now, and after
+	 * it end of file. */
+	if (n < 0 && errno == ECONNRESET) {
+		msg.msg_controllen = sizeof(u.buf);
+		n = RETRY_EINTR(recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT));
+		if (n < 0 && errno == EAGAIN)
+			errno = ECONNRESET;
+	}
 	if (n < 0)
 		return -errno;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {

@@ -282,6 +282,7 @@ class Killer:
         self.est = {}
         self.killed = {}
         self.runs = {}
+        self.stderr = ""
 
     def measure(self, op, ms):
         self.est[op] = max(ms, 2.0)
@@ -312,7 +313,7 @@ class Killer:
         if hit:
             p.send_signal(sig)
         try:
-            o, _ = p.communicate(timeout=60)
+            o, self.stderr = p.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             p.kill()
             raise Fail("'sbx %s' still runs 60 s after %s" % (" ".join(args), signal.Signals(sig).name))
@@ -632,7 +633,7 @@ def t_run(rounds, rnd, mode):
         if not killed and (rc != 0 or o != "run"):
             raise Fail("round %d: sbx run finished with exit %d, output '%s'" % (i, rc, o))
         if killed and sig != signal.SIGKILL and rc not in (0, 128 + sig) and rc != -sig:
-            raise Fail("round %d: sbx run sent %s exited %d" % (i, signal.Signals(sig).name, rc))
+            raise Fail("round %d: sbx run sent %s exited %d: %s" % (i, signal.Signals(sig).name, rc, k.stderr.strip()))
         deadline = time.time() + 10
         while True:
             left = run_left(before)

@@ -9,12 +9,14 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <seccomp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/digest.h"
 #include "unit.h"
+#include "util/fd.h"
 #include "util/fs.h"
 
 static char *tmpdir(void)
@@ -302,4 +304,29 @@ TEST(digest_prefix_resolver)
 	CHECK(store_digest_prefix_match(all, "ffffff", &m) == 0);
 	CHECK(store_digest_prefix_match(all, "abc", &m) == 0);
 	CHECK(store_digest_prefix_match(NULL, "abcdef", &m) == 0);
+}
+
+/* ---- messages on a closed connection ------------------------------------- */
+
+/* A peer that answers and closes while a message of ours is still unread
+ * (sbx run's forwarded signal crossing the command's exit): the kernel
+ * reports ECONNRESET before the answer that is queued. fd_recv_msg returns
+ * the answer, then end of file, never the reset. */
+TEST(recv_reads_the_answer_of_a_peer_that_reset)
+{
+	int sv[2];
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK(fd_send_msg(sv[0], "signal", 6, NULL, 0) == 0); /* never read */
+	CHECK(fd_send_msg(sv[1], "exit", 4, NULL, 0) == 0);
+	close(sv[1]);
+	char buf[64];
+	CHECK(fd_recv_msg(sv[0], buf, sizeof(buf), NULL, NULL) == 4 && !strcmp(buf, "exit"));
+	CHECK(fd_recv_msg(sv[0], buf, sizeof(buf), NULL, NULL) == 0);
+	close(sv[0]);
+	/* Nothing queued: a reset is end of file too. */
+	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+	CHECK(fd_send_msg(sv[0], "signal", 6, NULL, 0) == 0);
+	close(sv[1]);
+	CHECK(fd_recv_msg(sv[0], buf, sizeof(buf), NULL, NULL) == 0);
+	close(sv[0]);
 }
