@@ -1368,6 +1368,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 {
 	json_t *removed = json_array();
 	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	reclaim_defer(true); /* the drain below removes what this moves to the trash */
 	for (char **p = ids; p && *p; p++) {
 		_cleanup_env_record_ env_record kst = {.uid_slot = -1};
 		bool have = env_record_read(ctx, *p, &kst) == 0;
@@ -1419,6 +1420,7 @@ _public_ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	if (d)
 		closedir(d);
 	pool_gc(ctx, removed); /* entries of warm pools that are gone */
+	reclaim_defer(false);
 	/* Last, the trash (api/reclaim.h), the removals above included: after
 	 * waiting for a reclaimer at work; a quota's mounts first (a removal
 	 * that died halfway). */

@@ -262,30 +262,51 @@ static bool linger_wait(int in, int64_t ms)
 	return false;
 }
 
+/* A watch on envs/ for a lingering reclaimer (reclaim_linger_event), or -1. */
+static int watch_envs(const char *envs)
+{
+	int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (in >= 0 && inotify_add_watch(in, envs,
+					 IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF |
+					     IN_ONLYDIR) < 0)
+		in = safe_close(in);
+	return in;
+}
+
 /* The reclaimer's loop (also sbx gc's): work is the envs directory, locked
  * (or not, when gc gave up waiting), owned and closed here, before the
- * gate (the order reclaim.h's protocol needs). in, when >= 0, watches it:
- * with the trash empty, wait up to linger_ms for more before the last look
- * (until RECLAIM_LIFETIME_MS after start), once it removed one at least
- * (one that found nothing, started just after sbx gc emptied the trash,
- * ends at once). Entries that fail are left for gc. The gate, when it
- * ended holding it, goes to *ret_gate if set (the reclaimer keeps it
- * until it exits: sbx gc waits for the gate, so that when gc returns the
- * reclaimer is gone, not just its lock), else is closed. */
-static void reclaim_work(const char *root, int work, int hold, int in, int64_t linger_ms,
+ * gate (the order reclaim.h's protocol needs). With linger_ms > 0 and the
+ * trash empty, it waits up to linger_ms for more before the last look
+ * (until RECLAIM_LIFETIME_MS after start), once it removed one at least:
+ * the watch is made then, and the trash looked at once more (what came
+ * before the watch); one that found nothing, started just after sbx gc
+ * emptied the trash, makes none and ends at once (a watch's end waits for
+ * an SRCU grace period, milliseconds on a loaded machine, with the store's
+ * directory still open). sbx gc's nudge is repeated while it waits, so a
+ * watch made after one sees the next. Entries that fail are left for gc.
+ * The gate, when it ended holding it, goes to *ret_gate if set (the
+ * reclaimer keeps it until it exits: sbx gc waits for the gate, so that
+ * when gc returns the reclaimer is gone, not just its lock), else is
+ * closed. */
+static void reclaim_work(const char *root, int work, int hold, int64_t linger_ms,
 			 void (*before)(const char *path), int *ret_gate)
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_strv_free_ char **failed = NULL;
 	size_t n_failed = 0;
 	int gate = -1;
+	_cleanup_close_ int in = -1;
 	int64_t start = clock_ms(CLOCK_MONOTONIC);
 	bool removed = false;
 	while (envs) {
 		_cleanup_strv_free_ char **pending = trash_scan(work, failed);
-		if (!pending && removed && in >= 0 && linger_ms > 0 &&
-		    clock_ms(CLOCK_MONOTONIC) - start < RECLAIM_LIFETIME_MS && linger_wait(in, linger_ms))
-			continue;
+		if (!pending && removed && linger_ms > 0 &&
+		    clock_ms(CLOCK_MONOTONIC) - start < RECLAIM_LIFETIME_MS) {
+			if (in < 0 && (in = watch_envs(envs)) >= 0)
+				continue; /* the trash again: what came before the watch */
+			if (in >= 0 && linger_wait(in, linger_ms))
+				continue;
+		}
 		if (!pending) {
 			gate = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (gate >= 0)
@@ -325,21 +346,14 @@ static void reclaimer_run(const char *root)
 {
 	_cleanup_free_ char *envs = fs_path_join(root, "envs");
 	_cleanup_close_ int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-	reclaim_limits lim;
-	reclaim_limits_from_env(&lim);
-	int64_t linger = lim.linger_ms;
-	/* Watching before the lock: sbx gc's nudge comes once it is held. */
-	_cleanup_close_ int in = linger > 0 && work >= 0 ? inotify_init1(IN_CLOEXEC | IN_NONBLOCK) : -1;
-	if (in >= 0 && inotify_add_watch(in, envs,
-					 IN_MOVED_TO | IN_CREATE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF |
-					     IN_ONLYDIR) < 0)
-		in = safe_close(in);
 	if (work < 0 || flock(work, LOCK_EX | LOCK_NB) < 0)
 		return; /* another one took it: it looks after taking it */
+	reclaim_limits lim;
+	reclaim_limits_from_env(&lim);
 	const char *hp = getenv("SBX_RECLAIM_HOLD");
 	int hold = hp && *hp ? open(hp, O_RDWR | O_NONBLOCK | O_CLOEXEC) : -1;
 	int gate = -1;
-	reclaim_work(root, TAKE_FD(work), hold, in, linger, NULL, &gate);
+	reclaim_work(root, TAKE_FD(work), hold, lim.linger_ms, NULL, &gate);
 	(void)gate; /* held until _exit (reclaim_work) */
 }
 
@@ -428,6 +442,14 @@ static int reclaim_kick(const sbx_ctx *ctx, int work)
 
 static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, size_t moved);
 
+/* reclaim_defer: this thread's removals wait for its reclaim_drain. */
+static __thread bool deferred;
+
+void reclaim_defer(bool on)
+{
+	deferred = on;
+}
+
 int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const *tags, size_t n)
 {
 	_cleanup_free_ char *envs = fs_path_join(ctx->root, "envs");
@@ -461,6 +483,11 @@ int reclaim_dirs(const sbx_ctx *ctx, const char *const *paths, const char *const
  * their removal inline (reclaim.h's limits). */
 static void reclaim_arrange(const sbx_ctx *ctx, const char *envs, char **trash, size_t moved)
 {
+	if (deferred) { /* the caller drains next (sbx gc) */
+		for (size_t i = 0; i < moved; i++)
+			free(trash[i]);
+		return;
+	}
 	reclaim_limits l;
 	reclaim_limits_from_env(&l);
 	_cleanup_close_ int work = open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -536,10 +563,11 @@ void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const cha
 	int work = envs ? open(envs, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (work < 0)
 		return;
-	/* A lingering reclaimer stops at this (reclaim.h). */
-	if (flock(work, LOCK_EX | LOCK_NB) < 0)
-		(void)futimens(work, NULL);
+	/* A lingering reclaimer stops at this (reclaim.h), again every 50 ms
+	 * (one that was at work makes its watch later). */
 	for (int64_t waited = 0; flock(work, LOCK_EX | LOCK_NB) < 0 && waited < wait_ms; waited += 10) {
+		if (waited % 50 == 0)
+			(void)futimens(work, NULL);
 		struct timespec ts = {.tv_nsec = 10 * 1000000};
 		nanosleep(&ts, NULL);
 	}
@@ -549,5 +577,5 @@ void reclaim_drain(const sbx_ctx *ctx, int64_t wait_ms, void (*before)(const cha
 	if (gate >= 0)
 		(void)RETRY_EINTR(flock(gate, LOCK_SH));
 	safe_close(gate);
-	reclaim_work(ctx->root, work, -1, -1, 0, before, NULL);
+	reclaim_work(ctx->root, work, -1, 0, before, NULL);
 }

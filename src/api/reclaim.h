@@ -113,6 +113,11 @@ int reclaim_hide(const sbx_ctx *ctx, const char *path, const char *tag, char **r
  * it starts still waits. */
 void reclaim_self_lingering(void);
 
+/* While on, the calling thread's removals leave their trash for its own
+ * reclaim_drain, which must follow (sbx gc: a reclaimer it started would
+ * find the trash gone and outlive gc by its start-up). */
+void reclaim_defer(bool on);
+
 /* sbx gc: removes every trash entry now, in this process, after waiting up
  * to wait_ms for a running reclaimer to finish (then regardless). before,
  * if set, is called on each entry's path first (a quota's mounts). When it

@@ -296,3 +296,24 @@ t_a_stream_of_removals_is_one_reclaimers() {
 	sbx gc > /dev/null
 	no_reclaimer || fail "a reclaimer lingers after gc: $(reclaimers)"
 }
+
+# Regression: sbx gc removing a stopped environment started a reclaimer for
+# its trash, then drained the trash itself; the reclaimer, not yet at its
+# lock, started after gc returned and was alive with the store's directory
+# open (and slow to end: its inotify watch waited for an SRCU grace period):
+# an umount right after gc could fail. gc's own removals start none now.
+t_gc_starts_no_reclaimer() {
+	local id spid
+	id=$(sbx create)
+	spid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
+	kill -9 "$spid"
+	for _ in $(seq 100); do sbx ls | grep -q "$id.*stopped" && break; sleep 0.05; done
+	sbx ls | grep -q "$id.*stopped" || fail "not stopped after its supervisor's kill: $(sbx ls)"
+	strace -f -qq -e trace=prctl -o "$TMPDIR_TEST/gc.strace" "$SBX_BIN" gc > /dev/null
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "gc did not remove $id"
+	no_trash || fail "gc left trash: $(trash)"
+	if grep -q 'sbx-reclaim' "$TMPDIR_TEST/gc.strace"; then
+		fail "gc started a reclaimer: $(grep sbx-reclaim "$TMPDIR_TEST/gc.strace")"
+	fi
+	no_reclaimer || fail "a reclaimer of the store is alive after gc: $(reclaimers)"
+}
