@@ -357,8 +357,20 @@ def t_cli(rounds, rnd):
     sbx("rm", f)
     k.measure("exec", 60)  # the command below sleeps 50 ms
     ops = ["create", "exec", "snapshot", "restore", "fork", "phase", "rm"]
-    for i in range(rounds):
-        op = ops[i % len(ops)] if i < len(ops) else rnd.choice(ops)
+
+    def schedule():
+        for i in range(rounds):
+            yield i, ops[i % len(ops)] if i < len(ops) else rnd.choice(ops)
+        # An operation that no kill has hit yet (one that ends faster here
+        # than most delays, as rm with its removal in the background): more
+        # rounds of it, bounded, before the check below.
+        for j in range(30):
+            missing = [o for o in ops if not k.killed.get(o)]
+            if not missing or rounds < 2 * len(ops):
+                return
+            yield rounds + j, missing[j % len(missing)]
+
+    for i, op in schedule():
         log("round %d: %s" % (i, op))
         try:
             if op in ("create", "fork"):
