@@ -361,11 +361,15 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 	safe_close(lk);
 	if (busy)
 		return;
+	/* A short-lived caller (sbx run, ctx.h) forks the refiller directly:
+	 * it is reparented when the caller exits, and the caller does not wait
+	 * for an intermediate process to be scheduled and end. */
+	bool direct = ctx->short_lived > 0 && ctx->short_lived == getpid();
 	pid_t pid = fork();
 	if (pid < 0)
 		return;
 	if (pid == 0) {
-		if (setsid() < 0 || fork() != 0)
+		if (setsid() < 0 || (!direct && fork() != 0))
 			_exit(0);
 		(void)prctl(PR_SET_NAME, "sbx-pool-fill", 0, 0, 0); /* for ps, top, perf */
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -379,10 +383,12 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		ctx->progress = NULL;
+		ctx->short_lived = 0; /* its own supervisors are detached (ctx.h) */
 		pool_fill(ctx, key, pool_env_int("SBX_POOL_LINGER_MS", 30000));
 		_exit(0);
 	}
-	(void)RETRY_EINTR(waitpid(pid, NULL, 0));
+	if (!direct)
+		(void)RETRY_EINTR(waitpid(pid, NULL, 0));
 }
 
 /* renameat for fs_write_atomicat: exchange, then keep what was there as
