@@ -90,9 +90,8 @@ static int read_record(const sbx_ctx *ctx, const char *id, const char *pid, bool
 			json_object_set_new(j, "signal", json_null());
 	} else if (!streq(state, "exited")) {
 		json_object_set_new(j, "state", json_string("running")); /* "starting": a moment from it */
-		json_object_set_new(j, "duration_ms",
-				    json_integer(clock_ms(CLOCK_REALTIME) -
-						 json_int(j, "started_ms", clock_ms(CLOCK_REALTIME))));
+		int64_t now = clock_ms(CLOCK_REALTIME);
+		json_object_set_new(j, "duration_ms", json_integer(now - json_int(j, "started_ms", now)));
 	}
 	for (int i = 0; i < 2; i++) {
 		char k[32];
