@@ -98,7 +98,7 @@ static int name_register(sbx_ctx *ctx, const char *name, const char *id, sbx_err
 {
 	char dir[4200], link[4300], target[64];
 	snprintf(dir, sizeof(dir), "%s/names", ctx->root);
-	(void)mkdir(dir, 0711);
+	(void)fs_mkdir_mode(dir, 0711);
 	snprintf(link, sizeof(link), "%s/%s", dir, name);
 	for (int attempt = 0; attempt < 2; attempt++) {
 		if (symlink(id, link) == 0)
@@ -172,14 +172,15 @@ static int write_machine_id(const env_config *c)
 	for (int i = 0; i < 16; i++)
 		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(dir, sizeof(dir), "%s/upper/etc", c->env_dir);
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
+	int r = fs_mkdir_mode(dir, 0755);
+	if (r < 0 && r != -EEXIST)
+		return r;
 	if (!c->rootless && chown(dir, c->host_uid, c->host_gid) < 0)
 		return -errno;
 	snprintf(p, sizeof(p), "%s/machine-id", dir);
 	char line[34];
 	snprintf(line, sizeof(line), "%s\n", id);
-	int r = fs_write_atomic_flags(p, line, strlen(line), 0444, false);
+	r = fs_write_atomic_flags(p, line, strlen(line), 0444, false);
 	if (r < 0)
 		return r;
 	if (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0)
@@ -621,9 +622,10 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const env_create_req *q, 
 		if ((c->ephemeral && i < 2) || (c->degraded ? i < 3 : i >= 3))
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", subs[i][0], subs[i][1]);
-		if ((mkdir(p, 0755) < 0 && !(restore_id && errno == EEXIST)) ||
-		    (!c->rootless && chown(p, c->host_uid, c->host_gid) < 0))
-			return err_errno(err, "create '%s'", p);
+		int e = fs_mkdir_mode(p, 0755);
+		if ((e < 0 && !(restore_id && e == -EEXIST)) ||
+		    (!c->rootless && (e = chown(p, c->host_uid, c->host_gid) < 0 ? -errno : 0) < 0))
+			return err_errnum(err, e, "create '%s'", p);
 	}
 	/* Disk quota: upper/ and work/ move onto an image of the quota's size
 	 * (host mount namespace: snapshots and diff read them from here). */

@@ -298,8 +298,10 @@ static int remake_layer_dirs(sbx_ctx *ctx, const char *id, const env_record *rec
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
 		char p[4300];
 		snprintf(p, sizeof(p), "%s/envs/%s/%s", ctx->root, id, subs[i]);
-		if ((mkdir(p, 0755) < 0 && errno != EEXIST) ||
-		    (!rec->rootless && chown(p, (uid_t)rec->host_uid, (gid_t)rec->host_uid) < 0))
+		int r = fs_mkdir_mode(p, 0755);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		if (!rec->rootless && chown(p, (uid_t)rec->host_uid, (gid_t)rec->host_uid) < 0)
 			return -errno;
 	}
 	return 0;

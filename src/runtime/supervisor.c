@@ -2684,7 +2684,12 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 				_exit(pid < 0);
 		}
 		/* The supervisor, in its own memory from here. Only the ready
-		 * pipe survives. */
+		 * pipe survives. The environment's trees, staging directories
+		 * and files are made with the modes asked for, whatever the
+		 * caller's umask (a 027 or 077 one would take the bits the
+		 * environment's uids pass through by); init sets 022 for the
+		 * commands anyway. */
+		umask(022);
 		safe_close(rp[0]);
 		/* One-shot: the environment's files are made here, by the process
 		 * that removes them whenever its owner goes (runtime.h prepare). */

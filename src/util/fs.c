@@ -15,6 +15,20 @@
 #include "util/fd.h"
 #include "util/syscalls.h"
 
+int fs_mkdir_mode(const char *path, mode_t mode)
+{
+	if (mkdir(path, mode) < 0)
+		return -errno;
+	/* The mode asked for, whatever the caller's umask (027 or 077 would
+	 * take the x bit the environment's uids pass through by). */
+	if (chmod(path, mode) < 0) {
+		int e = errno;
+		(void)rmdir(path);
+		return -e;
+	}
+	return 0;
+}
+
 int fs_mkdir_p(const char *path, mode_t mode)
 {
 	_cleanup_free_ char *p = strdup(path);
@@ -24,13 +38,13 @@ int fs_mkdir_p(const char *path, mode_t mode)
 		if (*s != '/')
 			continue;
 		*s = 0;
-		if (mkdir(p, mode) < 0 && errno != EEXIST)
-			return -errno;
+		int r = fs_mkdir_mode(p, mode);
+		if (r < 0 && r != -EEXIST)
+			return r;
 		*s = '/';
 	}
-	if (mkdir(p, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
+	int r = fs_mkdir_mode(p, mode);
+	return r == -EEXIST ? 0 : r;
 }
 
 int fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode)
@@ -83,7 +97,9 @@ int fs_write_atomicat(int dfd, const char *name, const void *data, size_t len, m
 	}
 	if (fd < 0)
 		return -EEXIST;
-	int r = 0;
+	/* Exactly mode, whatever the umask (these are sbx's own files, read by
+	 * the environment's uids or by sbx later: a 077 umask must not hide them). */
+	int r = fchmod(fd, mode) < 0 ? -errno : 0;
 	for (const char *p = data; len && r == 0;) {
 		ssize_t n = ops->write(fd, p, len);
 		if (n < 0 && errno == EINTR)

@@ -7,7 +7,10 @@
 
 #include "util/err.h"
 
-/* mkdir -p with `mode` for created components. */
+/* mkdir with exactly `mode`, whatever the umask: 0 or a negative errno
+ * (-EEXIST when something is there; it is left as it is). */
+int fs_mkdir_mode(const char *path, mode_t mode);
+/* mkdir -p with exactly `mode` for created components (fs_mkdir_mode). */
 int fs_mkdir_p(const char *path, mode_t mode);
 /* The one atomic write. Writes data to dfd/name through a temp file
  * dfd/.tmp-<name>-<random hex> (created O_EXCL, so unique across processes
@@ -15,7 +18,8 @@ int fs_mkdir_p(const char *path, mode_t mode);
  * sees the old file or the new one, never a part. With FS_ATOMIC_DURABLE the
  * file is fsynced before the rename and the directory after it. ops replaces
  * the write/fsync/rename steps (the store's fault table); NULL for the real
- * calls. On failure the temp file is removed. Returns 0 or -errno. */
+ * calls. The file gets exactly mode, whatever the umask. On failure the temp
+ * file is removed. Returns 0 or -errno. */
 #define FS_ATOMIC_DURABLE 1u
 typedef struct fs_atomic_ops {
 	ssize_t (*write)(int fd, const void *buf, size_t len);

@@ -267,3 +267,25 @@ t_gc_frees_an_orphaned_empty_uid_slot() {
 	[ -e "/run/sbx-uidslots/$slot" ] && fail "slot $slot still taken after rm"
 	return 0
 }
+
+# A hardened account's umask (027, 077) must change nothing: the directories
+# and files sbx makes for an environment get the modes it asks for, or the
+# environment's uids cannot pass through them (every create failed with
+# "mount staging tmpfs on '/proc/self/fd/9/mnt': Permission denied").
+t_restrictive_umask_changes_nothing() {
+	umask 077
+	assert_eq "$(sbx run -- sh -c 'echo ok')" "ok" "run under umask 077"
+	id=$(sbx create --env U=1)
+	sbx exec "$id" -- sh -c 'echo data > /root/f; chmod 0755 /root/f'
+	snap=$(sbx snapshot "$id")
+	fid=$(sbx fork "$snap")
+	assert_eq "$(sbx exec "$fid" -- cat /root/f)" "data" "a fork under umask 077"
+	assert_eq "$(sbx exec "$fid" -- stat -c %a /root/f)" "755" "the file's mode"
+	sbx exec "$id" -- rm /root/f
+	sbx restore "$id" "$snap" > /dev/null
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "data" "a restore under umask 077"
+	# A command as another user reads what sbx wrote for the environment.
+	assert_eq "$(sbx exec --user 1000 "$id" -- sh -c 'wc -c < /etc/machine-id')" "33" "machine-id as uid 1000"
+	sbx rm "$id" "$fid" > /dev/null
+	umask 022
+}
