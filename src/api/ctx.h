@@ -22,6 +22,10 @@ struct sbx_ctx {
 	 * (pool_taken_sock), and that entry's id; -1 and "" when none. */
 	int taken_sock;
 	char taken_id[16];
+	/* The last pool entry this process took one-shot: its supervisor hands
+	 * it out a moment later, and until then lookups of it must still find
+	 * it here (env_state.h ENV_POOL_MARK). "" when none. */
+	char own_entry[16];
 };
 
 /* The caller is a short-lived process (a CLI command such as `sbx run`):

@@ -593,6 +593,14 @@ static int create_on_disk(sbx_ctx *ctx, env_config *c, const env_create_req *q, 
 		return err_errno(err, "lock '%s'", p);
 	if ((r = fs_mkdir_p(c->env_dir, 0711)) < 0)
 		return err_errnum(err, r, "create '%s'", c->env_dir);
+	/* A warm pool's entry is hidden from the moment it exists until it is
+	 * handed out: no id lookup finds it (env_state.h ENV_POOL_MARK). */
+	if (ctx->pool_key) {
+		snprintf(p, sizeof(p), "%s/" ENV_POOL_MARK, c->env_dir);
+		_cleanup_close_ int mk = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+		if (mk < 0)
+			return err_errno(err, "create '%s'", p);
+	}
 	if (restore_id) {
 		/* Same uid range and name as before: the files are already theirs. */
 		*slot = (unsigned)json_int(restore_state, "uid_slot", 0);

@@ -333,32 +333,46 @@ char **env_list_ids(const sbx_ctx *ctx)
 	return v;
 }
 
+static __thread bool see_pool_entries;
+
+void env_see_pool_entries(bool on)
+{
+	see_pool_entries = on;
+}
+
+/* Whether id exists and is not a pool entry hidden from this caller. */
+static bool env_visible(const sbx_ctx *ctx, const char *id)
+{
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);
+	if (!fs_exists(p))
+		return false;
+	if (see_pool_entries || streq(ctx->own_entry, id))
+		return true;
+	snprintf(p, sizeof(p), "%s/envs/%s/" ENV_POOL_MARK, ctx->root, id);
+	return access(p, F_OK) < 0;
+}
+
 _public_ int sbx_env_resolve(sbx_ctx *ctx, const char *ref, char **ret_id, sbx_err **err)
 {
 	if (!ref || !*ref)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "empty environment id");
 	char p[4300], target[64];
 	/* A full id, then a name: one lookup each, whatever the number of environments. */
-	if (env_valid_id(ref)) {
-		snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, ref);
-		if (fs_exists(p))
-			return (*ret_id = strdup(ref)) ? 0 : err_oom(err);
-	}
+	if (env_valid_id(ref) && env_visible(ctx, ref))
+		return (*ret_id = strdup(ref)) ? 0 : err_oom(err);
 	if (!strchr(ref, '/') && ref[0] != '.') {
 		snprintf(p, sizeof(p), "%s/names/%s", ctx->root, ref);
 		ssize_t n = readlink(p, target, sizeof(target) - 1);
-		if (n > 0 && (target[n] = 0, env_valid_id(target))) {
-			snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, target);
-			if (fs_exists(p))
-				return (*ret_id = strdup(target)) ? 0 : err_oom(err);
-		}
+		if (n > 0 && (target[n] = 0, env_valid_id(target)) && env_visible(ctx, target))
+			return (*ret_id = strdup(target)) ? 0 : err_oom(err);
 	}
 	/* A unique prefix of at least 3 characters. */
 	_cleanup_strv_free_ char **ids = strlen(ref) >= 3 ? env_list_ids(ctx) : NULL;
 	const char *match = NULL;
 	int matches = 0;
 	for (char **i = ids; i && *i; i++)
-		if (startswith(*i, ref)) {
+		if (startswith(*i, ref) && env_visible(ctx, *i)) {
 			match = *i;
 			matches++;
 		}

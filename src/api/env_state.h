@@ -66,6 +66,15 @@ int env_state_write_replacing(const sbx_ctx *ctx, const char *id, const json_t *
 /* Resolves ref and reads its state.json. */
 int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, sbx_err **err);
 
+/* A warm pool's entry (pool.c) waits hidden: envs/<id>/ENV_POOL_MARK exists
+ * from its create until its hand-out, and while it does no lookup of an id,
+ * a name or a prefix (sbx_env_resolve) finds it, so nothing can exec in,
+ * pause or remove an entry before a create takes it. The process that took
+ * it (ctx->own_entry) and the pool's own code (env_see_pool_entries, for
+ * the calling thread) still see it. */
+#define ENV_POOL_MARK "pool-entry"
+void env_see_pool_entries(bool on);
+
 /* An environment id: 12 lowercase hex digits. */
 bool env_valid_id(const char *s);
 /* The ids under $SBX_ROOT/envs, a NULL-terminated strv (NULL on ENOMEM). */

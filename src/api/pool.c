@@ -205,6 +205,15 @@ static int pool_read(const sbx_ctx *ctx, const char *key, json_t **ret)
 	return *ret ? 0 : -EBADMSG;
 }
 
+/* Removes an entry (hidden from other lookups: env_state.h ENV_POOL_MARK). */
+static int pool_remove_entry(sbx_ctx *ctx, const char *id, sbx_err **err)
+{
+	env_see_pool_entries(true);
+	int r = sbx_env_remove(ctx, id, err);
+	env_see_pool_entries(false);
+	return r;
+}
+
 /* Whether the pool of key wants another entry and the caps allow one. */
 static bool pool_wants_more(sbx_ctx *ctx, const char *key, const char *dir)
 {
@@ -292,7 +301,7 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		if (asprintf(&tok, "%s/%s", dir, id) < 0 ||
 		    (fd = open(tok, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0 ||
 		    pool_read(ctx, key, &wr) < 0) {
-			(void)sbx_env_remove(ctx, id, NULL); /* the pool went while it was built */
+			pool_remove_entry(ctx, id, NULL); /* the pool went while it was built */
 			if (tok)
 				(void)unlink(tok);
 			return true;
@@ -503,6 +512,11 @@ static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, js
 	startup_mark("pool: state read");
 	r = pool_state_write(ctx, id, st);
 	startup_mark("pool: state written");
+	if (r == 0) { /* no longer hidden (env_state.h ENV_POOL_MARK) */
+		char p[4300];
+		snprintf(p, sizeof(p), "%s/envs/%s/" ENV_POOL_MARK, ctx->root, id);
+		(void)unlink(p);
+	}
 	if (r == 0 && ret_st)
 		*ret_st = TAKE_PTR(st);
 	return r;
@@ -570,7 +584,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		if (streq(getenv("SBX_POOL_FAULT") ?: "", "claimed"))
 			_exit(70); /* tests: a taker that dies holding an entry */
 		if (own <= 0 && !env_is_live(ctx, de->d_name)) {
-			(void)sbx_env_remove(ctx, de->d_name, NULL); /* its supervisor died while it waited */
+			pool_remove_entry(ctx, de->d_name, NULL); /* its supervisor died while it waited */
 			(void)unlink(claim);
 			continue;
 		}
@@ -591,7 +605,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		_cleanup_json_ json_t *st = NULL;
 		int r = pool_state_handout(ctx, got, now_ms_real(), &st);
 		if (r < 0)
-			(void)sbx_env_remove(ctx, got, NULL);
+			pool_remove_entry(ctx, got, NULL);
 		(void)unlink(claim); /* handed out (or removed) */
 		if (r < 0)
 			return 0;
@@ -602,6 +616,7 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		safe_close(ctx->taken_sock);
 		ctx->taken_sock = TAKE_FD(sock);
 		snprintf(ctx->taken_id, sizeof(ctx->taken_id), "%s", got);
+		snprintf(ctx->own_entry, sizeof(ctx->own_entry), "%s", got);
 	}
 	if (ret_warnings)
 		*ret_warnings = TAKE_PTR(warnings);
@@ -697,7 +712,7 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 				char tok[4600];
 				snprintf(tok, sizeof(tok), "%s/%s", d, de->d_name);
 				if (unlink(tok) == 0) {
-					(void)sbx_env_remove(ctx, de->d_name, NULL);
+					pool_remove_entry(ctx, de->d_name, NULL);
 					break;
 				}
 			}
@@ -757,7 +772,7 @@ static json_t *pool_remove_entries(sbx_ctx *ctx, const char *key)
 		char tok[4400];
 		snprintf(tok, sizeof(tok), "%s/pools/%s.d/%s", ctx->root, k, *i);
 		(void)unlink(tok);
-		if (sbx_env_remove(ctx, *i, NULL) == 0 && removed)
+		if (pool_remove_entry(ctx, *i, NULL) == 0 && removed)
 			json_array_append_new(removed, json_string(*i));
 	}
 	return removed;
@@ -822,7 +837,7 @@ static void pool_gc_claims(sbx_ctx *ctx, json_t *removed)
 				continue;
 			_cleanup_json_ json_t *st = NULL;
 			if (env_valid_id(ce->d_name) && env_state_read(ctx, ce->d_name, &st) == 0 &&
-			    json_str(st, "pool") && sbx_env_remove(ctx, ce->d_name, NULL) == 0 && removed)
+			    json_str(st, "pool") && pool_remove_entry(ctx, ce->d_name, NULL) == 0 && removed)
 				json_array_append_new(removed, json_string(ce->d_name));
 			(void)unlink(c);
 		}

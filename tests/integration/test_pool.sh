@@ -31,6 +31,29 @@ t_pool_create_takes_an_entry() {
 	sbx pool rm host > /dev/null
 }
 
+# An entry waits hidden: nothing can exec in it, pause it, copy into it or
+# remove it by its id (or a prefix) before a create takes it, so nothing done
+# to it reaches the next taker (files, a process, a pause).
+t_pool_entry_is_hidden_until_taken() {
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	e=$(ls "$SBX_ROOT"/pools/*.d/)
+	[[ "$e" =~ ^[0-9a-f]{12}$ ]] || fail "no single entry: '$e'"
+	for cmd in "exec $e -- sh -c 'echo evil > /root/evil'" "exec ${e:0:6} -- true" "pause $e" \
+		"inspect $e" "rm $e" "snapshot $e" "ps $e"; do
+		eval "expect_status 125 sbx $cmd"
+		assert_contains "$ERR" "no such environment"
+	done
+	echo x > "$TMPDIR_TEST/x"
+	expect_status 125 sbx cp "$TMPDIR_TEST/x" "$e:/root/x"
+	read -r id fp <<< "$(sbx create --json | from_pool)"
+	assert_eq "$id $fp" "$e True" "the entry was taken"
+	assert_eq "$(sbx exec "$id" -- sh -c 'ls /root; echo $$')" "2" "the taken entry's files or first pid"
+	assert_eq "$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" "running"
+	sbx rm "$id"
+	sbx pool rm host > /dev/null
+}
+
 # What a pooled environment shows is what a cold one with the same options
 # shows: the isolation report, limits, the walls as the kernel reports them
 # inside, its first pid and host name; its uid range is its own (the map's
