@@ -93,6 +93,8 @@ typedef struct policy_storage {
 	const char **cap_drop; /* what o->cap_drop may point to (names are static) */
 } policy_storage;
 int policy_load_spec(const char *spec, struct policy **ret, sbx_err **err);
+/* Whether a --policy spec names a built-in profile (strict, dev, open). */
+bool policy_spec_is_profile(const char *spec);
 int policy_apply(const struct policy *p, sbx_create_opts *o, policy_storage *keep, sbx_err **err);
 void policy_storage_clear(policy_storage *k);
 

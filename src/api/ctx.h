@@ -16,7 +16,10 @@ struct sbx_ctx {
 	char **host_dirs;      /* sbx_ctx_allow_host_dir: real paths an operator allowed (host_dirs.c) */
 	const char *pool_key;  /* set while building a warm pool entry (src/api/pool.c) */
 	bool pool_tmpfs;       /* and its writable layer goes on a tmpfs (pool_layer_tmpfs) */
-	pid_t short_lived;     /* ctx_short_lived: the process whose supervisors stay its children */
+	/* and the digest of what it is built from that may change under the
+	 * pool's name (pool.c pool_inputs), NULL when nothing may */
+	const char *pool_inputs;
+	pid_t short_lived; /* ctx_short_lived: the process whose supervisors stay its children */
 	/* A one-shot create's pool take (pool.c): the connection on which the
 	 * entry's supervisor said "owned", kept for the entry's first command
 	 * (pool_taken_sock), and that entry's id; -1 and "" when none. */

@@ -752,6 +752,8 @@ static int create_record(sbx_ctx *ctx, env_config *c, const env_create_req *q, j
 		devices_state(c, st);
 	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
 		json_object_set_new(st, "pool", json_string(ctx->pool_key));
+	if (st && ctx->pool_key && ctx->pool_inputs)
+		json_object_set_new(st, "pool_inputs", json_string(ctx->pool_inputs));
 	/* Who is creating it: until "state" is written, a create whose process
 	 * died (kill -9 of the CLI, of sbx serve) left an environment nobody was
 	 * given; gc removes it once its creator is gone (env_creator_gone). */

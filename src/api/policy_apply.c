@@ -16,14 +16,14 @@
 #include "util/fs.h"
 #include "util/json.h"
 
-static bool is_profile(const char *s)
+bool policy_spec_is_profile(const char *s)
 {
 	return streq(s, "strict") || streq(s, "dev") || streq(s, "open");
 }
 
 int policy_load_spec(const char *spec, policy **ret, sbx_err **err)
 {
-	if (is_profile(spec))
+	if (policy_spec_is_profile(spec))
 		return policy_profile(spec, ret, err);
 	if (spec[0] == '{')
 		return policy_parse(spec, strlen(spec), ret, err);

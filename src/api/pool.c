@@ -90,6 +90,43 @@ static void pool_key(const char *kind, const char *source, const char *pol, char
 		snprintf(ret + 2 * i, 3, "%02x", md[i]);
 }
 
+/* What may change under a pool's name (docs/warm.md "What a pool is keyed
+ * by"): the snapshot a template name points to, and a policy file's content.
+ * An entry records their digest (16 hex digits) when it is built, and a take
+ * skips (and removes) an entry whose digest is not the one of now. "" when
+ * the pool names neither: host, dir:PATH, a snapshot digest, a built-in
+ * profile or an inline policy are the key itself. */
+static void pool_inputs(sbx_ctx *ctx, const char *tmpl, const char *pol, char ret[17])
+{
+	ret[0] = 0;
+	bool named = tmpl && !streq(tmpl, "host") && !startswith(tmpl, "dir:") && !startswith(tmpl, "oci:");
+	bool file = pol && !policy_spec_is_profile(pol) && pol[0] != '{';
+	if (!named && !file)
+		return;
+	_cleanup_free_ char *target = NULL, *buf = NULL;
+	size_t len = 0;
+	if (named && sbx_template_resolve(ctx, tmpl, &target, NULL) < 0)
+		target = NULL;
+	if (file && fs_read_file(pol, 1 << 20, &buf, &len) < 0)
+		buf = mfree(buf), len = 0;
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256_CTX h;
+	SHA256_Init(&h);
+	SHA256_Update(&h, target ?: "-", strlen(target ?: "-"));
+	SHA256_Update(&h, "\n", 1);
+	SHA256_Update(&h, buf ?: "-", buf ? len : 1);
+	SHA256_Final(md, &h);
+	for (int i = 0; i < 8; i++)
+		snprintf(ret + 2 * i, 3, "%02x", md[i]);
+}
+
+/* Whether entry id was built from the inputs want (pool_inputs). */
+static bool pool_entry_current(const sbx_ctx *ctx, const char *id, const char *want)
+{
+	_cleanup_json_ json_t *st = NULL;
+	return env_state_read(ctx, id, &st) == 0 && streq(json_str(st, "pool_inputs") ?: "", want);
+}
+
 static char *pool_path(const sbx_ctx *ctx, const char *key, const char *suffix)
 {
 	char *p = NULL;
@@ -289,11 +326,15 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		o.policy = json_str(cfg, "policy");
 		_cleanup_free_ char *id = NULL;
 		_cleanup_json_ json_t *wr = NULL;
+		char inputs[17];
+		pool_inputs(ctx, o.template_spec, o.policy, inputs);
 		ctx->pool_key = key;
 		ctx->pool_tmpfs = streq(json_str(cfg, "layer") ?: "", "tmpfs");
+		ctx->pool_inputs = inputs[0] ? inputs : NULL;
 		int r = sbx_env_create(ctx, &o, &id, &wr, NULL);
 		ctx->pool_key = NULL;
 		ctx->pool_tmpfs = false;
+		ctx->pool_inputs = NULL;
 		if (r < 0)
 			return false;
 		_cleanup_free_ char *tok = NULL;
@@ -547,12 +588,13 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	_cleanup_free_ char *source = NULL;
 	if (pool_source_of(ctx, o, &kind, &source, NULL) < 0)
 		return 0;
-	char key[17];
+	char key[17], want[17];
 	pool_key(kind, source, o ? o->policy : NULL, key);
 	_cleanup_free_ char *dir = pool_path(ctx, key, ".d"), *taken = pool_path(ctx, key, ".taken");
 	DIR *d = dir && taken ? opendir(dir) : NULL;
 	if (!d)
 		return 0;
+	pool_inputs(ctx, o ? o->template_spec : NULL, o ? o->policy : NULL, want);
 	struct dirent *de;
 	_cleanup_free_ char *got = NULL;
 	_cleanup_close_ int sock = -1;
@@ -564,6 +606,15 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		char tok[4400];
 		snprintf(tok, sizeof(tok), "%s/%s", dir, de->d_name);
 		snprintf(claim, sizeof(claim), "%s/%s", taken, de->d_name);
+		/* Built before its policy file or template name changed: never
+		 * handed out (a cold create would use what they are now). */
+		if (want[0] && !pool_entry_current(ctx, de->d_name, want)) {
+			if ((mkdir(taken, 0700) == 0 || errno == EEXIST) && rename(tok, claim) == 0) {
+				pool_remove_entry(ctx, de->d_name, NULL);
+				(void)unlink(claim);
+			}
+			continue;
+		}
 		/* Winning the rename of the token into <key>.taken/ is winning the
 		 * entry; the claim stays until the entry is handed out, so that
 		 * sbx gc finds an entry whose taker died (pool_gc_claims). */
@@ -660,9 +711,17 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	if (size < 0 || size > POOL_SIZE_MAX)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size,
 			       POOL_SIZE_MAX);
-	/* A snapshot (digest, prefix or label) if it resolves as one, else a template. */
+	/* host and dir:PATH are templates; else a snapshot (digest, prefix or
+	 * label) if it resolves as one, else a template name. */
 	_cleanup_free_ char *digest = NULL, *tdigest = NULL;
-	bool snap = sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
+	bool builtin = streq(source, "host") || startswith(source, "dir:");
+	bool snap = !builtin && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
+	struct stat dst;
+	if (startswith(source, "dir:") && (stat(source + 4, &dst) < 0 || !S_ISDIR(dst.st_mode)))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+			       "pool: template '%s': '%s' is not a directory (dir:PATH names a root "
+			       "filesystem tree)",
+			       source, source + 4);
 	/* Else a template: host, dir:PATH or one that resolves (a name that is
 	 * neither, e.g. a mistyped label, would make a pool that never fills). */
 	if (!snap && !streq(source, "host") && !startswith(source, "dir:") &&
@@ -782,7 +841,8 @@ _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_s
 			     sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL;
-	bool snap = source && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
+	bool snap = source && !streq(source, "host") && !startswith(source, "dir:") &&
+		    sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
 	char key[17];
 	pool_key(snap ? "snapshot" : "template", snap ? digest : source ? source : "", pol_spec, key);
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json"), *dir = pool_path(ctx, key, ".d"),
@@ -790,7 +850,9 @@ _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_s
 	if (!p || !dir || !lp)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (unlink(p) < 0)
-		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool for '%s'%s%s",
+		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT,
+						 "no pool for '%s'%s%s (sbx pool ls lists the pools; one set "
+						 "with --policy is removed with the same --policy)",
 						 source ? source : "", pol_spec ? " with policy " : "",
 						 pol_spec ? pol_spec : "")
 				       : err_errno(err, "remove '%s'", p);

@@ -266,7 +266,8 @@ _public_ int sbx_snapshot_pull(sbx_ctx *ctx, const char *refstr, const char *nam
 		return err_oom(err);
 	if (!store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid name '%s': use letters, digits, '.', '_' or '-' (at most 128)",
+			       "invalid name '%s': use letters, digits, '.', '_' or '-' (at most 128), "
+			       "not 'host' (the host template's name); give one with --name",
 			       label);
 	_cleanup_reg_client_ reg_client *c = NULL;
 	if (reg_client_open(&ref, insecure, false, &c, err) < 0)

@@ -45,7 +45,8 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	_cleanup_free_ char *id = NULL;
 	if (label && !store_label_valid(label))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128)",
+			       "invalid label '%s': use letters, digits, '.', '_' or '-' (at most 128), "
+			       "not 'host' (the host template's name)",
 			       label);
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
 	if (env_record_load(ctx, ref, &id, &st, err) < 0)

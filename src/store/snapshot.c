@@ -32,7 +32,10 @@ void store_snapshot_free(store_snapshot *s)
 
 bool store_label_valid(const char *l)
 {
-	if (!l ||
+	/* "host" names the host template wherever a snapshot or a template is
+	 * accepted (sbx pool set host, sbx fork): a label of that name would
+	 * take its place in some of them and not in others. */
+	if (!l || streq(l, "host") ||
 	    !((l[0] >= 'a' && l[0] <= 'z') || (l[0] >= 'A' && l[0] <= 'Z') || (l[0] >= '0' && l[0] <= '9')))
 		return false;
 	size_t n = 0;

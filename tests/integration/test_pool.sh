@@ -31,6 +31,42 @@ t_pool_create_takes_an_entry() {
 	sbx pool rm host > /dev/null
 }
 
+# A pool named by a policy file or a template name is keyed by that name, but
+# what it names may change: an entry built before the change is never handed
+# out (a cold create would get the new policy or snapshot); the next ones are
+# built from what the names say now.
+t_pool_follows_its_policy_file_and_template_name() {
+	pol=$TMPDIR_TEST/pol.json
+	pids() { sbx inspect "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["limits"]["pids"])'; }
+	echo '{"name":"mine","limits":{"pids":100}}' > "$pol"
+	sbx pool set host --size 1 --policy "$pol" > /dev/null
+	ready host 1
+	echo '{"name":"mine","limits":{"pids":50}}' > "$pol"
+	read -r id fp <<< "$(sbx create --json --policy "$pol" | from_pool)"
+	assert_eq "$fp $(pids "$id")" "False 50" "an entry of the old policy file was handed out"
+	ready host 1
+	read -r id2 fp2 <<< "$(sbx create --json --policy "$pol" | from_pool)"
+	assert_eq "$fp2 $(pids "$id2")" "True 50" "the refill follows the file"
+	sbx rm "$id" "$id2" > /dev/null
+	sbx pool rm host --policy "$pol" > /dev/null
+	src=$(sbx create)
+	sbx exec "$src" -- sh -c 'echo one > /root/v'
+	s1=$(sbx snapshot "$src")
+	sbx exec "$src" -- sh -c 'echo two > /root/v'
+	s2=$(sbx snapshot "$src")
+	sbx template add tt "$s1" > /dev/null
+	sbx pool set tt --size 1 > /dev/null
+	ready tt 1
+	sbx template add tt "$s2" > /dev/null
+	read -r id3 fp3 <<< "$(sbx create --json --template tt | from_pool)"
+	assert_eq "$fp3 $(sbx exec "$id3" -- cat /root/v)" "False two" "an entry of the old template target"
+	ready tt 1
+	read -r id4 fp4 <<< "$(sbx create --json --template tt | from_pool)"
+	assert_eq "$fp4 $(sbx exec "$id4" -- cat /root/v)" "True two" "the refill follows the name"
+	sbx rm "$src" "$id3" "$id4" > /dev/null
+	sbx pool rm tt > /dev/null
+}
+
 # An entry waits hidden: nothing can exec in it, pause it, copy into it or
 # remove it by its id (or a prefix) before a create takes it, so nothing done
 # to it reaches the next taker (files, a process, a pause).
@@ -524,6 +560,19 @@ t_pool_set_unknown_source_is_refused() {
 	mkdir -p "$TMPDIR_TEST/tdir"
 	sbx pool set "dir:$TMPDIR_TEST/tdir" --size 0 > /dev/null
 	sbx pool rm "dir:$TMPDIR_TEST/tdir" > /dev/null
+	# A dir: template that is no directory would never fill either.
+	expect_status 125 sbx pool set dir:/nonexistent --size 1
+	assert_contains "$ERR" "is not a directory"
+	expect_status 125 sbx pool set dir:/etc/hostname --size 1
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "0"
+	# "host" is the host template's name: no snapshot label may take it
+	# (pool set host would have made a pool of that snapshot).
+	id=$(sbx create)
+	expect_status 125 sbx snapshot "$id" --label host
+	assert_contains "$ERR" "not 'host'"
+	sbx rm "$id" > /dev/null
+	expect_status 125 sbx pool rm host
+	assert_contains "$ERR" "sbx pool ls"
 }
 
 # The C API: sbx_env_create with opts.snapshot takes an entry too (by label
