@@ -933,7 +933,9 @@ static void client_request(supervisor *s, int conn)
 		resume_env(s);
 		send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_RESUMED, "was_paused", was), NULL, 0);
 	} else if (streq(op, CTL_OP_PHASE)) {
-		keep = phase_begin(s, conn, m);
+		/* The switch runs in init, which a pause has frozen: resumed first. */
+		if (pause_gate(s, conn, m))
+			keep = phase_begin(s, conn, m);
 	} else if (streq(op, CTL_OP_INFO)) {
 		send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, CTL_OP_STOP)) {

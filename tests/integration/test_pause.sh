@@ -101,6 +101,21 @@ t_pause_errors() {
 	[ ! -e "$SBX_RUN/$id" ] || fail "run dir left"
 }
 
+# The switch to the agent phase runs in init, which a pause freezes: it
+# resumes the environment first, as an exec does (it hung until the
+# environment was removed).
+t_pause_phase_switch_resumes() {
+	echo '{"name": "a", "env": {"PHASE": "agent"}}' > "$TMPDIR_TEST/agent.json"
+	id=$(sbx create --agent-policy "$TMPDIR_TEST/agent.json")
+	sbx pause "$id" > /dev/null
+	assert_eq "$(state_of "$id")" "paused"
+	out=$(timeout 20 "$SBX_BIN" phase "$id" agent) || fail "the phase switch of a paused environment failed or hung"
+	assert_contains "$out" "agent"
+	assert_eq "$(state_of "$id")" "running"
+	assert_eq "$(sbx exec "$id" -- sh -c 'echo $PHASE')" "agent"
+	sbx rm "$id"
+}
+
 t_idle_suspend_and_back() {
 	id=$(sbx create --idle-suspend 1s --env FOO=bar --name idle-1)
 	sbx exec "$id" -- sh -c 'echo kept > /root/f; nohup sleep 1000 > /dev/null 2>&1 &'
