@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/utf8.h"
+
 static const char *const code_names[] = {
     [SBX_OK] = "ok",
     [SBX_E_NOT_FOUND] = "not_found",
@@ -93,6 +95,29 @@ int err_ret(sbx_err *const *err)
 	return -1;
 }
 
+/* A message quotes what it was given (an id, a path, a command), and what
+ * it was given may be megabytes (an MCP argument): past ERR_MSG_MAX bytes
+ * its middle is cut, at UTF-8 character boundaries, so that the start
+ * (what failed) and the end (why) stay and a reply that carries it stays
+ * small. m is freed when replaced. */
+#define ERR_MSG_MAX 8192
+#define ERR_MSG_HEAD 5120
+#define ERR_MSG_TAIL 2048
+static char *msg_cap(char *m)
+{
+	size_t n = m ? strlen(m) : 0;
+	if (n <= ERR_MSG_MAX)
+		return m;
+	size_t head = utf8_complete_prefix(m, ERR_MSG_HEAD), tail = n - ERR_MSG_TAIL;
+	while (tail < n && ((unsigned char)m[tail] & 0xc0) == 0x80)
+		tail++; /* past the continuation bytes of a character cut */
+	char *c = NULL;
+	if (asprintf(&c, "%.*s ... (%zu bytes left out) ... %s", (int)head, m, tail - head, m + tail) < 0)
+		return m;
+	free(m);
+	return c;
+}
+
 static int vset(sbx_err **err, sbx_code code, int errnum, const char *suffix, const char *fmt, va_list ap)
 {
 	if (errnum < 0)
@@ -115,7 +140,7 @@ static int vset(sbx_err **err, sbx_code code, int errnum, const char *suffix, co
 	}
 	e->code = code;
 	e->errnum = errnum;
-	e->msg = m;
+	e->msg = msg_cap(m);
 	*err = e;
 	return ret;
 }
@@ -166,7 +191,7 @@ int err_wrap(sbx_err **err, const char *fmt, ...)
 		char *m = NULL;
 		if (asprintf(&m, "%s: %s", prefix, (*err)->msg ? (*err)->msg : "error") >= 0) {
 			free((*err)->msg);
-			(*err)->msg = m;
+			(*err)->msg = msg_cap(m);
 		}
 		free(prefix);
 	}
