@@ -65,3 +65,24 @@ exit 0"
 	[ -z "$(ls "$SBX_RUN" 2> /dev/null | grep -E '^[0-9a-f]{12}$')" ] || fail "run dirs left: $(ls "$SBX_RUN")"
 	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["environments"]))')" "0"
 }
+
+# An argument of megabytes quoted in an error must not make the reply too big
+# for the client: environment_fork with a 3 MiB snapshot_id answered 12 MB
+# (the id twice, each escaped twice), past the official SDK's 10 MiB limit.
+t_mcp_huge_argument_error_stays_small() {
+	out=$(mcp_py <<'PY'
+import sys, json
+from mcp_client import Client
+cl = Client(sys.argv[1])
+cl.n += 1
+cl._send({"jsonrpc": "2.0", "id": cl.n, "method": "tools/call",
+          "params": {"name": "environment_fork", "arguments": {"snapshot_id": "a" * (3 << 20)}}})
+line = cl.p.stdout.readline()
+m = json.loads(line)
+assert m["id"] == cl.n and m["result"]["isError"], m
+print(len(line) < (64 << 10), m["result"]["structuredContent"]["error"]["code"])
+print(cl.call("environment_list", {})[0])
+PY
+)
+	assert_eq "$out" $'True not_found\nFalse' "the reply's size or code, or the session after it"
+}
