@@ -72,10 +72,95 @@ json_t *jsonrpc_notification(const char *method, json_t *params)
 	return m;
 }
 
-json_t *jsonrpc_too_large(size_t len)
+/* Past the string that starts at buf[i] ('"'): the index after its closing
+ * quote, or len when it does not end within len. */
+static size_t skip_string(const char *buf, size_t len, size_t i)
+{
+	for (i++; i < len; i++) {
+		if (buf[i] == '\\')
+			i++;
+		else if (buf[i] == '"')
+			return i + 1;
+	}
+	return len;
+}
+
+static size_t skip_ws(const char *buf, size_t len, size_t i)
+{
+	while (i < len && strchr(" \t\r\n", buf[i]) && buf[i])
+		i++;
+	return i;
+}
+
+/* Past the value that starts at buf[i]: its end, or len when it does not
+ * end within len (a scalar ends at the first ',', '}', ']' or space). */
+static size_t skip_value(const char *buf, size_t len, size_t i)
+{
+	if (i >= len)
+		return len;
+	if (buf[i] == '"')
+		return skip_string(buf, len, i);
+	if (buf[i] != '{' && buf[i] != '[') {
+		while (i < len && buf[i] && !strchr(",}] \t\r\n", buf[i]))
+			i++;
+		return i < len ? i : len;
+	}
+	size_t depth = 0;
+	while (i < len) {
+		char c = buf[i];
+		if (c == '"') {
+			i = skip_string(buf, len, i);
+			continue;
+		}
+		if (c == '{' || c == '[')
+			depth++;
+		else if ((c == '}' || c == ']') && --depth == 0)
+			return i + 1;
+		i++;
+	}
+	return len;
+}
+
+json_t *jsonrpc_peek_id(const char *buf, size_t len)
+{
+	size_t i = skip_ws(buf, len, 0);
+	if (i >= len || buf[i] != '{')
+		return NULL;
+	i++;
+	for (;;) {
+		i = skip_ws(buf, len, i);
+		if (i >= len || buf[i] != '"')
+			return NULL; /* the end of the object, or not an object */
+		size_t key = i + 1, after = skip_string(buf, len, i);
+		if (after >= len)
+			return NULL;
+		bool is_id = after - key == 3 && !memcmp(buf + key, "id\"", 3);
+		i = skip_ws(buf, len, after);
+		if (i >= len || buf[i] != ':')
+			return NULL;
+		size_t v = skip_ws(buf, len, i + 1), end = skip_value(buf, len, v);
+		if (end >= len)
+			return NULL; /* cut within the value: nothing after it can be read */
+		if (is_id) {
+			if (end - v > 258)
+				return NULL;
+			json_t *id = json_loadb(buf + v, end - v, JSON_DECODE_ANY, NULL);
+			if (json_is_integer(id) || json_is_string(id))
+				return id;
+			json_decref(id);
+			return NULL;
+		}
+		i = skip_ws(buf, len, end);
+		if (i >= len || buf[i] != ',')
+			return NULL;
+		i++;
+	}
+}
+
+json_t *jsonrpc_too_large(size_t len, const json_t *id)
 {
 	return jsonrpc_errorf(
-	    NULL, JSONRPC_INVALID_REQUEST, NULL,
+	    id, JSONRPC_INVALID_REQUEST, NULL,
 	    "message too large: %zu bytes or more; the limit is %zu bytes (send large file content "
 	    "in several smaller writes)",
 	    len, JSONRPC_MAX_MESSAGE);
@@ -119,7 +204,8 @@ int jsonrpc_parse(const char *buf, size_t len, json_t **ret, json_t **ret_error)
 	*ret = NULL;
 	*ret_error = NULL;
 	if (len > JSONRPC_MAX_MESSAGE) {
-		*ret_error = jsonrpc_too_large(len);
+		_cleanup_json_ json_t *id = jsonrpc_peek_id(buf, len);
+		*ret_error = jsonrpc_too_large(len, id);
 		return JSONRPC_INVALID_REQUEST;
 	}
 	size_t i = 0;

@@ -67,8 +67,15 @@ json_t *jsonrpc_errorf(const json_t *id, int code, json_t *data, const char *fmt
 /* {"jsonrpc":"2.0","method":method,"params":params}; steals params (may be NULL). */
 json_t *jsonrpc_notification(const char *method, json_t *params);
 /* The error for a message of len bytes that exceeds JSONRPC_MAX_MESSAGE
- * (used by transports that stop reading an oversized line early). */
-json_t *jsonrpc_too_large(size_t len);
+ * (used by transports that stop reading an oversized line early), with id
+ * (jsonrpc_peek_id; NULL: null). */
+json_t *jsonrpc_too_large(size_t len, const json_t *id);
+/* The "id" of a request from the first len bytes of its text, for a message
+ * too large to parse (a client waits for the reply to its id): the
+ * top-level object's "id" member if it comes whole within those bytes and is
+ * an integer or a string of at most 256 bytes; NULL otherwise. Never reads
+ * past len. Pure (fuzzed by tests/fuzz/fuzz_jsonrpc.c). */
+json_t *jsonrpc_peek_id(const char *buf, size_t len);
 /* Serializes a message for the wire: compact, one line, no trailing
  * newline. Returns NULL on ENOMEM. */
 char *jsonrpc_dump(const json_t *msg);

@@ -117,7 +117,8 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 
 	size_t cap = 64 * 1024, len = 0, scanned = 0;
 	char *buf = malloc(cap);
-	size_t skipping = 0; /* > 0: inside an oversized line, this many bytes so far */
+	size_t skipping = 0;	/* > 0: inside an oversized line, this many bytes so far */
+	json_t *skip_id = NULL; /* and the id read from its start (jsonrpc_peek_id) */
 	bool stopped = false;
 	while (buf && !atomic_load(&out.broken)) {
 		/* out_fd with no events: poll still reports its reader gone
@@ -154,10 +155,12 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 			if (buf[i] != '\n')
 				continue;
 			if (skipping) {
-				json_t *e = jsonrpc_too_large(skipping + (i - start));
+				json_t *e = jsonrpc_too_large(skipping + (i - start), skip_id);
 				stdio_send(&out, e);
 				json_decref(e);
 				skipping = 0;
+				json_decref(skip_id);
+				skip_id = NULL;
 			} else
 				mcp_server_handle(s, buf + start, i - start, &sink);
 			start = i + 1;
@@ -167,6 +170,8 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 		scanned = len;
 		/* A partial line past the limit: drop it, remember its size. */
 		if (len > JSONRPC_MAX_MESSAGE) {
+			if (!skipping)
+				skip_id = jsonrpc_peek_id(buf, len);
 			skipping += len;
 			len = scanned = 0;
 		}
@@ -175,10 +180,11 @@ int mcp_serve_stdio(sbx_ctx *ctx, int in_fd, int out_fd, sbx_err **err)
 	if (buf && !stopped && len > 0 && !skipping)
 		mcp_server_handle(s, buf, len, &sink);
 	else if (buf && !stopped && skipping) {
-		json_t *e = jsonrpc_too_large(skipping + len);
+		json_t *e = jsonrpc_too_large(skipping + len, skip_id);
 		stdio_send(&out, e);
 		json_decref(e);
 	}
+	json_decref(skip_id);
 	free(buf);
 	if (stopped || atomic_load(&out.broken))
 		mcp_server_cancel_all(s);

@@ -86,3 +86,23 @@ PY
 )
 	assert_eq "$out" $'True not_found\nFalse' "the reply's size or code, or the session after it"
 }
+
+# A request over the 4 MiB limit is refused with its own id (read from its
+# start), so that the client's call ends at once: with "id": null the
+# official SDK waited for its timeout.
+t_mcp_oversized_request_keeps_its_id() {
+	out=$(mcp_py <<'PY'
+import sys, json
+from mcp_client import Client
+cl = Client(sys.argv[1])
+big = {"jsonrpc": "2.0", "id": 77, "method": "tools/call",
+       "params": {"name": "environment_write_file",
+                  "arguments": {"environment_id": "x", "path": "/f", "content": "a" * (5 << 20)}}}
+cl._send(big)
+m = json.loads(cl.p.stdout.readline())
+print(m["id"], m["error"]["code"])
+print(cl.call("environment_list", {})[0])
+PY
+)
+	assert_eq "$out" $'77 -32600\nFalse' "the oversized request's reply, or the session after it"
+}
