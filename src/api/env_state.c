@@ -406,11 +406,23 @@ int env_connect(const sbx_ctx *ctx, const char *id, sbx_err **err)
 	if (RETRY_EINTR(connect(fd, (struct sockaddr *)&sa, sizeof(sa))) < 0) {
 		int e = errno;
 		safe_close(fd);
-		if (e == ENOENT || e == ECONNREFUSED)
-			return err_set(err, SBX_E_UNAVAILABLE, e,
-				       "environment '%s' is not running (its supervisor exited; `sbx rm` or "
-				       "`sbx gc` removes it)",
-				       id);
+		if (e == ENOENT || e == ECONNREFUSED) {
+			/* What to do next depends on why: both come back with their
+			 * files (sbx resume); removing it is the last resort. */
+			char p[4300];
+			snprintf(p, sizeof(p), "%s/envs/%s/suspended", ctx->root, id);
+			if (access(p, F_OK) == 0)
+				return err_set(
+				    err, SBX_E_UNAVAILABLE, e,
+				    "environment '%s' is suspended (`sbx resume %s` brings it back; "
+				    "exec, cp and file calls wake it too)",
+				    id, id);
+			return err_set(
+			    err, SBX_E_UNAVAILABLE, e,
+			    "environment '%s' is not running (stopped, or its supervisor exited): "
+			    "`sbx resume %s` starts it again with its files; `sbx rm %s` removes it",
+			    id, id, id);
+		}
 		return err_errnum(err, e, "connect to environment '%s'", id);
 	}
 	return fd;

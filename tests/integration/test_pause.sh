@@ -125,6 +125,9 @@ t_idle_suspend_and_back() {
 	if ls -d /sys/fs/cgroup/*/sbx/"$id" /sys/fs/cgroup/sbx/"$id" 2> /dev/null | grep -q .; then
 		fail "cgroup of a suspended environment remains"
 	fi
+	# What does not wake it says how to (not to remove it, as it did).
+	expect_status 125 sbx ps "$id"
+	assert_contains "$ERR" "is suspended (\`sbx resume $id\`"
 	out=$(sbx exec idle-1 -- sh -c 'cat /root/f; echo $FOO; hostname; pgrep -c sleep || true')
 	assert_eq "$out" "$(printf 'kept\nbar\nidle-1\n0')"
 	insp=$(sbx inspect "$id")
