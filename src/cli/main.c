@@ -122,7 +122,7 @@ static const cli_cmd commands[] = {
      "docs/server.md."},
 };
 
-static const char options_help[] =
+static const char create_opts_help[] =
     "CREATE-OPTS:\n"
     "  --template T        host (default: the host's OS tree, read-only, secrets hidden) or dir:PATH\n"
     "  --snapshot S        start from a snapshot (digest, prefix or label)\n"
@@ -159,7 +159,9 @@ static const char options_help[] =
     "                      policy's \"capabilities\" (anything else is refused)\n"
     "  --device KIND=NAME  a CDI device (nvidia.com/gpu=0, =0:1 a MIG slice, =all), from the specs in\n"
     "                      /etc/cdi and /var/run/cdi or $SBX_CDI_SPEC_DIRS (colon-separated);\n"
-    "                      repeatable; a policy allows only its \"devices\" (docs/devices.md)\n"
+    "                      repeatable; a policy allows only its \"devices\" (docs/devices.md)\n";
+
+static const char exec_opts_help[] =
     "EXEC-OPTS:\n"
     "  --cwd DIR           working directory (default /root; a user's: its home, else /tmp)\n"
     "  -u, --user U        run this command as U (UID[:GID] or NAME[:GROUP]) instead of the\n"
@@ -176,7 +178,9 @@ static const char options_help[] =
     "                      the trace id on stderr; --json: trace_id); replay it with 'sbx replay'\n"
     "  --deterministic     determinism controls (virtual clock from a recorded epoch, seeded\n"
     "                      randomness, fixed hostname, no ASLR, one CPU); on by default with --trace,\n"
-    "                      --no-deterministic records the command's real behaviour\n"
+    "                      --no-deterministic records the command's real behaviour\n";
+
+static const char common_help[] =
     "Every command accepts --json for machine-readable output.\n"
     "Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
     "SBX_DEBUG=1 (debug log), SBX_MCP_SECRETS=NAME,... (sbx mcp/serve: the host variables an MCP client may\n"
@@ -189,7 +193,8 @@ static void usage(FILE *f)
 		sbx_version());
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n%s\nRun 'sbx COMMAND --help' for one command.\n", options_help);
+	fprintf(f, "\n%s%s%s\nRun 'sbx COMMAND --help' for one command.\n", create_opts_help, exec_opts_help,
+		common_help);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -252,8 +257,11 @@ int main(int argc, char **argv)
 			continue;
 		for (int k = 2; k < argc && !streq(argv[k], "--"); k++)
 			if (streq(argv[k], "--help") || streq(argv[k], "-h")) {
-				printf("Usage: %s\n\n%s\n\n%s", commands[i].usage, commands[i].help,
-				       options_help);
+				/* The option blocks its usage names, not every command's. */
+				printf("Usage: %s\n\n%s\n\n%s%s%s", commands[i].usage, commands[i].help,
+				       strstr(commands[i].usage, "CREATE-OPTS") ? create_opts_help : "",
+				       strstr(commands[i].usage, "EXEC-OPTS") ? exec_opts_help : "",
+				       common_help);
 				return 0;
 			}
 		cli c = {0};

@@ -64,6 +64,18 @@ t_usage_errors() {
 	assert_contains "$OUT" "Usage"
 	expect_status 0 sbx exec --help
 	assert_contains "$OUT" "sbx exec"
+	# A command's help lists the option blocks its usage names, no others
+	# (pause --help listed --memory, which pause refuses).
+	assert_contains "$OUT" "EXEC-OPTS:"
+	[[ "$OUT" != *"CREATE-OPTS:"* ]] || fail "exec --help lists the create options"
+	for c in pause resume pool gc rm snapshot restore; do
+		expect_status 0 sbx "$c" --help
+		[[ "$OUT" != *"--memory SIZE"* && "$OUT" != *"--cwd DIR"* ]] || fail "$c --help lists options it refuses"
+		assert_contains "$OUT" "--json"
+	done
+	expect_status 0 sbx run --help
+	assert_contains "$OUT" "CREATE-OPTS:"
+	assert_contains "$OUT" "EXEC-OPTS:"
 	nothing_left
 }
 
