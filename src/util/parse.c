@@ -103,12 +103,14 @@ _public_ int sbx_parse_duration(const char *s, int64_t *ret, sbx_err **err)
 		goto bad;
 	v *= mult;
 	if (v >= 1e15)
-		goto bad;
+		return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
+			       "invalid duration '%s': too long (at most 10^15 ms, about 31000 years)", s);
 	*ret = (int64_t)llround(v);
 	return 0;
 bad:
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-		       "invalid duration '%s': expected a number with a unit ms, s, m, h or d (e.g. 30s)",
+		       "invalid duration '%s': expected a number of milliseconds, or a number with a unit "
+		       "ms, s, m, h or d (e.g. 30s)",
 		       s ? s : "");
 }
 

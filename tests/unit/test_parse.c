@@ -44,6 +44,13 @@ TEST(duration_rejects)
 	const char *bad[] = {"", "s", "-5s", "5x", "5 s", "1e3", "9999999999999999d", NULL};
 	for (int i = 0; bad[i]; i++)
 		CHECK(sbx_parse_duration(bad[i], &v, NULL) < 0);
+	/* Too long is said as such, not as a missing unit. */
+	sbx_err *e = NULL;
+	CHECK(sbx_parse_duration("99999999d", &v, &e) < 0 && strstr(sbx_err_message(e), "too long"));
+	sbx_err_free(e);
+	e = NULL;
+	CHECK(sbx_parse_duration("abc", &v, &e) < 0 && strstr(sbx_err_message(e), "milliseconds"));
+	sbx_err_free(e);
 }
 
 TEST(volume_specs)
