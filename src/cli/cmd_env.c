@@ -481,13 +481,11 @@ static int do_exec(cli *c, const char *id, opts *o, json_t *extra, sbx_err **ret
 		sbx_code code = sbx_err_code(e);
 		bool spawn = en == ENOENT;
 		bool noexec = en && !spawn;
-		if (c->json) {
-			json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code),
-					      "message", sbx_err_message(e));
-			cli_print_json(j);
-			sbx_err_free(e);
-			return spawn ? 127 : noexec ? 126 : EXIT_SBX;
-		}
+		/* --json: the error object on stdout, as environment_execute's
+		 * structuredContent; and, as for every error, its line on stderr. */
+		if (c->json)
+			cli_print_json(json_pack("{s:{s:s,s:s}}", "error", "code", sbx_code_name(code),
+						 "message", sbx_err_message(e)));
 		cli_fail("exec", e);
 		return spawn ? 127 : noexec ? 126 : EXIT_SBX;
 	}

@@ -18,6 +18,10 @@ t_unknown_id() {
 	expect_status 125 sbx rm nosuchenv
 	expect_status 125 sbx inspect nosuchenv
 	expect_status 125 sbx ps nosuchenv
+	# --json: the error object on stdout, and the error line on stderr as always.
+	expect_status 125 sbx exec --json nosuchenv -- true
+	assert_contains "$OUT" '"code": "not_found"'
+	assert_contains "$ERR" "sbx: exec: no such environment"
 }
 
 t_bad_template() {
