@@ -266,7 +266,12 @@ _public_ int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err
 		return err_wrap(err, "resume '%s'", id);
 	*ret = json_pack("{s:s,s:s,s:f,s:b,s:b}", "environment_id", id, "state", "running", "resume_ms",
 			 pause_now_ms() - t0, "restarted", restarted, "was_paused", was_paused);
-	if (*ret && restarted)
-		json_object_set_new(*ret, "processes_ended", json_true());
+	/* How many processes the suspend (or the stop) ended: an integer, as in
+	 * inspect's "suspend" (0 when it ended none or nothing recorded it). */
+	if (*ret && restarted) {
+		_cleanup_json_ json_t *si = env_suspend_info(ctx, id);
+		json_object_set_new(*ret, "processes_ended",
+				    json_integer(json_int(si, "processes_ended", 0)));
+	}
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }

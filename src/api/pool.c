@@ -707,7 +707,8 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 			  sbx_err **err)
 {
 	if (!source || !*source)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "pool: no template or snapshot given");
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "no template or snapshot given for the pool");
 	if (size < 0 || size > POOL_SIZE_MAX)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size,
 			       POOL_SIZE_MAX);
@@ -719,22 +720,21 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	struct stat dst;
 	if (startswith(source, "dir:") && (stat(source + 4, &dst) < 0 || !S_ISDIR(dst.st_mode)))
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "pool: template '%s': '%s' is not a directory (dir:PATH names a root "
+			       "template '%s': '%s' is not a directory (dir:PATH names a root "
 			       "filesystem tree)",
 			       source, source + 4);
 	/* Else a template: host, dir:PATH or one that resolves (a name that is
 	 * neither, e.g. a mistyped label, would make a pool that never fills). */
 	if (!snap && !streq(source, "host") && !startswith(source, "dir:") &&
 	    sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
-		return err_set(
-		    err, SBX_E_NOT_FOUND, ENOENT,
-		    "pool: no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
-		    "dir:PATH or a template name)",
-		    source);
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
+			       "no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
+			       "dir:PATH or a template name)",
+			       source);
 	if (pol_spec) {
 		_cleanup_policy_ struct policy *pol = NULL;
 		if (policy_load_spec(pol_spec, &pol, err) < 0)
-			return err_wrap(err, "pool policy");
+			return -1; /* "policy '...': ..." says what */
 	}
 	const char *kind = snap ? "snapshot" : "template";
 	const char *src = snap ? digest : source;

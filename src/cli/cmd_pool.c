@@ -14,10 +14,14 @@ int cmd_pool(cli *c, int argc, char **argv)
 		if ((!strcmp(a, "--size") || !strcmp(a, "--policy")) && i + 1 >= argc)
 			return cli_usage_error("pool", "%s needs a value", a);
 		if (!strcmp(a, "--size")) {
-			char *end;
-			size = strtol(argv[++i], &end, 10);
-			if (*end || size < 0 || size > 256)
-				return cli_usage_error("pool", "invalid --size '%s': 0 to 256", argv[i]);
+			/* Digits only: strtol would take "", " 3" and "+3". */
+			const char *v = argv[++i];
+			size = *v && strspn(v, "0123456789") == strlen(v) && strlen(v) <= 3
+				   ? strtol(v, NULL, 10)
+				   : -1;
+			if (size < 0 || size > 256)
+				return cli_usage_error("pool", "invalid --size '%s': a number from 0 to 256",
+						       v);
 		} else if (!strcmp(a, "--policy"))
 			policy = argv[++i];
 		else if (a[0] == '-' && a[1])

@@ -298,6 +298,7 @@ expect_invalid() {
 	local r
 	r=$(reply "$1")
 	assert_contains "$r" '"code": -32602'
+	assert_contains "$r" '"data": {"code": "invalid_argument"}' # as every plain method's failure (API.md)
 	assert_contains "$r" "$2"
 }
 # expect_tool_invalid ID FIELD: response ID (tools/call) is an isError result

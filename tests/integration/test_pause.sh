@@ -151,6 +151,7 @@ t_idle_suspend_no_auto_resume_and_gc() {
 	[ -d "$SBX_ROOT/envs/$id" ] || fail "gc removed a suspended environment"
 	out=$(sbx resume --json "$id")
 	assert_contains "$out" '"restarted": true'
+	assert_contains "$out" '"processes_ended": 0' # a count, as inspect's (it said true)
 	assert_eq "$(sbx exec "$id" -- cat /root/g)" "g"
 	sbx rm "$id"
 	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "state left after rm"

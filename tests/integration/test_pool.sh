@@ -560,6 +560,10 @@ t_pool_set_unknown_source_is_refused() {
 	mkdir -p "$TMPDIR_TEST/tdir"
 	sbx pool set "dir:$TMPDIR_TEST/tdir" --size 0 > /dev/null
 	sbx pool rm "dir:$TMPDIR_TEST/tdir" > /dev/null
+	for bad in "" "+3" " 3" "-1" "257" "2x"; do
+		expect_status 125 sbx pool set host --size "$bad"
+		assert_contains "$ERR" "invalid --size"
+	done
 	# A dir: template that is no directory would never fill either.
 	expect_status 125 sbx pool set dir:/nonexistent --size 1
 	assert_contains "$ERR" "is not a directory"
