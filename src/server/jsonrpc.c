@@ -37,6 +37,10 @@ json_t *jsonrpc_error(const json_t *id, int code, const char *message, json_t *d
 	 * make the reply unsendable. */
 	json_t *s = json_string(message ? message : "error");
 	json_object_set_new(e, "message", s ? s : json_string("error (message not valid UTF-8)"));
+	/* Invalid params is always the caller's invalid_argument: every plain
+	 * method's failure carries data.code (API.md), whichever check refused. */
+	if (!data && code == JSONRPC_INVALID_PARAMS)
+		data = json_pack("{s:s}", "code", "invalid_argument");
 	if (data)
 		json_object_set_new(e, "data", data);
 	json_object_set_new(m, "jsonrpc", json_string("2.0"));

@@ -316,10 +316,8 @@ static void call_run(mcp_call *c)
 		if (r >= 0 && c->t->undo)
 			c->t->undo(&tc, structured);
 	} else if (tc.bad_params && c->as_method) {
-		/* data.code as every failure of a plain method has (API.md) */
-		reply = jsonrpc_errorf(c->id, JSONRPC_INVALID_PARAMS,
-				       json_pack("{s:s}", "code", sbx_code_name(SBX_E_INVALID_ARGUMENT)),
-				       "invalid arguments for %s: %s", c->t->name, tc.bad_params);
+		reply = jsonrpc_errorf(c->id, JSONRPC_INVALID_PARAMS, NULL, "invalid arguments for %s: %s",
+				       c->t->name, tc.bad_params);
 	} else if (tc.bad_params) {
 		reply = jsonrpc_result(
 		    c->id, with_result_type(bad_arguments_result(c->t, tc.bad_params), c->stateless));
