@@ -40,8 +40,8 @@ static void now_rfc3339(char buf[32])
 
 static int template_label(const char *name, char ret[160], sbx_err **err)
 {
-	if (!name || !store_label_valid(name) || strlen(name) > 128 - strlen(TEMPLATE_PREFIX) ||
-	    streq(name, "host"))
+	if (!name || !store_label_valid(name) ||
+	    strlen(name) > 128 - strlen(TEMPLATE_PREFIX)) /* not host either */
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "invalid template name '%s': use letters, digits, '.', '_' or '-' (at most "
 			       "%zu), not 'host'",

@@ -75,19 +75,31 @@ bool pool_opts_plain(const sbx_create_opts *o)
 	return plain && !(o->snapshot && o->template_spec);
 }
 
+/* The first 16 hex digits of h's SHA-256, into ret. */
+static void pool_hex16(SHA256_CTX *h, char ret[17])
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	SHA256_Final(md, h);
+	for (int i = 0; i < 8; i++)
+		snprintf(ret + 2 * i, 3, "%02x", md[i]);
+}
+
 /* The pool key of (kind, source, policy): the first 16 hex digits of the
  * SHA-256 of "kind\nsource\npolicy" (the same as store_digest_buf's). */
 static void pool_key(const char *kind, const char *source, const char *pol, char ret[17])
 {
 	char buf[8192];
-	unsigned char md[SHA256_DIGEST_LENGTH];
 	int n = snprintf(buf, sizeof(buf), "%s\n%s\n%s", kind, source, pol ? pol : "");
 	SHA256_CTX h;
 	SHA256_Init(&h);
 	SHA256_Update(&h, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-	SHA256_Final(md, &h);
-	for (int i = 0; i < 8; i++)
-		snprintf(ret + 2 * i, 3, "%02x", md[i]);
+	pool_hex16(&h, ret);
+}
+
+/* host and dir:PATH name templates, never a snapshot. */
+static bool pool_source_builtin(const char *source)
+{
+	return streq(source, "host") || startswith(source, "dir:");
 }
 
 /* What may change under a pool's name (docs/warm.md "What a pool is keyed
@@ -99,7 +111,7 @@ static void pool_key(const char *kind, const char *source, const char *pol, char
 static void pool_inputs(sbx_ctx *ctx, const char *tmpl, const char *pol, char ret[17])
 {
 	ret[0] = 0;
-	bool named = tmpl && !streq(tmpl, "host") && !startswith(tmpl, "dir:") && !startswith(tmpl, "oci:");
+	bool named = tmpl && !pool_source_builtin(tmpl) && !startswith(tmpl, "oci:");
 	bool file = pol && !policy_spec_is_profile(pol) && pol[0] != '{';
 	if (!named && !file)
 		return;
@@ -109,15 +121,12 @@ static void pool_inputs(sbx_ctx *ctx, const char *tmpl, const char *pol, char re
 		target = NULL;
 	if (file && fs_read_file(pol, 1 << 20, &buf, &len) < 0)
 		buf = mfree(buf), len = 0;
-	unsigned char md[SHA256_DIGEST_LENGTH];
 	SHA256_CTX h;
 	SHA256_Init(&h);
 	SHA256_Update(&h, target ?: "-", strlen(target ?: "-"));
 	SHA256_Update(&h, "\n", 1);
 	SHA256_Update(&h, buf ?: "-", buf ? len : 1);
-	SHA256_Final(md, &h);
-	for (int i = 0; i < 8; i++)
-		snprintf(ret + 2 * i, 3, "%02x", md[i]);
+	pool_hex16(&h, ret);
 }
 
 /* Whether entry id was built from the inputs want (pool_inputs). */
@@ -715,7 +724,7 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	/* host and dir:PATH are templates; else a snapshot (digest, prefix or
 	 * label) if it resolves as one, else a template name. */
 	_cleanup_free_ char *digest = NULL, *tdigest = NULL;
-	bool builtin = streq(source, "host") || startswith(source, "dir:");
+	bool builtin = pool_source_builtin(source);
 	bool snap = !builtin && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
 	struct stat dst;
 	if (startswith(source, "dir:") && (stat(source + 4, &dst) < 0 || !S_ISDIR(dst.st_mode)))
@@ -725,8 +734,7 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 			       source, source + 4);
 	/* Else a template: host, dir:PATH or one that resolves (a name that is
 	 * neither, e.g. a mistyped label, would make a pool that never fills). */
-	if (!snap && !streq(source, "host") && !startswith(source, "dir:") &&
-	    sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
+	if (!snap && !builtin && sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
 			       "no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
 			       "dir:PATH or a template name)",
@@ -841,8 +849,8 @@ _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_s
 			     sbx_err **err)
 {
 	_cleanup_free_ char *digest = NULL;
-	bool snap = source && !streq(source, "host") && !startswith(source, "dir:") &&
-		    sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
+	bool snap =
+	    source && !pool_source_builtin(source) && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
 	char key[17];
 	pool_key(snap ? "snapshot" : "template", snap ? digest : source ? source : "", pol_spec, key);
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json"), *dir = pool_path(ctx, key, ".d"),
