@@ -64,8 +64,21 @@ $(BPF_EMBED): src/trace/bpf/sbx_trace_obj.S $(BPF_OBJ)
 $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
+# ---- code interpreter bridge (src/interp/) -----------------------------------
+# The Python program that serves the code interpreter inside an environment,
+# embedded into the library with .incbin (docs/code.md); src/api/code_bridge.c
+# writes it into the environment when none runs there.
+CODE_BRIDGE_EMBED := $(BUILD)/src/interp/code_bridge_obj.o
+LIB_OBJ += $(CODE_BRIDGE_EMBED)
+
+$(CODE_BRIDGE_EMBED): src/interp/code_bridge_obj.S src/interp/code_bridge.py
+	@mkdir -p $(dir $@)
+	@echo "  AS $<"
+	@$(CC) -c $< -o $@ -Wa,-Isrc/interp
+# ---- end of code interpreter bridge ----------------------------------------------
+
 FORCE:
-.PHONY: FORCE all clean test unit asan asan-ci bench fuzz format deps demo check-format install uninstall man
+.PHONY: FORCE all clean test unit asan asan-ci bench fuzz format deps demo check-format check-layers install uninstall man
 all: $(BUILD)/bin/sbx $(BUILD)/lib/libsbx.so $(UNIT_BIN) $(HELPER_BIN) $(PLUGIN_SO)
 	@ln -sfn $(BUILD)/bin bin
 
@@ -133,6 +146,7 @@ bench: all
 	bench/trace
 	bench/proxy
 	bench/load/run
+	bench/code/run
 
 fuzz:
 	tests/fuzz/run
@@ -144,6 +158,12 @@ format:
 # What .ci/run checks: every C file as .clang-format says (no changes made).
 check-format:
 	@clang-format --dry-run -Werror $(FORMAT_SRC) && echo "check-format: $(words $(FORMAT_SRC)) files clean"
+
+# The layering of src/api (docs/layout.md): no cycle between its files and no
+# call up the declared order (scripts/check-layers.py), read from the objects.
+API_OBJ := $(filter $(BUILD)/src/api/%,$(LIB_OBJ))
+check-layers: $(API_OBJ)
+	@scripts/check-layers.py --build $(BUILD)
 
 # ---- install ---------------------------------------------------------------------
 # `make install [PREFIX=/usr/local] [DESTDIR=...]`: the CLI and sbx-runc, the library

@@ -28,8 +28,8 @@ const median = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length / 2)];
 const p90 = (a) => a.slice().sort((x, y) => x - y)[Math.floor(a.length * 0.9)];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-async function stdioClient(env = process.env) {
-	const transport = new StdioClientTransport({ command: sbx, args: ['mcp'], env, stderr: 'inherit' });
+async function stdioClient(env = process.env, args = ['mcp', '--warm', '0']) {
+	const transport = new StdioClientTransport({ command: sbx, args, env, stderr: 'inherit' });
 	const client = new Client({ name: 'sbx-bench', version: '1' });
 	await client.connect(transport);
 	return client;
@@ -126,5 +126,20 @@ if (url) {
 	await Promise.all(clients.map((c) => c.close()));
 }
 await call('pool_set', { source: 'host', size: 0, remove: true });
+// No pool set: the server's own warm set (docs/warm.md), which the first
+// seconds of creates start; the second run is the one reported.
+const wclient = await stdioClient(process.env, ['mcp']);
+const wcall = caller(wclient);
+await cycles([wcall]);
+const [wrate, wfrom, wn] = await cycles([wcall]);
+Object.assign(out, { warm_cycles_per_second: wrate, warm_from_pool: wfrom, warm_cycles: wn });
+await wclient.close();
+if (url) {
+	const clients = await Promise.all(Array.from({ length: HTTP_CLIENTS }, httpClient));
+	await cycles(clients.map(caller));
+	const [rate, from, n] = await cycles(clients.map(caller));
+	Object.assign(out, { http_warm_cycles_per_second: rate, http_warm_from_pool: from, http_warm_cycles: n });
+	await Promise.all(clients.map((c) => c.close()));
+}
 console.log(JSON.stringify(out));
 await client.close();

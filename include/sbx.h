@@ -211,6 +211,23 @@ int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err);
 int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err);
+/* A server's warm set (docs/warm.md "A server that keeps itself warm"):
+ * the pool of sbx_pool_set, marked as owned by the calling process (its pid
+ * and start time): sbx gc removes it once that process is gone, `sbx pool
+ * ls` shows its owner, and a sbx_pool_set of the same key makes it an
+ * explicit pool, no longer owned. A pool of the key that is explicit, or
+ * owned by another live process, is left as it is: ret then says
+ * {"pool", "owned": false}. size 0 removes the caller's own pool. */
+int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret,
+		       sbx_err **err);
+/* Called after each create through ctx that a pool could serve (the
+ * source and policy only: pool_opts_plain), with the pool source it would
+ * name (a template spec, or a snapshot's digest), its policy (NULL: none)
+ * and whether a pool's entry served it. Runs on the creating thread; must
+ * not call back into ctx. NULL turns it off (the default). */
+typedef void (*sbx_create_observer_fn)(void *userdata, const char *source, const char *policy,
+				       bool from_pool);
+void sbx_ctx_set_create_observer(sbx_ctx *ctx, sbx_create_observer_fn fn, void *userdata);
 bool sbx_env_from_pool(sbx_ctx *ctx, const char *id);
 /* What environment id was made from, as its create recorded it (no live
  * information, so much cheaper than sbx_env_inspect): the snapshot it
@@ -244,7 +261,7 @@ enum { SBX_STDOUT = 1, SBX_STDERR = 2 };
 
 typedef void (*sbx_output_fn)(void *userdata, int stream, const char *buf, size_t len);
 
-#define SBX_EXEC_OPTS_VERSION 5
+#define SBX_EXEC_OPTS_VERSION 6
 typedef struct sbx_exec_opts {
 	unsigned version;
 	const char *const *argv; /* NULL-terminated; argv[0] looked up in PATH */
@@ -281,6 +298,11 @@ typedef struct sbx_exec_opts {
 			* ^C would be: `sbx run` and `sbx exec` forward their SIGINT, SIGTERM,
 			* SIGHUP and SIGQUIT so (docs/runtime.md). Bytes that come before the
 			* command started are sent as it starts. */
+	/* version 6 */
+	void (*on_start)(void *userdata, int64_t pid); /* may be NULL: called once, as the command
+							* runs, with its pid inside the environment
+							* (userdata is on_output's); not called when
+							* it could not be started */
 } sbx_exec_opts;
 #define SBX_EXEC_OPTS_INIT                                                                                   \
 	{                                                                                                    \
@@ -466,6 +488,65 @@ int sbx_env_write_file(sbx_ctx *ctx, const char *ref, const char *path, const vo
 /* {"entries":[{"name","type":"file|dir|symlink|other","size","mode"}]} */
 int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t **ret, sbx_err **err);
 
+/* File operations as a named user (the E2B data plane's, docs/e2b.md):
+ * resolved inside the environment exactly as above, with the filesystem
+ * identity of user (what it cannot read it cannot read here; what is made
+ * belongs to it), a relative path taken from that user's home. A symlink in
+ * the last component is never followed by stat, list, move or remove. */
+typedef struct sbx_fs_opts {
+	unsigned version; /* SBX_FS_OPTS_VERSION */
+	const char *user; /* NAME or UID[:GID] as --user takes it; NULL: the environment's user
+			   * (and relative paths from /root) */
+	int mode;	  /* file_open (write), make_dir: < 0 the default (0644, 0755) */
+	bool parents;	  /* file_open (write), make_dir: make missing parent directories */
+	bool write;	  /* file_open: create or truncate for writing, else read */
+	int depth;	  /* list_dir: levels listed, 1 (the directory's own entries) to 64 */
+} sbx_fs_opts;
+#define SBX_FS_OPTS_VERSION 1
+#define SBX_FS_OPTS_INIT                                                                                     \
+	{                                                                                                    \
+		.version = SBX_FS_OPTS_VERSION, .mode = -1, .depth = 1                                       \
+	}
+
+/* An entry, as stat, make_dir, move and list_dir return them: {"name",
+ * "path", "type":"file|dir|symlink|other", "size", "mode" (permission bits),
+ * "uid", "gid", "owner", "group" (names in the environment, else numbers),
+ * "mtime_ns", "symlink_target"?}. not_found when nothing is there. */
+int sbx_env_stat(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, json_t **ret,
+		 sbx_err **err);
+/* A regular file opened inside the environment, as a descriptor (read-only,
+ * or write-only and truncated with o->write); *ret_size its size. The data
+ * then moves between the caller and that fd directly. */
+int sbx_env_file_open(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, int *ret_fd,
+		      int64_t *ret_size, sbx_err **err);
+/* conflict (EEXIST) when anything is at path already. *ret (may be NULL): its entry. */
+int sbx_env_make_dir(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, json_t **ret,
+		     sbx_err **err);
+/* rename(2) inside the environment (the destination's parents made); *ret
+ * (may be NULL): the destination's entry. */
+int sbx_env_move(sbx_ctx *ctx, const char *ref, const char *from, const char *to, const sbx_fs_opts *o,
+		 json_t **ret, sbx_err **err);
+/* Removes a file, a symlink or a directory with everything under it (not
+ * across mount points; never "/"). */
+int sbx_env_remove_path(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, sbx_err **err);
+/* {"entries":[entry...], "truncated"}: pre-order, each directory's entries
+ * in byte order, o->depth levels; a directory that cannot be read is listed,
+ * not entered; truncated when the reply would pass 256 KiB. */
+int sbx_env_list_dir(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, json_t **ret,
+		     sbx_err **err);
+
+/* ---- ports of a live environment ----------------------------------------- */
+
+/* A TCP connection to 127.0.0.1:port inside the environment: its own
+ * loopback, which nothing outside it reaches otherwise. Init makes the socket
+ * in the environment's network namespace and the caller connects it (within
+ * timeout_ms; <= 0: 5 s), so nothing of the host is reachable this way.
+ * unavailable when nothing listens there (or the connect times out);
+ * invalid_argument for a port outside 1-65535; refused (permission) when the
+ * environment has no network namespace of its own (network open, degraded
+ * mode). *ret_fd is a blocking, close-on-exec stream socket (caller closes). */
+int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int timeout_ms, int *ret_fd, sbx_err **err);
+
 /* Copies (sbx cp), with `docker cp` destinations: into an existing
  * directory under the source's own name, else as the new name (its parent
  * must exist); directories merge into existing ones. Regular files and
@@ -616,6 +697,67 @@ int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *ref, bool 
  * manifest_digest, layers, downloaded_bytes, reused_blobs, seconds. */
 int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret,
 		      sbx_err **err);
+
+/* ---- the code interpreter (docs/code.md) ----------------------------------- */
+
+/* Code runs in a context: a Jupyter kernel inside the environment, behind
+ * all its walls, whose state (variables, imports) lasts from one run to the
+ * next. The kernels are served by a bridge program (python3 with
+ * jupyter_client and ipykernel) on the environment's own 127.0.0.1:49999;
+ * the first call that needs it writes it into the environment and starts it
+ * as a background process of the environment's user, and fails with
+ * unavailable, saying what is missing, where python3 or those modules are
+ * not there. Refused (permission) where the environment's network is the
+ * host's (network open). What the bridge answers is bounded and checked: it
+ * is the environment's. */
+typedef void (*sbx_code_event_fn)(const json_t *event, void *userdata);
+
+#define SBX_CODE_OPTS_VERSION 2
+typedef struct sbx_code_opts {
+	unsigned version;
+	const char *code;	     /* required */
+	const char *language;	     /* NULL: python; the language's default context runs it */
+	const char *context_id;	     /* a context made by sbx_context_create (not with language) */
+	const char *const *env;	     /* "K=V" set for this run only (python contexts) */
+	int64_t timeout_ms;	     /* > 0: the cell is interrupted after it (timed_out), its context kept;
+				      * 0: no bound */
+	int64_t output_bytes;	     /* output (stdout, stderr, results) kept; past it, dropped and the
+				      * run marked truncated. 0: 10 MiB */
+	sbx_code_event_fn on_output; /* called with each event as it arrives, may be NULL:
+				      * {"type":"stdout"|"stderr","text"}, {"type":"result",...as in
+				      * results}, {"type":"error","name","value","traceback"},
+				      * {"type":"timeout"}, {"type":"truncated"}; borrowed for the call */
+	void *userdata;
+	/* version 2 */
+	int cancel_fd; /* -1, or an fd that, once readable or hung up, cancels the run: the cell is
+			* interrupted (its context and state kept) and ret has cancelled true with
+			* what came before */
+} sbx_code_opts;
+#define SBX_CODE_OPTS_INIT                                                                                   \
+	{                                                                                                    \
+		.version = SBX_CODE_OPTS_VERSION, .cancel_fd = -1                                            \
+	}
+
+/* Runs o->code and waits for it. 0 when the code ran, whatever it raised:
+ * ret {results: [{is_main_result, text?, html?, markdown?, svg?, png?,
+ * jpeg?, pdf?, latex?, json?, javascript?}] (images base64), stdout, stderr,
+ * error?: {name, value, traceback}, execution_count, context_id, language,
+ * timed_out, truncated, duration_ms, cancelled?}. A kernel that died is error
+ * KernelDied, on this run and every later one in its context until
+ * sbx_context_restart. not_found: no such context; invalid_argument: a bad
+ * option, or no kernel for the language. */
+int sbx_run_code(sbx_ctx *ctx, const char *ref, const sbx_code_opts *o, json_t **ret, sbx_err **err);
+/* A new context (language NULL: python; cwd NULL: the user's home).
+ * ret: {context_id, language, cwd}. */
+int sbx_context_create(sbx_ctx *ctx, const char *ref, const char *language, const char *cwd, json_t **ret,
+		       sbx_err **err);
+/* ret: {contexts: [{context_id, language, cwd}]}; empty while no bridge runs
+ * (nothing is started for it). */
+int sbx_context_list(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* A fresh kernel for the context (its state gone; a dead kernel too). */
+int sbx_context_restart(sbx_ctx *ctx, const char *ref, const char *context_id, sbx_err **err);
+/* Shuts the context's kernel down. */
+int sbx_context_remove(sbx_ctx *ctx, const char *ref, const char *context_id, sbx_err **err);
 
 /* ---- background processes (docs/processes.md) ----------------------------- */
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # A section-1 man page (roff) from a program's --help, as help2man makes one,
 # with nothing to install: scripts/mkman.sh BIN NAME "one-line summary" [--commands]
-# With --commands, each command listed under "Commands:" in BIN --help gets
+# With --commands, each command listed in BIN --help (in any group) gets
 # its own subsection from `BIN COMMAND --help`. The help text is the page:
 # kept as it is printed (no-fill), so the two never disagree. Used by
 # `make man` / `make install` (share/man/man1/sbx.1, sbx-runc.1).
@@ -19,7 +19,8 @@ printf '%s\n' "$help" | esc
 printf '.fi\n'
 if [ "$commands" = --commands ]; then
 	printf '.SH COMMANDS\n'
-	printf '%s\n' "$help" | awk '/^Commands:/ { on = 1; next } on && /^$/ { exit } on && /^  [a-z]/ { print $1 }' |
+	# The commands of every group: the indented lines up to the closing "Run '...".
+	printf '%s\n' "$help" | awk '/^Run / { exit } /^  [a-z]/ { print $1 }' |
 		while read -r cmd; do
 			printf '.SS "%s %s"\n.nf\n' "$name" "$cmd"
 			"$bin" "$cmd" --help 2>&1 | esc || true

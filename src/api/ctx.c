@@ -115,6 +115,12 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 	free(ctx);
 }
 
+_public_ void sbx_ctx_set_create_observer(sbx_ctx *ctx, sbx_create_observer_fn fn, void *userdata)
+{
+	ctx->create_observer = fn;
+	ctx->create_observer_ud = userdata;
+}
+
 _public_ void sbx_ctx_set_progress(sbx_ctx *ctx, sbx_progress_fn fn, void *userdata)
 {
 	ctx->progress = fn;
@@ -153,4 +159,17 @@ char *ctx_run_dir(const sbx_ctx *ctx, const char *id)
 {
 	char *r = NULL;
 	return asprintf(&r, "%s/%s", ctx->run, id) < 0 ? NULL : r;
+}
+
+int ctx_taken_sock(sbx_ctx *ctx, const char *id)
+{
+	if (ctx->taken_sock < 0 || !streq(ctx->taken_id, id))
+		return -1;
+	ctx->taken_id[0] = 0;
+	return TAKE_FD(ctx->taken_sock);
+}
+
+bool ctx_pool_layer_tmpfs(const sbx_ctx *ctx)
+{
+	return ctx->pool_key && ctx->pool_tmpfs && !ctx->rootless;
 }

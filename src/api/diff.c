@@ -19,13 +19,17 @@
  * common prefix of both layer lists); a path no touched layer names
  * resolves to the same entry on both sides. Where a touched layer holds an
  * opaque directory both merged listings are compared. Two entries are the
- * same when they are the same inode, or have the same type, permission
- * bits, owner (normalized to the environment's ids), size and content
- * (regular files), target (symlinks) or device number. mtimes and xattrs
- * are not compared, so a file rewritten with identical bytes is not
- * "modified". A new directory is reported with everything in it; a deleted
- * directory is reported alone (not its contents); a directory is
- * "modified" only if its own type, mode or owner changed.
+ * same when they are the same inode, or when every field a snapshot keeps
+ * is the same (diff_entry.h: type, permission bits, owner and the kept
+ * xattrs, ACLs and file capabilities among them, normalized to the
+ * environment's ids as the layer stores them; a regular file's bytes, a
+ * symlink's target, a device's number) and so is the hard-link structure:
+ * the set of paths that are the entry's inode in each view (link_set). A
+ * link made or broken reports every path of both sets that is on both
+ * sides. mtimes are not compared, so a file rewritten with identical bytes
+ * is not "modified". A new directory is reported with everything in it; a
+ * deleted directory is reported alone (not its contents); a directory is
+ * "modified" when its own type, mode, owner or xattrs changed.
  *
  * The environment is not frozen: the result is a point-in-time read of a
  * possibly changing tree. Every lookup goes through openat2 with
@@ -34,17 +38,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/diff_entry.h"
 #include "api/trace_api.h"
 #include "runtime/mask.h"
 #include "store/digest.h"
@@ -54,6 +54,10 @@
 #include "util/json.h"
 
 #define DIFF_MAX_LAYERS (STORE_SNAPSHOT_MAX_LAYERS + 4)
+/* Entries read to index one layer's hard links (link_set): past that (or a
+ * layer that cannot be read whole), a link's change is seen by the link
+ * counts alone. */
+#define DIFF_LINKS_SCAN_MAX (1u << 20)
 
 enum { L_DIR, L_MASK, L_HOST };
 
@@ -61,6 +65,8 @@ typedef struct layer {
 	int kind;
 	int fd;			      /* L_DIR, L_HOST: the layer's root */
 	uint32_t ubase, gbase, count; /* on-disk owner k+base is id k; count 0: as is */
+	store_links *links;	      /* its hard links, read when first needed */
+	bool links_failed;	      /* could not be indexed */
 } layer;
 
 typedef struct view {
@@ -71,7 +77,7 @@ typedef struct view {
 typedef struct ent {
 	bool exists;
 	struct stat st;
-	const layer *from;
+	layer *from;
 	const mask_entry *me; /* from the mask */
 } ent;
 
@@ -93,7 +99,7 @@ typedef struct diff {
 	char **host_dirs;
 	view old, new_;
 	/* Touched layers: pointers into old/new stacks. */
-	const layer *touched[2 * DIFF_MAX_LAYERS];
+	layer *touched[2 * DIFF_MAX_LAYERS];
 	size_t n_touched;
 	strv_b added, modified, deleted;
 	bool want_meta; /* api_env_diff_meta: also one line per change, below */
@@ -144,7 +150,7 @@ static bool host_top(const diff *d, const char *rel)
 }
 
 /* One layer's entry at rel: 0 (with whiteout/opaque flags), or -ENOENT. */
-static int lk_stat(const diff *d, const layer *l, const char *rel, ent *e, bool *wh, bool *opq)
+static int lk_stat(const diff *d, layer *l, const char *rel, ent *e, bool *wh, bool *opq)
 {
 	*wh = *opq = false;
 	*e = (ent){.from = l};
@@ -246,7 +252,7 @@ static void lookup(const diff *d, const view *v, const vdir *parent, const char 
 	if (ret)
 		ret->n = 0;
 	for (size_t k = 0; k < parent->n; k++) {
-		const layer *l = v->l[parent->idx[k]];
+		layer *l = v->l[parent->idx[k]];
 		ent x;
 		bool wh, opq;
 		if (lk_stat(d, l, rel, &x, &wh, &opq) < 0)
@@ -345,127 +351,18 @@ static char *child_path(const char *rel, const char *name)
 
 /* ---- comparing two entries --------------------------------------------------- */
 
-static uint32_t norm_id(uint32_t id, uint32_t base, uint32_t count)
+static diff_entry dentry(const ent *e)
 {
-	return count && id >= base && id - base < count ? id - base : id;
-}
-
-static int open_content(const ent *e, const char *rel)
-{
-	return store_beneath_open(e->from->fd, rel, O_RDONLY);
-}
-
-static bool same_content(const ent *a, const ent *b, const char *rel)
-{
-	_cleanup_close_ int fa = open_content(a, rel), fb = open_content(b, rel);
-	if (fa < 0 || fb < 0)
-		return false;
-	/* On the stack: static thread-local buffers made every thread of every
-	 * sbx process zero them (128 KiB of TLS) at its start. */
-	char ba[16384], bb[16384];
-	for (;;) {
-		ssize_t na = RETRY_EINTR(read(fa, ba, sizeof(ba)));
-		if (na < 0)
-			return false;
-		size_t got = 0;
-		while (got < (size_t)na) {
-			ssize_t nb = RETRY_EINTR(read(fb, bb + got, (size_t)na - got));
-			if (nb <= 0)
-				return false;
-			got += (size_t)nb;
-		}
-		if (na == 0) {
-			char c;
-			return RETRY_EINTR(read(fb, &c, 1)) == 0;
-		}
-		if (memcmp(ba, bb, (size_t)na) != 0)
-			return false;
-	}
-}
-
-static char *link_target(const ent *e, const char *rel)
-{
-	if (e->me)
-		return e->me->target ? strdup(e->me->target) : NULL;
-	const char *base;
-	_cleanup_close_ int pfd = store_beneath_open_parent(e->from->fd, rel, &base);
-	if (pfd < 0)
-		return NULL;
-	char buf[4097];
-	ssize_t n = readlinkat(pfd, base, buf, sizeof(buf) - 1);
-	if (n < 0)
-		return NULL;
-	buf[n] = 0;
-	return strdup(buf);
-}
-
-static bool same_entry(const ent *a, const ent *b, const char *rel)
-{
-	if (!a->me && !b->me && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino)
-		return true; /* the same inode (a shared lower layer) */
-	if (a->me && b->me && a->me == b->me)
-		return true;
-	if ((a->st.st_mode & S_IFMT) != (b->st.st_mode & S_IFMT))
-		return false;
-	if (!S_ISLNK(a->st.st_mode) && (a->st.st_mode & 07777) != (b->st.st_mode & 07777))
-		return false;
-	if (norm_id(a->st.st_uid, a->from->ubase, a->from->count) !=
-		norm_id(b->st.st_uid, b->from->ubase, b->from->count) ||
-	    norm_id(a->st.st_gid, a->from->gbase, a->from->count) !=
-		norm_id(b->st.st_gid, b->from->gbase, b->from->count))
-		return false;
-	if (S_ISREG(a->st.st_mode))
-		return a->st.st_size == b->st.st_size && same_content(a, b, rel);
-	if (S_ISLNK(a->st.st_mode)) {
-		_cleanup_free_ char *ta = link_target(a, rel), *tb = link_target(b, rel);
-		return ta && tb && streq(ta, tb);
-	}
-	if (S_ISCHR(a->st.st_mode) || S_ISBLK(a->st.st_mode))
-		return a->st.st_rdev == b->st.st_rdev;
-	return true;
+	return (diff_entry){.st = e->st,
+			    .root = e->me ? -1 : e->from->fd,
+			    .target = e->me ? e->me->target : NULL,
+			    .ids = {e->from->ubase, e->from->gbase, e->from->count}};
 }
 
 /* ---- what a change left (api_env_diff_meta) ------------------------------------ */
 
-static int xattrs_line(int fd, store_hasher *h)
-{
-	_cleanup_free_ char *xnames = malloc(65536);
-	if (!xnames)
-		return -ENOMEM;
-	ssize_t n = flistxattr(fd, xnames, 65536);
-	if (n < 0)
-		return errno == ENOTSUP ? 0 : -errno;
-	/* the names come in the filesystem's order: hash them sorted */
-	const char *v[1024];
-	size_t k = 0;
-	for (ssize_t i = 0; i < n && k < ARRAY_SIZE(v); i += (ssize_t)strlen(xnames + i) + 1)
-		if (startswith(xnames + i, "user.") && !startswith(xnames + i, "user.overlay."))
-			v[k++] = xnames + i;
-	qsort(v, k, sizeof(*v), str_cmp);
-	/* heap, not _Thread_local: static TLS is taken from every thread's stack
-	 * (the egress proxy's resolver threads have 256 KiB) */
-	_cleanup_free_ char *val = k ? malloc(65536) : NULL;
-	if (k && !val)
-		return -ENOMEM;
-	for (size_t i = 0; i < k; i++) {
-		ssize_t l = fgetxattr(fd, v[i], val, 65536);
-		if (l < 0)
-			return -errno;
-		char len[24];
-		snprintf(len, sizeof(len), "=%zd:", l);
-		if (store_hasher_update(h, v[i], strlen(v[i]), NULL) < 0 ||
-		    store_hasher_update(h, len, strlen(len), NULL) < 0 ||
-		    store_hasher_update(h, val, (size_t)l, NULL) < 0)
-			return -ENOMEM;
-	}
-	return 0;
-}
-
-/* One line for a change: "<K> /<rel>" NUL, then what the entry is now: type,
- * permission bits, owner (the environment's ids), and a regular file's size
- * and content digest (every byte), a symlink's target, a device's number, a
- * digest of the user.* xattrs of files and directories. Times are left out
- * (they are the clock's, not the program's). */
+/* One line for a change: "<K> /<rel>" NUL, then what the entry is now
+ * (diff_entry_describe; a mask entry's own form). */
 static int push_meta(diff *d, char kind, const char *rel, const ent *e)
 {
 	if (!d->want_meta)
@@ -478,47 +375,8 @@ static int push_meta(diff *d, char kind, const char *rel, const ent *e)
 			     e->me->gid, e->me->target ?: "") < 0)
 			what = NULL;
 	} else {
-		mode_t fmt = e->st.st_mode & S_IFMT;
-		uint32_t uid = norm_id(e->st.st_uid, e->from->ubase, e->from->count),
-			 gid = norm_id(e->st.st_gid, e->from->gbase, e->from->count);
-		char extra[STORE_DIGEST_SIZE + 128] = "", xd[STORE_DIGEST_SIZE] = "-";
-		_cleanup_free_ char *target = NULL;
-		_cleanup_close_ int fd = -1;
-		if (fmt == S_IFREG || fmt == S_IFDIR)
-			fd = store_beneath_open(e->from->fd, rel,
-						O_RDONLY | O_NONBLOCK | O_NOCTTY |
-						    (fmt == S_IFDIR ? O_DIRECTORY : 0));
-		struct stat now;
-		if ((fmt == S_IFREG || fmt == S_IFDIR) &&
-		    (fd < 0 || fstat(fd, &now) < 0 || (now.st_mode & S_IFMT) != fmt))
-			snprintf(extra, sizeof(extra), " unreadable");
-		else if (fmt == S_IFREG) {
-			char cd[STORE_DIGEST_SIZE];
-			uint64_t size = 0;
-			if (store_digest_fd(fd, cd, &size, NULL) < 0)
-				snprintf(extra, sizeof(extra), " unreadable");
-			else
-				snprintf(extra, sizeof(extra), " %" PRIu64 " %s", size, cd);
-		} else if (fmt == S_IFLNK)
-			target = link_target(e, rel);
-		else if (fmt == S_IFCHR || fmt == S_IFBLK)
-			snprintf(extra, sizeof(extra), " %u:%u", major(e->st.st_rdev), minor(e->st.st_rdev));
-		if (fd >= 0) {
-			_cleanup_hasher_ store_hasher *h = store_hasher_new(NULL);
-			if (!h || xattrs_line(fd, h) < 0 || store_hasher_final(h, xd, NULL) < 0)
-				snprintf(xd, sizeof(xd), "unreadable");
-		}
-		const char *type = fmt == S_IFREG   ? "file"
-				   : fmt == S_IFDIR ? "dir"
-				   : fmt == S_IFLNK ? "symlink"
-				   : fmt == S_IFIFO ? "fifo"
-				   : fmt == S_IFCHR ? "char"
-				   : fmt == S_IFBLK ? "block"
-						    : "socket";
-		if (asprintf(&what, "%s %04o %u:%u%s%s%s xattrs %s", type,
-			     fmt == S_IFLNK ? 0777 : (unsigned)(e->st.st_mode & 07777), uid, gid, extra,
-			     target ? " -> " : "", target ?: "", xd) < 0)
-			what = NULL;
+		diff_entry de = dentry(e);
+		what = diff_entry_describe(&de, rel);
 	}
 	if (!what)
 		return -ENOMEM;
@@ -542,6 +400,135 @@ static int push_meta(diff *d, char kind, const char *rel, const ent *e)
 	d->meta.v[d->meta.n++] = TAKE_PTR(line);
 	d->meta.v[d->meta.n] = NULL;
 	return 0;
+}
+
+/* ---- hard-link structure, and whether an entry changed ----------------------- */
+
+/* The entry rel of view v (exists false when nothing is there). */
+static int resolve(const diff *d, const view *v, const char *rel, ent *e)
+{
+	_cleanup_free_ char *p = strdup(rel);
+	if (!p)
+		return -ENOMEM;
+	vdir dir, sub;
+	root_dir(d, v, &dir);
+	for (char *s = p;;) {
+		char *slash = strchr(s, '/');
+		if (slash)
+			*slash = 0;
+		lookup(d, v, &dir, p, e, &sub);
+		if (!slash)
+			return 0;
+		*slash = '/';
+		if (!e->exists || !S_ISDIR(e->st.st_mode)) {
+			*e = (ent){0};
+			return 0;
+		}
+		dir = sub;
+		s = slash + 1;
+	}
+}
+
+/* The paths of view v that are e's inode, e being rel (sorted, rel among
+ * them): the other names its layer gives the inode that v shows as that
+ * entry. 1 when its layer cannot be indexed (larger than
+ * DIFF_LINKS_SCAN_MAX entries, deeper than a walk goes, unreadable). */
+static int link_set(diff *d, const view *v, const ent *e, const char *rel, names *ret)
+{
+	int r = names_add(ret, rel);
+	if (r < 0 || e->me || S_ISDIR(e->st.st_mode) || e->st.st_nlink < 2)
+		return r;
+	layer *l = e->from;
+	if (!l->links && !l->links_failed) {
+		r = store_links_scan(l->fd, l->kind == L_HOST ? d->host_dirs : NULL, DIFF_LINKS_SCAN_MAX,
+				     &l->links);
+		if (r == -ENOMEM)
+			return r;
+		l->links_failed = r < 0; /* too large (-E2BIG), too deep, unreadable */
+	}
+	if (!l->links)
+		return 1;
+	size_t n;
+	char *const *paths = store_links_find(l->links, e->st.st_dev, e->st.st_ino, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (streq(paths[i], rel))
+			continue;
+		ent x;
+		if ((r = resolve(d, v, paths[i], &x)) < 0)
+			return r;
+		if (x.exists && x.from == l && !x.me && x.st.st_dev == e->st.st_dev &&
+		    x.st.st_ino == e->st.st_ino && (r = names_add(ret, paths[i])) < 0)
+			return r;
+	}
+	names_sort_uniq(ret);
+	return 0;
+}
+
+static bool names_equal(const names *a, const names *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (!streq(a->v[i], b->v[i]))
+			return false;
+	return true;
+}
+
+/* A change of rel's hard-link structure: every other path of its old and
+ * its new link set is on one side in rel's set and on the other not, so its
+ * own set changed too; those on both sides are modified (and counted once:
+ * sort_uniq). */
+static int links_changed(diff *d, const names *o, const names *n, const char *rel)
+{
+	for (int side = 0; side < 2; side++) {
+		const names *s = side ? n : o;
+		for (size_t i = 0; i < s->n; i++) {
+			if (streq(s->v[i], rel))
+				continue;
+			ent eo, en;
+			int r = resolve(d, &d->old, s->v[i], &eo);
+			if (r >= 0)
+				r = resolve(d, &d->new_, s->v[i], &en);
+			if (r >= 0 && eo.exists && en.exists && (r = push(&d->modified, s->v[i])) >= 0)
+				r = push_meta(d, 'M', s->v[i], &en);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Whether rel, on both sides, changed (1) or not (0): a field a snapshot
+ * keeps (diff_entry.h), or its hard-link structure (the set of paths that
+ * are its inode: a link made or broken, even with the same bytes). When
+ * the structure changed, the other paths whose own set it changed are
+ * reported as well (links_changed). */
+static int entry_changed(diff *d, const ent *a, const ent *b, const char *rel)
+{
+	if (!a->me && !b->me && a->st.st_dev == b->st.st_dev && a->st.st_ino == b->st.st_ino)
+		return 0; /* the same inode (a shared lower layer) */
+	if (a->me && b->me && a->me == b->me)
+		return 0;
+	diff_entry da = dentry(a), db = dentry(b);
+	if (diff_entry_compare(&da, &db, rel))
+		return 1;
+	if (S_ISDIR(a->st.st_mode) || (a->st.st_nlink < 2 && b->st.st_nlink < 2))
+		return 0;
+	names so = {0}, sn = {0};
+	int r = link_set(d, &d->old, a, rel, &so);
+	int q = r < 0 ? r : link_set(d, &d->new_, b, rel, &sn);
+	if (r >= 0 && q >= 0) {
+		if (r == 1 || q == 1) /* a layer not indexed: by the link counts alone */
+			r = (a->st.st_nlink > 1) != (b->st.st_nlink > 1);
+		else if (names_equal(&so, &sn))
+			r = 0;
+		else
+			r = (q = links_changed(d, &so, &sn, rel)) < 0 ? q : 1;
+	} else
+		r = r < 0 ? r : q;
+	names_free(&so);
+	names_free(&sn);
+	return r;
 }
 
 /* ---- the walk -------------------------------------------------------------- */
@@ -637,7 +624,8 @@ static int walk(diff *d, const vdir *od, const vdir *nd, const char *rel, bool f
 			continue;
 		}
 		bool od_dir = S_ISDIR(eo.st.st_mode), nd_dir = S_ISDIR(en.st.st_mode);
-		if (!same_entry(&eo, &en, c)) {
+		r = entry_changed(d, &eo, &en, c);
+		if (r > 0) {
 			r = push(&d->modified, c);
 			if (r >= 0)
 				r = push_meta(d, 'M', c, &en);
@@ -665,8 +653,10 @@ typedef struct layers_set {
 
 static void layers_close(layers_set *s)
 {
-	for (size_t i = 0; i < s->n; i++)
+	for (size_t i = 0; i < s->n; i++) {
 		safe_close(s->l[i].fd);
+		store_links_free(s->l[i].links);
+	}
 }
 
 static layer *layer_open(layers_set *s, int kind, const char *path, sbx_err **err)
@@ -707,10 +697,22 @@ static int view_build(sbx_ctx *ctx, diff *d, view *v, layers_set *ls, char *cons
 	return 0;
 }
 
+/* Sorts b and drops repeats (a path reported modified by its own
+ * comparison and by a hard link's, links_changed). */
 static int sort_strv(strv_b *b)
 {
-	if (b->n)
-		qsort(b->v, b->n, sizeof(char *), str_cmp);
+	if (!b->n)
+		return 0;
+	qsort(b->v, b->n, sizeof(char *), str_cmp);
+	size_t w = 1;
+	for (size_t i = 1; i < b->n; i++) {
+		if (streq(b->v[i], b->v[w - 1]))
+			free(b->v[i]);
+		else
+			b->v[w++] = b->v[i];
+	}
+	b->n = w;
+	b->v[w] = NULL;
 	return 0;
 }
 

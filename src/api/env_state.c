@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "api/base.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
 #include "util/fd.h"

@@ -1,6 +1,6 @@
 /* The environment record: $SBX_ROOT/envs/<id>/state.json, what an
  * environment is (written by create, phase and restore; read by everything
- * else), apart from its lifecycle (env.c). Also the two facts about a live
+ * else), apart from its lifecycle (env_core.c, env_start.c). Also the two facts about a live
  * environment that are not in the record: its supervisor's liveness lock
  * ($SBX_RUN/<id>/lock) and its control socket ($SBX_RUN/<id>/ctl.sock). */
 #pragma once

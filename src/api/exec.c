@@ -1,4 +1,5 @@
-/* sbx_env_exec: run a command in a live environment and relay its stdio.
+/* exec_core: run a command in a live environment and relay its stdio
+ * (sbx_env_exec, on top in env.c, sends a traced run to trace.c instead).
  *
  * The client creates the pipes; the sandbox-side ends travel over the
  * control socket (SCM_RIGHTS) to the supervisor and on to init, which hands
@@ -246,22 +247,8 @@ int exec_opts_check(const sbx_exec_opts *o, sbx_err **err)
 	return 0;
 }
 
-_public_ int sbx_env_exec(sbx_ctx *ctx, const char *ref, const sbx_exec_opts *o, sbx_exec_result *ret,
-			  sbx_err **err)
-{
-	_cleanup_free_ char *id = NULL;
-	if (exec_opts_check(o, err) < 0 || sbx_env_resolve(ctx, ref, &id, err) < 0)
-		return -1;
-	if (o->version >= 2 && (o->trace || o->deterministic > 0))
-		return trace_exec(ctx, id, o, ret, err);
-	startup_mark("exec: begin");
-	int r = exec_core(ctx, id, o, NULL, ret, err);
-	startup_mark("exec: done");
-	return r;
-}
-
 /* One try; *retry says the request met an idle suspend unanswered and may
- * be sent again (api.h env_suspended_now): nothing of it ran, the fds it
+ * be sent again (core.h env_suspended_now): nothing of it ran, the fds it
  * sent went unused, and extra fds (x) are not resent. */
 static int exec_core_try(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, exec_extra *x,
 			 sbx_exec_result *ret, bool *retry, sbx_err **err)
@@ -274,7 +261,7 @@ static int exec_core_try(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, e
 
 	bool no_resume = o->version >= 4 && o->no_auto_resume; /* docs/warm.md */
 	/* A pool entry just taken (pool.c): on the connection that took it. */
-	_cleanup_close_ int sock = pool_taken_sock(ctx, id);
+	_cleanup_close_ int sock = ctx_taken_sock(ctx, id);
 	bool may_retry = sock < 0 && !x && !no_resume;
 	if (sock < 0)
 		sock = env_connect_resume(ctx, id, !no_resume, err);
@@ -377,6 +364,8 @@ static int exec_core_try(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, e
 		}
 		if (x)
 			x->started = json_incref(m);
+		if (o->version >= 6 && o->on_start)
+			o->on_start(o->userdata, json_int(m, CTL_F_PID, -1));
 		json_decref(m);
 		if (o->tty) {
 			if (nf != 1) {

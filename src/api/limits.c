@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/api.h"
+#include "api/base.h"
 #include "policy/egress_match.h"
 #include "sbx.h"
 #include "util/err.h"

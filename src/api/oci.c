@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "api/base.h"
 #include "api/snap_base.h"
 #include "build/image_config.h"
 #include "runtime/mask.h"

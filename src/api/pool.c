@@ -48,6 +48,7 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
+#include "util/proc.h"
 #include "util/syscalls.h"
 
 #define POOL_SIZE_MAX 256
@@ -279,14 +280,54 @@ static bool pool_wants_more(sbx_ctx *ctx, const char *key, const char *dir)
 typedef struct pool_watch {
 	int fd;
 	int64_t last_take;
+	int owner_fd;	 /* an owned pool's owner (a pidfd), or -1 */
+	bool owner_gone; /* it ended */
 } pool_watch;
 
-/* Waits up to ms for an event; returns whether one came (and drains). */
+bool pool_owner_alive(const json_t *owner)
+{
+	json_int_t pid = json_integer_value(json_object_get(owner, "pid"));
+	uint64_t start = 0;
+	if (pid <= 1 || pid > 0x3fffffff)
+		return false;
+	if (proc_start_time((pid_t)pid, &start) < 0)
+		return false;
+	return (json_int_t)start == json_integer_value(json_object_get(owner, "start"));
+}
+
+/* An owned pool's refiller watches its owner (docs/warm.md "A server that
+ * keeps itself warm"): a pidfd, opened and then checked to be that very
+ * process (a pid reused since fails the start time). Sets owner_gone when
+ * the owner has already ended; -1 where pidfds are missing (then the
+ * refiller lingers as for any pool, and sbx gc removes the pool). */
+static void pool_watch_owner(pool_watch *w, const json_t *owner)
+{
+	w->owner_fd = -1;
+	if (!json_is_object(owner))
+		return;
+	json_int_t pid = json_integer_value(json_object_get(owner, "pid"));
+	int fd = pid > 1 && pid <= 0x3fffffff ? sys_pidfd_open((pid_t)pid, 0) : -1;
+	if (fd < 0 && errno != ESRCH && pid > 1)
+		return;
+	if (fd < 0 || !pool_owner_alive(owner)) {
+		safe_close(fd);
+		w->owner_gone = true;
+		return;
+	}
+	w->owner_fd = fd;
+}
+
+/* Waits up to ms for an event; returns whether one came (and drains). The
+ * owner's end is no event: it sets owner_gone and ends the wait. */
 static bool pool_watch_wait(pool_watch *w, int64_t ms)
 {
-	struct pollfd pfd = {.fd = w->fd, .events = POLLIN};
-	int r = poll(&pfd, 1, (int)(ms > 60000 ? 60000 : ms < 0 ? 0 : ms));
-	if (r <= 0)
+	struct pollfd pfd[2] = {{.fd = w->fd, .events = POLLIN}, {.fd = w->owner_fd, .events = POLLIN}};
+	int r = poll(pfd, w->owner_fd >= 0 ? 2 : 1, (int)(ms > 60000 ? 60000 : ms < 0 ? 0 : ms));
+	if (r > 0 && w->owner_fd >= 0 && pfd[1].revents) {
+		w->owner_gone = true;
+		return false;
+	}
+	if (r <= 0 || !pfd[0].revents)
 		return false;
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	while (read(w->fd, buf, sizeof(buf)) > 0)
@@ -315,6 +356,9 @@ static void pool_wait_quiet(const sbx_ctx *ctx, const char *key, pool_watch *w, 
 	}
 }
 
+static void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim);
+static int pool_handout(void *arg, const char *id, int64_t taken_ms);
+
 /* Creates entries until the pool is full or a cap says stop, holding the
  * pool's lock. Returns false when building one failed. */
 static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, pool_watch *w)
@@ -340,10 +384,15 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		ctx->pool_key = key;
 		ctx->pool_tmpfs = streq(json_str(cfg, "layer") ?: "", "tmpfs");
 		ctx->pool_inputs = inputs[0] ? inputs : NULL;
-		int r = sbx_env_create(ctx, &o, &id, &wr, NULL);
+		ctx->pool_entry_paths = pool_entry_paths;
+		ctx->pool_handout = pool_handout;
+		startup_mark("create: begin");
+		int r = env_create_cold(ctx, &o, &id, &wr, NULL); /* not a take of an entry */
 		ctx->pool_key = NULL;
 		ctx->pool_tmpfs = false;
 		ctx->pool_inputs = NULL;
+		ctx->pool_entry_paths = NULL;
+		ctx->pool_handout = NULL;
 		if (r < 0)
 			return false;
 		_cleanup_free_ char *tok = NULL;
@@ -384,23 +433,40 @@ static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 	     inotify_add_watch(in, pools, IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF) < 0))
 		in = safe_close(in);
 	/* Started by a take (or pool set): that was the last take. */
-	pool_watch w = {.fd = in, .last_take = clock_ms(CLOCK_MONOTONIC)};
+	pool_watch w = {.fd = in, .last_take = clock_ms(CLOCK_MONOTONIC), .owner_fd = -1};
+	_cleanup_json_ json_t *first = NULL;
+	if (pool_read(ctx, key, &first) < 0)
+		return; /* removed */
+	if (in >= 0)
+		pool_watch_owner(&w, json_object_get(first, "owner"));
+	_cleanup_close_ int owner_fd = w.owner_fd;
 	for (;;) {
 		_cleanup_json_ json_t *cfg = NULL;
-		if (pool_read(ctx, key, &cfg) < 0)
-			return; /* removed */
+		if (w.owner_gone || pool_read(ctx, key, &cfg) < 0)
+			break; /* removed, or its owner ended */
 		if (!pool_fill_locked(ctx, key, dir, &w))
 			return;
 		/* Watching since before the fill: a take meanwhile is pending
 		 * (and the configuration's removal, unless the fill's quiet wait
-		 * consumed that event: looked at first). */
-		if (in < 0 || access(cfg_path, F_OK) < 0 ||
-		    (!pool_wants_more(ctx, key, dir) && !pool_watch_wait(&w, linger_ms)))
+		 * consumed that event: looked at first). An owned pool's
+		 * refiller lingers as long as its owner lives. */
+		if (in < 0 || access(cfg_path, F_OK) < 0)
 			break;
+		if (pool_wants_more(ctx, key, dir) || pool_watch_wait(&w, owner_fd >= 0 ? 60000 : linger_ms))
+			continue;
+		if (owner_fd < 0 || w.owner_gone)
+			break;
+	}
+	safe_close(TAKE_FD(lk));
+	if (w.owner_gone) {
+		/* The server that owned the pool ended without removing it
+		 * (SIGKILL): its entries go now, not at the next sbx gc. */
+		_cleanup_json_ json_t *out = NULL;
+		(void)sbx_pool_remove(ctx, json_str(first, "source"), json_str(first, "policy"), &out, NULL);
+		return;
 	}
 	/* Unlocked, a take starts a new refiller; one that took an entry
 	 * between our last look and the unlock started none: look again. */
-	safe_close(TAKE_FD(lk));
 	if (pool_wants_more(ctx, key, dir))
 		pool_fill(ctx, key, 0);
 }
@@ -442,7 +508,8 @@ static void pool_refill_async(sbx_ctx *ctx, const char *key)
 		signal(SIGHUP, SIG_DFL);
 		signal(SIGQUIT, SIG_DFL);
 		ctx->progress = NULL;
-		ctx->short_lived = 0; /* its own supervisors are detached (ctx.h) */
+		ctx->create_observer = NULL; /* the caller's (a server's warm set), not this copy's */
+		ctx->short_lived = 0;	     /* its own supervisors are detached (ctx.h) */
 		pool_fill(ctx, key, pool_env_int("SBX_POOL_LINGER_MS", 30000));
 		_exit(0);
 	}
@@ -500,12 +567,8 @@ static bool pool_any(const sbx_ctx *ctx)
 	return any;
 }
 
-bool pool_layer_tmpfs(const sbx_ctx *ctx)
-{
-	return ctx->pool_key && ctx->pool_tmpfs && !ctx->rootless;
-}
-
-void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim)
+/* ctx.h pool_entry_paths: a pool entry's token and claim paths. */
+static void pool_entry_paths(const sbx_ctx *ctx, const char *id, char **ret_token, char **ret_claim)
 {
 	*ret_token = *ret_claim = NULL;
 	if (!ctx->pool_key)
@@ -572,17 +635,10 @@ static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, js
 	return r;
 }
 
-int pool_handout(void *arg, const char *id, int64_t taken_ms)
+/* ctx.h pool_handout: env_config.handout (runtime.h) of a pool entry. */
+static int pool_handout(void *arg, const char *id, int64_t taken_ms)
 {
 	return pool_state_handout(arg, id, taken_ms, NULL);
-}
-
-int pool_taken_sock(sbx_ctx *ctx, const char *id)
-{
-	if (ctx->taken_sock < 0 || !streq(ctx->taken_id, id))
-		return -1;
-	ctx->taken_id[0] = 0;
-	return TAKE_FD(ctx->taken_sock);
 }
 
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
@@ -712,8 +768,8 @@ _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 	return sbx_env_origin(ctx, id, NULL, &pooled, NULL) == 0 && pooled;
 }
 
-_public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
-			  sbx_err **err)
+int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, const json_t *owner,
+	     json_t **ret, sbx_err **err)
 {
 	if (!source || !*source)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
@@ -762,8 +818,8 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	const char *layer =
 	    !ctx->rootless && streq(getenv("SBX_POOL_LAYER") ?: "", "tmpfs") ? "tmpfs" : "disk";
 	_cleanup_json_ json_t *cfg =
-	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s}", "pool", key, "kind", kind, "source", src, "size", size,
-		      "policy", pol_spec, "layer", layer);
+	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s,s:O*}", "pool", key, "kind", kind, "source", src, "size",
+		      size, "policy", pol_spec, "layer", layer, "owner", owner);
 	_cleanup_free_ char *txt = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json");
 	if (!txt || !p)
@@ -789,6 +845,19 @@ _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char
 	pool_refill_async(ctx, key);
 	*ret = json_incref(cfg);
 	return 0;
+}
+
+_public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
+			  sbx_err **err)
+{
+	return pool_set(ctx, source, size, pol_spec, NULL, ret, err);
+}
+
+int pool_config_read(const sbx_ctx *ctx, const char *kind, const char *source, const char *pol_spec,
+		     char ret_key[17], json_t **ret)
+{
+	pool_key(kind, source, pol_spec, ret_key);
+	return pool_read(ctx, ret_key, ret);
 }
 
 static json_t *pool_entry_json(const sbx_ctx *ctx, const char *name)

@@ -6,7 +6,7 @@
 #pragma once
 #include <jansson.h>
 
-#include "api/api.h"
+#include "api/base.h"
 
 /* The read set of a run that just ended in environment id (state st): a JSON
  * array of {path, kind ("file"|"dir"), source ("volume"|"host"), root, rel,

@@ -153,7 +153,7 @@ static void hold_wait(int *hold)
 
 /* A supervisor that answered "stopped" before its mounts were gone
  * (runtime/ctl_proto.h CTL_F_LINGER) holds its run directory's lock, moved
- * into the entry as .run/ (api/env.c), until it has unmounted them and
+ * into the entry as .run/ (api/env_core.c), until it has unmounted them and
  * exits: its trees are removed after that (waiting at most 30 s). */
 static void wait_lingering(int entry_fd)
 {

@@ -1,11 +1,12 @@
 /* Secrets, hidden paths and phases on the API side (docs/secrets.md):
- * src/api/secrets.c (create), src/api/phase.c (the agent phase). The
+ * src/api/secrets.c (create), src/api/phase_plan.c (the agent phase's
+ * plan, at create), src/api/phase.c (the switch to it). The
  * runtime side is src/runtime/secrets.c, hide.c, setup.c, init.c and the
- * supervisor's phase_begin/phase_end. */
+ * supervisor's sup_phase_begin/sup_phase_end (sup_phase.c). */
 #pragma once
 #include <jansson.h>
 
-#include "api/api.h"
+#include "api/base.h"
 #include "runtime/runtime.h"
 
 struct policy;

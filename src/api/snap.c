@@ -127,7 +127,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.base_template = (char *)st.template_spec;
 	snap.env = env ? env : empty;
 	snap.cwd = "/root";
-	snap.user = (char *)(st.user ?: "root"); /* a fork runs as it (env.c) */
+	snap.user = (char *)(st.user ?: "root"); /* a fork runs as it (env_create.c) */
 	snap.os_release = osr;
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
@@ -165,50 +165,6 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	if (label && *ret)
 		json_object_set_new(*ret, "label", json_string(label));
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-}
-
-/* Rebuilds create options from an environment's recorded state (api.h). */
-int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size_t max_vols, char ***env,
-		    char ***net_allow)
-{
-	sbx_create_opts d = SBX_CREATE_OPTS_INIT;
-	*o = d;
-	_cleanup_env_record_ env_record r = {.uid_slot = -1};
-	if (env_record_parse((json_t *)st, &r) < 0)
-		return -EBADMSG;
-	/* Strings stay borrowed from st (the caller's), not from r's reference. */
-	o->name = r.name;
-	o->template_spec = r.template_spec;
-	o->memory_bytes = r.limits.memory_bytes;
-	o->pids = r.limits.pids;
-	o->cpus = r.limits.cpus;
-	o->timeout_ms = r.limits.timeout_ms;
-	o->ttl_ms = r.limits.ttl_ms;
-	o->output_bytes = r.limits.output_bytes;
-	o->disk_bytes = r.limits.disk_bytes;
-	o->idle_suspend_ms = r.limits.idle_suspend_ms;
-	if (r.env && !(*env = json_to_strv(r.env)))
-		return -ENOMEM;
-	o->network = r.network ?: "none";
-	if (streq(o->network, "allow")) {
-		if (!(*net_allow = json_to_strv(r.network_allow)))
-			return -ENOMEM;
-		o->network_allow = (const char *const *)*net_allow;
-	}
-	o->env = (const char *const *)*env;
-	json_t *v;
-	size_t i;
-	json_array_foreach(r.volumes, i, v)
-	{
-		if (i >= max_vols)
-			return -E2BIG;
-		vols[i] = (sbx_volume){.host = json_str(v, "host"),
-				       .path = json_str(v, "path"),
-				       .readonly = json_bool(v, "readonly", false)};
-	}
-	o->volumes = vols;
-	o->n_volumes = json_array_size(r.volumes);
-	return 0;
 }
 
 /* Why the environment cannot restart in place (its supervisor kept, a new
@@ -263,7 +219,7 @@ static int restart_end(sbx_ctx *ctx, const char *id)
 }
 
 /* In place, step 2: a new init on snap's layers (topmost first, as
- * env.c's setup_layers gives them to a new supervisor); *ret_info is the
+ * env_start.c's setup_layers gives them to a new supervisor); *ret_info is the
  * supervisor's "restarted". -1 if it failed (the supervisor then stops). */
 /* SBX_RESTORE_STANDBY=0: no standby init is built (docs/warm.md "Restore"). */
 static bool restore_standby_enabled(void)
@@ -291,7 +247,7 @@ static int restart_start(sbx_ctx *ctx, int fd, const store_snapshot *snap, const
 	return restart_reply(fd, CTL_EV_RESTARTED, ret_info);
 }
 
-/* upper/ and work/ again, empty, as env.c's create_on_disk makes them
+/* upper/ and work/ again, empty, as env_start.c's create_on_disk makes them
  * (owned by the environment's root). 0 or -errno. */
 static int remake_layer_dirs(sbx_ctx *ctx, const char *id, const env_record *rec)
 {
@@ -309,7 +265,7 @@ static int remake_layer_dirs(sbx_ctx *ctx, const char *id, const env_record *rec
 }
 
 /* The record of an in-place restart, as a new supervisor's create writes
- * it (env.c record_new, record_running), in two steps: the snapshot's
+ * it (env_start.c record_new, record_running), in two steps: the snapshot's
  * layers before the new init mounts them (a snapshot taken after a restore
  * whose client was killed must not read the old layers under the new
  * writable layer), still marked restoring; then, with info (the

@@ -1,8 +1,8 @@
 /* What a create starts from in the store, apart from the snapshot and
- * lifecycle code that use it (env.c, snap.c, oci.c, ...): a snapshot named
+ * lifecycle code that use it (env_start.c, env_create.c, snap.c, oci.c, ...): a snapshot named
  * by digest, unique prefix or label (sbx_snapshot_resolve, include/sbx.h),
  * and a template's content-addressed base (docs/store.md "Template
- * bases"). Depends on src/store and the mask only, not on env.c or snap.c. */
+ * bases"). Depends on src/store and the mask only, not on the create or snap.c. */
 #pragma once
 #include "api/ctx.h"
 #include "util/err.h"

@@ -1,4 +1,6 @@
-/* Internal: traced runs (trace.c) and replays (replay.c). */
+/* Internal: traced runs (trace.c) and replays (replay.c), the layer above
+ * the features (docs/layout.md): what trace.c gives the entry points on top
+ * (env.c, replay.c, traces.c, attest.c) and what they share. */
 #pragma once
 #include <jansson.h>
 #include <stdbool.h>
@@ -38,6 +40,8 @@ typedef struct trace_counts {
 } trace_counts;
 int trace_stream_count(const char *buf, size_t len, trace_counts *ret, sbx_err **err);
 
+/* A traced (or deterministic) sbx_env_exec of id (env.c). */
+int trace_exec(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, sbx_exec_result *ret, sbx_err **err);
 int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_params *tp,
 	      trace_outcome *out, sbx_exec_result *ret, sbx_err **err);
 int trace_compress(const char *buf, size_t len, char **ret, size_t *ret_len, sbx_err **err);

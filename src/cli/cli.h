@@ -11,11 +11,26 @@ typedef struct cli {
 	bool json;
 } cli;
 
+/* The groups of `sbx --help`, in the order it prints them. */
+typedef enum cli_group {
+	CLI_GROUP_ENV,
+	CLI_GROUP_CMD,
+	CLI_GROUP_FILES,
+	CLI_GROUP_SNAP,
+	CLI_GROUP_IMG,
+	CLI_GROUP_TRACE,
+	CLI_GROUP_SRV,
+	CLI_GROUP_MAINT,
+	CLI_GROUP_COUNT,
+} cli_group;
+
 typedef struct cli_cmd {
 	const char *name;
+	cli_group group;
 	int (*run)(cli *c, int argc, char **argv);
+	const char *summary; /* one short line for `sbx --help` (at most 60 columns) */
 	const char *usage;
-	const char *help;
+	const char *help; /* the detail, for `sbx COMMAND --help` and the man page */
 } cli_cmd;
 
 /* Prints "sbx: <what>: <message>" and returns EXIT_SBX (or `code`). */
@@ -65,6 +80,7 @@ int cmd_ls(cli *c, int argc, char **argv);
 int cmd_inspect(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv); /* cmd_proc.c */
 int cmd_kill(cli *c, int argc, char **argv);
+int cmd_code(cli *c, int argc, char **argv); /* cmd_code.c */
 /* exec -d (cmd_env.c parses, cmd_proc.c starts): prints the process id. */
 int cli_exec_detach(cli *c, const char *id, sbx_exec_opts *x, bool interactive);
 int cmd_phase(cli *c, int argc, char **argv);

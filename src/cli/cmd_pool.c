@@ -62,16 +62,24 @@ int cmd_pool(cli *c, int argc, char **argv)
 		}
 		return 0;
 	}
-	printf("%-18s %-9s %-5s %-5s %-10s %s\n", "POOL", "KIND", "SIZE", "READY", "POLICY", "SOURCE");
+	printf("%-18s %-9s %-5s %-5s %-10s %-12s %s\n", "POOL", "KIND", "SIZE", "READY", "POLICY", "OWNER",
+	       "SOURCE");
 	size_t i;
 	json_t *p;
 	json_array_foreach(json_object_get(j, "pools"), i, p)
 	{
 		const char *pol = json_string_value(json_object_get(p, "policy"));
-		printf("%-18s %-9s %-5lld %-5lld %-10s %s\n", json_string_value(json_object_get(p, "pool")),
+		/* A pool a server keeps for itself (docs/warm.md) names it. */
+		const json_t *own = json_object_get(p, "owner");
+		char owner[32] = "-";
+		if (json_is_object(own))
+			snprintf(owner, sizeof(owner), "pid %lld",
+				 json_integer_value(json_object_get(own, "pid")));
+		printf("%-18s %-9s %-5lld %-5lld %-10s %-12s %s\n",
+		       json_string_value(json_object_get(p, "pool")),
 		       json_string_value(json_object_get(p, "kind")),
 		       json_integer_value(json_object_get(p, "size")),
-		       json_integer_value(json_object_get(p, "ready")), pol ? pol : "-",
+		       json_integer_value(json_object_get(p, "ready")), pol ? pol : "-", owner,
 		       json_string_value(json_object_get(p, "source")));
 	}
 	json_decref(j);

@@ -8,7 +8,10 @@
 
 #include "cli/cli.h"
 #include "server/mcp.h"
-#include "server/transport_http.h"
+#include "server/http_e2b.h"
+#include "server/http_mcp.h"
+#include "server/http_server.h"
+#include "server/warm.h"
 #include "util/macro.h"
 
 /* --attest-key FILE: the private key environment_attest signs with, loaded
@@ -40,14 +43,45 @@ static int add_allow_dir(const char *cmd, const char **allow, size_t *n, const c
 	return 0;
 }
 
+/* --warm N and --warm-memory SIZE (docs/warm.md "A server that keeps
+ * itself warm"), shared by mcp and serve. */
+static int parse_warm(const char *cmd, int o_warm, int o, const char *v, warm_opts *w)
+{
+	if (o == o_warm) {
+		char *end = NULL;
+		errno = 0;
+		long n = v[0] >= '0' && v[0] <= '9' ? strtol(v, &end, 10) : -1;
+		if (!end || *end || errno || n < 0 || n > 4096)
+			return cli_usage_error(
+			    cmd, "invalid --warm '%s': expected a whole number from 0 (off) to 4096", v);
+		w->max_entries = (int)n;
+		return 0;
+	}
+	sbx_err *e = NULL;
+	if (sbx_parse_size(v, &w->memory_bytes, &e) < 0)
+		return cli_fail("--warm-memory", e);
+	return 0;
+}
+
+static int start_warm(cli *c, const warm_opts *o, warm **ret)
+{
+	sbx_err *e = NULL;
+	if (warm_start(c->ctx, o, ret, &e) < 0)
+		return cli_fail("--warm", e);
+	return 0;
+}
+
 int cmd_mcp(cli *c, int argc, char **argv)
 {
-	enum { O_ATTEST_KEY = 256, O_ALLOW_HOST_DIR };
+	enum { O_ATTEST_KEY = 256, O_ALLOW_HOST_DIR, O_WARM, O_WARM_MEMORY };
 	static const struct option longopts[] = {
 	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
 	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
+	    {"warm", required_argument, NULL, O_WARM},
+	    {"warm-memory", required_argument, NULL, O_WARM_MEMORY},
 	    {0},
 	};
+	warm_opts wo = {.max_entries = WARM_ENTRIES_DEFAULT, .memory_bytes = WARM_MEMORY_DEFAULT};
 	cli_opts p = {.cmd = "mcp", .longopts = longopts, .tail_after = -1};
 	const char *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
 	size_t n_allow = 0;
@@ -59,14 +93,22 @@ int cmd_mcp(cli *c, int argc, char **argv)
 			return cli_usage_error("mcp", "unexpected argument '%s'", p.arg);
 		if (o == O_ATTEST_KEY)
 			attest_key = p.arg;
-		else if (add_allow_dir("mcp", allow, &n_allow, p.arg) != 0)
+		else if (o == O_WARM || o == O_WARM_MEMORY) {
+			if (parse_warm("mcp", O_WARM, o, p.arg, &wo) != 0)
+				return EXIT_SBX;
+		} else if (add_allow_dir("mcp", allow, &n_allow, p.arg) != 0)
 			return EXIT_SBX;
 	}
 	int r = cli_open_ctx(c);
 	if (r != 0 || (r = set_attest_key(c, attest_key)) != 0 || (r = allow_dirs(c, allow, n_allow)) != 0)
 		return r;
+	warm *w = NULL;
+	if ((r = start_warm(c, &wo, &w)) != 0)
+		return r;
 	sbx_err *e = NULL;
-	if (mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e) < 0)
+	r = mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e);
+	warm_stop(w);
+	if (r < 0)
 		return cli_fail("mcp", e);
 	return 0;
 }
@@ -78,7 +120,12 @@ typedef struct serve_ready {
 static void on_ready(const char *url, bool loopback, void *userdata)
 {
 	serve_ready *sr = userdata;
-	fprintf(stderr, "sbx: serving MCP on %s%s\n", url, sr->has_token ? " (bearer token required)" : "");
+	fprintf(stderr, "sbx: serving MCP on %s" HTTP_MCP_PATH "%s\n", url,
+		sr->has_token ? " (bearer token required)" : "");
+	fprintf(stderr, "sbx: serving the E2B API on %s%s\n", url,
+		sr->has_token ? " (E2B_API_KEY: the token)"
+		: loopback    ? " (no --token-file: any E2B_API_KEY, e.g. e2b_0)"
+			      : " (refused: no --token-file off loopback)");
 	if (!loopback && !sr->has_token)
 		fprintf(stderr,
 			"sbx: warning: listening beyond loopback without --token-file: anyone who can "
@@ -112,7 +159,10 @@ int cmd_serve(cli *c, int argc, char **argv)
 		O_MAX_SESSIONS_PEER,
 		O_SESSION_MIN_IDLE,
 		O_ATTEST_KEY,
-		O_ALLOW_HOST_DIR
+		O_ALLOW_HOST_DIR,
+		O_INSECURE_NO_TOKEN,
+		O_WARM,
+		O_WARM_MEMORY
 	};
 	static const struct option longopts[] = {
 	    {"listen", required_argument, NULL, O_LISTEN},
@@ -126,12 +176,18 @@ int cmd_serve(cli *c, int argc, char **argv)
 	    {"session-min-idle", required_argument, NULL, O_SESSION_MIN_IDLE},
 	    {"attest-key", required_argument, NULL, O_ATTEST_KEY},
 	    {"allow-host-dir", required_argument, NULL, O_ALLOW_HOST_DIR},
+	    {"insecure-no-token", no_argument, NULL, O_INSECURE_NO_TOKEN},
+	    {"warm", required_argument, NULL, O_WARM},
+	    {"warm-memory", required_argument, NULL, O_WARM_MEMORY},
 	    {0},
 	};
 	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
 	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
 	size_t n_allow = 0;
-	mcp_http_opts opts = {0};
+	bool insecure_no_token = false;
+	http_server_opts opts = {0};
+	http_mcp_opts mcp = {0};
+	warm_opts wo = {.max_entries = WARM_ENTRIES_DEFAULT, .memory_bytes = WARM_MEMORY_DEFAULT};
 	int o;
 	while ((o = cli_opt_next(&p, argc, argv)) != CLI_END) {
 		const char *v = p.arg;
@@ -146,6 +202,9 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_TOKEN_FILE:
 			token_file = v;
+			break;
+		case O_INSECURE_NO_TOKEN:
+			insecure_no_token = true;
 			break;
 		case O_ATTEST_KEY:
 			attest_key = v;
@@ -167,13 +226,17 @@ int cmd_serve(cli *c, int argc, char **argv)
 			r = parse_count("--request-timeout", v, 86400, &opts.request_timeout_s);
 			break;
 		case O_MAX_SESSIONS:
-			r = parse_count("--max-sessions", v, 65536, &opts.max_sessions);
+			r = parse_count("--max-sessions", v, 65536, &mcp.max_sessions);
 			break;
 		case O_MAX_SESSIONS_PEER:
-			r = parse_count("--max-sessions-per-peer", v, 65536, &opts.max_sessions_per_peer);
+			r = parse_count("--max-sessions-per-peer", v, 65536, &mcp.max_sessions_per_peer);
+			break;
+		case O_WARM:
+		case O_WARM_MEMORY:
+			r = parse_warm("serve", O_WARM, o, v, &wo);
 			break;
 		case O_SESSION_MIN_IDLE: /* at most the session TTL, an hour */
-			r = parse_count("--session-min-idle", v, 3600, &opts.session_min_idle_s);
+			r = parse_count("--session-min-idle", v, 3600, &mcp.session_min_idle_s);
 			break;
 		}
 		if (r != 0)
@@ -187,11 +250,27 @@ int cmd_serve(cli *c, int argc, char **argv)
 		return r;
 	serve_ready sr = {.has_token = token_file != NULL};
 	opts.listen = listen;
-	opts.token_file = token_file;
+	/* A server that runs code for whoever reaches it does not start open by accident. */
+	opts.loopback_only = !token_file && !insecure_no_token;
 	opts.on_ready = on_ready;
 	opts.userdata = &sr;
+	mcp.token_file = token_file;
+	/* One port, a family of routes per API (src/server/http_server.h). */
+	http_server *hs = NULL;
 	sbx_err *e = NULL;
-	if (mcp_serve_http(c->ctx, &opts, &e) < 0)
+	http_e2b_opts e2b = {.token_file = token_file};
+	/* E2B's data plane first: its predicate (an E2b-Sandbox-Id header) takes
+	 * any path. */
+	warm *w = NULL;
+	if ((r = start_warm(c, &wo, &w)) != 0)
+		return r;
+	if (http_server_new(&opts, &hs, &e) < 0 || http_e2b_add(hs, c->ctx, &e2b, &e) < 0 ||
+	    http_mcp_add(hs, c->ctx, &mcp, &e) < 0 || http_server_run(hs, &e) < 0) {
+		http_server_free(hs);
+		warm_stop(w);
 		return cli_fail("serve", e);
+	}
+	http_server_free(hs);
+	warm_stop(w);
 	return 0;
 }

@@ -10,70 +10,100 @@
 #include "util/macro.h"
 
 static const cli_cmd commands[] = {
-    {"run", cmd_run, "sbx run [CREATE-OPTS] [EXEC-OPTS] [-- CMD [ARG...]]",
+    {"run", CLI_GROUP_ENV, cmd_run, "Create an environment, run one command in it, remove it",
+     "sbx run [CREATE-OPTS] [EXEC-OPTS] [-- CMD [ARG...]]",
      "Create an environment, run one command in it, destroy it. Exits with the command's status. With "
      "an image template (--template NAME): its ENTRYPOINT before CMD, and with no CMD given its own CMD, "
      "as docker run does. SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the command; killed in any way, sbx "
      "run leaves nothing behind (its supervisor removes the environment)."},
-    {"create", cmd_create, "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
-    {"exec", cmd_exec, "sbx exec [EXEC-OPTS] [-d] ID -- CMD [ARG...]",
+    {"create", CLI_GROUP_ENV, cmd_create, "Create a live environment and print its id",
+     "sbx create [CREATE-OPTS]", "Create a live environment and print its id."},
+    {"exec", CLI_GROUP_CMD, cmd_exec, "Run a command in a live environment",
+     "sbx exec [EXEC-OPTS] [-d] ID -- CMD [ARG...]",
      "Run a command in a live environment, streaming stdio. Exits with its status (128+N on signal N); "
      "SIGINT, SIGTERM, SIGHUP and SIGQUIT go to the command. -d: in the background, printing its process id "
      "(sbx ps ID, sbx kill ID PROC)."},
-    {"ls", cmd_ls, "sbx ls", "List environments."},
-    {"inspect", cmd_inspect, "sbx inspect ID",
+    {"ls", CLI_GROUP_ENV, cmd_ls, "List environments", "sbx ls", "List environments."},
+    {"inspect", CLI_GROUP_ENV, cmd_inspect, "Show an environment's limits, walls and usage", "sbx inspect ID",
      "Show an environment: limits, isolation walls in force and missing, usage."},
-    {"ps", cmd_ps, "sbx ps ID | sbx ps ID PROC [--output] [--wait DURATION]",
+    {"ps", CLI_GROUP_CMD, cmd_ps, "List an environment's processes and background processes",
+     "sbx ps ID | sbx ps ID PROC [--output] [--wait DURATION]",
      "List the processes inside an environment (pids as seen inside) and its background processes "
      "(exec -d); with PROC, one background process: its record, --output what it printed (stdout, "
      "stderr), --wait until it exits (at most DURATION; exit status 0 once exited, 1 still running)."},
-    {"kill", cmd_kill, "sbx kill ID PROC [SIGNAL]",
+    {"kill", CLI_GROUP_CMD, cmd_kill, "Signal a background process", "sbx kill ID PROC [SIGNAL]",
      "Send a signal (default TERM; a name such as KILL or INT, or a number) to a background process "
      "(exec -d) and its process group."},
-    {"phase", cmd_phase, "sbx phase ID [agent]",
+    {"code", CLI_GROUP_CMD, cmd_code, "Run code in a stateful kernel (Python, ...)",
+     "sbx code ID [--context C | --lang L] [--timeout DURATION] [--env K=V] [--out DIR] [-- CODE... | < "
+     "FILE] "
+     "| sbx code ID --contexts | --new-context [--lang L] [--cwd DIR] | --restart C | --remove C",
+     "Run code in a Jupyter kernel inside the environment (a context), whose state lasts from one run to the "
+     "next; without --context the language's default context runs it (--lang, default python). The code is "
+     "the "
+     "words after -- or stdin. stdout and stderr stream as they come; results print as text, images go to "
+     "DIR/out-N.png (--out), an error's traceback to stderr. --timeout interrupts the cell and keeps the "
+     "context; --env sets variables for this run only. --json: the whole result (images as base64). Exit "
+     "status: 0, 1 when the code raised, 124 on timeout, 125 for sbx errors. --contexts lists contexts, "
+     "--new-context makes one (printing its id), --restart gives one a fresh kernel (its state gone), "
+     "--remove ends one. The environment needs python3 with jupyter_client and ipykernel and a network "
+     "namespace of its own (not --network open); docs/code.md."},
+    {"phase", CLI_GROUP_ENV, cmd_phase, "Show an environment's phase, or switch it to agent",
+     "sbx phase ID [agent]",
      "Show an environment's phase, or switch it for good from setup to agent: its processes end, its "
      "secrets are removed, the agent policy's network and limits apply."},
-    {"logs", cmd_logs, "sbx logs ID --net",
+    {"logs", CLI_GROUP_ENV, cmd_logs, "Show the egress proxy's log of an environment", "sbx logs ID --net",
      "Show the egress proxy's log of an environment with network allow: each connection, allowed or "
      "refused."},
-    {"cp", cmd_cp, "sbx cp SRC DST",
+    {"cp", CLI_GROUP_FILES, cmd_cp, "Copy files or trees between the host and an environment",
+     "sbx cp SRC DST",
      "Copy a file or a directory tree between the host and an environment (ID:PATH on one side). Into an "
      "existing directory under the source's name, else as the new name. Ownership becomes the receiving "
      "side's user; setuid bits and devices are dropped."},
-    {"rm", cmd_rm, "sbx rm ID...", "Stop and remove environments: processes, cgroups and files."},
-    {"pause", cmd_pause, "sbx pause ID",
+    {"rm", CLI_GROUP_ENV, cmd_rm, "Stop and remove environments", "sbx rm ID...",
+     "Stop and remove environments: processes, cgroups and files."},
+    {"pause", CLI_GROUP_ENV, cmd_pause, "Freeze every process of an environment", "sbx pause ID",
      "Freeze every process of an environment (memory kept, timeouts stopped); an exec resumes it."},
-    {"pool", cmd_pool,
+    {"pool", CLI_GROUP_ENV, cmd_pool, "Keep environments of a template built ahead",
      "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] | sbx pool ls | sbx pool rm TEMPLATE|SNAPSHOT "
      "[--policy P]",
      "Keep N environments of a template or snapshot built ahead; a create or run with the same template "
      "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background. "
      "SBX_POOL_LAYER=tmpfs at set (root): the entries' writable layer is a tmpfs (memory; docs/warm.md)."},
-    {"resume", cmd_resume, "sbx resume ID",
+    {"resume", CLI_GROUP_ENV, cmd_resume, "Thaw a paused environment, or start a suspended one",
+     "sbx resume ID",
      "Thaw a paused environment, or start a suspended or stopped one again on its files (same id; its "
      "processes are gone)."},
-    {"snapshot", cmd_snapshot, "sbx snapshot ID [--label L]",
+    {"snapshot", CLI_GROUP_SNAP, cmd_snapshot, "Capture an environment as a content-addressed snapshot",
+     "sbx snapshot ID [--label L]",
      "Capture an environment (frozen meanwhile) as a content-addressed snapshot; prints sha256:<hex>."},
-    {"restore", cmd_restore, "sbx restore ID SNAPSHOT",
+    {"restore", CLI_GROUP_SNAP, cmd_restore, "Roll an environment back in place to a snapshot",
+     "sbx restore ID SNAPSHOT",
      "Roll an environment back in place to a snapshot (digest, prefix or label); its processes end."},
-    {"fork", cmd_fork, "sbx fork SNAPSHOT [CREATE-OPTS]",
-     "Create a new environment from a snapshot (as create --snapshot)."},
-    {"snapshots", cmd_snapshots, "sbx snapshots", "List snapshots with label, parent, time and size."},
-    {"diff", cmd_diff, "sbx diff ID [SNAPSHOT]",
+    {"fork", CLI_GROUP_SNAP, cmd_fork, "Create an environment from a snapshot",
+     "sbx fork SNAPSHOT [CREATE-OPTS]", "Create a new environment from a snapshot (as create --snapshot)."},
+    {"snapshots", CLI_GROUP_SNAP, cmd_snapshots, "List snapshots", "sbx snapshots",
+     "List snapshots with label, parent, time and size."},
+    {"diff", CLI_GROUP_SNAP, cmd_diff, "Show what changed since a snapshot", "sbx diff ID [SNAPSHOT]",
      "Show what changed in an environment since its base or a snapshot: A/M/D lines, sorted by path."},
-    {"export", cmd_export, "sbx export SNAPSHOT oci:DIR[:TAG]",
+    {"export", CLI_GROUP_IMG, cmd_export, "Write a snapshot as an OCI image layout",
+     "sbx export SNAPSHOT oci:DIR[:TAG]",
      "Write a snapshot as an OCI image (gzip layers) into an OCI image layout."},
-    {"import", cmd_import, "sbx import oci:DIR[:TAG] [--name N]",
+    {"import", CLI_GROUP_IMG, cmd_import, "Import an OCI image layout as a template",
+     "sbx import oci:DIR[:TAG] [--name N]",
      "Import an OCI image layout as a template (default name: the tag or DIR's name)."},
-    {"push", cmd_push, "sbx push SNAPSHOT REGISTRY/REPO:TAG [--insecure]",
+    {"push", CLI_GROUP_IMG, cmd_push, "Push a snapshot to an OCI registry",
+     "sbx push SNAPSHOT REGISTRY/REPO:TAG [--insecure]",
      "Push a snapshot to an OCI registry as sbx export writes it (blobs the registry has are not sent); "
      "credentials from ~/.docker/config.json or $REGISTRY_AUTH_FILE; --insecure: plain HTTP."},
-    {"pull", cmd_pull, "sbx pull REGISTRY/REPO:TAG [--name N] [--insecure]",
+    {"pull", CLI_GROUP_IMG, cmd_pull, "Pull an image from an OCI registry as a snapshot",
+     "sbx pull REGISTRY/REPO:TAG [--name N] [--insecure]",
      "Pull a snapshot (or any image) from an OCI registry, every digest verified; labels it N (default: the "
      "repository's last component) and prints its digest."},
-    {"template", cmd_template, "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls",
+    {"template", CLI_GROUP_IMG, cmd_template, "Name a template, or list templates",
+     "sbx template add NAME oci:DIR[:TAG]|dir:PATH|host|SNAPSHOT | sbx template ls",
      "Name a template for create --template NAME; list templates."},
-    {"build", cmd_build,
+    {"build", CLI_GROUP_IMG, cmd_build, "Build a template from a Dockerfile",
      "sbx build [-f Dockerfile] -t NAME [--network MODE] [--build-arg K=V] [--secret NAME[=FILE]] "
      "[--no-cache] CONTEXT",
      "Build a template from a Dockerfile (FROM a template, snapshot, oci:DIR[:TAG] or scratch; RUN, COPY, "
@@ -81,39 +111,52 @@ static const cli_cmd commands[] = {
      "ENV, ARG, WORKDIR, USER, LABEL, SHELL, CMD, ENTRYPOINT, EXPOSE). Each step is a cached snapshot; RUN "
      "has "
      "no network unless --network allows it; secrets are never stored. See docs/build.md."},
-    {"policy", cmd_policy, "sbx policy ls | show NAME|FILE | check FILE",
+    {"policy", CLI_GROUP_ENV, cmd_policy, "List, show or check policies",
+     "sbx policy ls | show NAME|FILE | check FILE",
      "List the built-in policies (strict, dev, open), show one, or validate a policy file."},
-    {"trace", cmd_trace,
+    {"trace", CLI_GROUP_TRACE, cmd_trace, "List, show, summarize, export or draw recorded traces",
      "sbx trace ls | show TRACE [--pid P] [--syscall NAME,...] | stats TRACE | export TRACE --format chrome "
      "[-o FILE] | html TRACE [-o FILE] [--replay[=RESULT.json]] | inspect TRACE",
      "List recorded traces, print one strace-like, summarize it, export it for Perfetto, draw it as one "
      "self-contained HTML page (with a replay's divergence highlighted), or show its manifest."},
-    {"replay", cmd_replay, "sbx replay [--inputs read-set|volumes] TRACE",
+    {"replay", CLI_GROUP_TRACE, cmd_replay, "Re-run a traced command and compare: MATCH or divergence",
+     "sbx replay [--inputs read-set|volumes] TRACE",
      "Re-run a traced command from its snapshot under determinism controls; prints MATCH or the first "
      "divergence (exit 0 only on MATCH). Inputs checked first: the files the run read (default) or whole "
      "volumes."},
-    {"keygen", cmd_keygen, "sbx keygen FILE",
+    {"keygen", CLI_GROUP_TRACE, cmd_keygen, "Make an Ed25519 key pair for attestations", "sbx keygen FILE",
      "Make an Ed25519 key pair for attestations: FILE (private, 0600) and FILE.pub (PEM); prints its key "
      "id."},
-    {"attest", cmd_attest, "sbx attest TRACE --key FILE [-o OUT] [--replay]",
+    {"attest", CLI_GROUP_TRACE, cmd_attest, "Sign an attestation (DSSE, in-toto) of a traced run",
+     "sbx attest TRACE --key FILE [-o OUT] [--replay]",
      "Sign a DSSE envelope (in-toto Statement v1) of a traced run: its stdout, stderr and written files by "
      "sha256, its snapshot, command and exit status (--replay: replay first, record the verdict)."},
-    {"verify", cmd_verify, "sbx verify ENVELOPE --key FILE.pub [--replay]",
+    {"verify", CLI_GROUP_TRACE, cmd_verify, "Check an attestation's signature and digests",
+     "sbx verify ENVELOPE --key FILE.pub [--replay]",
      "Check an attestation: the signature, every digest against the store (--replay: and a MATCHing replay); "
      "exit 0 only if all hold."},
-    {"gc", cmd_gc, "sbx gc", "Remove what no live environment reaches (after a crash or kill -9)."},
-    {"fsck", cmd_fsck, "sbx fsck",
+    {"gc", CLI_GROUP_MAINT, cmd_gc, "Remove what no live environment reaches", "sbx gc",
+     "Remove what no live environment reaches (after a crash or kill -9)."},
+    {"fsck", CLI_GROUP_MAINT, cmd_fsck, "Verify every digest and reference in the store", "sbx fsck",
      "Verify every digest and reference in the store; exit 1 if something is corrupt."},
-    {"mcp", cmd_mcp, "sbx mcp [--attest-key FILE] [--allow-host-dir DIR]",
+    {"mcp", CLI_GROUP_SRV, cmd_mcp, "Serve MCP on stdin/stdout for an AI agent",
+     "sbx mcp [--attest-key FILE] [--allow-host-dir DIR] [--warm N] [--warm-memory SIZE]",
      "Serve MCP (Model Context Protocol) on stdin/stdout for an AI agent (--attest-key: the private key "
      "environment_attest signs with; --allow-host-dir: a host directory clients may name, e.g. as "
-     "template_build's context)."},
-    {"serve", cmd_serve,
+     "template_build's context). The server keeps itself warm: a template or snapshot its clients create "
+     "from often (five creates within seconds) gets a warm pool sized by the create rate, removed when "
+     "the demand goes and when the server stops; at most N ready entries in all (--warm, 64; 0 turns it "
+     "off) and SIZE of memory at 4 MiB an entry (--warm-memory, 256M). See docs/warm.md."},
+    {"serve", CLI_GROUP_SRV, cmd_serve, "Serve MCP and the E2B API over HTTP",
      "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] "
      "[--idle-timeout SECONDS] [--request-timeout SECONDS] [--max-sessions N] [--max-sessions-per-peer N] "
-     "[--session-min-idle SECONDS] [--attest-key FILE] [--allow-host-dir DIR]",
-     "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods); a bearer token from F when "
-     "given; --attest-key as for mcp. Connections: at most N in total (256) and per peer address (64), a new "
+     "[--session-min-idle SECONDS] [--attest-key FILE] [--allow-host-dir DIR] [--insecure-no-token] "
+     "[--warm N] [--warm-memory SIZE]",
+     "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods) and the E2B API (docs/e2b.md) "
+     "on one port; a bearer token from F when given (the E2B API key too). Without --token-file it serves "
+     "only on a loopback address (--insecure-no-token: beyond it too, open to whoever reaches it); "
+     "--attest-key, --warm and --warm-memory as for mcp. Connections: at most N in total (256) and per peer "
+     "address (64), a new "
      "one evicting the oldest that only waits (never-authorized first); a request must arrive whole within "
      "--request-timeout (30 s; slow headers or bodies are cut), an authorized keep-alive connection may idle "
      "--idle-timeout (60 s). Sessions: at most N in total (1024) and per peer (a quarter); an initialize "
@@ -182,19 +225,75 @@ static const char exec_opts_help[] =
 
 static const char common_help[] =
     "Every command accepts --json for machine-readable output.\n"
-    "Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN (sockets),\n"
-    "SBX_DEBUG=1 (debug log), SBX_MCP_SECRETS=NAME,... (sbx mcp/serve: the host variables an MCP client may\n"
-    "name as secrets).\n";
+    "Environment: SBX_ROOT (state, default /srv/sbx or ~/.local/share/sbx), SBX_RUN\n"
+    "(sockets), SBX_DEBUG=1 (debug log), SBX_MCP_SECRETS=NAME,... (sbx mcp/serve: the\n"
+    "host variables an MCP client may name as secrets).\n";
 
+static const char *const group_titles[CLI_GROUP_COUNT] = {
+    [CLI_GROUP_ENV] = "Environments",
+    [CLI_GROUP_CMD] = "Commands",
+    [CLI_GROUP_FILES] = "Files",
+    [CLI_GROUP_SNAP] = "Snapshots",
+    [CLI_GROUP_IMG] = "Images and registries",
+    [CLI_GROUP_TRACE] = "Traces",
+    [CLI_GROUP_SRV] = "Servers",
+    [CLI_GROUP_MAINT] = "Maintenance",
+};
+
+/* `sbx --help`: one short line a command, in groups, as git and docker print
+ * theirs; the options and the detail are in `sbx COMMAND --help`. */
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"sbx %s: sandboxed environments for AI agents\n\nUsage: sbx COMMAND [OPTIONS]\n\nCommands:\n",
+	fprintf(f, "sbx %s: sandboxed environments for AI agents\n\nUsage: sbx COMMAND [OPTIONS]\n",
 		sbx_version());
+	for (int g = 0; g < CLI_GROUP_COUNT; g++) {
+		fprintf(f, "\n%s:\n", group_titles[g]);
+		for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+			if ((int)commands[i].group == g)
+				fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	}
+	fprintf(f, "\nRun 'sbx COMMAND --help' (or 'sbx help COMMAND') for a command's options and\n"
+		   "details, 'man sbx' for all of them. Every command accepts --json.\n");
+}
+
+/* `sbx COMMAND --help`: the usage, the detail, and the option blocks the
+ * usage names (not every command's). */
+/* Prints `text` after `first` (a label of `indent` columns), folded at
+ * spaces to lines of at most 80 columns, continuation lines indented. */
+static void print_folded(const char *first, const char *text, int indent)
+{
+	int col = printf("%s", first);
+	const char *p = text;
+	while (*p) {
+		size_t n = 0; /* a word: up to a space outside [brackets] */
+		for (int depth = 0; p[n] && (p[n] != ' ' || depth > 0); n++)
+			depth += p[n] == '[' ? 1 : p[n] == ']' ? -1 : 0;
+		if (col > indent && col + 1 + (int)n > 80)
+			col = printf("\n%*s", indent, "") - 1;
+		else if (col > indent)
+			col += printf(" ");
+		col += printf("%.*s", (int)n, p);
+		p += n;
+		p += strspn(p, " ");
+	}
+	printf("\n");
+}
+
+static void command_help(const cli_cmd *c)
+{
+	print_folded("Usage: ", c->usage, 7);
+	printf("\n");
+	print_folded("", c->help, 0);
+	printf("\n%s%s%s", strstr(c->usage, "CREATE-OPTS") ? create_opts_help : "",
+	       strstr(c->usage, "EXEC-OPTS") ? exec_opts_help : "", common_help);
+}
+
+static const cli_cmd *command_find(const char *name)
+{
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\n%s%s%s\nRun 'sbx COMMAND --help' for one command.\n", create_opts_help, exec_opts_help,
-		common_help);
+		if (streq(commands[i].name, name))
+			return &commands[i];
+	return NULL;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
@@ -244,7 +343,7 @@ int main(int argc, char **argv)
 		return EXIT_SBX;
 	}
 	const char *name = argv[1];
-	if (streq(name, "--help") || streq(name, "-h") || streq(name, "help")) {
+	if (streq(name, "--help") || streq(name, "-h") || (streq(name, "help") && argc < 3)) {
 		usage(stdout);
 		return 0;
 	}
@@ -252,16 +351,20 @@ int main(int argc, char **argv)
 		printf("sbx %s\n", sbx_version());
 		return 0;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
-		if (!streq(commands[i].name, name))
-			continue;
+	if (streq(name, "help")) { /* sbx help COMMAND, as git's */
+		const cli_cmd *cmd = command_find(argv[2]);
+		if (!cmd) {
+			fprintf(stderr, "sbx: help: unknown command '%s' (see 'sbx --help')\n", argv[2]);
+			return EXIT_SBX;
+		}
+		command_help(cmd);
+		return 0;
+	}
+	const cli_cmd *cmd = command_find(name);
+	if (cmd) {
 		for (int k = 2; k < argc && !streq(argv[k], "--"); k++)
 			if (streq(argv[k], "--help") || streq(argv[k], "-h")) {
-				/* The option blocks its usage names, not every command's. */
-				printf("Usage: %s\n\n%s\n\n%s%s%s", commands[i].usage, commands[i].help,
-				       strstr(commands[i].usage, "CREATE-OPTS") ? create_opts_help : "",
-				       strstr(commands[i].usage, "EXEC-OPTS") ? exec_opts_help : "",
-				       common_help);
+				command_help(cmd);
 				return 0;
 			}
 		cli c = {0};
@@ -273,7 +376,7 @@ int main(int argc, char **argv)
 				argc--;
 				k--;
 			}
-		int r = commands[i].run(&c, argc - 1, argv + 1);
+		int r = cmd->run(&c, argc - 1, argv + 1);
 		sbx_ctx_free(c.ctx);
 		return r;
 	}

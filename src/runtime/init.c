@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -706,26 +707,27 @@ static void file_reply_error(int sock, int errnum, const char *what, const char 
  * (DAC_OVERRIDE, FOWNER, ...) from the effective set; changing it back
  * restores them from permitted. Init is single-threaded, so nothing else
  * runs meanwhile. 1: entered; 0: root, nothing to do; -1: *msg says why. */
-static int file_identity_enter(const env_config *c, char *msg, size_t n)
+static int file_identity_enter(const env_config *c, const char *user, user_ident *who, char *msg, size_t n)
 {
-	if (!c || !c->user || c->degraded)
+	if (!c || !user || c->degraded)
 		return 0;
 	user_ident id;
 	_cleanup_err_ sbx_err *e = NULL;
-	if (user_resolve(c->user, c->id_count, c->rootless, &id, &e) < 0) {
+	if (user_resolve(user, c->id_count, c->rootless, &id, &e) < 0) {
 		snprintf(msg, n, "%s", sbx_err_message(e));
 		return -1;
 	}
+	*who = id;
 	if (id.uid == 0)
 		return 0;
 	if (setgroups(id.n_groups, id.groups) < 0) {
-		snprintf(msg, n, "user '%s': setgroups: %s", c->user, strerror(errno));
+		snprintf(msg, n, "user '%s': setgroups: %s", user, strerror(errno));
 		return -1;
 	}
 	(void)setfsgid(id.gid);
 	(void)setfsuid(id.uid);
 	if ((uid_t)setfsuid((uid_t)-1) != id.uid || (gid_t)setfsgid((gid_t)-1) != id.gid) {
-		snprintf(msg, n, "user '%s': could not take its filesystem identity", c->user);
+		snprintf(msg, n, "user '%s': could not take its filesystem identity", user);
 		(void)setfsuid(0);
 		(void)setfsgid(0);
 		(void)setgroups(0, NULL);
@@ -741,11 +743,14 @@ static void file_identity_leave(void)
 	(void)setgroups(0, NULL);
 }
 
-static void handle_file_as(int sock, json_t *m);
+static void handle_file_as(int sock, json_t *m, const user_ident *who);
+/* A request's "user" (sbx_fs_opts.user) overrides the environment's. */
 static void handle_file(int sock, json_t *m)
 {
 	char msg[512];
-	int q = file_identity_enter(g_config, msg, sizeof(msg));
+	user_ident who = {0};
+	const char *user = json_str(m, "user") ?: (g_config ? g_config->user : NULL);
+	int q = file_identity_enter(g_config, user, &who, msg, sizeof(msg));
 	if (q < 0) {
 		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
 						     CTL_F_ERRNO, EPERM, CTL_F_MESSAGE, msg);
@@ -753,28 +758,72 @@ static void handle_file(int sock, json_t *m)
 			(void)json_send(sock, r, NULL, 0);
 		return;
 	}
-	handle_file_as(sock, m);
+	handle_file_as(sock, m, &who);
 	if (q > 0)
 		file_identity_leave();
 }
 
-static void handle_file_as(int sock, json_t *m)
+/* action "socket": a fresh, unconnected TCP socket of the environment's own
+ * network namespace (docs/code.md "How sbx reaches the kernel"). The caller
+ * outside connects it to the environment's loopback (a socket keeps the
+ * namespace it was made in); init itself connects nowhere. Refused where the
+ * environment has no network namespace of its own: with network open it is
+ * the host's, and a connect there would reach the host's loopback. */
+static void handle_socket(int sock)
+{
+	if (!g_config || g_config->degraded || streq(g_config->network ?: "none", "open")) {
+		_cleanup_json_ json_t *r =
+		    json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0, CTL_F_ERRNO, EPERM,
+			      CTL_F_MESSAGE,
+			      "the environment has no network namespace of its own (network open or degraded "
+			      "mode): its ports are the host's, and sbx does not connect to them");
+		if (r)
+			(void)json_send(sock, r, NULL, 0);
+		return;
+	}
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		file_reply_error(sock, errno, "socket", "tcp");
+		return;
+	}
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1);
+	if (r)
+		(void)json_send(sock, r, &fd, 1);
+}
+
+static void handle_file_as(int sock, json_t *m, const user_ident *who)
 {
 	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
 	char path[4200];
+	if (streq(action, "socket")) {
+		handle_socket(sock);
+		return;
+	}
+	bool degraded = g_config && g_config->degraded;
 	if (!p || !*p || strlen(p) > 4000) {
 		file_reply_error(sock, EINVAL, "path", p ? p : "");
 		return;
 	}
-	if (p[0] == '/')
-		snprintf(path, sizeof(path), "%s", p);
-	else if (g_config && g_config->degraded)
+	if (degraded && p[0] != '/')
 		snprintf(path, sizeof(path), "%s/home/%s", g_config->env_dir, p);
-	else
-		snprintf(path, sizeof(path), "/root/%s", p);
+	else if (init_fs_path(p, json_str(m, "user") ? who->home : NULL, path, sizeof(path)) < 0) {
+		file_reply_error(sock, ENAMETOOLONG, "path", p);
+		return;
+	}
+	if (degraded && !strncmp(action, "fs_", 3)) { /* no walls: a path would be the host's */
+		file_reply_error(sock, EPERM, "file operation (degraded mode)", p);
+		return;
+	}
+	if (init_fs_handle(sock, m, action, path, p, json_str(m, "user") ? who->home : NULL))
+		return; /* fs_stat, fs_mkdir, fs_move, fs_remove, fs_list: init_fs.c */
 	if (streq(action, "read") || streq(action, "write")) {
 		bool w = streq(action, "write");
 		int mode = (int)json_int(m, "mode", -1);
+		int pr = w && !degraded && json_bool(m, "parents", false) ? init_fs_make_parents(path) : 0;
+		if (pr < 0) {
+			file_reply_error(sock, -pr, "write", p);
+			return;
+		}
 		_cleanup_close_ int fd =
 		    open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
 			 mode >= 0 ? mode & 07777 : 0644);

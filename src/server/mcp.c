@@ -333,8 +333,8 @@ static void call_run(mcp_call *c)
 	} else if (c->as_method) {
 		reply = jsonrpc_result(c->id, with_result_type(json_incref(structured), c->stateless));
 	} else {
-		reply = jsonrpc_result(c->id,
-				       with_result_type(tools_result(json_incref(structured)), c->stateless));
+		reply = jsonrpc_result(
+		    c->id, with_result_type(tools_result_of(c->t, json_incref(structured)), c->stateless));
 	}
 	if (!cancelled) {
 		if (c->progress_token && (c->pend_len || c->dropped))

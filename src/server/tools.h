@@ -31,7 +31,7 @@ typedef struct tool {
 	const char *alias; /* dotted name of the environment-control extension */
 	const char *title;
 	const char *description;
-	const char *input_schema; /* JSON Schema text (a subset checked by tools_validate) */
+	const char *input_schema; /* JSON Schema text (the subset server/jschema.h checks) */
 	const char *output_schema;
 	/* Arguments of capabilities that have not landed: not in the schema,
 	 * but accepted so that the handler can say "not available yet". */
@@ -42,6 +42,9 @@ typedef struct tool {
 	bool read_only, destructive, idempotent, open_world;
 	tool_fn run;
 	tool_undo_fn undo;
+	/* Content items that follow the text item of a success (images), from
+	 * its structuredContent; NULL: the text item only. */
+	json_t *(*content)(const json_t *structured);
 } tool;
 
 /* By published name or dotted alias; NULL if none. */
@@ -55,14 +58,22 @@ int tools_validate(const tool *t, const json_t *args, char **ret_msg);
  * structuredContent plus the same JSON as a text content item; on error
  * isError true and structuredContent.error = {code, message}. */
 json_t *tools_result(json_t *structured);
+/* tools_result, plus t's own content items (t->content) after the text. */
+json_t *tools_result_of(const tool *t, json_t *structured);
 json_t *tools_error_result(sbx_code code, const char *message);
 /* Parses the schemas once; returns -1 if a built-in schema is malformed or
- * uses a keyword the argument checker does not implement (a bug caught by
+ * uses a keyword server/jschema.h does not implement (a bug caught by
  * the tests: the servers refuse to start, saying tools_init_error()).
  * Thread-safe, idempotent. */
 int tools_init(void);
 /* Why tools_init() failed (which tool, schema and keyword); NULL if it did not. */
 const char *tools_init_error(void);
+/* What tools_init() does for each row: parses t's two schema texts and
+ * checks them with jschema_supported(). Returns 0 with both schemas in ret
+ * (new references), or -1 with *ret_msg (malloc'd) naming the tool, the
+ * schema and the keyword: "tool T's input schema: #.tag: keyword
+ * 'format' is not implemented by the argument checker". */
+int tools_row_schemas(const tool *t, json_t *ret[2], char **ret_msg);
 
 /* The largest CallToolResult a tool returns, in bytes of JSON: under the
  * 10 MiB message limit of the TypeScript SDK's stdio transport. A command's
@@ -74,11 +85,3 @@ size_t tools_result_size(const json_t *structured);
  * tools_result_size(res) <= budget, setting the matching *_truncated flag.
  * Returns 0, -ENOMEM, or -E2BIG if it cannot fit without them. */
 int tools_fit_output(json_t *res, size_t budget);
-/* Returns 0 if every keyword of schema (recursively) is one the checker
- * implements: type, enum, oneOf, anyOf, minimum, maximum, minLength,
- * maxLength, pattern (POSIX ERE), minItems, maxItems, items, properties,
- * additionalProperties, required; annotations (description, title,
- * default, examples) are allowed. Else -1 and *ret_msg (malloc'd). Pure. */
-int tools_schema_supported(const json_t *schema, char **ret_msg);
-/* Checks value v against schema (top-level path ""). Pure. */
-int tools_check_value(const json_t *schema, const json_t *v, char **ret_msg);

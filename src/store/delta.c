@@ -62,6 +62,7 @@
  * while staging. A full snapshot writes a new index too, so the next one
  * can be a delta. */
 #include "store/delta.h"
+#include "store/delta_stage.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -82,14 +83,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/api.h"
+#include "api/ctx.h"
 #include "runtime/mask.h"
-#include "store/acl.h"
 #include "store/digest.h"
 #include "store/snapshot.h"
 #include "store/storefs.h"
 #include "store/tar.h"
 #include "store/tarw.h"
+#include "store/xattr.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/log.h"
@@ -104,8 +105,6 @@
 #define SD_MAX_DEPTH 256
 #define SD_MAX_FILE ((size_t)2 << 30)
 #define SD_NONE UINT32_MAX
-#define SD_STAGE_TMP "delta-"	    /* $SBX_ROOT/tmp/delta-<env>-<pid>-<rand> */
-#define SD_STAGE_DISK ".sbx-delta-" /* <env>/disk/.sbx-delta-<pid>-<rand> (disk quota) */
 
 enum { SD_OPAQUE = 1, SD_RACY = 2 };
 
@@ -955,15 +954,6 @@ static int close_delta(walk *w)
 
 /* ---- phase 3: the staging tree ------------------------------------------------------- */
 
-/* The xattrs a layer keeps (as the canonical tar does): user.* but overlay's
- * own, file capabilities and POSIX ACLs (copied as they are: upper/ and the
- * stage are both seen from the host, and the tar writer shifts their ids). */
-static bool xattr_kept(const char *name)
-{
-	return (startswith(name, "user.") && !startswith(name, "user.overlay.")) ||
-	       streq(name, "security.capability") || store_acl_xattr(name);
-}
-
 typedef struct frame {
 	uint32_t rec;
 	int ufd, sfd;
@@ -979,7 +969,10 @@ static int stage_finish(walk *w, const frame *f)
 		return stop(w, "list the xattrs of '%s': %s", rec_name(w->ni, f->rec), strerror(errno));
 	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(list + off) + 1) {
 		const char *k = list + off;
-		if (!xattr_kept(k))
+		/* the set the canonical tar keeps (xattr.h), copied as they are:
+		 * upper/ and the stage are both seen from the host, and the tar
+		 * writer normalizes their ids */
+		if (!store_xattr_kept(k))
 			continue;
 		ssize_t vl = fgetxattr(f->ufd, k, val, sizeof(val));
 		if (vl < 0 && errno == ENODATA)
@@ -1176,13 +1169,13 @@ static int stage_dir(sbx_ctx *ctx, const char *id, int ufd, char **ret_path, int
 	_cleanup_free_ char *dup = fs_path_join(disk, "upper");
 	_cleanup_close_ int dfd = dup ? open(dup, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
 	if (dfd >= 0 && fstat(dfd, &ts) == 0 && ts.st_dev == us.st_dev && ts.st_ino == us.st_ino) {
-		if (asprintf(&p, "%s/" SD_STAGE_DISK "%d-%08x", disk, (int)getpid(), rnd) < 0)
+		if (asprintf(&p, "%s/" SNAP_STAGE_DISK "%d-%08x", disk, (int)getpid(), rnd) < 0)
 			return -ENOMEM;
 	} else if (stat(tmp, &ts) == 0 && ts.st_dev == us.st_dev) {
 		safe_close(dfd);
 		if ((dfd = fcntl(ufd, F_DUPFD_CLOEXEC, 3)) < 0)
 			return -errno;
-		if (asprintf(&p, "%s/" SD_STAGE_TMP "%s-%d-%08x", tmp, id, (int)getpid(), rnd) < 0)
+		if (asprintf(&p, "%s/" SNAP_STAGE_TMP "%s-%d-%08x", tmp, id, (int)getpid(), rnd) < 0)
 			return -ENOMEM;
 	} else
 		return -EXDEV;
@@ -1199,21 +1192,10 @@ static void remove_stale_stages(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_free_ char *tmp = store_fs_path(ctx->root, STORE_DIR_TMP), *env = ctx_env_dir(ctx, id),
 			    *disk = env ? fs_path_join(env, "disk") : NULL, *pre = NULL;
-	if (!tmp || !disk || asprintf(&pre, SD_STAGE_TMP "%s-", id) < 0)
+	if (!tmp || !disk || asprintf(&pre, SNAP_STAGE_TMP "%s-", id) < 0)
 		return;
-	const char *dirs[] = {tmp, disk}, *pres[] = {pre, SD_STAGE_DISK};
-	for (size_t i = 0; i < 2; i++) {
-		DIR *d = opendir(dirs[i]);
-		struct dirent *de;
-		while (d && (de = readdir(d)))
-			if (startswith(de->d_name, pres[i])) {
-				_cleanup_free_ char *p = fs_path_join(dirs[i], de->d_name);
-				if (p)
-					(void)fs_rm_rf(p);
-			}
-		if (d)
-			closedir(d);
-	}
+	fs_rm_rf_prefixed(tmp, pre);
+	fs_rm_rf_prefixed(disk, SNAP_STAGE_DISK);
 }
 
 static char **strv_copy_n(char *const *v, const char *extra)

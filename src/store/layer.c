@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/storefs.h"
@@ -52,6 +54,22 @@ typedef struct sink {
 	bool sparse;  /* fd is a new file: zero blocks become holes */
 	uint64_t off; /* bytes written, when sparse */
 } sink;
+
+/* A temporary name in the store's tmp/: "<prefix>-<pid>-<64 random bits>".
+ * The bits come from getrandom, never from an unseeded random(), whose
+ * sequence is the same in every process: after pids wrap, a killed writer's
+ * leftover and a new writer's name were the same, and the new one failed
+ * with EEXIST (or, removing the leftover, could take a live writer's). */
+static void tmp_name_make(char *buf, size_t n, const char *prefix)
+{
+	uint64_t rnd;
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != sizeof(rnd)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		rnd = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)(uintptr_t)buf << 17);
+	}
+	snprintf(buf, n, "%s-%d-%016llx", prefix, (int)getpid(), (unsigned long long)rnd);
+}
 
 static int sink_write(void *ud, const void *buf, size_t len, sbx_err **err)
 {
@@ -127,7 +145,7 @@ int store_blob_put(const char *store_root, const void *data, size_t len, char re
 		if (tdfd < 0)
 			return err_errno(err, "open '%s'", tmpdir);
 		char tmp_name[64];
-		snprintf(tmp_name, sizeof(tmp_name), "blob-%d-%ld", (int)getpid(), random());
+		tmp_name_make(tmp_name, sizeof(tmp_name), "blob");
 		_cleanup_close_ int fd =
 		    openat(tdfd, tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
@@ -197,7 +215,7 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 		return err_errno(err, "open '%s'", tmpdir);
 
 	/* 1. The canonical tar, hashed as it is written. */
-	snprintf(tmp_file, 64, "blob-%d-%ld", (int)getpid(), random());
+	tmp_name_make(tmp_file, 64, "blob");
 	_cleanup_close_ int fd =
 	    openat(tdfd, tmp_file, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -229,7 +247,7 @@ static int put(const char *store_root, int dir_fd, const store_idmap *ids, store
 	}
 
 	/* 3. The tree, extracted from the tar into tmp/ and renamed into place. */
-	snprintf(tmp_tree, 64, "layer-%d-%ld", (int)getpid(), random());
+	tmp_name_make(tmp_tree, 64, "layer");
 	if (mkdirat(tdfd, tmp_tree, 0755) < 0)
 		return err_errno(err, "create '%s/%s'", tmpdir, tmp_tree);
 	_cleanup_close_ int tree = openat(tdfd, tmp_tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -24,6 +24,7 @@ store_syscalls store_sys = {
     .syncfs = sys_syncfs,
     .renameat = renameat,
     .linkat = linkat,
+    .fstatat = fstatat,
 };
 
 char *store_fs_path(const char *root, const char *rel)

@@ -4,11 +4,14 @@
  * The write, fsync, rename and link steps go through store_sys, which
  * tests replace to fail at the N-th step (SQLite's aSyscall[] idea): after
  * any such failure the store holds only what it held before plus entries
- * under tmp/, which store_gc_clean_tmp() removes. */
+ * under tmp/, which store_gc_clean_tmp() removes. The tar writer's lstat of
+ * each entry goes through it too, so that a test can show it a tree that
+ * changes under the read (an inode number reused). */
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "util/err.h"
@@ -25,6 +28,9 @@ typedef struct store_syscalls {
 	int (*syncfs)(int fd);
 	int (*renameat)(int olddfd, const char *old, int newdfd, const char *new_);
 	int (*linkat)(int olddfd, const char *old, int newdfd, const char *new_, int flags);
+	/* The tar writer's lstat of each entry it lists: a test replaces it to
+	 * show an inode number reused between two listings (tarw.c hl_same). */
+	int (*fstatat)(int dfd, const char *name, struct stat *st, int flags);
 } store_syscalls;
 extern store_syscalls store_sys;
 

@@ -15,6 +15,7 @@
 
 #include "store/acl.h"
 #include "store/storefs.h"
+#include "store/xattr.h"
 #include "util/fd.h"
 
 #define DEFAULT_MAX_BYTES (64ull << 30)
@@ -29,12 +30,17 @@
 
 int store_tar_path_clean(const char *in, char **ret)
 {
+	return store_tar_path_clean_wh(in, 0, ret);
+}
+
+int store_tar_path_clean_wh(const char *in, size_t last_extra, char **ret)
+{
 	if (!in || !*in)
 		return -EINVAL;
 	if (in[0] == '/')
 		return -EXDEV;
 	size_t n = strlen(in);
-	if (n > PATH_MAX_LEN)
+	if (n > PATH_MAX_LEN + last_extra)
 		return -ENAMETOOLONG;
 	char *out = malloc(n + 1);
 	if (!out)
@@ -48,7 +54,7 @@ int store_tar_path_clean(const char *in, char **ret)
 			free(out);
 			return -EXDEV;
 		}
-		if (len > 255) {
+		if (len > NAME_MAX + (s ? 0 : last_extra)) {
 			free(out);
 			return -ENAMETOOLONG;
 		}
@@ -495,7 +501,7 @@ static bool xattr_kept(const reader *r, const xattr_kv *kv)
 		return r->o.keep_setid;
 	if (store_acl_xattr(kv->name))
 		return r->o.acls && !kv->drop;
-	return startswith(kv->name, "user.") && !startswith(kv->name, "user.overlay.");
+	return store_xattr_kept(kv->name); /* user.*, overlay's own aside */
 }
 
 /* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0;
@@ -720,7 +726,10 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 			 uint32_t devmajor, uint32_t devminor, sbx_err **err)
 {
 	_cleanup_free_ char *path = NULL;
-	int q = store_tar_path_clean(r->pd.path, &path);
+	/* A whiteout marked SBX.whiteout=1 may name a victim of up to NAME_MAX
+	 * bytes: its own tar name `.wh.<victim>` may be longer (checked below). */
+	bool long_wh = r->o.whiteouts && r->o.literal_names && r->pd.wh_literal && !r->pd.literal;
+	int q = store_tar_path_clean_wh(r->pd.path, long_wh ? strlen(STORE_WH_PREFIX) : 0, &path);
 	if (q == -EXDEV)
 		return BAD("tar entry '%s': path escapes the target directory (absolute or '..')", r->disp);
 	if (q == -ENAMETOOLONG)
@@ -742,6 +751,8 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 	const char *name;
 	if (split(path, &parent, &name) < 0)
 		return err_errnum(err, ENOMEM, "tar");
+	if (strlen(name) > NAME_MAX && !startswith(name, STORE_WH_PREFIX))
+		return BAD("tar entry '%s': name too long", r->disp);
 	int pfd;
 	q = open_dir(r, parent, true, &pfd, err);
 	if (q < 0)

@@ -33,8 +33,10 @@ typedef struct store_tar_extract_opts {
 	 * are ordinary files. */
 	bool whiteouts;
 	/* With whiteouts: an entry with the pax record SBX.literal=1 is a real
-	 * file of its `.wh.` name, not a whiteout (the store's own tars; an OCI
-	 * import leaves it off: there the name is a whiteout). */
+	 * file of its `.wh.` name, not a whiteout, and one with SBX.whiteout=1
+	 * the whiteout of the name after `.wh.` (a `.wh.` name, or one of 252 to
+	 * 255 bytes, whose tar name is then over NAME_MAX) (the store's own
+	 * tars; an OCI import leaves it off: there the name is a whiteout). */
 	bool literal_names;
 	/* chown each entry to (uid + ids.uid_base, gid + ids.gid_base); ids
 	 * outside [0, ids.count) fail. Off: the extracting user owns everything. */
@@ -74,3 +76,8 @@ ssize_t store_tar_mem_read(void *userdata, void *buf, size_t len);
  * -EXDEV for ".." components or an absolute path, -ENAMETOOLONG for a
  * component over 255 bytes or a path over 4095, -EINVAL for an empty name. */
 int store_tar_path_clean(const char *in, char **ret);
+/* The same, but the last component (never followed by a '/') may be up to
+ * NAME_MAX + last_extra bytes and the path up to 4095 + last_extra: the tar
+ * name `.wh.<name>` of a whiteout marked SBX.whiteout=1, whose <name> may
+ * have up to NAME_MAX bytes (the caller checks the prefix). */
+int store_tar_path_clean_wh(const char *in, size_t last_extra, char **ret);

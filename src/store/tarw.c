@@ -1,13 +1,14 @@
 #include "store/tarw.h"
 #include "store/acl.h"
 #include "store/progress.h"
+#include "store/storefs.h"
+#include "store/xattr.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,16 +16,20 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "util/fs.h"
 #include "util/strbuf.h"
 
 #define OUT_BUF (64 * 1024)
 #define MAX_DEPTH 1024
-#define XATTR_LIST_MAX_BYTES (64 * 1024)
 
+/* The first path of an inode with several links, and that inode as the
+ * listing saw it there: a later path is written as a link to it only if its
+ * own stat is the same inode in the same state (see hl_same). */
 typedef struct hl_entry {
 	dev_t dev;
 	ino_t ino;
 	char *path;
+	struct stat st;
 } hl_entry;
 
 typedef struct writer {
@@ -39,29 +44,8 @@ typedef struct writer {
 	hl_entry *hl; /* open addressing, power-of-two capacity */
 	size_t hl_cap, hl_n;
 	unsigned flags; /* STORE_TAR_W_* */
+	int root;	/* the tree's top (hl_verify) */
 } writer;
-
-typedef struct xattr_kv {
-	char *name;
-	char *value;
-	size_t len;
-} xattr_kv;
-
-typedef struct xattrs {
-	xattr_kv *v;
-	size_t n;
-} xattrs;
-
-static void xattrs_clear(xattrs *x)
-{
-	for (size_t i = 0; i < x->n; i++) {
-		free(x->v[i].name);
-		free(x->v[i].value);
-	}
-	free(x->v);
-	x->v = NULL;
-	x->n = 0;
-}
 
 /* ---- output ---------------------------------------------------------------- */
 
@@ -195,9 +179,9 @@ typedef struct entry {
 	long mtime_nsec;
 	uint64_t size;
 	const char *link;
-	const xattrs *xa;
+	const store_xattrs *xa;
 	bool literal;	 /* a real name starting with ".wh.": pax SBX.literal=1 */
-	bool wh_literal; /* a whiteout of such a name: pax SBX.whiteout=1 */
+	bool wh_literal; /* a whiteout of such a name, or of a name over 251 bytes: pax SBX.whiteout=1 */
 } entry;
 
 static int emit_header(writer *w, const entry *e, sbx_err **err)
@@ -305,8 +289,41 @@ static size_t hl_hash(dev_t dev, ino_t ino)
 	return (size_t)(x ^ (x >> 29));
 }
 
-/* Returns the first path recorded for (dev, ino), or records path and returns NULL. */
-static int hl_lookup_or_add(writer *w, dev_t dev, ino_t ino, const char *path, const char **ret)
+/* Whether a and b are one inode, as two paths of it listed in one walk of an
+ * unchanging tree show it: same (dev, ino) and the same state. An inode
+ * number alone is not an identity: if the file of the first path was deleted
+ * and another one created while the tree was read (an environment that could
+ * not be frozen; a crash that leaves a tree changing under a later read),
+ * the new file can get the freed number, and writing it as a link would
+ * make two unrelated files one inode in every tree extracted from the tar
+ * (DESIGN.md "Never alias inodes"). A new inode has its own ctime (set at
+ * creation; nanoseconds here), and a change to the old one moves its ctime
+ * too: either way the tree changed while being read. */
+static bool hl_same(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_mode == b->st_mode &&
+	       a->st_uid == b->st_uid && a->st_gid == b->st_gid && a->st_nlink == b->st_nlink &&
+	       a->st_size == b->st_size && a->st_rdev == b->st_rdev &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* Whether st (a later path's listing) may be written as a hard link to
+ * first (whose listing was fst): the same inode in the same state, and first
+ * still that inode now (looked up beneath the top, no symlink followed). */
+static bool hl_verify(const writer *w, const char *first, const struct stat *fst, const struct stat *st)
+{
+	if (!hl_same(fst, st))
+		return false;
+	_cleanup_close_ int fd = fs_open_beneath(w->root, first, O_PATH | O_NOFOLLOW, 0, FS_BENEATH);
+	struct stat now;
+	return fd >= 0 && fstat(fd, &now) == 0 && hl_same(fst, &now);
+}
+
+/* Returns the first path recorded for st's (dev, ino) (*ret_first, with
+ * that path's stat in *ret_st), or records path and sets *ret_first to NULL. */
+static int hl_lookup_or_add(writer *w, const struct stat *st, const char *path, const char **ret_first,
+			    const struct stat **ret_st)
 {
 	if ((w->hl_n + 1) * 2 > w->hl_cap) {
 		size_t cap = w->hl_cap ? w->hl_cap * 2 : 64;
@@ -325,123 +342,58 @@ static int hl_lookup_or_add(writer *w, dev_t dev, ino_t ino, const char *path, c
 		w->hl = t;
 		w->hl_cap = cap;
 	}
-	size_t j = hl_hash(dev, ino) & (w->hl_cap - 1);
+	size_t j = hl_hash(st->st_dev, st->st_ino) & (w->hl_cap - 1);
 	for (; w->hl[j].path; j = (j + 1) & (w->hl_cap - 1))
-		if (w->hl[j].dev == dev && w->hl[j].ino == ino) {
-			*ret = w->hl[j].path;
+		if (w->hl[j].dev == st->st_dev && w->hl[j].ino == st->st_ino) {
+			*ret_first = w->hl[j].path;
+			*ret_st = &w->hl[j].st;
 			return 0;
 		}
 	char *p = strdup(path);
 	if (!p)
 		return -ENOMEM;
-	w->hl[j] = (hl_entry){dev, ino, p};
+	w->hl[j] = (hl_entry){st->st_dev, st->st_ino, p, *st};
 	w->hl_n++;
-	*ret = NULL;
+	*ret_first = NULL;
 	return 0;
 }
 
 /* ---- xattrs ---------------------------------------------------------------- */
 
-/* The same set the extractor restores (tarr.c xattr_kept), so a stored layer
- * re-tars to its digest: user.* except overlay's own, file capabilities, and
- * POSIX ACLs (their named ids shifted as owners are, acl.h). trusted.* and
- * security.selinux (host-specific) are not part of a layer. */
-static bool xattr_skipped(const char *name)
-{
-	return !((startswith(name, "user.") && !startswith(name, "user.overlay.")) ||
-		 streq(name, "security.capability") || store_acl_xattr(name));
-}
-
-static int cmp_xattr(const void *a, const void *b)
-{
-	return strcmp(((const xattr_kv *)a)->name, ((const xattr_kv *)b)->name);
-}
-
-/* security.capability as read from the initial namespace is v3 (with the
- * namespace root's host uid); a layer carries the namespace-independent v2. */
-static int cap_normalize(xattr_kv *kv, const store_idmap *ids)
-{
-	if (!streq(kv->name, "security.capability") || kv->len != sizeof(struct vfs_ns_cap_data))
-		return 0;
-	struct vfs_ns_cap_data c;
-	memcpy(&c, kv->value, sizeof(c));
-	if ((le32toh(c.magic_etc) & VFS_CAP_REVISION_MASK) != VFS_CAP_REVISION_3)
-		return 0;
-	if (le32toh(c.rootid) != ids->uid_base)
-		return -ERANGE;
-	c.magic_etc = htole32(VFS_CAP_REVISION_2 | (le32toh(c.magic_etc) & VFS_CAP_FLAGS_EFFECTIVE));
-	memcpy(kv->value, &c, sizeof(struct vfs_cap_data));
-	kv->len = sizeof(struct vfs_cap_data);
-	return 0;
-}
-
-/* Reads the kept xattrs of fd (regular file or directory), or of name in
- * dir dfd (through /proc/self/fd, not following a final symlink) when fd < 0;
- * path names the entry in errors. */
+/* Reads the kept xattrs (store/xattr.h: the same set the extractor restores,
+ * so a stored layer re-tars to its digest) of fd (regular file or
+ * directory), or of name in dir dfd when fd < 0, in the layer's form: a v3
+ * capability of the environment's root as v2, ACLs' named ids shifted as
+ * owners are (acl.h). path names the entry in errors. */
 static int xattrs_read(int fd, int dfd, const char *name, const store_idmap *ids, const char *path,
-		       xattrs *ret, sbx_err **err)
+		       store_xattrs *ret, sbx_err **err)
 {
-	char proc[64 + NAME_MAX];
-	if (fd < 0)
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dfd, name);
-	char list[XATTR_LIST_MAX_BYTES];
-	ssize_t n = fd >= 0 ? flistxattr(fd, list, sizeof(list)) : llistxattr(proc, list, sizeof(list));
-	if (n < 0)
-		return errno == ENOTSUP ? 0 : err_errno(err, "xattrs of '%s'", path);
-	xattrs x _cleanup_(xattrs_clear) = {0};
-	for (ssize_t off = 0; off < n; off += (ssize_t)strlen(list + off) + 1) {
-		const char *k = list + off;
-		if (xattr_skipped(k))
-			continue;
-		if (strchr(k, '=') || !*k)
+	store_xattrs x _cleanup_(store_xattrs_clear) = {0};
+	int r = store_xattrs_read(fd, dfd, name, &x);
+	if (r < 0)
+		return err_errnum(err, -r, "xattrs of '%s'", path);
+	for (size_t i = 0; i < x.n; i++) {
+		store_xattr *kv = &x.v[i];
+		if (strchr(kv->name, '=') || !*kv->name)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 				       "'%s': xattr name not representable", path);
-		ssize_t vl = fd >= 0 ? fgetxattr(fd, k, NULL, 0) : lgetxattr(proc, k, NULL, 0);
-		if (vl < 0) {
-			if (errno == ENODATA)
-				continue;
-			return err_errno(err, "xattrs of '%s': get '%s'", path, k);
-		}
-		char *v = malloc((size_t)vl + 1);
-		xattr_kv *nv = realloc(x.v, (x.n + 1) * sizeof(*x.v));
-		if (nv)
-			x.v = nv;
-		if (!v || !nv) {
-			free(v);
-			return err_errnum(err, ENOMEM, "tar");
-		}
-		vl = fd >= 0 ? fgetxattr(fd, k, v, (size_t)vl) : lgetxattr(proc, k, v, (size_t)vl);
-		if (vl < 0) {
-			free(v);
-			return err_errno(err, "xattrs of '%s': get '%s'", path, k);
-		}
-		x.v[x.n] = (xattr_kv){strdup(k), v, (size_t)vl};
-		if (!x.v[x.n].name) {
-			free(v);
-			return err_errnum(err, ENOMEM, "tar");
-		}
-		xattr_kv *kv = &x.v[x.n++];
-		if (cap_normalize(kv, ids) < 0)
+		store_acl_error ae;
+		int q = store_xattr_normalize(kv, ids, &ae);
+		if (q < 0 && !store_acl_xattr(kv->name))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
 				       "'%s': security.capability belongs to another user namespace", path);
-		if (store_acl_xattr(kv->name)) {
-			store_acl_error ae;
-			int q = store_acl_shift((uint8_t *)kv->value, kv->len, ids, STORE_ACL_FROM_DISK, &ae);
-			if (q == -ERANGE)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
-					       "'%s': %s names %s %u, outside the mapped range [%u, %u+%u)",
-					       path, kv->name, ae.group ? "gid" : "uid", ae.id,
-					       ae.group ? ids->gid_base : ids->uid_base,
-					       ae.group ? ids->gid_base : ids->uid_base, ids->count);
-			if (q < 0)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "'%s': %s is malformed (%s)", path, kv->name, ae.why);
-		}
+		if (q == -ERANGE)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, ERANGE,
+				       "'%s': %s names %s %u, outside the mapped range [%u, %u+%u)", path,
+				       kv->name, ae.group ? "gid" : "uid", ae.id,
+				       ae.group ? ids->gid_base : ids->uid_base,
+				       ae.group ? ids->gid_base : ids->uid_base, ids->count);
+		if (q < 0)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "'%s': %s is malformed (%s)",
+				       path, kv->name, ae.why);
 	}
-	if (x.n)
-		qsort(x.v, x.n, sizeof(*x.v), cmp_xattr);
 	*ret = x;
-	x = (xattrs){0};
+	x = (store_xattrs){0};
 	return 0;
 }
 
@@ -507,6 +459,16 @@ static void entry_from_stat(entry *e, const struct stat *st)
 	e->mode = st->st_mode & 07777;
 	e->mtime_sec = st->st_mtim.tv_sec;
 	e->mtime_nsec = st->st_mtim.tv_nsec;
+}
+
+/* The longest name whose whiteout `.wh.<name>` is itself a name Linux (and
+ * so an OCI consumer) allows; a longer one's whiteout is marked
+ * SBX.whiteout=1, the extractor's licence to read a tar name over NAME_MAX. */
+#define WH_VICTIM_MAX (NAME_MAX - (sizeof(STORE_WH_PREFIX) - 1))
+
+static bool wh_name_too_long(const char *name)
+{
+	return strlen(name) > WH_VICTIM_MAX;
 }
 
 static int emit_marker(writer *w, const char *path, bool wh_literal, sbx_err **err)
@@ -584,7 +546,7 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 	if (asprintf(&path, "%s%s%s", dpath, *dpath ? "/" : "", c->key) < 0)
 		return err_errnum(err, ENOMEM, "tar");
 	if (c->whiteout)
-		return emit_marker(w, path, c->literal, err);
+		return emit_marker(w, path, c->literal || wh_name_too_long(c->name), err);
 
 	entry e = {.path = path, .literal = c->literal};
 	int r = ids_map(w, path, &c->st, &e.uid, &e.gid, err);
@@ -595,8 +557,15 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 
 	if (fmt != S_IFDIR && c->st.st_nlink > 1) {
 		const char *first = NULL;
-		if (hl_lookup_or_add(w, c->st.st_dev, c->st.st_ino, path, &first) < 0)
+		const struct stat *fst = NULL;
+		if (hl_lookup_or_add(w, &c->st, path, &first, &fst) < 0)
 			return err_errnum(err, ENOMEM, "tar");
+		if (first && !hl_verify(w, first, fst, &c->st))
+			return err_set(
+			    err, SBX_E_CONFLICT, EAGAIN,
+			    "'%s' changed while being read (its inode number was '%s''s, as another "
+			    "file)",
+			    path, first);
 		if (first) {
 			entry l = {.path = path,
 				   .type = '1',
@@ -609,7 +578,7 @@ static int emit_child(writer *w, int dfd, const char *dpath, child *c, int depth
 		}
 	}
 
-	xattrs xa _cleanup_(xattrs_clear) = {0};
+	store_xattrs xa _cleanup_(store_xattrs_clear) = {0};
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *target = NULL;
 	switch (fmt) {
@@ -713,7 +682,7 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 		}
 		child *x = &c[n];
 		*x = (child){0};
-		if (fstatat(dfd, de->d_name, &x->st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (store_sys.fstatat(dfd, de->d_name, &x->st, AT_SYMLINK_NOFOLLOW) < 0) {
 			r = err_errno(err, "stat '%s/%s'", dpath, de->d_name);
 			break;
 		}
@@ -726,6 +695,14 @@ static int walk_dir(writer *w, int dfd, const char *dpath, int depth, sbx_err **
 			    "%s'/%s%s%s': names starting with '.wh.' cannot be stored in an OCI layer "
 			    "(OCI reserves them for whiteouts)",
 			    x->whiteout ? "the deletion of " : "", dpath, *dpath ? "/" : "", de->d_name);
+			break;
+		}
+		if (x->whiteout && wh_name_too_long(de->d_name) && (w->flags & STORE_TAR_W_OCI)) {
+			r = err_set(
+			    err, SBX_E_INVALID_ARGUMENT, ENAMETOOLONG,
+			    "the deletion of '/%s%s%s': a name over %zu bytes cannot be deleted in an "
+			    "OCI layer (its whiteout '.wh.<name>' would be over %d bytes)",
+			    dpath, *dpath ? "/" : "", de->d_name, (size_t)WH_VICTIM_MAX, NAME_MAX);
 			break;
 		}
 		x->name = strdup(de->d_name);
@@ -773,6 +750,7 @@ int store_tar_write_dir_sparse(int dir_fd, const store_idmap *ids, unsigned flag
 	_cleanup_close_ int root = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return err_errno(err, "open tree");
+	w.root = root;
 	w.out = malloc(OUT_BUF);
 	w.io = malloc(OUT_BUF);
 	int r;

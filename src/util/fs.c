@@ -253,6 +253,20 @@ int fs_rm_rf(const char *path)
 	return rm_at(AT_FDCWD, path, st.st_dev, 0, -1, &moved);
 }
 
+void fs_rm_rf_prefixed(const char *dir, const char *prefix)
+{
+	DIR *d = dir ? opendir(dir) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
+			_cleanup_free_ char *p = fs_path_join(dir, de->d_name);
+			if (p)
+				(void)fs_rm_rf(p);
+		}
+	if (d)
+		closedir(d);
+}
+
 bool fs_openat2_disabled;
 
 /* The by-hand walk (see fs.h). todo: what is left to resolve; done: the

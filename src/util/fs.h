@@ -42,6 +42,9 @@ int fs_read_fileat(int dfd, const char *path, size_t max, char **ret, size_t *re
  * access (overlay work dirs are mode 000). Missing path is success. Does not
  * cross mount points. */
 int fs_rm_rf(const char *path);
+/* fs_rm_rf of every entry of dir whose name starts with prefix (a missing
+ * dir is nothing to remove). */
+void fs_rm_rf_prefixed(const char *dir, const char *prefix);
 bool fs_exists(const char *path);
 /* The one openat2-in-root helper: opens path under root_fd without ever
  * leaving it, O_CLOEXEC added, magic links (/proc/<pid>/fd/...) refused.

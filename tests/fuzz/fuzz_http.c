@@ -1,6 +1,6 @@
 /* libFuzzer target: HTTP requests through the real transport
- * (src/server/transport_http.c on libmicrohttpd, then jsonrpc.c, mcp.c and
- * tools.c), with the sbx_* calls stubbed (mcp_stubs.h). The server runs once,
+ * (src/server/http_server.c on libmicrohttpd with the routes of http_mcp.c,
+ * then jsonrpc.c, mcp.c and tools.c), with the sbx_* calls stubbed (mcp_stubs.h). The server runs once,
  * in a thread, on 127.0.0.1 (an ephemeral port, no token); each input is
  * written as is to a fresh TCP connection and the answer read until the
  * server closes it or falls silent. Checked: no crash, no leak (ASan); an
@@ -16,7 +16,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "server/transport_http.h"
+#include "server/http_mcp.h"
+#include "server/http_server.h"
 
 #include "mcp_stubs.h"
 
@@ -37,16 +38,20 @@ static void on_ready(const char *url, bool loopback, void *userdata)
 static void *serve(void *arg)
 {
 	/* Short timeouts: an input that stops mid-request is cut quickly. */
-	mcp_http_opts o = {
+	http_server_opts o = {
 	    .listen = "127.0.0.1:0", .on_ready = on_ready, .request_timeout_s = 2, .idle_timeout_s = 2};
+	http_mcp_opts mo = {0};
+	http_server *hs = NULL;
 	sbx_err *e = NULL;
-	if (mcp_serve_http(NULL, &o, &e) < 0) {
+	if (http_server_new(&o, &hs, &e) < 0 || http_mcp_add(hs, NULL, &mo, &e) < 0 ||
+	    http_server_run(hs, &e) < 0) {
 		fprintf(stderr, "fuzz_http: cannot serve: %s\n", sbx_err_message(e));
 		pthread_mutex_lock(&ready_lock);
 		port = 0;
 		pthread_cond_signal(&ready_cond);
 		pthread_mutex_unlock(&ready_lock);
 	}
+	http_server_free(hs);
 	sbx_err_free(e);
 	return NULL;
 }

@@ -45,8 +45,8 @@ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t
 	    o->disk_bytes < 0 || o->disk_bytes > SBX_DISK_MAX)
 		abort();
 	/* A policy is a profile name or a document, never silently dropped. */
-	if (o->policy && !streq(o->policy, "strict") && !streq(o->policy, "dev") && !streq(o->policy, "open") &&
-	    o->policy[0] != '{')
+	if (o->policy && !streq(o->policy, "strict") && !streq(o->policy, "dev") &&
+	    !streq(o->policy, "open") && o->policy[0] != '{')
 		abort();
 	*ret_id = strdup("0123456789ab");
 	if (ret_warnings)
@@ -174,8 +174,8 @@ int sbx_env_list_files(sbx_ctx *ctx, const char *ref, const char *path, json_t *
 
 int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
 {
-	*ret = json_pack("{s:s,s:i,s:i,s:i,s:f}", "snapshot_id", "sha256:00", "size_bytes", 0, "new_bytes", 0, "files",
-			 0, "snapshot_ms", 0.0);
+	*ret = json_pack("{s:s,s:i,s:i,s:i,s:f}", "snapshot_id", "sha256:00", "size_bytes", 0, "new_bytes", 0,
+			 "files", 0, "snapshot_ms", 0.0);
 	return 0;
 }
 
@@ -194,15 +194,16 @@ int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 int sbx_snapshot_push(sbx_ctx *ctx, const char *snapshot, const char *ref, bool insecure, json_t **ret,
 		      sbx_err **err)
 {
-	*ret = json_pack("{s:s,s:I,s:I}", "manifest_digest", "sha256:0", "uploaded_bytes", (json_int_t)0, "skipped_bytes",
-			 (json_int_t)0);
+	*ret = json_pack("{s:s,s:I,s:I}", "manifest_digest", "sha256:0", "uploaded_bytes", (json_int_t)0,
+			 "skipped_bytes", (json_int_t)0);
 	return 0;
 }
 
-int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret, sbx_err **err)
+int sbx_snapshot_pull(sbx_ctx *ctx, const char *ref, const char *name, bool insecure, json_t **ret,
+		      sbx_err **err)
 {
-	*ret = json_pack("{s:s,s:s,s:s}", "snapshot_id", "sha256:0", "label", name ? name : "x", "manifest_digest",
-			 "sha256:0");
+	*ret = json_pack("{s:s,s:s,s:s}", "snapshot_id", "sha256:0", "label", name ? name : "x",
+			 "manifest_digest", "sha256:0");
 	return 0;
 }
 
@@ -215,8 +216,9 @@ int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_e
 int sbx_trace_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 {
 	*ret = json_pack("{s:[{s:s,s:[s],s:s}]}", "traces", "trace_id",
-			 "sha256:0000000000000000000000000000000000000000000000000000000000000001", "argv", "true",
-			 "snapshot_id", "sha256:0000000000000000000000000000000000000000000000000000000000000002");
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000001", "argv",
+			 "true", "snapshot_id",
+			 "sha256:0000000000000000000000000000000000000000000000000000000000000002");
 	return 0;
 }
 
@@ -269,8 +271,11 @@ int secrets_mcp_check(const json_t *doc, const char *what, sbx_err **err)
 {
 	const char *k;
 	json_t *v;
-	json_object_foreach((json_t *)json_object_get(doc, "secrets"), k, v) if (json_object_get(v, "file"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM, "%s.secrets.%s: no host files over MCP", what, k);
+	json_object_foreach(
+	    (json_t *)json_object_get(doc, "secrets"), k,
+	    v) if (json_object_get(v, "file")) return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+							      "%s.secrets.%s: no host files over MCP", what,
+							      k);
 	return 0;
 }
 
@@ -294,16 +299,26 @@ static int warm_stub(const char *ref, const char *state, json_t **ret, sbx_err *
 	*ret = json_pack("{s:s,s:s}", "environment_id", "0123456789ab", "state", state);
 	return *ret ? 0 : -ENOMEM;
 }
-int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "paused", ret, err); }
-int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err) { return warm_stub(ref, "running", ret, err); }
-bool sbx_env_from_pool(sbx_ctx *ctx, const char *id) { return false; }
+int sbx_env_pause(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	return warm_stub(ref, "paused", ret, err);
+}
+int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	return warm_stub(ref, "running", ret, err);
+}
+bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
+{
+	return false;
+}
 /* main's tools.c reads the base snapshot of a new environment from its record. */
 int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id, bool *ret_from_pool, sbx_err **err)
 {
 	if (!known(id))
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
 	if (ret_snapshot_id &&
-	    !(*ret_snapshot_id = strdup("sha256:0000000000000000000000000000000000000000000000000000000000000000")))
+	    !(*ret_snapshot_id =
+		  strdup("sha256:0000000000000000000000000000000000000000000000000000000000000000")))
 		return -ENOMEM;
 	if (ret_from_pool)
 		*ret_from_pool = false;
@@ -311,7 +326,8 @@ int sbx_env_origin(sbx_ctx *ctx, const char *id, char **ret_snapshot_id, bool *r
 }
 int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err)
 {
-	*ret = json_pack("{s:s,s:s,s:s,s:i}", "pool", "0123456789abcdef", "kind", "template", "source", source, "size", size);
+	*ret = json_pack("{s:s,s:s,s:s,s:i}", "pool", "0123456789abcdef", "kind", "template", "source",
+			 source, "size", size);
 	return *ret ? 0 : -ENOMEM;
 }
 int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
@@ -328,7 +344,6 @@ const char *sbx_version(void)
 {
 	return "fuzz";
 }
-
 
 /* template_build: no allowed directory in the fuzzed server. */
 /* The environment record (tools.c reads a policy's timeout): none here. */
@@ -435,4 +450,42 @@ int sbx_snapshot_export(sbx_ctx *ctx, const char *snapshot, const char *oci_dir,
 int sbx_image_import(sbx_ctx *ctx, const char *oci_ref, const char *name, json_t **ret, sbx_err **err)
 {
 	return err_set(err, SBX_E_INTERNAL, EINVAL, "unreachable: no allowed directory");
+}
+
+/* The code interpreter (docs/code.md): what reaches the library holds the
+ * schema's promises (code given, one of language and context, a bounded
+ * timeout); the stub answers as a context that is not there. */
+int sbx_run_code(sbx_ctx *ctx, const char *ref, const sbx_code_opts *o, json_t **ret, sbx_err **err)
+{
+	if (!o->code || (o->language && o->context_id) || o->timeout_ms < 0)
+		abort();
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret =
+	    json_pack("{s:[],s:s,s:s,s:s}", "results", "stdout", o->code, "stderr", "", "context_id", "c1");
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_context_create(sbx_ctx *ctx, const char *ref, const char *language, const char *cwd, json_t **ret,
+		       sbx_err **err)
+{
+	if (cwd && !*cwd)
+		abort();
+	*ret = json_pack("{s:s,s:s,s:s}", "context_id", "c1", "language", language ? language : "python",
+			 "cwd", cwd ? cwd : "/root");
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_context_list(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	*ret = json_pack("{s:[]}", "contexts");
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_context_restart(sbx_ctx *ctx, const char *ref, const char *context_id, sbx_err **err)
+{
+	if (!context_id)
+		abort();
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such context");
+}
+int sbx_context_remove(sbx_ctx *ctx, const char *ref, const char *context_id, sbx_err **err)
+{
+	return sbx_context_restart(ctx, ref, context_id, err);
 }

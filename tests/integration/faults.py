@@ -218,7 +218,8 @@ def describe(pid):
 
 
 def supervisors_match():
-    """One supervisor per running environment, none for anything else."""
+    """One supervisor per running environment (a pool's entries included),
+    none for anything else."""
     deadline = time.time() + 5
     while True:
         ls = listed()
@@ -229,7 +230,9 @@ def supervisors_match():
             ls = listed()
         # 'creating' with a live supervisor: a create in progress, or one
         # whose caller was killed (t_faults_kill9_create_leaves_no_creating).
-        running = [i for i, s in ls.items() if s in ("running", "creating")]
+        # A pool's entries run too, hidden from `sbx ls`: a killed `sbx serve`
+        # leaves its own warm set's pool until `sbx gc` (docs/warm.md).
+        running = [i for i, s in ls.items() if s in ("running", "creating")] + sorted(pool_entries())
         sups = supervisors()
         if len(sups) == len(running):
             stuck = [i for i, s in ls.items() if s == "creating"]

@@ -7,6 +7,24 @@ skip() { echo "$*"; exit 77; }
 # skip_ok: a skip that is fine even in strict CI (the machine cannot do it).
 skip_ok() { echo "SKIP-OK $*"; exit 77; }
 
+# eventually SECONDS CMD [ARG...]: runs CMD until it succeeds, for at most
+# SECONDS. For state that something started in the background reaches a
+# moment later (a process's exec, a file, a listening port): a test asserts
+# it only once it holds, never right after the start.
+eventually() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.05
+	done
+}
+# ps_shows ID TEXT: `sbx ps ID` lists a process whose line contains TEXT.
+ps_shows() { [[ "$(sbx ps "$1" 2> /dev/null)" == *"$2"* ]]; }
+# host_has_process REGEX: a process on the host whose command line matches.
+host_has_process() { pgrep -f "$1" > /dev/null; }
+host_lacks_process() { ! pgrep -f "$1" > /dev/null; }
+
 assert_eq() { [ "$1" == "$2" ] || fail "expected '$2', got '$1'${3:+ ($3)}"; }
 assert_contains() { [[ "$1" == *"$2"* ]] || fail "expected output to contain '$2', got: $1"; }
 assert_not_contains() { [[ "$1" != *"$2"* ]] || fail "expected output not to contain '$2', got: $1"; }

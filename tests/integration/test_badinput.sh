@@ -83,6 +83,32 @@ t_usage_errors() {
 	nothing_left
 }
 
+# `sbx --help` is a page people read, as git's and docker's are: commands in
+# groups, one short line each, no line wider than a terminal; the detail is in
+# `sbx COMMAND --help` (also `sbx help COMMAND`) and the man page.
+t_help_page_is_short_and_grouped() {
+	expect_status 0 sbx --help
+	local page=$OUT
+	for g in "Environments:" "Commands:" "Files:" "Snapshots:" "Images and registries:" "Traces:" "Servers:" "Maintenance:"; do
+		assert_contains "$page" "$g"
+	done
+	[[ "$page" != *"CREATE-OPTS:"* ]] || fail "sbx --help prints the create options"
+	wide=$(printf '%s\n' "$page" | awk 'length > 80')
+	[ -z "$wide" ] || fail "lines over 80 columns: $wide"
+	# Every command once, each on a line of its own.
+	for c in run create exec code ls inspect ps kill phase logs cp rm pause resume pool snapshot restore fork \
+		snapshots diff export import push pull template build policy trace replay keygen attest verify gc fsck mcp serve; do
+		n=$(printf '%s\n' "$page" | grep -cE "^  $c +[A-Z]")
+		assert_eq "$n" "1" "command $c listed once"
+		expect_status 0 sbx help "$c"
+		a=$OUT
+		expect_status 0 sbx "$c" --help
+		assert_eq "$a" "$OUT" "sbx help $c is sbx $c --help"
+	done
+	expect_status 125 sbx help nosuchcommand
+	assert_contains "$ERR" "unknown command"
+}
+
 t_bad_env() {
 	expect_status 125 sbx create --env NOEQUALS
 	id=$(sbx create)

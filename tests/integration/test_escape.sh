@@ -90,9 +90,10 @@ t_host_loopback_unreachable() {
 	port=$((20000 + RANDOM % 20000))
 	python3 -m http.server "$port" --bind 127.0.0.1 > /dev/null 2>&1 &
 	srv=$!
-	sleep 0.5
-	# Reachable from the host (so the test can fail), not from inside.
-	python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 2)" || { kill $srv; fail "test server not up"; }
+	# Reachable from the host (so the test can fail), not from inside: waited
+	# for (a loaded machine takes seconds to start python).
+	up() { python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 2)" 2> /dev/null; }
+	eventually 30 up || { kill $srv; fail "test server not up"; }
 	attack connect 127.0.0.1 "$port"
 	attack connect 10.0.2.2 80
 	kill $srv
@@ -165,7 +166,7 @@ t_env_root_is_unprivileged_on_host() {
 	is_root || skip_ok "uid ranges apply only with root"
 	with_env
 	sbx exec "$ID" -- sleep 30 &
-	sleep 0.5
+	eventually 20 host_has_process "^sleep 30$" || fail "sleep not found"
 	pid=$(pgrep -f "^sleep 30$" | head -1)
 	[ -n "$pid" ] || fail "sleep not found"
 	uid=$(awk '/^Uid:/{print $2}' /proc/$pid/status)

@@ -16,6 +16,9 @@ t_install_and_build_against_it() {
 		[ ! -s "$TMPDIR_TEST/man.err" ] || fail "man -l sbx.1 complained: $(cat "$TMPDIR_TEST/man.err")"
 		assert_contains "$page" "sbx - sandboxed environments for AI agents"
 		assert_contains "$page" "sbx run"
+		# Every group's commands get their section, the last group's too.
+		assert_contains "$page" "sbx fsck"
+		assert_contains "$page" "sbx serve"
 		assert_contains "$page" "--network MODE"
 		assert_contains "$(MANWIDTH=100 man -l "$d/usr/share/man/man1/sbx-runc.1")" "sbx-runc [--root DIR]"
 	fi

@@ -144,11 +144,11 @@ t_gc_after_kill9_supervisor() {
 	# A duration of its own: pgrep looks host-wide, and other sessions' tests
 	# run `sleep 1000` too (this test failed on 20 of them once).
 	sbx exec "$id" -- sh -c 'sleep 1000.375 &' > /dev/null
+	eventually 20 host_has_process "sleep 1000.375" || fail "sleep never ran"
 	spid=$(sbx inspect "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["supervisor_pid"])')
 	kill -9 "$spid"
-	sleep 0.3
 	# init dies with its supervisor, and with it every process inside.
-	pgrep -f "sleep 1000.375" > /dev/null && { pgrep -af "sleep 1000.375"; fail "process survived its supervisor"; }
+	eventually 10 host_lacks_process "sleep 1000.375" || { pgrep -af "sleep 1000.375"; fail "process survived its supervisor"; }
 	sbx ls | grep -q "$id.*stopped" || fail "not shown as stopped: $(sbx ls)"
 	expect_status 125 sbx exec "$id" -- true
 	assert_contains "$ERR" "not running"

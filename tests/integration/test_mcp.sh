@@ -38,6 +38,11 @@ t_mcp_sdk_cancel() { sdk cancel; }
 t_mcp_sdk_progress() { sdk progress; }
 t_mcp_sdk_concurrency() { sdk concurrency; }
 t_mcp_sdk_diff() { sdk diff; }
+t_mcp_sdk_code() {
+	/usr/bin/python3 -c 'import ipykernel, jupyter_client, matplotlib' 2> /dev/null ||
+		skip "/usr/bin/python3 lacks ipykernel, jupyter_client or matplotlib (scripts/deps.sh test installs them)"
+	sdk code
+}
 t_mcp_sdk_processes() { sdk processes; }
 t_mcp_sdk_trace_replay() { sdk trace_replay; }
 t_mcp_sdk_resources() { sdk resources; }
@@ -87,7 +92,7 @@ t_mcp_raw_before_initialize() {
 	assert_contains "$(q 'id(1).error.message')" "initialize"
 	assert_eq "$(q 'id(2).error.code')" "-32002"
 	assert_eq "$(q 'JSON.stringify(id(3).result)')" "{}"
-	assert_eq "$(q 'id(4).result.tools.length')" "33"
+	assert_eq "$(q 'id(4).result.tools.length')" "38"
 }
 
 t_mcp_raw_version_negotiation() {
@@ -130,7 +135,7 @@ t_mcp_raw_stateless_2026() {
 	assert_contains "$(q 'id(1).result.supportedVersions.join(" ")')" "2026-07-28"
 	assert_eq "$(q 'id(1).result.serverInfo.name')" "sbx"
 	assert_eq "$(q 'id(1).result.capabilities.tools.listChanged')" "false"
-	assert_eq "$(q 'id(2).result.tools.length')" "33"
+	assert_eq "$(q 'id(2).result.tools.length')" "38"
 	assert_eq "$(q 'id(3).result.isError')" "false"
 	assert_eq "$(q 'Array.isArray(id(4).result.environments)')" "true"
 	# Without the _meta (and without initialize) it is still refused.
@@ -361,7 +366,7 @@ t_http_sigterm_cancels_calls() {
 	id=$(sbx create)
 	http_start
 	curl -s -o /dev/null -m 60 -H 'Content-Type: application/json' -d "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"environment.execute\",\"params\":{\"environment_id\":\"$id\",\"command\":\"sleep 33\"}}" "$HTTP_URL" &
-	sleep 1
+	eventually 20 ps_shows "$id" "sleep 33" || fail "the call never started its command"
 	t0=$(date +%s)
 	http_stop
 	[ $(($(date +%s) - t0)) -lt 8 ] || fail "sbx serve took too long to stop"

@@ -15,10 +15,15 @@ t_cli_under_valgrind() {
 			> /dev/null 2> "$TMPDIR_TEST/vg.log"
 		local rc=$?
 		set -e
-		[ $rc != 99 ] || { cat "$TMPDIR_TEST/vg.log"; fail "valgrind found errors in: sbx $*"; }
+		# What valgrind says of itself ("--PID--" lines: a syscall it does not
+		# know, such as openat2) is noise next to the errors: shown apart.
+		vglog() { grep -v '^--[0-9]*-- ' "$TMPDIR_TEST/vg.log" | head -100; }
+		[ $rc != 99 ] || { vglog; fail "valgrind found errors in: sbx $*"; }
 		# A forked child's errors (a reclaimer, a refiller) do not change
-		# the exit status: with -q, any "==PID==" line is one.
-		! grep -q '^==[0-9]*== ' "$TMPDIR_TEST/vg.log" || { cat "$TMPDIR_TEST/vg.log"; fail "valgrind found errors in a child of: sbx $*"; }
+		# the exit status: with -q, any "==PID==" line but a warning about
+		# valgrind's own limits is one.
+		! grep '^==[0-9]*== ' "$TMPDIR_TEST/vg.log" | grep -qv '^==[0-9]*== Warning: ' ||
+			{ vglog; fail "valgrind found errors in a child of: sbx $*"; }
 		[ $rc != 124 ] || fail "sbx $* timed out under valgrind"
 	}
 	vg ls

@@ -480,6 +480,40 @@ t_export_refuses_wh_names() {
 	sbx rm "$ID" "$F" > /dev/null
 }
 
+# A deletion is a whiteout `.wh.<name>` in an OCI layer, a name of at most
+# 255 bytes: the deletion of a 251-byte name exports (and imports back as a
+# deletion), that of a longer one is refused, naming the file; the store's
+# own layers keep both (docs/store.md "Names").
+t_export_long_deletions() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	local a b s1 s2 s3 F
+	make_busybox_image "$TMPDIR_TEST/bb" base # (busybox_rootfs sets a)
+	a=$(printf 'a%.0s' {1..252}) b=$(printf 'b%.0s' {1..251})
+	sbx import "oci:$TMPDIR_TEST/bb:base" --name bb > /dev/null
+	ID=$(sbx create --template bb)
+	sbx exec "$ID" -- busybox mkdir /root/w
+	sbx exec "$ID" -- busybox touch "/root/w/$a" "/root/w/$b" /root/w/keep
+	s1=$(sbx snapshot "$ID")
+	sbx export "$s1" "oci:$TMPDIR_TEST/out1" > /dev/null || fail "export of long names"
+	sbx exec "$ID" -- busybox rm "/root/w/$b"
+	s2=$(sbx snapshot "$ID")
+	sbx export "$s2" "oci:$TMPDIR_TEST/out2" > /dev/null || fail "export of a 251-byte deletion"
+	sbx import "oci:$TMPDIR_TEST/out2:latest" --name back > /dev/null
+	F=$(sbx create --template back)
+	assert_eq "$(sbx exec "$F" -- busybox ls /root/w)" "$(printf '%s\nkeep' "$a")" "imported back"
+	sbx exec "$ID" -- busybox rm "/root/w/$a"
+	s3=$(sbx snapshot "$ID")
+	expect_status 125 sbx export "$s3" "oci:$TMPDIR_TEST/out3"
+	assert_contains "$ERR" "the deletion of '/root/w/$a': a name over 251 bytes cannot be deleted in an OCI layer"
+	[ ! -e "$TMPDIR_TEST/out3/index.json" ] || fail "a refused export wrote index.json"
+	# The store itself keeps the deletion.
+	assert_eq "$(sbx exec "$ID" -- busybox ls /root/w)" "keep"
+	sbx rm "$ID" "$F" > /dev/null
+	F=$(sbx fork "$s3")
+	assert_eq "$(sbx exec "$F" -- busybox ls /root/w)" "keep" "fork"
+	sbx rm "$F" > /dev/null
+}
+
 # Long operations show progress on a terminal (bytes, layers, rate), and
 # nothing extra when stderr is not a terminal or with --json.
 t_progress_on_a_terminal_only() {

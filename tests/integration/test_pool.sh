@@ -250,13 +250,16 @@ t_pool_run_returns_with_its_processes_gone() {
 			sbx pool set host --size 1 > /dev/null
 			ready host 1
 		fi
-		sbx run --json -- sh -c 'setsid sleep 3607 < /dev/null > /dev/null 2>&1 & sleep 1; echo started' > "$TMPDIR_TEST/run.json" &
+		# The run lives 3 s: long enough to be seen on a loaded machine.
+		sbx run --json -- sh -c 'setsid sleep 3607 < /dev/null > /dev/null 2>&1 & sleep 3; echo started' > "$TMPDIR_TEST/run.json" &
 		run=$!
 		id=""
-		for _ in $(seq 200); do # the run's environment: the one not waiting in a pool
-			id=$(for st in "$SBX_ROOT"/envs/*/state.json; do [ -f "$st" ] && python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("" if j.get("pool") else j["environment_id"])' "$st" 2> /dev/null; done | grep . | head -1 || true)
+		for _ in $(seq 500); do # the run's environment: the one not waiting in a pool (no process per look)
+			for st in "$SBX_ROOT"/envs/*/state.json; do
+				[ -f "$st" ] && ! grep -q '"pool"' "$st" 2> /dev/null && id=$(basename "$(dirname "$st")") && break
+			done
 			[ -n "$id" ] && break
-			sleep 0.02
+			sleep 0.01
 		done
 		[ -n "$id" ] || fail "the run's environment never appeared (pooled=$pooled)"
 		wait "$run" || fail "sbx run failed (pooled=$pooled)"
@@ -686,4 +689,83 @@ PY
 True True base
 True True base"
 	sbx pool rm "$sid" > /dev/null
+}
+
+# A server that keeps itself warm (docs/warm.md): `sbx mcp` gets a pool of
+# what its client creates often, owned by it, and removes it at exit; a
+# pool a user set is left alone; --warm 0 turns it off.
+warm_session() {
+	PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")" python3 - "$SBX_BIN" "$@" << 'PY'
+import json, os, signal, subprocess, sys, time
+from mcp_client import Client
+sbx, mode = sys.argv[1], sys.argv[2]
+c = Client(sbx)
+if mode == "off":
+    c.close()
+    c.p = subprocess.Popen([sbx, "mcp", "--warm", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    c._send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+             "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    c.p.stdout.readline()
+def cycle():
+    _, r = c.call("environment_create", {})
+    c.call("environment_destroy", {"environment_id": r["environment_id"]})
+    return r["from_pool"]
+for _ in range(8):
+    cycle()
+def pools():
+    return c.call("pool_list", {})[1]["pools"]
+deadline = time.time() + 30
+while time.time() < deadline and mode != "off":
+    p = [q for q in pools() if q["source"] == "host"]
+    if p and p[0]["ready"] >= 1:
+        break
+    time.sleep(0.1)
+if mode == "off":
+    time.sleep(2)
+p = [q for q in pools() if q["source"] == "host"]
+owner = p[0].get("owner") if p else None
+print("pools", len(p), "owned", bool(owner) and owner["pid"] == c.p.pid,
+      "size", p[0]["size"] if p else 0)
+if mode == "on":
+    print("from_pool", any(cycle() for _ in range(10)))
+if mode == "kill":
+    os.kill(c.p.pid, signal.SIGKILL)
+    c.p.wait()
+    sys.exit(0)
+c.close()
+PY
+}
+
+t_pool_server_keeps_itself_warm() {
+	out=$(warm_session on)
+	assert_contains "$out" "pools 1 owned True"
+	assert_contains "$out" "from_pool True"
+	# The server's exit removed its pool and every ready entry.
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "0"
+	assert_eq "$(find "$SBX_ROOT/envs" -mindepth 1 -maxdepth 1 | wc -l)" "0" "environments left: $(ls "$SBX_ROOT/envs")"
+	# Killed, it leaves an owned pool whose refiller (watching its owner)
+	# removes it with its entries, without waiting for sbx gc.
+	out=$(warm_session kill)
+	assert_contains "$out" "pools 1 owned True"
+	no_pool() { [ "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" = 0 ]; }
+	eventually 30 no_pool || fail "a killed server's pool stays: $(sbx pool ls)"
+	# (A destroy the killed server's reaper had begun is left stopped, as
+	# before the warm set: sbx gc's.)
+	sbx gc > /dev/null
+	assert_eq "$(find "$SBX_ROOT/envs" -mindepth 1 -maxdepth 1 | wc -l)" "0" "environments left: $(ls "$SBX_ROOT/envs")"
+}
+
+t_pool_server_warm_leaves_a_users_pool_and_turns_off() {
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	out=$(warm_session on)
+	assert_contains "$out" "pools 1 owned False size 1"
+	ready host 1 # still the user's, as set
+	sbx pool rm host > /dev/null
+	out=$(warm_session off)
+	assert_contains "$out" "pools 0"
+	sbx mcp --warm x < /dev/null 2> "$TMPDIR_TEST/err" && fail "--warm x accepted"
+	assert_contains "$(cat "$TMPDIR_TEST/err")" "invalid --warm 'x'"
+	sbx mcp --warm-memory lots < /dev/null 2> "$TMPDIR_TEST/err" && fail "--warm-memory lots accepted"
+	true
 }

@@ -174,7 +174,9 @@ t_process_destroy_leaves_nothing() {
 	n=$((3000000 + RANDOM * 2))
 	p=$(sbx exec -d "$id" -- sh -c "sleep $n & sleep $((n + 1))")
 	p2=$(sbx exec -d "$id" -- sh -c 'while :; do echo tick; sleep 0.1; done')
-	sleep 0.3
+	# Both running before the removal, or the check below proves nothing.
+	eventually 20 host_has_process "sleep $((n + 1))\$" || fail "the background process never ran"
+	eventually 20 ps_shows "$id" "echo tick" || fail "the second background process never ran"
 	[ -d "$SBX_RUN/$id/procs/$p" ] || fail "no record directory"
 	sbx rm "$id"
 	for _ in $(seq 50); do [ -e "$SBX_RUN/$id" ] || break; sleep 0.1; done

@@ -37,7 +37,7 @@ t_restore_in_place_keeps_supervisor_and_exact_files() {
 	sbx exec "$id" -- sh -c 'echo dirty > /root/d/a; rm /root/b; echo new > /root/new; mkdir /root/e'
 	sbx exec -d "$id" -- sleep 300 > /dev/null
 	sbx exec "$id" -- sh -c 'sleep 301 > /dev/null 2>&1 &'
-	sbx ps "$id" | grep -q "sleep 301" || fail "sleep not running"
+	eventually 20 ps_shows "$id" "sleep 301" || fail "sleep not running"
 	sup=$(sup_pid "$id")
 	sbx restore "$id" "$snap" > /dev/null
 	# Right after: exec works, on exactly the snapshot's files.

@@ -60,3 +60,44 @@ print(sbx.__file__)")
 	assert_contains "$out" "installed"
 	assert_contains "$out" "$d/sbx/__init__.py"
 }
+
+# The SDK README's command, exactly, in a fresh venv of Debian's python3 with
+# nothing added (pip 23.0.1, setuptools 66, no `wheel`): the build backend is
+# the SDK's own (standard library only), so no package index is needed.
+t_sdk_pip_install_fresh_venv() {
+	need_py
+	"$PY" -c 'import ensurepip' 2> /dev/null || skip "python3-venv is not installed (scripts/deps.sh test installs it)"
+	local v="$TMPDIR_TEST/v"
+	cp -r "$SBX_SRC/sdk/python" "$TMPDIR_TEST/src"
+	"$PY" -m venv "$v" || fail "python3 -m venv failed"
+	"$v/bin/python" -c 'import wheel' 2> /dev/null && fail "the fresh venv already has wheel: the test would not test the case"
+	out=$("$v/bin/pip" install --no-index --no-build-isolation "$TMPDIR_TEST/src" 2>&1) || { echo "$out"; fail "the README's pip install failed in a fresh venv"; }
+	out=$(cd / && SBX="$SBX_BIN" timeout 120 "$v/bin/python" -c "
+import sbx, importlib.metadata as m, os
+print(m.version('sbx'), os.path.isfile(os.path.join(os.path.dirname(sbx.__file__), 'py.typed')))
+with sbx.Sandbox.create() as sb:
+    print(sb.commands.run('echo installed').stdout, end='')
+print(sbx.__file__)")
+	assert_contains "$out" "0.1.0 True"
+	assert_contains "$out" "installed"
+	assert_contains "$out" "$v/lib/"
+	# pip show reads the installed metadata; uninstall removes every file (RECORD).
+	"$v/bin/pip" show sbx | grep -q '^Requires-Python\|^Name: sbx' || fail "pip show sbx"
+	"$v/bin/pip" uninstall -y sbx > /dev/null || fail "pip uninstall"
+	[ ! -e "$v/lib/python3.11/site-packages/sbx" ] || fail "uninstall left the package behind"
+	# An editable install (PEP 660) and an sdist build work the same way.
+	"$v/bin/pip" install --no-index --no-build-isolation -e "$TMPDIR_TEST/src" > /dev/null 2>&1 || fail "pip install -e failed"
+	out=$(cd / && "$v/bin/python" -c 'import sbx; print(sbx.__file__)')
+	assert_contains "$out" "$TMPDIR_TEST/src/sbx/__init__.py"
+	(cd "$TMPDIR_TEST/src" && "$v/bin/python" -c '
+import sys; sys.path.insert(0, "build_backend")
+import sbx_build, tarfile, os
+name = sbx_build.build_sdist(os.environ["TMPDIR_TEST"])
+names = tarfile.open(os.path.join(os.environ["TMPDIR_TEST"], name)).getnames()
+assert "sbx-0.1.0/PKG-INFO" in names and "sbx-0.1.0/sbx/__init__.py" in names, names
+# Python 3.9 and 3.10 have no tomllib: the fallback reader must read the file the same way.
+import tomllib
+text = open("pyproject.toml").read()
+assert sbx_build._read_project_plain(text) == tomllib.loads(text)["project"]
+print(name)') > /dev/null || fail "sdist build"
+}

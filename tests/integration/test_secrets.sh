@@ -156,7 +156,7 @@ t_phases_switch_once_and_narrow() {
 	assert_eq "$(fetch "$P2")" "hello from the host"
 	# Something of the setup phase still running (with the secret in its environment).
 	sbx exec "$ID" -- sh -c 'nohup sleep 1000 > /dev/null 2>&1 &'
-	assert_contains "$(sbx ps "$ID")" "sleep 1000"
+	eventually 20 ps_shows "$ID" "sleep 1000" || fail "sleep 1000 never ran: $(sbx ps "$ID")"
 	out=$(sbx phase --json "$ID" agent)
 	echo "$out" | python3 -c "
 import json,sys

@@ -75,6 +75,49 @@ t_diff_against_snapshots() {
 	sbx rm "$fork" "$id" > /dev/null
 }
 
+# Every field a snapshot keeps is a change when it changes: user xattrs (set
+# on a file and on a directory, removed), POSIX ACLs (access, a directory's
+# default), a file capability, a symlink's target, the hard-link structure (a
+# link broken with the same bytes, one made: every path of the old and the new
+# link set). A copy-up that keeps them all (touch, an xattr set to its value)
+# is none: ACL ids and capabilities are compared as the snapshot stores them,
+# not as the writable layer holds them. Once in the environment that took the
+# snapshot, once in a fork of it (its changes are copy-ups from the layer).
+t_diff_sees_every_kept_field() {
+	command -v setfacl > /dev/null || skip "setfacl is not installed (apt-get install acl)"
+	command -v setcap > /dev/null || skip "setcap is not installed (apt-get install libcap2-bin)"
+	local id fork s e out change want w
+	id=$(sbx create)
+	sbx exec "$id" -- sh -c 'mkdir -p /w/d /w/e; cd /w; echo c > f; echo g > g; echo a > a; ln a b
+		echo x > x; echo x > y; echo acl > acl; echo cap > cap; ln -s t1 l; echo s > same
+		echo k > keepacl; echo k > keepcap; setfacl -m u:1234:r keepacl; setcap cap_net_raw+ep keepcap
+		python3 -c "import os; os.setxattr(\"g\", \"user.gone\", b\"1\"); os.setxattr(\"same\", \"user.keep\", b\"1\")"'
+	s=$(sbx snapshot "$id")
+	fork=$(sbx fork "$s")
+	change='cd /w; python3 -c "import os; [os.setxattr(p, \"user.k\", b\"v\") for p in (\"f\", \"d\")]
+os.removexattr(\"g\", \"user.gone\"); os.setxattr(\"same\", \"user.keep\", b\"1\")"
+		setfacl -m u:1234:r acl; setfacl -d -m u:1234:rx e; setcap cap_net_raw+ep cap; touch keepacl keepcap
+		rm l; ln -s t2 l; rm b; cp a b; rm y; ln x y'
+	want=$'M /w/a\nM /w/acl\nM /w/b\nM /w/cap\nM /w/d\nM /w/e\nM /w/f\nM /w/g\nM /w/l\nM /w/x\nM /w/y'
+	for e in "$id" "$fork"; do
+		sbx exec "$e" -- sh -c "$change"
+		w=$want
+		[ "$e" != "$fork" ] || w=$'M /etc/machine-id\n'"$want" # a fork has its own
+		out=$(sbx diff "$e" "$s")
+		assert_eq "$out" "$w" "diff of $e against its snapshot"
+		out=$(sbx diff --json "$e" "$s")
+		assert_eq "$(echo "$out" | json_field modified)" "$(echo "$w" | cut -c3-)" "diff --json of $e"
+	done
+	# Put back, the environment is its snapshot again (ACL and capability removed,
+	# the xattrs as they were; the hard-link structure as it was).
+	sbx exec "$id" -- sh -c 'cd /w; setfacl -b acl; setfacl -k e; setcap -r cap; rm b y; ln a b; echo x > y
+		python3 -c "import os; [os.removexattr(p, \"user.k\") for p in (\"f\", \"d\")]; os.setxattr(\"g\", \"user.gone\", b\"1\")"
+		rm l; ln -s t1 l'
+	out=$(sbx diff "$id" "$s")
+	assert_eq "$out" "" "diff after undoing every change"
+	sbx rm "$fork" "$id" > /dev/null
+}
+
 t_fsck_good_and_corrupt() {
 	local id s layer f out
 	id=$(sbx create)

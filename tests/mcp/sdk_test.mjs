@@ -8,6 +8,10 @@ import { McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const EXPECTED_TOOLS = [
 	'environment_attest',
+	'environment_context_create',
+	'environment_context_list',
+	'environment_context_remove',
+	'environment_context_restart',
 	'environment_create',
 	'environment_destroy',
 	'environment_diff',
@@ -28,6 +32,7 @@ const EXPECTED_TOOLS = [
 	'environment_replay',
 	'environment_restore',
 	'environment_resume',
+	'environment_run_code',
 	'environment_snapshot',
 	'environment_upload',
 	'environment_write_file',
@@ -184,6 +189,14 @@ const cases = {
 				'diff against a snapshot',
 				d,
 			);
+			// an xattr is kept by the snapshot: its change is a modification (sbx diff's answer too)
+			const x = await ok(client, 'environment_execute', {
+				environment_id: id,
+				command: `python3 -c "import os; os.setxattr('/etc/hostname', 'user.k', b'v')"`,
+			});
+			check(x.exit_code === 0, 'setxattr inside', x);
+			d = await ok(client, 'environment_diff', { environment_id: id, snapshot_id: snap.snapshot_id });
+			check(JSON.stringify(d.modified) === '["/etc/hostname"]', 'diff: an xattr change is a modification', d);
 			const e = await toolError(client, 'environment_diff', { environment_id: id, snapshot_id: 'no-such-label' });
 			check(e.code === 'not_found' && e.message.includes('snapshot_list'), 'diff: unknown snapshot', e);
 			const { tools } = await client.listTools();
@@ -398,6 +411,72 @@ const cases = {
 		});
 	},
 
+	// The code interpreter (docs/code.md): needs python3 with ipykernel and
+	// matplotlib on the host (test_mcp.sh skips without them).
+	async code(client) {
+		await withEnv(client, async (id) => {
+			const run = (code, extra = {}, opts = { timeout: 120000 }) =>
+				ok(client, 'environment_run_code', { environment_id: id, code, ...extra }, opts);
+			let r = await run('x = 41');
+			check(r.results.length === 0 && typeof r.context_id === 'string', 'an assignment has no result', r);
+			r = await run('x + 1');
+			check(r.results[0]?.text === '42' && r.results[0].is_main_result === true, 'state kept across calls', r);
+			check(typeof r.execution_count === 'number' && r.execution_count >= 2, 'execution_count', r);
+			// a plot: base64 PNG in results, and an image content item a client shows
+			const raw = await call(
+				client,
+				'environment_run_code',
+				{ environment_id: id, code: 'import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); plt.show()' },
+				{ timeout: 120000 },
+			);
+			check(!raw.isError && raw.content[0].type === 'text', 'plot: a text item first', raw.content?.[0]);
+			const img = raw.content.find((c) => c.type === 'image');
+			check(img && img.mimeType === 'image/png', 'plot: an image content item', raw.content.map((c) => c.type));
+			check(Buffer.from(img.data, 'base64').subarray(0, 8).toString('hex') === '89504e470d0a1a0a', 'plot: PNG signature');
+			check(raw.structuredContent.results.some((x) => x.png === img.data), 'plot: the same PNG in results');
+			// an exception is a successful call with error {name, value, traceback}
+			r = await run('1/0');
+			check(r.error?.name === 'ZeroDivisionError' && r.error.traceback.includes('division by zero'), 'error', r);
+			// contexts: create, run in it (its own state), list, remove
+			const c = await ok(client, 'environment_context_create', { environment_id: id, cwd: '/tmp' });
+			check(typeof c.context_id === 'string' && c.language === 'python' && c.cwd === '/tmp', 'context create', c);
+			r = await run('import os; x = 7; os.getcwd()', { context_id: c.context_id });
+			check(r.context_id === c.context_id && r.results[0]?.text === "'/tmp'", 'run in the context', r);
+			let l = await ok(client, 'environment_context_list', { environment_id: id });
+			check(l.contexts.some((x) => x.context_id === c.context_id), 'context listed', l);
+			const rs = await ok(client, 'environment_context_restart', { environment_id: id, context_id: c.context_id });
+			check(rs.context_id === c.context_id && rs.restarted === true, 'context restart', rs);
+			r = await run('x', { context_id: c.context_id });
+			check(r.error?.name === 'NameError', 'a restarted context has lost its state', r);
+			const rm = await ok(client, 'environment_context_remove', { environment_id: id, context_id: c.context_id });
+			check(rm.context_id === c.context_id && rm.removed === true, 'context remove', rm);
+			l = await ok(client, 'environment_context_list', { environment_id: id });
+			check(!l.contexts.some((x) => x.context_id === c.context_id), 'context gone', l);
+			const e = await toolError(client, 'environment_run_code', { environment_id: id, code: '1', context_id: c.context_id });
+			check(e.code === 'not_found', 'a removed context is not_found', e);
+			// streamed output: a progress notification with the first line before the result
+			const seen = [];
+			let firstAt = 0;
+			const t0 = Date.now();
+			r = await run(
+				'import time\nprint("first", flush=True)\ntime.sleep(1)\nprint("second")',
+				{},
+				{
+					timeout: 120000,
+					onprogress: (p) => {
+						seen.push(p);
+						if (!firstAt && (p.message ?? '').includes('first')) firstAt = Date.now();
+					},
+				},
+			);
+			const doneAt = Date.now();
+			check(r.stdout === 'first\nsecond\n', 'all output in the result', r);
+			check(firstAt > 0 && doneAt - firstAt >= 700, 'progress with stdout before the result', { seen, t0, firstAt, doneAt });
+			const x = await ok(client, 'environment_execute', { environment_id: id, command: 'echo still-works' });
+			check(x.stdout === 'still-works\n', 'execute still works', x);
+		});
+	},
+
 	async concurrency(client) {
 		// A slow command in one environment must not hold up work elsewhere.
 		await withEnv(client, async (slowId) => {
@@ -478,6 +557,12 @@ const cases = {
 			const r = await run(name, args);
 			check(r.isError && r.structuredContent.error?.code === code, `${name}: ${code}`, r);
 		};
+		// the code tools need a kernel on the host (python3 with ipykernel): unavailable without one
+		const kernel = async (name, args, code) => {
+			const r = await run(name, args);
+			const got = r.structuredContent.error?.code;
+			check(r.isError && (got === code || (got === 'unavailable' && /ipykernel|python3/.test(r.structuredContent.error.message))), `${name}: ${code}`, r);
+		};
 		const id = (await good('environment_create', { name: 'every-tool' })).environment_id;
 		try {
 			await good('environment_inspect', { environment_id: id });
@@ -493,6 +578,11 @@ const cases = {
 			const dl = await good('environment_download', { environment_id: id, path: '/root/d' });
 			await good('environment_upload', { environment_id: id, path: '/root/up', content: dl.content });
 			await refused('environment_logs', { environment_id: id }, 'invalid_argument');
+			await good('environment_context_list', { environment_id: id });
+			await kernel('environment_context_restart', { environment_id: id, context_id: 'nosuch' }, 'not_found');
+			await kernel('environment_context_remove', { environment_id: id, context_id: 'nosuch' }, 'not_found');
+			await kernel('environment_run_code', { environment_id: id, code: '1', context_id: 'nosuch' }, 'not_found');
+			await kernel('environment_context_create', { environment_id: id, language: 'no-such-language' }, 'invalid_argument');
 			await good('template_list', {});
 			await good('pool_list', {});
 			await good('pool_set', { source: 'host', size: 0 });

@@ -180,9 +180,25 @@ TEST(seccomp_kills_x32)
 #endif
 }
 
+#if defined(__x86_64__)
+/* int 0x80 with no filter: some guests (PVM hypervisors) fault it with
+ * SIGSEGV before any syscall entry, so there is nothing for seccomp to see. */
+static int child_i386_bare(void *arg)
+{
+	(void)signal(SIGSEGV, SIG_DFL); /* not a sanitizer's handler: the fault itself is the answer */
+	long ret;
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+	return 0;
+}
+#endif
+
 TEST(seccomp_kills_i386)
 {
 #if defined(__x86_64__)
+	int bare = run_child(child_i386_bare, NULL);
+	if (WIFSIGNALED(bare) && WTERMSIG(bare) == SIGSEGV)
+		SKIP_OK("this machine faults int 0x80 before any syscall entry (SIGSEGV without a filter): "
+			"no i386 syscall reaches the kernel here");
 	int st = run_child(child_i386, NULL);
 	CHECK_KILLED_BY(st, SIGSYS);
 #else

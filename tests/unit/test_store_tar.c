@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "store/digest.h"
+#include "store/storefs.h"
 #include "store/tarr.h"
 #include "store/tarw.h"
 #include "unit.h"
@@ -473,6 +474,107 @@ TEST(tar_round_trip_chown)
 	if (!as_root())
 		SKIP_OK("chown to shifted ids needs root");
 	round_trip(true);
+}
+
+/* A hard-link entry only between two paths of one inode. The writer lists a
+ * directory's entries (lstat) before writing them; if a file listed earlier
+ * is deleted and another created before a later directory is listed (a tree
+ * that changes under the read: an environment that could not be frozen, or
+ * a crash leaving one), the new file can get the freed inode number. Before,
+ * the writer took (dev, ino) alone as the identity and wrote the new file as
+ * a link to the old path: every tree extracted from that tar had two
+ * unrelated files as one inode (DESIGN.md "Never alias inodes"). The reuse is
+ * shown through store_sys.fstatat (the kernel's choice of a free number is
+ * not deterministic): b/y is listed with a/x's number. Both have a link
+ * outside the tree, as every file of a delta's staging tree has. */
+static dev_t reuse_dev;
+static ino_t reuse_ino;
+static int reuse_fstatat(int dfd, const char *name, struct stat *st, int flags)
+{
+	int r = fstatat(dfd, name, st, flags);
+	if (r == 0 && streq(name, "y")) {
+		st->st_dev = reuse_dev;
+		st->st_ino = reuse_ino;
+	}
+	return r;
+}
+
+static ino_t ino_at(const char *root, const char *rel, nlink_t *ret_nlink)
+{
+	char p[4096];
+	struct stat st;
+	at(root, rel, p);
+	if (lstat(p, &st) < 0)
+		return 0;
+	*ret_nlink = st.st_nlink;
+	return st.st_ino;
+}
+
+TEST(tar_hard_link_needs_one_inode)
+{
+	_cleanup_free_ char *top = tmpdir();
+	CHECK(top);
+	char src[4096], dst[4096], dst2[4096], a[4096], b[4096];
+	snprintf(src, sizeof(src), "%s/src", top);
+	snprintf(dst, sizeof(dst), "%s/dst", top);
+	snprintf(dst2, sizeof(dst2), "%s/dst2", top);
+	mkdir(src, 0755);
+	mkdir(dst, 0755);
+	mkdir(dst2, 0755);
+	at(src, "a", a);
+	at(src, "b", b);
+	mkdir(a, 0755);
+	mkdir(b, 0755);
+	put_file(src, "a/x", "one\n", 4, 0644);
+	put_file(src, "b/y", "other\n", 6, 0644);
+	put_file(src, "a/p", "pair\n", 5, 0644);
+	char x[4096], y[4096], p[4096], q[4096], out[4096];
+	at(src, "a/x", x);
+	at(src, "b/y", y);
+	at(src, "a/p", p);
+	at(src, "b/q", q);
+	snprintf(out, sizeof(out), "%s/x-outside", top);
+	CHECK(link(x, out) == 0);
+	snprintf(out, sizeof(out), "%s/y-outside", top);
+	CHECK(link(y, out) == 0);
+	CHECK(link(p, q) == 0); /* a real pair: a/p and b/q */
+	struct stat xs;
+	CHECK(lstat(x, &xs) == 0);
+	reuse_dev = xs.st_dev;
+	reuse_ino = xs.st_ino;
+	store_idmap ids = {(uint32_t)geteuid(), (uint32_t)getegid(), 1};
+
+	buf t = {0};
+	char d[STORE_DIGEST_SIZE];
+	_cleanup_err_ sbx_err *e = NULL;
+	store_sys.fstatat = reuse_fstatat;
+	int r = tar_tree(src, &ids, &t, d, &e);
+	store_sys.fstatat = fstatat;
+	if (r == 0) {
+		/* What the old writer made of it: b/y a link to a/x. */
+		store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+		nlink_t nx = 0, ny = 0;
+		CHECK(extract_buf(dst, &t, &o, NULL) == 0);
+		ino_t ix = ino_at(dst, "a/x", &nx), iy = ino_at(dst, "b/y", &ny);
+		fprintf(stderr,
+			"  b/y was written as %s (a/x: inode %ju, %ju links; b/y: inode %ju, %ju links)\n",
+			ix == iy ? "a hard link to a/x" : "a file", (uintmax_t)ix, (uintmax_t)nx,
+			(uintmax_t)iy, (uintmax_t)ny);
+	}
+	CHECK(r < 0);
+	CHECK(e && strstr(sbx_err_message(e), "'b/y' changed while being read"));
+	free(t.p);
+
+	/* Read as it is: the real pair is one inode again, a/x and b/y are two. */
+	buf t2 = {0};
+	CHECK(tar_tree(src, &ids, &t2, d, NULL) == 0);
+	store_tar_extract_opts o = STORE_TAR_EXTRACT_OPTS_INIT;
+	CHECK(extract_buf(dst2, &t2, &o, NULL) == 0);
+	nlink_t n1 = 0, n2 = 0;
+	CHECK(ino_at(dst2, "a/p", &n1) == ino_at(dst2, "b/q", &n2) && n1 == 2 && n2 == 2);
+	CHECK(ino_at(dst2, "a/x", &n1) != ino_at(dst2, "b/y", &n2) && n1 == 1 && n2 == 1);
+	free(t2.p);
+	fs_rm_rf(top);
 }
 
 TEST(tar_refuses_unmapped_owner_and_wh_names)

@@ -1,45 +1,11 @@
-/* The MCP tools' argument checker (src/server/tools.c): every keyword the
- * schemas use is checked, and a schema with one it does not implement is
- * refused at start-up instead of being published unchecked. */
+/* The MCP tool table (src/server/tools.c): every built-in schema loads and
+ * passes the argument checker's start-up check; a row's own content items
+ * (environment_run_code's images). The checker itself is
+ * tests/unit/test_jschema.c's. */
 #include <jansson.h>
 
 #include "server/tools.h"
 #include "unit.h"
-
-static json_t *js(const char *text)
-{
-	return json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
-}
-
-/* 0 if v passes schema; else -1, and the message contains want (if given). */
-static int val(const char *schema, const char *v, const char *want)
-{
-	json_t *s = js(schema), *j = js(v);
-	char *msg = NULL;
-	int r = s && j ? tools_check_value(s, j, &msg) : -2;
-	if (r < 0 && want && (!msg || !strstr(msg, want))) {
-		fprintf(stderr, "  message '%s' lacks '%s'\n", msg ? msg : "(null)", want);
-		r = -3;
-	}
-	free(msg);
-	json_decref(s);
-	json_decref(j);
-	return r;
-}
-
-static int sup(const char *schema, const char *want)
-{
-	json_t *s = js(schema);
-	char *msg = NULL;
-	int r = s ? tools_schema_supported(s, &msg) : -2;
-	if (r < 0 && want && (!msg || !strstr(msg, want))) {
-		fprintf(stderr, "  message '%s' lacks '%s'\n", msg ? msg : "(null)", want);
-		r = -3;
-	}
-	free(msg);
-	json_decref(s);
-	return r;
-}
 
 TEST(builtin_schemas_load)
 {
@@ -50,67 +16,88 @@ TEST(builtin_schemas_load)
 	json_decref(l);
 }
 
-TEST(unknown_keywords_refused)
+/* Every row of the table goes through tools_row_schemas at start-up: a
+ * schema with a keyword the checker does not implement fails it, naming the
+ * tool, the schema and the keyword, and tools_init then fails, so the
+ * servers refuse to start (mcp_server_new, transport_http) rather than
+ * publish a schema they would not hold a client to. */
+static int row(const char *in, const char *out, char **msg)
 {
-	CHECK(sup("{\"type\":\"string\",\"format\":\"uri\"}", "format") == -1);
-	CHECK(sup("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/x\"}}}", "$ref") == -1);
-	CHECK(sup("{\"oneOf\":[{\"type\":\"string\"},{\"not\":{}}]}", "not") == -1);
-	CHECK(sup("{\"items\":{\"const\":1}}", "const") == -1);
-	CHECK(sup("{\"additionalProperties\":{\"patternProperties\":{}}}", "patternProperties") == -1);
-	CHECK(sup("{\"type\":\"string\",\"pattern\":\"([a-z\"}", "pattern") == -1);
-	CHECK(sup("{\"type\":\"strin\"}", "type") == -1);
-	CHECK(sup("{\"oneOf\":[]}", "oneOf") == -1);
-	CHECK(sup("{\"type\":\"string\",\"pattern\":\"^[a-z]{1,3}$\",\"description\":\"d\",\"title\":\"t\"}",
-		  NULL) == 0);
+	tool t = {.name = "t_row", .input_schema = in, .output_schema = out};
+	json_t *s[2] = {NULL, NULL};
+	int r = tools_row_schemas(&t, s, msg);
+	json_decref(s[0]);
+	json_decref(s[1]);
+	return r;
 }
 
-TEST(one_of)
+TEST(unknown_keyword_refused_at_start)
 {
-	const char *s =
-	    "{\"oneOf\":[{\"type\":\"string\",\"enum\":[\"strict\",\"dev\"]},{\"type\":\"object\"}]}";
-	CHECK(val(s, "\"strict\"", NULL) == 0);
-	CHECK(val(s, "{}", NULL) == 0);
-	CHECK(val(s, "123", "a string or an object") == -1);
-	CHECK(val(s, "[\"strict\"]", "not an array") == -1);
-	CHECK(val(s, "\"lax\"", "one of") == -1);
-	/* Two alternatives matching is a oneOf failure. */
-	CHECK(val("{\"oneOf\":[{\"type\":\"number\"},{\"type\":\"integer\"}]}", "3", "more than one") == -1);
-	/* The nested complaint of the alternative of the right type. */
-	CHECK(val("{\"type\":\"object\",\"properties\":{\"network\":{\"oneOf\":[{\"type\":\"string\"},{"
-		  "\"type\":"
-		  "\"object\",\"properties\":{\"allow\":{\"type\":\"array\"}}}]}}}",
-		  "{\"network\":{\"allow\":\"x\"}}", "network.allow") == -1);
+	const char *ok = "{'type':'object','properties':{'a':{'type':'string','minLength':1}}}";
+	char *msg = NULL;
+	CHECK(row(ok, "{'type':'object'}", &msg) == 0);
+	CHECK(msg == NULL);
+	/* Unknown keywords anywhere in either schema. */
+	const struct {
+		const char *in, *out, *want;
+	} bad[] = {
+	    {"{'type':'object','properties':{'u':{'type':'string','format':'uri'}}}", "{}",
+	     "tool t_row's input schema: #.u: keyword 'format' is not implemented"},
+	    {ok, "{'type':'object','properties':{'x':{'$ref':'#/definitions/x'}}}",
+	     "tool t_row's output schema: #.x: keyword '$ref'"},
+	    {"{'type':'array','items':{'const':1}}", "{}", "keyword 'const'"},
+	    {"{'oneOf':[{'type':'string'},{'not':{}}]}", "{}", "keyword 'not'"},
+	    {"{'type':'object','allOf':[]}", "{}", "keyword 'allOf'"},
+	    {"{'type':'object','patternProperties':{}}", "{}", "keyword 'patternProperties'"},
+	    {"{'type':'object','dependencies':{}}", "{}", "keyword 'dependencies'"},
+	    {"{'type':'array','uniqueItems':true}", "{}", "keyword 'uniqueItems'"},
+	    {"{'type':'integer','multipleOf':2}", "{}", "keyword 'multipleOf'"},
+	    {"{'type':'integer','exclusiveMinimum':2}", "{}", "keyword 'exclusiveMinimum'"},
+	    {"{'type':'object','properties':{'a':true}}", "{}", "a schema must be an object"},
+	    {"{'type':'object'", "{}", "tool t_row's input schema is not valid JSON"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		msg = NULL;
+		int r = row(bad[i].in, bad[i].out, &msg);
+		if (r != -1 || !msg || !strstr(msg, bad[i].want))
+			fprintf(stderr, "  [%zu] r=%d message '%s' lacks '%s'\n", i, r, msg ? msg : "(null)",
+				bad[i].want);
+		CHECK(r == -1 && msg && strstr(msg, bad[i].want));
+		free(msg);
+	}
 }
 
-TEST(any_of)
+/* environment_run_code's images follow the text item as MCP image content;
+ * a tool without content items answers exactly what tools_result does. */
+TEST(run_code_images_as_image_content)
 {
-	const char *s = "{\"type\":\"object\",\"anyOf\":[{\"required\":[\"a\"]},{\"required\":[\"b\"]}]}";
-	CHECK(val(s, "{\"a\":1}", NULL) == 0);
-	CHECK(val(s, "{\"a\":1,\"b\":2}", NULL) == 0);
-	CHECK(val(s, "{\"c\":1}", NULL) == -1);
-}
-
-TEST(pattern_and_lengths)
-{
-	const char *s =
-	    "{\"type\":\"string\",\"pattern\":\"^[A-Za-z0-9][A-Za-z0-9._-]{0,3}$\",\"maxLength\":4}";
-	CHECK(val(s, "\"ab.c\"", NULL) == 0);
-	CHECK(val(s, "\"a b\"", "pattern") == -1);
-	CHECK(val(s, "\".ab\"", "pattern") == -1);
-	CHECK(val(s, "\"a\\u0000b\"", "pattern") == -1); /* NUL never matches */
-	CHECK(val("{\"type\":\"string\",\"maxLength\":2}", "\"abc\"", "at most 2") == -1);
-	CHECK(val("{\"type\":\"array\",\"maxItems\":1}", "[1,2]", "at most 1") == -1);
-}
-
-TEST(integers_and_bounds)
-{
-	const char *s = "{\"type\":\"integer\",\"minimum\":1,\"maximum\":4194304}";
-	CHECK(val(s, "4194304", NULL) == 0);
-	CHECK(val(s, "4194305", "at most") == -1);
-	CHECK(val(s, "0", "at least") == -1);
-	CHECK(val(s, "-1", "at least") == -1);
-	CHECK(val(s, "1e9", "an integer") == -1);
-	CHECK(val(s, "2.5", "an integer") == -1);
-	CHECK(val("{\"type\":\"integer\",\"maximum\":9223372036854775806}", "9223372036854775807",
-		  "at most") == -1);
+	const char *sc = "{\"results\":[{\"is_main_result\":false,\"png\":\"iVBORw0KGgo=\"},{\"text\":\"1\","
+			 "\"jpeg\":\"/9j/\"}],\"stdout\":\"\",\"stderr\":\"\",\"context_id\":\"c\"}";
+	const tool *t = tools_find("environment.run_code");
+	CHECK(t && strcmp(t->name, "environment_run_code") == 0);
+	json_t *r = tools_result_of(t, json_loads(sc, 0, NULL));
+	json_t *content = json_object_get(r, "content");
+	CHECK(json_array_size(content) == 3);
+	CHECK(strcmp(json_string_value(json_object_get(json_array_get(content, 0), "type")), "text") == 0);
+	json_t *png = json_array_get(content, 1), *jpeg = json_array_get(content, 2);
+	CHECK(strcmp(json_string_value(json_object_get(png, "type")), "image") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(png, "data")), "iVBORw0KGgo=") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(png, "mimeType")), "image/png") == 0);
+	CHECK(strcmp(json_string_value(json_object_get(jpeg, "mimeType")), "image/jpeg") == 0);
+	CHECK(json_is_false(json_object_get(r, "isError")));
+	json_decref(r);
+	/* No images: the text item only. */
+	r = tools_result_of(t, json_loads("{\"results\":[{\"text\":\"1\"}]}", 0, NULL));
+	CHECK(json_array_size(json_object_get(r, "content")) == 1);
+	json_decref(r);
+	/* Another tool: byte-identical to tools_result. */
+	const tool *ls = tools_find("environment_list");
+	json_t *a = tools_result_of(ls, json_loads(sc, 0, NULL)), *b = tools_result(json_loads(sc, 0, NULL));
+	char *da = json_dumps(a, JSON_COMPACT | JSON_PRESERVE_ORDER),
+	     *db = json_dumps(b, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	CHECK(da && db && strcmp(da, db) == 0);
+	free(da);
+	free(db);
+	json_decref(a);
+	json_decref(b);
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Dict, List, Optional, Tuple, Union
 
+from .code import CodeContext, ContextRef, Execution
 from .sandbox import CommandResult, Diff, Process, ReplayResult, Sandbox, Snapshot, SnapshotRef
 
 
@@ -93,6 +94,22 @@ class AsyncSandbox:
 
     async def replay(self, trace_id: str) -> ReplayResult:
         return await asyncio.to_thread(self.sync.replay, trace_id)
+
+    async def run_code(self, code: str, **kwargs: Any) -> Execution:
+        """Sandbox.run_code; the callbacks run on the worker thread."""
+        return await asyncio.to_thread(self.sync.run_code, code, **kwargs)
+
+    async def create_code_context(self, language: Optional[str] = None, cwd: Optional[str] = None) -> CodeContext:
+        return await asyncio.to_thread(self.sync.create_code_context, language, cwd)
+
+    async def list_code_contexts(self) -> List[CodeContext]:
+        return await asyncio.to_thread(self.sync.list_code_contexts)
+
+    async def restart_code_context(self, context: ContextRef) -> None:
+        await asyncio.to_thread(self.sync.restart_code_context, context)
+
+    async def remove_code_context(self, context: ContextRef) -> None:
+        await asyncio.to_thread(self.sync.remove_code_context, context)
 
     async def kill(self) -> None:
         await asyncio.to_thread(self.sync.kill)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _transport
+from .code import CodeMixin
 from .errors import InvalidArgument
 
 SnapshotRef = Union[str, "Snapshot"]
@@ -329,10 +330,11 @@ class Files:
                 for e in sc.get("entries", [])]
 
 
-class Sandbox:
+class Sandbox(CodeMixin):
     """A live sbx environment. Create one with ``Sandbox.create``, fork one
     from a snapshot with ``Sandbox.fork``, attach to one with
-    ``Sandbox.connect``. ``kill()`` (or leaving a ``with`` block) destroys it."""
+    ``Sandbox.connect``. ``kill()`` (or leaving a ``with`` block) destroys it.
+    ``run_code`` runs code in a stateful kernel (sbx/code.py)."""
 
     def __init__(self, environment_id: str, client=None, snapshot_id: Optional[str] = None,
                  create_ms: Optional[float] = None, owned: bool = True):

@@ -3,6 +3,7 @@ runs them over stdio, then over HTTP with SBX_URL/SBX_TOKEN set). Needs $SBX
 (or sbx on PATH), SBX_ROOT and SBX_RUN."""
 
 import asyncio
+import base64
 import os
 import sys
 import threading
@@ -157,6 +158,50 @@ class SandboxTest(unittest.TestCase):
                 return r.exit_code, r.stdout, [x["process_id"] for x in await a.commands.list()] == [p.process_id]
 
         self.assertEqual(asyncio.run(main()), (2, "bg\n", True))
+
+    def test_run_code(self):
+        try:
+            import ipykernel, jupyter_client, matplotlib  # noqa: F401
+        except ImportError:
+            self.skipTest("the host python3 lacks ipykernel, jupyter_client or matplotlib")
+        with Sandbox.create() as sb:
+            ex = sb.run_code("x = 41")
+            self.assertIsNone(ex.error)
+            self.assertEqual((ex.results, ex.text), ([], None))
+            seen = []
+            ex = sb.run_code("print('hi'); x + 1", on_stdout=seen.append)
+            self.assertEqual((ex.text, ex.logs.stdout), ("42", ["hi\n"]))
+            self.assertTrue(ex.results[0].is_main_result)
+            self.assertIsInstance(ex.execution_count, int)
+            self.assertEqual("".join(seen), "hi\n")
+            got = []
+            ex = sb.run_code("import matplotlib.pyplot as plt\nplt.plot([1, 3, 2]); plt.show()", on_result=got.append)
+            pngs = [r.png for r in ex.results if r.png]
+            self.assertEqual(len(pngs), 1, ex.results)
+            self.assertEqual(base64.b64decode(pngs[0])[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertEqual([r.png for r in got], [pngs[0]])
+            ex = sb.run_code("def f(): return 1/0\nf()")
+            self.assertEqual(ex.error.name, "ZeroDivisionError")
+            self.assertIn("division by zero", ex.error.traceback)
+            self.assertEqual(ex.results, [])
+            ctx = sb.create_code_context(cwd="/tmp")
+            self.assertEqual((ctx.language, ctx.cwd), ("python", "/tmp"))
+            self.assertEqual(sb.run_code("import os; os.getcwd()", context=ctx).text, "'/tmp'")
+            self.assertEqual(sb.run_code("x", context=ctx).error.name, "NameError")
+            self.assertIn(ctx.id, [c.id for c in sb.list_code_contexts()])
+            sb.restart_code_context(ctx)
+            sb.remove_code_context(ctx)
+            self.assertNotIn(ctx.id, [c.id for c in sb.list_code_contexts()])
+            with self.assertRaises(NotFound):
+                sb.run_code("1", context=ctx)
+            with self.assertRaises(InvalidArgument):
+                sb.run_code("1", language="python", context=ctx)
+
+            async def go():
+                asb = await AsyncSandbox.connect(sb.id)
+                return (await asb.run_code("x * 2")).text
+
+            self.assertEqual(asyncio.run(go()), "82")
 
     def test_sizes(self):
         self.assertEqual(sbx.parse_size("512m", "m"), 512 << 20)

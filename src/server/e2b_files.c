@@ -1,0 +1,491 @@
+/* envd's GET and POST /files on the E2B data plane (docs/e2b.md): a
+ * sandbox's files read and written as a user, through the environment's own
+ * view of its tree (sbx_env_file_open: init resolves the path inside, with
+ * that user's identity; no path or symlink leads out).
+ *
+ *   GET  /files?path=P[&username=U]   the bytes (gzip with Accept-Encoding: gzip);
+ *                                     404 (FileNotFoundError), 400 for a directory
+ *   POST /files[?path=P][&username=U] multipart/form-data: every part named "file"
+ *                                     written to P, else to its filename (the SDK's
+ *                                     several files at once); or application/
+ *                                     octet-stream (Content-Encoding: gzip allowed)
+ *                                     to P. 200 [{path, name, type: "file"}]
+ * The user: username, else E2B's `user` where the sandbox has it
+ * (e2b_user_for), else the environment's. Parents are made, as that user.
+ *
+ * Auth. With E2b-Sandbox-Id, http_e2b.c's data_auth has checked the sandbox
+ * and its X-Access-Token before e2b_files_headers runs. A URL from the SDK's
+ * uploadUrl()/downloadUrl() carries a signature instead (and no sandbox
+ * header: the SDK fetches it bare): such a request comes through the open
+ * route (e2b_files_signed) and is checked here: the sandbox the header
+ * names, else the one whose token signs these fields (e2b_auth.h's
+ * verifier, against each record), must be running (else 502) and the
+ * signature right and unexpired (else 401).
+ *
+ * Limits: a body of E2B_FILES_MAX_BODY (the route's max_body: 413), a file
+ * read of E2B_FILES_READ_MAX (413), a gzip upload inflating past
+ * E2B_FILES_MAX_BODY (413). Bodies are whole in memory (http_server reads
+ * them so); streaming them is still to do. */
+#include "server/e2b_files.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "server/e2b_auth.h"
+#include "server/e2b_data.h"
+#include "server/e2b_store.h"
+#include "server/e2b_user.h"
+#include "server/multipart.h"
+#include "util/fd.h"
+#include "util/fs.h"
+#include "util/json.h"
+#include "util/macro.h"
+#include "util/utf8.h"
+
+enum {
+	ST_OK = 200,
+	ST_BAD_REQUEST = 400,
+	ST_UNAUTHORIZED = 401,
+	ST_FORBIDDEN = 403,
+	ST_NOT_FOUND = 404,
+	ST_CONFLICT = 409,
+	ST_TOO_LARGE = 413,
+	ST_UNSUPPORTED = 415,
+	ST_INTERNAL = 500,
+	ST_BAD_GATEWAY = 502,
+	ST_UNAVAILABLE = 503,
+	ST_NO_SPACE = 507,
+};
+
+static http_result reply_json(http_request *req, unsigned status, json_t *body)
+{
+	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	json_decref(body);
+	if (!s)
+		return HTTP_CLOSE;
+	http_response *resp = http_response_buffer(s, strlen(s));
+	if (!resp)
+		return HTTP_CLOSE;
+	http_response_header(resp, "Content-Type", "application/json");
+	return http_respond(req, status, resp);
+}
+
+static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...) _printf_(3, 4);
+static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* a message may quote a path that is not UTF-8: JSON takes it sanitized */
+	size_t clen;
+	_cleanup_free_ char *clean = utf8_sanitize(msg, strlen(msg), &clen);
+	return reply_json(req, status, json_pack("{s:i,s:s}", "code", (int)status, "message", clean ?: "?"));
+}
+
+/* envd's statuses for file errors. */
+static unsigned status_of(const sbx_err *e)
+{
+	int en = sbx_err_errno(e);
+	if (en == EACCES || en == EPERM)
+		return ST_FORBIDDEN;
+	if (en == ENOSPC || en == EDQUOT)
+		return ST_NO_SPACE;
+	switch (sbx_err_code(e)) {
+	case SBX_E_NOT_FOUND:
+		return ST_NOT_FOUND;
+	case SBX_E_INVALID_ARGUMENT:
+		return ST_BAD_REQUEST;
+	case SBX_E_LIMIT_EXCEEDED:
+		return ST_NO_SPACE;
+	case SBX_E_CONFLICT:
+		return ST_CONFLICT;
+	case SBX_E_UNAVAILABLE:
+		return ST_UNAVAILABLE;
+	default:
+		return ST_INTERNAL;
+	}
+}
+
+static http_result reply_sbx_error(http_request *req, const sbx_err *e)
+{
+	return reply_error(req, status_of(e), "%s", sbx_err_message(e));
+}
+
+bool e2b_files_signed(const http_request *req)
+{
+	return streq(req->path, "/files") && http_request_query(req, "signature") != NULL;
+}
+
+/* Whether sandbox id runs (exactly that id). */
+static bool sandbox_running(sbx_ctx *ctx, const char *id)
+{
+	_cleanup_json_ json_t *info = NULL;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (sbx_env_inspect(ctx, id, &info, &e) < 0)
+		return false;
+	return streq(json_str(info, "environment_id") ?: "", id) &&
+	       streq(json_str(info, "state") ?: "", "running");
+}
+
+/* The sandbox a signed request is for (see the top): 0 with its id in
+ * ret_id, or an answer given. */
+static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_result *ret)
+{
+	sbx_ctx *ctx = e2b_req_ctx(req);
+	const char *sig = http_request_query(req, "signature"),
+		   *exp = http_request_query(req, "signature_expiration");
+	const char *path = http_request_query(req, "path") ?: "", *user = http_request_query(req, "username");
+	const char *op = streq(req->method, "POST") ? "write" : "read";
+	const char *want = http_request_header(req, "E2b-Sandbox-Id");
+	_cleanup_free_ char *dir = fs_path_join(sbx_ctx_root(ctx), "e2b");
+	e2b_store *st = NULL;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (!dir || e2b_store_open(dir, &st, &e) < 0) {
+		*ret = reply_error(req, ST_INTERNAL, "the sandboxes' records: %s",
+				   e ? sbx_err_message(e) : "no memory");
+		return -1;
+	}
+	e2b_record *v = NULL;
+	size_t n = 0;
+	if (e2b_store_list(st, &v, &n) < 0)
+		n = 0;
+	e2b_store_free(st);
+	int64_t now = (int64_t)time(NULL);
+	e2b_sig_verdict best = E2B_SIG_BAD;
+	bool named_found = false;
+	for (size_t i = 0; i < n && best != E2B_SIG_OK; i++) {
+		if (want && !streq(v[i].id, want))
+			continue;
+		named_found = true;
+		e2b_sig_verdict d =
+		    e2b_file_signature_verify(path, op, user ?: "", v[i].token, sig, exp, now);
+		if (d == E2B_SIG_OK || d == E2B_SIG_EXPIRED) {
+			best = d;
+			snprintf(ret_id, E2B_ID_MAX + 1, "%s", v[i].id);
+		}
+	}
+	e2b_records_free(v, n);
+	if (want && (!named_found || !sandbox_running(ctx, want))) {
+		*ret = reply_json(req, ST_BAD_GATEWAY,
+				  json_pack("{s:s,s:s,s:i}", "sandboxId", want, "message",
+					    "The sandbox was not found", "code", ST_BAD_GATEWAY));
+		return -1;
+	}
+	if (best != E2B_SIG_OK) {
+		*ret = reply_error(req, ST_UNAUTHORIZED,
+				   best == E2B_SIG_EXPIRED ? "signature is already expired"
+							   : "invalid signature");
+		return -1;
+	}
+	if (!want && !sandbox_running(ctx, ret_id)) {
+		*ret = reply_json(req, ST_BAD_GATEWAY,
+				  json_pack("{s:s,s:s,s:i}", "sandboxId", ret_id, "message",
+					    "The sandbox was not found", "code", ST_BAD_GATEWAY));
+		return -1;
+	}
+	return 0;
+}
+
+typedef struct files_call {
+	sbx_ctx *ctx;
+	char id[E2B_ID_MAX + 1];
+	const char *user; /* the user the call runs as, NULL: the environment's */
+	const char *path; /* the path query, NULL if none */
+} files_call;
+
+/* Who and where: the sandbox (checked), the user. 0, or an answer given. */
+static int call_setup(http_request *req, files_call *c, http_result *ret)
+{
+	c->ctx = e2b_req_ctx(req);
+	if (e2b_files_signed(req)) {
+		if (signed_sandbox(req, c->id, ret) < 0)
+			return -1;
+	} else {
+		snprintf(c->id, sizeof(c->id), "%s", e2b_req_sandbox(req) ?: "");
+	}
+	const char *u = http_request_query(req, "username");
+	if (u && *u) {
+		user_spec us;
+		_cleanup_err_ sbx_err *e = NULL;
+		if (user_spec_parse(u, &us, &e) < 0) {
+			*ret = reply_error(req, ST_BAD_REQUEST, "username: %s", sbx_err_message(e));
+			return -1;
+		}
+	}
+	c->user = e2b_user_for(c->ctx, c->id, u && *u ? u : NULL);
+	c->path = http_request_query(req, "path");
+	if (c->path && !*c->path)
+		c->path = NULL;
+	return 0;
+}
+
+static bool accepts_gzip(const http_request *req)
+{
+	const char *ae = http_request_header(req, "Accept-Encoding");
+	return ae && strcasestr(ae, "gzip");
+}
+
+/* The whole of data as a gzip stream (malloc'd). */
+static int gzip_all(const char *data, size_t len, char **ret, size_t *ret_len)
+{
+	z_stream z = {0};
+	if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	size_t cap = deflateBound(&z, len) + 32;
+	char *out = malloc(cap);
+	if (!out) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	int r = deflate(&z, Z_FINISH);
+	*ret_len = cap - z.avail_out;
+	deflateEnd(&z);
+	if (r != Z_STREAM_END) {
+		free(out);
+		return -EIO;
+	}
+	*ret = out;
+	return 0;
+}
+
+static http_result do_read(http_request *req, files_call *c)
+{
+	if (!c->path)
+		return reply_error(req, ST_BAD_REQUEST, "path: give the file to read");
+	sbx_fs_opts o = SBX_FS_OPTS_INIT;
+	o.user = c->user;
+	int fd = -1;
+	int64_t size = 0;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (sbx_env_file_open(c->ctx, c->id, c->path, &o, &fd, &size, &e) < 0)
+		return reply_sbx_error(req, e);
+	_cleanup_close_ int cfd = fd;
+	if (size > E2B_FILES_READ_MAX)
+		return reply_error(req, ST_TOO_LARGE,
+				   "'%.200s' is %lld bytes: sbx serves files of at most %d MiB", c->path,
+				   (long long)size, E2B_FILES_READ_MAX >> 20);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r = fd_read_all(cfd, E2B_FILES_READ_MAX, &buf, &len);
+	if (r < 0)
+		return reply_error(req, r == -EFBIG ? ST_TOO_LARGE : ST_INTERNAL, "read '%.200s': %s",
+				   c->path, strerror(-r));
+	bool gz = accepts_gzip(req) && len > 0;
+	if (gz) {
+		char *z = NULL;
+		size_t zlen = 0;
+		if (gzip_all(buf ?: "", len, &z, &zlen) < 0)
+			return reply_error(req, ST_INTERNAL, "gzip '%.200s' failed", c->path);
+		free(buf);
+		buf = z;
+		len = zlen;
+	}
+	http_response *resp = http_response_buffer(TAKE_PTR(buf), len);
+	if (!resp)
+		return HTTP_CLOSE;
+	http_response_header(resp, "Content-Type", "application/octet-stream");
+	if (gz)
+		http_response_header(resp, "Content-Encoding", "gzip");
+	return http_respond(req, ST_OK, resp);
+}
+
+/* One upload target open for writing. */
+typedef struct upload {
+	files_call *c;
+	json_t *written; /* the reply: [{path, name, type}] */
+	int fd;		 /* the file being written, -1 between parts */
+	char path[MULTIPART_VALUE_MAX + 1];
+	bool skip; /* a part not named "file" */
+	sbx_err *e;
+	unsigned status; /* an answer other than the error's status, 0 if none */
+} upload;
+
+static int upload_open(upload *u, const char *path)
+{
+	if (!*path)
+		return err_set(&u->e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "a file part without a path (filename or ?path=)");
+	snprintf(u->path, sizeof(u->path), "%s", path);
+	sbx_fs_opts o = SBX_FS_OPTS_INIT;
+	o.user = u->c->user;
+	o.write = true;
+	o.parents = true;
+	return sbx_env_file_open(u->c->ctx, u->c->id, path, &o, &u->fd, NULL, &u->e);
+}
+
+static int upload_write(upload *u, const char *d, size_t n)
+{
+	ssize_t w = fd_write_all(u->fd, d, n);
+	return w < 0 ? err_errnum(&u->e, (int)-w, "write '%.200s'", u->path) : 0;
+}
+
+/* The file just written, as the reply lists it (its path as resolved inside). */
+static int upload_close(upload *u)
+{
+	safe_close(u->fd);
+	u->fd = -1;
+	sbx_fs_opts o = SBX_FS_OPTS_INIT;
+	o.user = u->c->user;
+	_cleanup_json_ json_t *entry = NULL;
+	if (sbx_env_stat(u->c->ctx, u->c->id, u->path, &o, &entry, &u->e) < 0)
+		return -1;
+	json_t *w = json_pack("{s:O,s:O,s:s}", "path", json_object_get(entry, "path"), "name",
+			      json_object_get(entry, "name"), "type", "file");
+	if (!w || json_array_append_new(u->written, w) < 0)
+		return err_oom(&u->e);
+	return 0;
+}
+
+static int on_begin(void *ud, const multipart_part *p)
+{
+	upload *u = ud;
+	u->skip = !streq(p->name, "file");
+	if (u->skip)
+		return 0;
+	return upload_open(u, u->c->path ?: p->filename);
+}
+
+static int on_data(void *ud, const char *d, size_t n)
+{
+	upload *u = ud;
+	return u->skip ? 0 : upload_write(u, d, n);
+}
+
+static int on_end(void *ud)
+{
+	upload *u = ud;
+	return u->skip ? 0 : upload_close(u);
+}
+
+static const multipart_cb parts_cb = {on_begin, on_data, on_end};
+
+static int upload_multipart(http_request *req, upload *u, const char *boundary)
+{
+	multipart_parser p;
+	multipart_init(&p, boundary);
+	int r = multipart_feed(&p, req->body ?: "", req->body_len, &parts_cb, u);
+	if (r == MULTIPART_MORE)
+		r = multipart_eof(&p);
+	if (r == MULTIPART_DONE && json_array_size(u->written) == 0)
+		return err_set(&u->e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "multipart body: no part named \"file\"");
+	if (r == MULTIPART_ERROR && !u->e)
+		err_set(&u->e, SBX_E_INVALID_ARGUMENT, EINVAL, "multipart body: %s", p.error);
+	return r == MULTIPART_DONE ? 0 : -1;
+}
+
+/* Inflates a gzip body into the open file, at most E2B_FILES_MAX_BODY bytes. */
+static int upload_gunzip(upload *u, const char *data, size_t len)
+{
+	z_stream z = {0};
+	if (inflateInit2(&z, 15 + 16) != Z_OK)
+		return err_oom(&u->e);
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	char out[64 << 10];
+	size_t total = 0;
+	int r;
+	do {
+		z.next_out = (Bytef *)out;
+		z.avail_out = sizeof(out);
+		r = inflate(&z, Z_NO_FLUSH);
+		if (r != Z_OK && r != Z_STREAM_END)
+			break;
+		size_t n = sizeof(out) - z.avail_out;
+		total += n;
+		if (total > E2B_FILES_MAX_BODY) {
+			inflateEnd(&z);
+			u->status = ST_TOO_LARGE;
+			return err_set(&u->e, SBX_E_LIMIT_EXCEEDED, EFBIG,
+				       "the gzip body inflates past %d MiB, sbx's upload limit",
+				       E2B_FILES_MAX_BODY >> 20);
+		}
+		if (n && upload_write(u, out, n) < 0) {
+			inflateEnd(&z);
+			return -1;
+		}
+	} while (r != Z_STREAM_END && (z.avail_in > 0 || z.avail_out == 0));
+	inflateEnd(&z);
+	if (r != Z_STREAM_END)
+		return err_set(&u->e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "the gzip body is malformed or truncated");
+	return 0;
+}
+
+static http_result do_write(http_request *req, files_call *c)
+{
+	const char *ct = http_request_header(req, "Content-Type") ?: "";
+	const char *ce = http_request_header(req, "Content-Encoding");
+	bool gz = ce && !strcasecmp(ce, "gzip");
+	if (ce && !gz && strcasecmp(ce, "identity"))
+		return reply_error(req, ST_UNSUPPORTED, "Content-Encoding '%.64s': only gzip", ce);
+	char boundary[MULTIPART_BOUNDARY_MAX + 1];
+	bool multi = multipart_boundary(ct, boundary) == 0;
+	if (!multi && strncasecmp(ct, "application/octet-stream", 24) != 0)
+		return reply_error(
+		    req, ST_UNSUPPORTED,
+		    "Content-Type: multipart/form-data with a boundary, or application/octet-stream");
+	if (multi && gz)
+		return reply_error(req, ST_UNSUPPORTED,
+				   "Content-Encoding: gzip goes with application/octet-stream");
+	upload u = {.c = c, .written = json_array(), .fd = -1};
+	if (!u.written)
+		return HTTP_CLOSE;
+	int r;
+	if (multi) {
+		r = upload_multipart(req, &u, boundary);
+	} else if (!c->path) {
+		r = err_set(&u.e, SBX_E_INVALID_ARGUMENT, EINVAL, "path: give the file to write (?path=)");
+	} else {
+		r = upload_open(&u, c->path);
+		if (r == 0)
+			r = gz ? upload_gunzip(&u, req->body ?: "", req->body_len)
+			       : upload_write(&u, req->body ?: "", req->body_len);
+		if (r == 0)
+			r = upload_close(&u);
+	}
+	safe_close(u.fd);
+	http_result res;
+	if (r < 0)
+		res = reply_error(req, u.status ?: status_of(u.e), "%s", sbx_err_message(u.e));
+	else
+		res = reply_json(req, ST_OK, json_incref(u.written));
+	json_decref(u.written);
+	sbx_err_free(u.e);
+	return res;
+}
+
+http_result e2b_files_headers(http_request *req)
+{
+	if (!streq(req->method, "GET") && !streq(req->method, "POST"))
+		return reply_error(req, 405, "/files: GET or POST");
+	if (streq(req->method, "POST"))
+		return HTTP_OK; /* read the body first: a client busy sending sees the answer, even a refusal
+				 */
+	files_call c = {0};
+	http_result ret = HTTP_CLOSE;
+	if (call_setup(req, &c, &ret) < 0)
+		return ret;
+	return do_read(req, &c);
+}
+
+http_result e2b_files_body(http_request *req)
+{
+	files_call c = {0};
+	http_result ret = HTTP_CLOSE;
+	if (call_setup(req, &c, &ret) < 0)
+		return ret;
+	return do_write(req, &c);
+}

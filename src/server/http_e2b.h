@@ -1,0 +1,38 @@
+/* The E2B API on `sbx serve` (docs/e2b.md): two route families of
+ * http_server.h.
+ *
+ * The control plane (E2B's REST API, auth X-API-Key or Authorization:
+ * Bearer, the token of --token-file; errors {"code","message"}):
+ *   POST   /sandboxes, /v2/sandboxes                 create (201)
+ *   GET    /sandboxes, /v2/sandboxes                 list (X-Next-Token paging)
+ *   GET    /sandboxes/{id}                           info
+ *   DELETE /sandboxes/{id}                           kill (204, 404)
+ *   POST   /sandboxes/{id}/timeout                   a new deadline (204)
+ *   POST   /sandboxes/{id}/connect, /v2/.../connect  200 running, 201 resumed
+ *   POST   /sandboxes/{id}/pause                     204, 409 if paused
+ * A sandbox is the sbx environment of the same id; what E2B adds (its
+ * access token, metadata, deadline) is kept in $SBX_ROOT/e2b (e2b_store.h).
+ * A thread ends (or pauses, with autoPause) each sandbox at its deadline
+ * while the server runs; one found overdue at start is ended then.
+ *
+ * The data plane (envd's protocol): any request with an E2b-Sandbox-Id
+ * header. GET /health -> 204 for a running sandbox; an unknown, killed or
+ * paused one -> 502. Everything else needs X-Access-Token = that sandbox's
+ * token (on ports other than envd's, E2b-Traffic-Access-Token = its traffic
+ * token will do): port 49999 is the code interpreter (e2b_code.c), any other
+ * port but envd's the port proxy (e2b_proxy.c); envd's answers 501 for now. */
+#pragma once
+
+#include "sbx.h"
+#include "server/http_server.h"
+
+#define HTTP_E2B_ENVD_PORT 49983 /* E2B's envd port (E2b-Sandbox-Port) */
+
+typedef struct http_e2b_opts {
+	const char *token_file; /* the API key; NULL: none, and then only a server on loopback serves */
+} http_e2b_opts;
+
+/* Adds the data plane's and the control plane's families to hs (before
+ * MCP's: the data plane's predicate must go first). Loads the records in
+ * $SBX_ROOT/e2b and starts the deadline thread. */
+int http_e2b_add(http_server *hs, sbx_ctx *ctx, const http_e2b_opts *opts, sbx_err **err);

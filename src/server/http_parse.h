@@ -1,0 +1,30 @@
+/* Pure checks of an HTTP request's headers for every route family of
+ * http_server.h: no I/O, no state. libmicrohttpd parses the request line
+ * and the headers; these read the values it hands over. Unit-tested in
+ * tests/unit/test_http_parse.c and fuzzed with the whole server
+ * (tests/fuzz/fuzz_http.c). */
+#pragma once
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Origin is http(s)://localhost, 127.0.0.1 or [::1], with any port or none:
+ * a browser page from anywhere else must not reach a local server (DNS
+ * rebinding). */
+bool http_origin_local(const char *origin);
+
+/* Content-Type ct is the media type `type` (e.g. "application/json"),
+ * parameters (charset) allowed. */
+bool http_content_type_is(const char *ct, const char *type);
+
+/* An Accept header that names media type `type` ("text/event-stream");
+ * accept may be NULL. */
+bool http_accepts(const char *accept, const char *type);
+
+/* Compares in time that depends only on the expected token's length (want):
+ * every route family's token check goes through it. */
+bool http_token_equal(const char *given, size_t given_len, const char *want, size_t want_len);
+
+/* The token of an "Authorization: Bearer <token>" header (the scheme's case
+ * ignored, spaces around the token dropped): *ret points into header.
+ * False if header is NULL or of another scheme. */
+bool http_bearer_token(const char *header, const char **ret, size_t *ret_len);

@@ -1,0 +1,194 @@
+// E2B's official @e2b/code-interpreter (2.8.0, unchanged) against `sbx
+// serve`: Sandbox.create() with its default template code-interpreter-v1,
+// then runCode and the contexts over port 49999 through the front door.
+// Usage: node code.mjs CASE, with E2B_API_URL, E2B_SANDBOX_URL and
+// E2B_API_KEY pointing at the server. Exits non-zero with a message on the
+// first failed check. Every case kills what it creates.
+import { Sandbox } from '@e2b/code-interpreter';
+
+const [name] = process.argv.slice(2);
+const url = process.env.E2B_SANDBOX_URL;
+const created = [];
+
+function check(cond, msg, extra) {
+	if (!cond) throw new Error(`check failed: ${msg}${extra === undefined ? '' : `: ${JSON.stringify(extra)}`}`);
+}
+
+async function create(opts) {
+	const s = await Sandbox.create(opts);
+	created.push(s);
+	return s;
+}
+
+const cases = {
+	// State kept across calls, the execution count, stdout streamed as the cell runs.
+	async state() {
+		const s = await create();
+		check((await s.getInfo()).templateId === 'code-interpreter-v1', 'default template');
+		let r = await s.runCode('x = 41\nprint("hello")');
+		check(r.logs.stdout.join('') === 'hello\n', 'stdout', r.logs);
+		check(r.error === undefined, 'no error', r.error);
+		r = await s.runCode('x + 1');
+		check(r.text === '42', 'state kept: x + 1', r.toJSON());
+		check(r.results.length === 1 && r.results[0].isMainResult, 'one main result', r.results);
+		check(Number.isInteger(r.executionCount) && r.executionCount >= 2, 'executionCount', r.executionCount);
+		// onStdout sees the first line before the cell ends.
+		const t0 = Date.now();
+		let firstAt = 0;
+		const lines = [];
+		r = await s.runCode('import time, sys\nprint("a", flush=True)\ntime.sleep(1.5)\nprint("b")', {
+			onStdout: (m) => {
+				if (!firstAt) firstAt = Date.now();
+				lines.push(m.line);
+			},
+			onStderr: () => {},
+		});
+		const t1 = Date.now();
+		check(lines.join('') === 'a\nb\n', 'onStdout lines', lines);
+		check(firstAt && t1 - firstAt >= 1000, 'the first line arrived before the cell ended', { firstAt, t0, t1 });
+		r = await s.runCode('import sys; print("err", file=sys.stderr)');
+		check(r.logs.stderr.join('') === 'err\n', 'stderr', r.logs);
+		// env_vars for this run only
+		r = await s.runCode('import os; os.environ.get("FOO")', { envs: { FOO: 'bar' } });
+		check(r.text === "'bar'", 'envs', r.toJSON());
+	},
+
+	// A matplotlib chart as a PNG, a DataFrame as HTML and text.
+	async rich() {
+		const s = await create();
+		let r = await s.runCode('import matplotlib.pyplot as plt\nplt.plot([1, 3, 2])\nplt.show()');
+		const png = r.results.find((x) => x.png);
+		check(png, 'a png result', r.toJSON());
+		const bytes = Buffer.from(png.png, 'base64');
+		check(bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), 'PNG signature');
+		check(bytes.length > 1000, 'a real image', bytes.length);
+		r = await s.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2], "b": ["x", "y"]})');
+		check(r.results.length === 1 && r.results[0].isMainResult, 'one main result', r.toJSON());
+		check(/<table/.test(r.results[0].html), 'DataFrame as html', r.results[0]);
+		check(/a\s+b/.test(r.results[0].text), 'DataFrame as text', r.results[0]);
+		let seen = 0;
+		r = await s.runCode('from IPython.display import display, HTML\ndisplay(HTML("<b>hi</b>"))\n7', {
+			onResult: () => seen++,
+		});
+		check(seen === 2 && r.results[0].html === '<b>hi</b>' && !r.results[0].isMainResult, 'display()', r.toJSON());
+		check(r.results[1].text === '7' && r.results[1].isMainResult, 'main result after display', r.toJSON());
+	},
+
+	// An exception: name, value, traceback; the context goes on.
+	async error() {
+		const s = await create();
+		let got;
+		const r = await s.runCode('def f():\n    raise ValueError("boom")\nf()', { onError: (e) => (got = e) });
+		check(r.error && r.error.name === 'ValueError' && r.error.value === 'boom', 'error name and value', r.error);
+		check(/f\(\)/.test(r.error.traceback) && /ValueError/.test(r.error.traceback), 'traceback', r.error.traceback);
+		check(got && got.name === 'ValueError', 'onError');
+		check((await s.runCode('1 + 1')).text === '2', 'the context goes on');
+	},
+
+	// Contexts: create, list, isolated state, restart, remove.
+	async contexts() {
+		const s = await create();
+		await s.runCode('y = "default"');
+		const c = await s.createCodeContext({ cwd: '/tmp' });
+		check(c.id && c.language === 'python' && c.cwd === '/tmp', 'createCodeContext', c);
+		let r = await s.runCode('import os; os.getcwd()', { context: c });
+		check(r.text === "'/tmp'", 'cwd of the context', r.toJSON());
+		r = await s.runCode('y', { context: c });
+		check(r.error && r.error.name === 'NameError', 'contexts are isolated', r.toJSON());
+		await s.runCode('z = 5', { context: c });
+		check((await s.runCode('z', { context: c })).text === '5', 'state in the context');
+		const list = await s.listCodeContexts();
+		check(list.some((x) => x.id === c.id), 'listCodeContexts lists it', list);
+		await s.restartCodeContext(c);
+		r = await s.runCode('z', { context: c });
+		check(r.error && r.error.name === 'NameError', 'restart clears the state', r.toJSON());
+		await s.removeCodeContext(c.id);
+		check(!(await s.listCodeContexts()).some((x) => x.id === c.id), 'removed');
+		let failed;
+		try {
+			await s.runCode('1', { context: c });
+		} catch (e) {
+			failed = e;
+		}
+		check(failed && failed.name === 'NotFoundError', 'a removed context is NotFoundError', String(failed));
+		check((await s.runCode('y')).text === "'default'", 'the default context kept its state');
+	},
+
+	// The SDK's timeoutMs ends the request; the server goes on serving.
+	async timeout() {
+		const s = await create();
+		await s.runCode('k = 1');
+		let failed;
+		const t0 = Date.now();
+		try {
+			await s.runCode('import time\nwhile True: time.sleep(0.1)', { timeoutMs: 1500 });
+		} catch (e) {
+			failed = e;
+		}
+		check(failed && failed.name === 'TimeoutError', 'TimeoutError', String(failed));
+		check(Date.now() - t0 < 10000, 'in time');
+		// Another context is free at once.
+		const c = await s.createCodeContext();
+		check((await s.runCode('2 * 3', { context: c })).text === '6', 'another context runs');
+	},
+
+	// A client that leaves interrupts its cell: the context is free at once
+	// and the cell's later lines never ran (needs sbx_code_opts.cancel_fd).
+	async hangup() {
+		const s = await create();
+		await s.runCode('k = 0');
+		let failed;
+		try {
+			await s.runCode('import time\nfor i in range(100): time.sleep(0.1)\nk = 99', { timeoutMs: 1500 });
+		} catch (e) {
+			failed = e;
+		}
+		check(failed && failed.name === 'TimeoutError', 'TimeoutError', String(failed));
+		const t0 = Date.now();
+		const r = await s.runCode('k');
+		check(r.text === '0', 'the cell was interrupted before k = 99', r.toJSON());
+		check(Date.now() - t0 < 5000, 'the context was free at once', Date.now() - t0);
+	},
+
+	// Another sandbox's token, a wrong token, no token: the code port refuses.
+	async auth() {
+		const a = await create();
+		const b = await create();
+		const post = (id, headers) =>
+			fetch(`${url}/execute`, {
+				method: 'POST',
+				headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49999', ...headers },
+				body: JSON.stringify({ code: '1' }),
+			});
+		check((await post(a.sandboxId, { 'X-Access-Token': b.envdAccessToken })).status === 401, "b's token on a");
+		check((await post(a.sandboxId, { 'E2b-Traffic-Access-Token': b.trafficAccessToken })).status === 401, "b's traffic token on a");
+		check((await post(a.sandboxId, {})).status === 401, 'no token');
+		check((await post(a.sandboxId, { 'X-Access-Token': '' })).status === 401, 'an empty token');
+		check((await post(a.sandboxId, { 'E2b-Traffic-Access-Token': '' })).status === 401, 'an empty traffic token');
+		check(a.trafficAccessToken && a.trafficAccessToken !== a.envdAccessToken, 'a traffic token of its own');
+		const ok = await post(a.sandboxId, { 'E2b-Traffic-Access-Token': a.trafficAccessToken });
+		check(ok.status === 200 && /end_of_execution/.test(await ok.text()), "a's own traffic token");
+		const bad = await fetch(`${url}/execute`, {
+			method: 'POST',
+			headers: { 'E2b-Sandbox-Id': a.sandboxId, 'E2b-Sandbox-Port': '49999', 'X-Access-Token': a.envdAccessToken },
+			body: '{"code": 1',
+		});
+		check(bad.status === 400, 'bad JSON is 400', bad.status);
+		await b.kill();
+		check((await post(b.sandboxId, { 'X-Access-Token': b.envdAccessToken })).status === 502, 'a killed sandbox is 502');
+	},
+};
+
+const fn = cases[name];
+if (!fn) {
+	console.error(`usage: node code.mjs ${Object.keys(cases).join('|')}`);
+	process.exit(2);
+}
+try {
+	await fn();
+} catch (e) {
+	console.error(e && e.stack ? e.stack : String(e));
+	process.exitCode = 1;
+} finally {
+	for (const s of created) await s.kill().catch(() => {});
+}

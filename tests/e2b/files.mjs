@@ -1,0 +1,325 @@
+// E2B's official SDK (npm e2b, unchanged) against `sbx serve`: sandbox.files
+// (GET/POST /files, and the filesystem.Filesystem calls once the Connect
+// dispatcher serves them), E2B's user `user`, signed URLs, and attacks.
+// Usage: node files.mjs CASE, with E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY
+// pointing at the server. Exits non-zero with a message on the first failed
+// check. Every case kills what it creates.
+import { FileNotFoundError, Sandbox } from 'e2b';
+
+const [name] = process.argv.slice(2);
+const url = process.env.E2B_SANDBOX_URL;
+const created = [];
+
+function check(cond, msg, extra) {
+	if (!cond) {
+		throw new Error(`check failed: ${msg}${extra === undefined ? '' : `: ${JSON.stringify(extra)}`}`);
+	}
+}
+
+async function create(opts) {
+	const s = await Sandbox.create(opts);
+	created.push(s);
+	return s;
+}
+
+async function throwsA(fn, cls, msg) {
+	try {
+		await fn();
+	} catch (e) {
+		check(!cls || e instanceof cls, `${msg}: ${cls?.name}`, `${e?.name}: ${e?.message}`);
+		return e;
+	}
+	check(false, `${msg}: no error`);
+}
+
+// A raw /files request as the SDK's envd client makes one.
+async function files(method, query, { id, token, body, headers = {} } = {}) {
+	if (process.env.FILES_DEBUG) console.error(method, JSON.stringify(query), body?.length);
+	const h = { ...headers };
+	if (id) {
+		h['E2b-Sandbox-Id'] = id;
+		h['E2b-Sandbox-Port'] = '49983';
+	}
+	if (token) h['X-Access-Token'] = token;
+	const r = await fetch(`${url}/files?${new URLSearchParams(query)}`, { method, headers: h, body });
+	return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+function multipart(boundary, parts, { close = true } = {}) {
+	const chunks = [];
+	for (const [filename, data] of parts) {
+		chunks.push(
+			Buffer.from(
+				`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n` +
+					'Content-Type: application/octet-stream\r\n\r\n',
+			),
+			Buffer.from(data),
+			Buffer.from('\r\n'),
+		);
+	}
+	if (close) chunks.push(Buffer.from(`--${boundary}--\r\n`));
+	return Buffer.concat(chunks);
+}
+
+const cases = {
+	// Text and binary round trips, several files at once, read formats,
+	// FileNotFoundError, E2B's user and its home.
+	async roundtrip() {
+		const s = await create();
+		const info = await s.files.write('/home/user/hello.txt', 'hello, sbx\n');
+		check(info.path === '/home/user/hello.txt' && info.name === 'hello.txt', 'write() info', info);
+		check((await s.files.read('/home/user/hello.txt')) === 'hello, sbx\n', 'text round trip');
+		// relative paths are the user's home, as on E2B
+		await s.files.write('rel.txt', 'relative');
+		check((await s.files.read('/home/user/rel.txt')) === 'relative', 'relative path: /home/user');
+
+		const bin = new Uint8Array(70000);
+		for (let i = 0; i < bin.length; i++) bin[i] = (i * 7 + (i >> 8)) & 0xff;
+		bin.set([13, 10, 45, 45], 1000); // CRLF-- inside the data
+		await s.files.write('/tmp/x/y/bin.dat', bin.buffer); // parents made
+		const back = await s.files.read('/tmp/x/y/bin.dat', { format: 'bytes' });
+		check(back.length === bin.length && Buffer.compare(Buffer.from(back), Buffer.from(bin)) === 0, 'binary round trip');
+		const blob = await s.files.read('/tmp/x/y/bin.dat', { format: 'blob' });
+		check(blob.size === bin.length, 'blob format', blob.size);
+
+		const many = await s.files.write([
+			{ path: '/home/user/m/a.txt', data: 'A' },
+			{ path: '/home/user/m/b.txt', data: new Blob(['BB']) },
+			{ path: '/home/user/m/c/d.txt', data: 'DDD' },
+		]);
+		check(many.length === 3 && many.map((f) => f.name).join() === 'a.txt,b.txt,d.txt', 'several files at once', many);
+		check((await s.files.read('/home/user/m/c/d.txt')) === 'DDD', 'third file');
+
+		// an empty file
+		await s.files.write('/home/user/empty', '');
+		check((await s.files.read('/home/user/empty')) === '', 'empty file');
+		// gzip both ways (octet-stream upload with Content-Encoding: gzip)
+		await s.files.write('/home/user/gz.txt', 'x'.repeat(100000), { gzip: true });
+		check((await s.files.read('/home/user/gz.txt', { gzip: true })) === 'x'.repeat(100000), 'gzip round trip');
+		// octet-stream upload (a stream)
+		await s.files.write('/home/user/stream.txt', new Blob(['streamed']).stream());
+		check((await s.files.read('/home/user/stream.txt')) === 'streamed', 'octet-stream upload');
+
+		await throwsA(() => s.files.read('/home/user/nope'), FileNotFoundError, 'missing file');
+		const dir = await files('GET', { path: '/home/user' }, { id: s.sandboxId, token: s.envdAccessToken });
+		check(dir.status === 400, 'reading a directory: 400', dir.status);
+
+		// the owner of what the SDK writes is E2B's user, uid 1000
+		const st = await files('GET', { path: '/etc/passwd' }, { id: s.sandboxId, token: s.envdAccessToken });
+		check(st.status === 200 && /^user:x:1000:1000::\/home\/user:\/bin\/bash$/m.test(st.body.toString()), 'user in passwd', st.body.toString());
+		// as root, a file user cannot read
+		await s.files.write('/root/secret', 'root only', { user: 'root' });
+		const denied = await files('GET', { path: '/root/secret' }, { id: s.sandboxId, token: s.envdAccessToken });
+		check(denied.status === 403, 'user cannot read /root', denied.status);
+		check((await s.files.read('/root/secret', { user: 'root' })) === 'root only', 'root reads it');
+		const nouser = await files('GET', { path: '/etc/hostname', username: 'nosuchuser' }, { id: s.sandboxId, token: s.envdAccessToken });
+		check(nouser.status >= 400 && nouser.status < 500 && nouser.status !== 404, 'unknown username refused', nouser.status);
+	},
+
+	// The owner of written files is `user` (checked with the library's view:
+	// the Filesystem calls, or through a command when they are not served).
+	async owner() {
+		const s = await create();
+		await s.files.write('/home/user/owned.txt', 'mine');
+		await s.files.write('/tmp/deep/dir/owned.txt', 'mine');
+		const st = await fetch(`${url}/filesystem.Filesystem/Stat`, {
+			method: 'POST',
+			headers: {
+				'Content-Type': 'application/json',
+				'E2b-Sandbox-Id': s.sandboxId,
+				'E2b-Sandbox-Port': '49983',
+				'X-Access-Token': s.envdAccessToken,
+			},
+			body: JSON.stringify({ path: '/home/user/owned.txt' }),
+		});
+		if (st.status === 501) {
+			console.log('SKIP-FS: filesystem.Filesystem not served yet');
+			return;
+		}
+		const i = await s.files.getInfo('/home/user/owned.txt');
+		check(i.owner === 'user' && i.group === 'user', 'owner of a written file', i);
+		const d = await s.files.getInfo('/tmp/deep');
+		check(d.owner === 'user' && d.type === 'dir', 'owner of a parent made for it', d);
+		const h = await s.files.getInfo('/home/user');
+		check(h.owner === 'user', 'home belongs to user', h);
+	},
+
+	// filesystem.Filesystem: list with depth, exists/getInfo, makeDir twice,
+	// rename, remove, and a symlink that points "out".
+	async fs() {
+		const s = await create();
+		await s.files.write([
+			{ path: '/home/user/t/a.txt', data: 'a' },
+			{ path: '/home/user/t/b/c.txt', data: 'cc' },
+			{ path: '/home/user/t/b/d/e.txt', data: 'eee' },
+		]);
+		const one = await s.files.list('/home/user/t');
+		check(one.map((e) => e.name).join() === 'a.txt,b', 'list depth 1', one);
+		const a = one[0];
+		check(a.type === 'file' && a.size === 1 && a.path === '/home/user/t/a.txt' && a.owner === 'user', 'entry fields', a);
+		check(a.permissions === '-rw-r--r--' && a.modifiedTime instanceof Date && Date.now() - a.modifiedTime < 600000, 'permissions and mtime', a);
+		check(one[1].type === 'dir' && one[1].permissions === 'drwxr-xr-x', 'a directory entry', one[1]);
+		const all = await s.files.list('/home/user/t', { depth: 3 });
+		check(all.map((e) => e.path.replace('/home/user/t/', '')).join() === 'a.txt,b,b/c.txt,b/d,b/d/e.txt', 'list depth 3, pre-order', all.map((e) => e.path));
+		const two = await s.files.list('t', { depth: 2 });
+		check(two.length === 4, 'list depth 2, relative to the home', two.map((e) => e.path));
+
+		check(await s.files.exists('/home/user/t/a.txt'), 'exists');
+		check(!(await s.files.exists('/home/user/t/nope')), 'not exists');
+		const info = await s.files.getInfo('/home/user/t/b');
+		check(info.type === 'dir' && info.name === 'b', 'getInfo dir', info);
+		await throwsA(() => s.files.getInfo('/nope/nope'), FileNotFoundError, 'getInfo of nothing');
+
+		check((await s.files.makeDir('/home/user/new/deep')) === true, 'makeDir (with parents)');
+		check((await s.files.makeDir('/home/user/new/deep')) === false, 'makeDir twice: false');
+		check((await s.files.getInfo('/home/user/new')).owner === 'user', 'made as user');
+
+		const moved = await s.files.rename('/home/user/t/a.txt', '/home/user/moved/a2.txt');
+		check(moved.path === '/home/user/moved/a2.txt' && moved.name === 'a2.txt', 'rename', moved);
+		check((await s.files.read('/home/user/moved/a2.txt')) === 'a', 'renamed content');
+		check(!(await s.files.exists('/home/user/t/a.txt')), 'old name gone');
+		await throwsA(() => s.files.rename('/home/user/nope', '/home/user/x'), FileNotFoundError, 'rename of nothing');
+
+		await s.files.remove('/home/user/t');
+		check(!(await s.files.exists('/home/user/t/b/d/e.txt')), 'remove a tree');
+		await throwsA(() => s.files.remove('/home/user/t'), FileNotFoundError, 'remove twice');
+		// as user, /etc is not writable
+		await throwsA(() => s.files.makeDir('/etc/nope'), Error, 'makeDir where user may not');
+
+		// a symlink pointing "out" (to /) points into the environment
+		await s.commands.run('ln -s / /home/user/out && ln -s ../../../../../../etc /home/user/etc2');
+		const ln = await s.files.getInfo('/home/user/out');
+		check(ln.type === 'symlink' && ln.symlinkTarget === '/', 'a symlink is described, not followed', ln);
+		const via = await s.files.read('/home/user/etc2/hostname');
+		check(via === (await s.files.read('/etc/hostname')), 'through the link: the environment\'s own /etc');
+		await s.files.remove('/home/user/out');
+		check(await s.files.exists('/etc/hostname'), 'removing the link removed only the link');
+		const cross = await s.files.list('/home/user/etc2', { depth: 1 });
+		check(cross.some((e) => e.name === 'passwd'), 'listing through a link', cross.length);
+		// the environment's passwd (it has `user`; the host's has not)
+		check(/^user:x:1000:/m.test(await s.files.read('/home/user/etc2/passwd')), "through the link: the environment's passwd");
+	},
+
+	// Signed URLs: uploadUrl/downloadUrl, with and without expiry, and the
+	// refusals: wrong signature, expired, another sandbox's, another path.
+	async signed() {
+		const a = await create({ secure: true });
+		const b = await create({ secure: true });
+		const up = await a.uploadUrl('/home/user/up.txt');
+		check(!up.includes(a.envdAccessToken), 'the token is not in the URL');
+		const form = new FormData();
+		form.append('file', new Blob(['uploaded']), 'ignored-name');
+		let r = await fetch(up, { method: 'POST', body: form });
+		check(r.status === 200, 'upload through the signed URL', [r.status, await r.text()]);
+		check((await a.files.read('/home/user/up.txt')) === 'uploaded', 'uploaded content');
+
+		const down = await a.downloadUrl('/home/user/up.txt', { useSignatureExpiration: 60 });
+		r = await fetch(down);
+		check(r.status === 200 && (await r.text()) === 'uploaded', 'download through the signed URL');
+
+		// a wrong signature
+		const bad = new URL(down);
+		bad.searchParams.set('signature', 'v1_' + 'A'.repeat(43));
+		r = await fetch(bad);
+		check(r.status === 401 && /invalid signature/.test(await r.text()), 'wrong signature: 401', r.status);
+		// the signature of another path
+		const other = new URL(down);
+		other.searchParams.set('path', '/etc/passwd');
+		r = await fetch(other);
+		check(r.status === 401, 'signature for another path: 401', r.status);
+		// a signature for read used to write
+		r = await fetch(down, { method: 'POST', body: form });
+		check(r.status === 401, 'read signature used to write: 401', r.status);
+		// expired
+		const old = await a.downloadUrl('/home/user/up.txt', { useSignatureExpiration: -10 });
+		r = await fetch(old);
+		check(r.status === 401 && /expired/.test(await r.text()), 'expired signature: 401', r.status);
+		// a's signed URL with b named in the header
+		r = await fetch(down, { headers: { 'E2b-Sandbox-Id': b.sandboxId, 'E2b-Sandbox-Port': '49983' } });
+		check(r.status === 401, "a's signature for b: 401", r.status);
+		// b's download URL does not read a's file: it reads b's
+		await b.files.write('/home/user/up.txt', 'b side');
+		r = await fetch(await b.downloadUrl('/home/user/up.txt'));
+		check((await r.text()) === 'b side', "b's URL reads b");
+		// killed: 502
+		await a.kill();
+		r = await fetch(down);
+		check(r.status === 401, 'signed URL of a killed sandbox: 401 (no live sandbox signs it)', r.status);
+	},
+
+	// Paths that climb out, symlinks that point out, another sandbox's token,
+	// oversized and truncated bodies, NUL and non-UTF-8 paths.
+	async attacks() {
+		const a = await create();
+		const b = await create();
+		const tok = { id: a.sandboxId, token: a.envdAccessToken };
+		// climbing: ../ and absolute paths stay inside the environment
+		await b.files.write('/tmp/b-only', 'b secret');
+		for (const p of ['/../../../../etc/hostname', '../../../../../../etc/hostname', '/tmp/../../../../proc/1/root/etc/hostname']) {
+			const r = await files('GET', { path: p }, tok);
+			check(r.status === 200 || r.status === 403 || r.status === 404, `climb ${p}`, r.status);
+			if (r.status === 200) {
+				// it is the environment's own /etc/hostname, not the host's or another's
+				const own = await files('GET', { path: '/etc/hostname' }, tok);
+				check(Buffer.compare(r.body, own.body) === 0, `climb ${p} reads the environment's own file`);
+			}
+		}
+		const up = await files('POST', { path: '/../../../../tmp/escaped.txt' }, {
+			...tok,
+			body: 'x',
+			headers: { 'Content-Type': 'application/octet-stream' },
+		});
+		check(up.status === 200 && JSON.parse(up.body)[0].path === '/../../../../tmp/escaped.txt'.replace(/^(\/\.\.)+/, ''), 'climbing write lands inside', up.body.toString());
+		// a symlink inside pointing "out" points into the environment itself
+		await a.files.write('/tmp/marker', 'a marker', { user: 'root' });
+		const ln = await files('POST', { path: '/tmp/ln-probe' }, { ...tok, body: 'x', headers: { 'Content-Type': 'application/octet-stream' } });
+		check(ln.status === 200, 'probe write');
+		// b's file is not reachable from a by any path
+		const cross = await files('GET', { path: '/tmp/b-only' }, tok);
+		check(cross.status === 404, "b's file is not in a", cross.status);
+		// another sandbox's token
+		const other = await files('GET', { path: '/etc/hostname' }, { id: a.sandboxId, token: b.envdAccessToken });
+		check(other.status === 401, "b's token on a: 401", other.status);
+		const none = await files('GET', { path: '/etc/hostname' }, { id: a.sandboxId });
+		check(none.status === 401, 'no token: 401', none.status);
+		const wr = await files('POST', { path: '/tmp/w' }, { id: a.sandboxId, token: b.envdAccessToken, body: 'x', headers: { 'Content-Type': 'application/octet-stream' } });
+		check(wr.status === 401, "b's token writing a: 401", wr.status);
+		// oversized upload: a clear 413
+		const big = Buffer.alloc(32 * 1024 * 1024 + 1, 0x61);
+		const tl = await files('POST', { path: '/tmp/big' }, { ...tok, body: big, headers: { 'Content-Type': 'application/octet-stream' } });
+		check(tl.status === 413 && /limit/i.test(tl.body.toString()), 'oversized upload: 413', [tl.status, tl.body.toString()]);
+		// a gzip bomb past the limit
+		const { gzipSync } = await import('node:zlib');
+		const bomb = gzipSync(Buffer.alloc(40 * 1024 * 1024));
+		const gb = await files('POST', { path: '/tmp/bomb' }, { ...tok, body: bomb, headers: { 'Content-Type': 'application/octet-stream', 'Content-Encoding': 'gzip' } });
+		check(gb.status === 413, 'gzip bomb: 413', [gb.status, gb.body.toString()]);
+		// truncated multipart
+		const trunc = multipart('bnd', [['/tmp/t.txt', 'partial']], { close: false });
+		const tr = await files('POST', {}, { ...tok, body: trunc, headers: { 'Content-Type': 'multipart/form-data; boundary=bnd' } });
+		check(tr.status === 400 && /truncated/.test(tr.body.toString()), 'truncated multipart: 400', [tr.status, tr.body.toString()]);
+		// a NUL in a part's filename
+		const nul = multipart('bnd', [['/tmp/a\0b', 'x']]);
+		const nr = await files('POST', {}, { ...tok, body: nul, headers: { 'Content-Type': 'multipart/form-data; boundary=bnd' } });
+		check(nr.status === 400, 'NUL in a filename: 400', [nr.status, nr.body.toString()]);
+		// a filename that is not UTF-8
+		const latin = Buffer.concat([Buffer.from('--bnd\r\nContent-Disposition: form-data; name="file"; filename="/tmp/\xff\xfe"\r\n\r\nx\r\n--bnd--\r\n', 'latin1')]);
+		const lr = await files('POST', {}, { ...tok, body: latin, headers: { 'Content-Type': 'multipart/form-data; boundary=bnd' } });
+		check(lr.status === 400 && /UTF-8/.test(lr.body.toString()), 'non-UTF-8 filename: 400', [lr.status, lr.body.toString()]);
+		const lq = await fetch(`${url}/files?path=%2Ftmp%2F%FF`, { headers: { 'E2b-Sandbox-Id': a.sandboxId, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': a.envdAccessToken } });
+		check(lq.status === 400, 'non-UTF-8 path query: 400', lq.status);
+		// no such sandbox: 502
+		const gone = await files('GET', { path: '/etc/hostname' }, { id: 'nosuchsandbox', token: a.envdAccessToken });
+		check(gone.status === 502, 'unknown sandbox: 502', gone.status);
+	},
+};
+
+const fn = cases[name];
+if (!fn) {
+	console.error(`unknown case '${name}'; cases: ${Object.keys(cases).join(', ')}`);
+	process.exit(2);
+}
+try {
+	await fn();
+} finally {
+	for (const s of created) await s.kill().catch(() => {});
+}

@@ -1,0 +1,348 @@
+# The code interpreter (docs/code.md): sbx code against real environments,
+# whose kernels are Debian's python3 with ipykernel (scripts/deps.sh test
+# installs it; the host template shows the host's /usr).
+
+need_kernel() {
+	/usr/bin/python3 -c 'import ipykernel, jupyter_client' 2> /dev/null ||
+		skip "/usr/bin/python3 lacks ipykernel or jupyter_client (scripts/deps.sh test installs them)"
+}
+
+# listening ID: something listens on the environment's 127.0.0.1:49999.
+listening() { sbx exec "$1" -- python3 -c 'import socket; socket.create_connection(("127.0.0.1", 49999)).close()' 2> /dev/null; }
+
+# jget FILE EXPR: a value of the JSON in FILE (EXPR in Python over d).
+jget() { /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+t_code_state_contexts_results_errors() {
+	need_kernel
+	id=$(sbx create)
+	# State lasts from one run to the next in a context.
+	assert_eq "$(sbx code "$id" -- 'x = 41; x + 1')" "42"
+	assert_eq "$(sbx code "$id" -- 'print(x)')" "41"
+	# Code from stdin too.
+	assert_eq "$(echo 'x * 2' | sbx code "$id")" "82"
+	# Two contexts do not share state.
+	c=$(sbx code "$id" --new-context)
+	[[ "$c" =~ ^[0-9a-f-]{36}$ ]] || fail "--new-context printed '$c'"
+	expect_status 1 sbx code "$id" --context "$c" -- 'x'
+	assert_contains "$ERR" "NameError"
+	sbx code "$id" --context "$c" -- 'x = 7' > /dev/null
+	assert_eq "$(sbx code "$id" --context "$c" -- 'x')" "7"
+	assert_eq "$(sbx code "$id" -- 'x')" "41"
+	out=$(sbx code "$id" --contexts)
+	assert_contains "$out" "$c"
+	[ "$(echo "$out" | grep -c python)" = 2 ] || fail "expected two python contexts: $out"
+	# An exception: its traceback on stderr, exit status 1, its name in --json.
+	expect_status 1 sbx code "$id" -- 'def f(): return 1/0
+f()'
+	assert_contains "$ERR" "ZeroDivisionError"
+	assert_contains "$ERR" "Traceback"
+	sbx code "$id" --json -- '1/0' > "$TMPDIR_TEST/err.json" || true
+	assert_eq "$(jget "$TMPDIR_TEST/err.json" "d['error']['name']")" "ZeroDivisionError"
+	assert_contains "$(jget "$TMPDIR_TEST/err.json" "d['error']['traceback']")" "division by zero"
+	# A matplotlib plot arrives as a PNG: written by --out (which makes its
+	# directory), base64 in --json.
+	plot='import matplotlib.pyplot as plt
+plt.plot([1, 3, 2]); plt.show()'
+	out=$(sbx code "$id" --out "$TMPDIR_TEST/img" -- "$plot")
+	assert_contains "$out" "[image/png written to $TMPDIR_TEST/img/out-1.png]"
+	assert_eq "$(head -c 8 "$TMPDIR_TEST/img/out-1.png" | od -An -tx1 | tr -d ' \n')" "89504e470d0a1a0a"
+	assert_contains "$(file "$TMPDIR_TEST/img/out-1.png")" "PNG image data"
+	sbx code "$id" --json -- "$plot" > "$TMPDIR_TEST/plot.json"
+	assert_eq "$(jget "$TMPDIR_TEST/plot.json" "__import__('base64').b64decode(d['results'][0]['png'])[:8].hex()")" \
+		"89504e470d0a1a0a"
+	# Without --out the CLI says an image came and how to get it.
+	assert_contains "$(sbx code "$id" -- "$plot")" "--out DIR"
+	# A pandas DataFrame as HTML (and text).
+	sbx code "$id" --json -- 'import pandas as pd
+pd.DataFrame({"a": [1, 2], "b": [3, 4]})' > "$TMPDIR_TEST/df.json"
+	assert_contains "$(jget "$TMPDIR_TEST/df.json" "d['results'][0]['html']")" "<table"
+	assert_eq "$(jget "$TMPDIR_TEST/df.json" "d['results'][0]['is_main_result']")" "True"
+	assert_eq "$(jget "$TMPDIR_TEST/df.json" "d['language']")" "python"
+	# --env applies to its run only.
+	assert_eq "$(sbx code "$id" --env SBX_CODE_T=v1 -- 'import os; print(os.environ.get("SBX_CODE_T"))')" "v1"
+	assert_eq "$(sbx code "$id" -- 'import os; print(os.environ.get("SBX_CODE_T"))')" "None"
+	# A removed context is gone; bad ids are refused before anything is sent.
+	sbx code "$id" --remove "$c"
+	expect_status 125 sbx code "$id" --context "$c" -- '1'
+	assert_contains "$ERR" "not found"
+	expect_status 125 sbx code "$id" --context '../health' -- '1'
+	assert_contains "$ERR" "invalid context id"
+	sbx rm "$id"
+}
+
+t_code_streams_output_before_the_cell_ends() {
+	need_kernel
+	id=$(sbx create)
+	sbx code "$id" -- 'pass' # the bridge and its kernel started
+	out="$TMPDIR_TEST/stream.out"
+	start=$(date +%s%N)
+	sbx code "$id" -- "import time
+print('a', flush=True)
+time.sleep(2)
+print('b')" > "$out" &
+	pid=$!
+	# 'a' is on the CLI's stdout well before the cell ends, 'b' not yet.
+	until grep -q '^a$' "$out"; do
+		ms=$((($(date +%s%N) - start) / 1000000))
+		[ "$ms" -lt 1500 ] || fail "'a' did not arrive within 1.5 s: $(cat "$out")"
+		sleep 0.02
+	done
+	ms=$((($(date +%s%N) - start) / 1000000))
+	grep -q '^b$' "$out" && fail "'b' already there: the output was not streamed"
+	wait $pid
+	assert_eq "$(cat "$out")" "a
+b"
+	echo "first line after ${ms} ms"
+	[ "$ms" -lt 1500 ] || fail "'a' took $ms ms"
+	sbx rm "$id"
+}
+
+t_code_timeout_interrupts_and_keeps_state() {
+	need_kernel
+	id=$(sbx create)
+	sbx code "$id" -- 'kept = "yes"' > /dev/null
+	start=$SECONDS
+	expect_status 124 sbx code "$id" --timeout 1s -- 'import time; time.sleep(60)'
+	[ $((SECONDS - start)) -lt 15 ] || fail "the timeout took $((SECONDS - start)) s"
+	assert_contains "$ERR" "timed out"
+	set +e
+	sbx code "$id" --json --timeout 500ms -- 'while True: pass' > "$TMPDIR_TEST/t.json"
+	rc=$?
+	set -e
+	assert_eq "$rc" "124"
+	assert_eq "$(jget "$TMPDIR_TEST/t.json" "d['timed_out']")" "True"
+	# The kernel lives on with its state.
+	assert_eq "$(sbx code "$id" -- 'print(kept)')" "yes"
+	sbx rm "$id"
+}
+
+# A cancelled run interrupts its cell (the kernel and its state stay): over
+# MCP (notifications/cancelled of an in-flight environment_run_code, the
+# library's cancel_fd), and when the client's connection hangs up mid-cell
+# (the CLI killed), which the bridge notices without any output to write.
+t_code_mcp_cancel_interrupts_the_cell() {
+	need_kernel
+	id=$(sbx create)
+	sbx code "$id" -- 'kept = "yes"' > /dev/null
+	timeout 60 /usr/bin/python3 - "$SBX_BIN" "$id" << 'EOF'
+import json, subprocess, sys, time
+sbx, env = sys.argv[1], sys.argv[2]
+p = subprocess.Popen([sbx, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(m):
+    p.stdin.write(json.dumps(m) + "\n")
+    p.stdin.flush()
+def call(n, code, token=None):
+    params = {"name": "environment_run_code", "arguments": {"environment_id": env, "code": code}}
+    if token:
+        params["_meta"] = {"progressToken": token}
+    send({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params})
+send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+      "capabilities": {}, "clientInfo": {"name": "sbx-tests", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+p.stdout.readline()
+call(1, "print('spinning', flush=True)\nwhile True: pass", token="t1")
+# The cell runs once its first line comes back as progress.
+while True:
+    m = json.loads(p.stdout.readline())
+    assert m.get("id") != 1, "the endless cell answered: %s" % m
+    if m.get("method") == "notifications/progress" and "spinning" in json.dumps(m):
+        break
+t0 = time.monotonic()
+send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "test"}})
+# The next run in the same context waits for the context's kernel: it
+# answers once the cancelled cell was interrupted, with the state kept (a
+# kernel restarted after ignoring the interrupt for 5 s would have lost it).
+call(2, "print(kept)")
+while True:
+    m = json.loads(p.stdout.readline())
+    assert m.get("id") != 1, "a cancelled call was answered: %s" % m
+    if m.get("id") == 2:
+        break
+took = time.monotonic() - t0
+r = m["result"]
+assert not r.get("isError"), r
+sc = r["structuredContent"]
+assert sc["stdout"] == "yes\n" and "error" not in sc, sc
+print("next cell answered %.2f s after the cancel" % took)
+assert took < 4, "took %.2f s" % took
+p.stdin.close()
+p.wait(timeout=30)
+EOF
+	# The CLI killed mid-cell: its connection hangs up, the bridge interrupts
+	# the cell, and the next run gets the kernel at once with its state.
+	"$SBX_BIN" code "$id" -- 'while True: pass' &
+	pid=$!
+	sleep 1
+	kill -9 "$pid"
+	wait "$pid" 2> /dev/null || true
+	start=$(date +%s%N)
+	assert_eq "$(sbx code "$id" -- 'print(kept)')" "yes"
+	ms=$((($(date +%s%N) - start) / 1000000))
+	echo "next cell after the hang-up: ${ms} ms"
+	[ "$ms" -lt 4000 ] || fail "the next cell took $ms ms: was the cell interrupted?"
+	sbx rm "$id"
+}
+
+t_code_restart_and_dead_kernel() {
+	need_kernel
+	id=$(sbx create)
+	sbx code "$id" -- 'z = 1' > /dev/null
+	ctx=$(sbx code "$id" --contexts | awk 'NR == 2 {print $1}')
+	[ -n "$ctx" ] || fail "no default context listed"
+	# A restart clears the state.
+	sbx code "$id" --restart "$ctx"
+	expect_status 1 sbx code "$id" -- 'z'
+	assert_contains "$ERR" "NameError"
+	# A kernel that dies is reported, and every later run says to restart.
+	expect_status 1 sbx code "$id" -- 'import os; os.kill(os.getpid(), 9)'
+	assert_contains "$ERR" "KernelDied"
+	assert_contains "$ERR" "SIGKILL"
+	expect_status 1 sbx code "$id" -- 'print(1)'
+	assert_contains "$ERR" "KernelDied"
+	assert_contains "$ERR" "--restart $ctx"
+	sbx code "$id" --restart "$ctx"
+	assert_eq "$(sbx code "$id" -- 'print(2 + 2)')" "4"
+	# An unknown context cannot be restarted.
+	expect_status 125 sbx code "$id" --restart 00000000-0000-0000-0000-000000000000
+	assert_contains "$ERR" "not found"
+	sbx rm "$id"
+}
+
+t_code_huge_output_is_capped() {
+	need_kernel
+	id=$(sbx create)
+	start=$SECONDS
+	sbx code "$id" --json -- 'print("y" * (50 << 20))' > "$TMPDIR_TEST/big.json"
+	[ $((SECONDS - start)) -lt 30 ] || fail "took $((SECONDS - start)) s"
+	assert_eq "$(jget "$TMPDIR_TEST/big.json" "d['truncated']")" "True"
+	n=$(jget "$TMPDIR_TEST/big.json" "len(d['stdout'])")
+	[ "$n" -gt 0 ] && [ "$n" -le $((10 << 20)) ] || fail "stdout of $n bytes, expected 1..10 MiB"
+	# The CLI says so; the environment and the next run still work.
+	expect_status 0 sbx code "$id" -- 'print("z" * (20 << 20))'
+	assert_contains "$ERR" "output past the limit was dropped"
+	assert_eq "$(sbx exec "$id" -- echo alive)" "alive"
+	assert_eq "$(sbx code "$id" -- 'print("next")')" "next"
+	sbx rm "$id"
+}
+
+# What the bridge answers is the environment's: a bridge that streams
+# without end is cut at the output bound (the output limit plus slack), one
+# that answers garbage is an error, and neither hangs the client.
+t_code_hostile_bridge_is_bounded() {
+	need_kernel
+	id=$(sbx create)
+	cat > "$TMPDIR_TEST/fake.py" << 'EOF'
+import socket, sys
+mode = sys.argv[1]
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 49999))
+s.listen(4)
+while True:
+    c, _ = s.accept()
+    c.recv(65536)
+    try:
+        if mode == "endless":
+            c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+            line = b'{"type":"stdout","text":"' + b"x" * 65000 + b'"}\n'
+            chunk = b"%x\r\n%s\r\n" % (len(line), line)
+            while True:
+                c.sendall(chunk)
+        else:
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: nine\r\n\r\n")
+    except OSError:
+        pass
+    c.close()
+EOF
+	sbx cp "$TMPDIR_TEST/fake.py" "$id:/tmp/fake.py"
+	p=$(sbx exec -d "$id" -- python3 /tmp/fake.py endless)
+	eventually 10 listening "$id"
+	start=$SECONDS
+	sbx code "$id" --json -- 'print(1)' > "$TMPDIR_TEST/endless.json"
+	assert_eq "$(jget "$TMPDIR_TEST/endless.json" "d['truncated']")" "True"
+	n=$(jget "$TMPDIR_TEST/endless.json" "len(d['stdout'])")
+	[ "$n" -gt $((10 << 20)) ] && [ "$n" -le $((14 << 20)) ] || fail "kept $n bytes of an endless stream"
+	[ $((SECONDS - start)) -lt 20 ] || fail "took $((SECONDS - start)) s"
+	sbx kill "$id" "$p" KILL > /dev/null
+	sbx ps "$id" "$p" --wait 10s > /dev/null
+	p=$(sbx exec -d "$id" -- python3 /tmp/fake.py garbage)
+	eventually 10 listening "$id"
+	expect_status 125 sbx code "$id" -- 'print(1)'
+	assert_contains "$ERR" "Content-Length"
+	sbx rm "$id"
+}
+
+t_code_refused_where_the_network_is_the_hosts() {
+	need_kernel
+	id=$(sbx create --network open 2> /dev/null)
+	expect_status 125 sbx code "$id" -- 'print(1)'
+	assert_contains "$ERR" "no network namespace of its own"
+	# Nothing was started there: it would listen on the host's loopback.
+	assert_not_contains "$(sbx ps "$id")" "code-bridge"
+	sbx rm "$id"
+}
+
+t_code_says_what_is_missing() {
+	need_kernel
+	[ -x /bin/busybox ] || skip "busybox-static is not installed"
+	# No python3 at all: a busybox rootfs.
+	rootfs="$TMPDIR_TEST/rootfs"
+	mkdir -p "$rootfs/bin" "$rootfs/etc" "$rootfs/tmp"
+	cp /bin/busybox "$rootfs/bin/busybox"
+	for c in sh echo cat ls; do ln -s busybox "$rootfs/bin/$c"; done
+	echo "root:x:0:0:root:/root:/bin/sh" > "$rootfs/etc/passwd"
+	id=$(sbx create --template "dir:$rootfs")
+	expect_status 125 sbx code "$id" -- 'print(1)'
+	assert_contains "$ERR" "needs python3 with jupyter_client and ipykernel"
+	assert_contains "$ERR" "python3 is not installed"
+	sbx rm "$id"
+	# python3 without jupyter_client: the host's, the module moved away in
+	# the environment's own copy of /usr (the host's is untouched).
+	id=$(sbx create)
+	sbx exec "$id" -- mv /usr/lib/python3/dist-packages/jupyter_client /usr/lib/python3/dist-packages/jc.away
+	expect_status 125 sbx code "$id" -- 'print(1)'
+	assert_contains "$ERR" "needs python3 with jupyter_client and ipykernel"
+	assert_contains "$ERR" "No module named 'jupyter_client'"
+	[ -d /usr/lib/python3/dist-packages/jupyter_client ] || fail "the host's jupyter_client moved"
+	sbx rm "$id"
+}
+
+# Two first calls at once may both start a bridge: one binds, the other
+# exits (taking its kernel with it), and both calls succeed.
+t_code_two_first_calls_at_once() {
+	need_kernel
+	id=$(sbx create)
+	sbx code "$id" -- 'print("one")' > "$TMPDIR_TEST/1" 2>&1 &
+	a=$!
+	sbx code "$id" -- 'print("two")' > "$TMPDIR_TEST/2" 2>&1 &
+	b=$!
+	wait $a || fail "first call failed: $(cat "$TMPDIR_TEST/1")"
+	wait $b || fail "second call failed: $(cat "$TMPDIR_TEST/2")"
+	assert_eq "$(cat "$TMPDIR_TEST/1")" "one"
+	assert_eq "$(cat "$TMPDIR_TEST/2")" "two"
+	# One default context, one kernel: a losing bridge leaves none behind.
+	assert_eq "$(sbx code "$id" --contexts | grep -c python)" "1"
+	sbx ps "$id" # how many bridges were started (the race is not forced)
+	kernels() { sbx exec "$id" -- pgrep -fc ipykernel_launcher || true; }
+	one_kernel() { [ "$(kernels)" = 1 ]; }
+	eventually 15 one_kernel || fail "$(kernels) kernels running"
+	sbx rm "$id"
+}
+
+t_code_usage_refusals() {
+	expect_status 125 sbx code
+	assert_contains "$ERR" "missing environment id"
+	expect_status 125 sbx code someid --context c1 --lang python -- 1
+	assert_contains "$ERR" "--context and --lang"
+	expect_status 125 sbx code someid --cwd /tmp -- 1
+	assert_contains "$ERR" "--cwd is for --new-context"
+	expect_status 125 sbx code someid --contexts -- 1
+	assert_contains "$ERR" "take no code"
+	expect_status 125 sbx code --json someid --out /tmp -- 1
+	assert_contains "$ERR" "base64"
+	expect_status 125 sbx code someid --timeout 0 -- 1
+	assert_contains "$ERR" "positive"
+	expect_status 125 sbx code nosuchenv -- 1
+	assert_contains "$ERR" "nosuchenv"
+}

@@ -1,0 +1,222 @@
+# The E2B API of `sbx serve`: E2B's official SDK (npm e2b, pinned in
+# tests/e2b/package.json) run unchanged against the server
+# (tests/e2b/lifecycle.mjs).
+
+E2B_DIR="$SBX_SRC/tests/e2b"
+
+need_e2b_sdk() {
+	command -v node > /dev/null || skip "node is not installed (needed to run E2B's SDK)"
+	[ -f "$E2B_DIR/node_modules/e2b/package.json" ] && return 0
+	command -v npm > /dev/null || skip "npm is not installed (needed to install E2B's SDK)"
+	(cd "$E2B_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error > /dev/null 2>&1) ||
+		skip "npm ci in tests/e2b failed (no access to the npm registry?)"
+}
+
+# e2b_start [ARGS...]: a token file of the form e2b_<32 hex> (the SDK's key
+# check), and `sbx serve` with it on a free 127.0.0.1 port; sets E2B_URL,
+# E2B_KEY and E2B_PID, and stops the server when the test's subshell exits.
+# E2B_LISTEN and E2B_NO_TOKEN=1 change the address and drop the token file.
+e2b_start() {
+	E2B_KEY="e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+	printf '%s\n' "$E2B_KEY" > "$TMPDIR_TEST/token"
+	chmod 600 "$TMPDIR_TEST/token"
+	: > "$TMPDIR_TEST/serve.err"
+	local tf=(--token-file "$TMPDIR_TEST/token")
+	[ "${E2B_NO_TOKEN:-0}" = 1 ] && tf=()
+	timeout 300 "$SBX_BIN" serve --listen "${E2B_LISTEN:-127.0.0.1:0}" "${tf[@]}" "$@" \
+		2> "$TMPDIR_TEST/serve.err" &
+	E2B_PID=$!
+	trap e2b_stop EXIT
+	E2B_URL=""
+	for _ in $(seq 100); do
+		E2B_URL=$(sed -n 's/^sbx: serving the E2B API on \(http[^ ]*\).*/\1/p' "$TMPDIR_TEST/serve.err" |
+			sed 's|//0\.0\.0\.0:|//127.0.0.1:|')
+		[ -n "$E2B_URL" ] && return 0
+		kill -0 "$E2B_PID" 2> /dev/null || fail "sbx serve exited: $(cat "$TMPDIR_TEST/serve.err")"
+		sleep 0.1
+	done
+	fail "sbx serve did not start: $(cat "$TMPDIR_TEST/serve.err")"
+}
+e2b_stop() {
+	[ -n "${E2B_PID:-}" ] || return 0
+	kill -TERM "$E2B_PID" 2> /dev/null || true
+	wait "$E2B_PID" 2> /dev/null || true
+	E2B_PID=""
+}
+
+# e2b_node ARGS...: node in tests/e2b (where 'e2b' resolves), pointed at the server.
+e2b_node() {
+	(cd "$E2B_DIR" && E2B_API_URL="$E2B_URL" E2B_SANDBOX_URL="$E2B_URL" E2B_API_KEY="$E2B_KEY" \
+		SBX_BIN="$SBX_BIN" timeout 120 node "$@")
+}
+# e2b CASE: one case of tests/e2b/lifecycle.mjs against the server.
+e2b() { e2b_node lifecycle.mjs "$1"; }
+
+t_e2b_sdk_lifecycle() {
+	need_e2b_sdk
+	e2b_start
+	e2b lifecycle
+}
+
+t_e2b_sdk_auth_and_data_plane_tokens() {
+	need_e2b_sdk
+	e2b_start
+	e2b auth
+}
+
+t_e2b_sdk_timeout_ends_the_sandbox() {
+	need_e2b_sdk
+	e2b_start
+	e2b timeout
+}
+
+t_e2b_sdk_several_sandboxes() {
+	need_e2b_sdk
+	e2b_start
+	e2b many
+}
+
+# A sandbox, its token and its deadline outlive a restart of `sbx serve`;
+# the state is not readable by other users.
+t_e2b_restart_keeps_sandboxes() {
+	need_e2b_sdk
+	e2b_start
+	local out id token
+	out=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		const s = await Sandbox.create({ metadata: { k: 'v' } });
+		console.log(s.sandboxId + ' ' + s.envdAccessToken);
+	" 2>&1) || fail "create: $out"
+	read -r id token <<< "$out"
+	assert_eq "$(stat -c %a "$SBX_ROOT/e2b")" "700"
+	assert_eq "$(stat -c %a "$SBX_ROOT/e2b/$id.json")" "600"
+	e2b_stop
+	e2b_start
+	out=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		const s = await Sandbox.connect('$id');
+		const i = await s.getInfo();
+		console.log(s.envdAccessToken + ' ' + i.metadata.k + ' ' + (await s.isRunning()) + ' ' + (await s.kill()));
+	" 2>&1) || fail "after the restart: $out"
+	assert_eq "$out" "$token v true true"
+	assert_not_contains "$(sbx ls)" "$id"
+}
+
+# Without --token-file the control plane serves any key on a loopback-only
+# server, and nobody on a server that listens beyond loopback (even a
+# client that comes over loopback).
+t_e2b_no_token_file() {
+	need_e2b_sdk
+	local list='import { Sandbox } from "e2b"; console.log((await Sandbox.list().nextItems()).length)'
+	E2B_NO_TOKEN=1 e2b_start
+	assert_contains "$(cat "$TMPDIR_TEST/serve.err")" "no --token-file"
+	assert_eq "$(e2b_node --input-type=module -e "$list" 2>&1)" "0"
+	e2b_stop
+	# Beyond loopback without a token, sbx serve does not start at all...
+	expect_status 125 timeout 30 "$SBX_BIN" serve --listen 0.0.0.0:0
+	assert_contains "$ERR" "--token-file"
+	assert_contains "$ERR" "--insecure-no-token"
+	# ...unless told to; even then the E2B control plane takes no key.
+	E2B_NO_TOKEN=1 E2B_LISTEN=0.0.0.0:0 e2b_start --insecure-no-token
+	assert_contains "$(cat "$TMPDIR_TEST/serve.err")" "refused"
+	assert_contains "$(e2b_node --input-type=module -e "$list" 2>&1)" "AuthenticationError"
+}
+
+# sandbox.files through /files (tests/e2b/files.mjs): text and binary round
+# trips, several files at once, gzip, octet-stream, E2B's user `user`.
+t_e2b_files_roundtrip_and_user() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs roundtrip
+}
+
+# Owner of what the SDK writes is `user` (through getInfo: needs the
+# filesystem.Filesystem service; says so when it is not served yet).
+t_e2b_files_owner_is_user() {
+	need_e2b_sdk
+	e2b_start
+	local out
+	out=$(e2b_node files.mjs owner 2>&1) || fail "$out"
+	[[ "$out" != *SKIP-FS* ]] || skip "filesystem.Filesystem is not served yet (the Connect dispatcher)"
+}
+
+# filesystem.Filesystem through the SDK: list (depth), exists, getInfo,
+# makeDir twice, rename, remove, symlinks described and not followed out.
+t_e2b_files_filesystem_calls() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs fs
+}
+
+# uploadUrl/downloadUrl and their refusals: wrong, expired, another path,
+# another op, another sandbox's.
+t_e2b_files_signed_urls() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs signed
+}
+
+# Climbing paths and symlinks stay inside, another sandbox's token, 413 for
+# oversized bodies and gzip bombs, truncated multipart, NUL and non-UTF-8 paths.
+t_e2b_files_attacks() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs attacks
+}
+
+# envd's process.Process (tests/e2b/commands.mjs): commands and ptys
+# through the SDK, and raw Connect requests against the dispatcher.
+e2b_cmd() { e2b_node commands.mjs "$1"; }
+
+t_e2b_commands_run_envs_cwd() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd run
+}
+
+t_e2b_commands_stream_order() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd stream
+}
+
+t_e2b_commands_background_connect_list_kill() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd background
+}
+
+t_e2b_commands_stdin() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd stdin
+}
+
+t_e2b_commands_timeout() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd timeout
+}
+
+t_e2b_pty_create_input_resize_kill() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd pty
+}
+
+t_e2b_rpc_attacks() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd attacks
+}
+
+# Streams dropped midway and concurrent commands leave no thread of the
+# server and no process in the sandbox behind.
+t_e2b_rpc_stream_flood() {
+	need_e2b_sdk
+	e2b_start
+	local sp
+	sp=$(pgrep -P "$E2B_PID" | head -1)
+	[ -n "$sp" ] || fail "no sbx serve under $E2B_PID"
+	SBX_SERVE_PID=$sp e2b_cmd flood
+}
