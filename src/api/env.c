@@ -119,7 +119,10 @@ _public_ int sbx_env_exec_remove(sbx_ctx *ctx, const char *ref, const sbx_exec_o
 static json_t *summary(sbx_ctx *ctx, const char *id)
 {
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
-	if (env_record_read(ctx, id, &st) < 0 || st.pool) /* pool entries are not listed */
+	/* Pool entries are not listed: neither one whose state says so nor one
+	 * still being created (hidden by its mark alone), which no lookup
+	 * would find. */
+	if (!env_visible(ctx, id) || env_record_read(ctx, id, &st) < 0 || st.pool)
 		return NULL;
 	bool live = env_is_live(ctx, id);
 	const char *state = live ? "running" : "stopped";

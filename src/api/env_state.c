@@ -340,8 +340,8 @@ void env_see_pool_entries(bool on)
 	see_pool_entries = on;
 }
 
-/* Whether id exists and is not a pool entry hidden from this caller. */
-static bool env_visible(const sbx_ctx *ctx, const char *id)
+/* env_state.h */
+bool env_visible(const sbx_ctx *ctx, const char *id)
 {
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/envs/%s", ctx->root, id);

@@ -74,6 +74,10 @@ int env_load(sbx_ctx *ctx, const char *ref, char **ret_id, json_t **ret_state, s
  * the calling thread) still see it. */
 #define ENV_POOL_MARK "pool-entry"
 void env_see_pool_entries(bool on);
+/* Whether id exists and is not a pool entry hidden from this caller: what
+ * a lookup finds, and so what a listing shows (an entry being created has
+ * its mark before its state says "pool"). */
+bool env_visible(const sbx_ctx *ctx, const char *id);
 
 /* An environment id: 12 lowercase hex digits. */
 bool env_valid_id(const char *s);

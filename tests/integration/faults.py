@@ -587,11 +587,13 @@ def t_restore_again(rounds, rnd):
 
 # ---- sbx run killed ---------------------------------------------------------------------------
 def pool_entries():
-    """Ids of this store's warm pool entries (hidden: "pool" in their state)."""
+    """Ids of this store's warm pool entries (hidden: "pool" in their state,
+    or, while being created, only their pool-entry mark)."""
     ids = set()
     for i in store_ids():
         try:
-            if "pool" in json.load(open(os.path.join(ROOT, "envs", i, "state.json"))):
+            if os.path.exists(os.path.join(ROOT, "envs", i, "pool-entry")) or \
+                    "pool" in json.load(open(os.path.join(ROOT, "envs", i, "state.json"))):
                 ids.add(i)
         except (OSError, ValueError):
             pass

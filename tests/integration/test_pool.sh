@@ -90,6 +90,21 @@ t_pool_entry_is_hidden_until_taken() {
 	sbx pool rm host > /dev/null
 }
 
+# An entry being created has its mark (envs/<id>/pool-entry) before its
+# state says "pool": listed then, it was one no lookup found, so a client that
+# listed and then removed it got not_found (CI's t_faults_kill9_serve, with a
+# server's warm set filling). The mark alone hides it from the listing too.
+t_pool_entry_being_created_is_not_listed() {
+	id=$(sbx create)
+	touch "$SBX_ROOT/envs/$id/pool-entry"
+	assert_eq "$(sbx ls --json | python3 -c 'import json,sys; print([e["environment_id"] for e in json.load(sys.stdin)["environments"]])')" "[]" \
+		"an entry hidden from lookups is listed"
+	expect_status 125 sbx inspect "$id"
+	rm "$SBX_ROOT/envs/$id/pool-entry"
+	sbx ls | grep -q "$id.*running" || fail "an environment without the mark is not listed: $(sbx ls)"
+	sbx rm "$id"
+}
+
 # What a pooled environment shows is what a cold one with the same options
 # shows: the isolation report, limits, the walls as the kernel reports them
 # inside, its first pid and host name; its uid range is its own (the map's
