@@ -1,6 +1,8 @@
 # sbx build. `make` builds bin/sbx and lib/libsbx.{a,so}; `make test` runs the
 # whole suite; `make asan` the suite under ASan+UBSan; `make bench` the
 # benchmarks against peers. `make deps` installs Debian build dependencies.
+# The BPF rules below come before `all`: plain `make` must still mean `all`.
+.DEFAULT_GOAL := all
 CC ?= cc
 BUILD ?= build
 O ?= -O2

@@ -35,3 +35,13 @@ t_install_and_build_against_it() {
 	make -s -C "$SBX_SRC" BUILD="${SBX_BUILD:-build}" uninstall PREFIX=/usr DESTDIR="$d" > /dev/null
 	[ -z "$(find "$d" -type f -o -type l)" ] || fail "make uninstall left: $(find "$d" -type f -o -type l)"
 }
+
+# README: plain `make` builds the CLI and the library (the BPF rules come
+# first in the Makefile; once they made it build only the BPF object).
+t_plain_make_builds_the_cli_and_library() {
+	local plan
+	plan=$(make -n -C "$SBX_SRC" BUILD="$TMPDIR_TEST/b" 2> /dev/null)
+	for f in bin/sbx lib/libsbx.a lib/libsbx.so; do
+		grep -q -- "-o $TMPDIR_TEST/b/$f\b\|$TMPDIR_TEST/b/$f " <<< "$plan" || fail "plain make does not build $f"
+	done
+}
