@@ -20,7 +20,8 @@
  * route (e2b_files_signed) and is checked here: the sandbox the header
  * names, else the one whose token signs these fields (e2b_auth.h's
  * verifier, against each record), must be running (else 502) and the
- * signature right and unexpired (else 401).
+ * signature right and unexpired (else 401). A signed upload is checked
+ * before its body is read, and again after.
  *
  * Limits: a body of E2B_FILES_MAX_BODY (the route's max_body: 413), a file
  * read of E2B_FILES_READ_MAX (413), a gzip upload inflating past
@@ -471,11 +472,22 @@ http_result e2b_files_headers(http_request *req)
 {
 	if (!streq(req->method, "GET") && !streq(req->method, "POST"))
 		return reply_error(req, 405, "/files: GET or POST");
-	if (streq(req->method, "POST"))
-		return HTTP_OK; /* read the body first: a client busy sending sees the answer, even a refusal
-				 */
 	files_call c = {0};
 	http_result ret = HTTP_CLOSE;
+	if (streq(req->method, "POST")) {
+		/* A signed upload came through the open route: its signature is
+		 * checked before its body is read, so that a request nobody signed
+		 * costs no 32 MiB read (the refusal closes the connection; a client
+		 * still sending may see the reset rather than the 401). It is
+		 * checked again with the body (call_setup): it may expire between.
+		 * A request with a token was authorized before its headers got
+		 * here; otherwise the body is read first, so that a client busy
+		 * sending sees the answer, even a refusal. */
+		char id[E2B_ID_MAX + 1];
+		if (e2b_files_signed(req) && signed_sandbox(req, id, &ret) < 0)
+			return ret;
+		return HTTP_OK;
+	}
 	if (call_setup(req, &c, &ret) < 0)
 		return ret;
 	return do_read(req, &c);

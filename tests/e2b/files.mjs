@@ -4,6 +4,7 @@
 // Usage: node files.mjs CASE, with E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY
 // pointing at the server. Exits non-zero with a message on the first failed
 // check. Every case kills what it creates.
+import net from 'node:net';
 import { FileNotFoundError, Sandbox } from 'e2b';
 
 const [name] = process.argv.slice(2);
@@ -43,6 +44,37 @@ async function files(method, query, { id, token, body, headers = {} } = {}) {
 	if (token) h['X-Access-Token'] = token;
 	const r = await fetch(`${url}/files?${new URLSearchParams(query)}`, { method, headers: h, body });
 	return { status: r.status, body: Buffer.from(await r.arrayBuffer()) };
+}
+
+// Sends a request's line and headers only, and resolves with what comes
+// back within 15 s (the status line and headers, or '' if nothing came).
+function rawHeaders(u, method, headers) {
+	return new Promise((resolve) => {
+		const sock = net.connect(Number(u.port || 80), u.hostname);
+		let got = '';
+		const done = () => {
+			sock.destroy();
+			resolve(got);
+		};
+		const timer = setTimeout(done, 15000);
+		sock.on('connect', () => {
+			const lines = [`${method} ${u.pathname}${u.search} HTTP/1.1`, `Host: ${u.host}`];
+			for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+			sock.write(lines.join('\r\n') + '\r\n\r\n');
+		});
+		sock.on('data', (d) => {
+			got += d.toString('latin1');
+			if (got.includes('\r\n\r\n')) {
+				clearTimeout(timer);
+				done();
+			}
+		});
+		sock.on('error', () => {});
+		sock.on('close', () => {
+			clearTimeout(timer);
+			resolve(got);
+		});
+	});
 }
 
 function multipart(boundary, parts, { close = true } = {}) {
@@ -230,6 +262,14 @@ const cases = {
 		// a signature for read used to write
 		r = await fetch(down, { method: 'POST', body: form });
 		check(r.status === 401, 'read signature used to write: 401', r.status);
+		// A forged upload is refused from its headers: the server does not
+		// read the 32 MiB it announces (and never sent) first.
+		const forged = new URL(up);
+		forged.searchParams.set('signature', 'v1_' + 'A'.repeat(43));
+		const t0 = Date.now();
+		const head = await rawHeaders(forged, 'POST', { 'Content-Type': 'application/octet-stream', 'Content-Length': String(32 << 20) });
+		check(/^HTTP\/1\.[01] 401 /.test(head), 'a forged upload is refused before its body', head.slice(0, 80));
+		check(Date.now() - t0 < 10000, 'the refusal comes at once', Date.now() - t0);
 		// expired
 		const old = await a.downloadUrl('/home/user/up.txt', { useSignatureExpiration: -10 });
 		r = await fetch(old);
