@@ -61,3 +61,36 @@ bool http_bearer_token(const char *header, const char **ret, size_t *ret_len)
 	*ret_len = n;
 	return true;
 }
+
+unsigned http_framing_check(const http_framing *f, const char **ret_why)
+{
+	if (f->n_content_length > 1) {
+		*ret_why = "more than one Content-Length header";
+		return 400;
+	}
+	if (f->n_content_length && f->n_transfer_encoding) {
+		*ret_why = "both Content-Length and Transfer-Encoding";
+		return 400;
+	}
+	if (f->n_content_length) {
+		const char *v = f->content_length;
+		v += strspn(v, " \t"); /* optional whitespace around a value */
+		size_t d = strspn(v, "0123456789");
+		if (d == 0 || d > 18 || v[d + strspn(v + d, " \t")] != 0) {
+			*ret_why = "a Content-Length that is not a number";
+			return 400;
+		}
+	}
+	if (f->n_transfer_encoding) {
+		const char *v = f->transfer_encoding;
+		v += strspn(v, " \t");
+		size_t n = strlen(v);
+		while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+			n--;
+		if (f->n_transfer_encoding > 1 || n != 7 || strncasecmp(v, "chunked", 7) != 0) {
+			*ret_why = "a Transfer-Encoding other than chunked";
+			return 501;
+		}
+	}
+	return 0;
+}

@@ -28,3 +28,19 @@ bool http_token_equal(const char *given, size_t given_len, const char *want, siz
  * ignored, spaces around the token dropped): *ret points into header.
  * False if header is NULL or of another scheme. */
 bool http_bearer_token(const char *header, const char **ret, size_t *ret_len);
+
+/* A request's framing headers as received: how many Content-Length and
+ * Transfer-Encoding headers it has, and the first value of each. */
+typedef struct http_framing {
+	unsigned n_content_length, n_transfer_encoding;
+	const char *content_length, *transfer_encoding;
+} http_framing;
+
+/* RFC 9112 section 6: a request two parsers could frame apart, which a proxy
+ * in front of the server would read as one request and the server as two
+ * (request smuggling). 0 when the framing is sound; else the status to
+ * refuse it with, and *ret_why: 400 for Content-Length twice, Content-Length
+ * with Transfer-Encoding, or a Content-Length that is not a plain number;
+ * 501 for a Transfer-Encoding other than one "chunked". The refusal closes
+ * the connection: where its body ends is unknown. */
+unsigned http_framing_check(const http_framing *f, const char **ret_why);

@@ -25,6 +25,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -445,6 +446,8 @@ http_result http_respond(http_request *req, unsigned status, http_response *resp
 {
 	if (!resp)
 		return HTTP_CLOSE;
+	if (req->close)
+		(void)MHD_add_response_header(MHD_OF(resp), MHD_HTTP_HEADER_CONNECTION, "close");
 	enum MHD_Result ret = MHD_queue_response(req->conn, status, MHD_OF(resp));
 	MHD_destroy_response(MHD_OF(resp));
 	req->responded = true;
@@ -499,6 +502,17 @@ static bool route_find(const http_server *hs, http_request *r)
 	return false;
 }
 
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	http_framing *f = cls;
+	(void)kind;
+	if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0 && f->n_content_length++ == 0)
+		f->content_length = value ?: "";
+	else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0 && f->n_transfer_encoding++ == 0)
+		f->transfer_encoding = value ?: "";
+	return MHD_YES;
+}
+
 /* The checks that need only the headers. Returns MHD_YES to go on reading
  * the body (r->responded false), or the result of queueing a response. */
 static enum MHD_Result on_headers(http_server *hs, http_request *r)
@@ -508,6 +522,14 @@ static enum MHD_Result on_headers(http_server *hs, http_request *r)
 											     : MHD_NO;
 	const http_family *f = r->family;
 	const http_route *rt = r->route;
+	http_framing fr = {0};
+	MHD_get_connection_values(r->conn, MHD_HEADER_KIND, count_framing, &fr);
+	const char *why = NULL;
+	unsigned bad = http_framing_check(&fr, &why);
+	if (bad) {
+		r->close = true; /* where its body ends is unknown */
+		return refuse(r, bad, "%s: %s", bad == 400 ? "Bad Request" : "Not Implemented", why);
+	}
 	if (!rt->open) {
 		const char *origin = http_request_header(r, "Origin");
 		if (f->local_origin && origin && !http_origin_local(origin))

@@ -91,6 +91,7 @@ struct http_request {
 	size_t body_len;
 	bool too_large; /* the body was over route->max_body (the family's error renders the 413) */
 	bool responded; /* a response was queued */
+	bool close;	/* the response closes the connection (Connection: close) */
 	void *state;	/* the handler's own (a call in flight): family->done frees it */
 	/* The server's. */
 	struct MHD_Connection *conn;

@@ -207,6 +207,59 @@ t_http_idle_timeout() {
 	assert_contains "$out" "closed 10"
 }
 
+# Request smuggling (RFC 9112 section 6): a request that two parsers could
+# frame apart (Content-Length twice, with Transfer-Encoding, not a number,
+# or a Transfer-Encoding other than chunked) is refused on every route
+# family, MCP's and E2B's alike, and its connection closed, since where its
+# body ends is unknown. libmicrohttpd alone took the first two as one request.
+t_http_ambiguous_framing_refused() {
+	need_python
+	http_start --warm 0
+	out=$(python3 - "$HTTP_URL" << 'EOF'
+import socket, sys, urllib.parse
+u = urllib.parse.urlsplit(sys.argv[1])
+def send(raw):
+    s = socket.create_connection((u.hostname, u.port)); s.settimeout(5)
+    s.sendall(raw); out = b""
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                return out + b"<closed>"
+            out += d
+    except socket.timeout:
+        return out + b"<open>"
+    except ConnectionResetError:
+        return out + b"<closed>"
+body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+chunked = b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
+for path in (b"/mcp", b"/sandboxes"):
+    head = b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+    cases = [("two lengths", b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body),
+             ("length and chunked", b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked),
+             ("chunked and length", b"Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n" + chunked),
+             ("a signed length", b"Content-Length: +%d\r\n\r\n" % len(body) + body),
+             ("gzip coding", b"Transfer-Encoding: gzip\r\n\r\n" + body),
+             ("two codings", b"Transfer-Encoding: gzip, chunked\r\n\r\n" + chunked)]
+    for name, raw in cases:
+        r = send(head + raw)
+        status = r.split(b" ", 2)[1].decode() if r.startswith(b"HTTP/1.1 ") else "none"
+        print(path.decode(), name, status, "closed" if r.endswith(b"<closed>") else "open")
+    # Sound framing is served as before (whatever the route answers), on a
+    # connection that stays open for the next request.
+    r = send(head + b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
+    print(path.decode(), "chunked alone", "refused" if b"Transfer-Encoding" in r else "served", "open" if r.endswith(b"<open>") else "closed")
+EOF
+	)
+	for p in /mcp /sandboxes; do
+		for c in "two lengths 400" "length and chunked 400" "chunked and length 400" "a signed length 400" \
+			"gzip coding 501" "two codings 501"; do
+			assert_contains "$out" "$p $c closed"
+		done
+		assert_contains "$out" "$p chunked alone served open"
+	done
+}
+
 # The limits are flags; bad values are usage errors.
 t_http_limit_flags() {
 	expect_status 125 sbx serve --listen 127.0.0.1:0 --max-connections 0

@@ -57,3 +57,34 @@ TEST(bearer_token)
 	CHECK(!http_bearer_token("Bearerabc", &t, &n));
 	CHECK(!http_bearer_token(NULL, &t, &n));
 }
+
+TEST(framing_refuses_what_two_parsers_could_read_apart)
+{
+	const char *why = NULL;
+	http_framing ok = {0};
+	CHECK(http_framing_check(&ok, &why) == 0); /* no body */
+	http_framing cl = {.n_content_length = 1, .content_length = "42"};
+	CHECK(http_framing_check(&cl, &why) == 0);
+	http_framing ows = {.n_content_length = 1, .content_length = " 42\t"};
+	CHECK(http_framing_check(&ows, &why) == 0);
+	http_framing te = {.n_transfer_encoding = 1, .transfer_encoding = " Chunked "};
+	CHECK(http_framing_check(&te, &why) == 0);
+	http_framing two = {.n_content_length = 2, .content_length = "42"};
+	CHECK(http_framing_check(&two, &why) == 400);
+	CHECK(strstr(why, "more than one Content-Length") != NULL);
+	http_framing both = {1, 1, "5", "chunked"};
+	CHECK(http_framing_check(&both, &why) == 400);
+	CHECK(strstr(why, "both") != NULL);
+	const char *bad_cl[] = {"", " ", "+5", "-1", "5 5", "0x10", "5,5", "9999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad_cl) / sizeof(*bad_cl); i++) {
+		http_framing b = {.n_content_length = 1, .content_length = bad_cl[i]};
+		CHECK(http_framing_check(&b, &why) == 400);
+	}
+	const char *bad_te[] = {"gzip", "gzip, chunked", "chunked, gzip", "chunkedx", "identity", ""};
+	for (size_t i = 0; i < sizeof(bad_te) / sizeof(*bad_te); i++) {
+		http_framing b = {.n_transfer_encoding = 1, .transfer_encoding = bad_te[i]};
+		CHECK(http_framing_check(&b, &why) == 501);
+	}
+	http_framing te2 = {.n_transfer_encoding = 2, .transfer_encoding = "chunked"};
+	CHECK(http_framing_check(&te2, &why) == 501);
+}
