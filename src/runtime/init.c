@@ -13,12 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -681,215 +679,6 @@ static void handle_ps(int sock)
 		(void)json_send(sock, r, NULL, 0);
 }
 
-/* File operations for the API (read_file, write_file, list_files). Init is
- * inside the environment with every wall up, so a path resolves exactly as
- * it would for a command and can never leave the environment. Read and
- * write return an fd of the opened regular file to the client. */
-static void file_reply_error(int sock, int errnum, const char *what, const char *path)
-{
-	char msg[4400];
-	const char *why = errnum == ENOENT    ? "no such file or directory"
-			  : errnum == EISDIR  ? "is a directory"
-			  : errnum == ENOTDIR ? "not a directory"
-			  : errnum == EINVAL  ? "not a regular file"
-					      : strerror(errnum);
-	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
-	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
-					     CTL_F_ERRNO, errnum, CTL_F_MESSAGE, msg);
-	if (m)
-		(void)json_send(sock, m, NULL, 0);
-}
-
-/* File operations run with the filesystem identity of the environment's
- * user (fsuid, fsgid and its groups) when that is not root: the file tools
- * can read and write exactly what its commands can, and what they create
- * belongs to it. Changing fsuid away from 0 drops the file capabilities
- * (DAC_OVERRIDE, FOWNER, ...) from the effective set; changing it back
- * restores them from permitted. Init is single-threaded, so nothing else
- * runs meanwhile. 1: entered; 0: root, nothing to do; -1: *msg says why. */
-static int file_identity_enter(const env_config *c, const char *user, user_ident *who, char *msg, size_t n)
-{
-	if (!c || !user || c->degraded)
-		return 0;
-	user_ident id;
-	_cleanup_err_ sbx_err *e = NULL;
-	if (user_resolve(user, c->id_count, c->rootless, &id, &e) < 0) {
-		snprintf(msg, n, "%s", sbx_err_message(e));
-		return -1;
-	}
-	*who = id;
-	if (id.uid == 0)
-		return 0;
-	if (setgroups(id.n_groups, id.groups) < 0) {
-		snprintf(msg, n, "user '%s': setgroups: %s", user, strerror(errno));
-		return -1;
-	}
-	(void)setfsgid(id.gid);
-	(void)setfsuid(id.uid);
-	if ((uid_t)setfsuid((uid_t)-1) != id.uid || (gid_t)setfsgid((gid_t)-1) != id.gid) {
-		snprintf(msg, n, "user '%s': could not take its filesystem identity", user);
-		(void)setfsuid(0);
-		(void)setfsgid(0);
-		(void)setgroups(0, NULL);
-		return -1;
-	}
-	return 1;
-}
-
-static void file_identity_leave(void)
-{
-	(void)setfsuid(0);
-	(void)setfsgid(0);
-	(void)setgroups(0, NULL);
-}
-
-static void handle_file_as(int sock, json_t *m, const user_ident *who);
-/* A request's "user" (sbx_fs_opts.user) overrides the environment's. */
-static void handle_file(int sock, json_t *m)
-{
-	char msg[512];
-	user_ident who = {0};
-	const char *user = json_str(m, "user") ?: (g_config ? g_config->user : NULL);
-	int q = file_identity_enter(g_config, user, &who, msg, sizeof(msg));
-	if (q < 0) {
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
-						     CTL_F_ERRNO, EPERM, CTL_F_MESSAGE, msg);
-		if (r)
-			(void)json_send(sock, r, NULL, 0);
-		return;
-	}
-	handle_file_as(sock, m, &who);
-	if (q > 0)
-		file_identity_leave();
-}
-
-/* action "socket": a fresh, unconnected TCP socket of the environment's own
- * network namespace (docs/code.md "How sbx reaches the kernel"). The caller
- * outside connects it to the environment's loopback (a socket keeps the
- * namespace it was made in); init itself connects nowhere. Refused where the
- * environment has no network namespace of its own: with network open it is
- * the host's, and a connect there would reach the host's loopback. */
-static void handle_socket(int sock)
-{
-	if (!g_config || g_config->degraded || streq(g_config->network ?: "none", "open")) {
-		_cleanup_json_ json_t *r =
-		    json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0, CTL_F_ERRNO, EPERM,
-			      CTL_F_MESSAGE,
-			      "the environment has no network namespace of its own (network open or degraded "
-			      "mode): its ports are the host's, and sbx does not connect to them");
-		if (r)
-			(void)json_send(sock, r, NULL, 0);
-		return;
-	}
-	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		file_reply_error(sock, errno, "socket", "tcp");
-		return;
-	}
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1);
-	if (r)
-		(void)json_send(sock, r, &fd, 1);
-}
-
-static void handle_file_as(int sock, json_t *m, const user_ident *who)
-{
-	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
-	char path[4200];
-	if (streq(action, "socket")) {
-		handle_socket(sock);
-		return;
-	}
-	bool degraded = g_config && g_config->degraded;
-	if (!p || !*p || strlen(p) > 4000) {
-		file_reply_error(sock, EINVAL, "path", p ? p : "");
-		return;
-	}
-	if (degraded && p[0] != '/')
-		snprintf(path, sizeof(path), "%s/home/%s", g_config->env_dir, p);
-	else if (init_fs_path(p, json_str(m, "user") ? who->home : NULL, path, sizeof(path)) < 0) {
-		file_reply_error(sock, ENAMETOOLONG, "path", p);
-		return;
-	}
-	if (degraded && !strncmp(action, "fs_", 3)) { /* no walls: a path would be the host's */
-		file_reply_error(sock, EPERM, "file operation (degraded mode)", p);
-		return;
-	}
-	if (init_fs_handle(sock, m, action, path, p, json_str(m, "user") ? who->home : NULL))
-		return; /* fs_stat, fs_mkdir, fs_move, fs_remove, fs_list: init_fs.c */
-	if (streq(action, "read") || streq(action, "write")) {
-		bool w = streq(action, "write");
-		int mode = (int)json_int(m, "mode", -1);
-		int pr = w && !degraded && json_bool(m, "parents", false) ? init_fs_make_parents(path) : 0;
-		if (pr < 0) {
-			file_reply_error(sock, -pr, "write", p);
-			return;
-		}
-		_cleanup_close_ int fd =
-		    open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
-			 mode >= 0 ? mode & 07777 : 0644);
-		struct stat st;
-		if (fd < 0 || fstat(fd, &st) < 0) {
-			file_reply_error(sock, errno, w ? "write" : "read", p);
-			return;
-		}
-		if (!S_ISREG(st.st_mode)) {
-			file_reply_error(sock, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, w ? "write" : "read",
-					 p);
-			return;
-		}
-		if (w && (ftruncate(fd, 0) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode & 07777) < 0))) {
-			file_reply_error(sock, errno, "write", p);
-			return;
-		}
-		(void)fd_set_nonblock(fd, 0);
-		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
-						     "size", (json_int_t)st.st_size);
-		if (r)
-			(void)json_send(sock, r, &fd, 1);
-		return;
-	}
-	if (init_copy_handle(sock, m, action, path, p))
-		return; /* stat, tar_out, tar_in: init_copy.c */
-	if (!streq(action, "list")) {
-		file_reply_error(sock, EINVAL, "file operation", action);
-		return;
-	}
-	DIR *d = opendir(path);
-	if (!d) {
-		file_reply_error(sock, errno, "list", p);
-		return;
-	}
-	json_t *entries = json_array();
-	size_t bytes = 0;
-	bool truncated = false;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		struct stat st;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		bytes += strlen(de->d_name) + 64;
-		if (bytes > FD_MSG_MAX - 4096) {
-			truncated = true;
-			break;
-		}
-		const char *type = S_ISREG(st.st_mode)	 ? "file"
-				   : S_ISDIR(st.st_mode) ? "dir"
-				   : S_ISLNK(st.st_mode) ? "symlink"
-							 : "other";
-		json_t *e = json_pack("{s:s,s:s,s:I,s:i}", "name", de->d_name, "type", type, "size",
-				      (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
-		if (e)
-			json_array_append_new(entries, e);
-	}
-	closedir(d);
-	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
-					     "entries", entries, "truncated", truncated);
-	if (r)
-		(void)json_send(sock, r, NULL, 0);
-}
-
 /* Freezing without a cgroup freezer (rootless): SIGSTOP every process of
  * the environment (kill(-1) from pid 1 reaches all of them but init), then
  * wait until each one is really stopped, so that nothing writes while the
@@ -1082,7 +871,7 @@ _noreturn_ void init_main(env_config *c, int sock)
 			else if (streq(op, CTL_OP_PS))
 				handle_ps(sock);
 			else if (streq(op, CTL_OP_FILE))
-				handle_file(sock, m);
+				init_fs_request(c, sock, m);
 			else if (streq(op, CTL_OP_STOP_ALL))
 				handle_stop_all(sock, m);
 			else if (streq(op, CTL_OP_PHASE))

@@ -1,17 +1,21 @@
-/* File operations beyond read, write and list (sbx_env_stat, make_dir,
- * move, remove_path, list_dir; src/api/env_fs.c), init's side, and the path
- * resolution every file operation shares.
+/* Init's file operations: the requests of CTL_OP_FILE (read, write and list
+ * for read_file, write_file and list_files; sbx_env_stat, make_dir, move,
+ * remove_path and list_dir; src/api/env_fs.c), the identity and path
+ * resolution every one of them shares, and "socket". The copies (stat,
+ * tar_out, tar_in: sbx cp) are init_copy.c's.
  *
  * Init is inside the environment with every wall up (pivot_root done, its
  * own mount namespace), so a path resolves exactly as a command's would:
  * ".." stops at the environment's root and a symlink that points "out"
- * points into the environment's own tree. The caller (init.c's handle_file)
- * has already taken the filesystem identity of the user the request names,
- * so permissions are that user's and what is created belongs to it. Nothing
- * here follows a symlink in the last component: stat and list describe the
- * link, remove removes the link, move renames the link.
+ * points into the environment's own tree. Each request runs with the
+ * filesystem identity of the user it names (init_fs_request), so
+ * permissions are that user's and what is created belongs to it. Nothing
+ * in the fs_* actions follows a symlink in the last component: stat and
+ * list describe the link, remove removes the link, move renames the link.
  *
  * Replies (one JSON message; on failure {ok: false, errno, message}):
+ *   read, write: {ok, size} + [the opened regular file's fd]
+ *   list:      {ok, entries: [{name, type, size, mode}], truncated}
  *   fs_stat:   {ok, entry}
  *   fs_mkdir:  {ok, entry}           EEXIST if anything is there ("parents": mkdir -p)
  *   fs_move:   {ok, entry}           of the destination ("to"); its parents are made
@@ -24,14 +28,18 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "runtime/ctl_proto.h"
 #include "runtime/runtime.h"
+#include "runtime/user.h"
 #include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -39,7 +47,9 @@
 #define LIST_DEPTH_MAX 64
 #define NAMES_MAX (1 << 20) /* largest /etc/passwd or /etc/group read for names */
 
-int init_fs_path(const char *p, const char *home, char *out, size_t n)
+/* Where a file operation's path p leads inside the environment (absolute
+ * as given; relative to home, else /root): 0 or -EINVAL, -ENAMETOOLONG. */
+static int resolve_path(const char *p, const char *home, char *out, size_t n)
 {
 	if (!p || !*p || strlen(p) > 4000 || strlen(home ?: "") > 255)
 		return -EINVAL;
@@ -78,7 +88,9 @@ int init_fs_path(const char *p, const char *home, char *out, size_t n)
 	return 0;
 }
 
-int init_fs_make_parents(const char *path)
+/* mkdir -p of path's parent directory (0755, as the current fs identity):
+ * 0 or -errno. */
+static int make_parents(const char *path)
 {
 	_cleanup_free_ char *dir = strdup(path);
 	if (!dir)
@@ -320,8 +332,10 @@ static void reply_entry(int sock, const char *what, const char *path, const char
 	reply(sock, json_pack("{s:s,s:b,s:o}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1, "entry", e));
 }
 
-bool init_fs_handle(int sock, const json_t *m, const char *action, const char *path, const char *shown,
-		    const char *home)
+/* The actions fs_stat, fs_mkdir, fs_move, fs_remove and fs_list; true if
+ * action was one of them (answered). */
+static bool handle_fs_action(int sock, const json_t *m, const char *action, const char *path,
+			     const char *shown, const char *home)
 {
 	names nm = {0};
 	if (streq(action, "fs_stat")) {
@@ -330,7 +344,7 @@ bool init_fs_handle(int sock, const json_t *m, const char *action, const char *p
 		do_list(sock, m, path, shown, &nm);
 	} else if (streq(action, "fs_mkdir")) {
 		int mode = (int)json_int(m, "mode", 0755);
-		int r = json_bool(m, "parents", false) ? init_fs_make_parents(path) : 0;
+		int r = json_bool(m, "parents", false) ? make_parents(path) : 0;
 		if (r == 0)
 			r = fs_mkdir_mode(path, (mode_t)mode & 07777);
 		if (r < 0)
@@ -340,9 +354,9 @@ bool init_fs_handle(int sock, const json_t *m, const char *action, const char *p
 	} else if (streq(action, "fs_move")) {
 		const char *to = json_str(m, "to");
 		char dst[4200];
-		int r = init_fs_path(to, home, dst, sizeof(dst));
+		int r = resolve_path(to, home, dst, sizeof(dst));
 		if (r == 0)
-			r = init_fs_make_parents(dst);
+			r = make_parents(dst);
 		if (r == 0 && rename(path, dst) < 0)
 			r = -errno;
 		if (r < 0)
@@ -365,4 +379,214 @@ bool init_fs_handle(int sock, const json_t *m, const char *action, const char *p
 	}
 	names_clear(&nm);
 	return true;
+}
+
+/* The failure reply of read, write, list and socket, in their own words
+ * (reply_error's are the fs_* actions'). */
+static void file_reply_error(int sock, int errnum, const char *what, const char *path)
+{
+	char msg[4400];
+	const char *why = errnum == ENOENT    ? "no such file or directory"
+			  : errnum == EISDIR  ? "is a directory"
+			  : errnum == ENOTDIR ? "not a directory"
+			  : errnum == EINVAL  ? "not a regular file"
+					      : strerror(errnum);
+	snprintf(msg, sizeof(msg), "%s '%s': %s", what, path, why);
+	_cleanup_json_ json_t *m = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
+					     CTL_F_ERRNO, errnum, CTL_F_MESSAGE, msg);
+	if (m)
+		(void)json_send(sock, m, NULL, 0);
+}
+
+/* File operations run with the filesystem identity of the environment's
+ * user (fsuid, fsgid and its groups) when that is not root: the file tools
+ * can read and write exactly what its commands can, and what they create
+ * belongs to it. Changing fsuid away from 0 drops the file capabilities
+ * (DAC_OVERRIDE, FOWNER, ...) from the effective set; changing it back
+ * restores them from permitted. Init is single-threaded, so nothing else
+ * runs meanwhile. 1: entered; 0: root, nothing to do; -1: *msg says why. */
+static int file_identity_enter(const env_config *c, const char *user, user_ident *who, char *msg, size_t n)
+{
+	if (!c || !user || c->degraded)
+		return 0;
+	user_ident id;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (user_resolve(user, c->id_count, c->rootless, &id, &e) < 0) {
+		snprintf(msg, n, "%s", sbx_err_message(e));
+		return -1;
+	}
+	*who = id;
+	if (id.uid == 0)
+		return 0;
+	if (setgroups(id.n_groups, id.groups) < 0) {
+		snprintf(msg, n, "user '%s': setgroups: %s", user, strerror(errno));
+		return -1;
+	}
+	(void)setfsgid(id.gid);
+	(void)setfsuid(id.uid);
+	if ((uid_t)setfsuid((uid_t)-1) != id.uid || (gid_t)setfsgid((gid_t)-1) != id.gid) {
+		snprintf(msg, n, "user '%s': could not take its filesystem identity", user);
+		(void)setfsuid(0);
+		(void)setfsgid(0);
+		(void)setgroups(0, NULL);
+		return -1;
+	}
+	return 1;
+}
+
+static void file_identity_leave(void)
+{
+	(void)setfsuid(0);
+	(void)setfsgid(0);
+	(void)setgroups(0, NULL);
+}
+
+/* action "socket": a fresh, unconnected TCP socket of the environment's own
+ * network namespace (docs/code.md "How sbx reaches the kernel"). The caller
+ * outside connects it to the environment's loopback (a socket keeps the
+ * namespace it was made in); init itself connects nowhere. Refused where the
+ * environment has no network namespace of its own: with network open it is
+ * the host's, and a connect there would reach the host's loopback. */
+static void handle_socket(const env_config *c, int sock)
+{
+	if (!c || c->degraded || streq(c->network ?: "none", "open")) {
+		_cleanup_json_ json_t *r =
+		    json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0, CTL_F_ERRNO, EPERM,
+			      CTL_F_MESSAGE,
+			      "the environment has no network namespace of its own (network open or degraded "
+			      "mode): its ports are the host's, and sbx does not connect to them");
+		if (r)
+			(void)json_send(sock, r, NULL, 0);
+		return;
+	}
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		file_reply_error(sock, errno, "socket", "tcp");
+		return;
+	}
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1);
+	if (r)
+		(void)json_send(sock, r, &fd, 1);
+}
+
+/* One request, its identity taken: the path resolved (degraded mode: a
+ * relative path is under the environment's home directory on the host),
+ * then the action. Read and write hand the client an fd of the opened
+ * regular file. */
+static void handle_file_as(const env_config *c, int sock, const json_t *m, const user_ident *who)
+{
+	const char *action = json_str(m, "action") ?: "", *p = json_str(m, "path");
+	char path[4200];
+	if (streq(action, "socket")) {
+		handle_socket(c, sock);
+		return;
+	}
+	bool degraded = c && c->degraded;
+	if (!p || !*p || strlen(p) > 4000) {
+		file_reply_error(sock, EINVAL, "path", p ? p : "");
+		return;
+	}
+	if (degraded && p[0] != '/')
+		snprintf(path, sizeof(path), "%s/home/%s", c->env_dir, p);
+	else if (resolve_path(p, json_str(m, "user") ? who->home : NULL, path, sizeof(path)) < 0) {
+		file_reply_error(sock, ENAMETOOLONG, "path", p);
+		return;
+	}
+	if (degraded && !strncmp(action, "fs_", 3)) { /* no walls: a path would be the host's */
+		file_reply_error(sock, EPERM, "file operation (degraded mode)", p);
+		return;
+	}
+	if (handle_fs_action(sock, m, action, path, p, json_str(m, "user") ? who->home : NULL))
+		return; /* fs_stat, fs_mkdir, fs_move, fs_remove, fs_list: above */
+	if (streq(action, "read") || streq(action, "write")) {
+		bool w = streq(action, "write");
+		int mode = (int)json_int(m, "mode", -1);
+		int pr = w && !degraded && json_bool(m, "parents", false) ? make_parents(path) : 0;
+		if (pr < 0) {
+			file_reply_error(sock, -pr, "write", p);
+			return;
+		}
+		_cleanup_close_ int fd =
+		    open(path, (w ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOCTTY | O_NONBLOCK | O_CLOEXEC,
+			 mode >= 0 ? mode & 07777 : 0644);
+		struct stat st;
+		if (fd < 0 || fstat(fd, &st) < 0) {
+			file_reply_error(sock, errno, w ? "write" : "read", p);
+			return;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			file_reply_error(sock, S_ISDIR(st.st_mode) ? EISDIR : EINVAL, w ? "write" : "read",
+					 p);
+			return;
+		}
+		if (w && (ftruncate(fd, 0) < 0 || (mode >= 0 && fchmod(fd, (mode_t)mode & 07777) < 0))) {
+			file_reply_error(sock, errno, "write", p);
+			return;
+		}
+		(void)fd_set_nonblock(fd, 0);
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:I}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
+						     "size", (json_int_t)st.st_size);
+		if (r)
+			(void)json_send(sock, r, &fd, 1);
+		return;
+	}
+	if (init_copy_handle(sock, m, action, path, p))
+		return; /* stat, tar_out, tar_in: init_copy.c */
+	if (!streq(action, "list")) {
+		file_reply_error(sock, EINVAL, "file operation", action);
+		return;
+	}
+	DIR *d = opendir(path);
+	if (!d) {
+		file_reply_error(sock, errno, "list", p);
+		return;
+	}
+	json_t *entries = json_array();
+	size_t bytes = 0;
+	bool truncated = false;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		bytes += strlen(de->d_name) + 64;
+		if (bytes > FD_MSG_MAX - 4096) {
+			truncated = true;
+			break;
+		}
+		const char *type = S_ISREG(st.st_mode)	 ? "file"
+				   : S_ISDIR(st.st_mode) ? "dir"
+				   : S_ISLNK(st.st_mode) ? "symlink"
+							 : "other";
+		json_t *e = json_pack("{s:s,s:s,s:I,s:i}", "name", de->d_name, "type", type, "size",
+				      (json_int_t)st.st_size, "mode", (int)(st.st_mode & 07777));
+		if (e)
+			json_array_append_new(entries, e);
+	}
+	closedir(d);
+	_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:o,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1,
+					     "entries", entries, "truncated", truncated);
+	if (r)
+		(void)json_send(sock, r, NULL, 0);
+}
+
+/* A request's "user" (sbx_fs_opts.user) overrides the environment's. */
+void init_fs_request(const env_config *c, int sock, const json_t *m)
+{
+	char msg[512];
+	user_ident who = {0};
+	const char *user = json_str(m, "user") ?: (c ? c->user : NULL);
+	int q = file_identity_enter(c, user, &who, msg, sizeof(msg));
+	if (q < 0) {
+		_cleanup_json_ json_t *r = json_pack("{s:s,s:b,s:i,s:s}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 0,
+						     CTL_F_ERRNO, EPERM, CTL_F_MESSAGE, msg);
+		if (r)
+			(void)json_send(sock, r, NULL, 0);
+		return;
+	}
+	handle_file_as(c, sock, m, &who);
+	if (q > 0)
+		file_identity_leave();
 }

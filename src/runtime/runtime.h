@@ -129,16 +129,10 @@ int supervisor_start(env_config *c, char ***ret_warnings, json_t **ret_info, sbx
 /* init_copy.c: the file actions "stat", "tar_out" and "tar_in" of init's
  * file operation (sbx cp); true if action was one of them (answered). */
 bool init_copy_handle(int sock, const json_t *m, const char *action, const char *path, const char *shown);
-/* init_fs.c: where a file operation's path p leads inside the environment
- * (absolute as given; relative to home, else /root): 0 or -EINVAL,
- * -ENAMETOOLONG. */
-int init_fs_path(const char *p, const char *home, char *out, size_t n);
-/* mkdir -p of path's parent directory (0755, as the current fs identity): 0 or -errno. */
-int init_fs_make_parents(const char *path);
-/* The actions fs_stat, fs_mkdir, fs_move, fs_remove and fs_list (see
- * init_fs.c); true if action was one of them (answered). */
-bool init_fs_handle(int sock, const json_t *m, const char *action, const char *path, const char *shown,
-		    const char *home);
+/* init_fs.c: init's answer to a CTL_OP_FILE request m (every file action,
+ * and "socket"), as the user the request or, else, the environment c names;
+ * it always replies on sock. */
+void init_fs_request(const env_config *c, int sock, const json_t *m);
 
 /* Inside the cloned child: the ordered privilege sequence, then init's loop.
  * Never returns. `sock` talks to the supervisor; `tree_fds` are the lower

@@ -27,6 +27,7 @@
 
 #include "server/e2b_data.h"
 #include "server/e2b_ports.h"
+#include "server/e2b_reply.h"
 #include "util/err.h"
 #include "util/json.h"
 #include "util/macro.h"
@@ -37,24 +38,6 @@
 #define FIRST_EVENT_WAIT_MS 1000
 #define STREAM_BLOCK 65536
 #define CLIENT_CHECK_MS 500
-
-static http_result reply_json(http_request *req, unsigned status, json_t *body)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!s)
-		return HTTP_CLOSE;
-	http_response *resp = http_response_buffer(s, strlen(s));
-	if (!resp)
-		return HTTP_CLOSE;
-	http_response_header(resp, "Content-Type", "application/json");
-	return http_respond(req, status, resp);
-}
-
-static http_result reply_error(http_request *req, unsigned status, const char *msg)
-{
-	return reply_json(req, status, json_pack("{s:i,s:s}", "code", (int)status, "message", msg));
-}
 
 static unsigned status_of(const sbx_err *e)
 {
@@ -72,14 +55,14 @@ static unsigned status_of(const sbx_err *e)
 
 static http_result reply_sbx_error(http_request *req, const sbx_err *e)
 {
-	return reply_error(req, status_of(e), sbx_err_message(e));
+	return e2b_reply_message(req, status_of(e), sbx_err_message(e));
 }
 
 /* The JSON object body, or NULL with the 400 sent (*ret). */
 static json_t *body_object(http_request *req, http_result *ret)
 {
 	if (req->too_large) {
-		*ret = reply_error(req, HTTP_STATUS_CONTENT_TOO_LARGE, "the body is too large");
+		*ret = e2b_reply_message(req, HTTP_STATUS_CONTENT_TOO_LARGE, "the body is too large");
 		return NULL;
 	}
 	if (!req->body || req->body_len == 0)
@@ -87,7 +70,7 @@ static json_t *body_object(http_request *req, http_result *ret)
 	json_t *b = json_loadb(req->body, req->body_len, 0, NULL);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		*ret = reply_error(req, HTTP_STATUS_BAD_REQUEST, "the body must be a JSON object");
+		*ret = e2b_reply_message(req, HTTP_STATUS_BAD_REQUEST, "the body must be a JSON object");
 		return NULL;
 	}
 	return b;
@@ -324,18 +307,18 @@ http_result e2b_code_execute(http_request *req)
 		return ret;
 	const char *code, *cid, *lang;
 	if (!opt_str(b, "code", &code) || !code)
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "code: a string is required");
+		return e2b_reply_message(req, HTTP_STATUS_BAD_REQUEST, "code: a string is required");
 	if (!opt_str(b, "context_id", &cid) || !opt_str(b, "language", &lang))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "context_id, language: strings");
+		return e2b_reply_message(req, HTTP_STATUS_BAD_REQUEST, "context_id, language: strings");
 	char **env = NULL;
 	if (!env_strv(json_object_get(b, "env_vars"), &env))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "env_vars: an object of strings");
+		return e2b_reply_message(req, HTTP_STATUS_BAD_REQUEST, "env_vars: an object of strings");
 
 	code_run *r = calloc(1, sizeof(*r));
 	if (!r || !(r->sandbox = strdup(e2b_req_sandbox(req)))) {
 		free(r);
 		strv_free(env);
-		return reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+		return e2b_reply_message(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->cond, NULL);
@@ -349,7 +332,8 @@ http_result e2b_code_execute(http_request *req)
 	req->state = r; /* the request's reference: e2b_req_state_done drops it */
 	if (pipe2(r->cancel, O_CLOEXEC) < 0) {
 		r->refs = 1;
-		return reply_error(req, HTTP_STATUS_SERVICE_UNAVAILABLE, "cannot make a pipe for the run");
+		return e2b_reply_message(req, HTTP_STATUS_SERVICE_UNAVAILABLE,
+					 "cannot make a pipe for the run");
 	}
 	pthread_attr_t attr;
 	pthread_t t;
@@ -359,7 +343,8 @@ http_result e2b_code_execute(http_request *req)
 	pthread_attr_destroy(&attr);
 	if (pc != 0) {
 		r->refs = 1;
-		return reply_error(req, HTTP_STATUS_SERVICE_UNAVAILABLE, "cannot start a thread for the run");
+		return e2b_reply_message(req, HTTP_STATUS_SERVICE_UNAVAILABLE,
+					 "cannot start a thread for the run");
 	}
 	http_request_busy(req, true);
 	struct timespec until;
@@ -377,7 +362,7 @@ http_result e2b_code_execute(http_request *req)
 	_cleanup_free_ char *msg = failed && r->errmsg ? strdup(r->errmsg) : NULL;
 	pthread_mutex_unlock(&r->lock);
 	if (failed)
-		return reply_error(req, status, msg ? msg : "the run failed");
+		return e2b_reply_message(req, status, msg ? msg : "the run failed");
 	http_response *resp = http_response_stream(req, STREAM_BLOCK, run_read, r);
 	if (!resp)
 		return HTTP_CLOSE;
@@ -409,12 +394,13 @@ http_result e2b_code_contexts(http_request *req)
 				return ret;
 			const char *lang, *cwd;
 			if (!opt_str(b, "language", &lang) || !opt_str(b, "cwd", &cwd))
-				return reply_error(req, HTTP_STATUS_BAD_REQUEST, "language, cwd: strings");
+				return e2b_reply_message(req, HTTP_STATUS_BAD_REQUEST,
+							 "language, cwd: strings");
 			http_request_busy(req, true);
 			int r = sbx_context_create(ctx, sb, lang, cwd, &out, &e);
 			http_request_busy(req, false);
 			return r < 0 ? reply_sbx_error(req, e)
-				     : reply_json(req, HTTP_STATUS_OK, context_e2b(out));
+				     : e2b_reply_json(req, HTTP_STATUS_OK, context_e2b(out));
 		}
 		if (streq(req->method, "GET")) {
 			if (sbx_context_list(ctx, sb, &out, &e) < 0)
@@ -424,15 +410,15 @@ http_result e2b_code_contexts(http_request *req)
 			json_t *c;
 			json_array_foreach(json_object_get(out, "contexts"), i, c)
 			    json_array_append_new(list, context_e2b(c));
-			return reply_json(req, HTTP_STATUS_OK, list);
+			return e2b_reply_json(req, HTTP_STATUS_OK, list);
 		}
-		return reply_error(req, HTTP_STATUS_METHOD_NOT_ALLOWED, "/contexts: GET or POST");
+		return e2b_reply_message(req, HTTP_STATUS_METHOD_NOT_ALLOWED, "/contexts: GET or POST");
 	}
 	/* /contexts/{id}[/restart]: the library checks the id's characters. */
 	char id[256];
 	size_t n = *p == '/' ? strcspn(p + 1, "/") : 0;
 	if (n == 0 || n >= sizeof(id))
-		return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such context call");
+		return e2b_reply_message(req, HTTP_STATUS_NOT_FOUND, "no such context call");
 	memcpy(id, p + 1, n);
 	id[n] = 0;
 	const char *rest = p + 1 + n;
@@ -444,7 +430,7 @@ http_result e2b_code_contexts(http_request *req)
 		r = sbx_context_restart(ctx, sb, id, &e);
 	else {
 		http_request_busy(req, false);
-		return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such context call");
+		return e2b_reply_message(req, HTTP_STATUS_NOT_FOUND, "no such context call");
 	}
 	http_request_busy(req, false);
 	return r < 0 ? reply_sbx_error(req, e) : http_respond(req, 204, http_response_empty());

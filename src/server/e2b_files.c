@@ -30,7 +30,6 @@
 #include "server/e2b_files.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +39,7 @@
 
 #include "server/e2b_auth.h"
 #include "server/e2b_data.h"
+#include "server/e2b_reply.h"
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
 #include "server/multipart.h"
@@ -47,7 +47,6 @@
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
-#include "util/utf8.h"
 
 enum {
 	ST_OK = 200,
@@ -63,33 +62,6 @@ enum {
 	ST_UNAVAILABLE = 503,
 	ST_NO_SPACE = 507,
 };
-
-static http_result reply_json(http_request *req, unsigned status, json_t *body)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!s)
-		return HTTP_CLOSE;
-	http_response *resp = http_response_buffer(s, strlen(s));
-	if (!resp)
-		return HTTP_CLOSE;
-	http_response_header(resp, "Content-Type", "application/json");
-	return http_respond(req, status, resp);
-}
-
-static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...) _printf_(3, 4);
-static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* a message may quote a path that is not UTF-8: JSON takes it sanitized */
-	size_t clen;
-	_cleanup_free_ char *clean = utf8_sanitize(msg, strlen(msg), &clen);
-	return reply_json(req, status, json_pack("{s:i,s:s}", "code", (int)status, "message", clean ?: "?"));
-}
 
 /* envd's statuses for file errors. */
 static unsigned status_of(const sbx_err *e)
@@ -117,7 +89,7 @@ static unsigned status_of(const sbx_err *e)
 
 static http_result reply_sbx_error(http_request *req, const sbx_err *e)
 {
-	return reply_error(req, status_of(e), "%s", sbx_err_message(e));
+	return e2b_reply_error(req, status_of(e), "%s", sbx_err_message(e));
 }
 
 bool e2b_files_signed(const http_request *req)
@@ -150,8 +122,8 @@ static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_r
 	e2b_store *st = NULL;
 	_cleanup_err_ sbx_err *e = NULL;
 	if (!dir || e2b_store_open(dir, &st, &e) < 0) {
-		*ret = reply_error(req, ST_INTERNAL, "the sandboxes' records: %s",
-				   e ? sbx_err_message(e) : "no memory");
+		*ret = e2b_reply_error(req, ST_INTERNAL, "the sandboxes' records: %s",
+				       e ? sbx_err_message(e) : "no memory");
 		return -1;
 	}
 	e2b_record *v = NULL;
@@ -175,21 +147,21 @@ static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_r
 	}
 	e2b_records_free(v, n);
 	if (want && (!named_found || !sandbox_running(ctx, want))) {
-		*ret = reply_json(req, ST_BAD_GATEWAY,
-				  json_pack("{s:s,s:s,s:i}", "sandboxId", want, "message",
-					    "The sandbox was not found", "code", ST_BAD_GATEWAY));
+		*ret = e2b_reply_json(req, ST_BAD_GATEWAY,
+				      json_pack("{s:s,s:s,s:i}", "sandboxId", want, "message",
+						"The sandbox was not found", "code", ST_BAD_GATEWAY));
 		return -1;
 	}
 	if (best != E2B_SIG_OK) {
-		*ret = reply_error(req, ST_UNAUTHORIZED,
-				   best == E2B_SIG_EXPIRED ? "signature is already expired"
-							   : "invalid signature");
+		*ret = e2b_reply_error(req, ST_UNAUTHORIZED,
+				       best == E2B_SIG_EXPIRED ? "signature is already expired"
+							       : "invalid signature");
 		return -1;
 	}
 	if (!want && !sandbox_running(ctx, ret_id)) {
-		*ret = reply_json(req, ST_BAD_GATEWAY,
-				  json_pack("{s:s,s:s,s:i}", "sandboxId", ret_id, "message",
-					    "The sandbox was not found", "code", ST_BAD_GATEWAY));
+		*ret = e2b_reply_json(req, ST_BAD_GATEWAY,
+				      json_pack("{s:s,s:s,s:i}", "sandboxId", ret_id, "message",
+						"The sandbox was not found", "code", ST_BAD_GATEWAY));
 		return -1;
 	}
 	return 0;
@@ -217,7 +189,7 @@ static int call_setup(http_request *req, files_call *c, http_result *ret)
 		user_spec us;
 		_cleanup_err_ sbx_err *e = NULL;
 		if (user_spec_parse(u, &us, &e) < 0) {
-			*ret = reply_error(req, ST_BAD_REQUEST, "username: %s", sbx_err_message(e));
+			*ret = e2b_reply_error(req, ST_BAD_REQUEST, "username: %s", sbx_err_message(e));
 			return -1;
 		}
 	}
@@ -264,7 +236,7 @@ static int gzip_all(const char *data, size_t len, char **ret, size_t *ret_len)
 static http_result do_read(http_request *req, files_call *c)
 {
 	if (!c->path)
-		return reply_error(req, ST_BAD_REQUEST, "path: give the file to read");
+		return e2b_reply_error(req, ST_BAD_REQUEST, "path: give the file to read");
 	sbx_fs_opts o = SBX_FS_OPTS_INIT;
 	o.user = c->user;
 	int fd = -1;
@@ -274,21 +246,21 @@ static http_result do_read(http_request *req, files_call *c)
 		return reply_sbx_error(req, e);
 	_cleanup_close_ int cfd = fd;
 	if (size > E2B_FILES_READ_MAX)
-		return reply_error(req, ST_TOO_LARGE,
-				   "'%.200s' is %lld bytes: sbx serves files of at most %d MiB", c->path,
-				   (long long)size, E2B_FILES_READ_MAX >> 20);
+		return e2b_reply_error(req, ST_TOO_LARGE,
+				       "'%.200s' is %lld bytes: sbx serves files of at most %d MiB", c->path,
+				       (long long)size, E2B_FILES_READ_MAX >> 20);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	int r = fd_read_all(cfd, E2B_FILES_READ_MAX, &buf, &len);
 	if (r < 0)
-		return reply_error(req, r == -EFBIG ? ST_TOO_LARGE : ST_INTERNAL, "read '%.200s': %s",
-				   c->path, strerror(-r));
+		return e2b_reply_error(req, r == -EFBIG ? ST_TOO_LARGE : ST_INTERNAL, "read '%.200s': %s",
+				       c->path, strerror(-r));
 	bool gz = accepts_gzip(req) && len > 0;
 	if (gz) {
 		char *z = NULL;
 		size_t zlen = 0;
 		if (gzip_all(buf ?: "", len, &z, &zlen) < 0)
-			return reply_error(req, ST_INTERNAL, "gzip '%.200s' failed", c->path);
+			return e2b_reply_error(req, ST_INTERNAL, "gzip '%.200s' failed", c->path);
 		free(buf);
 		buf = z;
 		len = zlen;
@@ -431,16 +403,16 @@ static http_result do_write(http_request *req, files_call *c)
 	const char *ce = http_request_header(req, "Content-Encoding");
 	bool gz = ce && !strcasecmp(ce, "gzip");
 	if (ce && !gz && strcasecmp(ce, "identity"))
-		return reply_error(req, ST_UNSUPPORTED, "Content-Encoding '%.64s': only gzip", ce);
+		return e2b_reply_error(req, ST_UNSUPPORTED, "Content-Encoding '%.64s': only gzip", ce);
 	char boundary[MULTIPART_BOUNDARY_MAX + 1];
 	bool multi = multipart_boundary(ct, boundary) == 0;
 	if (!multi && strncasecmp(ct, "application/octet-stream", 24) != 0)
-		return reply_error(
+		return e2b_reply_error(
 		    req, ST_UNSUPPORTED,
 		    "Content-Type: multipart/form-data with a boundary, or application/octet-stream");
 	if (multi && gz)
-		return reply_error(req, ST_UNSUPPORTED,
-				   "Content-Encoding: gzip goes with application/octet-stream");
+		return e2b_reply_error(req, ST_UNSUPPORTED,
+				       "Content-Encoding: gzip goes with application/octet-stream");
 	upload u = {.c = c, .written = json_array(), .fd = -1};
 	if (!u.written)
 		return HTTP_CLOSE;
@@ -460,9 +432,9 @@ static http_result do_write(http_request *req, files_call *c)
 	safe_close(u.fd);
 	http_result res;
 	if (r < 0)
-		res = reply_error(req, u.status ?: status_of(u.e), "%s", sbx_err_message(u.e));
+		res = e2b_reply_error(req, u.status ?: status_of(u.e), "%s", sbx_err_message(u.e));
 	else
-		res = reply_json(req, ST_OK, json_incref(u.written));
+		res = e2b_reply_json(req, ST_OK, json_incref(u.written));
 	json_decref(u.written);
 	sbx_err_free(u.e);
 	return res;
@@ -471,7 +443,7 @@ static http_result do_write(http_request *req, files_call *c)
 http_result e2b_files_headers(http_request *req)
 {
 	if (!streq(req->method, "GET") && !streq(req->method, "POST"))
-		return reply_error(req, 405, "/files: GET or POST");
+		return e2b_reply_error(req, 405, "/files: GET or POST");
 	files_call c = {0};
 	http_result ret = HTTP_CLOSE;
 	if (streq(req->method, "POST")) {
@@ -484,8 +456,10 @@ http_result e2b_files_headers(http_request *req)
 		 * here; otherwise the body is read first, so that a client busy
 		 * sending sees the answer, even a refusal. */
 		char id[E2B_ID_MAX + 1];
+		req->close = e2b_files_signed(req); /* a refusal: not one byte of its body */
 		if (e2b_files_signed(req) && signed_sandbox(req, id, &ret) < 0)
 			return ret;
+		req->close = false;
 		return HTTP_OK;
 	}
 	if (call_setup(req, &c, &ret) < 0)

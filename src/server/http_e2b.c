@@ -9,7 +9,6 @@
 #include "server/http_e2b.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "server/e2b_deadline.h"
 #include "server/e2b_files.h"
 #include "server/e2b_ports.h"
+#include "server/e2b_reply.h"
 #include "server/e2b_rpc.h"
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
@@ -66,33 +66,6 @@ static int64_t now_ms(void)
 
 /* ---- responses ------------------------------------------------------------------------ */
 
-static http_result reply_json(http_request *req, unsigned status, json_t *body, const char *next_token)
-{
-	char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
-	json_decref(body);
-	if (!s)
-		return HTTP_CLOSE;
-	http_response *resp = http_response_buffer(s, strlen(s));
-	if (!resp)
-		return HTTP_CLOSE;
-	http_response_header(resp, "Content-Type", "application/json");
-	if (next_token)
-		http_response_header(resp, "X-Next-Token", next_token);
-	return http_respond(req, status, resp);
-}
-
-/* E2B's error body: {"code": status, "message": ...}. */
-static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...) _printf_(3, 4);
-static http_result reply_error(http_request *req, unsigned status, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return reply_json(req, status, json_pack("{s:i,s:s}", "code", (int)status, "message", msg), NULL);
-}
-
 static unsigned status_of(const sbx_err *e)
 {
 	switch (sbx_err_code(e)) {
@@ -113,7 +86,7 @@ static unsigned status_of(const sbx_err *e)
 
 static http_result reply_sbx_error(http_request *req, const char *what, const sbx_err *e)
 {
-	return reply_error(req, status_of(e), "%s: %s", what, sbx_err_message(e));
+	return e2b_reply_error(req, status_of(e), "%s: %s", what, sbx_err_message(e));
 }
 
 static http_result reply_empty(http_request *req, unsigned status)
@@ -124,7 +97,7 @@ static http_result reply_empty(http_request *req, unsigned status)
 /* The server's own refusals (403 Origin, 413 body) in E2B's format. */
 static http_result e2b_error(http_request *req, unsigned status, const char *msg)
 {
-	return reply_error(req, status, "%s", msg);
+	return e2b_reply_error(req, status, "%s", msg);
 }
 
 /* ---- sandboxes -------------------------------------------------------------------------- */
@@ -222,8 +195,8 @@ static json_t *body_object(http_request *req, http_result *ret)
 	json_t *b = json_loadb(req->body, req->body_len, 0, &je);
 	if (!json_is_object(b)) {
 		json_decref(b);
-		*ret = reply_error(req, HTTP_STATUS_BAD_REQUEST, "the body must be a JSON object%s%s",
-				   b ? "" : ": ", b ? "" : je.text);
+		*ret = e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "the body must be a JSON object%s%s",
+				       b ? "" : ": ", b ? "" : je.text);
 		return NULL;
 	}
 	return b;
@@ -237,9 +210,9 @@ static int body_timeout(http_request *req, const json_t *b, int64_t *ret, http_r
 	if (!t || json_is_null(t))
 		return 0;
 	if (!json_is_integer(t) || json_integer_value(t) < 0 || json_integer_value(t) > E2B_TIMEOUT_MAX_S) {
-		*res = reply_error(req, HTTP_STATUS_BAD_REQUEST,
-				   "timeout: a whole number of seconds from 0 to %lld",
-				   (long long)E2B_TIMEOUT_MAX_S);
+		*res = e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST,
+				       "timeout: a whole number of seconds from 0 to %lld",
+				       (long long)E2B_TIMEOUT_MAX_S);
 		return -1;
 	}
 	*ret = json_integer_value(t);
@@ -271,10 +244,10 @@ static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, htt
 	}
 	if (strlen(tpl) > E2B_TEMPLATE_MAX || strchr(tpl, '/') ||
 	    (strchr(tpl, ':') && strncmp(tpl, "sha256:", 7) != 0)) {
-		*ret = reply_error(req, HTTP_STATUS_BAD_REQUEST,
-				   "templateID '%.300s': give base, an sbx template name, or a snapshot "
-				   "digest or label",
-				   tpl);
+		*ret = e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST,
+				       "templateID '%.300s': give base, an sbx template name, or a snapshot "
+				       "digest or label",
+				       tpl);
 		return -1;
 	}
 	_cleanup_free_ char *digest = NULL;
@@ -288,10 +261,11 @@ static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, htt
 		o->snapshot = tpl;
 		return 0;
 	}
-	*ret = reply_error(req, HTTP_STATUS_NOT_FOUND,
-			   "template '%.300s' not found: give base, an sbx template name (sbx template ls), "
-			   "or a snapshot digest or label (sbx snapshot ls)",
-			   tpl);
+	*ret =
+	    e2b_reply_error(req, HTTP_STATUS_NOT_FOUND,
+			    "template '%.300s' not found: give base, an sbx template name (sbx template ls), "
+			    "or a snapshot digest or label (sbx snapshot ls)",
+			    tpl);
 	return -1;
 }
 
@@ -320,18 +294,19 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		return ret;
 	json_t *md = json_object_get(b, "metadata"), *envs = json_object_get(b, "envVars");
 	if (!string_object(md))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "metadata: an object of strings");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "metadata: an object of strings");
 	if (!string_object(envs))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "envVars: an object of strings");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "envVars: an object of strings");
 	/* No network unless the server gives it: sbx's default. The SDK sends
 	 * allow_internet_access only when the caller sets it. */
 	if (json_is_true(json_object_get(b, "allow_internet_access")) ||
 	    json_array_size(json_object_get(json_object_get(b, "network"), "allowOut")) > 0)
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST,
-				   "internet access: sbx serve gives sandboxes no network; create without "
-				   "allowInternetAccess or network.allowOut");
+		return e2b_reply_error(
+		    req, HTTP_STATUS_BAD_REQUEST,
+		    "internet access: sbx serve gives sandboxes no network; create without "
+		    "allowInternetAccess or network.allowOut");
 	if (json_array_size(json_object_get(b, "volumeMounts")) > 0)
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "volumeMounts: not supported by sbx");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "volumeMounts: not supported by sbx");
 
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	if (template_choose(h, tpl, &o, req, &ret) < 0)
@@ -339,17 +314,18 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 	size_t n_env = json_object_size(envs);
 	_cleanup_strv_free_ char **env = calloc(n_env + 1, sizeof(char *));
 	if (!env)
-		return reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+		return e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	size_t i = 0;
 	const char *k;
 	json_t *v;
 	json_object_foreach(envs, k, v)
 	{
 		if (!*k || strchr(k, '='))
-			return reply_error(req, HTTP_STATUS_BAD_REQUEST, "envVars: invalid name '%.64s'", k);
+			return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "envVars: invalid name '%.64s'",
+					       k);
 		if (asprintf(&env[i], "%s=%s", k, json_string_value(v)) < 0) {
 			env[i] = NULL;
-			return reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+			return e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 		}
 		i++;
 	}
@@ -359,7 +335,8 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 			  .auto_pause = json_is_true(json_object_get(b, "autoPause"))};
 	uint8_t rnd[E2B_TOKEN_ENTROPY];
 	if (random_bytes(rnd, sizeof(rnd)) < 0)
-		return reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "cannot make a token (getrandom)");
+		return e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR,
+				       "cannot make a token (getrandom)");
 	e2b_token_mint(rnd, rec.token);
 	snprintf(rec.template_id, sizeof(rec.template_id), "%s", tpl);
 	rec.end_ms = rec.started_ms + timeout_s * 1000;
@@ -395,10 +372,10 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		_cleanup_err_ sbx_err *e2 = NULL;
 		(void)sbx_env_remove(h->ctx, id, &e2);
 		return e ? reply_sbx_error(req, "create: keep the sandbox's record", e)
-			 : reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+			 : e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	}
 	timer_poke(h);
-	http_result r = reply_json(req, HTTP_STATUS_CREATED, sandbox_json(&rec), NULL);
+	http_result r = e2b_reply_json(req, HTTP_STATUS_CREATED, sandbox_json(&rec));
 	e2b_record_clear(&rec);
 	return r;
 }
@@ -495,10 +472,10 @@ static http_result handle_list(http_e2b *h, http_request *req, bool v2)
 	char *end = NULL;
 	if (lim_s &&
 	    (limit = strtol(lim_s, &end, 10), !*lim_s || *end || limit < 1 || limit > E2B_LIST_LIMIT))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "limit: a whole number from 1 to %d",
-				   E2B_LIST_LIMIT);
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "limit: a whole number from 1 to %d",
+				       E2B_LIST_LIMIT);
 	if (next && (offset = strtol(next, &end, 10), !*next || *end || offset < 0))
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "nextToken: not one this server gave");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "nextToken: not one this server gave");
 	_cleanup_json_ json_t *envs = NULL;
 	_cleanup_err_ sbx_err *e = NULL;
 	if (sbx_env_list(h->ctx, &envs, &e) < 0)
@@ -506,7 +483,7 @@ static http_result handle_list(http_e2b *h, http_request *req, bool v2)
 	e2b_record *v = NULL;
 	size_t n = 0;
 	if (e2b_store_list(h->store, &v, &n) < 0)
-		return reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
+		return e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	qsort(v, n, sizeof(*v), by_start_desc);
 	json_t *out = json_array();
 	long seen = 0;
@@ -538,12 +515,12 @@ static http_result handle_list(http_e2b *h, http_request *req, bool v2)
 	e2b_records_free(v, n);
 	char tok[24];
 	snprintf(tok, sizeof(tok), "%ld", offset + limit);
-	return reply_json(req, HTTP_STATUS_OK, out, more ? tok : NULL);
+	return e2b_reply_json_paged(req, HTTP_STATUS_OK, out, more ? tok : NULL);
 }
 
 static http_result reply_not_found(http_request *req, const char *id)
 {
-	return reply_error(req, HTTP_STATUS_NOT_FOUND, "sandbox '%.64s' not found", id);
+	return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "sandbox '%.64s' not found", id);
 }
 
 /* sandbox_find, or else the answer that says why not (404, or the error
@@ -566,7 +543,7 @@ static http_result handle_info(http_e2b *h, http_request *req, const char *id)
 	http_result no;
 	if (!find_or_reply(h, req, id, &rec, st, sizeof(st), &no))
 		return no;
-	http_result res = reply_json(req, HTTP_STATUS_OK, detail_json(&rec, st, true), NULL);
+	http_result res = e2b_reply_json(req, HTTP_STATUS_OK, detail_json(&rec, st, true));
 	e2b_record_clear(&rec);
 	return res;
 }
@@ -595,7 +572,7 @@ static http_result handle_timeout(http_e2b *h, http_request *req, const char *id
 	if (has < 0)
 		return ret;
 	if (has == 0)
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "timeout: required (seconds from now)");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "timeout: required (seconds from now)");
 	e2b_record rec;
 	char st[32];
 	_cleanup_err_ sbx_err *e = NULL;
@@ -622,7 +599,7 @@ static http_result handle_pause(http_e2b *h, http_request *req, const char *id)
 	http_result res;
 	_cleanup_json_ json_t *out = NULL;
 	if (!state_running(st))
-		res = reply_error(req, HTTP_STATUS_CONFLICT, "sandbox '%s' is already paused", id);
+		res = e2b_reply_error(req, HTTP_STATUS_CONFLICT, "sandbox '%s' is already paused", id);
 	else if (sbx_env_pause(h->ctx, id, &out, &e) < 0)
 		res = reply_sbx_error(req, "pause", e);
 	else {
@@ -670,7 +647,7 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 	timer_poke(h);
 	http_result res =
 	    r < 0 ? reply_sbx_error(req, "connect", e)
-		  : reply_json(req, resumed ? HTTP_STATUS_CREATED : HTTP_STATUS_OK, sandbox_json(&rec), NULL);
+		  : e2b_reply_json(req, resumed ? HTTP_STATUS_CREATED : HTTP_STATUS_OK, sandbox_json(&rec));
 	e2b_record_clear(&rec);
 	return res;
 }
@@ -695,24 +672,25 @@ static http_result control(http_request *req)
 	if (v2)
 		p += 3;
 	if (!startswith(p, "/sandboxes") || (p[10] && p[10] != '/'))
-		return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
-				   req->path);
+		return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s",
+				       req->method, req->path);
 	p += 10;
 	char id[E2B_ID_MAX + 2] = "", op[32] = "";
 	if (*p == '/') {
 		p++;
 		size_t n = strcspn(p, "/");
 		if (n == 0 || n > E2B_ID_MAX)
-			return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such sandbox id in '%.200s'",
-					   req->path);
+			return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "no such sandbox id in '%.200s'",
+					       req->path);
 		memcpy(id, p, n);
 		id[n] = 0;
 		p += n;
 		if (*p == '/') {
 			p++;
 			if (!*p || strchr(p, '/') || strlen(p) >= sizeof(op))
-				return reply_error(req, HTTP_STATUS_NOT_FOUND,
-						   "no such E2B call: %.16s %.200s", req->method, req->path);
+				return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND,
+						       "no such E2B call: %.16s %.200s", req->method,
+						       req->path);
 			snprintf(op, sizeof(op), "%s", p);
 		}
 	}
@@ -738,10 +716,10 @@ static http_result control(http_request *req)
 	else if (post && streq(op, "pause") && !v2)
 		return handle_pause(h, req, id);
 	else if (known_unbuilt(op))
-		return reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
-				   "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
-	return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
-			   req->path);
+		return e2b_reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
+				       "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
+	return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
+			       req->path);
 }
 
 static http_result control_auth(http_request *req)
@@ -750,9 +728,10 @@ static http_result control_auth(http_request *req)
 	if (!h->key) {
 		if (http_server_loopback(req->server))
 			return HTTP_OK;
-		return reply_error(req, HTTP_STATUS_UNAUTHORIZED,
-				   "this server has no --token-file: its E2B API serves only on a loopback "
-				   "address without one");
+		return e2b_reply_error(
+		    req, HTTP_STATUS_UNAUTHORIZED,
+		    "this server has no --token-file: its E2B API serves only on a loopback "
+		    "address without one");
 	}
 	const char *k = http_request_header(req, "X-API-Key"), *t;
 	size_t n;
@@ -761,8 +740,8 @@ static http_result control_auth(http_request *req)
 	if (http_bearer_token(http_request_header(req, "Authorization"), &t, &n) &&
 	    http_token_equal(t, n, h->key, h->key_len))
 		return HTTP_OK;
-	return reply_error(req, HTTP_STATUS_UNAUTHORIZED,
-			   "Invalid API key: send the token of sbx serve's --token-file as X-API-Key");
+	return e2b_reply_error(req, HTTP_STATUS_UNAUTHORIZED,
+			       "Invalid API key: send the token of sbx serve's --token-file as X-API-Key");
 }
 
 /* ---- the data plane ----------------------------------------------------------------------- */
@@ -774,10 +753,9 @@ static bool names_sandbox(const http_request *req)
 
 static http_result reply_no_sandbox(http_request *req, const char *id)
 {
-	return reply_json(req, HTTP_STATUS_BAD_GATEWAY,
-			  json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message", "The sandbox was not found",
-				    "code", HTTP_STATUS_BAD_GATEWAY),
-			  NULL);
+	return e2b_reply_json(req, HTTP_STATUS_BAD_GATEWAY,
+			      json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message",
+					"The sandbox was not found", "code", HTTP_STATUS_BAD_GATEWAY));
 }
 
 static bool is_health(const http_request *req)
@@ -795,7 +773,8 @@ static http_result data_auth(http_request *req)
 	const char *port = http_request_header(req, "E2b-Sandbox-Port");
 	uint16_t pn;
 	if (port && e2b_port_parse(port, strlen(port), &pn) < 0)
-		return reply_error(req, HTTP_STATUS_BAD_REQUEST, "E2b-Sandbox-Port: a port from 1 to 65535");
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST,
+				       "E2b-Sandbox-Port: a port from 1 to 65535");
 	e2b_record rec;
 	char st[32];
 	_cleanup_err_ sbx_err *e = NULL;
@@ -817,8 +796,8 @@ static http_result data_auth(http_request *req)
 	if (!running)
 		return reply_no_sandbox(req, id);
 	if (!ok)
-		return reply_error(req, HTTP_STATUS_UNAUTHORIZED,
-				   "unauthorized: X-Access-Token must be this sandbox's envdAccessToken");
+		return e2b_reply_error(req, HTTP_STATUS_UNAUTHORIZED,
+				       "unauthorized: X-Access-Token must be this sandbox's envdAccessToken");
 	return HTTP_OK;
 }
 
@@ -848,7 +827,8 @@ static http_result data_health(http_request *req)
 
 static http_result data_unbuilt(http_request *req)
 {
-	return reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED, "not implemented yet in sbx: %.200s", req->path);
+	return e2b_reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED, "not implemented yet in sbx: %.200s",
+			       req->path);
 }
 
 /* ---- the families ------------------------------------------------------------------------- */

@@ -2,53 +2,8 @@
 # tests/e2b/package.json) run unchanged against the server
 # (tests/e2b/lifecycle.mjs).
 
-E2B_DIR="$SBX_SRC/tests/e2b"
+source "${SBX_SRC:-.}/tests/integration/e2b_lib.sh"
 
-need_e2b_sdk() {
-	command -v node > /dev/null || skip "node is not installed (needed to run E2B's SDK)"
-	[ -f "$E2B_DIR/node_modules/e2b/package.json" ] && return 0
-	command -v npm > /dev/null || skip "npm is not installed (needed to install E2B's SDK)"
-	(cd "$E2B_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error > /dev/null 2>&1) ||
-		skip "npm ci in tests/e2b failed (no access to the npm registry?)"
-}
-
-# e2b_start [ARGS...]: a token file of the form e2b_<32 hex> (the SDK's key
-# check), and `sbx serve` with it on a free 127.0.0.1 port; sets E2B_URL,
-# E2B_KEY and E2B_PID, and stops the server when the test's subshell exits.
-# E2B_LISTEN and E2B_NO_TOKEN=1 change the address and drop the token file.
-e2b_start() {
-	E2B_KEY="e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-	printf '%s\n' "$E2B_KEY" > "$TMPDIR_TEST/token"
-	chmod 600 "$TMPDIR_TEST/token"
-	: > "$TMPDIR_TEST/serve.err"
-	local tf=(--token-file "$TMPDIR_TEST/token")
-	[ "${E2B_NO_TOKEN:-0}" = 1 ] && tf=()
-	timeout 300 "$SBX_BIN" serve --listen "${E2B_LISTEN:-127.0.0.1:0}" "${tf[@]}" "$@" \
-		2> "$TMPDIR_TEST/serve.err" &
-	E2B_PID=$!
-	trap e2b_stop EXIT
-	E2B_URL=""
-	for _ in $(seq 100); do
-		E2B_URL=$(sed -n 's/^sbx: serving the E2B API on \(http[^ ]*\).*/\1/p' "$TMPDIR_TEST/serve.err" |
-			sed 's|//0\.0\.0\.0:|//127.0.0.1:|')
-		[ -n "$E2B_URL" ] && return 0
-		kill -0 "$E2B_PID" 2> /dev/null || fail "sbx serve exited: $(cat "$TMPDIR_TEST/serve.err")"
-		sleep 0.1
-	done
-	fail "sbx serve did not start: $(cat "$TMPDIR_TEST/serve.err")"
-}
-e2b_stop() {
-	[ -n "${E2B_PID:-}" ] || return 0
-	kill -TERM "$E2B_PID" 2> /dev/null || true
-	wait "$E2B_PID" 2> /dev/null || true
-	E2B_PID=""
-}
-
-# e2b_node ARGS...: node in tests/e2b (where 'e2b' resolves), pointed at the server.
-e2b_node() {
-	(cd "$E2B_DIR" && E2B_API_URL="$E2B_URL" E2B_SANDBOX_URL="$E2B_URL" E2B_API_KEY="$E2B_KEY" \
-		SBX_BIN="$SBX_BIN" timeout 120 node "$@")
-}
 # e2b CASE: one case of tests/e2b/lifecycle.mjs against the server.
 e2b() { e2b_node lifecycle.mjs "$1"; }
 

@@ -4,56 +4,19 @@
 # sandbox's loopback (tests/e2b/ports.mjs, with servers started inside the
 # sandbox), with attacks on both.
 
-E2B_DIR="$SBX_SRC/tests/e2b"
-
-need_e2b_sdk() {
-	command -v node > /dev/null || skip "node is not installed (needed to run E2B's SDK)"
-	[ -f "$E2B_DIR/node_modules/@e2b/code-interpreter/package.json" ] && return 0
-	command -v npm > /dev/null || skip "npm is not installed (needed to install E2B's SDK)"
-	(cd "$E2B_DIR" && timeout 300 npm ci --no-audit --no-fund --loglevel=error > /dev/null 2>&1) ||
-		skip "npm ci in tests/e2b failed (no access to the npm registry?)"
-}
+source "${SBX_SRC:-.}/tests/integration/e2b_lib.sh"
+# The code interpreter's runs and the proxy's slow cases take longer than
+# test_e2b.sh's lifecycle.
+E2B_SERVE_TIMEOUT=600
+E2B_NODE_TIMEOUT=180
 
 need_ipykernel() {
 	/usr/bin/python3 -c 'import ipykernel, jupyter_client, matplotlib, pandas' 2> /dev/null ||
 		skip "/usr/bin/python3 with ipykernel, jupyter_client, matplotlib and pandas is not installed (scripts/deps.sh test)"
 }
 
-# e2b_start [ARGS...]: as test_e2b.sh's: `sbx serve` with a token file of
-# the SDK's form on a free 127.0.0.1 port; sets E2B_URL, E2B_KEY, E2B_PID.
-e2b_start() {
-	E2B_KEY="e2b_$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
-	printf '%s\n' "$E2B_KEY" > "$TMPDIR_TEST/token"
-	chmod 600 "$TMPDIR_TEST/token"
-	: > "$TMPDIR_TEST/serve.err"
-	timeout 600 "$SBX_BIN" serve --listen 127.0.0.1:0 --token-file "$TMPDIR_TEST/token" "$@" \
-		2> "$TMPDIR_TEST/serve.err" &
-	E2B_PID=$!
-	trap e2b_stop EXIT
-	E2B_URL=""
-	for _ in $(seq 100); do
-		E2B_URL=$(sed -n 's/^sbx: serving the E2B API on \(http[^ ]*\).*/\1/p' "$TMPDIR_TEST/serve.err")
-		[ -n "$E2B_URL" ] && return 0
-		kill -0 "$E2B_PID" 2> /dev/null || fail "sbx serve exited: $(cat "$TMPDIR_TEST/serve.err")"
-		sleep 0.1
-	done
-	fail "sbx serve did not start: $(cat "$TMPDIR_TEST/serve.err")"
-}
-e2b_stop() {
-	[ -n "${E2B_PID:-}" ] || return 0
-	kill -TERM "$E2B_PID" 2> /dev/null || true
-	wait "$E2B_PID" 2> /dev/null || true
-	E2B_PID=""
-}
-e2b_node() {
-	(cd "$E2B_DIR" && E2B_API_URL="$E2B_URL" E2B_SANDBOX_URL="$E2B_URL" E2B_API_KEY="$E2B_KEY" \
-		SBX_BIN="$SBX_BIN" timeout 180 node "$@")
-}
-# The server is still up (no crash under the attacks).
-e2b_alive() { kill -0 "$E2B_PID" 2> /dev/null || fail "sbx serve died: $(tail -5 "$TMPDIR_TEST/serve.err")"; }
-
 code_case() {
-	need_e2b_sdk
+	need_e2b_sdk @e2b/code-interpreter
 	need_ipykernel
 	e2b_start
 	e2b_node code.mjs "$1"
@@ -75,7 +38,7 @@ t_e2b_code_hangup_interrupts() {
 }
 
 port_case() {
-	need_e2b_sdk
+	need_e2b_sdk @e2b/code-interpreter
 	e2b_start
 	e2b_node ports.mjs "$1"
 	e2b_alive
