@@ -519,6 +519,12 @@ int sbx_env_stat(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_o
  * then moves between the caller and that fd directly. */
 int sbx_env_file_open(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, int *ret_fd,
 		      int64_t *ret_size, sbx_err **err);
+/* A directory opened inside the environment as the user (read permission
+ * needed; a symlink to one is followed), as a read-only descriptor: to
+ * watch it (inotify through /proc/self/fd) or read it outside. Its mounts
+ * stay those of the environment's tree when the descriptor was made. */
+int sbx_env_dir_open(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, int *ret_fd,
+		     sbx_err **err);
 /* conflict (EEXIST) when anything is at path already. *ret (may be NULL): its entry. */
 int sbx_env_make_dir(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, json_t **ret,
 		     sbx_err **err);

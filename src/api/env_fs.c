@@ -1,4 +1,4 @@
-/* sbx_env_stat, file_open, make_dir, move, remove_path, list_dir: file
+/* sbx_env_stat, file_open, dir_open, make_dir, move, remove_path, list_dir: file
  * operations as a named user (include/sbx.h). Each is one request to init
  * (src/runtime/init_fs.c), which resolves the path inside the environment
  * with the user's filesystem identity; files.c's api_file_call carries it. */
@@ -79,6 +79,23 @@ _public_ int sbx_env_file_open(sbx_ctx *ctx, const char *ref, const char *path, 
 		return -1;
 	if (ret_size)
 		*ret_size = json_int(m, "size", 0);
+	*ret_fd = fd;
+	return 0;
+}
+
+_public_ int sbx_env_dir_open(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o,
+			      int *ret_fd, sbx_err **err)
+{
+	o = o ?: &fs_defaults;
+	_cleanup_json_ json_t *req = fs_request("fs_opendir", path, o, err), *m = NULL;
+	if (!req)
+		return -1;
+	int fd = -1;
+	if (api_file_call(ctx, ref, req, &m, &fd, 1, err) < 0)
+		return -1;
+	if (fd < 0)
+		return err_set(err, SBX_E_INTERNAL, EPROTO, "the environment sent no descriptor for '%.200s'",
+			       path);
 	*ret_fd = fd;
 	return 0;
 }

@@ -20,6 +20,7 @@
  *   fs_mkdir:  {ok, entry}           EEXIST if anything is there ("parents": mkdir -p)
  *   fs_move:   {ok, entry}           of the destination ("to"); its parents are made
  *   fs_remove: {ok}                  a directory with everything under it
+ *   fs_opendir: {ok} + the directory's descriptor (read-only)
  *   fs_list:   {ok, entries, truncated}  pre-order, each directory's entries in
  *              byte order, "depth" levels (1: the directory's own entries)
  * An entry: {name, path, type ("file"|"dir"|"symlink"|"other"), size, mode
@@ -363,6 +364,18 @@ static bool handle_fs_action(int sock, const json_t *m, const char *action, cons
 			reply_error(sock, -r, "move", shown);
 		else
 			reply_entry(sock, "move", dst, to, &nm);
+	} else if (streq(action, "fs_opendir")) {
+		/* A directory as a descriptor, opened as the user (read
+		 * permission needed): the caller outside watches it. */
+		int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			reply_error(sock, errno, "open directory", shown);
+		} else {
+			_cleanup_json_ json_t *r = json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_FILE, CTL_F_OK, 1);
+			if (r)
+				(void)json_send(sock, r, &fd, 1);
+			close(fd);
+		}
 	} else if (streq(action, "fs_remove")) {
 		struct stat st;
 		int r = lstat(path, &st) < 0 ? -errno : 0;

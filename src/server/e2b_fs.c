@@ -9,7 +9,7 @@
  *    (RFC 3339), symlinkTarget?}
  * Errors come back with the library's code (not_found, already_exists for
  * MakeDir's EEXIST, ...), which the SDK turns into false for exists() and
- * makeDir(). WatchDir and the watcher calls are not built (unimplemented). */
+ * makeDir(). WatchDir and the watcher calls are e2b_watch.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

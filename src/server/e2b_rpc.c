@@ -41,6 +41,7 @@
 #define E2B_DEADLINE_GRACE_MS 2000 /* a method past its deadline this long is cut off */
 #define E2B_WAIT_TICK_MS 100	   /* how often a waiting reader looks at the socket */
 
+/* A process stream's (its message holds an event, which holds the oneof). */
 static const char KEEPALIVE_JSON[] = "{\"event\":{\"keepalive\":{}}}";
 
 struct e2b_stream {
@@ -224,7 +225,8 @@ static ssize_t stream_read(void *cls, char *buf, size_t max)
 			continue;
 		}
 		if (s->sent && now - s->last_send_ms >= s->keepalive_ms) {
-			if (stream_append(s, 0, KEEPALIVE_JSON, sizeof(KEEPALIVE_JSON) - 1) == 0)
+			const char *ka = s->m->keepalive ?: KEEPALIVE_JSON;
+			if (stream_append(s, 0, ka, strlen(ka)) == 0)
 				s->last_send_ms = now;
 			continue;
 		}
@@ -296,7 +298,7 @@ static http_result reply_error(http_request *req, bool stream, connect_code code
 
 static const e2b_method *method_find(const char *service, const char *method)
 {
-	const e2b_method *tables[] = {e2b_process_methods, e2b_fs_methods};
+	const e2b_method *tables[] = {e2b_process_methods, e2b_fs_methods, e2b_watch_methods};
 	for (size_t t = 0; t < ARRAY_SIZE(tables); t++)
 		for (const e2b_method *m = tables[t]; m->service; m++)
 			if (streq(m->service, service) && streq(m->method, method))

@@ -1,6 +1,6 @@
 /* envd's Connect RPC services on the E2B data plane (docs/e2b.md), JSON
  * codec: the dispatch (e2b_rpc.c) and the interface each service module
- * (e2b_process.c, e2b_fs.c) implements. connect_rpc.h has the pure wire
+ * (e2b_process.c, e2b_fs.c, e2b_watch.c) implements. connect_rpc.h has the pure wire
  * format; this is its I/O side.
  *
  * e2b_rpc.c classifies a request (connect_request_classify), finds its
@@ -42,6 +42,9 @@ typedef struct e2b_method {
 	const char *method;  /* "Start" */
 	int (*unary)(e2b_call *c, const json_t *in, json_t **out, sbx_err **err);
 	int (*stream)(e2b_call *c, const json_t *in, e2b_stream *s, sbx_err **err);
+	/* A stream's keepalive message, as its response type spells it; NULL:
+	 * a process stream's {"event":{"keepalive":{}}}. */
+	const char *keepalive;
 } e2b_method;
 
 /* Sends one response message (borrowed). 0, or -EPIPE once the client has
@@ -53,6 +56,7 @@ bool e2b_stream_closed(const e2b_stream *s);
 /* The services' tables (each module's), ended by an entry of NULL service. */
 extern const e2b_method e2b_process_methods[];
 extern const e2b_method e2b_fs_methods[];
+extern const e2b_method e2b_watch_methods[]; /* e2b_watch.c: WatchDir and the watchers */
 
 /* The route handler of data_routes for every Connect call to envd's port. */
 http_result e2b_rpc_headers(http_request *req);

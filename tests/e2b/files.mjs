@@ -287,6 +287,100 @@ const cases = {
 		check(r.status === 401, 'signed URL of a killed sandbox: 401 (no live sandbox signs it)', r.status);
 	},
 
+	// files.watchDir (filesystem.Filesystem/WatchDir): events as envd names
+	// and types them, recursive or not, what it refuses, links not followed
+	// out of the tree; and the polled watchers (CreateWatcher,
+	// GetWatcherEvents, RemoveWatcher) bound to their sandbox.
+	async watch() {
+		const a = await create();
+		const b = await create();
+		await a.files.makeDir('/home/user/w');
+		const got = [];
+		const seen = (name, type) => got.some((e) => e.name === name && e.type === type);
+		async function until(what, cond) {
+			for (let i = 0; i < 100 && !cond(); i++) await new Promise((r) => setTimeout(r, 50));
+			check(cond(), what, got);
+		}
+		let h = await a.files.watchDir('/home/user/w', (e) => got.push(e));
+		await a.files.write('/home/user/w/a.txt', 'one');
+		await until('write of a.txt: create and write', () => seen('a.txt', 'create') && seen('a.txt', 'write'));
+		await a.commands.run('mv /home/user/w/a.txt /home/user/w/b.txt && chmod 600 /home/user/w/b.txt && rm /home/user/w/b.txt');
+		await until('rename, create, chmod, remove', () => seen('a.txt', 'rename') && seen('b.txt', 'create') && seen('b.txt', 'chmod') && seen('b.txt', 'remove'));
+		// not recursive: a file in a new subdirectory is not reported, the directory is
+		await a.commands.run('mkdir /home/user/w/sub && echo x > /home/user/w/sub/deep.txt');
+		await until('the subdirectory made', () => seen('sub', 'create'));
+		await new Promise((r) => setTimeout(r, 300));
+		check(!got.some((e) => e.name.includes('deep')), 'not recursive: nothing from under sub', got);
+		await h.stop();
+		// recursive: from directories there and made later, named by their path under the root
+		got.length = 0;
+		await a.commands.run('ln -s /tmp /home/user/w/link');
+		h = await a.files.watchDir('/home/user/w', (e) => got.push(e), { recursive: true });
+		await a.files.write('/home/user/w/sub/deep.txt', 'two');
+		await until('a file in an existing subdirectory', () => seen('sub/deep.txt', 'write'));
+		await a.commands.run('mkdir -p /home/user/w/new/er && echo x > /home/user/w/new/er/f');
+		await until('a directory made later, and a file in it', () => seen('new', 'create'));
+		await a.commands.run('echo y > /home/user/w/new/er/g');
+		await until('a file two levels under a new directory', () => seen('new/er/g', 'create'));
+		// a link to a directory elsewhere is not followed
+		await a.commands.run('echo z > /tmp/outside.txt');
+		await new Promise((r) => setTimeout(r, 300));
+		check(!got.some((e) => e.name.startsWith('link/')), 'a symlinked directory is not watched through', got);
+		await h.stop();
+		// refusals: no such directory, a file
+		await throwsA(() => a.files.watchDir('/home/user/nothere', () => {}), FileNotFoundError, 'watching a missing directory');
+		await a.files.write('/home/user/file.txt', 'f');
+		await throwsA(() => a.files.watchDir('/home/user/file.txt', () => {}), null, 'watching a file');
+		// /root is not the user's: refused as the user
+		await throwsA(() => a.files.watchDir('/root', () => {}), null, "watching a directory the user cannot read");
+
+		// the polled form, as the Python SDK uses it
+		const call = async (s, method, body, token = s.envdAccessToken, id = s.sandboxId) => {
+			const r = await fetch(`${url}/filesystem.Filesystem/${method}`, {
+				method: 'POST',
+				headers: { 'Content-Type': 'application/json', 'E2b-Sandbox-Id': id, 'E2b-Sandbox-Port': '49983', 'X-Access-Token': token },
+				body: JSON.stringify(body),
+			});
+			return { status: r.status, body: await r.json().catch(() => null) };
+		};
+		let r = await call(a, 'CreateWatcher', { path: '/home/user/w', recursive: true });
+		check(r.status === 200 && typeof r.body.watcherId === 'string', 'CreateWatcher', r);
+		const wid = r.body.watcherId;
+		await a.files.write('/home/user/w/sub/polled.txt', 'p');
+		let events = [];
+		for (let i = 0; i < 50 && !events.some((e) => e.name === 'sub/polled.txt'); i++) {
+			r = await call(a, 'GetWatcherEvents', { watcherId: wid });
+			check(r.status === 200, 'GetWatcherEvents', r);
+			events = events.concat(r.body.events ?? []);
+			await new Promise((res) => setTimeout(res, 50));
+		}
+		check(events.some((e) => e.name === 'sub/polled.txt' && e.type === 'EVENT_TYPE_WRITE'), 'polled events', events);
+		r = await call(a, 'GetWatcherEvents', { watcherId: wid });
+		check(r.status === 200 && (r.body.events ?? []).length === 0, 'events are handed out once', r);
+		// another sandbox cannot read or remove a's watcher, with its own token or a's
+		r = await call(b, 'GetWatcherEvents', { watcherId: wid });
+		check(r.status === 404, "b reads a's watcher: not found", r);
+		r = await call(b, 'RemoveWatcher', { watcherId: wid });
+		check(r.status === 404, "b removes a's watcher: not found", r);
+		r = await call(a, 'GetWatcherEvents', { watcherId: wid }, b.envdAccessToken);
+		check(r.status === 401, "b's token for a: 401", r.status);
+		r = await call(a, 'GetWatcherEvents', { watcherId: 'nosuch' });
+		check(r.status === 404, 'an unknown watcher: not found', r);
+		r = await call(a, 'RemoveWatcher', { watcherId: wid });
+		check(r.status === 200, 'RemoveWatcher', r);
+		r = await call(a, 'GetWatcherEvents', { watcherId: wid });
+		check(r.status === 404, 'a removed watcher: not found', r);
+		r = await call(a, 'CreateWatcher', { path: '/home/user/nothere' });
+		check(r.status === 404, 'CreateWatcher of a missing directory: not found', r);
+		// a watch ends with its sandbox
+		got.length = 0;
+		let ended = false;
+		h = await a.files.watchDir('/home/user/w', (e) => got.push(e), { onExit: () => { ended = true; } });
+		await a.kill();
+		for (let i = 0; i < 100 && !ended; i++) await new Promise((res) => setTimeout(res, 50));
+		check(ended, 'the watch ended with its sandbox');
+	},
+
 	// Paths that climb out, symlinks that point out, another sandbox's token,
 	// oversized and truncated bodies, NUL and non-UTF-8 paths.
 	async attacks() {

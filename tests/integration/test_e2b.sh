@@ -103,6 +103,16 @@ t_e2b_files_filesystem_calls() {
 	e2b_node files.mjs fs
 }
 
+# files.watchDir through the official SDK: envd's event names and types,
+# recursive watches (directories made later too, symlinks not followed),
+# refusals, the polled watchers bound to their sandbox, the end of a watch
+# with its sandbox.
+t_e2b_files_watch() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs watch
+}
+
 # uploadUrl/downloadUrl and their refusals: wrong, expired, another path,
 # another op, another sandbox's.
 t_e2b_files_signed_urls() {
