@@ -162,7 +162,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 		O_ALLOW_HOST_DIR,
 		O_INSECURE_NO_TOKEN,
 		O_WARM,
-		O_WARM_MEMORY
+		O_WARM_MEMORY,
+		O_DOMAIN
 	};
 	static const struct option longopts[] = {
 	    {"listen", required_argument, NULL, O_LISTEN},
@@ -179,10 +180,12 @@ int cmd_serve(cli *c, int argc, char **argv)
 	    {"insecure-no-token", no_argument, NULL, O_INSECURE_NO_TOKEN},
 	    {"warm", required_argument, NULL, O_WARM},
 	    {"warm-memory", required_argument, NULL, O_WARM_MEMORY},
+	    {"domain", required_argument, NULL, O_DOMAIN},
 	    {0},
 	};
 	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
-	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *allow[MAX_ALLOW_DIRS];
+	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *domain = NULL,
+		   *allow[MAX_ALLOW_DIRS];
 	size_t n_allow = 0;
 	bool insecure_no_token = false;
 	http_server_opts opts = {0};
@@ -202,6 +205,9 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_TOKEN_FILE:
 			token_file = v;
+			break;
+		case O_DOMAIN:
+			domain = v;
 			break;
 		case O_INSECURE_NO_TOKEN:
 			insecure_no_token = true;
@@ -258,7 +264,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 	/* One port, a family of routes per API (src/server/http_server.h). */
 	http_server *hs = NULL;
 	sbx_err *e = NULL;
-	http_e2b_opts e2b = {.token_file = token_file};
+	http_e2b_opts e2b = {.token_file = token_file, .domain = domain};
 	/* E2B's data plane first: its predicate (an E2b-Sandbox-Id header) takes
 	 * any path. */
 	warm *w = NULL;

@@ -223,3 +223,27 @@ int e2b_host_parse(const char *host, const char *domain, uint16_t *ret_port, cha
 	memcpy(ret_id, buf, il + 1);
 	return 1;
 }
+
+int e2b_domain_valid(const char *domain, sbx_err **err)
+{
+	size_t n = strlen(domain), label = 0;
+	bool dot = false, ok = n > 0 && n <= 200;
+	for (size_t i = 0; ok && i <= n; i++) {
+		char c = domain[i];
+		if (c == '.' || c == 0) {
+			ok = label > 0 && domain[i - 1] != '-';
+			dot |= c == '.';
+			label = 0;
+		} else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || (c == '-' && label > 0)) {
+			ok = ++label <= 63;
+		} else {
+			ok = false;
+		}
+	}
+	if (!ok || !dot)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "--domain '%.220s': a lowercase DNS name with a dot (e.g. sbx.example.com), "
+			       "its labels of a-z, 0-9 and '-'",
+			       domain);
+	return 0;
+}

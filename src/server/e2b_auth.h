@@ -101,3 +101,8 @@ int e2b_port_parse(const char *s, size_t len, uint16_t *ret);
  * sandbox can be meant: answer 400, do not fall back to the headers). */
 int e2b_host_parse(const char *host, const char *domain, uint16_t *ret_port, char ret_id[E2B_ID_MAX + 1],
 		   sbx_err **err);
+/* A domain --domain may name: DNS labels of [a-z0-9-] (lowercase; not
+ * starting or ending with '-', 1-63 each), dot-separated, at most 200 in
+ * all, with at least one dot (a Host of {port}-{id}.{domain} must fit
+ * E2B_HOST_MAX). 0, or -1 with err (invalid_argument). */
+int e2b_domain_valid(const char *domain, sbx_err **err);

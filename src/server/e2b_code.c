@@ -438,7 +438,7 @@ http_result e2b_code_contexts(http_request *req)
 
 bool e2b_code_match(const http_request *req)
 {
-	return http_request_header(req, "E2b-Sandbox-Id") && e2b_req_port(req) == E2B_CODE_PORT;
+	return e2b_req_sandbox(req) && e2b_req_port(req) == E2B_CODE_PORT;
 }
 
 void e2b_req_state_done(http_request *req)

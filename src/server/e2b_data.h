@@ -10,6 +10,7 @@
  * the sandbox exists, runs, and that the request carries its own
  * X-Access-Token (or, for /files, a valid signature). */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sbx.h"
@@ -17,9 +18,23 @@
 
 /* The library context of the server (borrowed). */
 sbx_ctx *e2b_req_ctx(const http_request *req);
-/* The sandbox the request is for (its E2b-Sandbox-Id, or the {id} of a
- * {port}-{id}.{domain} Host), already checked to exist and to run. */
+/* The --domain of `sbx serve` (NULL: none; Host routing is off). */
+const char *e2b_req_domain(const http_request *req);
+
+/* Which sandbox and port a request is for (e2b_target.c): the {port} and
+ * {id} of a Host {port}-{id}.{domain} when --domain is given and the Host
+ * is of that form, else the E2b-Sandbox-Id and E2b-Sandbox-Port headers.
+ * Whether the request names a sandbox at all (either form, or a Host under
+ * the domain that names none: data_auth answers that 400). */
+bool e2b_req_names_sandbox(const http_request *req);
+/* Why a Host under the domain names no sandbox; NULL when it is fine. */
+const char *e2b_req_host_error(const http_request *req);
+/* Whether the Host form names the target (not the headers). */
+bool e2b_req_by_host(const http_request *req);
+/* The sandbox the request is for, NULL if none; once http_e2b.c's auth
+ * passed, checked to exist and to run. The Host form's id is valid until
+ * the next call on this thread. */
 const char *e2b_req_sandbox(const http_request *req);
-/* The port the request is for: E2b-Sandbox-Port, or the Host's {port};
+/* The port the request is for: the Host's {port}, or E2b-Sandbox-Port;
  * HTTP_E2B_ENVD_PORT (49983) when it names none. */
 uint16_t e2b_req_port(const http_request *req);

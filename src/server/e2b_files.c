@@ -117,7 +117,7 @@ static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_r
 		   *exp = http_request_query(req, "signature_expiration");
 	const char *path = http_request_query(req, "path") ?: "", *user = http_request_query(req, "username");
 	const char *op = streq(req->method, "POST") ? "write" : "read";
-	const char *want = http_request_header(req, "E2b-Sandbox-Id");
+	const char *want = e2b_req_sandbox(req); /* its header, or a Host of {port}-{id}.{domain} */
 	_cleanup_free_ char *dir = fs_path_join(sbx_ctx_root(ctx), "e2b");
 	e2b_store *st = NULL;
 	_cleanup_err_ sbx_err *e = NULL;

@@ -54,7 +54,7 @@ void e2b_traffic_token(const char *token, char ret[E2B_TRAFFIC_TOKEN_LEN + 1])
 
 bool e2b_proxy_match(const http_request *req)
 {
-	if (!http_request_header(req, "E2b-Sandbox-Id"))
+	if (!e2b_req_sandbox(req))
 		return false;
 	uint16_t p = e2b_req_port(req);
 	return p != HTTP_E2B_ENVD_PORT && p != E2B_CODE_PORT;

@@ -51,7 +51,8 @@ enum {
 
 typedef struct http_e2b {
 	sbx_ctx *ctx;
-	char *key; /* NULL: no --token-file */
+	char *key;    /* NULL: no --token-file */
+	char *domain; /* --domain: Host routing and the sandboxes' "domain"; NULL: none */
 	size_t key_len;
 	e2b_store *store;
 	e2b_deadline *deadline; /* the thread that ends sandboxes at their deadlines */
@@ -152,18 +153,19 @@ static void iso_time(int64_t ms, char buf[32])
 	snprintf(buf + n, 32 - n, ".%03dZ", (int)(ms % 1000));
 }
 
-/* The Sandbox body of create and connect. */
-static json_t *sandbox_json(const e2b_record *r)
+/* The Sandbox body of create and connect. "domain": --domain's (the SDK's
+ * getHost(port) is then {port}-{id}.{domain}), else null (the client's). */
+static json_t *sandbox_json(const http_e2b *h, const e2b_record *r)
 {
 	char traffic[E2B_TRAFFIC_TOKEN_LEN + 1];
 	e2b_traffic_token(r->token, traffic);
-	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:n}", "sandboxID", r->id, "templateID", r->template_id,
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s?}", "sandboxID", r->id, "templateID", r->template_id,
 			 "clientID", E2B_CLIENT_ID, "envdVersion", E2B_ENVD_VERSION, "envdAccessToken",
-			 r->token, "trafficAccessToken", traffic, "domain");
+			 r->token, "trafficAccessToken", traffic, "domain", h->domain);
 }
 
 /* SandboxDetail (with_token) or ListedSandbox. */
-static json_t *detail_json(const e2b_record *r, const char *state, bool with_token)
+static json_t *detail_json(const http_e2b *h, const e2b_record *r, const char *state, bool with_token)
 {
 	char started[32], end[32];
 	iso_time(r->started_ms, started);
@@ -176,7 +178,7 @@ static json_t *detail_json(const e2b_record *r, const char *state, bool with_tok
 		      "state", state_running(state) ? "running" : "paused", "allowInternetAccess", false);
 	if (j && with_token) {
 		json_object_set_new(j, "envdAccessToken", json_string(r->token));
-		json_object_set_new(j, "domain", json_null());
+		json_object_set_new(j, "domain", h->domain ? json_string(h->domain) : json_null());
 	}
 	return j;
 }
@@ -375,7 +377,7 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 			 : e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	}
 	timer_poke(h);
-	http_result r = e2b_reply_json(req, HTTP_STATUS_CREATED, sandbox_json(&rec));
+	http_result r = e2b_reply_json(req, HTTP_STATUS_CREATED, sandbox_json(h, &rec));
 	e2b_record_clear(&rec);
 	return r;
 }
@@ -510,7 +512,7 @@ static http_result handle_list(http_e2b *h, http_request *req, bool v2)
 			more = true;
 			break;
 		}
-		json_array_append_new(out, detail_json(&v[i], st, false));
+		json_array_append_new(out, detail_json(h, &v[i], st, false));
 	}
 	e2b_records_free(v, n);
 	char tok[24];
@@ -543,7 +545,7 @@ static http_result handle_info(http_e2b *h, http_request *req, const char *id)
 	http_result no;
 	if (!find_or_reply(h, req, id, &rec, st, sizeof(st), &no))
 		return no;
-	http_result res = e2b_reply_json(req, HTTP_STATUS_OK, detail_json(&rec, st, true));
+	http_result res = e2b_reply_json(req, HTTP_STATUS_OK, detail_json(h, &rec, st, true));
 	e2b_record_clear(&rec);
 	return res;
 }
@@ -645,9 +647,9 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 		rec.end_ms = end;
 	r = e2b_store_put(h->store, &rec, &e);
 	timer_poke(h);
-	http_result res =
-	    r < 0 ? reply_sbx_error(req, "connect", e)
-		  : e2b_reply_json(req, resumed ? HTTP_STATUS_CREATED : HTTP_STATUS_OK, sandbox_json(&rec));
+	http_result res = r < 0 ? reply_sbx_error(req, "connect", e)
+				: e2b_reply_json(req, resumed ? HTTP_STATUS_CREATED : HTTP_STATUS_OK,
+						 sandbox_json(h, &rec));
 	e2b_record_clear(&rec);
 	return res;
 }
@@ -748,7 +750,7 @@ static http_result control_auth(http_request *req)
 
 static bool names_sandbox(const http_request *req)
 {
-	return http_request_header(req, "E2b-Sandbox-Id") != NULL;
+	return e2b_req_names_sandbox(req);
 }
 
 static http_result reply_no_sandbox(http_request *req, const char *id)
@@ -769,8 +771,11 @@ static bool is_health(const http_request *req)
 static http_result data_auth(http_request *req)
 {
 	http_e2b *h = req->data;
-	const char *id = http_request_header(req, "E2b-Sandbox-Id");
-	const char *port = http_request_header(req, "E2b-Sandbox-Port");
+	const char *bad_host = e2b_req_host_error(req);
+	if (bad_host)
+		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "Host: %s", bad_host);
+	const char *id = e2b_req_sandbox(req);
+	const char *port = e2b_req_by_host(req) ? NULL : http_request_header(req, "E2b-Sandbox-Port");
 	uint16_t pn;
 	if (port && e2b_port_parse(port, strlen(port), &pn) < 0)
 		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST,
@@ -806,18 +811,9 @@ sbx_ctx *e2b_req_ctx(const http_request *req)
 	return ((const http_e2b *)req->data)->ctx;
 }
 
-const char *e2b_req_sandbox(const http_request *req)
+const char *e2b_req_domain(const http_request *req)
 {
-	return http_request_header(req, "E2b-Sandbox-Id");
-}
-
-uint16_t e2b_req_port(const http_request *req)
-{
-	const char *port = http_request_header(req, "E2b-Sandbox-Port");
-	uint16_t pn;
-	if (!port || e2b_port_parse(port, strlen(port), &pn) < 0) /* data_auth refused a bad one */
-		return HTTP_E2B_ENVD_PORT;
-	return pn;
+	return ((const http_e2b *)req->data)->domain;
 }
 
 static http_result data_health(http_request *req)
@@ -893,6 +889,7 @@ static void e2b_release(void *data)
 	e2b_stop(h);
 	e2b_store_free(h->store);
 	free(h->key);
+	free(h->domain);
 	free(h);
 }
 
@@ -904,6 +901,14 @@ int http_e2b_add(http_server *hs, sbx_ctx *ctx, const http_e2b_opts *opts, sbx_e
 	h->ctx = ctx;
 	_cleanup_free_ char *dir = fs_path_join(sbx_ctx_root(ctx), "e2b");
 	if (!dir) {
+		e2b_release(h);
+		return err_oom(err);
+	}
+	if (opts->domain && e2b_domain_valid(opts->domain, err) < 0) {
+		e2b_release(h);
+		return -1;
+	}
+	if (opts->domain && !(h->domain = strdup(opts->domain))) {
 		e2b_release(h);
 		return err_oom(err);
 	}

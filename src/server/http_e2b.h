@@ -16,11 +16,13 @@
  * while the server runs; one found overdue at start is ended then.
  *
  * The data plane (envd's protocol): any request with an E2b-Sandbox-Id
- * header. GET /health -> 204 for a running sandbox; an unknown, killed or
- * paused one -> 502. Everything else needs X-Access-Token = that sandbox's
- * token (on ports other than envd's, E2b-Traffic-Access-Token = its traffic
- * token will do): port 49999 is the code interpreter (e2b_code.c), any other
- * port but envd's the port proxy (e2b_proxy.c); envd's answers 501 for now. */
+ * header, or with --domain D a Host of {port}-{id}.D. GET /health -> 204
+ * for a running sandbox; an unknown, killed or paused one -> 502.
+ * Everything else needs X-Access-Token = that sandbox's token (on ports
+ * other than envd's, E2b-Traffic-Access-Token = its traffic token will
+ * do): port 49999 is the code interpreter (e2b_code.c), any other port but
+ * envd's the port proxy (e2b_proxy.c), envd's own the modules of
+ * e2b_data.h. */
 #pragma once
 
 #include "sbx.h"
@@ -30,6 +32,10 @@
 
 typedef struct http_e2b_opts {
 	const char *token_file; /* the API key; NULL: none, and then only a server on loopback serves */
+	/* --domain D: a Host {port}-{id}.D names a sandbox and its port (as E2B's
+	 * proxy does; wildcard DNS for *.D is the user's), and sandboxes report D
+	 * as their "domain". NULL: only the E2b-Sandbox-* headers route. */
+	const char *domain;
 } http_e2b_opts;
 
 /* Adds the data plane's and the control plane's families to hs (before

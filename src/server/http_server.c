@@ -484,14 +484,17 @@ static bool route_takes(const http_route *rt, const http_request *r)
  * family's fallback. False if none. */
 static bool route_find(const http_server *hs, http_request *r)
 {
-	for (size_t i = 0; i < hs->n_families; i++)
+	for (size_t i = 0; i < hs->n_families; i++) {
+		r->family = &hs->families[i]; /* a predicate may read its family's data */
+		r->data = r->family->data;
 		for (size_t k = 0; k < hs->families[i].n_routes; k++)
 			if (route_takes(&hs->families[i].routes[k], r)) {
-				r->family = &hs->families[i];
 				r->route = &hs->families[i].routes[k];
-				r->data = r->family->data;
 				return true;
 			}
+	}
+	r->family = NULL;
+	r->data = NULL;
 	for (size_t i = 0; i < hs->n_families; i++)
 		if (hs->families[i].fallback) {
 			r->family = &hs->families[i];

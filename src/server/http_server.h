@@ -105,7 +105,8 @@ struct http_route {
 	const char *method; /* NULL: any */
 	const char *path;   /* NULL: any; else the path, or its prefix if prefix */
 	bool prefix;
-	/* NULL: method and path decide; else must also hold (reads headers only). */
+	/* NULL: method and path decide; else must also hold (reads headers
+	 * only; req->data is already its family's). */
 	bool (*match)(const http_request *req);
 	bool open;	 /* served without the family's checks, Origin and auth (a not-found page) */
 	size_t max_body; /* a larger body gets 413 (0: none accepted) */

@@ -179,6 +179,51 @@ const cases = {
 		check(r.status === 401, '/health of a proxied port needs the token', r.status);
 	},
 
+	// `sbx serve --domain sbx.test`: a Host of {port}-{id}.sbx.test routes as
+	// the E2b-Sandbox-* headers do (E2B's own proxy rule), and wins over them;
+	// another name under the domain is refused; names outside it are not the
+	// data plane.
+	async host() {
+		const D = 'sbx.test';
+		const s = await withServer();
+		const b = await Sandbox.create();
+		created.push(b);
+		check(s.getHost(PORT) === `${PORT}-${s.sandboxId}.${D}`, "getHost(port) is under the server's domain", s.getHost(PORT));
+		const get = (host, path, extra = {}) =>
+			raw(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n` + Object.entries(extra).map(([k, v]) => `${k}: ${v}\r\n`).join('') + '\r\n');
+		const status = (r) => Number((/^HTTP\/1\.1 (\d+)/.exec(r) || [])[1] || 0);
+		const mine = { 'X-Access-Token': s.envdAccessToken };
+		let r = await get(`${PORT}-${s.sandboxId}.${D}`, '/echo?via=host', mine);
+		check(status(r) === 200 && /"path":\s*"\/echo\?via=host"/.test(r), 'the port, by Host', r.slice(0, 300));
+		r = await get(`${PORT}-${s.sandboxId.toUpperCase()}.SBX.Test:${url.port}`, '/echo', mine);
+		check(status(r) === 200, 'any case, with the listener port', r.slice(0, 120));
+		r = await get(`${PORT}-${s.sandboxId}.${D}`, '/echo', { 'E2b-Traffic-Access-Token': s.trafficAccessToken });
+		check(status(r) === 200, 'the traffic token opens it by Host too', r.slice(0, 120));
+		r = await get(`${PORT}-${s.sandboxId}.${D}`, '/echo');
+		check(status(r) === 401, 'no token: 401', r.slice(0, 120));
+		r = await get(`${PORT}-${s.sandboxId}.${D}`, '/echo', { 'X-Access-Token': b.envdAccessToken });
+		check(status(r) === 401, "another sandbox's token: 401", r.slice(0, 120));
+		// The Host wins over the headers: b named in them with b's token does not open s.
+		r = await get(`${PORT}-${s.sandboxId}.${D}`, '/echo', { 'E2b-Sandbox-Id': b.sandboxId, 'E2b-Sandbox-Port': String(PORT), 'X-Access-Token': b.envdAccessToken });
+		check(status(r) === 401, 'the Host, not the headers, names the sandbox', r.slice(0, 120));
+		// envd's port by Host: /health without a token, /files with it
+		r = await get(`49983-${s.sandboxId}.${D}`, '/health');
+		check(status(r) === 204, "envd's /health by Host", r.slice(0, 120));
+		r = await get(`49983-${s.sandboxId}.${D}`, '/files?path=%2Ftmp%2Fport_server.py', mine);
+		check(status(r) === 200 && r.includes('import http.server'), "envd's /files by Host", r.slice(0, 120));
+		r = await get(`49983-nosuchsandbox.${D}`, '/health');
+		check(status(r) === 502 && r.includes('The sandbox was not found'), 'an unknown sandbox: 502', r.slice(0, 200));
+		for (const bad of [`foo.${D}`, `0-${s.sandboxId}.${D}`, `99999-${s.sandboxId}.${D}`, `${PORT}-.${D}`, `${PORT}-a_b.${D}`, `x-y-z.${D}`]) {
+			r = await get(bad, '/health', mine);
+			check(status(r) === 400, `${bad}: 400`, r.slice(0, 160));
+		}
+		// names outside the domain, the domain itself, sandbox.D: not the data plane
+		for (const other of [D, `sandbox.${D}`, 'localhost', `${PORT}-${s.sandboxId}.other.test`]) {
+			r = await get(other, '/echo', mine);
+			check(status(r) === 404, `${other} is not routed to a sandbox`, r.slice(0, 160));
+		}
+	},
+
 	// Request smuggling: a request hidden in another's body (two
 	// Content-Lengths, Content-Length with Transfer-Encoding) that carries no
 	// token of its own never reaches the sandbox: each request is framed by

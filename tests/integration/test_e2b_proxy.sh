@@ -39,7 +39,7 @@ t_e2b_code_hangup_interrupts() {
 
 port_case() {
 	need_e2b_sdk @e2b/code-interpreter
-	e2b_start
+	e2b_start "${@:2}"
 	e2b_node ports.mjs "$1"
 	e2b_alive
 }
@@ -50,3 +50,6 @@ t_e2b_proxy_refusals_ports_tokens() { port_case refusals; }
 t_e2b_proxy_smuggling_and_big_heads() { port_case smuggling; }
 t_e2b_proxy_slow_clients() { port_case slow; }
 t_e2b_proxy_sandbox_killed_mid_stream() { port_case killed; }
+# sbx serve --domain: Host routing ({port}-{id}.{domain}) to ports and envd,
+# its refusals, and names outside the domain left alone.
+t_e2b_proxy_host_routing() { port_case host --domain sbx.test; }

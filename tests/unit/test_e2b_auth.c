@@ -330,3 +330,18 @@ TEST(host_parse)
 	snprintf(h + 4 + E2B_ID_MAX, sizeof(h) - 4 - E2B_ID_MAX, ".d");
 	CHECK(e2b_host_parse(h, "d", &port, id, NULL) < 0);
 }
+
+TEST(domain_valid)
+{
+	CHECK(e2b_domain_valid("sbx.example", NULL) == 0);
+	CHECK(e2b_domain_valid("a-b.c0.example.com", NULL) == 0);
+	const char *bad[] = {"",     "localhost", ".example", "example.", "a..b",   "-a.b",
+			     "a-.b", "A.b",	  "a_b.c",    "a b.c",	  "a.b:80", "*.example"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		CHECK(e2b_domain_valid(bad[i], NULL) < 0);
+	char big[260];
+	memset(big, 'a', sizeof(big));
+	big[100] = '.';
+	big[sizeof(big) - 1] = 0;
+	CHECK(e2b_domain_valid(big, NULL) < 0); /* too long in all, and a label over 63 */
+}
