@@ -192,7 +192,7 @@ http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const char *
 	if (!out)
 		return HTTP_CLOSE;
 	int64_t now_s = t0 / 1000;
-	if (!json_object_get(a, "usage") || now_s + 1 < start || now_s > end + 1)
+	if (!json_object_get(a, "usage") || now_s + 1 < start || now_s - 1 > end)
 		return reply_json(req, HTTP_STATUS_OK, out, NULL);
 	http_request_busy(req, true);
 	usleep(CPU_WINDOW_MS * 1000);
@@ -355,6 +355,15 @@ static json_t *names_now(const e2b_plane *p, const json_t *j)
 	return out;
 }
 
+static bool names_have(const json_t *names, const char *name)
+{
+	size_t i;
+	json_t *n;
+	json_array_foreach((json_t *)names, i,
+			   n) if (json_is_string(n) && streq(json_string_value(n), name)) return true;
+	return false;
+}
+
 static json_t *snapshot_info(const e2b_plane *p, const json_t *j)
 {
 	return json_pack("{s:s,s:o}", "snapshotID", json_str(j, "snapshotID"), "names", names_now(p, j));
@@ -478,11 +487,7 @@ static http_result handle_list(http_request *req, const e2b_plane *p)
 		    (sid && *sid && !streq(json_str(j, "sandboxID") ?: "", sid)))
 			continue;
 		json_t *si = snapshot_info(p, j);
-		bool named = !name || !*name;
-		size_t k;
-		json_t *n;
-		json_array_foreach(json_object_get(si, "names"), k, n) named |=
-		    streq(json_string_value(n), name);
+		bool named = !name || !*name || names_have(json_object_get(si, "names"), name);
 		if (!named || seen++ < offset) {
 			json_decref(si);
 			continue;
@@ -510,12 +515,8 @@ static http_result handle_delete(http_request *req, const e2b_plane *p, const ch
 	if (*ref && strlen(ref) <= E2B_TEMPLATE_MAX && !strchr(ref, '/') &&
 	    sbx_snapshot_resolve(p->ctx, ref, &d, &e) == 0 && (j = record_read(p, d)) &&
 	    !json_is_true(json_object_get(j, "fork"))) {
-		bool named = streq(ref, d); /* the id itself, or a name it was given here */
-		size_t i;
-		json_t *n;
-		json_array_foreach(json_object_get(j, "names"), i, n) named |=
-		    streq(json_string_value(n), ref);
-		if (named) {
+		/* the id itself, or a name it was given here */
+		if (streq(ref, d) || names_have(json_object_get(j, "names"), ref)) {
 			pthread_mutex_lock(&snap_lock);
 			int r = sbx_snapshot_delete(p->ctx, d, &e);
 			if (r == 0)
