@@ -175,7 +175,7 @@ static int query_seconds(http_request *req, const char *name, int64_t *ret)
  * apart, 0); disk the quota's figures, or without a quota the store's
  * filesystem size and 0 used. [] when the window [start, end] excludes
  * now, or the environment is not running (no cgroup to read). */
-http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const char *id)
+static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const char *id)
 {
 	int64_t start = 0, end = INT64_MAX;
 	if (query_seconds(req, "start", &start) < 0 || query_seconds(req, "end", &end) < 0)
@@ -389,7 +389,7 @@ static void forks_sweep(const e2b_plane *p)
 
 /* ---- snapshots ------------------------------------------------------------------------- */
 
-http_result e2b_snap_create(http_request *req, const e2b_plane *p, const char *id, const json_t *body)
+static http_result e2b_snap_create(http_request *req, const e2b_plane *p, const char *id, const json_t *body)
 {
 	json_t *nj = json_object_get(body, "name");
 	const char *name = NULL;
@@ -599,7 +599,7 @@ static int fork_one(const e2b_plane *p, const e2b_record *parent, const char *di
 
 /* count sandboxes (1..E2B_FORK_MAX, default 1) from a snapshot of the
  * running one; each succeeds or fails on its own, as E2B's. */
-http_result e2b_snap_fork(http_request *req, const e2b_plane *p, const char *id, const json_t *body)
+static http_result e2b_snap_fork(http_request *req, const e2b_plane *p, const char *id, const json_t *body)
 {
 	json_t *cj = json_object_get(body, "count"), *tj = json_object_get(body, "timeout");
 	int64_t count = 1, timeout_s = TIMEOUT_DEFAULT_S;
@@ -654,4 +654,18 @@ http_result e2b_snap_fork(http_request *req, const e2b_plane *p, const char *id,
 		return reply_sbx_error(req, "fork: snapshot", e);
 	}
 	return reply_json(req, STATUS_CREATED, out, NULL);
+}
+
+http_result e2b_snap_op(http_request *req, const e2b_plane *p, const char *id, const char *op,
+			const json_t *body)
+{
+	bool get = streq(req->method, "GET"), post = streq(req->method, "POST");
+	if (get && streq(op, "metrics"))
+		return e2b_snap_metrics(req, p, id);
+	if (post && streq(op, "snapshots"))
+		return e2b_snap_create(req, p, id, body);
+	if (post && streq(op, "fork"))
+		return e2b_snap_fork(req, p, id, body);
+	return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
+			   req->path);
 }

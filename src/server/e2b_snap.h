@@ -34,8 +34,9 @@ typedef struct e2b_plane {
 /* The Sandbox body of create and connect (http_e2b.c). */
 json_t *e2b_sandbox_body(const e2b_record *r);
 
-http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const char *id);
-http_result e2b_snap_create(http_request *req, const e2b_plane *p, const char *id, const json_t *body);
-http_result e2b_snap_fork(http_request *req, const e2b_plane *p, const char *id, const json_t *body);
+/* /sandboxes/{id}/{op} for op metrics (GET), snapshots and fork (POST, body
+ * the request's JSON object); another method is 404. */
+http_result e2b_snap_op(http_request *req, const e2b_plane *p, const char *id, const char *op,
+			const json_t *body);
 /* GET /snapshots and DELETE /templates/{id}; anything else there is 404. */
 http_result e2b_snap_route(http_request *req, const e2b_plane *p);

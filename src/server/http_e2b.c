@@ -677,18 +677,6 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 }
 
 /* metrics, snapshots and fork (e2b_snap.c); /snapshots and /templates/. */
-static http_result snap_op(http_e2b *h, http_request *req, const char *id, const char *op, const json_t *b)
-{
-	e2b_plane p = {h->ctx, h->store, h->deadline};
-	bool get = streq(req->method, "GET"), post = streq(req->method, "POST");
-	if (get && streq(op, "metrics"))
-		return e2b_snap_metrics(req, &p, id);
-	if (post && !streq(op, "metrics"))
-		return (streq(op, "fork") ? e2b_snap_fork : e2b_snap_create)(req, &p, id, b);
-	return reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
-			   req->path);
-}
-
 static http_result snap_routes(http_request *req)
 {
 	http_e2b *h = req->data;
@@ -762,7 +750,7 @@ static http_result control(http_request *req)
 	else if (post && streq(op, "pause") && !v2)
 		return handle_pause(h, req, id);
 	else if (!v2 && (streq(op, "metrics") || streq(op, "snapshots") || streq(op, "fork")))
-		return snap_op(h, req, id, op, b);
+		return e2b_snap_op(req, &(e2b_plane){h->ctx, h->store, h->deadline}, id, op, b);
 	else if (known_unbuilt(op))
 		return reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
 				   "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
