@@ -378,6 +378,12 @@ int sbx_env_restore(sbx_ctx *ctx, const char *ref, const char *snapshot, json_t 
 int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* A digest ("sha256:<hex>"), a unique hex prefix or a label -> the digest. */
 int sbx_snapshot_resolve(sbx_ctx *ctx, const char *ref, char **ret_digest, sbx_err **err);
+/* Deletes a snapshot (digest, prefix or label) and every label naming it;
+ * its layers and blobs go at the next sbx_gc that finds nothing else
+ * reaching them. Refused (conflict) while an environment started from it
+ * exists: it needs the manifest to start again. A trace recorded on it can
+ * no longer be replayed. */
+int sbx_snapshot_delete(sbx_ctx *ctx, const char *ref, sbx_err **err);
 /* What changed in an environment since `snapshot` (digest, prefix or label;
  * NULL: the environment's base, i.e. the layers it started from):
  * {"added":[paths],"modified":[paths],"deleted":[paths]} (absolute paths

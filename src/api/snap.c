@@ -494,3 +494,39 @@ _public_ int sbx_snapshot_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
 	*ret = json_pack("{s:o}", "snapshots", a);
 	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 }
+
+_public_ int sbx_snapshot_delete(sbx_ctx *ctx, const char *ref, sbx_err **err)
+{
+	_cleanup_free_ char *digest = NULL;
+	if (sbx_snapshot_resolve(ctx, ref, &digest, err) < 0)
+		return -1;
+	/* An environment started from it needs its manifest to start again
+	 * (after a host restart, a suspend): refused while one exists. */
+	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
+	for (char **i = ids; i && *i; i++) {
+		_cleanup_json_ json_t *st = NULL;
+		const char *sid = env_state_read(ctx, *i, &st) == 0 ? json_str(st, "snapshot_id") : NULL;
+		if (sid && streq(sid, digest))
+			return err_set(err, SBX_E_CONFLICT, EBUSY,
+				       "snapshot %s: environment '%s' was started from it (remove it first)",
+				       digest, *i);
+	}
+	/* The labels first: a label is never left naming a missing manifest. */
+	_cleanup_strv_free_ char **refs = NULL;
+	if (store_ref_list(ctx->root, &refs, err) < 0)
+		return err_wrap(err, "delete snapshot %s", digest);
+	for (char **l = refs; l && *l; l++) {
+		char d[STORE_DIGEST_SIZE];
+		if (store_ref_get(ctx->root, *l, d, NULL) < 0 || !streq(d, digest))
+			continue;
+		_cleanup_err_ sbx_err *e = NULL;
+		if (store_ref_delete(ctx->root, *l, &e) < 0 && sbx_err_code(e) != SBX_E_NOT_FOUND) {
+			if (err)
+				*err = TAKE_PTR(e);
+			return err_wrap(err, "delete snapshot %s", digest);
+		}
+	}
+	if (store_snapshot_delete(ctx->root, digest, err) < 0)
+		return err_wrap(err, "delete snapshot %s", digest);
+	return 0;
+}

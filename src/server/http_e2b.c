@@ -23,6 +23,7 @@
 #include "server/e2b_ports.h"
 #include "server/e2b_reply.h"
 #include "server/e2b_rpc.h"
+#include "server/e2b_snap.h"
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
 #include "server/http_parse.h"
@@ -654,11 +655,22 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 	return res;
 }
 
+/* metrics, snapshots and fork (e2b_snap.c); /snapshots and /templates/. */
+static http_result snap_routes(http_request *req)
+{
+	http_e2b *h = req->data;
+	return e2b_snap_route(req, &(e2b_plane){h->ctx, h->store, h->deadline});
+}
+
+json_t *e2b_sandbox_body(const http_request *req, const e2b_record *r)
+{
+	return sandbox_json(req->data, r);
+}
+
 /* E2B calls under /sandboxes/{id}/ that sbx does not serve yet. */
 static bool known_unbuilt(const char *op)
 {
-	static const char *const ops[] = {"metrics", "snapshots", "fork",  "network",
-					  "logs",    "refreshes", "resume"};
+	static const char *const ops[] = {"network", "logs", "refreshes", "resume"};
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
 		if (streq(op, ops[i]))
 			return true;
@@ -717,6 +729,8 @@ static http_result control(http_request *req)
 		return handle_timeout(h, req, id, b);
 	else if (post && streq(op, "pause") && !v2)
 		return handle_pause(h, req, id);
+	else if (!v2 && (streq(op, "metrics") || streq(op, "snapshots") || streq(op, "fork")))
+		return e2b_snap_op(req, &(e2b_plane){h->ctx, h->store, h->deadline}, id, op, b);
 	else if (known_unbuilt(op))
 		return e2b_reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
 				       "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
@@ -875,6 +889,8 @@ static const http_route data_routes[] = {
 static const http_route control_routes[] = {
     {.path = "/sandboxes", .prefix = true, .max_body = E2B_MAX_BODY, .body = control},
     {.path = "/v2/sandboxes", .prefix = true, .max_body = E2B_MAX_BODY, .body = control},
+    {.path = "/snapshots", .max_body = E2B_MAX_BODY, .body = snap_routes},
+    {.path = "/templates/", .prefix = true, .max_body = E2B_MAX_BODY, .body = snap_routes},
 };
 
 static void e2b_stop(void *data)

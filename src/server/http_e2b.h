@@ -10,6 +10,8 @@
  *   POST   /sandboxes/{id}/timeout                   a new deadline (204)
  *   POST   /sandboxes/{id}/connect, /v2/.../connect  200 running, 201 resumed
  *   POST   /sandboxes/{id}/pause                     204, 409 if paused
+ *   GET    /sandboxes/{id}/metrics, POST .../snapshots, .../fork,
+ *   GET    /snapshots, DELETE /templates/{id}        e2b_snap.h
  * A sandbox is the sbx environment of the same id; what E2B adds (its
  * access token, metadata, deadline) is kept in $SBX_ROOT/e2b (e2b_store.h).
  * A thread ends (or pauses, with autoPause) each sandbox at its deadline

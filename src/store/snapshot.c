@@ -433,6 +433,21 @@ int store_snapshot_list(const char *store_root, char ***ret, sbx_err **err)
 	return store_fs_list_dir(dir, keep_snapshot, ret, err);
 }
 
+int store_snapshot_delete(const char *store_root, const char *digest, sbx_err **err)
+{
+	if (!store_digest_valid(digest))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid snapshot digest '%s'",
+			       digest ? digest : "");
+	_cleanup_free_ char *p = snapshot_path(store_root, digest);
+	_cleanup_free_ char *dir = store_fs_path(store_root, STORE_DIR_SNAPSHOTS);
+	if (!p || !dir)
+		return err_errnum(err, ENOMEM, "store");
+	if (unlink(p) < 0)
+		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT, "no snapshot %s", digest)
+				       : err_errno(err, "remove snapshot %s", digest);
+	return store_fs_fsync_dir(dir, err);
+}
+
 static char *keep_label(const char *name)
 {
 	return store_label_valid(name) ? strdup(name) : NULL;

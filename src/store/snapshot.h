@@ -63,6 +63,9 @@ int store_snapshot_write(const char *store_root, const store_snapshot *s, char r
 int store_snapshot_read(const char *store_root, const char *digest, store_snapshot **ret, sbx_err **err);
 /* Digests of the stored manifests, sorted. */
 int store_snapshot_list(const char *store_root, char ***ret, sbx_err **err);
+/* Removes digest's manifest (its layers and blobs stay until a gc finds
+ * nothing that reaches them); not_found if absent. Labels are the caller's. */
+int store_snapshot_delete(const char *store_root, const char *digest, sbx_err **err);
 
 /* Pure. [A-Za-z0-9][A-Za-z0-9._-]{0,127}. */
 bool store_label_valid(const char *label);

@@ -185,3 +185,61 @@ t_e2b_rpc_stream_flood() {
 	[ -n "$sp" ] || fail "no sbx serve under $E2B_PID"
 	SBX_SERVE_PID=$sp e2b_cmd flood
 }
+
+# getMetrics, snapshots and fork (tests/e2b/snapshots.mjs; src/server/e2b_snap.c).
+e2b_snap() { e2b_node snapshots.mjs "$1"; }
+
+t_e2b_metrics_shape_and_values() {
+	need_e2b_sdk
+	e2b_start
+	e2b_snap metrics
+}
+
+t_e2b_snapshot_create_from_it_delete() {
+	need_e2b_sdk
+	e2b_start
+	e2b_snap snapshot
+}
+
+t_e2b_snapshot_list_paging_and_filters() {
+	need_e2b_sdk
+	e2b_start
+	e2b_snap list
+}
+
+t_e2b_fork_two_independent_sandboxes() {
+	need_e2b_sdk
+	e2b_start
+	e2b_snap fork
+}
+
+t_e2b_snapshot_fork_attacks() {
+	need_e2b_sdk
+	e2b_start
+	e2b_snap attacks
+}
+
+# Only snapshots made through the E2B API are E2B snapshots: one taken with
+# `sbx snapshot` is not listed, not deletable there, and its label cannot be
+# taken as a name.
+t_e2b_snapshots_keep_to_their_own() {
+	need_e2b_sdk
+	e2b_start
+	local id out
+	id=$(sbx create)
+	sbx snapshot "$id" --label "own-$$" > /dev/null
+	out=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		const all = [];
+		const p = Sandbox.listSnapshots();
+		while (p.hasNext) all.push(...(await p.nextItems()));
+		const s = await Sandbox.create();
+		let taken = 'no';
+		try { await s.createSnapshot({ name: 'own-$$' }); } catch (e) { taken = 'refused'; }
+		await s.kill();
+		console.log(all.some((x) => x.names.includes('own-$$')) + ' ' + (await Sandbox.deleteSnapshot('own-$$')) + ' ' + taken);
+	" 2>&1) || fail "$out"
+	assert_eq "$out" "false false refused"
+	assert_contains "$(sbx snapshots)" "own-$$"
+	sbx rm "$id" > /dev/null
+}

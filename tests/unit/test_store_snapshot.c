@@ -239,5 +239,14 @@ TEST(snapshot_store_and_refs)
 	CHECK(store_ref_delete(top, "other", NULL) == 0);
 	_cleanup_err_ sbx_err *e5 = NULL;
 	CHECK(store_ref_get(top, "other", got, &e5) < 0 && sbx_err_code(e5) == SBX_E_NOT_FOUND);
+	/* delete: the manifest goes (read is then not_found), once; a bad
+	 * digest never becomes a path */
+	CHECK(store_snapshot_delete(top, id, NULL) == 0);
+	_cleanup_err_ sbx_err *e6 = NULL, *e7 = NULL, *e8 = NULL;
+	_cleanup_snapshot_ store_snapshot *gone = NULL;
+	CHECK(store_snapshot_read(top, id, &gone, &e6) < 0 && sbx_err_code(e6) == SBX_E_NOT_FOUND);
+	CHECK(store_snapshot_delete(top, id, &e7) < 0 && sbx_err_code(e7) == SBX_E_NOT_FOUND);
+	CHECK(store_snapshot_delete(top, "sha256:../../x", &e8) < 0 &&
+	      sbx_err_code(e8) == SBX_E_INVALID_ARGUMENT);
 	fs_rm_rf(top);
 }
