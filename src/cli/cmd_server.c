@@ -1,6 +1,7 @@
 /* sbx mcp and sbx serve: the MCP server on stdio and over Streamable HTTP
  * (the protocol lives in src/server). */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,20 @@ static int parse_warm(const char *cmd, int o_warm, int o, const char *v, warm_op
 	return 0;
 }
 
+/* The server has stopped on a signal and restored the signals' default
+ * actions; what is left is its warm set's cleanup (warm_stop: its pools
+ * removed). A second stop signal meanwhile must not kill it half-way:
+ * `timeout` sends SIGTERM twice (to the server, then to its process
+ * group), and a user's second Ctrl-C comes soon. Ignored till exit. */
+static void stop_signals_ignored(void)
+{
+	struct sigaction sa = {.sa_handler = SIG_IGN};
+	sigemptyset(&sa.sa_mask);
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
+}
+
 static int start_warm(cli *c, const warm_opts *o, warm **ret)
 {
 	sbx_err *e = NULL;
@@ -107,6 +122,7 @@ int cmd_mcp(cli *c, int argc, char **argv)
 		return r;
 	sbx_err *e = NULL;
 	r = mcp_serve_stdio(c->ctx, STDIN_FILENO, STDOUT_FILENO, &e);
+	stop_signals_ignored();
 	warm_stop(w);
 	if (r < 0)
 		return cli_fail("mcp", e);
@@ -272,10 +288,12 @@ int cmd_serve(cli *c, int argc, char **argv)
 		return r;
 	if (http_server_new(&opts, &hs, &e) < 0 || http_e2b_add(hs, c->ctx, &e2b, &e) < 0 ||
 	    http_mcp_add(hs, c->ctx, &mcp, &e) < 0 || http_server_run(hs, &e) < 0) {
+		stop_signals_ignored();
 		http_server_free(hs);
 		warm_stop(w);
 		return cli_fail("serve", e);
 	}
+	stop_signals_ignored();
 	http_server_free(hs);
 	warm_stop(w);
 	return 0;

@@ -747,6 +747,17 @@ if mode == "kill":
     os.kill(c.p.pid, signal.SIGKILL)
     c.p.wait()
     sys.exit(0)
+if mode == "term":
+    # SIGTERM, and again and again while it cleans up (as `timeout` sends
+    # it twice, and a user presses Ctrl-C twice): it still ends cleanly.
+    while c.p.poll() is None:
+        try:
+            os.kill(c.p.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            break
+        time.sleep(0.002)
+    print("exit", c.p.wait())
+    sys.exit(0)
 c.close()
 PY
 }
@@ -768,6 +779,17 @@ t_pool_server_keeps_itself_warm() {
 	# before the warm set: sbx gc's.)
 	sbx gc > /dev/null
 	assert_eq "$(find "$SBX_ROOT/envs" -mindepth 1 -maxdepth 1 | wc -l)" "0" "environments left: $(ls "$SBX_ROOT/envs")"
+}
+
+# A stop signal ends the server; more of them while it removes its warm
+# set's pools do not kill it half-way (CI's `timeout` sends SIGTERM to the
+# server and then to its process group: sbx serve died of the second, 143).
+t_pool_server_stops_cleanly_under_repeated_signals() {
+	out=$(warm_session term)
+	assert_contains "$out" "pools 1 owned True"
+	assert_contains "$out" "exit 0"
+	assert_eq "$(sbx pool ls --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["pools"]))')" "0" \
+		"the pools of a server stopped by signals"
 }
 
 t_pool_server_warm_leaves_a_users_pool_and_turns_off() {
