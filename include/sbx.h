@@ -517,7 +517,9 @@ typedef struct sbx_fs_opts {
 /* An entry, as stat, make_dir, move and list_dir return them: {"name",
  * "path", "type":"file|dir|symlink|other", "size", "mode" (permission bits),
  * "uid", "gid", "owner", "group" (names in the environment, else numbers),
- * "mtime_ns", "symlink_target"?}. not_found when nothing is there. */
+ * "mtime_ns", "symlink_target"?, "user_xattrs"? ({name: value} of a file's or
+ * directory's user.* extended attributes, "user." left out: at most 64, each
+ * value at most 4 KiB and UTF-8)}. not_found when nothing is there. */
 int sbx_env_stat(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, json_t **ret,
 		 sbx_err **err);
 /* A regular file opened inside the environment, as a descriptor (read-only,

@@ -36,6 +36,7 @@
 #include <sys/fsuid.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "runtime/ctl_proto.h"
@@ -160,6 +161,42 @@ static void names_clear(names *nm)
 
 /* An entry for name in dfd (lstat: a symlink is described, not followed);
  * path is what the client sees. NULL with errno. */
+#define USER_XATTRS_MAX 64	  /* user.* attributes an entry reports */
+#define USER_XATTR_VALUE_MAX 4096 /* bytes of each value */
+
+/* The user.* extended attributes of a file or directory (name in dfd), as
+ * {name without "user.": value}: what the E2B data plane shows as a file's
+ * metadata. Values that are not UTF-8 are left out. NULL when there are none
+ * (or they cannot be read: no read permission, a filesystem without them). */
+static json_t *user_xattrs(int dfd, const char *name)
+{
+	_cleanup_close_ int fd = openat(dfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char p[64], list[8192], value[USER_XATTR_VALUE_MAX];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd); /* the inode itself, whatever its path */
+	ssize_t n = listxattr(p, list, sizeof(list));
+	if (n <= 0)
+		return NULL;
+	json_t *o = NULL;
+	size_t count = 0;
+	for (char *k = list; k < list + n && count < USER_XATTRS_MAX; k += strlen(k) + 1) {
+		if (strncmp(k, "user.", 5) != 0 || !k[5])
+			continue;
+		ssize_t v = getxattr(p, k, value, sizeof(value));
+		json_t *s = v >= 0 ? json_stringn(value, (size_t)v) : NULL;
+		if (!s)
+			continue;
+		if (!o && !(o = json_object())) {
+			json_decref(s);
+			return NULL;
+		}
+		json_object_set_new(o, k + 5, s);
+		count++;
+	}
+	return o;
+}
+
 static json_t *entry_json(int dfd, const char *name, const char *path, names *nm)
 {
 	struct stat st;
@@ -185,6 +222,9 @@ static json_t *entry_json(int dfd, const char *name, const char *path, names *nm
 		errno = EILSEQ; /* a name that is not UTF-8 */
 		return NULL;
 	}
+	json_t *x = S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? user_xattrs(dfd, name) : NULL;
+	if (x)
+		json_object_set_new(e, "user_xattrs", x);
 	if (S_ISLNK(st.st_mode)) {
 		char target[4097];
 		ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);

@@ -247,3 +247,34 @@ int e2b_domain_valid(const char *domain, sbx_err **err)
 			       domain);
 	return 0;
 }
+
+int e2b_metadata_header(const char *name, const char *value, char ret_key[E2B_METADATA_KEY_MAX + 1],
+			sbx_err **err)
+{
+	static const char prefix[] = "X-Metadata-";
+	if (strncasecmp(name, prefix, sizeof(prefix) - 1) != 0)
+		return 0;
+	const char *k = name + sizeof(prefix) - 1;
+	size_t n = strlen(k);
+	if (n == 0 || n > E2B_METADATA_KEY_MAX)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "%.64s: a metadata key of 1 to %d characters", name, E2B_METADATA_KEY_MAX);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)k[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      strchr("!#$%&'*+-.^_`|~", c)))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "%.64s: a metadata key is made of HTTP token characters", name);
+		ret_key[i] = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+	}
+	ret_key[n] = 0;
+	size_t vl = strlen(value ?: "");
+	if (vl > E2B_METADATA_VALUE_MAX)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "%.64s: a metadata value of at most %d bytes", name, E2B_METADATA_VALUE_MAX);
+	for (size_t i = 0; i < vl; i++)
+		if ((unsigned char)value[i] < 0x20 || (unsigned char)value[i] > 0x7e)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "%.64s: a metadata value is printable US-ASCII", name);
+	return 1;
+}

@@ -106,3 +106,17 @@ int e2b_host_parse(const char *host, const char *domain, uint16_t *ret_port, cha
  * all, with at least one dot (a Host of {port}-{id}.{domain} must fit
  * E2B_HOST_MAX). 0, or -1 with err (invalid_argument). */
 int e2b_domain_valid(const char *domain, sbx_err **err);
+
+/* File metadata on upload (envd >= 0.6.2): a header X-Metadata-<key>:
+ * <value> (the prefix in any case) stores value as the file's extended
+ * attribute user.e2b.<key>, the key lowercased. Keys are HTTP token
+ * characters (1 to E2B_METADATA_KEY_MAX), values printable US-ASCII (at
+ * most E2B_METADATA_VALUE_MAX bytes), as the SDK checks them. 1 with the
+ * lowercased key in ret_key when name is such a header, 0 when it is
+ * another header, -1 with err (invalid_argument) when it is a metadata
+ * header with a bad key or value. */
+#define E2B_METADATA_KEY_MAX 200
+#define E2B_METADATA_VALUE_MAX 4096
+#define E2B_METADATA_MAX 64 /* headers of one upload */
+int e2b_metadata_header(const char *name, const char *value, char ret_key[E2B_METADATA_KEY_MAX + 1],
+			sbx_err **err);

@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -40,6 +41,7 @@
 #include "server/e2b_auth.h"
 #include "server/e2b_data.h"
 #include "server/e2b_reply.h"
+#include "server/e2b_rpc.h"
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
 #include "server/multipart.h"
@@ -172,6 +174,7 @@ typedef struct files_call {
 	char id[E2B_ID_MAX + 1];
 	const char *user; /* the user the call runs as, NULL: the environment's */
 	const char *path; /* the path query, NULL if none */
+	json_t *metadata; /* an upload's X-Metadata-* headers: {key: value}, NULL if none */
 } files_call;
 
 /* Who and where: the sandbox (checked), the user. 0, or an answer given. */
@@ -295,7 +298,21 @@ static int upload_open(upload *u, const char *path)
 	o.user = u->c->user;
 	o.write = true;
 	o.parents = true;
-	return sbx_env_file_open(u->c->ctx, u->c->id, path, &o, &u->fd, NULL, &u->e);
+	if (sbx_env_file_open(u->c->ctx, u->c->id, path, &o, &u->fd, NULL, &u->e) < 0)
+		return -1;
+	/* The metadata, on the file just opened inside (the descriptor is the
+	 * file's, whatever its path): user.e2b.<key>, as envd stores it. */
+	const char *k;
+	json_t *v;
+	json_object_foreach(u->c->metadata, k, v)
+	{
+		char name[16 + E2B_METADATA_KEY_MAX];
+		snprintf(name, sizeof(name), "user.e2b.%s", k);
+		const char *val = json_string_value(v);
+		if (fsetxattr(u->fd, name, val, strlen(val), 0) < 0)
+			return err_errno(&u->e, "metadata '%s' of '%.200s'", k, path);
+	}
+	return 0;
 }
 
 static int upload_write(upload *u, const char *d, size_t n)
@@ -316,6 +333,10 @@ static int upload_close(upload *u)
 		return -1;
 	json_t *w = json_pack("{s:O,s:O,s:s}", "path", json_object_get(entry, "path"), "name",
 			      json_object_get(entry, "name"), "type", "file");
+	_cleanup_json_ json_t *info = e2b_entry_info(entry); /* its metadata as reads show it */
+	json_t *md = json_object_get(info, "metadata");
+	if (w && md)
+		json_object_set(w, "metadata", md);
 	if (!w || json_array_append_new(u->written, w) < 0)
 		return err_oom(&u->e);
 	return 0;
@@ -397,6 +418,31 @@ static int upload_gunzip(upload *u, const char *data, size_t len)
 	return 0;
 }
 
+/* The X-Metadata-* headers of an upload (e2b_metadata_header). */
+typedef struct metadata_scan {
+	json_t *metadata;
+	sbx_err *e;
+} metadata_scan;
+
+static void scan_metadata(void *ud, const char *name, const char *value)
+{
+	metadata_scan *ms = ud;
+	char key[E2B_METADATA_KEY_MAX + 1];
+	int r = ms->e ? 0 : e2b_metadata_header(name, value ?: "", key, &ms->e);
+	if (r <= 0)
+		return;
+	if (!ms->metadata && !(ms->metadata = json_object())) {
+		err_oom(&ms->e);
+		return;
+	}
+	if (json_object_size(ms->metadata) >= E2B_METADATA_MAX) {
+		err_set(&ms->e, SBX_E_INVALID_ARGUMENT, E2BIG, "more than %d X-Metadata-* headers",
+			E2B_METADATA_MAX);
+		return;
+	}
+	json_object_set_new(ms->metadata, key, json_string(value ?: ""));
+}
+
 static http_result do_write(http_request *req, files_call *c)
 {
 	const char *ct = http_request_header(req, "Content-Type") ?: "";
@@ -413,9 +459,20 @@ static http_result do_write(http_request *req, files_call *c)
 	if (multi && gz)
 		return e2b_reply_error(req, ST_UNSUPPORTED,
 				       "Content-Encoding: gzip goes with application/octet-stream");
+	metadata_scan ms = {0};
+	http_request_each(req, false, scan_metadata, &ms);
+	if (ms.e) {
+		http_result bad = e2b_reply_error(req, ST_BAD_REQUEST, "%s", sbx_err_message(ms.e));
+		sbx_err_free(ms.e);
+		json_decref(ms.metadata);
+		return bad;
+	}
+	c->metadata = ms.metadata;
 	upload u = {.c = c, .written = json_array(), .fd = -1};
-	if (!u.written)
+	if (!u.written) {
+		json_decref(ms.metadata);
 		return HTTP_CLOSE;
+	}
 	int r;
 	if (multi) {
 		r = upload_multipart(req, &u, boundary);
@@ -436,6 +493,8 @@ static http_result do_write(http_request *req, files_call *c)
 	else
 		res = e2b_reply_json(req, ST_OK, json_incref(u.written));
 	json_decref(u.written);
+	json_decref(ms.metadata);
+	c->metadata = NULL;
 	sbx_err_free(u.e);
 	return res;
 }
@@ -447,19 +506,20 @@ http_result e2b_files_headers(http_request *req)
 	files_call c = {0};
 	http_result ret = HTTP_CLOSE;
 	if (streq(req->method, "POST")) {
-		/* A signed upload came through the open route: its signature is
+		/* A signed upload came through the open route. One larger than
+		 * E2B_FILES_EARLY_CHECK (or of no stated length) has its signature
 		 * checked before its body is read, so that a request nobody signed
-		 * costs no 32 MiB read (the refusal closes the connection; a client
-		 * still sending may see the reset rather than the 401). It is
-		 * checked again with the body (call_setup): it may expire between.
-		 * A request with a token was authorized before its headers got
-		 * here; otherwise the body is read first, so that a client busy
-		 * sending sees the answer, even a refusal. */
+		 * cannot make the server read and hold 32 MiB: refused then, the
+		 * connection is closed after the 401 (libmicrohttpd's rule for an
+		 * answer before the body), which a client still sending may see as
+		 * a reset. A smaller one is read first, so that its client sees the
+		 * 401 itself. Either is checked with the body (call_setup). A
+		 * request with a token was authorized before its headers got here. */
+		const char *cl = http_request_header(req, "Content-Length");
+		bool big = !cl || strtoull(cl, NULL, 10) > E2B_FILES_EARLY_CHECK;
 		char id[E2B_ID_MAX + 1];
-		req->close = e2b_files_signed(req); /* a refusal: not one byte of its body */
-		if (e2b_files_signed(req) && signed_sandbox(req, id, &ret) < 0)
+		if (big && e2b_files_signed(req) && signed_sandbox(req, id, &ret) < 0)
 			return ret;
-		req->close = false;
 		return HTTP_OK;
 	}
 	if (call_setup(req, &c, &ret) < 0)

@@ -6,7 +6,7 @@
  *    size (int64 as a string), mode (Go's os.FileMode bits: 1<<31 a
  *    directory, 1<<27 a symlink, then the permissions), permissions
  *    ("drwxr-xr-x", as Go prints a FileMode), owner, group, modifiedTime
- *    (RFC 3339), symlinkTarget?}
+ *    (RFC 3339), symlinkTarget?, metadata? (the user.e2b.* attributes)}
  * Errors come back with the library's code (not_found, already_exists for
  * MakeDir's EEXIST, ...), which the SDK turns into false for exists() and
  * makeDir(). WatchDir and the watcher calls are e2b_watch.c's. */
@@ -33,8 +33,8 @@ static void permissions(const char *type, unsigned mode, char out[11])
 	out[10] = 0;
 }
 
-/* envd's EntryInfo of a library entry (borrowed); NULL on ENOMEM. */
-static json_t *entry_info(const json_t *e)
+/* e2b_rpc.h */
+json_t *e2b_entry_info(const json_t *e)
 {
 	const char *type = json_str(e, "type") ?: "other";
 	unsigned mode = (unsigned)json_int(e, "mode", 0) & 0777;
@@ -64,6 +64,19 @@ static json_t *entry_info(const json_t *e)
 	const char *target = json_str(e, "symlink_target");
 	if (target)
 		json_object_set_new(o, "symlinkTarget", json_string(target));
+	/* metadata: the user.e2b.* attributes (e2b_files.c writes them) */
+	const char *k;
+	json_t *v, *md = NULL;
+	json_object_foreach(json_object_get(e, "user_xattrs"), k, v)
+	{
+		if (strncmp(k, "e2b.", 4) != 0 || !k[4] || !json_is_string(v))
+			continue;
+		if (!md && !(md = json_object()))
+			break;
+		json_object_set(md, k + 4, v);
+	}
+	if (md)
+		json_object_set_new(o, "metadata", md);
 	return o;
 }
 
@@ -80,7 +93,7 @@ static int path_of(const json_t *in, const char *key, const char **ret, sbx_err 
 static int reply_entry(json_t *e, json_t **out, sbx_err **err)
 {
 	_cleanup_json_ json_t *own = e;
-	json_t *info = entry_info(own);
+	json_t *info = e2b_entry_info(own);
 	if (!info || !(*out = json_pack("{s:o}", "entry", info)))
 		return err_oom(err);
 	return 0;
@@ -154,7 +167,7 @@ static int fs_list_dir(e2b_call *c, const json_t *in, json_t **out, sbx_err **er
 	size_t i;
 	json_array_foreach(json_object_get(r, "entries"), i, e)
 	{
-		json_t *info = entry_info(e);
+		json_t *info = e2b_entry_info(e);
 		if (!info || json_array_append_new(entries, info) < 0) {
 			json_decref(entries);
 			return err_oom(err);

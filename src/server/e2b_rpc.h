@@ -58,6 +58,10 @@ extern const e2b_method e2b_process_methods[];
 extern const e2b_method e2b_fs_methods[];
 extern const e2b_method e2b_watch_methods[]; /* e2b_watch.c: WatchDir and the watchers */
 
+/* envd's EntryInfo of a library entry (sbx_env_stat's; borrowed), with its
+ * user.e2b.* attributes as metadata (e2b_fs.c). NULL on ENOMEM. */
+json_t *e2b_entry_info(const json_t *e);
+
 /* The route handler of data_routes for every Connect call to envd's port. */
 http_result e2b_rpc_headers(http_request *req);
 http_result e2b_rpc_body(http_request *req);

@@ -57,6 +57,8 @@ typedef struct watch {
 	int *fd_wd;
 	size_t n_fds, cap_fds;
 	bool recursive, root_gone;
+	bool include_entry; /* each event carries the entry's EntryInfo (envd >= 0.6.3) */
+	char *root;	    /* the path watched, as the client gave it */
 } watch;
 
 static void watch_free(watch *w)
@@ -69,6 +71,7 @@ static void watch_free(watch *w)
 	free(w->fds);
 	free(w->fd_wd);
 	e2b_watch_table_free(&w->dirs);
+	free(w->root);
 	free(w);
 }
 
@@ -191,8 +194,18 @@ static int watch_open(e2b_call *c, const json_t *in, watch **ret, sbx_err **err)
 		safe_close(fd);
 		return err_oom(err);
 	}
+	w->in = -1;
 	w->dirs.max = E2B_WATCH_DIRS;
 	w->recursive = json_is_true(json_object_get(in, "recursive"));
+	w->include_entry = json_is_true(json_object_get(in, "includeEntry")) ||
+			   json_is_true(json_object_get(in, "include_entry"));
+	/* allowNetworkMounts: accepted; a recursive watch never crosses a
+	 * mount (RESOLVE_NO_XDEV), network or not, and the root may be one. */
+	if (!(w->root = strdup(path))) {
+		safe_close(fd);
+		watch_free(w);
+		return err_oom(err);
+	}
 	w->in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	int r = w->in < 0 ? -errno : add_dir(w, fd, "");
 	if (r < 0) {
@@ -262,9 +275,36 @@ static bool sandbox_live(e2b_call *c)
 	return streq(json_str(info, "state") ?: "", "running");
 }
 
+/* envd's FilesystemEvent {name, type, entry?}: the entry (when asked for
+ * and the path still exists) as the call's user stats it. NULL on ENOMEM or
+ * a name that is not UTF-8. */
+static json_t *fs_event(e2b_call *c, const watch *w, const char *name, const char *type)
+{
+	json_t *ev = json_pack("{s:s,s:s}", "name", name, "type", type);
+	if (!ev || !w->include_entry)
+		return ev;
+	char full[8192];
+	size_t rl = strlen(w->root);
+	bool slash = rl && w->root[rl - 1] == '/';
+	if (snprintf(full, sizeof(full), "%s%s%s", w->root, slash ? "" : "/", name) >= (int)sizeof(full))
+		return ev;
+	sbx_fs_opts o = SBX_FS_OPTS_INIT;
+	o.user = c->user;
+	_cleanup_json_ json_t *st = NULL;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (sbx_env_stat(c->ctx, c->sandbox_id, full, &o, &st, &e) == 0) {
+		json_t *info = e2b_entry_info(st);
+		if (info)
+			json_object_set_new(ev, "entry", info);
+	}
+	return ev;
+}
+
 /* ---- WatchDir: a server stream --------------------------------------------------------------- */
 
 typedef struct stream_emit {
+	e2b_call *c;
+	const watch *w;
 	e2b_stream *s;
 	int r;
 } stream_emit;
@@ -274,10 +314,12 @@ static void emit_stream(void *ud, const char *name, const char *type)
 	stream_emit *se = ud;
 	if (se->r < 0)
 		return;
-	_cleanup_json_ json_t *m = json_pack("{s:{s:s,s:s}}", "filesystem", "name", name, "type", type);
-	if (!m) { /* a name that is not UTF-8: as envd, nothing for it */
+	json_t *ev = fs_event(se->c, se->w, name, type);
+	if (!ev) /* a name that is not UTF-8: as envd, nothing for it */
 		return;
-	}
+	_cleanup_json_ json_t *m = json_pack("{s:o}", "filesystem", ev);
+	if (!m)
+		return;
 	if (e2b_stream_send(se->s, m) < 0)
 		se->r = -EPIPE;
 }
@@ -291,7 +333,7 @@ static int fs_watch_dir(e2b_call *c, const json_t *in, e2b_stream *s, sbx_err **
 	int r = start && e2b_stream_send(s, start) == 0 ? 0 : -EPIPE;
 	int64_t next_check = clock_ms(CLOCK_MONOTONIC) + E2B_WATCH_LIVE_CHECK_MS;
 	while (r == 0) {
-		stream_emit se = {s, 0};
+		stream_emit se = {c, w, s, 0};
 		while (watch_read(w, emit_stream, &se) == 0 && se.r == 0)
 			;
 		if (se.r < 0 || e2b_stream_closed(s)) {
@@ -423,14 +465,20 @@ static int fs_create_watcher(e2b_call *c, const json_t *in, json_t **out, sbx_er
 	return *out ? 0 : err_oom(err);
 }
 
+typedef struct queue_emit {
+	e2b_call *c;
+	watcher *x;
+} queue_emit;
+
 static void emit_queue(void *ud, const char *name, const char *type)
 {
-	watcher *x = ud;
+	queue_emit *qe = ud;
+	watcher *x = qe->x;
 	if (json_array_size(x->events) >= E2B_WATCHER_QUEUE) {
 		json_array_remove(x->events, 0);
 		x->dropped++;
 	}
-	json_t *e = json_pack("{s:s,s:s}", "name", name, "type", type);
+	json_t *e = fs_event(qe->c, x->w, name, type);
 	if (e)
 		json_array_append_new(x->events, e);
 }
@@ -457,7 +505,8 @@ static int fs_get_watcher_events(e2b_call *c, const json_t *in, json_t **out, sb
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no watcher '%.64s' in this sandbox", id);
 	}
 	watcher *x = watchers[i];
-	while (watch_read(x->w, emit_queue, x) == 0)
+	queue_emit qe = {c, x};
+	while (watch_read(x->w, emit_queue, &qe) == 0)
 		;
 	json_t *events = x->events;
 	x->events = json_array();

@@ -34,7 +34,7 @@
 #include "util/macro.h"
 
 #define E2B_MAX_BODY ((size_t)1 << 20)
-#define E2B_ENVD_VERSION "0.5.7" /* what the SDK is told envd is; raise as the data plane grows */
+#define E2B_ENVD_VERSION "0.6.4" /* what the SDK is told envd is; raise as the data plane grows */
 #define E2B_CLIENT_ID "sbx"
 #define E2B_TIMEOUT_DEFAULT_S 300
 #define E2B_TIMEOUT_MAX_S ((int64_t)30 * 24 * 3600)

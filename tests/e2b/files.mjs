@@ -287,6 +287,43 @@ const cases = {
 		check(r.status === 401, 'signed URL of a killed sandbox: 401 (no live sandbox signs it)', r.status);
 	},
 
+	// File metadata (envd 0.6.2): X-Metadata-* on upload as user.e2b.*
+	// xattrs, keys lowercased, shown by write, getInfo, list and rename, and
+	// one set inside the sandbox out of band; refusals of bad headers.
+	async metadata() {
+		const s = await create();
+		const w = await s.files.write('/home/user/md.txt', 'x', { metadata: { Owner: 'alice', 'build.id': '42' } });
+		check(w.metadata?.owner === 'alice' && w.metadata?.['build.id'] === '42', 'write reports the metadata, keys lowercased', w);
+		let i = await s.files.getInfo('/home/user/md.txt');
+		check(i.metadata?.owner === 'alice' && i.metadata?.['build.id'] === '42', 'getInfo shows it', i);
+		const l = await s.files.list('/home/user');
+		check(l.find((e) => e.name === 'md.txt')?.metadata?.owner === 'alice', 'list shows it', l);
+		const r = await s.files.rename('/home/user/md.txt', '/home/user/md2.txt');
+		check(r.metadata?.owner === 'alice', 'rename keeps it', r);
+		// multipart (several files) carries the same metadata to each
+		const ws = await s.files.write([{ path: '/home/user/m1', data: 'a' }, { path: '/home/user/m2', data: 'b' }], { metadata: { k: 'v' } });
+		check(ws.length === 2 && ws.every((f) => f.metadata?.k === 'v'), 'metadata on every file of a multi-file write', ws);
+		// none: undefined, not {}
+		await s.files.write('/home/user/plain.txt', 'p');
+		i = await s.files.getInfo('/home/user/plain.txt');
+		check(i.metadata === undefined, 'a file without metadata has none', i);
+		// set out of band inside the sandbox, by its user
+		await s.commands.run(`python3 -c "import os; os.setxattr('/home/user/plain.txt', 'user.e2b.oob', b'yes'); os.setxattr('/home/user/plain.txt', 'user.other', b'z')"`);
+		i = await s.files.getInfo('/home/user/plain.txt');
+		check(i.metadata?.oob === 'yes' && !('other' in (i.metadata ?? {})), 'only user.e2b.* is metadata, set by anyone', i);
+		// refusals the SDK would not send: too long, not printable ASCII, too many
+		const tok = { id: s.sandboxId, token: s.envdAccessToken };
+		let res = await files('POST', { path: '/home/user/bad' }, { ...tok, body: 'x', headers: { 'Content-Type': 'application/octet-stream', 'X-Metadata-k': 'v'.repeat(5000) } });
+		check(res.status === 400 && /metadata/.test(res.body.toString()), 'a metadata value over 4 KiB: 400', [res.status, res.body.toString()]);
+		res = await files('POST', { path: '/home/user/bad' }, { ...tok, body: 'x', headers: { 'Content-Type': 'application/octet-stream', 'X-Metadata-k': 'a\tb' } });
+		check(res.status === 400, 'a metadata value with a tab: 400', [res.status, res.body.toString()]);
+		const many = {};
+		for (let n = 0; n < 65; n++) many[`X-Metadata-k${n}`] = 'v';
+		res = await files('POST', { path: '/home/user/bad' }, { ...tok, body: 'x', headers: { 'Content-Type': 'application/octet-stream', ...many } });
+		check(res.status === 400 && /more than 64/.test(res.body.toString()), '65 metadata headers: 400', [res.status, res.body.toString()]);
+		check(!(await s.files.exists('/home/user/bad')), 'a refused upload wrote nothing');
+	},
+
 	// files.watchDir (filesystem.Filesystem/WatchDir): events as envd names
 	// and types them, recursive or not, what it refuses, links not followed
 	// out of the tree; and the polled watchers (CreateWatcher,
@@ -326,6 +363,12 @@ const cases = {
 		await a.commands.run('echo z > /tmp/outside.txt');
 		await new Promise((r) => setTimeout(r, 300));
 		check(!got.some((e) => e.name.startsWith('link/')), 'a symlinked directory is not watched through', got);
+		await h.stop();
+		// includeEntry: each event carries the entry as getInfo shows it
+		got.length = 0;
+		h = await a.files.watchDir('/home/user/w', (e) => got.push(e), { includeEntry: true });
+		await a.files.write('/home/user/w/withentry.txt', 'four');
+		await until('an event with its entry', () => got.some((e) => e.name === 'withentry.txt' && e.type === 'write' && e.entry?.size === 4 && e.entry?.type === 'file' && e.entry?.owner === 'user'));
 		await h.stop();
 		// refusals: no such directory, a file
 		await throwsA(() => a.files.watchDir('/home/user/nothere', () => {}), FileNotFoundError, 'watching a missing directory');

@@ -103,6 +103,14 @@ t_e2b_files_filesystem_calls() {
 	e2b_node files.mjs fs
 }
 
+# File metadata through the official SDK: X-Metadata-* as user.e2b.*
+# xattrs, shown by write, getInfo, list and rename; refusals.
+t_e2b_files_metadata() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs metadata
+}
+
 # files.watchDir through the official SDK: envd's event names and types,
 # recursive watches (directories made later too, symlinks not followed),
 # refusals, the polled watchers bound to their sandbox, the end of a watch

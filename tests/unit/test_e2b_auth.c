@@ -345,3 +345,28 @@ TEST(domain_valid)
 	big[sizeof(big) - 1] = 0;
 	CHECK(e2b_domain_valid(big, NULL) < 0); /* too long in all, and a label over 63 */
 }
+
+TEST(metadata_header)
+{
+	char k[E2B_METADATA_KEY_MAX + 1];
+	CHECK(e2b_metadata_header("X-Metadata-Owner", "alice", k, NULL) == 1 && strcmp(k, "owner") == 0);
+	CHECK(e2b_metadata_header("x-metadata-Build.ID", "a b ~", k, NULL) == 1 &&
+	      strcmp(k, "build.id") == 0);
+	CHECK(e2b_metadata_header("X-Metadata-k", "", k, NULL) == 1); /* an empty value */
+	CHECK(e2b_metadata_header("Content-Type", "x", k, NULL) == 0);
+	CHECK(e2b_metadata_header("X-Metadat", "x", k, NULL) == 0);
+	CHECK(e2b_metadata_header("X-Metadata-", "x", k, NULL) < 0);	/* no key */
+	CHECK(e2b_metadata_header("X-Metadata-a/b", "x", k, NULL) < 0); /* not a token */
+	CHECK(e2b_metadata_header("X-Metadata-a b", "x", k, NULL) < 0);
+	CHECK(e2b_metadata_header("X-Metadata-k", "caf\xc3\xa9", k, NULL) < 0); /* not ASCII */
+	CHECK(e2b_metadata_header("X-Metadata-k", "a\tb", k, NULL) < 0);	/* a control */
+	char big[E2B_METADATA_VALUE_MAX + 2];
+	memset(big, 'v', sizeof(big) - 1);
+	big[sizeof(big) - 1] = 0;
+	CHECK(e2b_metadata_header("X-Metadata-k", big, k, NULL) < 0);
+	char longkey[16 + E2B_METADATA_KEY_MAX];
+	snprintf(longkey, sizeof(longkey), "X-Metadata-");
+	memset(longkey + 11, 'k', sizeof(longkey) - 12);
+	longkey[sizeof(longkey) - 1] = 0;
+	CHECK(e2b_metadata_header(longkey, "v", k, NULL) < 0);
+}
