@@ -243,3 +243,26 @@ t_e2b_snapshots_keep_to_their_own() {
 	assert_contains "$(sbx snapshots)" "own-$$"
 	sbx rm "$id" > /dev/null
 }
+
+# examples/e2b_agent.mjs, a loop written only against E2B's SDK, runs as a
+# user would run it: a copy with `e2b` installed next to it (ESM ignores
+# NODE_PATH), pointed at the server by the three variables.
+t_e2b_example_agent_loop() {
+	need_e2b_sdk
+	e2b_start
+	local out
+	mkdir "$TMPDIR_TEST/agent"
+	cp "$SBX_SRC/examples/e2b_agent.mjs" "$TMPDIR_TEST/agent/"
+	ln -s "$E2B_DIR/node_modules" "$TMPDIR_TEST/agent/node_modules"
+	out=$(e2b_node "$TMPDIR_TEST/agent/e2b_agent.mjs" 2>&1) || fail "$out"
+	assert_contains "$out" 'write_file: "/home/user/agent/primes.py"'
+	assert_contains "$out" '"exitCode":0'
+	assert_contains "$out" 'list_files: ["primes.py","primes.txt"]'
+	assert_contains "$out" '"killed":true,"running":false'
+	assert_contains "$out" "answer: primes below 50: 2 3 5 7 11 13 17 19 23 29 31 37 41 43 47 (15 of them)"
+	assert_contains "$out" "sandbox killed"
+	# The sandbox is gone from the server's list.
+	assert_eq "$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		console.log((await Sandbox.list().nextItems()).length);" 2>&1)" "0"
+}
