@@ -5,8 +5,8 @@
 //    after a warm-up run that makes the server's demand hot: docs/warm.md)
 //  - peers: MCP create -> execute -> destroy over one stdio session (`sbx mcp`, its own warm set)
 //    and over CLIENTS concurrent HTTP sessions of the same `sbx serve`
-//  - commands.run('true') on a live sandbox, median and p90 over N calls; peer: MCP
-//    environment_execute of /bin/true over stdio
+//  - commands.run('true') on a live sandbox, median and p90 over N calls; peers: MCP
+//    environment_execute over stdio of /bin/true and of what the SDK runs, /bin/bash -l -c true
 //  - host memory per idle sandbox, PSS of supervisor + init (/proc/PID/smaps_rollup, as bench/run):
 //    MEM E2B sandboxes and MEM `sbx create` environments, idle side by side
 // The E2B SDK reads E2B_API_URL, E2B_SANDBOX_URL and E2B_API_KEY (bench/e2b sets them).
@@ -58,6 +58,18 @@ async function timed(n, call) {
 	return [q(t, 0.5), q(t, 0.9)];
 }
 
+function find(o, k) {
+	if (o && typeof o === 'object') {
+		if (k in o) return o[k];
+		for (const v of Object.values(o)) {
+			const r = find(v, k);
+			if (r !== undefined) return r;
+		}
+	}
+	return undefined;
+}
+const inspect = (id) => JSON.parse(execFileSync(sbx, ['inspect', '--json', id], { encoding: 'utf8' }));
+
 const out = { calls: N, seconds: SECONDS, clients: CLIENTS, mem_sandboxes: MEM };
 
 // ---- E2B: cycles, then the round trip
@@ -67,10 +79,25 @@ const e2bCycle = async () => {
 	if (r.exitCode !== 0) throw new Error(`commands.run('true'): exit ${r.exitCode}`);
 	await s.kill();
 };
+// Whether the warm set serves the creates: PROBE sandboxes made right after a run (its demand still
+// hot), each one's from_pool read from its state (SBX_ROOT/envs/ID/state.json, what
+// sbx_env_from_pool reads; `sbx inspect` does not show it; reading during the run would slow it).
+const PROBE = 4;
+const fromPool = (id) =>
+	JSON.parse(fs.readFileSync(path.join(process.env.SBX_ROOT, 'envs', id, 'state.json'), 'utf8')).from_pool === true;
+async function probe() {
+	const boxes = await Promise.all(Array.from({ length: PROBE }, () => Sandbox.create()));
+	const n = boxes.filter((s) => fromPool(s.sandboxId)).length;
+	await Promise.all(boxes.map((s) => s.kill()));
+	return n;
+}
 await rate(1, WARMUP, e2bCycle);
 [out.e2b_cycles_per_second, out.e2b_cycles, out.e2b_client_cpu_ms] = await rate(1, SECONDS, e2bCycle);
+out.e2b_probe_from_pool = await probe();
 await rate(CLIENTS, WARMUP, e2bCycle);
 [out.e2b_conc_cycles_per_second, out.e2b_conc_cycles, out.e2b_conc_client_cpu_ms] = await rate(CLIENTS, SECONDS, e2bCycle);
+out.e2b_conc_probe_from_pool = await probe();
+out.probe = PROBE;
 {
 	const s = await Sandbox.create();
 	[out.e2b_run_median_ms, out.e2b_run_p90_ms] = await timed(N, () => s.commands.run('true'));
@@ -97,6 +124,9 @@ const mcpCycle = (call) => async () => {
 	const { environment_id: id } = await call('environment_create', {});
 	[out.mcp_execute_median_ms, out.mcp_execute_p90_ms] = await timed(N, () =>
 		call('environment_execute', { environment_id: id, argv: ['/bin/true'] }));
+	// What commands.run('true') runs: the SDK starts /bin/bash -l -c CMD (a login shell).
+	[out.mcp_bash_median_ms, out.mcp_bash_p90_ms] = await timed(N, () =>
+		call('environment_execute', { environment_id: id, argv: ['/bin/bash', '-l', '-c', 'true'] }));
 	await call('environment_destroy', { environment_id: id });
 	await client.close();
 }
@@ -118,17 +148,7 @@ const mcpCycle = (call) => async () => {
 
 // ---- memory per idle sandbox: E2B's and `sbx create`'s, idle side by side
 function pids(id) {
-	const find = (o, k) => {
-		if (o && typeof o === 'object') {
-			if (k in o) return o[k];
-			for (const v of Object.values(o)) {
-				const r = find(v, k);
-				if (r !== undefined) return r;
-			}
-		}
-		return undefined;
-	};
-	const d = JSON.parse(execFileSync(sbx, ['inspect', '--json', id], { encoding: 'utf8' }));
+	const d = inspect(id);
 	return [find(d, 'supervisor_pid'), find(d, 'init_pid')];
 }
 function pssKiB(pid) {
