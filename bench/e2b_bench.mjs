@@ -73,11 +73,22 @@ const inspect = (id) => JSON.parse(execFileSync(sbx, ['inspect', '--json', id], 
 const out = { calls: N, seconds: SECONDS, clients: CLIENTS, mem_sandboxes: MEM };
 
 // ---- E2B: cycles, then the round trip
+// Each step's time in ms, kept for the 1-client run (where the steps do not queue on each other).
+let phases = null;
+const ms = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const e2bCycle = async () => {
+	const t0 = process.hrtime.bigint();
 	const s = await Sandbox.create();
+	const t1 = process.hrtime.bigint();
 	const r = await s.commands.run('true');
 	if (r.exitCode !== 0) throw new Error(`commands.run('true'): exit ${r.exitCode}`);
+	const t2 = process.hrtime.bigint();
 	await s.kill();
+	if (phases) {
+		phases.create.push(ms(t0) - ms(t1));
+		phases.cmd.push(ms(t1) - ms(t2));
+		phases.kill.push(ms(t2));
+	}
 };
 // Whether the warm set serves the creates: PROBE sandboxes made right after a run (its demand still
 // hot), each one's from_pool read from its state (SBX_ROOT/envs/ID/state.json, what
@@ -92,7 +103,10 @@ async function probe() {
 	return n;
 }
 await rate(1, WARMUP, e2bCycle);
+phases = { create: [], cmd: [], kill: [] };
 [out.e2b_cycles_per_second, out.e2b_cycles, out.e2b_client_cpu_ms] = await rate(1, SECONDS, e2bCycle);
+for (const k of Object.keys(phases)) out[`e2b_${k}_median_ms`] = q(phases[k], 0.5);
+phases = null;
 out.e2b_probe_from_pool = await probe();
 await rate(CLIENTS, WARMUP, e2bCycle);
 [out.e2b_conc_cycles_per_second, out.e2b_conc_cycles, out.e2b_conc_client_cpu_ms] = await rate(CLIENTS, SECONDS, e2bCycle);
