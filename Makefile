@@ -142,6 +142,7 @@ bench: all
 	bench/run
 	bench/snapshot
 	bench/mcp
+	bench/e2b
 	bench/pool/run
 	bench/restore_standby
 	bench/determinism/run

@@ -332,7 +332,10 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		}
 		i++;
 	}
-	o.env = (const char *const *)env;
+	/* Only when there are some: an env (even empty) makes the create not plain, so
+	 * neither served from nor counted by the server's warm set (docs/warm.md). */
+	if (n_env > 0)
+		o.env = (const char *const *)env;
 
 	e2b_record rec = {.started_ms = now_ms(),
 			  .auto_pause = json_is_true(json_object_get(b, "autoPause"))};

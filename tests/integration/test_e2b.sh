@@ -251,3 +251,53 @@ t_e2b_snapshots_keep_to_their_own() {
 	assert_contains "$(sbx snapshots)" "own-$$"
 	sbx rm "$id" > /dev/null
 }
+
+# Sandbox.create() without envVars is a plain create: it feeds the server's
+# warm set and is served from it (docs/warm.md). It was not: an empty env
+# list made every E2B create a cold one (bench/e2b found it).
+t_e2b_creates_use_the_servers_warm_set() {
+	need_e2b_sdk
+	e2b_start
+	local out
+	out=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		import { execFileSync } from 'node:child_process';
+		import fs from 'node:fs';
+		for (let i = 0; i < 8; i++) await (await Sandbox.create()).kill();
+		let ready = 0;
+		for (let i = 0; i < 300 && ready < 1; i++) {
+			const { pools } = JSON.parse(execFileSync(process.env.SBX_BIN, ['pool', 'ls', '--json'], { encoding: 'utf8' }));
+			ready = pools.filter((p) => p.source === 'host' && p.owner).reduce((n, p) => n + p.ready, 0);
+			if (ready < 1) await new Promise((r) => setTimeout(r, 100));
+		}
+		const s = await Sandbox.create();
+		const st = JSON.parse(fs.readFileSync(process.env.SBX_ROOT + '/envs/' + s.sandboxId + '/state.json', 'utf8'));
+		const r = await s.commands.run('whoami');
+		await s.kill();
+		console.log('ready ' + (ready >= 1) + ' from_pool ' + st.from_pool + ' ' + r.stdout.trim());
+	" 2>&1) || fail "$out"
+	assert_eq "$out" "ready true from_pool true user"
+}
+
+# examples/e2b_agent.mjs, a loop written only against E2B's SDK, runs as a
+# user would run it: a copy with `e2b` installed next to it (ESM ignores
+# NODE_PATH), pointed at the server by the three variables.
+t_e2b_example_agent_loop() {
+	need_e2b_sdk
+	e2b_start
+	local out
+	mkdir "$TMPDIR_TEST/agent"
+	cp "$SBX_SRC/examples/e2b_agent.mjs" "$TMPDIR_TEST/agent/"
+	ln -s "$E2B_DIR/node_modules" "$TMPDIR_TEST/agent/node_modules"
+	out=$(e2b_node "$TMPDIR_TEST/agent/e2b_agent.mjs" 2>&1) || fail "$out"
+	assert_contains "$out" 'write_file: "/home/user/agent/primes.py"'
+	assert_contains "$out" '"exitCode":0'
+	assert_contains "$out" 'list_files: ["primes.py","primes.txt"]'
+	assert_contains "$out" '"killed":true,"running":false'
+	assert_contains "$out" "answer: primes below 50: 2 3 5 7 11 13 17 19 23 29 31 37 41 43 47 (15 of them)"
+	assert_contains "$out" "sandbox killed"
+	# The sandbox is gone from the server's list.
+	assert_eq "$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		console.log((await Sandbox.list().nextItems()).length);" 2>&1)" "0"
+}
