@@ -25,13 +25,15 @@
  * declared under supervisor.c. The few calls from one concern into another
  * go one way (no cycle): init's ready report starts the egress proxy
  * (sup_init -> sup_egress); what replaces or ends init undoes what others
- * run (sup_restore, sup_teardown -> sup_warm_resume, sup_egress_stop, sup_ports_stop,
- * sup_restore_standby_drop; sup_phase -> sup_egress_swap,
- * sup_restore_standby_drop), and a restore starts init again (sup_restore
- * -> sup_init). Everything runs on the loop's one thread, but the egress
- * proxy's (it reads s->allow, s->plugins and s->egress_log, swapped only
- * while it is stopped) and the published ports' (they read s->c and their
- * own state only, and reach init through the control socket as clients). */
+ * run (sup_restore, sup_teardown -> sup_warm_resume, sup_egress_stop,
+ * sup_restore_standby_drop; sup_teardown -> sup_ports_stop; sup_phase ->
+ * sup_egress_swap, sup_restore_standby_drop), a restore starts init again
+ * (sup_restore -> sup_init), and the standby's helper drops its copies of
+ * the published ports (sup_restore -> sup_ports_close_copies). Everything
+ * runs on the loop's one thread, but the egress proxy's (it reads s->allow,
+ * s->plugins and s->egress_log, swapped only while it is stopped) and the
+ * published ports' (they read s->c and their own state only, and reach
+ * init through the control socket, as a client would). */
 #pragma once
 #include <jansson.h>
 #include <pthread.h>
@@ -264,6 +266,10 @@ int sup_ports_start(supervisor *s, sbx_err **err);
 /* Closes the listeners and ends every thread and connection; safe when
  * none runs. */
 void sup_ports_stop(supervisor *s);
+/* In a child forked from the supervisor (the standby's helper, which may
+ * outlive it): closes its copies of the listeners, which would otherwise
+ * keep the host ports bound after the environment ended. */
+void sup_ports_close_copies(supervisor *s);
 
 /* ---- sup_oneshot.c: one-shot environments ---------------------------------- */
 

@@ -373,6 +373,11 @@ void sup_ports_stop(supervisor *s)
 		free(sp);
 		s->ports = NULL;
 	}
+	sup_ports_close_copies(s);
+}
+
+void sup_ports_close_copies(supervisor *s)
+{
 	for (size_t i = 0; i < s->c->n_ports; i++)
 		s->c->ports[i].fd = safe_close(s->c->ports[i].fd);
 }
