@@ -200,3 +200,61 @@ t_ports_rootless() {
 	rl rm "$id" > /dev/null
 	refused "$hp" || fail "the listener outlived the environment"
 }
+
+t_ports_explicit_addresses() {
+	# Beyond loopback only when HOSTIP says so; IPv6 in brackets.
+	id=$(sbx create -p 0.0.0.0:0:8000 -p 127.0.0.1::8001)
+	out=$(sbx port "$id")
+	assert_contains "$out" "8000/tcp -> 0.0.0.0:"
+	assert_contains "$out" "8001/tcp -> 127.0.0.1:"
+	serve "$id" "any address"
+	hp=$(host_port "$id" 8000)
+	eventually 30 fetch "$hp" > /dev/null || fail "no answer on 0.0.0.0"
+	sbx rm "$id" > /dev/null
+	if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2> /dev/null; then
+		id=$(sbx create -p "[::1]:0:8000")
+		assert_contains "$(sbx port "$id")" "8000/tcp -> [::1]:"
+		serve "$id" "v6"
+		hp=$(host_port "$id" 8000)
+		v6() { python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://[::1]:$hp/', timeout=5).read().decode())"; }
+		eventually 30 v6 > /dev/null || fail "no answer on [::1]"
+		assert_eq "$(v6)" "v6"
+		sbx rm "$id" > /dev/null
+	fi
+	expect_status 125 sbx create -p 192.0.2.1:0:8000 # an address this host does not have
+	assert_contains "$ERR" "no such address"
+	no_envs
+}
+
+t_ports_connection_limit() {
+	# 256 connections at once; one more is accepted and closed at once.
+	id=$(sbx create -p 0:8000)
+	hp=$(host_port "$id" 8000)
+	sbx exec -d "$id" -- python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 8000)); s.listen(1024)
+held = []
+while True:
+    c, _ = s.accept(); held.append(c); c.send(b"hi")
+' > /dev/null
+	up() { python3 -c "import socket; s=socket.create_connection(('127.0.0.1', $hp), 5); s.settimeout(5); assert s.recv(2) == b'hi'"; }
+	eventually 30 up || fail "the server inside does not answer"
+	out=$(python3 - "$hp" << 'EOF'
+import socket, sys
+hp = int(sys.argv[1]); held = []; served = 0
+for i in range(262):
+    s = socket.create_connection(("127.0.0.1", hp), 5); s.settimeout(5)
+    try:
+        served += s.recv(2) == b"hi"
+    except OSError:
+        pass
+    held.append(s)
+print(served)
+EOF
+	)
+	# The probes above still hold their slots (a relay lasts until both sides
+	# have closed, and this server never closes): at most 256 served, and
+	# nearly all of them.
+	[ "$out" -le 256 ] && [ "$out" -ge 240 ] || fail "served $out of 262 connections"
+	sbx rm "$id" > /dev/null
+}
