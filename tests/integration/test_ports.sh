@@ -258,3 +258,24 @@ EOF
 	[ "$out" -le 256 ] && [ "$out" -ge 240 ] || fail "served $out of 262 connections"
 	sbx rm "$id" > /dev/null
 }
+
+t_ports_wake_with_port_taken_warns() {
+	# A wake binds the recorded host port again; taken meanwhile, the
+	# environment comes back without it, and says so.
+	id=$(sbx create -p 0:8000 --idle-suspend 1s)
+	hp=$(host_port "$id" 8000)
+	suspended() { [ -e "$SBX_ROOT/envs/$id/suspended" ] && ! [ -S "$SBX_RUN/$id/ctl.sock" ]; }
+	eventually 30 suspended || fail "not suspended: $(sbx ls)"
+	python3 -c "
+import socket, time
+s = socket.socket(); s.bind(('127.0.0.1', $hp)); s.listen(1)
+open('$TMPDIR_TEST/taken', 'w').close(); time.sleep(60)" &
+	holder=$!
+	eventually 10 test -e "$TMPDIR_TEST/taken"
+	sbx resume "$id" > /dev/null
+	assert_eq "$(sbx exec "$id" -- echo up)" "up"
+	assert_contains "$(sbx inspect "$id")" "publish port 8000"
+	assert_eq "$(host_port "$id" 8000)" "$hp" # still the environment's mapping
+	kill "$holder"
+	sbx rm "$id" > /dev/null
+}
