@@ -279,3 +279,39 @@ open('$TMPDIR_TEST/taken', 'w').close(); time.sleep(60)" &
 	kill "$holder"
 	sbx rm "$id" > /dev/null
 }
+
+t_ports_mcp_publish_loopback_only() {
+	command -v python3 > /dev/null || skip "python3 is not installed"
+	out=$(PYTHONPATH="$SBX_SRC/tests/integration" python3 - "$SBX_BIN" << 'EOF'
+import sys, time, urllib.request
+from mcp_client import Client
+call = Client(sys.argv[1]).call
+bad, c = call("environment_create", {"publish": ["0:8000"]})
+env = c["environment_id"]
+p = c["ports"][0]
+print("ports", bad, p["port"], p["host_ip"], p["host_port"] > 0)
+call("environment_execute", {"environment_id": env, "command": "mkdir -p /srv && echo mcp > /srv/index.html"})
+call("environment_execute", {"environment_id": env, "background": True,
+     "argv": ["python3", "-m", "http.server", "8000", "--bind", "127.0.0.1", "--directory", "/srv"]})
+body = None
+for _ in range(300):
+    try:
+        body = urllib.request.urlopen("http://127.0.0.1:%d/" % p["host_port"], timeout=5).read().decode().strip()
+        break
+    except Exception:
+        time.sleep(0.1)
+print("fetch", body)
+bad, e = call("environment_create", {"publish": ["0.0.0.0:0:8000"]})
+print("wide", bad, e["error"]["code"], "loopback only" in e["error"]["message"])
+bad, e = call("environment_create", {"publish": ["nonsense"]})
+print("bad", bad, e["error"]["code"])
+call("environment_destroy", {"environment_id": env})
+EOF
+	)
+	echo "$out"
+	assert_contains "$out" "ports False 8000 127.0.0.1 True"
+	assert_contains "$out" "fetch mcp"
+	assert_contains "$out" "wide True invalid_argument True"
+	assert_contains "$out" "bad True invalid_argument"
+	eventually 30 no_envs
+}
