@@ -77,6 +77,8 @@ t_ports_port_in_use_fails_cleanly() {
 	expect_status 125 sbx create -p "$PORT:8000"
 	assert_contains "$ERR" "in use"
 	assert_contains "$ERR" "$PORT"
+	expect_status 125 sbx run -p "$PORT:8000" -- true # a one-shot's supervisor removes its own
+	assert_contains "$ERR" "in use"
 	no_envs
 	[ -z "$(ls "$SBX_ROOT/envs" 2> /dev/null | grep -E '^[0-9a-f]{12}$')" ] || fail "an environment was left on disk"
 	kill "$SRV"
