@@ -71,7 +71,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 7
+#define SBX_CREATE_OPTS_VERSION 8
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -140,6 +140,15 @@ typedef struct sbx_create_opts {
 			* the environment, it removes itself (sbx_env_remove then finds nothing).
 			* A warm pool's entry taken by such a create becomes bound the same way.
 			* docs/runtime.md "One-shot runs" */
+	/* version 8: published ports (docs/ports.md) */
+	const char *const *publish; /* NULL-terminated "[HOSTIP:]HOSTPORT:PORT" (sbx_parse_publish): a TCP
+				     * listener on the host, bound by the supervisor at create (a bind
+				     * failure fails the create), relaying each connection to PORT on the
+				     * environment's own loopback. HOSTIP defaults to 127.0.0.1; any
+				     * other address (0.0.0.0, a LAN address) exposes PORT to whoever
+				     * reaches it. HOSTPORT 0: a free port, chosen at bind. Refused with
+				     * network open (the environment's ports are the host's) and in
+				     * degraded mode */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT                                                                                 \
 	{                                                                                                    \
@@ -560,6 +569,25 @@ int sbx_env_list_dir(sbx_ctx *ctx, const char *ref, const char *path, const sbx_
  * environment has no network namespace of its own (network open, degraded
  * mode). *ret_fd is a blocking, close-on-exec stream socket (caller closes). */
 int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int timeout_ms, int *ret_fd, sbx_err **err);
+
+/* Published ports (sbx create -p; docs/ports.md). One mapping: host_ip
+ * (numeric IPv4 or IPv6) and host_port (0: a free one, chosen at bind) on
+ * the host, to port on the environment's loopback. */
+#define SBX_PUBLISH_MAX 64
+typedef struct sbx_port_map {
+	char host_ip[46];
+	int host_port;
+	int port;
+} sbx_port_map;
+/* "[HOSTIP:]HOSTPORT:PORT" -> *ret (HOSTIP 127.0.0.1 when absent; an IPv6
+ * address in brackets, "[::1]:8080:80"). invalid_argument for a port out of
+ * range (HOSTPORT 0-65535, PORT 1-65535), a HOSTIP that is not a numeric
+ * IP address, or any other shape. Pure. */
+int sbx_parse_publish(const char *s, sbx_port_map *ret, sbx_err **err);
+/* {"ports":[{"port","protocol":"tcp","host_ip","host_port"}]}: an
+ * environment's published ports as its record has them (the host ports
+ * chosen at bind), in the order given at create. */
+int sbx_env_ports(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
 /* Copies (sbx cp), with `docker cp` destinations: into an existing
  * directory under the source's own name, else as the new name (its parent

@@ -32,7 +32,7 @@ LAYERS = [
     # 0, the bottom (base.h and the per-file headers it names): the context,
     # the record and the control socket, and what a create is made of.
     "ctx env_state limits host_dirs readset_io reclaim snap_base devices"
-    " policy_spec phase_plan secrets policy_apply oci",
+    " policy_spec phase_plan secrets policy_apply oci publish",
     # 1, the core (core.h): start, wake, stop and removal of an environment,
     # its states, and a create without the warm pool.
     "env_core env_start env_wake env_create",

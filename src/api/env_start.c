@@ -16,6 +16,7 @@
 
 #include "api/core.h"
 #include "api/devices.h"
+#include "api/publish.h"
 #include "api/secrets.h"
 #include "api/snap_base.h"
 #include "runtime/caps.h"
@@ -58,6 +59,9 @@ void env_config_free(env_config *c)
 	strv_free(c->warnings);
 	free(c->network);
 	strv_free(c->network_allow);
+	for (size_t i = 0; i < c->n_ports; i++)
+		safe_close(c->ports[i].fd);
+	free(c->ports);
 	secrets_wipe(c); /* this process's copy: the environment's init holds its own */
 	devices_config_free(c);
 	strv_free(c->hidden);
@@ -599,6 +603,9 @@ static int create_configure(sbx_ctx *ctx, env_config *c, const env_create_req *q
 	 * paths and the agent phase's plan: src/api/secrets.c. */
 	if (secrets_prepare(o, q->restore_state, c, ret_sec_state, err) < 0)
 		return -1;
+	/* Published ports (api/publish.c): a restart keeps its record's. */
+	if (publish_prepare(c, o->version >= 8 ? o->publish : NULL, q->restore_state, err) < 0)
+		return -1;
 	/* CDI devices (api/devices.c): resolved and checked on the host now; a
 	 * restart resolves its own again. */
 	_cleanup_strv_free_ char **dev_names =
@@ -618,6 +625,8 @@ static int create_record(sbx_ctx *ctx, env_config *c, const env_create_req *q, j
 	_cleanup_json_ json_t *st = record_new(c, q, sec_state, base_id, slot);
 	if (st)
 		devices_state(c, st);
+	if (st)
+		publish_state(c, NULL, st);
 	if (st && ctx->pool_key) /* a warm pool's entry, hidden until taken (docs/warm.md) */
 		json_object_set_new(st, "pool", json_string(ctx->pool_key));
 	if (st && ctx->pool_key && ctx->pool_inputs)
@@ -651,6 +660,7 @@ static void record_running(sbx_ctx *ctx, const env_config *c, json_t *st, const 
 	if (json_is_object(json_object_get(info, "limits"))) /* lowered by a plugin's on_create */
 		json_object_update(json_object_get(st, "limits"), json_object_get(info, "limits"));
 	json_object_set(st, "warnings", json_object_get(info, "warnings") ?: json_array());
+	publish_state(c, info, st); /* the host ports bound (HOSTPORT 0: chosen then) */
 	(void)env_state_write_replacing(ctx, c->id, st);
 }
 

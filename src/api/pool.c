@@ -71,6 +71,8 @@ bool pool_opts_plain(const sbx_create_opts *o)
 		plain = plain && !o->user && !o->cap_drop && !o->cap_add && !o->user_no_root;
 	if (o->version >= 5)
 		plain = plain && o->idle_suspend_ms == 0 && !o->devices;
+	if (o->version >= 8) /* an entry binds no host port */
+		plain = plain && !o->publish;
 	/* A fork naming a template too: the cold create checks that it is the
 	 * snapshot's (the pool's entries were built with the snapshot's own). */
 	return plain && !(o->snapshot && o->template_spec);

@@ -21,33 +21,6 @@
 
 #define PORT_CONNECT_TIMEOUT_MS 5000
 
-static int sock_opt(int fd, int opt)
-{
-	int v = -1;
-	socklen_t n = sizeof(v);
-	return getsockopt(fd, SOL_SOCKET, opt, &v, &n) < 0 ? -1 : v;
-}
-
-/* The socket init passed is what was asked for: fresh, unbound, unconnected. */
-static bool socket_is_fresh_tcp(int fd)
-{
-	struct stat st;
-	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
-		return false;
-	if (sock_opt(fd, SO_DOMAIN) != AF_INET || sock_opt(fd, SO_TYPE) != SOCK_STREAM ||
-	    sock_opt(fd, SO_PROTOCOL) != IPPROTO_TCP)
-		return false;
-	struct sockaddr_in a;
-	socklen_t n = sizeof(a);
-	if (getpeername(fd, (struct sockaddr *)&a, &n) == 0 || errno != ENOTCONN)
-		return false;
-	n = sizeof(a);
-	if (getsockname(fd, (struct sockaddr *)&a, &n) < 0 || a.sin_port != 0 ||
-	    a.sin_addr.s_addr != htonl(INADDR_ANY))
-		return false;
-	return sock_opt(fd, SO_ACCEPTCONN) == 0;
-}
-
 _public_ int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int timeout_ms, int *ret_fd,
 				  sbx_err **err)
 {
@@ -62,7 +35,7 @@ _public_ int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int t
 	_cleanup_close_ int fd = -1;
 	if (api_file_call(ctx, ref, req, &m, &fd, 1, err) < 0)
 		return err_wrap(err, "connect to port %d", port);
-	if (!socket_is_fresh_tcp(fd))
+	if (!fd_is_fresh_tcp(fd))
 		return err_set(
 		    err, SBX_E_INTERNAL, EPROTO,
 		    "connect to port %d: the environment passed something other than a fresh TCP socket",
@@ -92,7 +65,7 @@ _public_ int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int t
 					       timeout_ms);
 			break;
 		}
-		int e = sock_opt(fd, SO_ERROR);
+		int e = fd_sock_opt(fd, SO_ERROR);
 		if (e != 0)
 			return err_set(err, e == ECONNREFUSED ? SBX_E_UNAVAILABLE : SBX_E_INTERNAL,
 				       e > 0 ? e : EIO, "connect to port %d: %s", port,
@@ -102,5 +75,23 @@ _public_ int sbx_env_port_connect(sbx_ctx *ctx, const char *ref, int port, int t
 	if (fd_set_nonblock(fd, 0) < 0)
 		return err_errno(err, "connect to port %d", port);
 	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* Published ports (docs/ports.md): what the record holds; the supervisor
+ * bound them (src/runtime/sup_ports.c) and the create recorded the host
+ * ports it chose. */
+_public_ int sbx_env_ports(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	_cleanup_free_ char *id = NULL;
+	_cleanup_env_record_ env_record r = {.uid_slot = -1};
+	if (env_record_load(ctx, ref, &id, &r, err) < 0)
+		return -1;
+	json_t *ports = json_object_get(r.json, "ports");
+	json_t *j = json_pack("{s:s,s:o}", "environment_id", id, "ports",
+			      json_is_array(ports) ? json_deep_copy(ports) : json_array());
+	if (!j)
+		return err_oom(err);
+	*ret = j;
 	return 0;
 }

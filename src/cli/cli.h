@@ -78,6 +78,7 @@ int cmd_run(cli *c, int argc, char **argv);
 int cmd_exec(cli *c, int argc, char **argv);
 int cmd_ls(cli *c, int argc, char **argv);
 int cmd_inspect(cli *c, int argc, char **argv);
+int cmd_port(cli *c, int argc, char **argv);
 int cmd_ps(cli *c, int argc, char **argv); /* cmd_proc.c */
 int cmd_kill(cli *c, int argc, char **argv);
 int cmd_code(cli *c, int argc, char **argv); /* cmd_code.c */

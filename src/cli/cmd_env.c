@@ -28,6 +28,8 @@ typedef struct opts {
 	size_t n_cap_drop, n_cap_add;
 	const char *devices[65]; /* --device (docs/devices.md) */
 	size_t n_devices;
+	const char *publish[SBX_PUBLISH_MAX + 1]; /* -p (docs/ports.md) */
+	size_t n_publish;
 	bool interactive, have_timeout;
 	int64_t timeout;
 	const char *id; /* exec's environment */
@@ -107,19 +109,20 @@ static const struct {
     {{"cap-drop", required_argument, NULL, O_CAP_DROP}, F_CREATE},
     {{"cap-add", required_argument, NULL, O_CAP_ADD}, F_CREATE},
     {{"device", required_argument, NULL, O_DEVICE}, F_CREATE},
+    {{"publish", required_argument, NULL, 'p'}, F_CREATE},
     {{"trace", no_argument, NULL, O_TRACE}, F_EXEC},
     {{"deterministic", no_argument, NULL, O_DETERMINISTIC}, F_EXEC},
     {{"no-deterministic", no_argument, NULL, O_NO_DETERMINISTIC}, F_EXEC},
     {{"detach", no_argument, NULL, 'd'}, F_DETACH},
 };
 
-/* -v (create), -e and -u (both), -i and -t (exec) */
+/* -v and -p (create), -e and -u (both), -i and -t (exec) */
 static const char *env_shortopts(unsigned flags)
 {
-	return flags == F_CREATE	      ? "v:e:u:"
+	return flags == F_CREATE	      ? "v:p:e:u:"
 	       : flags == (F_EXEC | F_DETACH) ? "e:u:itd"
 	       : flags == F_EXEC	      ? "e:u:it"
-					      : "v:e:u:it";
+					      : "v:p:e:u:it";
 }
 
 static int parse_pids(const char *cmd, const char *v, int64_t *ret)
@@ -292,6 +295,17 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 		case O_DEVICE: /* docs/devices.md */
 			r = push(cmd, o->devices, &o->n_devices, ARRAY_SIZE(o->devices), "--device", v);
 			break;
+		case 'p': { /* docs/ports.md: checked here, so that a bad one is a usage error */
+			sbx_port_map m;
+			if (sbx_parse_publish(v, &m, &e) < 0) {
+				r = cli_usage_error(cmd, "%s", sbx_err_message(e));
+				sbx_err_free(e);
+				e = NULL;
+				break;
+			}
+			r = push(cmd, o->publish, &o->n_publish, ARRAY_SIZE(o->publish), "--publish", v);
+			break;
+		}
 		case O_TRACE:
 			o->exec.trace = true;
 			break;
@@ -328,6 +342,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 	o->devices[o->n_devices] = NULL;
 	if (o->n_devices)
 		o->create.devices = o->devices;
+	o->publish[o->n_publish] = NULL;
+	if (o->n_publish)
+		o->create.publish = o->publish;
 	return 0;
 }
 
@@ -661,6 +678,61 @@ int cmd_inspect(cli *c, int argc, char **argv)
 	if (sbx_env_inspect(c->ctx, ids[0], &j, &e) < 0)
 		return cli_fail("inspect", e);
 	cli_print_json(j); /* inspect is JSON either way, like docker inspect */
+	return 0;
+}
+
+/* sbx port ID [PORT]: docs/ports.md */
+int cmd_port(cli *c, int argc, char **argv)
+{
+	const char *ids[argc];
+	int n, only = 0;
+	int r = simple_args("port", argc, argv, 1, 2, ids, &n);
+	if (r)
+		return r;
+	if (n == 2) {
+		char *end;
+		long v = strtol(ids[1], &end, 10);
+		if (*end || end == ids[1] || v < 1 || v > 65535)
+			return cli_usage_error("port", "invalid PORT '%s': expected 1-65535", ids[1]);
+		only = (int)v;
+	}
+	if ((r = cli_open_ctx(c)))
+		return r;
+	json_t *j = NULL;
+	sbx_err *e = NULL;
+	if (sbx_env_ports(c->ctx, ids[0], &j, &e) < 0)
+		return cli_fail("port", e);
+	json_t *ports = json_object_get(j, "ports"), *m;
+	size_t i;
+	if (only) { /* only that inner port's mappings */
+		json_t *keep = json_array();
+		json_array_foreach(ports, i, m)
+		{
+			if (json_integer_value(json_object_get(m, "port")) == only)
+				json_array_append(keep, m);
+		}
+		json_object_set_new(j, "ports", keep);
+		ports = keep;
+		if (!json_array_size(ports)) {
+			json_decref(j);
+			fprintf(stderr, "sbx: port: no published port %d in environment '%s'\n", only,
+				ids[0]);
+			return EXIT_SBX;
+		}
+	}
+	if (c->json) {
+		cli_print_json(j);
+		return 0;
+	}
+	json_array_foreach(ports, i, m)
+	{
+		const char *ip = json_string_value(json_object_get(m, "host_ip")) ?: "";
+		bool v6 = strchr(ip, ':') != NULL;
+		printf("%lld/%s -> %s%s%s:%lld\n", (long long)json_integer_value(json_object_get(m, "port")),
+		       json_string_value(json_object_get(m, "protocol")) ?: "tcp", v6 ? "[" : "", ip,
+		       v6 ? "]" : "", (long long)json_integer_value(json_object_get(m, "host_port")));
+	}
+	json_decref(j);
 	return 0;
 }
 

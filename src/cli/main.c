@@ -26,6 +26,10 @@ static const cli_cmd commands[] = {
     {"ls", CLI_GROUP_ENV, cmd_ls, "List environments", "sbx ls", "List environments."},
     {"inspect", CLI_GROUP_ENV, cmd_inspect, "Show an environment's limits, walls and usage", "sbx inspect ID",
      "Show an environment: limits, isolation walls in force and missing, usage."},
+    {"port", CLI_GROUP_ENV, cmd_port, "List an environment's published ports", "sbx port ID [PORT]",
+     "List the ports published with create's -p: one line a mapping, PORT/tcp -> HOSTIP:HOSTPORT "
+     "(the host port chosen at create where -p gave 0); with PORT, only that port's. --json: "
+     "{environment_id, ports: [{port, protocol, host_ip, host_port}]}. See docs/ports.md."},
     {"ps", CLI_GROUP_CMD, cmd_ps, "List an environment's processes and background processes",
      "sbx ps ID | sbx ps ID PROC [--output] [--wait DURATION]",
      "List the processes inside an environment (pids as seen inside) and its background processes "
@@ -202,6 +206,14 @@ static const char create_opts_help[] =
     "                      SETPCAP NET_BIND_SERVICE SYS_CHROOT SETFCAP (inside its user namespace)\n"
     "  --cap-add CAP       give one back after --cap-drop; only within that safe set and the\n"
     "                      policy's \"capabilities\" (anything else is refused)\n"
+    "  -p, --publish [HOSTIP:]HOSTPORT:PORT\n"
+    "                      publish PORT of the environment's own loopback on the host, as\n"
+    "                      docker run -p does (repeatable): a TCP connection to HOSTIP:HOSTPORT\n"
+    "                      reaches 127.0.0.1:PORT inside, even with network none. HOSTIP is\n"
+    "                      127.0.0.1 by default; 0.0.0.0 or another address exposes PORT to the\n"
+    "                      network. HOSTPORT 0: a free port (sbx port ID shows it). Lives as\n"
+    "                      long as the environment; at most 256 connections at once\n"
+    "                      (docs/ports.md)\n"
     "  --device KIND=NAME  a CDI device (nvidia.com/gpu=0, =0:1 a MIG slice, =all), from the specs in\n"
     "                      /etc/cdi and /var/run/cdi or $SBX_CDI_SPEC_DIRS (colon-separated);\n"
     "                      repeatable; a policy allows only its \"devices\" (docs/devices.md)\n";

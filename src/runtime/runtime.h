@@ -23,6 +23,17 @@ typedef struct env_volume {
 	bool readonly;
 } env_volume;
 
+/* A published port (docs/ports.md): the supervisor's listener on host_ip:
+ * host_port relays to port on the environment's loopback. host_port 0 until
+ * bound (a free one); fd: the listener, -1 until bound or when a restart
+ * could not bind it again. */
+typedef struct env_port {
+	char host_ip[46];
+	int host_port;
+	int port;
+	int fd;
+} env_port;
+
 typedef struct env_config {
 	char id[ENV_ID_LEN + 1];
 	char *name; /* may be NULL */
@@ -114,6 +125,13 @@ typedef struct env_config {
 	 * without a process that removes them); 0 or negative errno with *err. */
 	int (*prepare)(void *arg, struct env_config *c, sbx_err **err);
 	void *prepare_arg;
+	/* Published ports (docs/ports.md), bound by the supervisor before
+	 * anything else: a create fails when one cannot be bound; a restart
+	 * (ports_lenient: wake, restore with a new supervisor) warns and goes
+	 * on without it. */
+	env_port *ports;
+	size_t n_ports;
+	bool ports_lenient;
 	/* Filled in while starting: */
 	char **warnings; /* isolation walls this host could not provide */
 } env_config;

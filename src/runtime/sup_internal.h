@@ -14,6 +14,7 @@
  *                  process's pipes and record)
  *   sup_warm.c     pause, resume, idle suspend (docs/warm.md)
  *   sup_egress.c   the egress proxy's thread (network allow)
+ *   sup_ports.c    published ports: the host listeners, their threads
  *   sup_oneshot.c  one-shot environments: ownership, hand-out, removal
  *   sup_phase.c    the switch to the agent phase (docs/secrets.md)
  *   sup_teardown.c the environment's end: init killed, processes reaped,
@@ -25,11 +26,14 @@
  * go one way (no cycle): init's ready report starts the egress proxy
  * (sup_init -> sup_egress); what replaces or ends init undoes what others
  * run (sup_restore, sup_teardown -> sup_warm_resume, sup_egress_stop,
- * sup_restore_standby_drop; sup_phase -> sup_egress_swap,
- * sup_restore_standby_drop), and a restore starts init again (sup_restore
- * -> sup_init). Everything runs on the loop's one thread, but the egress
- * proxy's (it reads s->allow, s->plugins and s->egress_log, swapped only
- * while it is stopped). */
+ * sup_restore_standby_drop; sup_teardown -> sup_ports_stop; sup_phase ->
+ * sup_egress_swap, sup_restore_standby_drop), a restore starts init again
+ * (sup_restore -> sup_init), and the standby's helper drops its copies of
+ * the published ports (sup_restore -> sup_ports_close_copies). Everything
+ * runs on the loop's one thread, but the egress proxy's (it reads s->allow,
+ * s->plugins and s->egress_log, swapped only while it is stopped) and the
+ * published ports' (they read s->c and their own state only, and reach
+ * init through the control socket, as a client would). */
 #pragma once
 #include <jansson.h>
 #include <pthread.h>
@@ -91,8 +95,9 @@ typedef struct supervisor {
 	bool proxy_running;
 	egress_allowlist *allow;
 	int egress_log;
-	plugin_host *plugins;  /* the policy's plugins (a separate process), or NULL */
-	json_t *plugin_limits; /* limits a plugin lowered at create, for the creator */
+	struct sup_ports *ports; /* published ports' threads (sup_ports.c), NULL if none run */
+	plugin_host *plugins;	 /* the policy's plugins (a separate process), or NULL */
+	json_t *plugin_limits;	 /* limits a plugin lowered at create, for the creator */
 	bool frozen;
 	bool stopping;
 	int stop_conn;	      /* replied to once everything is cleaned up */
@@ -244,6 +249,27 @@ int sup_egress_start(supervisor *s, sbx_err **err);
 int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err);
 /* Ends the thread and closes what the proxy holds; safe when none runs. */
 void sup_egress_stop(supervisor *s);
+
+/* ---- sup_ports.c: published ports (docs/ports.md) ------------------------ */
+
+/* Binds and listens on every c->ports (before anything else of the
+ * environment exists): a failure fails the start, but for a restart
+ * (c->ports_lenient), where it is a warning and that port is not served. */
+int sup_ports_bind(supervisor *s, sbx_err **err);
+/* [{port, protocol, host_ip, host_port, bound}]: the mappings as bound, for
+ * the creator's record. */
+json_t *sup_ports_json(const supervisor *s);
+/* The thread that accepts on the bound listeners (none when nothing is
+ * bound); each connection gets a thread that relays it into the
+ * environment's loopback. Needs the control socket (s->listen_fd). */
+int sup_ports_start(supervisor *s, sbx_err **err);
+/* Closes the listeners and ends every thread and connection; safe when
+ * none runs. */
+void sup_ports_stop(supervisor *s);
+/* In a child forked from the supervisor (the standby's helper, which may
+ * outlive it): closes its copies of the listeners, which would otherwise
+ * keep the host ports bound after the environment ended. */
+void sup_ports_close_copies(supervisor *s);
 
 /* ---- sup_oneshot.c: one-shot environments ---------------------------------- */
 

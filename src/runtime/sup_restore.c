@@ -346,7 +346,8 @@ static void standby_build(supervisor *s, const char *sid)
 	pid_t h = fork();
 	if (h == 0) {
 		safe_close(rp[0]);
-		standby_idle(0); /* the helper, and what it clones, from the start */
+		sup_ports_close_copies(s); /* it may outlive the supervisor: not with its ports */
+		standby_idle(0);	   /* the helper, and what it clones, from the start */
 		size_t nw = json_array_size(s->warnings);
 		pid_t pid = -1;
 		int pidfd = -1, sock = -1;

@@ -92,6 +92,7 @@ void sup_teardown_signal(supervisor *s)
 	sup_warm_resume(s); /* sbx pause's freeze too */
 	sup_thaw(s);	    /* a v1-frozen task does not even die until thawed */
 	sup_egress_stop(s);
+	sup_ports_stop(s); /* published ports: listeners closed, connections ended */
 	/* fini, then the plugin host ends (not freed: a resolver thread of the
 	 * proxy may still ask it, and then gets a refusal) */
 	plugin_host_stop(s->plugins);

@@ -609,7 +609,11 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 
 	/* The creator took $SBX_RUN/<id>/lock before forking us; we hold it
 	 * (fd 4) for our whole life: it says "alive" to gc and to the CLI. */
-	/* Plugins first: their host is cloned while we are single-threaded and
+	/* Published ports before anything else: a port in use fails the create
+	 * while there is nothing to undo (docs/ports.md). */
+	if (sup_ports_bind(s, &e) < 0)
+		goto fail;
+	/* Plugins next: their host is cloned while we are single-threaded and
 	 * hold nothing of the environment yet; on_create may veto the create or
 	 * lower limits that the cgroup below then enforces. */
 	if (plugin_env_create(c, &s->plugins, &s->plugin_limits, &e) < 0)
@@ -665,6 +669,8 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 		sup_ep_add(s, s->idle_fd);
 		arm_idle(s);
 	}
+	if (sup_ports_start(s, &e) < 0)
+		goto fail;
 	startup_mark("supervisor: listening, event loop");
 	log_debug("supervisor: ready");
 	json_t *ready =
@@ -672,6 +678,8 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 		      (int)s->init_pid, "landlock_abi", s->landlock_abi, "warnings", s->warnings);
 	if (ready && s->plugin_limits)
 		json_object_set(ready, "limits", s->plugin_limits);
+	if (ready && s->c->n_ports)
+		json_object_set_new(ready, "ports", sup_ports_json(s));
 	if (startup_trace_enabled()) { /* the creator's stderr, kept for the trace: give it back */
 		char lp[4200];
 		snprintf(lp, sizeof(lp), "%s/supervisor.log", c->run_dir);

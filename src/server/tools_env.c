@@ -79,13 +79,21 @@ const char tool_environment_create_in[] =
     "nvidia.com/gpu=0, "
     "nvidia.com/gpu=0:1 for a MIG slice, nvidia.com/gpu=all), from the CDI specs on the server host; a "
     "policy "
-    "allows only the devices it names.','items':{'type':'string','minLength':1}}," USER_PROP(
+    "allows only the devices it names.','items':{'type':'string','minLength':1}},"
+    "'publish':{'type':'array','maxItems':64,'description':'Ports of the environment to publish on the "
+    "server host, each [HOSTIP:]HOSTPORT:PORT as docker run -p takes them (e.g. 0:8000: a free host "
+    "port): a TCP connection to HOSTIP:HOSTPORT reaches PORT on the environment loopback, even with "
+    "network none. Loopback host addresses only (127.0.0.1, the default, or [::1]). The result lists "
+    "the host ports bound.','items':{'type':'string','minLength':3,'maxLength':100}}," USER_PROP(
 	"Run every command (default root)") "}}";
 
 const char tool_environment_create_out[] =
     OUTPUT("'environment_id':{'type':'string'},'snapshot_id':{'type':['string','null']},"
 	   "'create_ms':{'type':'number'},'warnings':{'type':'array','items':{'type':'string'}},"
-	   "'from_pool':{'type':'boolean','description':'Taken from a warm pool (pool_set).'}",
+	   "'from_pool':{'type':'boolean','description':'Taken from a warm pool (pool_set).'},"
+	   "'ports':{'type':'array','description':'The published ports (publish).','items':{'type':'object',"
+	   "'properties':{'port':{'type':'integer'},'protocol':{'type':'string'},'host_ip':{'type':'string'},"
+	   "'host_port':{'type':'integer'}}}}",
 	   "'environment_id','create_ms'");
 
 const char tool_environment_destroy_out[] =
@@ -267,6 +275,22 @@ int tool_environment_create(tool_call *c, json_t **ret, sbx_err **err)
 	_cleanup_strv_free_ char **devices =
 	    json_to_strv(json_object_get(a, "devices")); /* CDI (docs/devices.md) */
 	o.devices = (const char *const *)devices;
+	/* Published ports (docs/ports.md): on the server host's loopback only. A
+	 * client (over HTTP, perhaps not on this host) does not choose to expose
+	 * an environment to the server's network; the CLI's -p can. */
+	_cleanup_strv_free_ char **publish = json_to_strv(json_object_get(a, "publish"));
+	for (char **p = publish; p && *p; p++) {
+		sbx_port_map m;
+		if (sbx_parse_publish(*p, &m, err) < 0)
+			return -1;
+		if (strncmp(m.host_ip, "127.", 4) != 0 && !streq(m.host_ip, "::1"))
+			return err_set(
+			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			    "publish '%s': an MCP client publishes on the server host's loopback only "
+			    "(127.0.0.1 or [::1])",
+			    *p);
+	}
+	o.publish = publish && *publish ? (const char *const *)publish : NULL;
 	_cleanup_free_ char *id = NULL;
 	_cleanup_json_ json_t *warnings = NULL;
 	int64_t t0 = now_us();
@@ -287,6 +311,10 @@ int tool_environment_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (json_array_size(warnings) > 0)
 		json_object_set(res, "warnings", warnings);
 	json_object_set_new(res, "from_pool", json_boolean(from_pool)); /* docs/warm.md */
+	json_t *ports = NULL;
+	if (publish && sbx_env_ports(c->ctx, id, &ports, NULL) == 0)
+		json_object_set(res, "ports", json_object_get(ports, "ports"));
+	json_decref(ports);
 	*ret = res;
 	return 0;
 }

@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "util/macro.h"
@@ -163,4 +165,30 @@ int fd_move_above_stdio(int fd)
 		return -errno;
 	close(fd);
 	return n;
+}
+
+int fd_sock_opt(int fd, int opt)
+{
+	int v = -1;
+	socklen_t n = sizeof(v);
+	return getsockopt(fd, SOL_SOCKET, opt, &v, &n) < 0 ? -1 : v;
+}
+
+bool fd_is_fresh_tcp(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	if (fd_sock_opt(fd, SO_DOMAIN) != AF_INET || fd_sock_opt(fd, SO_TYPE) != SOCK_STREAM ||
+	    fd_sock_opt(fd, SO_PROTOCOL) != IPPROTO_TCP)
+		return false;
+	struct sockaddr_in a;
+	socklen_t n = sizeof(a);
+	if (getpeername(fd, (struct sockaddr *)&a, &n) == 0 || errno != ENOTCONN)
+		return false;
+	n = sizeof(a);
+	if (getsockname(fd, (struct sockaddr *)&a, &n) < 0 || a.sin_port != 0 ||
+	    a.sin_addr.s_addr != htonl(INADDR_ANY))
+		return false;
+	return fd_sock_opt(fd, SO_ACCEPTCONN) == 0;
 }

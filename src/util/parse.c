@@ -1,4 +1,5 @@
 /* Pure parsers for user-supplied sizes, durations and volume specs. */
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -161,4 +162,81 @@ _public_ int sbx_parse_volume(const char *s, char **ret_host, char **ret_path, b
 bad:
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 		       "invalid volume '%s': expected HOST:PATH[:ro|rw] with absolute paths and no '..'", s);
+}
+
+/* A decimal port in lo..65535, the whole of s (no sign, no spaces). */
+static bool port_parse(const char *s, int lo, int *ret)
+{
+	if (!*s || strlen(s) > 5)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	long v = strtol(s, NULL, 10);
+	if (v < lo || v > 65535)
+		return false;
+	*ret = (int)v;
+	return true;
+}
+
+_public_ int sbx_parse_publish(const char *s, sbx_port_map *ret, sbx_err **err)
+{
+	if (!s || strlen(s) > 100)
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid port mapping: expected [HOSTIP:]HOSTPORT:PORT");
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", s);
+	sbx_port_map m = {.host_ip = "127.0.0.1"};
+	char *ip = NULL, *rest = buf;
+	if (buf[0] == '[') { /* [IPv6]:HOSTPORT:PORT */
+		char *close = strchr(buf, ']');
+		if (!close || close[1] != ':')
+			goto bad;
+		*close = 0;
+		ip = buf + 1;
+		rest = close + 2;
+	}
+	char *last = strrchr(rest, ':');
+	if (!last)
+		goto bad;
+	*last = 0;
+	const char *port = last + 1, *host_port = rest;
+	char *mid = strrchr(rest, ':');
+	if (mid) {
+		if (ip) /* [IP]:A:B:C */
+			goto bad;
+		*mid = 0;
+		ip = rest;
+		host_port = mid + 1;
+		if (strchr(ip, ':')) /* a bare IPv6 address: ambiguous without brackets */
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "invalid port mapping '%s': write an IPv6 address in brackets, "
+				       "[::1]:HOSTPORT:PORT",
+				       s);
+	}
+	if (ip && !*host_port) /* docker's IP::PORT: any free port */
+		host_port = "0";
+	if (!port_parse(port, 1, &m.port) || !port_parse(host_port, 0, &m.host_port))
+		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+			       "invalid port mapping '%s': HOSTPORT must be 0-65535 (0: any free port) "
+			       "and PORT 1-65535",
+			       s);
+	if (ip) {
+		unsigned char a[16];
+		bool v6 = buf[0] == '[';
+		if (inet_pton(v6 ? AF_INET6 : AF_INET, ip, a) != 1)
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+				       "invalid port mapping '%s': '%s' is not a numeric IP%s address", s, ip,
+				       v6 ? "v6" : "v4");
+		/* The canonical form, so that duplicates compare equal. */
+		if (!inet_ntop(v6 ? AF_INET6 : AF_INET, a, m.host_ip, sizeof(m.host_ip)))
+			goto bad;
+	}
+	*ret = m;
+	return 0;
+bad:
+	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
+		       "invalid port mapping '%s': expected [HOSTIP:]HOSTPORT:PORT (e.g. 8080:80, "
+		       "127.0.0.1:0:8000, [::1]:8080:80)",
+		       s);
 }

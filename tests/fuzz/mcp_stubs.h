@@ -44,6 +44,14 @@ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t
 	    o->ttl_ms > SBX_TTL_MAX_MS || o->output_bytes < 0 || o->output_bytes > SBX_OUTPUT_MAX ||
 	    o->disk_bytes < 0 || o->disk_bytes > SBX_DISK_MAX)
 		abort();
+	/* Published ports: each one parsed, on loopback, at most 64. */
+	size_t n_pub = 0;
+	for (const char *const *p = o->publish; p && *p; p++, n_pub++) {
+		sbx_port_map m;
+		if (n_pub >= SBX_PUBLISH_MAX || sbx_parse_publish(*p, &m, NULL) < 0 ||
+		    (strncmp(m.host_ip, "127.", 4) != 0 && !streq(m.host_ip, "::1")))
+			abort();
+	}
 	/* A policy is a profile name or a document, never silently dropped. */
 	if (o->policy && !streq(o->policy, "strict") && !streq(o->policy, "dev") &&
 	    !streq(o->policy, "open") && o->policy[0] != '{')
@@ -52,6 +60,15 @@ int sbx_env_create(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t
 	if (ret_warnings)
 		*ret_warnings = json_pack("[s]", "no landlock");
 	return 0;
+}
+
+/* environment_create's result with publish: the ports bound. */
+int sbx_env_ports(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	if (!known(ref))
+		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment");
+	*ret = json_pack("{s:s,s:[]}", "environment_id", "0123456789ab", "ports");
+	return *ret ? 0 : -ENOMEM;
 }
 
 /* main's tools.c asks for the base snapshot of a new environment. */

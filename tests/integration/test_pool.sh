@@ -27,7 +27,9 @@ t_pool_create_takes_an_entry() {
 	assert_eq "$fp2" "False"
 	read -r id3 fp3 <<< "$(sbx create --json --policy strict | from_pool)"
 	assert_eq "$fp3" "False"
-	sbx rm "$id" "$id2" "$id3"
+	read -r id4 fp4 <<< "$(sbx create --json -p 0:8000 | from_pool)" # entries bind no host port
+	assert_eq "$fp4" "False"
+	sbx rm "$id" "$id2" "$id3" "$id4"
 	sbx pool rm host > /dev/null
 }
 

@@ -80,3 +80,46 @@ TEST(error_codes_named)
 	CHECK_STREQ(sbx_code_name(SBX_E_UNAVAILABLE), "unavailable");
 	CHECK_STREQ(sbx_code_name(SBX_E_INTERNAL), "internal");
 }
+
+TEST(publish_specs)
+{
+	sbx_port_map m;
+	CHECK(sbx_parse_publish("8080:80", &m, NULL) == 0);
+	CHECK_STREQ(m.host_ip, "127.0.0.1"); /* loopback unless asked */
+	CHECK(m.host_port == 8080 && m.port == 80);
+	CHECK(sbx_parse_publish("0:8000", &m, NULL) == 0 && m.host_port == 0 && m.port == 8000);
+	CHECK(sbx_parse_publish("0.0.0.0:9000:9000", &m, NULL) == 0);
+	CHECK_STREQ(m.host_ip, "0.0.0.0");
+	CHECK(sbx_parse_publish("127.0.0.1::8000", &m, NULL) == 0 && m.host_port == 0);
+	CHECK(sbx_parse_publish("[::1]:8080:80", &m, NULL) == 0 && m.host_port == 8080);
+	CHECK_STREQ(m.host_ip, "::1");
+	CHECK(sbx_parse_publish("[0:0::1]:1:65535", &m, NULL) == 0 && m.port == 65535);
+	CHECK_STREQ(m.host_ip, "::1"); /* canonical, so that duplicates compare equal */
+	const char *bad[] = {"",
+			     "80",
+			     "8080:0",
+			     "65536:80",
+			     "1:65536",
+			     "-1:80",
+			     "+1:80",
+			     "8080:80x",
+			     " 1:80",
+			     "a:1:80",
+			     "localhost:1:80",
+			     "1.2.3:1:80",
+			     "::1:8080:80",
+			     "[::1]8080:80",
+			     "[1.2.3.4]:1:80",
+			     "1:2:3:4",
+			     ":80",
+			     "1:",
+			     "999999:80",
+			     NULL};
+	for (int i = 0; bad[i]; i++) {
+		sbx_err *e = NULL;
+		CHECK(sbx_parse_publish(bad[i], &m, &e) < 0);
+		CHECK(sbx_err_code(e) == SBX_E_INVALID_ARGUMENT);
+		sbx_err_free(e);
+	}
+	CHECK(sbx_parse_publish(NULL, &m, NULL) < 0);
+}
