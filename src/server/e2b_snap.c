@@ -16,6 +16,7 @@
 
 #include "server/e2b_auth.h"
 #include "server/e2b_reply.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -36,13 +37,6 @@ enum {
 
 /* One writer at a time of the snapshot records (read, merge, write). */
 static pthread_mutex_t snap_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- replies (e2b_reply.h) ------------------------------------------------------------ */
 
@@ -121,15 +115,6 @@ static bool sandbox_or_reply(http_request *req, const e2b_plane *p, const char *
 
 /* ---- metrics --------------------------------------------------------------------------- */
 
-static void iso_time(int64_t ms, char buf[32])
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
 /* A query argument of whole seconds: 1 with it, 0 when absent, -1 when bad. */
 static int query_seconds(http_request *req, const char *name, int64_t *ret)
 {
@@ -164,7 +149,7 @@ static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const
 		return no;
 	int cpus = rec.cpu_count > 0 ? rec.cpu_count : 1;
 	e2b_record_clear(&rec);
-	int64_t t0 = now_ms();
+	int64_t t0 = clock_ms(CLOCK_REALTIME);
 	json_t *out = json_array();
 	if (!out)
 		return HTTP_CLOSE;
@@ -179,7 +164,7 @@ static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const
 		json_decref(out);
 		return reply_sbx_error(req, "metrics", e);
 	}
-	int64_t t1 = now_ms();
+	int64_t t1 = clock_ms(CLOCK_REALTIME);
 	json_t *u0 = json_object_get(a, "usage"), *u1 = json_object_get(b, "usage");
 	int64_t c0 = json_int(u0, "cpu_usage_us", -1), c1 = json_int(u1, "cpu_usage_us", -1);
 	double pct = 0;
@@ -197,7 +182,7 @@ static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const
 	if (disk_total <= 0 && statvfs(sbx_ctx_root(p->ctx), &sv) == 0)
 		disk_total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
 	char ts[32];
-	iso_time(t1, ts);
+	clock_iso_ms(t1, ts);
 	json_array_append_new(out, json_pack("{s:s,s:I,s:i,s:f,s:I,s:I,s:I,s:I,s:I}", "timestamp", ts,
 					     "timestampUnix", (json_int_t)(t1 / 1000), "cpuCount", cpus,
 					     "cpuUsedPct", pct, "memUsed",
@@ -415,7 +400,7 @@ static http_result e2b_snap_create(http_request *req, const e2b_plane *p, const 
 	json_t *j = record_read(p, digest);
 	if (!j)
 		j = json_pack("{s:s,s:s,s:I,s:[]}", "snapshotID", digest, "sandboxID", id, "createdAt",
-			      (json_int_t)now_ms(), "names");
+			      (json_int_t)clock_ms(CLOCK_REALTIME), "names");
 	if (j && name)
 		json_array_append_new(json_object_get(j, "names"), json_string(name));
 	int w = j ? record_write(p, j) : -ENOMEM;
@@ -540,7 +525,7 @@ static int random_bytes(uint8_t *buf, size_t n)
 static int fork_one(const e2b_plane *p, const e2b_record *parent, const char *digest, int64_t timeout_s,
 		    e2b_record *ret, sbx_err **err)
 {
-	e2b_record rec = {.started_ms = now_ms(), .auto_pause = parent->auto_pause};
+	e2b_record rec = {.started_ms = clock_ms(CLOCK_REALTIME), .auto_pause = parent->auto_pause};
 	uint8_t rnd[E2B_TOKEN_ENTROPY];
 	if (random_bytes(rnd, sizeof(rnd)) < 0)
 		return err_set(err, SBX_E_INTERNAL, EIO, "cannot make a token (getrandom)");
@@ -605,7 +590,7 @@ static http_result e2b_snap_fork(http_request *req, const e2b_plane *p, const ch
 		/* The snapshot is the forks' base: kept (unlisted) while one lives. */
 		_cleanup_json_ json_t *j =
 		    json_pack("{s:s,s:s,s:I,s:[],s:b}", "snapshotID", digest, "sandboxID", id, "createdAt",
-			      (json_int_t)now_ms(), "names", "fork", true);
+			      (json_int_t)clock_ms(CLOCK_REALTIME), "names", "fork", true);
 		if (j)
 			(void)record_write(p, j);
 	}

@@ -27,6 +27,7 @@
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
 #include "server/http_parse.h"
+#include "util/clock.h"
 #include "util/err.h"
 #include "util/fs.h"
 #include "util/json.h"
@@ -58,13 +59,6 @@ typedef struct http_e2b {
 	e2b_store *store;
 	e2b_deadline *deadline; /* the thread that ends sandboxes at their deadlines */
 } http_e2b;
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- responses ------------------------------------------------------------------------ */
 
@@ -145,15 +139,6 @@ static int sandbox_find(http_e2b *h, const char *id, e2b_record *rec, char *stat
 	return r;
 }
 
-static void iso_time(int64_t ms, char buf[32])
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-	gmtime_r(&t, &tm);
-	size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf + n, 32 - n, ".%03dZ", (int)(ms % 1000));
-}
-
 /* The Sandbox body of create and connect. "domain": --domain's (the SDK's
  * getHost(port) is then {port}-{id}.{domain}), else null (the client's). */
 static json_t *sandbox_json(const http_e2b *h, const e2b_record *r)
@@ -169,8 +154,8 @@ static json_t *sandbox_json(const http_e2b *h, const e2b_record *r)
 static json_t *detail_json(const http_e2b *h, const e2b_record *r, const char *state, bool with_token)
 {
 	char started[32], end[32];
-	iso_time(r->started_ms, started);
-	iso_time(r->end_ms, end);
+	clock_iso_ms(r->started_ms, started);
+	clock_iso_ms(r->end_ms, end);
 	json_t *j =
 	    json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:i,s:I,s:I,s:O,s:s,s:b}", "templateID", r->template_id,
 		      "sandboxID", r->id, "clientID", E2B_CLIENT_ID, "startedAt", started, "endAt", end,
@@ -337,7 +322,7 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 	if (n_env > 0)
 		o.env = (const char *const *)env;
 
-	e2b_record rec = {.started_ms = now_ms(),
+	e2b_record rec = {.started_ms = clock_ms(CLOCK_REALTIME),
 			  .auto_pause = json_is_true(json_object_get(b, "autoPause"))};
 	uint8_t rnd[E2B_TOKEN_ENTROPY];
 	if (random_bytes(rnd, sizeof(rnd)) < 0)
@@ -585,7 +570,7 @@ static http_result handle_timeout(http_e2b *h, http_request *req, const char *id
 	http_result no;
 	if (!find_or_reply(h, req, id, &rec, st, sizeof(st), &no))
 		return no;
-	rec.end_ms = now_ms() + t * 1000; /* E2B: from now, shorter or longer */
+	rec.end_ms = clock_ms(CLOCK_REALTIME) + t * 1000; /* E2B: from now, shorter or longer */
 	int r = e2b_store_put(h->store, &rec, &e);
 	e2b_record_clear(&rec);
 	if (r < 0)
@@ -634,7 +619,7 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 	if (!find_or_reply(h, req, id, &rec, st, sizeof(st), &no))
 		return no;
 	bool resumed = !state_running(st);
-	int64_t end = now_ms() + t * 1000;
+	int64_t end = clock_ms(CLOCK_REALTIME) + t * 1000;
 	int r = 0;
 	if (resumed) {
 		_cleanup_json_ json_t *out = NULL;
