@@ -63,12 +63,42 @@ int cmd_restore(cli *c, int argc, char **argv)
 	return 0;
 }
 
-int cmd_snapshots(cli *c, int argc, char **argv)
+#define SNAPSHOTS_RM_MAX 64
+
+/* sbx snapshots rm REF...: each deleted, its layers left to the next gc. */
+static int snapshots_rm(cli *c, const char *const *refs, int n)
 {
-	const char *pos[1];
-	int n, r = cli_args("snapshots", argc, argv, pos, 1, &n);
+	int r = cli_open_ctx(c);
 	if (r)
 		return r;
+	int status = 0;
+	for (int i = 0; i < n; i++) {
+		sbx_err *e = NULL;
+		if (sbx_snapshot_delete(c->ctx, refs[i], &e) < 0)
+			status = cli_fail("snapshots rm", e);
+		else if (!c->json)
+			printf("%s\n", refs[i]);
+	}
+	if (c->json && !status)
+		printf("{}\n");
+	return status;
+}
+
+int cmd_snapshots(cli *c, int argc, char **argv)
+{
+	const char *pos[SNAPSHOTS_RM_MAX + 1];
+	int n, r = cli_args("snapshots", argc, argv, pos, SNAPSHOTS_RM_MAX + 1, &n);
+	if (r)
+		return r;
+	if (n > 0 && streq(pos[0], "rm")) {
+		if (n == 1)
+			return cli_usage_error("snapshots",
+					       "rm: name the snapshots (digest, prefix or label)");
+		if (n > SNAPSHOTS_RM_MAX + 1)
+			return cli_usage_error("snapshots", "rm: at most %d snapshots at once",
+					       SNAPSHOTS_RM_MAX);
+		return snapshots_rm(c, pos + 1, n - 1);
+	}
 	if (n > 0)
 		return cli_usage_error("snapshots", "unexpected argument '%s'", pos[0]);
 	r = cli_open_ctx(c);

@@ -86,8 +86,10 @@ static const cli_cmd commands[] = {
      "Roll an environment back in place to a snapshot (digest, prefix or label); its processes end."},
     {"fork", CLI_GROUP_SNAP, cmd_fork, "Create an environment from a snapshot",
      "sbx fork SNAPSHOT [CREATE-OPTS]", "Create a new environment from a snapshot (as create --snapshot)."},
-    {"snapshots", CLI_GROUP_SNAP, cmd_snapshots, "List snapshots", "sbx snapshots",
-     "List snapshots with label, parent, time and size."},
+    {"snapshots", CLI_GROUP_SNAP, cmd_snapshots, "List or delete snapshots", "sbx snapshots [rm REF...]",
+     "List snapshots with label, parent, time and size; 'rm REF...' deletes snapshots (digest, prefix or "
+     "label) and their labels (refused while an environment started from one exists); their layers go at "
+     "the next 'sbx gc'."},
     {"diff", CLI_GROUP_SNAP, cmd_diff, "Show what changed since a snapshot", "sbx diff ID [SNAPSHOT]",
      "Show what changed in an environment since its base or a snapshot: A/M/D lines, sorted by path."},
     {"export", CLI_GROUP_IMG, cmd_export, "Write a snapshot as an OCI image layout",

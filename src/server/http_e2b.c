@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "server/e2b_auth.h"
+#include "server/e2b_base.h"
 #include "server/e2b_data.h"
 #include "server/e2b_deadline.h"
 #include "server/e2b_files.h"
@@ -223,11 +224,21 @@ static bool string_object(const json_t *o)
 /* Where a template id leads: "base" (E2B's default) and "host" are the
  * host template; an sbx template name; else a snapshot digest or label.
  * Nothing that names a host path (dir:, oci:): a remote client may not. */
-static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, http_request *req,
-			   http_result *ret)
+/* tpl's source in o: E2B's base (its snapshot, e2b_base.h, whose digest
+ * *ret_base then owns; host rootless), an sbx template, or a snapshot. */
+static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, char **ret_base,
+			   http_request *req, http_result *ret)
 {
 	if (streq(tpl, "base") || streq(tpl, "host") || streq(tpl, "code-interpreter-v1")) {
-		o->template_spec = "host";
+		_cleanup_err_ sbx_err *e = NULL;
+		if (e2b_base_snapshot(h->ctx, ret_base, &e) < 0) {
+			*ret = reply_sbx_error(req, "create", e);
+			return -1;
+		}
+		if (*ret_base)
+			o->snapshot = *ret_base;
+		else
+			o->template_spec = "host";
 		return 0;
 	}
 	if (strlen(tpl) > E2B_TEMPLATE_MAX || strchr(tpl, '/') ||
@@ -297,7 +308,8 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "volumeMounts: not supported by sbx");
 
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
-	if (template_choose(h, tpl, &o, req, &ret) < 0)
+	_cleanup_free_ char *base = NULL;
+	if (template_choose(h, tpl, &o, &base, req, &ret) < 0)
 		return ret;
 	size_t n_env = json_object_size(envs);
 	_cleanup_strv_free_ char **env = calloc(n_env + 1, sizeof(char *));
@@ -336,6 +348,18 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 	_cleanup_err_ sbx_err *e = NULL;
 	http_request_busy(req, true);
 	int c = sbx_env_create(h->ctx, &o, &id, NULL, &e);
+	if (c < 0 && base && sbx_err_code(e) == SBX_E_NOT_FOUND) {
+		/* the base snapshot was deleted since it was found: make it again, once */
+		sbx_err_free(TAKE_PTR(e));
+		e2b_base_forget();
+		free(TAKE_PTR(base));
+		o.snapshot = NULL;
+		if (template_choose(h, "base", &o, &base, req, &ret) < 0) {
+			http_request_busy(req, false);
+			return ret;
+		}
+		c = sbx_env_create(h->ctx, &o, &id, NULL, &e);
+	}
 	http_request_busy(req, false);
 	if (c < 0)
 		return reply_sbx_error(req, "create", e);

@@ -267,7 +267,8 @@ t_e2b_creates_use_the_servers_warm_set() {
 		let ready = 0;
 		for (let i = 0; i < 300 && ready < 1; i++) {
 			const { pools } = JSON.parse(execFileSync(process.env.SBX_BIN, ['pool', 'ls', '--json'], { encoding: 'utf8' }));
-			ready = pools.filter((p) => p.source === 'host' && p.owner).reduce((n, p) => n + p.ready, 0);
+			// as root, base is E2B's base snapshot (docs/e2b.md "Templates"); rootless, host
+			ready = pools.filter((p) => p.owner && (p.source === 'host' || p.source.startsWith('sha256:'))).reduce((n, p) => n + p.ready, 0);
 			if (ready < 1) await new Promise((r) => setTimeout(r, 100));
 		}
 		const s = await Sandbox.create();
@@ -277,6 +278,50 @@ t_e2b_creates_use_the_servers_warm_set() {
 		console.log('ready ' + (ready >= 1) + ' from_pool ' + st.from_pool + ' ' + r.stdout.trim());
 	" 2>&1) || fail "$out"
 	assert_eq "$out" "ready true from_pool true user"
+}
+
+# A base sandbox is a fork of E2B's base snapshot (the host template with
+# E2B's user, made once and labelled e2b-base-<hash of the host's passwd
+# and group>): no set-up on the create's path. Its user and home are there;
+# many creates make one snapshot; a deleted one is made again.
+t_e2b_base_is_one_snapshot() {
+	is_root || skip_ok "rootless there is no base snapshot: E2B's user is not made (only uid 0 exists)"
+	need_e2b_sdk
+	e2b_start
+	local script out labels
+	script="
+		import { Sandbox } from 'e2b';
+		import fs from 'node:fs';
+		const boxes = await Promise.all([0, 1, 2].map(() => Sandbox.create()));
+		const out = [];
+		for (const s of boxes) {
+			const st = JSON.parse(fs.readFileSync(process.env.SBX_ROOT + '/envs/' + s.sandboxId + '/state.json', 'utf8'));
+			const r = await s.commands.run('whoami; stat -c %U:%a ~; pwd');
+			out.push((st.snapshot_id || 'none').slice(0, 7) + ' ' + r.stdout.trim().split('\\n').join(' '));
+			await s.kill();
+		}
+		console.log([...new Set(out)].join('|'));
+	"
+	out=$(e2b_node --input-type=module -e "$script" 2>&1) || fail "$out"
+	assert_eq "$out" "sha256: user user:750 /home/user"
+	labels=$(sbx snapshots --json | python3 -c '
+import json, sys
+print(" ".join(l for s in json.load(sys.stdin)["snapshots"] for l in s["labels"] if l.startswith("e2b-base-")))')
+	[[ "$labels" =~ ^e2b-base-[0-9a-f]{16}$ ]] || fail "one base snapshot expected, labels: '$labels'"
+	# Not an E2B snapshot: E2B's API neither lists nor deletes it.
+	out=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		const all = [];
+		const p = Sandbox.listSnapshots();
+		while (p.hasNext) all.push(...(await p.nextItems()));
+		console.log(all.some((x) => x.names.includes('$labels')) + ' ' + (await Sandbox.deleteSnapshot('$labels')));
+	" 2>&1) || fail "$out"
+	assert_eq "$out" "false false"
+	# Deleted behind the server's back: the next create makes it again.
+	out=$(sbx snapshots rm "$labels" 2>&1) || fail "sbx snapshots rm $labels: $out"
+	out=$(e2b_node --input-type=module -e "$script" 2>&1) || fail "$out"
+	assert_eq "$out" "sha256: user user:750 /home/user"
+	assert_contains "$(sbx snapshots --json)" "\"$labels\""
 }
 
 # examples/e2b_agent.mjs, a loop written only against E2B's SDK, runs as a

@@ -1,8 +1,11 @@
 /* E2B's user in a sandbox's /etc/passwd and /etc/group (src/server/e2b_user.h). */
 #include <stdlib.h>
+#include <string.h>
 
+#include "server/e2b_base.h"
 #include "server/e2b_user.h"
 #include "unit.h"
+#include "util/macro.h"
 
 TEST(appended_when_absent)
 {
@@ -43,4 +46,26 @@ TEST(nothing_when_present)
 	char *s = e2b_user_add_line("username:x:5:5::/:/bin/sh\n", E2B_USER_PASSWD, &oom);
 	CHECK(s != NULL);
 	free(s);
+}
+
+/* The base snapshot's label names what it holds: the host's passwd and group. */
+TEST(base_label_follows_the_host_files)
+{
+	char a[E2B_BASE_LABEL_MAX], b[E2B_BASE_LABEL_MAX];
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", a);
+	CHECK(strncmp(a, E2B_BASE_LABEL_PREFIX, strlen(E2B_BASE_LABEL_PREFIX)) == 0);
+	CHECK(strlen(a) == strlen(E2B_BASE_LABEL_PREFIX) + 16);
+	for (const char *p = a + strlen(E2B_BASE_LABEL_PREFIX); *p; p++)
+		CHECK((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'));
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", b);
+	CHECK_STREQ(a, b);
+	/* a user more, or the same bytes moved from one file to the other: another label */
+	e2b_base_label("root:x:0:0::/root:/bin/sh\nu:x:5:5::/:/bin/sh\n", "root:x:0:\n", b);
+	CHECK(!streq(a, b));
+	e2b_base_label("root:x:0:0::/root:/bin/sh\nroot:x:0:\n", "", b);
+	CHECK(!streq(a, b));
+	/* a missing file is not an empty one */
+	e2b_base_label(NULL, "root:x:0:\n", a);
+	e2b_base_label("", "root:x:0:\n", b);
+	CHECK(!streq(a, b));
 }
