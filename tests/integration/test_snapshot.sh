@@ -123,6 +123,30 @@ assert len(s['$s2']['layers']) == 2, s['$s2']
 	sbx rm "$ID" "$a" "$b" "$c"
 }
 
+# sbx snapshots rm: deletes by label, digest or prefix with every label;
+# refused while an environment started from the snapshot exists; a
+# mistyped name fails and deletes nothing.
+t_snapshots_rm() {
+	ID=$(sbx create)
+	s1=$(sbx snapshot "$ID" --label rm-one)
+	sbx exec "$ID" -- sh -c 'echo 2 > /root/two'
+	s2=$(sbx snapshot "$ID" --label rm-two)
+	f=$(sbx fork rm-two)
+	expect_status 125 sbx snapshots rm
+	expect_status 125 sbx snapshots rm rm-no-such
+	assert_contains "$ERR" "rm-no-such"
+	expect_status 125 sbx snapshots rm rm-two
+	assert_contains "$(sbx snapshots)" "rm-two"
+	sbx rm "$f" > /dev/null
+	out=$(sbx snapshots rm rm-two "${s1:0:19}") || fail "$out"
+	out=$(sbx snapshots --json)
+	assert_not_contains "$out" "$s1"
+	assert_not_contains "$out" "$s2"
+	assert_not_contains "$out" "rm-one"
+	expect_status 125 sbx fork rm-two
+	sbx rm "$ID"
+}
+
 t_snapshot_dedup_and_fields() {
 	ID=$(sbx create)
 	sbx exec "$ID" -- sh -c 'head -c 200000 /dev/urandom > /root/data'
