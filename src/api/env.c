@@ -130,9 +130,13 @@ static json_t *summary(sbx_ctx *ctx, const char *id)
 		state = live && !env_creator_gone(st.json) ? "creating" : "failed";
 	else if (env_warm_state(ctx, id, live)) /* paused, suspended (docs/warm.md) */
 		state = env_warm_state(ctx, id, live);
-	return json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state",
-			 state, "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
-			 st.template_spec);
+	json_t *s = json_pack("{s:s,s:s?,s:s,s:s?,s:s?,s:s?}", "environment_id", id, "name", st.name, "state",
+			      state, "created_at", st.created_at, "snapshot_id", st.snapshot_id, "template",
+			      st.template_spec);
+	json_t *ports = json_object_get(st.json, "ports"); /* published (docs/ports.md) */
+	if (s && json_array_size(ports) > 0)
+		json_object_set(s, "ports", ports);
+	return s;
 }
 
 _public_ int sbx_env_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)

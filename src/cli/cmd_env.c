@@ -638,6 +638,34 @@ static int simple_args(const char *cmd, int argc, char **argv, int min, int max,
 	return 0;
 }
 
+/* "127.0.0.1:8080->8000/tcp, ..." as docker ps shows published ports;
+ * NULL for none. */
+static char *ports_column(const json_t *ports)
+{
+	if (json_array_size(ports) == 0)
+		return NULL;
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	if (!f)
+		return NULL;
+	size_t i;
+	json_t *m;
+	json_array_foreach(ports, i, m)
+	{
+		fprintf(f, "%s%s:%lld->%lld/%s", i ? ", " : "",
+			json_string_value(json_object_get(m, "host_ip")) ?: "?",
+			(long long)json_integer_value(json_object_get(m, "host_port")),
+			(long long)json_integer_value(json_object_get(m, "port")),
+			json_string_value(json_object_get(m, "protocol")) ?: "tcp");
+	}
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
 int cmd_ls(cli *c, int argc, char **argv)
 {
 	const char *ids[argc];
@@ -652,16 +680,22 @@ int cmd_ls(cli *c, int argc, char **argv)
 		cli_print_json(j);
 		return 0;
 	}
-	printf("%-14s %-20s %-9s %-21s %s\n", "ID", "NAME", "STATE", "CREATED", "TEMPLATE");
+	printf("%-14s %-20s %-9s %-21s %-12s %s\n", "ID", "NAME", "STATE", "CREATED", "TEMPLATE", "PORTS");
 	size_t i;
 	json_t *v;
 	json_array_foreach(json_object_get(j, "environments"), i, v)
 	{
 		const char *name = json_string_value(json_object_get(v, "name"));
-		printf("%-14s %-20s %-9s %-21s %s\n", json_string_value(json_object_get(v, "environment_id")),
-		       name ? name : "-", json_string_value(json_object_get(v, "state")),
-		       json_string_value(json_object_get(v, "created_at")) ?: "-",
-		       json_string_value(json_object_get(v, "template")) ?: "-");
+		const char *tpl = json_string_value(json_object_get(v, "template"));
+		const char *snap = json_string_value(json_object_get(v, "snapshot_id"));
+		_cleanup_free_ char *ports = ports_column(json_object_get(v, "ports"));
+		/* a fork's source is its snapshot, shown as docker shows an image id */
+		char from[20];
+		snprintf(from, sizeof(from), "%s", snap && !tpl ? snap : tpl ? tpl : "-");
+		printf("%-14s %-20s %-9s %-21s %-12s %s\n",
+		       json_string_value(json_object_get(v, "environment_id")), name ? name : "-",
+		       json_string_value(json_object_get(v, "state")),
+		       json_string_value(json_object_get(v, "created_at")) ?: "-", from, ports ? ports : "-");
 	}
 	json_decref(j);
 	return 0;

@@ -52,6 +52,13 @@ t_ports_reach_server_inside() {
 	j=$(sbx port --json "$id")
 	assert_eq "$(echo "$j" | python3 -c 'import json,sys; p=json.load(sys.stdin)["ports"][0]; print(p["port"], p["protocol"], p["host_ip"], p["host_port"])')" "8000 tcp 127.0.0.1 $hp"
 	assert_contains "$(sbx inspect "$id")" "\"host_port\": $hp"
+	# sbx ls shows them as docker ps does; its JSON (environment.list) has them.
+	assert_contains "$(sbx ls | grep "^$id")" "127.0.0.1:$hp->8000/tcp"
+	assert_eq "$(sbx ls --json | python3 -c "import json,sys; print([e.get('ports') for e in json.load(sys.stdin)['environments'] if e['environment_id'] == '$id'][0][0]['host_port'])")" "$hp"
+	other=$(sbx create)
+	assert_contains "$(sbx ls | grep "^$other")" " -"
+	assert_eq "$(sbx ls --json | python3 -c "import json,sys; print(['ports' in e for e in json.load(sys.stdin)['environments'] if e['environment_id'] == '$other'][0])")" "False"
+	sbx rm "$other" > /dev/null
 	# Many connections in a row and at once: each gets its own relay.
 	for i in 1 2 3 4 5; do fetch "$hp" > /dev/null & done
 	wait
