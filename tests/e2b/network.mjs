@@ -5,6 +5,7 @@
 // server on the host's 127.0.0.1 that answers "hello from the host") and a
 // server whose cap allows 127.0.0.1 on every port. Exits non-zero with a
 // message on the first failed check; every case kills what it creates.
+import { execFileSync } from 'node:child_process';
 import { ALL_TRAFFIC, Sandbox, SandboxNotFoundError } from 'e2b';
 
 const [name] = process.argv.slice(2);
@@ -101,6 +102,14 @@ const cases = {
 		check(e && /403/.test(e.message) && /all traffic/.test(e.message), 'an update that clears every rule asks for all traffic: 403', String(e));
 		e = await refusal(() => Sandbox.updateNetwork('nosuchsandbox0', { denyOut: [ALL_TRAFFIC] }));
 		check(e instanceof SandboxNotFoundError, 'update of an unknown sandbox: SandboxNotFoundError', String(e));
+		// an sbx environment not made through this API is no E2B sandbox
+		const sbxEnv = execFileSync(process.env.SBX_BIN, ['create', '--network', 'allow=example.com'], { encoding: 'utf8' }).trim();
+		try {
+			e = await refusal(() => Sandbox.updateNetwork(sbxEnv, { allowInternetAccess: false }));
+			check(e instanceof SandboxNotFoundError, "update of sbx's own environment: SandboxNotFoundError", String(e));
+		} finally {
+			execFileSync(process.env.SBX_BIN, ['rm', sbxEnv]);
+		}
 		const bad = await raw('PUT', `/sandboxes/${s.sandboxId}/network`, '{"allowOut": [');
 		check(bad.status === 400, 'bad JSON: 400', bad);
 		const badType = await raw('PUT', `/sandboxes/${s.sandboxId}/network`, '{"allowOut": "a.test"}');
