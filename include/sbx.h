@@ -132,7 +132,8 @@ typedef struct sbx_create_opts {
 	/* version 6 */
 	const char *const *network_allow; /* with network "allow": NULL-terminated host[:port] patterns
 					   * (src/policy/egress_match.h), each taken whole: a pattern
-					   * with a comma is refused, never split */
+					   * with a comma is refused, never split; an empty list is a
+					   * proxy that lets nothing out (sbx_env_egress_set) */
 	/* version 7 */
 	bool one_shot; /* the environment lives no longer than the calling process (sbx run): when
 			* it ends, however it ends (kill -9 included), the environment's supervisor
@@ -255,6 +256,16 @@ int sbx_gc(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 /* {"environment_id","events":[...]}: the egress proxy's log, one event per
  * connection (host, port, verdict, rule, bytes); network allow only. */
 int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
+/* Replaces the egress allowlist of an environment created with network
+ * "allow" (an empty list included): allow is NULL-terminated host[:port]
+ * patterns (NULL or empty: nothing gets out). A running environment's proxy
+ * takes it at once (connections already open end); the record keeps it for
+ * every later start. The caller is the ceiling: the library refuses
+ * (conflict) environments with network none or open, and those created
+ * under a policy (or an agent phase's policy), whose allowlist is the
+ * policy's; without one, the agent phase's plan gets the same list.
+ * ret (may be NULL): {"environment_id","network","network_allow","live"}. */
+int sbx_env_egress_set(sbx_ctx *ctx, const char *ref, const char *const *allow, json_t **ret, sbx_err **err);
 
 /* Phases (docs/secrets.md): an environment starts in the "setup" phase;
  * switching to "agent" is once and for good: every process of the setup

@@ -74,10 +74,13 @@ int api_network_opts(const sbx_create_opts *o, const char **ret_mode, char ***re
 			if (strv_push_copy(&v, &n, t) < 0)
 				return err_oom(err);
 	}
-	if (!n)
+	/* An explicit empty list (the C API's network_allow) is a proxy that
+	 * lets nothing out yet: sbx_env_egress_set() may give it rules later. */
+	if (!n && list && !(v = calloc(1, sizeof(char *))))
+		return err_oom(err);
+	if (!n && !list)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...%s", spec,
-			       list ? " (network_allow is empty)" : "");
+			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...", spec);
 	_cleanup_egress_allowlist_ egress_allowlist *al = NULL;
 	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
 		return err_wrap(err, "network allowlist");

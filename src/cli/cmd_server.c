@@ -179,7 +179,8 @@ int cmd_serve(cli *c, int argc, char **argv)
 		O_INSECURE_NO_TOKEN,
 		O_WARM,
 		O_WARM_MEMORY,
-		O_DOMAIN
+		O_DOMAIN,
+		O_POLICY
 	};
 	static const struct option longopts[] = {
 	    {"listen", required_argument, NULL, O_LISTEN},
@@ -197,10 +198,11 @@ int cmd_serve(cli *c, int argc, char **argv)
 	    {"warm", required_argument, NULL, O_WARM},
 	    {"warm-memory", required_argument, NULL, O_WARM_MEMORY},
 	    {"domain", required_argument, NULL, O_DOMAIN},
+	    {"policy", required_argument, NULL, O_POLICY},
 	    {0},
 	};
 	cli_opts p = {.cmd = "serve", .longopts = longopts, .tail_after = -1};
-	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *domain = NULL,
+	const char *listen = NULL, *token_file = NULL, *attest_key = NULL, *domain = NULL, *policy = NULL,
 		   *allow[MAX_ALLOW_DIRS];
 	size_t n_allow = 0;
 	bool insecure_no_token = false;
@@ -224,6 +226,9 @@ int cmd_serve(cli *c, int argc, char **argv)
 			break;
 		case O_DOMAIN:
 			domain = v;
+			break;
+		case O_POLICY:
+			policy = v;
 			break;
 		case O_INSECURE_NO_TOKEN:
 			insecure_no_token = true;
@@ -280,7 +285,7 @@ int cmd_serve(cli *c, int argc, char **argv)
 	/* One port, a family of routes per API (src/server/http_server.h). */
 	http_server *hs = NULL;
 	sbx_err *e = NULL;
-	http_e2b_opts e2b = {.token_file = token_file, .domain = domain};
+	http_e2b_opts e2b = {.token_file = token_file, .domain = domain, .policy = policy};
 	/* E2B's data plane first: its predicate (an E2b-Sandbox-Id header) takes
 	 * any path. */
 	warm *w = NULL;

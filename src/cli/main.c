@@ -157,12 +157,15 @@ static const cli_cmd commands[] = {
      "sbx serve --listen ADDR:PORT [--token-file F] [--max-connections N] [--max-connections-per-peer N] "
      "[--idle-timeout SECONDS] [--request-timeout SECONDS] [--max-sessions N] [--max-sessions-per-peer N] "
      "[--session-min-idle SECONDS] [--attest-key FILE] [--allow-host-dir DIR] [--insecure-no-token] "
-     "[--warm N] [--warm-memory SIZE] [--domain D]",
+     "[--warm N] [--warm-memory SIZE] [--domain D] [--policy P]",
      "Serve MCP over Streamable HTTP at POST /mcp (and the JSON-RPC methods) and the E2B API (docs/e2b.md) "
      "on one port; a bearer token from F when given (the E2B API key too). Without --token-file it serves "
      "only on a loopback address (--insecure-no-token: beyond it too, open to whoever reaches it); "
      "--domain D routes a Host of PORT-ID.D to that sandbox's port, as E2B's getHost() names it (wildcard "
      "DNS for *.D is yours); "
+     "--policy P (strict, dev, open, a file or inline JSON) caps the network E2B clients may ask for: "
+     "its network is a sandbox's default and its ceiling, a request beyond it is refused (403), "
+     "without it E2B sandboxes get no network; "
      "--attest-key, --warm and --warm-memory as for mcp. Connections: at most N in total (256) and per peer "
      "address (64), a new "
      "one evicting the oldest that only waits (never-authorized first); a request must arrive whole within "

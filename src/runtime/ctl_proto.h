@@ -45,6 +45,7 @@
 #define CTL_OP_FREEZE "freeze"
 #define CTL_OP_THAW "thaw"
 #define CTL_OP_PHASE "phase"
+#define CTL_OP_EGRESS "egress" /* {network_allow: [...]}: the live proxy's new allowlist -> egress {ok} */
 #define CTL_OP_INFO "info"
 #define CTL_OP_STOP "stop"
 #define CTL_OP_STOP_ALL "stop_all"
@@ -101,6 +102,7 @@
 #define CTL_EV_RESUMED "resumed"
 #define CTL_EV_STOP_ALL "stop_all"
 #define CTL_EV_PHASE "phase"
+#define CTL_EV_EGRESS "egress"
 #define CTL_EV_STARTED "started"
 #define CTL_EV_EXIT "exit"
 #define CTL_EV_FROZEN "frozen"

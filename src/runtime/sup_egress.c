@@ -15,6 +15,7 @@
 
 #include "plugin/plugin.h"
 #include "policy/proxy.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/sup_internal.h"
 #include "util/fd.h"
 #include "util/json.h"
@@ -67,7 +68,7 @@ int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err)
 	_cleanup_strv_free_ char **v = json_to_strv(allow);
 	egress_allowlist *al = NULL;
 	if (!v || egress_allowlist_parse((const char *const *)v, &al, err) < 0)
-		return v ? err_wrap(err, "agent phase network allowlist")
+		return v ? err_wrap(err, "network allowlist")
 			 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	uint64_t one = 1, drain;
 	(void)!write(s->proxy_stop, &one, sizeof(one));
@@ -81,6 +82,28 @@ int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err)
 		return err_errnum(err, r, "restart the egress proxy");
 	}
 	return 0;
+}
+
+void sup_egress_set(supervisor *s, int conn, const json_t *m)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	const json_t *allow = json_object_get(m, "network_allow");
+	_cleanup_strv_free_ char **v = json_is_array(allow) ? json_to_strv(allow) : NULL;
+	if (!json_is_array(allow))
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL,
+			"network_allow: an array of host[:port] patterns");
+	else if (!v)
+		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	else if (!s->proxy_running)
+		err_set(&e, SBX_E_CONFLICT, ENOTCONN,
+			"the environment has no egress proxy (it was not created with network allow)");
+	else if (sup_egress_swap(s, allow, &e) == 0) {
+		strv_free(s->c->network_allow);
+		s->c->network_allow = TAKE_PTR(v);
+	}
+	sup_send_json(conn,
+		      e ? sup_err_json(e) : json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_EGRESS, CTL_F_OK, 1),
+		      NULL, 0);
 }
 
 int sup_egress_start(supervisor *s, sbx_err **err)

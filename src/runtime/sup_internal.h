@@ -247,6 +247,10 @@ int sup_egress_start(supervisor *s, sbx_err **err);
  * connections end), the allowlist replaced, the thread started again on
  * the same socket. */
 int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err);
+/* CTL_OP_EGRESS (sbx_env_egress_set): the running proxy's allowlist
+ * replaced as sup_egress_swap does, and kept for a later start of init;
+ * answers conn with egress {ok} or an error. */
+void sup_egress_set(supervisor *s, int conn, const json_t *m);
 /* Ends the thread and closes what the proxy holds; safe when none runs. */
 void sup_egress_stop(supervisor *s);
 

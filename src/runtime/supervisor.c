@@ -390,6 +390,8 @@ static void client_request(supervisor *s, int conn)
 		/* The switch runs in init, which a pause has frozen: resumed first. */
 		if (sup_warm_gate(s, conn, m))
 			keep = sup_phase_begin(s, conn, m);
+	} else if (streq(op, CTL_OP_EGRESS)) {
+		sup_egress_set(s, conn, m);
 	} else if (streq(op, CTL_OP_INFO)) {
 		sup_send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, CTL_OP_STOP)) {

@@ -21,6 +21,7 @@
 #include "server/e2b_data.h"
 #include "server/e2b_deadline.h"
 #include "server/e2b_files.h"
+#include "server/e2b_network.h"
 #include "server/e2b_ports.h"
 #include "server/e2b_reply.h"
 #include "server/e2b_rpc.h"
@@ -59,6 +60,7 @@ typedef struct http_e2b {
 	size_t key_len;
 	e2b_store *store;
 	e2b_deadline *deadline; /* the thread that ends sandboxes at their deadlines */
+	e2b_netcap netcap;	/* --policy's network: what clients may ask (e2b_network.h) */
 } http_e2b;
 
 /* ---- responses ------------------------------------------------------------------------ */
@@ -164,6 +166,7 @@ static json_t *detail_json(const http_e2b *h, const e2b_record *r, const char *s
 		      (json_int_t)r->memory_mb, "diskSizeMB", (json_int_t)r->disk_mb, "metadata", r->metadata,
 		      "state", state_running(state) ? "running" : "paused", "allowInternetAccess", false);
 	if (j && with_token) {
+		e2b_network_describe(h->ctx, r->id, j);
 		json_object_set_new(j, "envdAccessToken", json_string(r->token));
 		json_object_set_new(j, "domain", h->domain ? json_string(h->domain) : json_null());
 	}
@@ -296,18 +299,14 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "metadata: an object of strings");
 	if (!string_object(envs))
 		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "envVars: an object of strings");
-	/* No network unless the server gives it: sbx's default. The SDK sends
-	 * allow_internet_access only when the caller sets it. */
-	if (json_is_true(json_object_get(b, "allow_internet_access")) ||
-	    json_array_size(json_object_get(json_object_get(b, "network"), "allowOut")) > 0)
-		return e2b_reply_error(
-		    req, HTTP_STATUS_BAD_REQUEST,
-		    "internet access: sbx serve gives sandboxes no network; create without "
-		    "allowInternetAccess or network.allowOut");
 	if (json_array_size(json_object_get(b, "volumeMounts")) > 0)
 		return e2b_reply_error(req, HTTP_STATUS_BAD_REQUEST, "volumeMounts: not supported by sbx");
 
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
+	/* The network asked for, within --policy's cap (e2b_network.h). */
+	_cleanup_(e2b_net_clear) e2b_net net = {0};
+	if (e2b_network_create_opts(req, &h->netcap, b, &o, &net, &ret) < 0)
+		return ret;
 	_cleanup_free_ char *base = NULL;
 	if (template_choose(h, tpl, &o, &base, req, &ret) < 0)
 		return ret;
@@ -682,11 +681,26 @@ json_t *e2b_sandbox_body(const http_request *req, const e2b_record *r)
 /* E2B calls under /sandboxes/{id}/ that sbx does not serve yet. */
 static bool known_unbuilt(const char *op)
 {
-	static const char *const ops[] = {"network", "logs", "refreshes", "resume"};
+	static const char *const ops[] = {"logs", "refreshes", "resume"};
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
 		if (streq(op, ops[i]))
 			return true;
 	return false;
+}
+
+/* PUT /sandboxes/{id}/network: an E2B sandbox of this server (e2b_network.c). */
+static http_result handle_network(http_e2b *h, http_request *req, const char *id, const json_t *b)
+{
+	e2b_record rec;
+	char st[32];
+	_cleanup_err_ sbx_err *e = NULL;
+	int r = sandbox_find(h, id, &rec, st, sizeof(st), &e);
+	if (r == -ENOENT)
+		return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "sandbox %.64s not found", id);
+	if (r < 0)
+		return reply_sbx_error(req, "inspect", e);
+	e2b_record_clear(&rec);
+	return e2b_network_update(req, h->ctx, &h->netcap, id, b);
 }
 
 /* Every control-plane route: /sandboxes[/{id}[/{op}]], with or without /v2. */
@@ -722,8 +736,8 @@ static http_result control(http_request *req)
 	}
 	http_result ret = HTTP_CLOSE;
 	_cleanup_json_ json_t *b = NULL;
-	bool post = streq(req->method, "POST");
-	if (post && !(b = body_object(req, &ret)))
+	bool post = streq(req->method, "POST"), put = streq(req->method, "PUT");
+	if ((post || put) && !(b = body_object(req, &ret)))
 		return ret;
 	if (!id[0]) {
 		if (post)
@@ -743,6 +757,8 @@ static http_result control(http_request *req)
 		return handle_pause(h, req, id);
 	else if (!v2 && (streq(op, "metrics") || streq(op, "snapshots") || streq(op, "fork")))
 		return e2b_snap_op(req, &(e2b_plane){h->ctx, h->store, h->deadline}, id, op, b);
+	else if (put && streq(op, "network") && !v2)
+		return handle_network(h, req, id, b);
 	else if (known_unbuilt(op))
 		return e2b_reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
 				       "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
@@ -866,6 +882,7 @@ static const http_route data_routes[] = {
      .headers = e2b_files_headers,
      .body = e2b_files_body},
     {.match = names_sandbox, .method = "GET", .path = "/health", .headers = data_health},
+    {.match = names_sandbox, .method = "GET", .path = "/envs", .headers = e2b_envs},
     {.match = e2b_code_match,
      .method = "POST",
      .path = "/execute",
@@ -916,6 +933,7 @@ static void e2b_release(void *data)
 	http_e2b *h = data;
 	e2b_stop(h);
 	e2b_store_free(h->store);
+	e2b_netcap_clear(&h->netcap);
 	free(h->key);
 	free(h->domain);
 	free(h);
@@ -941,7 +959,7 @@ int http_e2b_add(http_server *hs, sbx_ctx *ctx, const http_e2b_opts *opts, sbx_e
 		return err_oom(err);
 	}
 	if ((opts->token_file && http_token_file_read(opts->token_file, &h->key, &h->key_len, err) < 0) ||
-	    e2b_store_open(dir, &h->store, err) < 0) {
+	    e2b_netcap_load(opts->policy, &h->netcap, err) < 0 || e2b_store_open(dir, &h->store, err) < 0) {
 		e2b_release(h);
 		return -1;
 	}

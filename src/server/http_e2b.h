@@ -10,6 +10,7 @@
  *   POST   /sandboxes/{id}/timeout                   a new deadline (204)
  *   POST   /sandboxes/{id}/connect, /v2/.../connect  200 running, 201 resumed
  *   POST   /sandboxes/{id}/pause                     204, 409 if paused
+ *   PUT    /sandboxes/{id}/network                   egress within --policy (e2b_network.h)
  *   GET    /sandboxes/{id}/metrics, POST .../snapshots, .../fork,
  *   GET    /snapshots, DELETE /templates/{id}        e2b_snap.h
  * A sandbox is the sbx environment of the same id; what E2B adds (its
@@ -38,6 +39,9 @@ typedef struct http_e2b_opts {
 	 * proxy does; wildcard DNS for *.D is the user's), and sandboxes report D
 	 * as their "domain". NULL: only the E2b-Sandbox-* headers route. */
 	const char *domain;
+	/* --policy P: its network is the cap on what E2B clients may ask
+	 * (e2b_network.h); NULL: no network. */
+	const char *policy;
 } http_e2b_opts;
 
 /* Adds the data plane's and the control plane's families to hs (before

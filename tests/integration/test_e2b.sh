@@ -346,3 +346,25 @@ t_e2b_example_agent_loop() {
 		import { Sandbox } from 'e2b';
 		console.log((await Sandbox.list().nextItems()).length);" 2>&1)" "0"
 }
+
+# The network a sandbox asks for, within sbx serve --policy's cap, updateNetwork
+# and GET /envs (tests/e2b/network.mjs; src/server/e2b_network.c).
+t_e2b_network_cap_and_envs() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node network.mjs cap_none
+	e2b_alive
+}
+
+# Real egress through the proxy: an allowed host is reached, one not allowed
+# is refused, and updateNetwork gives and takes it on a live sandbox.
+t_e2b_network_egress_and_update() {
+	need_e2b_sdk
+	command -v curl > /dev/null || skip "curl is not installed"
+	start_server
+	export PORT
+	e2b_start --policy '{"network": {"mode": "allow", "allow": ["127.0.0.1:*"]}}'
+	e2b_node network.mjs egress
+	e2b_alive
+	kill $SRV
+}
