@@ -21,6 +21,7 @@
 #include "server/e2b_data.h"
 #include "server/e2b_deadline.h"
 #include "server/e2b_files.h"
+#include "server/e2b_filter.h"
 #include "server/e2b_network.h"
 #include "server/e2b_ports.h"
 #include "server/e2b_reply.h"
@@ -394,78 +395,6 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 	return r;
 }
 
-/* "k=v&k2=v2" as the SDK sends the metadata filter: each part is
- * percent-decoded twice (the query's form encoding, then the SDK's
- * encodeURIComponent of each key and value). */
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static void pct_decode(char *s, bool plus)
-{
-	char *w = s;
-	for (char *p = s; *p; p++) {
-		int hi, lo;
-		if (*p == '%' && (hi = hexval(p[1])) >= 0 && (lo = hexval(p[2])) >= 0) {
-			*w++ = (char)(hi * 16 + lo);
-			p += 2;
-		} else
-			*w++ = plus && *p == '+' ? ' ' : *p;
-	}
-	*w = 0;
-}
-
-/* True if r's metadata has every pair of filter (NULL: none). */
-static bool metadata_matches(const e2b_record *r, const char *filter)
-{
-	if (!filter || !*filter)
-		return true;
-	_cleanup_free_ char *f = strdup(filter);
-	if (!f)
-		return false;
-	char *save = NULL;
-	for (char *part = strtok_r(f, "&", &save); part; part = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(part, '=');
-		const char *val = "";
-		if (eq) {
-			*eq = 0;
-			val = eq + 1;
-		}
-		pct_decode(part, true);
-		pct_decode(part, false);
-		char *vv = (char *)val;
-		pct_decode(vv, true);
-		pct_decode(vv, false);
-		const char *have = json_str(r->metadata, part);
-		if (!have || !streq(have, vv))
-			return false;
-	}
-	return true;
-}
-
-static bool state_wanted(const char *filter, bool running)
-{
-	if (!filter || !*filter)
-		return true;
-	const char *want = running ? "running" : "paused";
-	size_t n = strlen(want);
-	for (const char *p = filter; p;) {
-		const char *comma = strchr(p, ',');
-		size_t len = comma ? (size_t)(comma - p) : strlen(p);
-		if (len == n && strncmp(p, want, n) == 0)
-			return true;
-		p = comma ? comma + 1 : NULL;
-	}
-	return false;
-}
-
 static int by_start_desc(const void *a, const void *b)
 {
 	const e2b_record *x = a, *y = b;
@@ -516,7 +445,7 @@ static http_result handle_list(http_e2b *h, http_request *req, bool v2)
 			e2b_store_remove(h->store, v[i].id);
 			continue;
 		}
-		if (!state_wanted(state, state_running(st)) || !metadata_matches(&v[i], md))
+		if (!e2b_state_wanted(state, state_running(st)) || !e2b_metadata_matches(v[i].metadata, md))
 			continue;
 		if (seen++ < offset)
 			continue;

@@ -368,3 +368,39 @@ t_e2b_network_egress_and_update() {
 	e2b_alive
 	kill $SRV
 }
+
+# Sandbox.list's metadata filter with a key and no '=' (or an empty value)
+# crashed the server: the decoding wrote to a string literal. Every such
+# query answers, and the server lives on.
+t_e2b_list_filter_without_value() {
+	need_e2b_sdk
+	e2b_start
+	local q code id
+	# a sandbox to filter (with none, nothing was decoded)
+	id=$(e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		console.log((await Sandbox.create({ metadata: { k: 'v' } })).sandboxId);") || fail "create: $id"
+	for q in 'metadata=missing' 'metadata=a%26b' 'metadata=%25' 'metadata=k%3D' 'metadata=%3D' 'state=,'; do
+		code=$(python3 - "$E2B_URL" "$E2B_KEY" "$q" << 'PY'
+import sys, urllib.request, urllib.error
+url, key, q = sys.argv[1:]
+req = urllib.request.Request("%s/v2/sandboxes?%s" % (url, q), headers={"X-API-Key": key})
+try:
+    with urllib.request.urlopen(req, timeout=10) as r:
+        print(r.status, r.read().decode().strip())
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception as e:
+    print("no answer:", e)
+PY
+		)
+		assert_eq "$code" "200 []" "query $q"
+		e2b_alive
+	done
+	e2b_node --input-type=module -e "
+		import { Sandbox } from 'e2b';
+		const p = Sandbox.list({ query: { metadata: { k: 'v' } } });
+		const got = await p.nextItems();
+		if (got.length !== 1 || got[0].sandboxId !== '$id') throw new Error(JSON.stringify(got));
+		await Sandbox.kill('$id');" || fail "the filter k=v did not find $id"
+}
