@@ -227,7 +227,7 @@ clean:
 # The OCI runtime binary: src/runc/ over libsbx.a, linked statically like the CLI.
 RUNC_SRC := $(wildcard src/runc/*.c)
 RUNC_OBJ := $(RUNC_SRC:%.c=$(BUILD)/%.o)
-RUNC_PURE_OBJ := $(BUILD)/src/runc/oci_spec.o $(BUILD)/src/runc/oci_state.o
+RUNC_PURE_OBJ := $(addprefix $(BUILD)/src/runc/,oci_spec.o oci_spec_get.o oci_names.o oci_resources.o oci_state.o)
 all: $(BUILD)/bin/sbx-runc
 $(BUILD)/bin/sbx-runc: $(RUNC_OBJ) $(BUILD)/lib/libsbx.a
 	@mkdir -p $(dir $@)

@@ -44,7 +44,7 @@ LAYERS = [
     "trace",
     # 4, the entry points on top that compose the rest: a create that takes
     # a pool's entry, an exec that may be traced, gc; replay, build, attest.
-    "env replay traces trace_page attest build",
+    "env replay traces trace_page attest build build_copy build_env",
 ]
 
 

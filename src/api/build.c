@@ -1,3 +1,5 @@
+
+
 /* sbx_build: templates from Dockerfiles (docs/build.md).
  *
  * A build walks the parsed Dockerfile (src/build/dockerfile.c) keeping a
@@ -18,53 +20,26 @@
  * config too (with SHELL). Nothing is tagged unless every step succeeded. */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <glob.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/build_internal.h"
 #include "build/dockerfile.h"
 #include "build/image_config.h"
 #include "store/digest.h"
 #include "store/oci.h"
 #include "store/snapshot.h"
-#include "store/tarw.h"
-#include "util/fd.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
 
 #define CACHE_PREFIX "build-cache."
 #define RUN_OUTPUT_TAIL 2048
-
-typedef struct build {
-	sbx_ctx *ctx;
-	const sbx_build_opts *o;
-	const char *name;
-	char escape;
-	char key[STORE_DIGEST_SIZE];
-	char cur[STORE_DIGEST_SIZE]; /* the current snapshot, or "" for a template spec */
-	char *base_spec;	     /* FROM host / dir:PATH: create from this spec */
-	char *env_id;		     /* live environment matching cur, or NULL */
-	char **env;		     /* ENV, "K=V" (later wins) */
-	size_t n_env;
-	char **args; /* ARG values in effect */
-	size_t n_args;
-	char **ignore;
-	char *workdir, *user;
-	json_t *shell, *cmd, *entrypoint, *expose, *labels;
-	json_t *steps;
-	int hits, misses;
-} build;
 
 static void build_done(build *b)
 {
@@ -107,429 +82,12 @@ static int strv_set(char ***v, size_t *n, const char *kv)
 	return 0;
 }
 
-/* Substitution variables: ARGs, then ENV (ENV wins, as in Docker). */
-static char **build_vars(const build *b)
-{
-	size_t n = 0;
-	char **v = calloc(b->n_args + b->n_env + 1, sizeof(char *));
-	if (!v)
-		return NULL;
-	for (size_t i = 0; i < b->n_args; i++)
-		v[n++] = b->args[i];
-	for (size_t i = 0; i < b->n_env; i++)
-		v[n++] = b->env[i];
-	return v; /* strings borrowed: free only the array */
-}
-
 static int key_next(build *b, const char *text, const char *extra, sbx_err **err)
 {
 	_cleanup_free_ char *s = NULL;
 	if (asprintf(&s, "%s\n%s\n%s", b->key, text, extra ? extra : "") < 0)
 		return err_oom(err);
 	return store_digest_buf(s, strlen(s), b->key, err);
-}
-
-/* ---- the context: staging COPY sources, their content digest ---------- */
-
-static int hash_str(store_hasher *h, const char *s, sbx_err **err)
-{
-	return store_hasher_update(h, s, strlen(s) + 1, err);
-}
-
-/* Copies host `src` (file, symlink or directory) to `dst` (absent), skipping
- * what .dockerignore excludes (rel: the path inside the context), hashing
- * names, types, modes and contents into h in sorted order. */
-static int stage(build *b, const char *src, const char *rel, const char *dst, mode_t chmod_mode,
-		 bool chmod_set, store_hasher *h, sbx_err **err)
-{
-	if (*rel && dockerignore_excluded((const char *const *)b->ignore, rel))
-		return 0;
-	struct stat st;
-	if (lstat(src, &st) < 0)
-		return err_errno(err, "context '%s'", rel);
-	char hdr[64];
-	mode_t mode = chmod_set ? chmod_mode : (st.st_mode & 07777);
-	snprintf(hdr, sizeof hdr, "%o", (unsigned)((st.st_mode & S_IFMT) | mode));
-	if (hash_str(h, rel, err) < 0 || hash_str(h, hdr, err) < 0)
-		return -1;
-	struct timespec ts[2] = {st.st_atim, st.st_mtim};
-	if (S_ISLNK(st.st_mode)) {
-		char t[PATH_MAX];
-		ssize_t n = readlink(src, t, sizeof t - 1);
-		if (n < 0)
-			return err_errno(err, "context '%s'", rel);
-		t[n] = 0;
-		if (hash_str(h, t, err) < 0)
-			return -1;
-		if (symlink(t, dst) < 0)
-			return err_errno(err, "stage '%s'", rel);
-		return 0;
-	}
-	if (S_ISREG(st.st_mode)) {
-		_cleanup_close_ int in = open(src, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		_cleanup_close_ int out =
-		    in < 0 ? -1 : open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (in < 0 || out < 0)
-			return err_errno(err, "stage '%s'", rel);
-		char d[STORE_DIGEST_SIZE];
-		if (store_digest_fd(in, d, NULL, err) < 0 || hash_str(h, d, err) < 0)
-			return -1;
-		off_t off = 0;
-		while (off < st.st_size) {
-			ssize_t n = sendfile(out, in, &off, (size_t)(st.st_size - off));
-			if (n <= 0)
-				return err_errno(err, "stage '%s'", rel);
-		}
-		if (fchmod(out, mode) < 0 || futimens(out, ts) < 0)
-			return err_errno(err, "stage '%s'", rel);
-		return 0;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "context '%s': not a file, directory or symlink", rel);
-	if (mkdir(dst, 0700) < 0)
-		return err_errno(err, "stage '%s'", rel);
-	struct dirent **list = NULL;
-	int n = scandir(src, &list, NULL, alphasort);
-	if (n < 0)
-		return err_errno(err, "context '%s'", rel);
-	int r = 0;
-	for (int i = 0; i < n; i++) {
-		const char *nm = list[i]->d_name;
-		if (r == 0 && strcmp(nm, ".") && strcmp(nm, "..")) {
-			_cleanup_free_ char *s2 = fs_path_join(src, nm), *d2 = fs_path_join(dst, nm),
-					    *r2 = NULL;
-			if (asprintf(&r2, "%s%s%s", rel, *rel ? "/" : "", nm) < 0)
-				r2 = NULL;
-			r = (!s2 || !d2 || !r2) ? err_oom(err)
-						: stage(b, s2, r2, d2, chmod_mode, chmod_set, h, err);
-		}
-		free(list[i]);
-	}
-	free(list);
-	if (r < 0)
-		return r;
-	if (chmod(dst, chmod_set ? chmod_mode : (st.st_mode & 07777)) < 0 ||
-	    utimensat(AT_FDCWD, dst, ts, 0) < 0)
-		return err_errno(err, "stage '%s'", rel);
-	return 0;
-}
-
-/* A source of COPY inside the context: globbed, each match beneath it. */
-static int context_sources(build *b, const char *pat, glob_t *g, unsigned line, sbx_err **err)
-{
-	if (strstr(pat, "://") || startswith(pat, "git@"))
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "%s:%u: '%s': URLs are not supported (only files from the build context)",
-			       b->name, line, pat);
-	/* Lexically: ".." may not climb above the context. */
-	int depth = 0;
-	for (const char *c = pat; *c;) {
-		size_t l = strcspn(c, "/");
-		if (l == 2 && c[0] == '.' && c[1] == '.')
-			depth--;
-		else if (l && !(l == 1 && c[0] == '.'))
-			depth++;
-		if (depth < 0)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "%s:%u: '%s' is outside the build context", b->name, line, pat);
-		c += l;
-		c += strspn(c, "/");
-	}
-	_cleanup_free_ char *full = NULL;
-	const char *p = pat;
-	while (*p == '/')
-		p++;
-	if (asprintf(&full, "%s/%s", b->o->context, *p ? p : ".") < 0)
-		return err_oom(err);
-	int r = glob(full, 0, NULL, g); /* sorted: the staging order is stable */
-	if (r == GLOB_NOMATCH)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "%s:%u: '%s' is not in the build context",
-			       b->name, line, pat);
-	if (r)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "%s:%u: glob '%s' failed", b->name, line, pat);
-	_cleanup_free_ char *croot = realpath(b->o->context, NULL);
-	if (!croot)
-		return err_errno(err, "build context '%s'", b->o->context);
-	size_t cl = strlen(croot);
-	for (size_t i = 0; i < g->gl_pathc; i++) {
-		/* The parent must resolve beneath the context (the last component may be a symlink, copied as
-		 * such). */
-		_cleanup_free_ char *dup = strdup(g->gl_pathv[i]);
-		if (!dup)
-			return err_oom(err);
-		_cleanup_free_ char *rp = realpath(dirname(dup), NULL);
-		if (!rp || strncmp(rp, croot, cl) || (rp[cl] && rp[cl] != '/'))
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "%s:%u: '%s' is outside the build context", b->name, line, pat);
-	}
-	return 0;
-}
-
-/* ---- the live environment ---------------------------------------------- */
-
-static int env_ensure(build *b, sbx_err **err)
-{
-	if (b->env_id)
-		return 0;
-	sbx_create_opts co = SBX_CREATE_OPTS_INIT;
-	if (*b->cur)
-		co.snapshot = b->cur;
-	else
-		co.template_spec = b->base_spec;
-	co.network = b->o->network;
-	co.secrets = b->o->secrets;
-	if (sbx_env_create(b->ctx, &co, &b->env_id, NULL, err) < 0)
-		return err_wrap(err, "build environment");
-	return 0;
-}
-
-static void env_drop(build *b)
-{
-	if (b->env_id)
-		(void)sbx_env_remove(b->ctx, b->env_id, NULL);
-	b->env_id = mfree(b->env_id);
-}
-
-static int empty_tar_fd(sbx_err **err)
-{
-	int fd = memfd_create("sbx-build-tar", MFD_CLOEXEC);
-	static const char zero[1024];
-	if (fd < 0 || fd_write_all(fd, zero, sizeof zero) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
-		safe_close(fd);
-		return err_errno(err, "tar");
-	}
-	return fd;
-}
-
-/* mkdir -p inside the environment, through the tar extractor (no mkdir binary needed). */
-static int env_mkdir_p(build *b, const char *path, sbx_err **err)
-{
-	_cleanup_free_ char *p = strdup(path);
-	if (!p)
-		return err_oom(err);
-	for (char *s = p + 1;; s++) {
-		if (*s == '/' || !*s) {
-			char c = *s;
-			*s = 0;
-			_cleanup_(json_decrefp) json_t *ls = NULL;
-			sbx_err *e = NULL;
-			if (sbx_env_list_files(b->ctx, b->env_id, p, &ls, &e) < 0) {
-				sbx_err_free(e);
-				_cleanup_close_ int fd = empty_tar_fd(err);
-				if (fd < 0 || sbx_env_tar_in(b->ctx, b->env_id, p, fd, true, err) < 0)
-					return err_wrap(err, "mkdir '%s'", p);
-			}
-			*s = c;
-			if (!c)
-				break;
-		}
-	}
-	return 0;
-}
-
-static int tar_to_fd(void *userdata, const void *buf, size_t len, sbx_err **err)
-{
-	if (fd_write_all(*(int *)userdata, buf, len) < 0)
-		return err_errno(err, "tar");
-	return 0;
-}
-
-/* Extracts the staging directory's contents into dir inside the environment. */
-static int env_put_tree(build *b, const char *staging, const char *dir, sbx_err **err)
-{
-	if (env_mkdir_p(b, dir, err) < 0)
-		return -1;
-	_cleanup_close_ int sfd = open(staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	_cleanup_close_ int tfd = memfd_create("sbx-build-tar", MFD_CLOEXEC);
-	if (sfd < 0 || tfd < 0)
-		return err_errno(err, "stage");
-	store_idmap ids = {.uid_base = 0, .gid_base = 0, .count = UINT32_MAX};
-	if (store_tar_write_dir(sfd, &ids, tar_to_fd, &tfd, NULL, err) < 0 || lseek(tfd, 0, SEEK_SET) < 0)
-		return err_wrap(err, "stage");
-	return sbx_env_tar_in(b->ctx, b->env_id, dir, tfd, false, err);
-}
-
-static int run_argv(build *b, const char *const *argv, const char *user, sbx_exec_result *res, sbx_err **err)
-{
-	_cleanup_free_ char **vars = build_vars(b);
-	if (!vars)
-		return err_oom(err);
-	sbx_exec_opts eo = SBX_EXEC_OPTS_INIT;
-	eo.argv = argv;
-	eo.env = (const char *const *)vars;
-	eo.cwd = b->workdir ? b->workdir : "/";
-	eo.user = user;
-	eo.timeout_ms = -1;
-	eo.capture = true;
-	eo.output_bytes = 1 << 20;
-	eo.on_output = b->o->on_output;
-	eo.userdata = b->o->userdata;
-	eo.deterministic = 0;
-	return sbx_env_exec(b->ctx, b->env_id, &eo, res, err);
-}
-
-/* ---- steps --------------------------------------------------------------- */
-
-static int step_copy(build *b, const dockerfile_instr *in, const char *args, char **ret_extra,
-		     char **ret_staging, char **ret_dest, sbx_err **err)
-{
-	_cleanup_strv_free_ char **w = NULL;
-	if (args[0] == '[') { /* COPY ["a b", "/dst/"]: the JSON form, for names with spaces */
-		json_error_t je;
-		_cleanup_(json_decrefp) json_t *j = json_loads(args, 0, &je);
-		if (!j || !json_is_array(j) || json_array_size(j) < 2)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "%s:%u: %s: expected [\"SOURCE\", ..., \"DEST\"]", b->name, in->line,
-				       in->keyword);
-		w = calloc(json_array_size(j) + 1, sizeof(char *));
-		for (size_t i = 0; w && i < json_array_size(j); i++)
-			if (!json_is_string(json_array_get(j, i)) ||
-			    !(w[i] = strdup(json_string_value(json_array_get(j, i)))))
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "%s:%u: %s: expected strings", b->name, in->line, in->keyword);
-		if (!w)
-			return err_oom(err);
-	} else if (dockerfile_words(args, b->escape, &w, err) < 0) {
-		return err_wrap(err, "%s:%u: %s", b->name, in->line, in->keyword);
-	}
-	size_t n = 0;
-	while (w[n])
-		n++;
-	const char *dest = w[n - 1];
-	bool dest_dir = dest[strlen(dest) - 1] == '/' || n > 2;
-	_cleanup_free_ char *dabs = NULL;
-	if (asprintf(&dabs, "%s%s%s", dest[0] == '/' ? "" : (b->workdir ? b->workdir : "/"),
-		     dest[0] == '/' || (b->workdir && b->workdir[strlen(b->workdir) - 1] == '/') ||
-			     !b->workdir
-			 ? ""
-			 : "/",
-		     dest) < 0)
-		return err_oom(err);
-	size_t dl = strlen(dabs);
-	while (dl > 1 && dabs[dl - 1] == '/')
-		dabs[--dl] = 0;
-	mode_t cm = 0;
-	if (in->chmod)
-		cm = (mode_t)strtoul(in->chmod, NULL, 8);
-	char tmpl[PATH_MAX];
-	snprintf(tmpl, sizeof tmpl, "%s/tmp/build-XXXXXX", b->ctx->root);
-	(void)fs_mkdir_p(tmpl, 0700); /* makes the template path's parents; the leaf is replaced below */
-	rmdir(tmpl);
-	if (!mkdtemp(tmpl))
-		return err_errno(err, "staging directory");
-	const char *target = dabs;
-	_cleanup_free_ char *parent = NULL;
-	_cleanup_free_ char *staging = strdup(tmpl);
-	if (!staging)
-		return err_oom(err);
-	_cleanup_(store_hasher_freep) store_hasher *h = store_hasher_new(err);
-	if (!h)
-		goto fail;
-	/* Where the staged tree lands: dest itself when it is a directory,
-	 * else its parent with the single file named as dest. */
-	for (size_t i = 0; i + 1 < n; i++) {
-		if (in->kind == DF_ADD) {
-			const char *s = w[i];
-			size_t sl = strlen(s);
-			const char *ext[] = {".tar", ".tar.gz",	 ".tgz",    ".tar.xz",
-					     ".txz", ".tar.bz2", ".tar.zst"};
-			for (size_t k = 0; k < ARRAY_SIZE(ext); k++)
-				if (sl > strlen(ext[k]) && !strcmp(s + sl - strlen(ext[k]), ext[k])) {
-					err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-						"%s:%u: ADD of a local archive ('%s') is not supported: COPY "
-						"it and RUN tar",
-						b->name, in->line, s);
-					goto fail;
-				}
-		}
-		glob_t g = {0};
-		if (context_sources(b, w[i], &g, in->line, err) < 0) {
-			globfree(&g);
-			goto fail;
-		}
-		if (g.gl_pathc > 1)
-			dest_dir = true;
-		for (size_t k = 0; k < g.gl_pathc; k++) {
-			const char *src = g.gl_pathv[k];
-			struct stat st;
-			if (lstat(src, &st) < 0) {
-				err_errno(err, "%s:%u: '%s'", b->name, in->line, w[i]);
-				globfree(&g);
-				goto fail;
-			}
-			const char *rel = src + strlen(b->o->context);
-			while (*rel == '/')
-				rel++;
-			if (*rel == '.' && (!rel[1] || rel[1] == '/'))
-				rel += rel[1] ? 2 : 1;
-			int r;
-			if (S_ISDIR(st.st_mode)) {
-				/* A directory's contents, merged into dest. */
-				dest_dir = true;
-				_cleanup_free_ char *tmp = NULL;
-				if (asprintf(&tmp, "%s.d", staging) < 0) {
-					globfree(&g);
-					err_oom(err);
-					goto fail;
-				}
-				(void)fs_rm_rf(tmp);
-				r = stage(b, src, rel, tmp, cm, in->chmod != NULL, h, err);
-				if (r == 0) {
-					/* Move its entries up into staging. */
-					DIR *d = opendir(tmp);
-					struct dirent *de;
-					while (r == 0 && d && (de = readdir(d))) {
-						if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-							continue;
-						_cleanup_free_ char *a = fs_path_join(tmp, de->d_name),
-								    *z = fs_path_join(staging, de->d_name);
-						if (!a || !z || rename(a, z) < 0)
-							r = err_errno(err, "stage '%s'", de->d_name);
-					}
-					if (d)
-						closedir(d);
-				}
-				(void)fs_rm_rf(tmp);
-			} else {
-				if (!rel[0] || dockerignore_excluded((const char *const *)b->ignore, rel)) {
-					if (g.gl_pathc == 1 && n == 2) {
-						err_set(err, SBX_E_NOT_FOUND, ENOENT,
-							"%s:%u: '%s' is excluded by .dockerignore", b->name,
-							in->line, w[i]);
-						globfree(&g);
-						goto fail;
-					}
-					continue;
-				}
-				_cleanup_free_ char *bn = strdup(src), *dst = NULL;
-				const char *leaf = dest_dir ? basename(bn) : basename(dabs);
-				if (!dest_dir && !parent) {
-					_cleanup_free_ char *dd = strdup(dabs);
-					parent = dd ? strdup(dirname(dd)) : NULL;
-					target = parent;
-				}
-				dst = fs_path_join(staging, leaf);
-				r = dst ? stage(b, src, rel, dst, cm, in->chmod != NULL, h, err)
-					: err_oom(err);
-			}
-			if (r < 0) {
-				globfree(&g);
-				goto fail;
-			}
-		}
-		globfree(&g);
-	}
-	char d[STORE_DIGEST_SIZE];
-	if (hash_str(h, target, err) < 0 || store_hasher_final(h, d, err) < 0)
-		goto fail;
-	if (!(*ret_extra = strdup(d)) || !(*ret_dest = strdup(target)))
-		goto fail;
-	*ret_staging = TAKE_PTR(staging);
-	return 0;
-fail:
-	(void)fs_rm_rf(staging);
-	return err_ret(err) ? err_ret(err) : err_oom(err);
 }
 
 static int cache_get(build *b, char ret[STORE_DIGEST_SIZE])
@@ -761,7 +319,7 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 	}
 	case DF_COPY:
 	case DF_ADD:
-		if (step_copy(b, in, x, &extra, &staging, &dest, err) < 0)
+		if (build_step_copy(b, in, x, &extra, &staging, &dest, err) < 0)
 			return -1;
 		fs_step = true;
 		if (key_next(b, text, extra, err) < 0)
@@ -792,20 +350,20 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 		if (cache_get(b, hit) == 0) {
 			cached = true;
 			if (strcmp(hit, b->cur))
-				env_drop(b);
+				build_env_drop(b);
 			strcpy(b->cur, hit);
 			b->hits++;
 		} else {
 			b->misses++;
-			if (env_ensure(b, err) < 0)
+			if (build_env_ensure(b, err) < 0)
 				goto fail;
 			if (in->kind == DF_WORKDIR) {
-				if (env_mkdir_p(b, b->workdir, err) < 0) {
+				if (build_env_mkdir_p(b, b->workdir, err) < 0) {
 					err_wrap(err, "%s:%u: WORKDIR", b->name, in->line);
 					goto fail;
 				}
 			} else if (in->kind == DF_COPY || in->kind == DF_ADD) {
-				if (env_put_tree(b, staging, dest, err) < 0) {
+				if (build_env_put_tree(b, staging, dest, err) < 0) {
 					err_wrap(err, "%s:%u: %s", b->name, in->line, in->keyword);
 					goto fail;
 				}
@@ -832,7 +390,8 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 					if (!names)
 						goto oom;
 					sbx_exec_result res = {0};
-					if (run_argv(b, (const char *const *)names, NULL, &res, err) < 0) {
+					if (build_run_argv(b, (const char *const *)names, NULL, &res, err) <
+					    0) {
 						err_wrap(err, "%s:%u: %s --chown (needs chown in the image)",
 							 b->name, in->line, in->keyword);
 						goto fail;
@@ -852,7 +411,7 @@ static int do_step(build *b, const dockerfile_instr *in, size_t idx, size_t tota
 				if (!argv)
 					goto oom;
 				sbx_exec_result res = {0};
-				if (run_argv(b, (const char *const *)argv, b->user, &res, err) < 0) {
+				if (build_run_argv(b, (const char *const *)argv, b->user, &res, err) < 0) {
 					err_wrap(err, "%s:%u: RUN", b->name, in->line);
 					goto fail;
 				}
@@ -1050,7 +609,7 @@ _public_ int sbx_build(sbx_ctx *ctx, const sbx_build_opts *o, json_t **ret, sbx_
 	_cleanup_(json_decrefp) json_t *t = NULL;
 	if (sbx_template_add(ctx, o->tag, tid, &t, err) < 0)
 		return -1;
-	env_drop(&b);
+	build_env_drop(&b);
 	*ret = json_pack("{s:s,s:s,s:O,s:i,s:i,s:O,s:I}", "template", o->tag, "snapshot_id", tid, "steps",
 			 b.steps, "cache_hits", b.hits, "cache_misses", b.misses, "config", config,
 			 "build_ms", (json_int_t)(now_ms_real() - t0));

@@ -8,6 +8,7 @@
 #include "runc/oci_spec.h"
 #include "runc/oci_state.h"
 #include "util/err.h"
+#include "util/macro.h"
 
 /* Global options, as the engines pass them. */
 typedef struct runc_globals {
@@ -86,7 +87,7 @@ typedef struct runc_rootfs_ctx {
 /* Mounts, createContainer hooks, pivot_root, masks, read-only root, hostname, sysctl. */
 int runc_rootfs_setup(const runc_rootfs_ctx *c, sbx_err **err);
 
-/* ---- container.c: the commands ---- */
+/* ---- container.c, create.c, exec.c: the commands ---- */
 int runc_create(const runc_globals *g, const char *id, const char *bundle, const char *pid_file,
 		const char *console_socket, bool no_pivot, sbx_err **err);
 int runc_start(const runc_globals *g, const char *id, sbx_err **err);
@@ -114,3 +115,25 @@ int runc_exec(const runc_globals *g, const char *id, const char *process_file, c
  * "container does not exist") if there is no such container. */
 int runc_load(const runc_globals *g, const char *id, oci_state_rec *ret_rec, const char **ret_status,
 	      sbx_err **err);
+
+/* ---- container.c: what create.c and exec.c share with the commands ---- */
+#define RUNC_START_SOCK "start.sock" /* in <root>/<id>: the created container waits on it */
+#define RUNC_MSG_MAX 8192	     /* one message of the setup handshake */
+/* <root>/<id> (malloc'ed; NULL without memory). */
+char *runc_state_dir(const runc_globals *g, const char *id);
+/* The state letter and start time of pid from /proc/<pid>/stat. */
+int runc_read_proc(pid_t pid, char *ret_state, uint64_t *ret_start);
+/* The setup handshake between runc and the processes it forks: one message. */
+int runc_send_str(int sock, const char *s);
+/* Child side: report an error to the parent and exit. */
+_noreturn_ void runc_child_fail(int sock, sbx_err *e);
+/* Receives a message into buf; "error:..." from the child, or one not
+ * starting with want (NULL: any), is an error. */
+int runc_expect(int sock, const char *want, char *buf, size_t cap, sbx_err **err);
+/* The state JSON a hook gets on its stdin (malloc'ed). */
+char *runc_hook_state(const oci_state_rec *r, const char *status);
+int runc_write_pid_file(const char *path, pid_t pid, sbx_err **err);
+/* A unix socket connected to name in directory dirfd. */
+int runc_connect_rel(int dirfd, const char *name, sbx_err **err);
+/* A connected --console-socket (absolute or relative to our cwd). */
+int runc_connect_console(const char *path, sbx_err **err);

@@ -1,3 +1,7 @@
+/* The safe tar reader (tarr.h): the archive read block by block, each entry
+ * extracted below the root (files, directories, links, whiteouts), directory
+ * metadata set last. Header fields: tarr_hdr.c; directories and metadata:
+ * tarr_meta.c. */
 #include "store/tarr.h"
 
 #include <ctype.h>
@@ -5,7 +9,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/capability.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,7 +18,7 @@
 
 #include "store/acl.h"
 #include "store/storefs.h"
-#include "store/xattr.h"
+#include "store/tarr_internal.h"
 #include "util/fd.h"
 
 #define DEFAULT_MAX_BYTES (64ull << 30)
@@ -23,7 +26,7 @@
 #define PAX_MAX (1u << 20)
 #define LONGNAME_MAX 8192
 #define PATH_MAX_LEN 4095
-#define XATTR_VALUE_MAX 65536
+
 #define CHUNK (64 * 1024)
 
 /* ---- pure helpers ---------------------------------------------------------- */
@@ -73,50 +76,6 @@ int store_tar_path_clean_wh(const char *in, size_t last_extra, char **ret)
 	return 0;
 }
 
-/* Numeric header field: octal (spaces/NULs around) or GNU base-256. */
-static int parse_num(const uint8_t *f, size_t w, uint64_t *ret)
-{
-	uint64_t v = 0;
-	if (f[0] & 0x80) {
-		if (f[0] != 0x80)
-			return -EINVAL; /* negative or > 2^(8*(w-1)) */
-		for (size_t i = 1; i < w; i++) {
-			if (v >> 55)
-				return -ERANGE;
-			v = v << 8 | f[i];
-		}
-		*ret = v;
-		return 0;
-	}
-	size_t i = 0;
-	while (i < w && f[i] == ' ')
-		i++;
-	for (; i < w && f[i] >= '0' && f[i] <= '7'; i++) {
-		if (v >> 60)
-			return -ERANGE;
-		v = v * 8 + (uint64_t)(f[i] - '0');
-	}
-	for (; i < w; i++)
-		if (f[i] != ' ' && f[i] != 0)
-			return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-static bool parse_dec(const char *s, size_t n, uint64_t *ret)
-{
-	uint64_t v = 0;
-	if (n == 0 || n > 19)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*ret = v;
-	return true;
-}
-
 /* A printable, bounded copy of an archive name for error messages. */
 static char *printable(const char *s)
 {
@@ -132,25 +91,6 @@ static char *printable(const char *s)
 
 /* ---- state ----------------------------------------------------------------- */
 
-typedef struct xattr_kv {
-	char *name;
-	char *value;
-	size_t len;
-	bool drop; /* an ACL not restored (check_xattrs) */
-} xattr_kv;
-
-typedef struct pending {
-	char *path, *linkpath;
-	bool has_size, has_uid, has_gid, has_mtime;
-	bool literal;	 /* SBX.literal=1: a real ".wh." name */
-	bool wh_literal; /* SBX.whiteout=1: a whiteout of a ".wh." name */
-	uint64_t size, uid, gid;
-	int64_t mtime_sec;
-	long mtime_nsec;
-	xattr_kv *xa;
-	size_t n_xa;
-} pending;
-
 static void pending_clear(pending *p)
 {
 	free(p->path);
@@ -162,33 +102,6 @@ static void pending_clear(pending *p)
 	free(p->xa);
 	*p = (pending){0};
 }
-
-typedef struct dirmeta {
-	char *path;
-	uint32_t mode;
-	struct timespec mtime;
-	xattr_kv *acl; /* its ACLs, set with the mode (a default ACL earlier would be inherited) */
-	size_t n_acl;
-} dirmeta;
-
-typedef struct reader {
-	store_tar_read_fn fn;
-	void *ud;
-	store_tar_extract_opts o;
-	int root;
-	uint64_t consumed, entries;
-	char *cache_path; /* the parent directory opened last */
-	int cache_fd;
-	dirmeta *dirs;
-	size_t n_dirs, cap_dirs;
-	uint8_t *buf;
-	pending pd;
-	char *disp; /* the current entry's name, for messages */
-	/* fn is store_tar_fd_read of a regular file: file data in its holes is
-	 * skipped with SEEK_DATA, not read (layer.c's temporary tar). -1: no. */
-	int hole_fd;
-	uint64_t in_size, in_data_end; /* in_data_end: the current data segment's end */
-} reader;
 
 static int rd_exact(reader *r, void *buf, size_t n, bool *ret_eof)
 {
@@ -264,9 +177,6 @@ static uint64_t padded(uint64_t n)
 	return (n + STORE_TAR_BLOCK - 1) / STORE_TAR_BLOCK * STORE_TAR_BLOCK;
 }
 
-#define FAIL(code, errnum, ...) err_set(err, code, errnum, __VA_ARGS__)
-#define BAD(...) err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, __VA_ARGS__)
-
 static int truncated(reader *r, int q, sbx_err **err)
 {
 	if (q == -EPIPE)
@@ -274,331 +184,11 @@ static int truncated(reader *r, int q, sbx_err **err)
 	return err_errnum(err, q, "tar: read");
 }
 
-/* ---- pax ------------------------------------------------------------------- */
-
-static int pax_apply(reader *r, const char *key, size_t klen, const char *val, size_t vlen, sbx_err **err)
-{
-	pending *p = &r->pd;
-#define KEY(s) (klen == strlen(s) && memcmp(key, s, klen) == 0)
-	if (KEY("path") || KEY("linkpath")) {
-		if (memchr(val, 0, vlen))
-			return BAD("tar: pax %.*s contains a NUL byte", (int)klen, key);
-		char *v = strndup(val, vlen);
-		if (!v)
-			return err_errnum(err, ENOMEM, "tar");
-		char **slot = KEY("path") ? &p->path : &p->linkpath;
-		free(*slot);
-		*slot = vlen ? v : (free(v), NULL);
-	} else if (KEY("size") || KEY("uid") || KEY("gid")) {
-		uint64_t v;
-		if (!parse_dec(val, vlen, &v))
-			return BAD("tar: pax %.*s is not a decimal number", (int)klen, key);
-		if (KEY("size"))
-			p->size = v, p->has_size = true;
-		else if (KEY("uid"))
-			p->uid = v, p->has_uid = true;
-		else
-			p->gid = v, p->has_gid = true;
-	} else if (KEY("mtime")) {
-		const char *dot = memchr(val, '.', vlen);
-		size_t il = dot ? (size_t)(dot - val) : vlen;
-		uint64_t sec, frac = 0;
-		if (!parse_dec(val, il, &sec) || sec > INT64_MAX)
-			return BAD("tar: pax mtime is not a non-negative decimal");
-		long nsec = 0;
-		if (dot) {
-			size_t fl = vlen - il - 1;
-			if (fl > 0 && !parse_dec(dot + 1, fl > 9 ? 9 : fl, &frac))
-				return BAD("tar: pax mtime has a bad fraction");
-			for (size_t i = fl; i < 9; i++)
-				frac *= 10;
-			for (size_t i = 9; i < fl; i++)
-				if (dot[1 + i] < '0' || dot[1 + i] > '9')
-					return BAD("tar: pax mtime has a bad fraction");
-			nsec = (long)frac;
-		}
-		p->mtime_sec = (int64_t)sec;
-		p->mtime_nsec = nsec;
-		p->has_mtime = true;
-	} else if (KEY(STORE_PAX_LITERAL) || KEY(STORE_PAX_WHITEOUT)) {
-		if (vlen != 1 || val[0] != '1')
-			return BAD("tar: pax %.*s must be 1", (int)klen, key);
-		*(KEY(STORE_PAX_LITERAL) ? &p->literal : &p->wh_literal) = true;
-	} else if (klen > 13 && memcmp(key, "SCHILY.xattr.", 13) == 0) {
-		if (memchr(key, 0, klen))
-			return BAD("tar: pax xattr name contains a NUL byte");
-		if (vlen > XATTR_VALUE_MAX)
-			return BAD("tar: xattr value over %d bytes", XATTR_VALUE_MAX);
-		if (p->n_xa >= 1024)
-			return BAD("tar: too many xattrs on one entry");
-		xattr_kv *nx = realloc(p->xa, (p->n_xa + 1) * sizeof(*nx));
-		if (!nx)
-			return err_errnum(err, ENOMEM, "tar");
-		p->xa = nx;
-		xattr_kv kv = {strndup(key + 13, klen - 13), malloc(vlen + 1), vlen};
-		if (!kv.name || !kv.value) {
-			free(kv.name);
-			free(kv.value);
-			return err_errnum(err, ENOMEM, "tar");
-		}
-		memcpy(kv.value, val, vlen);
-		p->xa[p->n_xa++] = kv;
-	}
-	/* other keys (atime, ctime, uname, gname, comment, vendor ones) are ignored */
-#undef KEY
-	return 0;
-}
-
-static int pax_parse(reader *r, const char *b, size_t n, sbx_err **err)
-{
-	size_t off = 0;
-	while (off < n) {
-		size_t i = off, len = 0;
-		while (i < n && b[i] >= '0' && b[i] <= '9' && i - off < 8)
-			len = len * 10 + (size_t)(b[i++] - '0');
-		if (i == off || i >= n || b[i] != ' ')
-			return BAD("tar: malformed pax record length at offset %zu", off);
-		if (len < (i - off) + 4 || len > n - off)
-			return BAD("tar: pax record length %zu out of bounds at offset %zu", len, off);
-		const char *rec = b + i + 1, *end = b + off + len - 1;
-		if (*end != '\n')
-			return BAD("tar: pax record at offset %zu does not end with a newline", off);
-		const char *eq = memchr(rec, '=', (size_t)(end - rec));
-		if (!eq || eq == rec)
-			return BAD("tar: pax record at offset %zu has no key", off);
-		int q = pax_apply(r, rec, (size_t)(eq - rec), eq + 1, (size_t)(end - eq - 1), err);
-		if (q < 0)
-			return q;
-		off += len;
-	}
-	return 0;
-}
-
-/* ---- directories ----------------------------------------------------------- */
-
-/* Opens directory `path` ("" = root) below the root, one component at a time
- * without following symlinks; creates missing components when create. The
- * returned fd belongs to the cache (do not close). */
-static int open_dir(reader *r, const char *path, bool create, int *ret_fd, sbx_err **err)
-{
-	if (r->cache_path && streq(r->cache_path, path)) {
-		*ret_fd = r->cache_fd;
-		return 0;
-	}
-	_cleanup_close_ int cur = fcntl(r->root, F_DUPFD_CLOEXEC, 3);
-	if (cur < 0)
-		return err_errno(err, "tar: dup");
-	_cleanup_free_ char *copy = strdup(path);
-	if (!copy)
-		return err_errnum(err, ENOMEM, "tar");
-	char *save = NULL;
-	for (char *c = strtok_r(copy, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
-		int fd = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 && errno == ENOENT && create) {
-			if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
-				return err_errno(err, "tar entry '%s': create parent '%s'", r->disp, c);
-			fd = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (fd >= 0 && r->o.chown && fchown(fd, r->o.ids.uid_base, r->o.ids.gid_base) < 0) {
-				safe_close(fd);
-				return err_errno(err, "tar entry '%s': chown parent '%s'", r->disp, c);
-			}
-		}
-		if (fd < 0) {
-			if (errno == ELOOP || errno == ENOTDIR)
-				return FAIL(
-				    SBX_E_INVALID_ARGUMENT, errno,
-				    "tar entry '%s': parent component '%s' is not a directory (symlinks "
-				    "are never followed)",
-				    r->disp, c);
-			return err_errno(err, "tar entry '%s': open parent '%s'", r->disp, c);
-		}
-		safe_close(cur);
-		cur = fd;
-	}
-	char *p = strdup(path);
-	if (!p)
-		return err_errnum(err, ENOMEM, "tar");
-	free(r->cache_path);
-	safe_close(r->cache_fd);
-	r->cache_path = p;
-	r->cache_fd = TAKE_FD(cur);
-	*ret_fd = r->cache_fd;
-	return 0;
-}
-
-/* Splits a clean path into a malloc'd parent and a pointer to its last name. */
-static int split(const char *path, char **ret_parent, const char **ret_name)
-{
-	const char *s = strrchr(path, '/');
-	*ret_parent = s ? strndup(path, (size_t)(s - path)) : strdup("");
-	*ret_name = s ? s + 1 : path;
-	return *ret_parent ? 0 : -ENOMEM;
-}
-
-/* Makes room for a new entry `name`: a non-directory there is removed (a later
- * entry replaces an earlier one); a directory stays only if the new entry is
- * one. Returns 1 if a directory is already there, 0 otherwise. */
-static int make_room(reader *r, int pfd, const char *name, bool is_dir, sbx_err **err)
-{
-	struct stat st;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return err_errno(err, "tar entry '%s': stat", r->disp);
-	}
-	if (S_ISDIR(st.st_mode)) {
-		if (is_dir)
-			return 1;
-		return FAIL(SBX_E_CONFLICT, EEXIST, "tar entry '%s': would replace a directory", r->disp);
-	}
-	if (unlinkat(pfd, name, 0) < 0)
-		return err_errno(err, "tar entry '%s': replace", r->disp);
-	return 0;
-}
-
-/* ---- metadata -------------------------------------------------------------- */
-
-static int check_xattrs(reader *r, char type, sbx_err **err)
-{
-	for (size_t i = 0; i < r->pd.n_xa; i++) {
-		xattr_kv *kv = &r->pd.xa[i];
-		const char *k = kv->name;
-		if (startswith(k, "user.overlay.") || startswith(k, "trusted.overlay."))
-			return BAD("tar entry '%s': overlay xattr '%s' is not accepted from an archive",
-				   r->disp, k);
-		if (!store_acl_xattr(k))
-			continue;
-		/* ACLs name ids: kept where ids mean something (layers, imports), each
-		 * named id shifted as owners are; symlinks and hard links have none
-		 * of their own, only a directory has a default one. */
-		if (!r->o.acls || type == '2' || type == '1') {
-			kv->drop = true;
-			continue;
-		}
-		if (streq(k, STORE_ACL_DEFAULT) && type != '5')
-			return BAD("tar entry '%s': a default ACL on a non-directory", r->disp);
-		store_acl_error ae;
-		int q = store_acl_shift((uint8_t *)kv->value, kv->len, &r->o.ids, STORE_ACL_TO_DISK, &ae);
-		if (q == -EINVAL)
-			return BAD("tar entry '%s': malformed %s (%s)", r->disp, k, ae.why);
-		if (q < 0 && r->o.chown)
-			return FAIL(SBX_E_INVALID_ARGUMENT, ERANGE,
-				    "tar entry '%s': %s names %s %u, outside the id range [0, %u)", r->disp,
-				    k, ae.group ? "gid" : "uid", ae.id, r->o.ids.count);
-		if (q < 0)
-			kv->drop = true; /* not chowning: ownership collapses to the extractor too */
-	}
-	return 0;
-}
-
-/* File capabilities are privilege, as setid bits are: kept only from a
- * trusted archive (keep_setid). A v2 capability is valid in every namespace,
- * so one from an environment's tar (`sbx cp` out, written by the host's root)
- * would give any host user its capabilities. */
-static bool xattr_kept(const reader *r, const xattr_kv *kv)
-{
-	if (streq(kv->name, "security.capability"))
-		return r->o.keep_setid;
-	if (store_acl_xattr(kv->name))
-		return r->o.acls && !kv->drop;
-	return store_xattr_kept(kv->name); /* user.*, overlay's own aside */
-}
-
-/* Applies xattrs through fd, or to name in pfd (through /proc) when fd < 0;
- * ACLs only with acls (a directory's come last, with its mode: finish()). */
-static int set_xattrs(reader *r, int fd, int pfd, const char *name, bool acls, sbx_err **err)
-{
-	char proc[64 + NAME_MAX];
-	if (fd < 0)
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", pfd, name);
-	for (size_t i = 0; i < r->pd.n_xa; i++) {
-		xattr_kv *kv = &r->pd.xa[i];
-		if (!xattr_kept(r, kv) || (!acls && store_acl_xattr(kv->name)))
-			continue;
-		int q = fd >= 0 ? fsetxattr(fd, kv->name, kv->value, kv->len, 0)
-				: lsetxattr(proc, kv->name, kv->value, kv->len, 0);
-		if (q < 0)
-			return err_errno(err, "tar entry '%s': set xattr '%s'", r->disp, kv->name);
-	}
-	return 0;
-}
-
-typedef struct meta {
-	uint32_t mode;
-	uint64_t uid, gid;
-	struct timespec mtime;
-} meta;
-
-static int owner(reader *r, const meta *m, uid_t *u, gid_t *g, sbx_err **err)
-{
-	if (m->uid >= r->o.ids.count || m->gid >= r->o.ids.count)
-		return FAIL(SBX_E_INVALID_ARGUMENT, ERANGE,
-			    "tar entry '%s': owner %" PRIu64 ":%" PRIu64 " is outside the id range [0, %u)",
-			    r->disp, m->uid, m->gid, r->o.ids.count);
-	*u = (uid_t)(r->o.ids.uid_base + m->uid);
-	*g = (gid_t)(r->o.ids.gid_base + m->gid);
-	return 0;
-}
-
-static uint32_t final_mode(reader *r, uint32_t mode)
-{
-	mode &= 07777;
-	if (!r->o.keep_setid)
-		mode &= ~(uint32_t)(S_ISUID | S_ISGID);
-	return mode;
-}
-
-/* Owner, mode, xattrs, mtime, in that order (chown clears setid bits and
- * file capabilities, so those come after it). */
-static int apply_meta_fd(reader *r, int fd, const meta *m, bool set_mode, sbx_err **err)
-{
-	if (r->o.chown) {
-		uid_t u = 0;
-		gid_t g = 0;
-		int q = owner(r, m, &u, &g, err);
-		if (q < 0)
-			return q;
-		if (fchown(fd, u, g) < 0)
-			return err_errno(err, "tar entry '%s': chown", r->disp);
-	}
-	/* xattrs before the mode: user.* needs write permission, which a
-	 * read-only file denies to an unprivileged extractor (rootless). */
-	int q = set_xattrs(r, fd, -1, NULL, set_mode, err);
-	if (q < 0)
-		return q;
-	if (set_mode && fchmod(fd, final_mode(r, m->mode)) < 0)
-		return err_errno(err, "tar entry '%s': chmod", r->disp);
-	return 0;
-}
-
-static int apply_meta_at(reader *r, int pfd, const char *name, const meta *m, bool set_mode, sbx_err **err)
-{
-	if (r->o.chown) {
-		uid_t u = 0;
-		gid_t g = 0;
-		int q = owner(r, m, &u, &g, err);
-		if (q < 0)
-			return q;
-		if (fchownat(pfd, name, u, g, AT_SYMLINK_NOFOLLOW) < 0)
-			return err_errno(err, "tar entry '%s': chown", r->disp);
-	}
-	/* Only called on entries just created here (fifo, device): no symlink. */
-	if (set_mode && fchmodat(pfd, name, final_mode(r, m->mode), 0) < 0)
-		return err_errno(err, "tar entry '%s': chmod", r->disp);
-	int q = set_xattrs(r, -1, pfd, name, true, err);
-	if (q < 0)
-		return q;
-	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, m->mtime};
-	if (utimensat(pfd, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		return err_errno(err, "tar entry '%s': set mtime", r->disp);
-	return 0;
-}
-
 /* ---- entries --------------------------------------------------------------- */
 
 static int extract_file(reader *r, int pfd, const char *name, uint64_t size, const meta *m, sbx_err **err)
 {
-	int q = make_room(r, pfd, name, false, err);
+	int q = tarr_make_room(r, pfd, name, false, err);
 	if (q < 0)
 		return q;
 	_cleanup_close_ int fd =
@@ -634,7 +224,7 @@ static int extract_file(reader *r, int pfd, const char *name, uint64_t size, con
 	q = rd_skip(r, padded(size) - size);
 	if (q < 0)
 		return truncated(r, q, err);
-	q = apply_meta_fd(r, fd, m, true, err);
+	q = tarr_apply_meta_fd(r, fd, m, true, err);
 	if (q < 0)
 		return q;
 	struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, m->mtime};
@@ -656,7 +246,7 @@ static void dirmeta_clear(dirmeta *d)
 
 static int extract_dir(reader *r, const char *path, int pfd, const char *name, const meta *m, sbx_err **err)
 {
-	int q = make_room(r, pfd, name, true, err);
+	int q = tarr_make_room(r, pfd, name, true, err);
 	if (q < 0)
 		return q;
 	if (q == 0 && mkdirat(pfd, name, 0700) < 0)
@@ -666,7 +256,7 @@ static int extract_dir(reader *r, const char *path, int pfd, const char *name, c
 		return err_errno(err, "tar entry '%s': open", r->disp);
 	/* Mode and mtime last (finish()): writing children changes the mtime,
 	 * and a read-only mode would stop them being written. */
-	q = apply_meta_fd(r, fd, m, false, err);
+	q = tarr_apply_meta_fd(r, fd, m, false, err);
 	if (q < 0)
 		return q;
 	if (r->n_dirs == r->cap_dirs) {
@@ -677,12 +267,12 @@ static int extract_dir(reader *r, const char *path, int pfd, const char *name, c
 		r->dirs = nd;
 		r->cap_dirs = cap;
 	}
-	dirmeta d = {strdup(path), final_mode(r, m->mode), m->mtime, NULL, 0};
+	dirmeta d = {strdup(path), tarr_final_mode(r, m->mode), m->mtime, NULL, 0};
 	if (!d.path)
 		return err_errnum(err, ENOMEM, "tar");
 	for (size_t i = 0; i < r->pd.n_xa; i++) {
 		xattr_kv *kv = &r->pd.xa[i];
-		if (!store_acl_xattr(kv->name) || !xattr_kept(r, kv))
+		if (!store_acl_xattr(kv->name) || !tarr_xattr_kept(r, kv))
 			continue;
 		/* a name given twice: the later value, as for other xattrs */
 		size_t k = 0;
@@ -713,13 +303,13 @@ static int extract_dir(reader *r, const char *path, int pfd, const char *name, c
 
 static int make_whiteout(reader *r, int pfd, const char *name, const meta *m, sbx_err **err)
 {
-	int q = make_room(r, pfd, name, false, err);
+	int q = tarr_make_room(r, pfd, name, false, err);
 	if (q < 0)
 		return q;
 	if (mknodat(pfd, name, S_IFCHR | 0, makedev(0, 0)) < 0)
 		return err_errno(err, "tar entry '%s': create whiteout", r->disp);
 	meta wm = {.mode = 0, .mtime = {0, 0}};
-	return apply_meta_at(r, pfd, name, m ? m : &wm, false, err);
+	return tarr_apply_meta_at(r, pfd, name, m ? m : &wm, false, err);
 }
 
 static int extract_entry(reader *r, char type, uint64_t size, const meta *m, const char *linkname,
@@ -736,7 +326,7 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 		return BAD("tar entry '%s': name too long", r->disp);
 	if (q < 0)
 		return q == -ENOMEM ? err_errnum(err, q, "tar") : BAD("tar: entry with an empty name");
-	q = check_xattrs(r, type, err);
+	q = tarr_check_xattrs(r, type, err);
 	if (q < 0)
 		return q;
 	bool has_data = type == '0' || type == 0 || type == '7';
@@ -749,12 +339,12 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 	}
 	_cleanup_free_ char *parent = NULL;
 	const char *name;
-	if (split(path, &parent, &name) < 0)
+	if (tarr_split(path, &parent, &name) < 0)
 		return err_errnum(err, ENOMEM, "tar");
 	if (strlen(name) > NAME_MAX && !startswith(name, STORE_WH_PREFIX))
 		return BAD("tar entry '%s': name too long", r->disp);
 	int pfd;
-	q = open_dir(r, parent, true, &pfd, err);
+	q = tarr_open_dir(r, parent, true, &pfd, err);
 	if (q < 0)
 		return q;
 
@@ -791,13 +381,13 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 	case '2': {
 		if (!linkname || !*linkname)
 			return BAD("tar entry '%s': symlink without a target", r->disp);
-		q = make_room(r, pfd, name, false, err);
+		q = tarr_make_room(r, pfd, name, false, err);
 		if (q < 0)
 			return q;
 		/* The target is stored, never resolved: no later step follows it. */
 		if (symlinkat(linkname, pfd, name) < 0)
 			return err_errno(err, "tar entry '%s': symlink", r->disp);
-		q = apply_meta_at(r, pfd, name, m, false, err);
+		q = tarr_apply_meta_at(r, pfd, name, m, false, err);
 		break;
 	}
 	case '1': {
@@ -810,11 +400,11 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 			return BAD(
 			    "tar entry '%s': hard link target escapes the target directory or is empty",
 			    r->disp);
-		if (split(target, &tparent, &tname) < 0)
+		if (tarr_split(target, &tparent, &tname) < 0)
 			return err_errnum(err, ENOMEM, "tar");
 		_cleanup_close_ int tpfd = -1;
 		int tmp;
-		q = open_dir(r, tparent, false, &tmp, err);
+		q = tarr_open_dir(r, tparent, false, &tmp, err);
 		if (q < 0)
 			return err_wrap(err, "hard link target");
 		tpfd = fcntl(tmp, F_DUPFD_CLOEXEC, 3);
@@ -826,12 +416,12 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 				    "tar entry '%s': hard link target is not an earlier entry", r->disp);
 		if (S_ISDIR(st.st_mode))
 			return BAD("tar entry '%s': hard link to a directory", r->disp);
-		q = open_dir(r, parent, true, &pfd, err);
+		q = tarr_open_dir(r, parent, true, &pfd, err);
 		if (q < 0)
 			return q;
 		if (streq(parent, tparent) && streq(name, tname))
 			return BAD("tar entry '%s': hard link to itself", r->disp);
-		q = make_room(r, pfd, name, false, err);
+		q = tarr_make_room(r, pfd, name, false, err);
 		if (q < 0)
 			return q;
 		if (linkat(tpfd, tname, pfd, name, 0) < 0)
@@ -839,12 +429,12 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 		break;
 	}
 	case '6':
-		q = make_room(r, pfd, name, false, err);
+		q = tarr_make_room(r, pfd, name, false, err);
 		if (q < 0)
 			return q;
 		if (mknodat(pfd, name, S_IFIFO | 0600, 0) < 0)
 			return err_errno(err, "tar entry '%s': mkfifo", r->disp);
-		q = apply_meta_at(r, pfd, name, m, true, err);
+		q = tarr_apply_meta_at(r, pfd, name, m, true, err);
 		break;
 	case '3':
 	case '4':
@@ -858,13 +448,13 @@ static int extract_entry(reader *r, char type, uint64_t size, const meta *m, con
 			return FAIL(SBX_E_INVALID_ARGUMENT, EPERM,
 				    "tar entry '%s': device nodes are not accepted (%s %u:%u)", r->disp,
 				    type == '3' ? "char" : "block", devmajor, devminor);
-		q = make_room(r, pfd, name, false, err);
+		q = tarr_make_room(r, pfd, name, false, err);
 		if (q < 0)
 			return q;
 		if (mknodat(pfd, name, (type == '3' ? S_IFCHR : S_IFBLK) | 0600,
 			    makedev(devmajor, devminor)) < 0)
 			return err_errno(err, "tar entry '%s': mknod", r->disp);
-		q = apply_meta_at(r, pfd, name, m, true, err);
+		q = tarr_apply_meta_at(r, pfd, name, m, true, err);
 		break;
 	default:
 		return BAD("tar entry '%s': unsupported entry type '%c' (0x%02x)", r->disp,
@@ -885,12 +475,12 @@ static int finish(reader *r, sbx_err **err)
 		dirmeta *d = &r->dirs[i];
 		_cleanup_free_ char *parent = NULL;
 		const char *name;
-		if (split(d->path, &parent, &name) < 0)
+		if (tarr_split(d->path, &parent, &name) < 0)
 			return err_errnum(err, ENOMEM, "tar");
 		free(r->disp);
 		r->disp = printable(d->path);
 		int pfd;
-		int q = open_dir(r, parent, false, &pfd, err);
+		int q = tarr_open_dir(r, parent, false, &pfd, err);
 		if (q < 0)
 			return q;
 		_cleanup_close_ int fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -905,21 +495,6 @@ static int finish(reader *r, sbx_err **err)
 			return err_errno(err, "tar entry '%s': set mode and mtime", r->disp);
 	}
 	return 0;
-}
-
-static int header_checksum_ok(const uint8_t *h)
-{
-	uint64_t want;
-	if (parse_num(h + 148, 8, &want) < 0)
-		return 0;
-	unsigned long u = 0;
-	long s = 0;
-	for (size_t i = 0; i < STORE_TAR_BLOCK; i++) {
-		uint8_t c = (i >= 148 && i < 156) ? ' ' : h[i];
-		u += c;
-		s += (signed char)c;
-	}
-	return want == u || (s >= 0 && want == (uint64_t)s);
 }
 
 static int read_all_entries(reader *r, sbx_err **err)
@@ -941,17 +516,17 @@ static int read_all_entries(reader *r, sbx_err **err)
 		if (zero)
 			return 0; /* end of archive; whatever follows is ignored */
 		uint64_t off = r->consumed - STORE_TAR_BLOCK;
-		if (!header_checksum_ok(h))
+		if (!tarr_header_checksum_ok(h))
 			return BAD("tar: header checksum mismatch at byte %" PRIu64, off);
 		if (!(memcmp(h + 257, "ustar\0", 6) == 0 || memcmp(h + 257, "ustar  \0", 8) == 0))
 			return BAD("tar: not a ustar/pax header at byte %" PRIu64, off);
 		bool posix = h[262] == 0;
 		char type = (char)h[156];
 		uint64_t size, mode, uid, gid, mtime, dmaj, dmin;
-		if (parse_num(h + 124, 12, &size) < 0 || parse_num(h + 100, 8, &mode) < 0 ||
-		    parse_num(h + 108, 8, &uid) < 0 || parse_num(h + 116, 8, &gid) < 0 ||
-		    parse_num(h + 136, 12, &mtime) < 0 || parse_num(h + 329, 8, &dmaj) < 0 ||
-		    parse_num(h + 337, 8, &dmin) < 0)
+		if (tarr_parse_num(h + 124, 12, &size) < 0 || tarr_parse_num(h + 100, 8, &mode) < 0 ||
+		    tarr_parse_num(h + 108, 8, &uid) < 0 || tarr_parse_num(h + 116, 8, &gid) < 0 ||
+		    tarr_parse_num(h + 136, 12, &mtime) < 0 || tarr_parse_num(h + 329, 8, &dmaj) < 0 ||
+		    tarr_parse_num(h + 337, 8, &dmin) < 0)
 			return BAD("tar: malformed numeric field in header at byte %" PRIu64, off);
 		bool meta_hdr = type == 'x' || type == 'g' || type == 'L' || type == 'K';
 		if (!meta_hdr && r->pd.has_size)
@@ -975,7 +550,7 @@ static int read_all_entries(reader *r, sbx_err **err)
 				return truncated(r, q, err);
 			b[size] = 0;
 			if (type == 'x')
-				q = pax_parse(r, b, size, err);
+				q = tarr_pax_parse(r, b, size, err);
 			else if (type == 'L' || type == 'K') {
 				if (strlen(b) == 0)
 					return BAD("tar: empty GNU long name at byte %" PRIu64, off);
