@@ -261,6 +261,10 @@ class Context:
             if reply and reply[1].get("msg_id") == msg_id:
                 return
 
+    def warm_up(self):
+        with self.lock:
+            self._silent("None")
+
     def execute(self, code, emit, env_vars=None, timeout_ms=None, client=None, flush=None):
         """Runs `code`, calling emit(dict) for each output in order. Returns when the kernel is idle.
         client: the requester's socket; its hanging up interrupts the cell. flush(): called whenever
@@ -674,7 +678,9 @@ def main(argv):
     bridge = Bridge(a.state_dir, a.cwd if os.path.isdir(a.cwd) else "/")
     Handler.bridge = bridge
     if not a.no_default:
-        bridge.default("python")
+        # One silent cell (no output, no history, the execution count unchanged): a kernel's first
+        # execute costs several ms more than later ones, paid here rather than by the first run.
+        bridge.default("python").warm_up()
     # Listening only once the default kernel is ready: a connect that succeeds means ready.
     try:
         server = Server(("127.0.0.1", a.port), Handler)
