@@ -1,12 +1,14 @@
 // The first cell through E2B's official @e2b/code-interpreter SDK (tests/e2b's, unchanged) against
-// one `sbx serve` with its warm set (bench/code/run starts it): Sandbox.create() (template
+// one `sbx serve --warm 0` (bench/code/run starts it): Sandbox.create() (template
 // code-interpreter-v1) + runCode('1+1'), timed together, then kill() (untimed).
 //   node e2b_first.mjs SBX COLD_ROUNDS POOL_ROUNDS
-// First COLD_ROUNDS spaced creates, while the warm set has no code pool (the first runCode starts the
-// bridge and its kernel); then a burst of creates makes the code interpreter's source hot, so that the
-// server keeps a code pool of it (docs/warm.md), and POOL_ROUNDS creates, each once that pool is full
-// (`sbx pool ls --json`, the server's store: SBX_ROOT). A round counts as pooled when the pool had a
-// ready entry when it began. Prints one JSON object.
+// First COLD_ROUNDS creates without a pool (the first runCode starts the bridge and its kernel);
+// then a code pool of the source those creates name (E2B's base snapshot, e2b-base-*, as root; host
+// rootless), set on the server's store (SBX_ROOT) with `sbx pool set SRC --size 2 --code`, and
+// POOL_ROUNDS creates, each once that pool is full. A server's own warm set would keep such a pool
+// under steady demand, but a benchmark that waits for refills between rounds is no steady demand
+// (its pool would be removed as the rate decays). A round counts as pooled when the pool had a ready
+// entry when it began. Prints one JSON object.
 import { createRequire } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
@@ -42,10 +44,11 @@ const cold = [];
 for (let i = 0; i < Number(coldArg); i++) {
 	if (codePool().size > 0) throw new Error('a code pool exists before the cold rounds');
 	cold.push(await round());
-	await sleep(3000); // spaced: the warm set stays cold
 }
-// A burst: the warm set's rate crosses its threshold (five creates within seconds).
-await Promise.all(Array.from({ length: 6 }, async () => (await Sandbox.create('code-interpreter-v1')).kill()));
+const snaps = JSON.parse(execFileSync(sbx, ['snapshots', '--json'])).snapshots || [];
+const base = snaps.map((x) => JSON.stringify(x).match(/"(e2b-base-[A-Za-z0-9._-]+)"/)).find((m) => m);
+const source = base ? base[1] : 'host';
+execFileSync(sbx, ['pool', 'set', source, '--size', '2', '--code']);
 const pooled = [];
 let fromPool = 0;
 for (let i = 0; i < Number(poolArg); i++) {
@@ -57,7 +60,9 @@ for (let i = 0; i < Number(poolArg); i++) {
 	fromPool += p.ready > 0 ? 1 : 0;
 	pooled.push(await round());
 }
+execFileSync(sbx, ['pool', 'rm', source, '--code']);
 console.log(JSON.stringify({
+	source,
 	cold_rounds: cold.length, cold_median_ms: q(cold, 0.5), cold_max_ms: q(cold, 1),
 	pool_rounds: pooled.length, pool_from_pool: fromPool, pool_median_ms: q(pooled, 0.5),
 	pool_p90_ms: q(pooled, 0.9), pool_max_ms: q(pooled, 1),
