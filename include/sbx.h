@@ -71,7 +71,7 @@ typedef struct sbx_volume {
 	bool readonly;
 } sbx_volume;
 
-#define SBX_CREATE_OPTS_VERSION 8
+#define SBX_CREATE_OPTS_VERSION 9
 typedef struct sbx_create_opts {
 	unsigned version;
 	const char *template_spec; /* "host" (default), "dir:PATH" */
@@ -150,6 +150,11 @@ typedef struct sbx_create_opts {
 				     * reaches it. HOSTPORT 0: a free port, chosen at bind. Refused with
 				     * network open (the environment's ports are the host's) and in
 				     * degraded mode */
+	/* version 9: the code interpreter (docs/code.md "Warm kernels") */
+	bool code; /* the caller means to run code in it (sbx_run_code): take an entry of a pool set
+		    * with code (its bridge and default Python kernel already started) rather than a
+		    * plain one. Built cold, it is an ordinary environment (the first sbx_run_code
+		    * starts the kernel). Counted apart by a server's warm set. Never with one_shot */
 } sbx_create_opts;
 #define SBX_CREATE_OPTS_INIT                                                                                 \
 	{                                                                                                    \
@@ -221,6 +226,27 @@ int sbx_env_resume(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret, sbx_err **err);
 int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err);
 int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t **ret, sbx_err **err);
+/* What names a pool besides its source (the calls above are these with
+ * only a policy). code: each entry, once built, starts the code
+ * interpreter's bridge and its default Python kernel (as the environment's
+ * user) and is ready only once the bridge answers; creates with
+ * sbx_create_opts.code take these entries, and only these (docs/code.md
+ * "Warm kernels"). A code pool is another pool than the plain one of the
+ * same source and policy. */
+#define SBX_POOL_OPTS_VERSION 1
+typedef struct sbx_pool_opts {
+	unsigned version;
+	const char *policy; /* NULL: none */
+	bool code;
+} sbx_pool_opts;
+#define SBX_POOL_OPTS_INIT                                                                                   \
+	{                                                                                                    \
+		.version = SBX_POOL_OPTS_VERSION                                                             \
+	}
+int sbx_pool_set_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o, json_t **ret,
+		      sbx_err **err);
+int sbx_pool_remove_opts(sbx_ctx *ctx, const char *source, const sbx_pool_opts *o, json_t **ret,
+			 sbx_err **err);
 /* A server's warm set (docs/warm.md "A server that keeps itself warm"):
  * the pool of sbx_pool_set, marked as owned by the calling process (its pid
  * and start time): sbx gc removes it once that process is gone, `sbx pool
@@ -230,6 +256,8 @@ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t
  * {"pool", "owned": false}. size 0 removes the caller's own pool. */
 int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, const char *policy, json_t **ret,
 		       sbx_err **err);
+int sbx_pool_set_owned_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o, json_t **ret,
+			    sbx_err **err);
 /* Called after each create through ctx that a pool could serve (the
  * source and policy only: pool_opts_plain), with the pool source it would
  * name (a template spec, or a snapshot's digest), its policy (NULL: none)
@@ -238,6 +266,11 @@ int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, const char *p
 typedef void (*sbx_create_observer_fn)(void *userdata, const char *source, const char *policy,
 				       bool from_pool);
 void sbx_ctx_set_create_observer(sbx_ctx *ctx, sbx_create_observer_fn fn, void *userdata);
+/* The same with what else names the pool (o->policy, o->code), for callers
+ * that keep code pools apart; replaces the observer above (and it this). */
+typedef void (*sbx_create_observer_opts_fn)(void *userdata, const char *source, const sbx_pool_opts *o,
+					    bool from_pool);
+void sbx_ctx_set_create_observer_opts(sbx_ctx *ctx, sbx_create_observer_opts_fn fn, void *userdata);
 bool sbx_env_from_pool(sbx_ctx *ctx, const char *id);
 /* What environment id was made from, as its create recorded it (no live
  * information, so much cheaper than sbx_env_inspect): the snapshot it

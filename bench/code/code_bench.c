@@ -7,7 +7,16 @@
  * swings hit both alike: sbx_run_code of `x+1` in that context (checked: its
  * main result is "2"), then sbx_env_exec of `python3 -c 'x=1; print(x+1)'`
  * (checked: "2"). Prints one JSON object: median and p99 (ms) of each, and
- * the median of the per-round ratios code/exec. */
+ * the median of the per-round ratios code/exec.
+ *   code_bench --first pool|cold ROUNDS
+ * A create that wants code (sbx_create_opts.code) and its first sbx_run_code
+ * of `1+1` (checked: "2"), timed together, then the environment removed
+ * (untimed). pool: a code pool of host (sbx pool set host --size N --code)
+ * is full before each round (so no refill competes with the round), and the
+ * round counts as pooled only if its create took an entry; cold: no pool, the
+ * first run starts the bridge and its kernel. Prints one JSON object: median,
+ * p90 and max (ms), and how many rounds came from the pool. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,10 +89,77 @@ static double run_exec(sbx_ctx *ctx, const char *id)
 	return t;
 }
 
+/* Ready entries of the code pools of this store. */
+static int code_ready(sbx_ctx *ctx)
+{
+	json_t *l = NULL;
+	if (sbx_pool_list(ctx, &l, NULL) < 0)
+		return -1;
+	int n = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(l, "pools"), i, p)
+	{
+		if (json_is_true(json_object_get(p, "code")))
+			n += (int)json_integer_value(json_object_get(p, "ready"));
+	}
+	json_decref(l);
+	return n;
+}
+
+static int first_cells(sbx_ctx *ctx, bool pool, int n)
+{
+	double *t = calloc((size_t)n, sizeof(double));
+	int from_pool = 0, full = pool ? code_ready(ctx) : 0;
+	if (!t || (pool && full < 1))
+		die(pool ? "no ready code pool entry (sbx pool set host --size N --code)" : "calloc", NULL);
+	for (int i = 0; i < n; i++) {
+		for (int w = 0; pool && code_ready(ctx) < full && w < 1200; w++) {
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			nanosleep(&ts, NULL);
+		}
+		sbx_create_opts co = SBX_CREATE_OPTS_INIT;
+		co.code = true;
+		sbx_code_opts o = SBX_CODE_OPTS_INIT;
+		o.code = "1+1";
+		char *id = NULL;
+		json_t *r = NULL;
+		sbx_err *e = NULL;
+		double t0 = now_ms();
+		if (sbx_env_create(ctx, &co, &id, NULL, &e) < 0)
+			die("create", e);
+		if (sbx_run_code(ctx, id, &o, &r, &e) < 0)
+			die("run code", e);
+		t[i] = now_ms() - t0;
+		json_t *first = json_array_get(json_object_get(r, "results"), 0);
+		const char *text = json_string_value(json_object_get(first, "text"));
+		if (!text || strcmp(text, "2") != 0)
+			die("1+1 did not answer 2", NULL);
+		from_pool += sbx_env_from_pool(ctx, id);
+		json_decref(r);
+		if (sbx_env_remove(ctx, id, &e) < 0)
+			die("remove", e);
+		free(id);
+	}
+	printf("{\"rounds\":%d,\"from_pool\":%d,\"median_ms\":%.3f,\"p90_ms\":%.3f,\"max_ms\":%.3f}\n", n,
+	       from_pool, quantile(t, n, 0.5), quantile(t, n, 0.9), quantile(t, n, 1.0));
+	free(t);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 4 && strcmp(argv[1], "--first") == 0) {
+		sbx_ctx *ctx = NULL;
+		sbx_err *e = NULL;
+		if (sbx_ctx_open(&ctx, &e) < 0)
+			die("open", e);
+		int r = first_cells(ctx, strcmp(argv[2], "pool") == 0, atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+		sbx_ctx_free(ctx);
+		return r;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: code_bench ID ROUNDS\n");
+		fprintf(stderr, "usage: code_bench ID ROUNDS | code_bench --first pool|cold ROUNDS\n");
 		return 2;
 	}
 	const char *id = argv[1];

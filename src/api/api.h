@@ -17,18 +17,19 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 void pool_gc(sbx_ctx *ctx, json_t *removed);
 /* sbx_pool_set with an owner ({pid, start}: pool_owned.c) kept in the
  * pool's configuration (NULL: an explicit pool). */
-int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, const json_t *owner,
+int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, bool code, const json_t *owner,
 	     json_t **ret, sbx_err **err);
 /* The configuration of the pool of (kind "template"|"snapshot", source,
  * policy): its key into ret_key, 0 with *ret, or -ENOENT when there is
  * none. */
 int pool_config_read(const sbx_ctx *ctx, const char *kind, const char *source, const char *pol_spec,
-		     char ret_key[17], json_t **ret);
+		     bool code, char ret_key[17], json_t **ret);
 /* Whether owner ({pid, start}) is a live process, that very one (pool.c). */
 bool pool_owner_alive(const json_t *owner);
 /* pool_owned.c: the create observer's call after a create (env.c), and sbx
  * gc's removal of owned pools whose owner is gone. */
 bool pool_opts_plain(const sbx_create_opts *o); /* pool.c: options a pool can serve (pure) */
+bool pool_opts_code(const sbx_create_opts *o);	/* pool.c: o wants a code pool's entry (pure) */
 void pool_observe(sbx_ctx *ctx, const sbx_create_opts *o, bool from_pool);
 void pool_gc_owned(sbx_ctx *ctx, json_t *removed);
 

@@ -12,6 +12,9 @@
 #define CODE_BRIDGE_PORT 49999
 #define CODE_BRIDGE_PATH "/tmp/.sbx-code-bridge.py"
 #define CODE_START_TIMEOUT_MS 60000
+/* A prepared pool entry's bridge answers GET /ready within this (it answers
+ * from memory, in about a millisecond; a bridge that hangs is not ready). */
+#define CODE_READY_TIMEOUT_MS 1000
 /* The bridge reads requests up to 16 MiB (code_bridge.py MAX_REQUEST). */
 #define CODE_REQUEST_MAX (16 << 20)
 
@@ -42,3 +45,12 @@ typedef struct code_call {
  * c->on_body until it is complete, stopped, cancelled, or the time is up
  * (then unavailable). The answer is parsed by util/http1.h, bounded there. */
 int code_call_run(sbx_ctx *ctx, const char *ref, code_call *c, sbx_err **err);
+
+/* Warm kernels (docs/code.md "Warm kernels"), for a code pool's entries
+ * (pool.c): starts the bridge and its default Python kernel in environment
+ * ref when none listens, and returns once it answers (the start of the
+ * first sbx_run_code, done ahead). */
+int code_bridge_prepare(sbx_ctx *ctx, const char *ref, sbx_err **err);
+/* Whether ref's bridge answers GET /ready with 200: it listens, and its
+ * default Python kernel is alive and has run nothing (a take's check). */
+bool code_bridge_ready(sbx_ctx *ctx, const char *ref);

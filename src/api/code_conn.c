@@ -260,3 +260,15 @@ int code_call_run(sbx_ctx *ctx, const char *ref, code_call *c, sbx_err **err)
 		}
 	}
 }
+
+int code_bridge_prepare(sbx_ctx *ctx, const char *ref, sbx_err **err)
+{
+	_cleanup_close_ int fd = -1;
+	return bridge_connect(ctx, ref, true, &fd, err);
+}
+
+bool code_bridge_ready(sbx_ctx *ctx, const char *ref)
+{
+	code_call c = {.method = "GET", .path = "/ready", .timeout_ms = CODE_READY_TIMEOUT_MS};
+	return code_call_run(ctx, ref, &c, NULL) == 0 && !c.not_running && c.status == 200;
+}

@@ -118,6 +118,14 @@ _public_ void sbx_ctx_free(sbx_ctx *ctx)
 _public_ void sbx_ctx_set_create_observer(sbx_ctx *ctx, sbx_create_observer_fn fn, void *userdata)
 {
 	ctx->create_observer = fn;
+	ctx->create_observer_opts = NULL;
+	ctx->create_observer_ud = userdata;
+}
+
+_public_ void sbx_ctx_set_create_observer_opts(sbx_ctx *ctx, sbx_create_observer_opts_fn fn, void *userdata)
+{
+	ctx->create_observer_opts = fn;
+	ctx->create_observer = NULL;
 	ctx->create_observer_ud = userdata;
 }
 

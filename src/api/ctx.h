@@ -39,6 +39,7 @@ struct sbx_ctx {
 	char own_entry[16];
 	/* sbx_ctx_set_create_observer (pool.c pool_observe) */
 	sbx_create_observer_fn create_observer;
+	sbx_create_observer_opts_fn create_observer_opts; /* or this one (only one is set) */
 	void *create_observer_ud;
 };
 

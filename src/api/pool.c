@@ -3,7 +3,7 @@
  * options (so its walls are a cold create's by construction), waiting
  * hidden until a create with the same options takes one.
  *
- *   $SBX_ROOT/pools/<key>.json     {source, kind: template|snapshot, size, policy}
+ *   $SBX_ROOT/pools/<key>.json     {source, kind: template|snapshot, size, policy, code}
  *   $SBX_ROOT/pools/<key>.d/<id>   one empty token per ready entry; taking an
  *                                  entry is winning the rename of its token
  *   $SBX_ROOT/pools/<key>.taken/<id>  the token while its taker hands the
@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/code.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/startup_trace.h"
 #include "policy/policy.h"
@@ -78,6 +79,13 @@ bool pool_opts_plain(const sbx_create_opts *o)
 	return plain && !(o->snapshot && o->template_spec);
 }
 
+/* code (version 9) names another pool than the plain one; never one-shot
+ * (a one-shot take is the supervisor's, which cannot check the kernel). */
+bool pool_opts_code(const sbx_create_opts *o)
+{
+	return o && o->version >= 9 && o->code;
+}
+
 /* The first 16 hex digits of h's SHA-256, into ret. */
 static void pool_hex16(SHA256_CTX *h, char ret[17])
 {
@@ -87,12 +95,14 @@ static void pool_hex16(SHA256_CTX *h, char ret[17])
 		snprintf(ret + 2 * i, 3, "%02x", md[i]);
 }
 
-/* The pool key of (kind, source, policy): the first 16 hex digits of the
- * SHA-256 of "kind\nsource\npolicy" (the same as store_digest_buf's). */
-static void pool_key(const char *kind, const char *source, const char *pol, char ret[17])
+/* The pool key of (kind, source, policy, code): the first 16 hex digits of
+ * the SHA-256 of "kind\nsource\npolicy", followed by "\ncode" for a code
+ * pool (so a plain pool's key is what it was before code pools). */
+static void pool_key(const char *kind, const char *source, const char *pol, bool code, char ret[17])
 {
 	char buf[8192];
-	int n = snprintf(buf, sizeof(buf), "%s\n%s\n%s", kind, source, pol ? pol : "");
+	int n =
+	    snprintf(buf, sizeof(buf), "%s\n%s\n%s%s", kind, source, pol ? pol : "", code ? "\ncode" : "");
 	SHA256_CTX h;
 	SHA256_Init(&h);
 	SHA256_Update(&h, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
@@ -397,6 +407,17 @@ static bool pool_fill_locked(sbx_ctx *ctx, const char *key, const char *dir, poo
 		ctx->pool_handout = NULL;
 		if (r < 0)
 			return false;
+		/* A code pool's entry is ready once its bridge answers (its default
+		 * kernel started, as the environment's user), before its token. */
+		if (json_bool(cfg, "code", false)) {
+			env_see_pool_entries(true);
+			r = code_bridge_prepare(ctx, id, NULL);
+			env_see_pool_entries(false);
+			if (r < 0) {
+				pool_remove_entry(ctx, id, NULL);
+				return false;
+			}
+		}
 		_cleanup_free_ char *tok = NULL;
 		_cleanup_close_ int fd = -1;
 		if (asprintf(&tok, "%s/%s", dir, id) < 0 ||
@@ -464,7 +485,10 @@ static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 		/* The server that owned the pool ended without removing it
 		 * (SIGKILL): its entries go now, not at the next sbx gc. */
 		_cleanup_json_ json_t *out = NULL;
-		(void)sbx_pool_remove(ctx, json_str(first, "source"), json_str(first, "policy"), &out, NULL);
+		sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+		po.policy = json_str(first, "policy");
+		po.code = json_bool(first, "code", false);
+		(void)sbx_pool_remove_opts(ctx, json_str(first, "source"), &po, &out, NULL);
 		return;
 	}
 	/* Unlocked, a take starts a new refiller; one that took an entry
@@ -643,6 +667,16 @@ static int pool_handout(void *arg, const char *id, int64_t taken_ms)
 	return pool_state_handout(arg, id, taken_ms, NULL);
 }
 
+/* Whether code entry id (still hidden) has its bridge and a pristine, live
+ * default kernel. */
+static bool pool_entry_code_ready(sbx_ctx *ctx, const char *id)
+{
+	env_see_pool_entries(true);
+	bool ready = code_bridge_ready(ctx, id);
+	env_see_pool_entries(false);
+	return ready;
+}
+
 /* Takes a ready entry matching o, if there is one: returns 1 and its id,
  * 0 when none matches, negative on failure. The entry becomes an ordinary
  * environment: created now, from_pool, no longer hidden. */
@@ -651,12 +685,15 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 	if (ctx->pool_key || !pool_opts_plain(o) || !pool_any(ctx))
 		return 0;
 	bool oneshot = o && o->version >= 7 && o->one_shot;
+	bool code = pool_opts_code(o);
+	if (code && oneshot)
+		return 0;
 	const char *kind;
 	_cleanup_free_ char *source = NULL;
 	if (pool_source_of(ctx, o, &kind, &source, NULL) < 0)
 		return 0;
 	char key[17], want[17];
-	pool_key(kind, source, o ? o->policy : NULL, key);
+	pool_key(kind, source, o ? o->policy : NULL, code, key);
 	_cleanup_free_ char *dir = pool_path(ctx, key, ".d"), *taken = pool_path(ctx, key, ".taken");
 	DIR *d = dir && taken ? opendir(dir) : NULL;
 	if (!d)
@@ -703,6 +740,14 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 			_exit(70); /* tests: a taker that dies holding an entry */
 		if (own <= 0 && !env_is_live(ctx, de->d_name)) {
 			pool_remove_entry(ctx, de->d_name, NULL); /* its supervisor died while it waited */
+			(void)unlink(claim);
+			continue;
+		}
+		/* A code entry whose bridge or default kernel died while it
+		 * waited is not ready: removed, and the next one tried (one GET
+		 * /ready through init, about a millisecond). */
+		if (code && !pool_entry_code_ready(ctx, de->d_name)) {
+			pool_remove_entry(ctx, de->d_name, NULL);
 			(void)unlink(claim);
 			continue;
 		}
@@ -770,7 +815,7 @@ _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 	return sbx_env_origin(ctx, id, NULL, &pooled, NULL) == 0 && pooled;
 }
 
-int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, const json_t *owner,
+int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, bool code, const json_t *owner,
 	     json_t **ret, sbx_err **err)
 {
 	if (!source || !*source)
@@ -805,7 +850,7 @@ int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, c
 	const char *kind = snap ? "snapshot" : "template";
 	const char *src = snap ? digest : source;
 	char key[17];
-	pool_key(kind, src, pol_spec, key);
+	pool_key(kind, src, pol_spec, code, key);
 	char d[4300];
 	snprintf(d, sizeof(d), "%s/pools/%s.taken", ctx->root, key);
 	int r = fs_mkdir_p(d, 0700);
@@ -820,8 +865,8 @@ int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, c
 	const char *layer =
 	    !ctx->rootless && streq(getenv("SBX_POOL_LAYER") ?: "", "tmpfs") ? "tmpfs" : "disk";
 	_cleanup_json_ json_t *cfg =
-	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s,s:O*}", "pool", key, "kind", kind, "source", src, "size",
-		      size, "policy", pol_spec, "layer", layer, "owner", owner);
+	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s,s:b,s:O*}", "pool", key, "kind", kind, "source", src, "size",
+		      size, "policy", pol_spec, "layer", layer, "code", code, "owner", owner);
 	_cleanup_free_ char *txt = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json");
 	if (!txt || !p)
@@ -852,13 +897,19 @@ int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, c
 _public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
 			  sbx_err **err)
 {
-	return pool_set(ctx, source, size, pol_spec, NULL, ret, err);
+	return pool_set(ctx, source, size, pol_spec, false, NULL, ret, err);
+}
+
+_public_ int sbx_pool_set_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o,
+			       json_t **ret, sbx_err **err)
+{
+	return pool_set(ctx, source, size, o ? o->policy : NULL, o && o->code, NULL, ret, err);
 }
 
 int pool_config_read(const sbx_ctx *ctx, const char *kind, const char *source, const char *pol_spec,
-		     char ret_key[17], json_t **ret)
+		     bool code, char ret_key[17], json_t **ret)
 {
-	pool_key(kind, source, pol_spec, ret_key);
+	pool_key(kind, source, pol_spec, code, ret_key);
 	return pool_read(ctx, ret_key, ret);
 }
 
@@ -871,6 +922,8 @@ static json_t *pool_entry_json(const sbx_ctx *ctx, const char *name)
 		return NULL;
 	_cleanup_free_ char *dir = pool_path(ctx, key, ".d");
 	json_object_set_new(cfg, "ready", json_integer(dir ? (json_int_t)count_tokens(dir) : 0));
+	if (!json_object_get(cfg, "code")) /* set before code pools */
+		json_object_set_new(cfg, "code", json_false());
 	return json_incref(cfg);
 }
 
@@ -919,22 +972,33 @@ static json_t *pool_remove_entries(sbx_ctx *ctx, const char *key)
 _public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_spec, json_t **ret,
 			     sbx_err **err)
 {
+	sbx_pool_opts o = SBX_POOL_OPTS_INIT;
+	o.policy = pol_spec;
+	return sbx_pool_remove_opts(ctx, source, &o, ret, err);
+}
+
+_public_ int sbx_pool_remove_opts(sbx_ctx *ctx, const char *source, const sbx_pool_opts *o, json_t **ret,
+				  sbx_err **err)
+{
+	const char *pol_spec = o ? o->policy : NULL;
+	bool code = o && o->code;
 	_cleanup_free_ char *digest = NULL;
 	bool snap =
 	    source && !pool_source_builtin(source) && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
 	char key[17];
-	pool_key(snap ? "snapshot" : "template", snap ? digest : source ? source : "", pol_spec, key);
+	pool_key(snap ? "snapshot" : "template", snap ? digest : source ? source : "", pol_spec, code, key);
 	_cleanup_free_ char *p = pool_path(ctx, key, ".json"), *dir = pool_path(ctx, key, ".d"),
 			    *lp = pool_path(ctx, key, ".lock");
 	if (!p || !dir || !lp)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	if (unlink(p) < 0)
-		return errno == ENOENT ? err_set(err, SBX_E_NOT_FOUND, ENOENT,
-						 "no pool for '%s'%s%s (sbx pool ls lists the pools; one set "
-						 "with --policy is removed with the same --policy)",
-						 source ? source : "", pol_spec ? " with policy " : "",
-						 pol_spec ? pol_spec : "")
-				       : err_errno(err, "remove '%s'", p);
+		return errno == ENOENT
+			   ? err_set(err, SBX_E_NOT_FOUND, ENOENT,
+				     "no pool for '%s'%s%s%s (sbx pool ls lists the pools; one set "
+				     "with --policy or --code is removed with the same options)",
+				     source ? source : "", pol_spec ? " with policy " : "",
+				     pol_spec ? pol_spec : "", code ? " with code" : "")
+			   : err_errno(err, "remove '%s'", p);
 	/* A refiller sees the pool gone before its next entry; wait for it. */
 	_cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (lk >= 0)

@@ -32,12 +32,19 @@ static char *create_source(sbx_ctx *ctx, const sbx_create_opts *o, const char **
 
 void pool_observe(sbx_ctx *ctx, const sbx_create_opts *o, bool from_pool)
 {
-	if (!ctx->create_observer || ctx->pool_key || !pool_opts_plain(o))
+	if ((!ctx->create_observer && !ctx->create_observer_opts) || ctx->pool_key || !pool_opts_plain(o))
 		return;
 	const char *kind;
 	_cleanup_free_ char *source = create_source(ctx, o, &kind);
-	if (source)
-		ctx->create_observer(ctx->create_observer_ud, source, o ? o->policy : NULL, from_pool);
+	if (!source)
+		return;
+	sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+	po.policy = o ? o->policy : NULL;
+	po.code = pool_opts_code(o);
+	if (ctx->create_observer_opts)
+		ctx->create_observer_opts(ctx->create_observer_ud, source, &po, from_pool);
+	else if (!po.code) /* an observer that cannot tell code pools apart sees plain creates only */
+		ctx->create_observer(ctx->create_observer_ud, source, po.policy, from_pool);
 }
 
 static json_t *owner_self(void)
@@ -55,12 +62,14 @@ static bool owner_is(const json_t *owner, const json_t *me)
 	       json_equal(json_object_get(owner, "start"), json_object_get(me, "start"));
 }
 
-_public_ int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, const char *pol_spec,
-				json_t **ret, sbx_err **err)
+_public_ int sbx_pool_set_owned_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o,
+				     json_t **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *me = owner_self();
 	if (!me)
 		return err_set(err, SBX_E_INTERNAL, ENOMEM, "cannot read this process's start time");
+	const char *pol_spec = o ? o->policy : NULL;
+	bool code = o && o->code;
 	/* The pool's key as sbx_pool_set computes it. */
 	_cleanup_free_ char *digest = NULL;
 	bool snap = !streq(source, "host") && !startswith(source, "dir:") &&
@@ -69,7 +78,7 @@ _public_ int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, cons
 	const char *src = snap ? digest : source;
 	char key[17];
 	_cleanup_json_ json_t *cfg = NULL;
-	bool exists = pool_config_read(ctx, kind, src, pol_spec, key, &cfg) == 0;
+	bool exists = pool_config_read(ctx, kind, src, pol_spec, code, key, &cfg) == 0;
 	const json_t *owner = exists ? json_object_get(cfg, "owner") : NULL;
 	if (exists && !owner_is(owner, me) && (!owner || pool_owner_alive(owner))) {
 		*ret =
@@ -78,16 +87,24 @@ _public_ int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, cons
 	}
 	if (size == 0) {
 		if (exists)
-			return sbx_pool_remove(ctx, src, pol_spec, ret, err);
+			return sbx_pool_remove_opts(ctx, src, o, ret, err);
 		*ret = json_pack("{s:s,s:b}", "pool", key, "owned", true);
 		return *ret ? 0 : err_oom(err);
 	}
 	json_t *j = NULL;
-	if (pool_set(ctx, src, size, pol_spec, me, &j, err) < 0)
+	if (pool_set(ctx, src, size, pol_spec, code, me, &j, err) < 0)
 		return -1;
 	json_object_set_new(j, "owned", json_true());
 	*ret = j;
 	return 0;
+}
+
+_public_ int sbx_pool_set_owned(sbx_ctx *ctx, const char *source, int size, const char *pol_spec,
+				json_t **ret, sbx_err **err)
+{
+	sbx_pool_opts o = SBX_POOL_OPTS_INIT;
+	o.policy = pol_spec;
+	return sbx_pool_set_owned_opts(ctx, source, size, &o, ret, err);
 }
 
 void pool_gc_owned(sbx_ctx *ctx, json_t *removed)
@@ -103,7 +120,10 @@ void pool_gc_owned(sbx_ctx *ctx, json_t *removed)
 		if (!json_is_object(owner) || pool_owner_alive(owner))
 			continue;
 		_cleanup_json_ json_t *out = NULL;
-		if (sbx_pool_remove(ctx, json_str(p, "source"), json_str(p, "policy"), &out, NULL) == 0)
+		sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+		po.policy = json_str(p, "policy");
+		po.code = json_bool(p, "code", false);
+		if (sbx_pool_remove_opts(ctx, json_str(p, "source"), &po, &out, NULL) == 0)
 			json_array_extend(removed, json_object_get(out, "removed"));
 	}
 }

@@ -58,6 +58,7 @@ enum {
 	O_CPUS,
 	O_TTL,
 	O_TTL_KEEP,
+	O_CODE,
 	O_OUTPUT_LIMIT,
 	O_TIMEOUT,
 	O_CWD,
@@ -92,6 +93,7 @@ static const struct {
     {{"pids", required_argument, NULL, O_PIDS}, F_CREATE},
     {{"cpus", required_argument, NULL, O_CPUS}, F_CREATE},
     {{"ttl-keep", no_argument, NULL, O_TTL_KEEP}, F_CREATE},
+    {{"code", no_argument, NULL, O_CODE}, F_CREATE},
     {{"idle-suspend", required_argument, NULL, O_IDLE_SUSPEND}, F_CREATE},
     {{"no-auto-resume", no_argument, NULL, O_NO_AUTO_RESUME}, F_EXEC},
     {{"ttl", required_argument, NULL, O_TTL}, F_CREATE},
@@ -232,6 +234,9 @@ static int parse(const char *cmd, int argc, char **argv, unsigned flags, opts *o
 			break;
 		case O_NO_AUTO_RESUME:
 			o->exec.no_auto_resume = true;
+			break;
+		case O_CODE: /* docs/code.md "Warm kernels" */
+			o->create.code = true;
 			break;
 		case O_TTL_KEEP:
 			o->create.ttl_keep = true;

@@ -69,11 +69,13 @@ static const cli_cmd commands[] = {
     {"pause", CLI_GROUP_ENV, cmd_pause, "Freeze every process of an environment", "sbx pause ID",
      "Freeze every process of an environment (memory kept, timeouts stopped); an exec resumes it."},
     {"pool", CLI_GROUP_ENV, cmd_pool, "Keep environments of a template built ahead",
-     "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] | sbx pool ls | sbx pool rm TEMPLATE|SNAPSHOT "
-     "[--policy P]",
+     "sbx pool set TEMPLATE|SNAPSHOT --size N [--policy P] [--code] | sbx pool ls | sbx pool rm "
+     "TEMPLATE|SNAPSHOT [--policy P] [--code]",
      "Keep N environments of a template or snapshot built ahead; a create or run with the same template "
      "(or snapshot) and policy and no other option takes one (from_pool). Refilled in the background. "
-     "SBX_POOL_LAYER=tmpfs at set (root): the entries' writable layer is a tmpfs (memory; docs/warm.md)."},
+     "SBX_POOL_LAYER=tmpfs at set (root): the entries' writable layer is a tmpfs (memory; docs/warm.md). "
+     "--code: each entry also has the code interpreter's kernel started; creates with --code (MCP code, "
+     "E2B code-interpreter-v1) take those (docs/code.md)."},
     {"resume", CLI_GROUP_ENV, cmd_resume, "Thaw a paused environment, or start a suspended one",
      "sbx resume ID",
      "Thaw a paused environment, or start a suspended or stopped one again on its files (same id; its "
@@ -199,6 +201,8 @@ static const char create_opts_help[] =
     "  --timeout DURATION  default per-command timeout (e.g. 30s)\n"
     "  --ttl DURATION      destroy the environment after it has been idle this long\n"
     "  --ttl-keep          ...but keep its state (writable layer) for sbx snapshot; sbx rm removes it\n"
+    "  --code              for sbx code: take an entry of a pool set with --code, whose kernel is\n"
+    "                      already started (docs/code.md; sbx run ignores it)\n"
     "  --idle-suspend DURATION  after this long idle, suspend: processes end, files stay on disk;\n"
     "                      the next exec or file call starts it again, same id (docs/warm.md)\n"
     "  --output-limit SIZE cap on captured output per stream (default 10m)\n"

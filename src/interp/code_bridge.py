@@ -8,6 +8,8 @@ prints is untrusted input to sbx, which bounds it again on its side.
 
 API (E2B's, plus the fields marked sbx):
   GET    /health                     200 "OK"
+  GET    /ready                      (sbx) 200 "OK" while the default python context's kernel is alive and
+                                     has run nothing (a warm pool's entry, docs/code.md), else 503
   POST   /execute                    {code, context_id?, language?, env_vars?, timeout_ms? (sbx),
                                       output_limit? (sbx)} -> newline-delimited JSON, in order:
          {"type":"context","context_id":"...","language":"..."}   (sbx: the context that ran it)
@@ -181,6 +183,7 @@ class Context:
         self.cwd = cwd
         self.lock = threading.Lock()
         self.dead = None  # why it died, once it has
+        self.ran = False  # an execute came (GET /ready: a pristine kernel)
         self.kc = None
         env = dict(os.environ)
         # Kernel state files stay out of the user's home (snapshots and diffs would show them).
@@ -258,10 +261,15 @@ class Context:
             if reply and reply[1].get("msg_id") == msg_id:
                 return
 
+    def warm_up(self):
+        with self.lock:
+            self._silent("None")
+
     def execute(self, code, emit, env_vars=None, timeout_ms=None, client=None, flush=None):
         """Runs `code`, calling emit(dict) for each output in order. Returns when the kernel is idle.
         client: the requester's socket; its hanging up interrupts the cell. flush(): called whenever
         the kernel has no more messages waiting (what was emitted may go out as one write)."""
+        self.ran = True
         if self.dead:
             emit({"type": "error", "name": "KernelDied", "value": self.dead + "; restart the context",
                   "traceback": ""})
@@ -435,8 +443,13 @@ class Bridge:
         language = normalize_language(language)
         with self.lock:
             cid = self.defaults.get(language)
-            if cid in self.contexts:
-                return self.contexts[cid]
+            existing = self.contexts.get(cid)
+        if existing:
+            # A default kernel started ahead (a warm pool's entry) that died before anything ran in
+            # it has no state to lose: it is restarted rather than reported dead.
+            if not existing.ran and not existing.alive():
+                existing.restart()
+            return existing
         ctx = self.create(language, None)
         with self.lock:
             if self.defaults.get(language) in self.contexts:  # another request made it meanwhile
@@ -446,6 +459,12 @@ class Bridge:
                 return ctx_other
             self.defaults[language] = ctx.id
         return ctx
+
+    def pristine_default(self):
+        """The default python context, if its kernel is alive and nothing has run in it (or None)."""
+        with self.lock:
+            ctx = self.contexts.get(self.defaults.get("python"))
+        return ctx if ctx and not ctx.ran and not ctx.dead and ctx.alive() else None
 
     def get(self, cid):
         with self.lock:
@@ -522,6 +541,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             if method == "GET" and parts == ["health"]:
                 return self.send_json(200, "OK")
+            if method == "GET" and parts == ["ready"]:
+                ctx = self.bridge.pristine_default()
+                return self.send_json(200, "OK") if ctx else self.send_text(503, "not ready")
             if method == "POST" and parts == ["execute"]:
                 return self.execute(self.read_json())
             if parts == ["contexts"] and method == "POST":
@@ -656,7 +678,9 @@ def main(argv):
     bridge = Bridge(a.state_dir, a.cwd if os.path.isdir(a.cwd) else "/")
     Handler.bridge = bridge
     if not a.no_default:
-        bridge.default("python")
+        # One silent cell (no output, no history, the execution count unchanged): a kernel's first
+        # execute costs several ms more than later ones, paid here rather than by the first run.
+        bridge.default("python").warm_up()
     # Listening only once the default kernel is ready: a connect that succeeds means ready.
     try:
         server = Server(("127.0.0.1", a.port), Handler)

@@ -243,6 +243,8 @@ static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, cha
 			o->snapshot = *ret_base;
 		else
 			o->template_spec = "host";
+		if (streq(tpl, "code-interpreter-v1"))
+			o->code = true; /* a kernel started ahead (docs/code.md "Warm kernels") */
 		return 0;
 	}
 	if (strlen(tpl) > E2B_TEMPLATE_MAX || strchr(tpl, '/') ||

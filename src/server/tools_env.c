@@ -34,6 +34,9 @@ const char tool_environment_create_in[] =
     "from environment_snapshot or snapshot_list, or its label) instead of a fresh template: a fork.'},"
     "'name':{'type':'string','minLength':1,'description':'Optional unique name, usable wherever an "
     "environment_id is.'},"
+    "'code':{'type':'boolean','description':'You mean to run code in it (environment_run_code): take an "
+    "environment of a pool set with code, whose Python kernel is already started, so the first run "
+    "answers at once. Without such a pool it is an ordinary create.'},"
     "'env':{'type':'object','additionalProperties':{'type':'string'},'description':'Environment "
     "variables for every command, as {NAME: value}.'},"
     "'limits':{'type':'object','additionalProperties':false,'description':'Resource limits; omitted "
@@ -252,6 +255,7 @@ int tool_environment_create(tool_call *c, json_t **ret, sbx_err **err)
 	o.output_bytes = json_int(lim, "output_bytes", 0);
 	o.disk_bytes = json_int(lim, "disk_bytes", 0);
 	o.idle_suspend_ms = json_int(lim, "idle_suspend_ms", 0); /* docs/warm.md */
+	o.code = json_bool(a, "code", false);			 /* docs/code.md "Warm kernels" */
 	char ubuf[300];
 	if ((r = tools_user_arg(c, ubuf, sizeof(ubuf), &o.user)) < 0)
 		return r;

@@ -38,13 +38,17 @@ const char tool_pool_set_in[] =
     "it).'},"
     "'policy':{'type':'string','enum':['@profiles'],'description':'The built-in profile they are built "
     "under (@profiles); only a create with the same policy takes one.'},"
+    "'code':{'type':'boolean','description':'Each environment also has the code interpreter kernel started "
+    "(it costs a Python kernel of memory); environment_create with code takes these. A code pool is "
+    "another pool than the plain one of the same source and policy (give code with remove too).'},"
     "'remove':{'type':'boolean','description':'Remove the pool and its ready environments instead.'}}}";
 
 #define POOL_PROPS                                                                                           \
 	"'pool':{'type':'string'},'kind':{'type':'string','enum':['template','snapshot']},'source':{'type':" \
 	"'string'},"                                                                                         \
 	"'size':{'type':'integer'},'policy':{'type':['string','null']},'ready':{'type':'integer'},"          \
-	"'layer':{'type':'string','enum':['disk','tmpfs']},'owner':{'type':'object','description':'The "     \
+	"'layer':{'type':'string','enum':['disk','tmpfs']},'code':{'type':'boolean'},'owner':{'type':'"      \
+	"object','description':'The "                                                                        \
 	"server that "                                                                                       \
 	"keeps this pool for itself (docs/warm.md): its pid and start time; absent for a pool set by "       \
 	"hand.'}"
@@ -63,11 +67,14 @@ int tool_pool_set(tool_call *c, json_t **ret, sbx_err **err)
 	if (pol && !tools_profile_known(pol)) /* as environment_create: no host path over MCP */
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
 			       "policy '%.64s': give a built-in profile (%s)", pol, tools_profile_names());
+	sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+	po.policy = pol;
+	po.code = json_bool(c->args, "code", false);
 	if (json_bool(c->args, "remove", false))
-		return sbx_pool_remove(c->ctx, source, pol, ret, err);
+		return sbx_pool_remove_opts(c->ctx, source, &po, ret, err);
 	if (tools_template_host_path(c, "source's directory", source, err) < 0)
 		return -1;
-	return sbx_pool_set(c->ctx, source, (int)json_int(c->args, "size", 0), pol, ret, err);
+	return sbx_pool_set_opts(c->ctx, source, (int)json_int(c->args, "size", 0), &po, ret, err);
 }
 
 int tool_pool_list(tool_call *c, json_t **ret, sbx_err **err)

@@ -28,11 +28,11 @@ struct warm {
 	pthread_t thread;
 };
 
-static void on_create(void *userdata, const char *source, const char *policy, bool from_pool)
+static void on_create(void *userdata, const char *source, const sbx_pool_opts *o, bool from_pool)
 {
 	warm *w = userdata;
 	pthread_mutex_lock(&w->lock);
-	int i = warm_plan_observe(&w->plan, source, policy, clock_ms(CLOCK_MONOTONIC));
+	int i = warm_plan_observe(&w->plan, source, o->policy, o->code, clock_ms(CLOCK_MONOTONIC));
 	if (i >= 0 && w->plan.keys[i].size == 0 && !w->plan.keys[i].foreign) {
 		/* A key without a pool may just have become hot: decide now. */
 		w->poked = true;
@@ -49,17 +49,20 @@ static void apply(warm *w, size_t i)
 	pthread_mutex_unlock(&w->lock);
 	_cleanup_json_ json_t *out = NULL;
 	_cleanup_err_ sbx_err *e = NULL;
-	int r = sbx_pool_set_owned(w->ctx, k.source, k.want, k.has_policy ? k.policy : NULL, &out, &e);
+	sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+	po.policy = k.has_policy ? k.policy : NULL;
+	po.code = k.code;
+	int r = sbx_pool_set_owned_opts(w->ctx, k.source, k.want, &po, &out, &e);
 	bool foreign = r == 0 && !json_bool(out, "owned", true);
 	if (r < 0)
 		log_debug("warm: pool of %s: %s", k.source, sbx_err_message(e));
 	else
-		log_debug("warm: pool of %s%s%s: %d%s", k.source, k.has_policy ? " policy " : "",
-			  k.has_policy ? k.policy : "", k.want,
+		log_debug("warm: pool of %s%s%s%s: %d%s", k.source, k.has_policy ? " policy " : "",
+			  k.has_policy ? k.policy : "", k.code ? " code" : "", k.want,
 			  foreign ? " (a user's pool: left alone)" : "");
 	pthread_mutex_lock(&w->lock);
 	warm_key *now = &w->plan.keys[i];
-	if (strcmp(now->source, k.source) != 0 || now->has_policy != k.has_policy ||
+	if (strcmp(now->source, k.source) != 0 || now->has_policy != k.has_policy || now->code != k.code ||
 	    strcmp(now->policy, k.policy) != 0)
 		return; /* the slot was given to another key meanwhile (only slots without a pool are) */
 	if (r == 0 && !foreign) {
@@ -100,6 +103,9 @@ static void *warm_main(void *arg)
 int warm_start(sbx_ctx *ctx, const warm_opts *o, warm **ret, sbx_err **err)
 {
 	*ret = NULL;
+	/* The plan's budget is in units of a plain entry (a code entry costs
+	 * WARM_CODE_COST of them): --warm N caps it as well, so that it never
+	 * holds more than N entries. */
 	int64_t by_memory = o->memory_bytes / WARM_ENTRY_BYTES;
 	int max = o->max_entries < by_memory ? o->max_entries : (int)by_memory;
 	if (max <= 0)
@@ -121,7 +127,7 @@ int warm_start(sbx_ctx *ctx, const warm_opts *o, warm **ret, sbx_err **err)
 		free(w);
 		return err_set(err, SBX_E_INTERNAL, EAGAIN, "cannot start the warm set's thread");
 	}
-	sbx_ctx_set_create_observer(ctx, on_create, w);
+	sbx_ctx_set_create_observer_opts(ctx, on_create, w);
 	*ret = w;
 	return 0;
 }
@@ -130,7 +136,7 @@ void warm_stop(warm *w)
 {
 	if (!w)
 		return;
-	sbx_ctx_set_create_observer(w->ctx, NULL, NULL);
+	sbx_ctx_set_create_observer_opts(w->ctx, NULL, NULL);
 	pthread_mutex_lock(&w->lock);
 	w->stopping = true;
 	pthread_cond_signal(&w->cond);
@@ -142,7 +148,10 @@ void warm_stop(warm *w)
 			continue;
 		_cleanup_json_ json_t *out = NULL;
 		_cleanup_err_ sbx_err *e = NULL;
-		if (sbx_pool_set_owned(w->ctx, k->source, 0, k->has_policy ? k->policy : NULL, &out, &e) < 0)
+		sbx_pool_opts po = SBX_POOL_OPTS_INIT;
+		po.policy = k->has_policy ? k->policy : NULL;
+		po.code = k->code;
+		if (sbx_pool_set_owned_opts(w->ctx, k->source, 0, &po, &out, &e) < 0)
 			log_debug("warm: remove the pool of %s: %s", k->source, sbx_err_message(e));
 	}
 	pthread_cond_destroy(&w->cond);

@@ -11,7 +11,9 @@
 #include "sbx.h"
 
 /* Ready entries are budgeted at this much memory each (an idle
- * environment: its supervisor and init, about 3 MiB resident, measured). */
+ * environment: its supervisor and init, about 3 MiB resident, measured);
+ * one with its code interpreter's kernel started at WARM_CODE_COST times
+ * it (warm_plan.h). */
 #define WARM_ENTRY_BYTES ((int64_t)4 << 20)
 #define WARM_MEMORY_DEFAULT ((int64_t)256 << 20)
 #define WARM_ENTRIES_DEFAULT 64

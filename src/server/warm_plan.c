@@ -17,18 +17,18 @@ double warm_plan_rate(const warm_key *k, int64_t now_ms)
 	return dt <= 0 ? k->rate : k->rate * exp(-(double)dt / WARM_TAU_MS);
 }
 
-static bool key_is(const warm_key *k, const char *source, const char *policy)
+static bool key_is(const warm_key *k, const char *source, const char *policy, bool code)
 {
-	return strcmp(k->source, source) == 0 && k->has_policy == (policy != NULL) &&
+	return strcmp(k->source, source) == 0 && k->has_policy == (policy != NULL) && k->code == code &&
 	       (!policy || strcmp(k->policy, policy) == 0);
 }
 
-int warm_plan_observe(warm_plan *p, const char *source, const char *policy, int64_t now_ms)
+int warm_plan_observe(warm_plan *p, const char *source, const char *policy, bool code, int64_t now_ms)
 {
 	if (!source || strlen(source) >= WARM_SOURCE_MAX || (policy && strlen(policy) >= WARM_SOURCE_MAX))
 		return -1;
 	size_t i;
-	for (i = 0; i < p->n && !key_is(&p->keys[i], source, policy); i++)
+	for (i = 0; i < p->n && !key_is(&p->keys[i], source, policy, code); i++)
 		;
 	if (i == p->n) {
 		if (p->n < WARM_KEYS_MAX)
@@ -50,6 +50,8 @@ int warm_plan_observe(warm_plan *p, const char *source, const char *policy, int6
 		snprintf(k->source, sizeof(k->source), "%s", source);
 		k->has_policy = policy != NULL;
 		snprintf(k->policy, sizeof(k->policy), "%s", policy ? policy : "");
+		k->code = code;
+		k->cost = code ? WARM_CODE_COST : 1;
 		k->last_ms = now_ms;
 	}
 	warm_key *k = &p->keys[i];
@@ -59,10 +61,16 @@ int warm_plan_observe(warm_plan *p, const char *source, const char *policy, int6
 	return (int)i;
 }
 
+/* A key's cost per entry (a plan built before costs: 1). */
+static int cost_of(const warm_key *k)
+{
+	return k->cost > 0 ? k->cost : 1;
+}
+
 void warm_plan_decide(warm_plan *p, int64_t now_ms)
 {
 	double rate[WARM_KEYS_MAX], total = 0;
-	int raw[WARM_KEYS_MAX], sum = 0, hot = 0;
+	int raw[WARM_KEYS_MAX], sum = 0;
 	size_t order[WARM_KEYS_MAX];
 	for (size_t i = 0; i < p->n; i++) {
 		warm_key *k = &p->keys[i];
@@ -75,8 +83,7 @@ void warm_plan_decide(warm_plan *p, int64_t now_ms)
 			raw[i] = WARM_SIZE_MIN;
 		k->want = raw[i];
 		total += on ? r : 0;
-		sum += raw[i];
-		hot += on;
+		sum += raw[i] * cost_of(k);
 		/* Insertion sort by rate, hottest first. */
 		size_t j = i;
 		for (; j > 0 && rate[order[j - 1]] < r; j--)
@@ -87,36 +94,39 @@ void warm_plan_decide(warm_plan *p, int64_t now_ms)
 		return;
 	/* Over the budget: one each while there is room (hottest first), the
 	 * rest shared in proportion to the rates, and what rounding left to
-	 * the hottest, never beyond what a key asked. */
-	int left = p->max_entries, rest = p->max_entries - hot;
+	 * the hottest, never beyond what a key asked; all in units. */
+	int left = p->max_entries;
 	for (size_t o = 0; o < p->n; o++) {
 		size_t i = order[o];
 		if (raw[i] == 0)
 			continue;
-		p->keys[i].want = left > 0 ? 1 : 0;
-		left -= p->keys[i].want;
+		p->keys[i].want = left >= cost_of(&p->keys[i]) ? 1 : 0;
+		left -= p->keys[i].want * cost_of(&p->keys[i]);
 	}
+	int rest = left;
 	for (size_t o = 0; o < p->n && rest > 0; o++) {
 		size_t i = order[o];
+		int c = cost_of(&p->keys[i]);
 		if (p->keys[i].want == 0)
 			continue;
-		int share = (int)floor(rest * rate[i] / total);
+		int share = (int)floor(rest * rate[i] / total) / c;
 		if (share > raw[i] - 1)
 			share = raw[i] - 1;
-		if (share > left)
-			share = left;
+		if (share * c > left)
+			share = left / c;
 		p->keys[i].want += share;
-		left -= share;
+		left -= share * c;
 	}
 	for (size_t o = 0; o < p->n && left > 0; o++) {
 		size_t i = order[o];
+		int c = cost_of(&p->keys[i]);
 		if (p->keys[i].want == 0)
 			continue;
 		int more = raw[i] - p->keys[i].want;
-		if (more > left)
-			more = left;
+		if (more * c > left)
+			more = left / c;
 		p->keys[i].want += more;
-		left -= more;
+		left -= more * c;
 	}
 }
 

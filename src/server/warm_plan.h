@@ -10,9 +10,11 @@
  * person creating one sandbox now and then gets none) and keeps it while
  * the rate stays above half of that; its size is the creates expected in
  * WARM_LEAD_MS (the time a refiller needs to catch up), at least
- * WARM_SIZE_MIN. When the sizes together exceed the budget (max_entries),
- * the budget is shared in proportion to the rates, each pool keeping at
- * least one entry while there is room, the hottest first. A size that
+ * WARM_SIZE_MIN. When the sizes together exceed the budget (max_entries
+ * units, an entry costing its key's cost: 1 for a plain one,
+ * WARM_CODE_COST for one with a kernel started), the budget is shared in
+ * proportion to the rates, each pool keeping at least one entry while
+ * there is room, the hottest first. A size that
  * falls is applied once it is at most half of what is set (so a rate that
  * wobbles does not churn entries); one that rises, at once. */
 #pragma once
@@ -27,11 +29,19 @@
 #define WARM_SIZE_MIN 2
 #define WARM_SOURCE_MAX 512
 #define WARM_FOREIGN_RECHECK_MS 5000 /* a pool found a user's is looked at again after this */
+/* What an entry of a code pool (its bridge and Python kernel started:
+ * docs/code.md "Warm kernels") costs in units of a plain entry (warm.h
+ * WARM_ENTRY_BYTES, 4 MiB): measured, its memory cgroup held 107 MiB (the
+ * bridge's and the kernel's Python, 55 MB PSS each) besides the plain
+ * entry's supervisor and init: 28 units, 112 MiB. */
+#define WARM_CODE_COST 28
 
 typedef struct warm_key {
 	char source[WARM_SOURCE_MAX];
 	char policy[WARM_SOURCE_MAX];
 	bool has_policy;
+	bool code;		  /* entries with their kernel started */
+	int cost;		  /* units of the budget per entry: 1, or WARM_CODE_COST */
 	double rate;		  /* creates per second as of last_ms */
 	int64_t last_ms;	  /* the last create seen */
 	int size;		  /* the size set (0: no pool of ours) */
@@ -43,14 +53,14 @@ typedef struct warm_key {
 typedef struct warm_plan {
 	warm_key keys[WARM_KEYS_MAX];
 	size_t n;
-	int max_entries; /* the budget: ready entries of all pools together */
+	int max_entries; /* the budget, in units (an entry costs its key's cost) */
 } warm_plan;
 
 void warm_plan_init(warm_plan *p, int max_entries);
-/* A create of (source, policy) at now_ms. A new key takes a free slot, or
- * that of a key with no pool and the lowest rate; with none, the create is
- * not counted. Returns the key's index, or -1. */
-int warm_plan_observe(warm_plan *p, const char *source, const char *policy, int64_t now_ms);
+/* A create of (source, policy, code) at now_ms. A new key takes a free
+ * slot, or that of a key with no pool and the lowest rate; with none, the
+ * create is not counted. Returns the key's index, or -1. */
+int warm_plan_observe(warm_plan *p, const char *source, const char *policy, bool code, int64_t now_ms);
 /* The rate of key k as of now_ms (decayed since its last create). */
 double warm_plan_rate(const warm_key *k, int64_t now_ms);
 /* Sets every key's want as of now_ms. */

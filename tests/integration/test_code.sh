@@ -346,3 +346,161 @@ t_code_usage_refusals() {
 	expect_status 125 sbx code nosuchenv -- 1
 	assert_contains "$ERR" "nosuchenv"
 }
+
+# ---- Warm kernels: pools whose entries have the bridge and kernel started (docs/code.md) ----
+
+# code_ready N: waits until the code pool of host has N ready entries.
+code_ready() {
+	for _ in $(seq 600); do
+		n=$(sbx pool ls --json | jget /dev/stdin 'sum(p["ready"] for p in d["pools"] if p["code"])')
+		[ "$n" = "$1" ] && return 0
+		sleep 0.05
+	done
+	fail "the code pool has $n ready entries, not $1: $(sbx pool ls)"
+}
+# take: a create that wants code; prints "ID FROM_POOL".
+take_code() { sbx create --code --json | jget /dev/stdin 'd["environment_id"], d["from_pool"]'; }
+# host_pids_of ID REGEX: host pids of the processes of environment ID (its
+# cgroup names it) whose command line matches REGEX.
+host_pids_of() {
+	for f in /proc/[0-9]*/cgroup; do
+		grep -q "/$1\$" "$f" 2> /dev/null || continue
+		p=${f#/proc/}
+		p=${p%/cgroup}
+		tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null | grep -Eq "$2" && echo "$p"
+	done
+	true
+}
+# dead PID...: each has exited (gone, or a zombie its parent has not reaped).
+dead() {
+	for p in "$@"; do
+		[ ! -e "/proc/$p" ] || [ "$(awk '{print $3}' "/proc/$p/stat" 2> /dev/null)" = Z ] || return 1
+	done
+}
+
+# A code pool's entry is handed out with its bridge running since before the
+# take: the first run starts none (one bridge, the same process, before and
+# after). Two takes never share a kernel's state; a plain create takes no code
+# entry.
+t_code_pool_entry_has_its_kernel_started() {
+	need_kernel
+	sbx pool set host --size 2 --code > /dev/null
+	code_ready 2
+	assert_contains "$(sbx pool ls)" " yes "
+	t0=$(date +%s%3N)
+	read -r id fp <<< "$(take_code)"
+	assert_eq "$fp" "True" "a create with --code took no entry"
+	started=$(sbx ps "$id" p1 --json | jget /dev/stdin 'd["started_ms"]')
+	assert_contains "$(sbx ps "$id" p1 --json | jget /dev/stdin 'd["command"]')" ".sbx-code-bridge.py"
+	[ "$started" -lt "$t0" ] || fail "the bridge started at $started, after the take at $t0"
+	assert_eq "$(sbx code "$id" --json -- '1+1' | jget /dev/stdin 'd["results"][0]["text"], d["execution_count"]')" "2 1"
+	assert_eq "$(sbx ps "$id" | grep -c 'sbx-code-bridge.py')" "2" "one bridge (ps's two tables)"
+	assert_eq "$(sbx ps "$id" p1 --json | jget /dev/stdin 'd["started_ms"], d["state"]')" "$started running"
+	# Another take: a kernel of its own, nothing of the first one's state.
+	sbx code "$id" -- 'x = 41' > /dev/null
+	read -r id2 fp2 <<< "$(take_code)"
+	assert_eq "$fp2" "True"
+	expect_status 1 sbx code "$id2" -- 'x'
+	assert_contains "$ERR" "NameError"
+	assert_eq "$(sbx code "$id" -- 'x + 1')" "42"
+	# A plain create is not served by a code pool (and starts no kernel).
+	read -r id3 fp3 <<< "$(sbx create --json | jget /dev/stdin 'd["environment_id"], d["from_pool"]')"
+	assert_eq "$fp3" "False"
+	assert_not_contains "$(sbx ps "$id3")" "sbx-code-bridge"
+	sbx rm "$id" "$id2" "$id3"
+	# The pool's removal leaves no process of its entries.
+	code_ready 2
+	entries=$(ls "$SBX_ROOT"/pools/*.d/)
+	expect_status 125 sbx pool rm host # a code pool is removed with --code
+	sbx pool rm host --code > /dev/null
+	for e in $entries; do
+		assert_eq "$(host_pids_of "$e" .)" "" "processes of removed entry $e"
+	done
+}
+
+# A code entry waits hidden, its bridge too: nothing reaches it by its id.
+t_code_pool_entry_is_hidden_until_taken() {
+	need_kernel
+	sbx pool set host --size 1 --code > /dev/null
+	code_ready 1
+	e=$(ls "$SBX_ROOT"/pools/*.d/)
+	[[ "$e" =~ ^[0-9a-f]{12}$ ]] || fail "no single entry: '$e'"
+	for cmd in "code $e -- 'y = 1'" "code $e --contexts" "code ${e:0:6} -- 1" "ps $e" "exec $e -- true"; do
+		eval "expect_status 125 sbx $cmd"
+		assert_contains "$ERR" "no such environment"
+	done
+	read -r id fp <<< "$(take_code)"
+	assert_eq "$id $fp" "$e True" "the entry was taken"
+	expect_status 1 sbx code "$id" -- 'y'
+	assert_contains "$ERR" "NameError"
+	assert_eq "$(sbx code "$id" --contexts | grep -c python)" "1"
+	sbx rm "$id"
+	sbx pool rm host --code > /dev/null
+}
+
+# A kernel that died in a waiting entry: the take checks the bridge (GET
+# /ready) and removes that entry rather than hand it out. One that dies after
+# the take, before anything ran in it, is started again by the first run (it
+# held no state), not reported dead.
+t_code_pool_dead_kernel_is_not_handed_out() {
+	need_kernel
+	sbx pool set host --size 1 --code > /dev/null
+	code_ready 1
+	e=$(ls "$SBX_ROOT"/pools/*.d/)
+	k=$(host_pids_of "$e" ipykernel_launcher)
+	[ -n "$k" ] || fail "no kernel found in entry $e"
+	kill -9 $k
+	eventually 10 dead $k || fail "the kernel $k did not die"
+	read -r id fp <<< "$(take_code)"
+	assert_eq "$fp" "False" "an entry whose kernel died was handed out"
+	[ ! -e "$SBX_ROOT/envs/$e" ] || fail "the dead entry $e was not removed"
+	assert_eq "$(sbx code "$id" -- '1+1')" "2"
+	code_ready 1
+	read -r id2 fp2 <<< "$(take_code)"
+	assert_eq "$fp2" "True"
+	k=$(host_pids_of "$id2" ipykernel_launcher)
+	[ -n "$k" ] || fail "no kernel found in $id2"
+	kill -9 $k
+	eventually 10 dead $k || fail "the kernel $k did not die"
+	assert_eq "$(sbx code "$id2" -- '2+2')" "4"
+	sbx rm "$id" "$id2"
+	sbx pool rm host --code > /dev/null
+}
+
+# Over MCP: pool_set code, pool_list's code, environment_create code, and the
+# first environment_run_code answered by the kernel started ahead.
+t_code_pool_mcp() {
+	need_kernel
+	out=$(python3 - "$SBX_BIN" << 'PY'
+import json, subprocess, sys, time
+p = subprocess.Popen([sys.argv[1], "mcp", "--warm", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = [0]
+def rpc(method, params):
+    n[0] += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n[0], "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        j = json.loads(p.stdout.readline())
+        if j.get("id") == n[0]:
+            return j
+call = lambda name, args: rpc("tools/call", {"name": name, "arguments": args})["result"]["structuredContent"]
+rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+s = call("pool_set", {"source": "host", "size": 1, "code": True})
+for _ in range(600):
+    if sum(q["ready"] for q in call("pool_list", {})["pools"] if q["code"]) == 1:
+        break
+    time.sleep(0.05)
+plain = call("environment_create", {})
+c = call("environment_create", {"code": True})
+r = call("environment_run_code", {"environment_id": c["environment_id"], "code": "6*7"})
+for e in (plain, c):
+    call("environment_destroy", {"environment_id": e["environment_id"]})
+rm = call("pool_set", {"source": "host", "size": 0, "code": True, "remove": True})
+print(s["code"], plain["from_pool"], c["from_pool"], r["results"][0]["text"], r["execution_count"],
+      len(call("pool_list", {})["pools"]))
+p.stdin.close()
+p.wait()
+PY
+)
+	assert_eq "$out" "True False True 42 1 0"
+}

@@ -6,7 +6,7 @@
 static int64_t creates(warm_plan *p, const char *source, int n, int64_t t, int64_t gap_ms)
 {
 	for (int i = 0; i < n; i++, t += gap_ms)
-		(void)warm_plan_observe(p, source, NULL, t);
+		(void)warm_plan_observe(p, source, NULL, false, t);
 	return t - gap_ms;
 }
 
@@ -60,12 +60,39 @@ TEST(keys_are_source_and_policy)
 {
 	warm_plan p;
 	warm_plan_init(&p, 64);
-	CHECK((warm_plan_observe(&p, "host", NULL, 0)) == (0));
-	CHECK((warm_plan_observe(&p, "host", "strict", 0)) == (1));
-	CHECK((warm_plan_observe(&p, "host", "", 0)) == (2)); /* an empty policy is not none */
-	CHECK((warm_plan_observe(&p, "sha256:ab", "strict", 0)) == (3));
-	CHECK((warm_plan_observe(&p, "host", "strict", 0)) == (1));
+	CHECK((warm_plan_observe(&p, "host", NULL, false, 0)) == (0));
+	CHECK((warm_plan_observe(&p, "host", "strict", false, 0)) == (1));
+	CHECK((warm_plan_observe(&p, "host", "", false, 0)) == (2)); /* an empty policy is not none */
+	CHECK((warm_plan_observe(&p, "sha256:ab", "strict", false, 0)) == (3));
+	CHECK((warm_plan_observe(&p, "host", "strict", false, 0)) == (1));
 	CHECK(((int)p.n) == (4));
+	/* a create that wants a kernel started is another key */
+	CHECK((warm_plan_observe(&p, "host", NULL, true, 0)) == (4));
+	CHECK(p.keys[4].code && p.keys[4].cost == WARM_CODE_COST && p.keys[0].cost == 1);
+}
+
+TEST(a_code_entry_costs_its_memory)
+{
+	warm_plan p;
+	warm_plan_init(&p, 64); /* 256 MiB at 4 MiB a unit */
+	int64_t t = 0;
+	for (int i = 0; i < 400; i++, t += 25) { /* code and plain: 40/s each, for 10 s */
+		warm_plan_observe(&p, "host", NULL, true, t);
+		warm_plan_observe(&p, "host", NULL, false, t);
+	}
+	warm_plan_decide(&p, t);
+	int code = p.keys[0].want, plain = p.keys[1].want;
+	CHECK(code >= 1 && plain >= 1);
+	CHECK((code * WARM_CODE_COST + plain) <= 64);
+	/* a budget below one code entry: the plain key only */
+	p.max_entries = WARM_CODE_COST - 1;
+	warm_plan_decide(&p, t);
+	CHECK((p.keys[0].want) == (0));
+	CHECK(p.keys[1].want >= 1 && p.keys[1].want <= WARM_CODE_COST - 1);
+	/* within the budget: as asked */
+	p.max_entries = 1000;
+	warm_plan_decide(&p, t);
+	CHECK(p.keys[0].want >= 20 && p.keys[0].want == p.keys[1].want);
 }
 
 TEST(the_budget_is_shared_by_rate)
@@ -74,9 +101,9 @@ TEST(the_budget_is_shared_by_rate)
 	warm_plan_init(&p, 10);
 	int64_t t = 0;
 	for (int i = 0; i < 400; i++, t += 25) { /* a: 40/s, b: 10/s */
-		warm_plan_observe(&p, "a", NULL, t);
+		warm_plan_observe(&p, "a", NULL, false, t);
 		if (i % 4 == 0)
-			warm_plan_observe(&p, "b", NULL, t);
+			warm_plan_observe(&p, "b", NULL, false, t);
 	}
 	warm_plan_decide(&p, t);
 	int a = p.keys[0].want, b = p.keys[1].want;
@@ -119,16 +146,16 @@ TEST(a_full_table_evicts_the_coldest_without_a_pool)
 	for (int i = 0; i < WARM_KEYS_MAX; i++) {
 		snprintf(name, sizeof(name), "t%d", i);
 		for (int j = 0; j <= i; j++)
-			warm_plan_observe(&p, name, NULL, 0);
+			warm_plan_observe(&p, name, NULL, false, 0);
 		p.keys[i].size = i == 0 ? 0 : 1; /* all but the coldest have pools */
 	}
-	CHECK((warm_plan_observe(&p, "new", NULL, 0)) == (0));
+	CHECK((warm_plan_observe(&p, "new", NULL, false, 0)) == (0));
 	CHECK_STREQ(p.keys[0].source, "new");
 	p.keys[0].size = 1;
-	CHECK((warm_plan_observe(&p, "newer", NULL, 0)) == (-1)); /* every key has a pool */
+	CHECK((warm_plan_observe(&p, "newer", NULL, false, 0)) == (-1)); /* every key has a pool */
 	/* too long a source is not counted */
 	char big[WARM_SOURCE_MAX + 8];
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
-	CHECK((warm_plan_observe(&p, big, NULL, 0)) == (-1));
+	CHECK((warm_plan_observe(&p, big, NULL, false, 0)) == (-1));
 }
