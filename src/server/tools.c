@@ -568,6 +568,37 @@ static const tool tools[] = {
 	.idempotent = true,
 	.run = tool_environment_context_remove,
     },
+    {
+	.name = "environment_screenshot",
+	.alias = "environment.screenshot",
+	.title = "Look at an environment's screen",
+	.description =
+	    "A PNG of the X display inside a live environment (given as image content), with its width and "
+	    "height. When no display runs yet, one is started: Xvfb (1024x768) and a window manager, inside "
+	    "the environment as its user; start programs on it with environment_execute, background true and "
+	    "env DISPLAY=:0. Needs Xvfb, xdotool and scrot in the "
+	    "environment (unavailable otherwise). Act on the screen with environment_input.",
+	.input_schema = tool_environment_screenshot_in,
+	.output_schema = tool_environment_screenshot_out,
+	.read_only = true,
+	.run = tool_environment_screenshot,
+	.content = tools_screenshot_image,
+	.content_only = "png",
+    },
+    {
+	.name = "environment_input",
+	.alias = "environment.input",
+	.title = "Use an environment's mouse and keyboard",
+	.description =
+	    "Mouse and keyboard actions on the X display inside a live environment, done in order: click, "
+	    "double_click, move, drag, scroll (at x, y in pixels from the top left), type (text) and key "
+	    "(an X key name or combination such as Return or ctrl+c). Every action is checked before any "
+	    "runs. Starts the display as environment_screenshot does; take a screenshot to see the effect.",
+	.input_schema = tool_environment_input_in,
+	.output_schema = tool_environment_input_out,
+	.destructive = true,
+	.run = tool_environment_input,
+    },
 };
 static json_t *schemas[ARRAY_SIZE(tools)][2];
 static pthread_once_t schemas_once = PTHREAD_ONCE_INIT;
@@ -776,11 +807,22 @@ json_t *tools_result(json_t *structured)
 
 json_t *tools_result_of(const tool *t, json_t *structured)
 {
+	json_t *more = NULL;
+	if (t->content && structured) {
+		more = t->content(structured);
+		if (!more) {
+			json_decref(structured);
+			return NULL;
+		}
+		if (t->content_only)
+			json_object_del(structured, t->content_only);
+	}
 	json_t *r = call_result(structured, false);
-	if (!r || !t->content)
+	if (!r || !more) {
+		json_decref(more);
 		return r;
-	json_t *more = t->content(structured);
-	if (!more || json_array_extend(json_object_get(r, "content"), more) < 0) {
+	}
+	if (json_array_extend(json_object_get(r, "content"), more) < 0) {
 		json_decref(more);
 		json_decref(r);
 		return NULL;

@@ -45,6 +45,10 @@ typedef struct tool {
 	/* Content items that follow the text item of a success (images), from
 	 * its structuredContent; NULL: the text item only. */
 	json_t *(*content)(const json_t *structured);
+	/* A structuredContent member that goes out only through content (a
+	 * screenshot's PNG): removed from structuredContent and its text once
+	 * content has its items. NULL: none. */
+	const char *content_only;
 } tool;
 
 /* By published name or dotted alias; NULL if none. */

@@ -12,6 +12,7 @@
  *   tools_warm.c      warm environments: pause, resume, pools
  *   tools_registry.c  OCI: push, pull, export, import
  *   tools_code.c      the code interpreter: run code, contexts (create, list, restart, remove)
+ *   tools_desktop.c   desktops: screenshot, input (mouse and keyboard)
  *   tools_args.c      argument readers every family uses
  * The handler of tool NAME is tool_NAME, its schemas tool_NAME_in and
  * tool_NAME_out. Handlers get arguments already checked against their input
@@ -151,3 +152,9 @@ TOOL_DECL_OUT(environment_context_remove);
 /* environment_run_code's images as MCP image content items
  * [{type: image, data, mimeType}] (a new reference; NULL on ENOMEM). */
 json_t *tools_code_images(const json_t *structured);
+/* tools_desktop.c */
+TOOL_DECL(environment_screenshot);
+TOOL_DECL(environment_input);
+/* environment_screenshot's png as an MCP image content item (a new
+ * reference; NULL on ENOMEM). */
+json_t *tools_screenshot_image(const json_t *structured);

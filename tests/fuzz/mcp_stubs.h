@@ -506,3 +506,15 @@ int sbx_context_remove(sbx_ctx *ctx, const char *ref, const char *context_id, sb
 {
 	return sbx_context_restart(ctx, ref, context_id, err);
 }
+/* Desktops (tools_desktop.c): a screenshot's file is never there. */
+int sbx_env_file_open(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, int *ret_fd,
+		      int64_t *ret_size, sbx_err **err)
+{
+	if (!path || path[0] != '/')
+		abort();
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such file");
+}
+int sbx_env_remove_path(sbx_ctx *ctx, const char *ref, const char *path, const sbx_fs_opts *o, sbx_err **err)
+{
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such file");
+}

@@ -92,7 +92,7 @@ t_mcp_raw_before_initialize() {
 	assert_contains "$(q 'id(1).error.message')" "initialize"
 	assert_eq "$(q 'id(2).error.code')" "-32002"
 	assert_eq "$(q 'JSON.stringify(id(3).result)')" "{}"
-	assert_eq "$(q 'id(4).result.tools.length')" "38"
+	assert_eq "$(q 'id(4).result.tools.length')" "40"
 }
 
 t_mcp_raw_version_negotiation() {
@@ -135,7 +135,7 @@ t_mcp_raw_stateless_2026() {
 	assert_contains "$(q 'id(1).result.supportedVersions.join(" ")')" "2026-07-28"
 	assert_eq "$(q 'id(1).result.serverInfo.name')" "sbx"
 	assert_eq "$(q 'id(1).result.capabilities.tools.listChanged')" "false"
-	assert_eq "$(q 'id(2).result.tools.length')" "38"
+	assert_eq "$(q 'id(2).result.tools.length')" "40"
 	assert_eq "$(q 'id(3).result.isError')" "false"
 	assert_eq "$(q 'Array.isArray(id(4).result.environments)')" "true"
 	# Without the _meta (and without initialize) it is still refused.

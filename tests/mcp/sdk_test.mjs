@@ -18,6 +18,7 @@ const EXPECTED_TOOLS = [
 	'environment_download',
 	'environment_execute',
 	'environment_fork',
+	'environment_input',
 	'environment_inspect',
 	'environment_list',
 	'environment_list_files',
@@ -33,6 +34,7 @@ const EXPECTED_TOOLS = [
 	'environment_restore',
 	'environment_resume',
 	'environment_run_code',
+	'environment_screenshot',
 	'environment_snapshot',
 	'environment_upload',
 	'environment_write_file',
@@ -594,6 +596,17 @@ const cases = {
 			await good('environment_process_output', { environment_id: id, process_id: bg.process_id });
 			await good('environment_process_kill', { environment_id: id, process_id: bg.process_id });
 			await good('environment_process_wait', { environment_id: id, process_id: bg.process_id, timeout_ms: 10000 });
+			// the desktop tools need Xvfb, xdotool and scrot on the host: unavailable without them
+			const desk = async (name, args) => {
+				const r = await run(name, args);
+				const e = r.structuredContent.error;
+				check(!r.isError || (e?.code === 'unavailable' && /Xvfb|xdotool|scrot/.test(e.message)), `${name}: works or says what is missing`, r);
+				return r;
+			};
+			const shot = await desk('environment_screenshot', { environment_id: id });
+			if (!shot.isError)
+				check(shot.content.some((c) => c.type === 'image' && c.mimeType === 'image/png'), 'screenshot: image content', shot.content.map((c) => c.type));
+			await desk('environment_input', { environment_id: id, actions: [{ type: 'move', x: 1, y: 1 }] });
 			const tr = await good('environment_execute', { environment_id: id, command: 'echo traced', trace: true });
 			await good('environment_replay', { trace_id: tr.trace_id });
 			await refused('environment_attest', { trace_id: tr.trace_id }, 'unavailable');
