@@ -371,7 +371,7 @@ static http_result e2b_snap_create(http_request *req, const e2b_plane *p, const 
 		/* A name is an sbx label: never one that a templateID would resolve
 		 * to something else first, nor a label of a snapshot not made here. */
 		bool taken = streq(name, "base") || streq(name, "host") ||
-			     streq(name, "code-interpreter-v1") ||
+			     streq(name, "code-interpreter-v1") || streq(name, "desktop") ||
 			     sbx_template_resolve(p->ctx, name, &d, &e) == 0;
 		sbx_err_free(TAKE_PTR(e));
 		free(TAKE_PTR(d));

@@ -20,6 +20,7 @@
 #include "server/e2b_base.h"
 #include "server/e2b_data.h"
 #include "server/e2b_deadline.h"
+#include "server/e2b_desktop.h"
 #include "server/e2b_files.h"
 #include "server/e2b_filter.h"
 #include "server/e2b_network.h"
@@ -233,7 +234,15 @@ static bool string_object(const json_t *o)
 static int template_choose(http_e2b *h, const char *tpl, sbx_create_opts *o, char **ret_base,
 			   http_request *req, http_result *ret)
 {
-	if (streq(tpl, "base") || streq(tpl, "host") || streq(tpl, "code-interpreter-v1")) {
+	char missing[160];
+	if (streq(tpl, "desktop") && e2b_desktop_missing(missing, sizeof(missing)) < 0) {
+		*ret = e2b_reply_error(req, HTTP_STATUS_NOT_FOUND,
+				       "template 'desktop' not found: the host lacks %s (docs/desktop.md)",
+				       missing);
+		return -1;
+	}
+	if (streq(tpl, "base") || streq(tpl, "host") || streq(tpl, "code-interpreter-v1") ||
+	    streq(tpl, "desktop")) {
 		_cleanup_err_ sbx_err *e = NULL;
 		if (e2b_base_snapshot(h->ctx, ret_base, &e) < 0) {
 			*ret = reply_sbx_error(req, "create", e);

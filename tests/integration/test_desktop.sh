@@ -1,7 +1,10 @@
 # Desktops (docs/desktop.md): environment_screenshot and environment_input
 # over `sbx mcp`, with Xvfb, openbox, scrot and xdotool running inside the
 # environment (the host template shows the host's /usr; scripts/deps.sh
-# test installs them, and xterm to type into).
+# test installs them, and xterm to type into); and E2B's @e2b/desktop SDK,
+# unchanged, against `sbx serve`'s template desktop.
+
+source "${SBX_SRC:-.}/tests/integration/e2b_lib.sh"
 
 need_desktop() {
 	local p
@@ -154,4 +157,22 @@ PY
 	echo "$out"
 	assert_contains "$out" "refused tool_error unavailable"
 	assert_contains "$out" "apt-get install xvfb xdotool scrot"
+}
+
+# @e2b/desktop 2.4.0 (tests/e2b/desktop.mjs): Sandbox.create() of template
+# desktop starts Xvfb and XFCE inside the sandbox; then a screenshot of the
+# screen's size, the cursor where moveMouse put it, and text typed into an
+# xterm through leftClick, write and press.
+t_desktop_e2b_sdk() {
+	need_desktop
+	local p
+	for p in startxfce4 xfwm4 xfdesktop xdpyinfo xrandr; do
+		command -v "$p" > /dev/null || skip "$p is not installed (scripts/deps.sh test installs xfce4-session xfwm4 xfdesktop4 x11-utils x11-xserver-utils)"
+	done
+	need_e2b_sdk @e2b/desktop
+	e2b_start
+	out=$(E2B_NODE_TIMEOUT=150 e2b_node desktop.mjs 2>&1) || fail "desktop.mjs: $out"
+	echo "$out"
+	assert_contains "$out" "desktop ok"
+	e2b_alive
 }
