@@ -580,7 +580,7 @@ static const tool tools[] = {
 	    "environment (unavailable otherwise). Act on the screen with environment_input.",
 	.input_schema = tool_environment_screenshot_in,
 	.output_schema = tool_environment_screenshot_out,
-	.read_only = true,
+	.idempotent = true, /* not read_only: the first call starts the display */
 	.run = tool_environment_screenshot,
 	.content = tools_screenshot_image,
 	.content_only = "png",

@@ -23,8 +23,8 @@
 #include "util/macro.h"
 
 #define DISPLAY_MAX 63
-#define SCREEN_SIZE "1024x768x24" /* @e2b/desktop's default resolution */
-#define SCREENSHOT_BYTES ((int64_t)6 << 20)
+#define SCREEN_SIZE "1024x768x24"	    /* @e2b/desktop's default resolution */
+#define SCREENSHOT_BYTES ((int64_t)4 << 20) /* base64: under TOOLS_RESULT_MAX */
 #define STEP_TIMEOUT_MS 15000
 #define START_WAIT_MS 10000
 

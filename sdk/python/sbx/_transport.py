@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import threading
 import urllib.parse
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from .errors import SbxError, TransportError, from_code
 
@@ -184,6 +184,11 @@ class StdioClient:
     def call_tool(self, name: str, arguments: Dict[str, Any], on_progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
         return _tool_result(self._request("tools/call", {"name": name, "arguments": arguments}, on_progress))
 
+    def call_tool_content(self, name: str, arguments: Dict[str, Any]) -> Tuple[Dict[str, Any], list]:
+        """structuredContent and the content items (images) of a tools/call."""
+        r = self._request("tools/call", {"name": name, "arguments": arguments})
+        return _tool_result(r), list(r.get("content", []))
+
     def list_tools(self) -> list:
         return self._request("tools/list", {}).get("tools", [])
 
@@ -313,6 +318,11 @@ class HttpClient:
 
     def call_tool(self, name: str, arguments: Dict[str, Any], on_progress: Optional[ProgressFn] = None) -> Dict[str, Any]:
         return _tool_result(self._request("tools/call", {"name": name, "arguments": arguments}, on_progress))
+
+    def call_tool_content(self, name: str, arguments: Dict[str, Any]) -> Tuple[Dict[str, Any], list]:
+        """structuredContent and the content items (images) of a tools/call."""
+        r = self._request("tools/call", {"name": name, "arguments": arguments})
+        return _tool_result(r), list(r.get("content", []))
 
     def list_tools(self) -> list:
         return self._request("tools/list", {}).get("tools", [])

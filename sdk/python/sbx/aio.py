@@ -8,6 +8,7 @@ import asyncio
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from .code import CodeContext, ContextRef, Execution
+from .desktop import Screenshot
 from .sandbox import CommandResult, Diff, Process, ReplayResult, Sandbox, Snapshot, SnapshotRef
 
 
@@ -110,6 +111,12 @@ class AsyncSandbox:
 
     async def remove_code_context(self, context: ContextRef) -> None:
         await asyncio.to_thread(self.sync.remove_code_context, context)
+
+    async def screenshot(self, display: Optional[int] = None) -> Screenshot:
+        return await asyncio.to_thread(self.sync.screenshot, display)
+
+    async def input(self, actions: List[Dict[str, Any]], display: Optional[int] = None) -> int:
+        return await asyncio.to_thread(self.sync.input, actions, display)
 
     async def kill(self) -> None:
         await asyncio.to_thread(self.sync.kill)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _transport
 from .code import CodeMixin
+from .desktop import DesktopMixin
 from .errors import InvalidArgument
 
 SnapshotRef = Union[str, "Snapshot"]
@@ -330,11 +331,12 @@ class Files:
                 for e in sc.get("entries", [])]
 
 
-class Sandbox(CodeMixin):
+class Sandbox(CodeMixin, DesktopMixin):
     """A live sbx environment. Create one with ``Sandbox.create``, fork one
     from a snapshot with ``Sandbox.fork``, attach to one with
     ``Sandbox.connect``. ``kill()`` (or leaving a ``with`` block) destroys it.
-    ``run_code`` runs code in a stateful kernel (sbx/code.py)."""
+    ``run_code`` runs code in a stateful kernel (sbx/code.py); ``screenshot``
+    and ``input`` look at and act on its X display (sbx/desktop.py)."""
 
     def __init__(self, environment_id: str, client=None, snapshot_id: Optional[str] = None,
                  create_ms: Optional[float] = None, owned: bool = True):

@@ -5,6 +5,7 @@ runs them over stdio, then over HTTP with SBX_URL/SBX_TOKEN set). Needs $SBX
 import asyncio
 import base64
 import os
+import shutil
 import sys
 import threading
 import time
@@ -202,6 +203,25 @@ class SandboxTest(unittest.TestCase):
                 return (await asb.run_code("x * 2")).text
 
             self.assertEqual(asyncio.run(go()), "82")
+
+    @unittest.skipUnless(all(shutil.which(p) for p in ("Xvfb", "xdotool", "scrot")),
+                         "Xvfb, xdotool or scrot is not installed (scripts/deps.sh test installs them)")
+    def test_desktop(self):
+        with Sandbox.create() as sb:
+            shot = sb.screenshot()
+            self.assertEqual(shot.png[:8], b"\x89PNG\r\n\x1a\n")
+            self.assertEqual((shot.width, shot.height), (1024, 768))
+            self.assertEqual(int.from_bytes(shot.png[16:20], "big"), shot.width)
+            self.assertEqual(sb.input([{"type": "move", "x": 40, "y": 30}, {"type": "click"}]), 2)
+            r = sb.commands.run(["xdotool", "getmouselocation"], env={"DISPLAY": ":0"})
+            self.assertTrue(r.stdout.startswith("x:40 y:30 "), r.stdout)
+            with self.assertRaises(InvalidArgument):
+                sb.input([{"type": "key", "keys": "a;id"}])
+
+            async def go():
+                return (await (await AsyncSandbox.connect(sb.id)).screenshot()).width
+
+            self.assertEqual(asyncio.run(go()), 1024)
 
     def test_sizes(self):
         self.assertEqual(sbx.parse_size("512m", "m"), 512 << 20)
