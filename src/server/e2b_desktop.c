@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/log.h"
 #include "util/macro.h"
 
 /* What @e2b/desktop 2.4.0 runs inside the sandbox (its dist/index.mjs):
@@ -33,4 +34,24 @@ int e2b_desktop_missing(char *buf, size_t n)
 		}
 	}
 	return buf[0] ? -1 : 0;
+}
+
+void e2b_desktop_setup(sbx_ctx *ctx, const char *id)
+{
+	if (access("/usr/share/novnc/vnc.html", R_OK) < 0 || access("/opt/noVNC", F_OK) == 0)
+		return;
+	static const char *const argv[] = {"ln", "-sfn", "/usr/share/novnc", "/opt/noVNC", NULL};
+	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
+	o.argv = argv;
+	o.user = "0";
+	o.capture = true;
+	o.timeout_ms = 10000;
+	sbx_exec_result res = {0};
+	sbx_err *e = NULL;
+	if (sbx_env_exec(ctx, id, &o, &res, &e) < 0)
+		log_debug("e2b desktop %s: link /opt/noVNC: %s", id, sbx_err_message(e));
+	else if (res.exit_code != 0)
+		log_debug("e2b desktop %s: link /opt/noVNC: exit %d", id, res.exit_code);
+	sbx_err_free(e);
+	sbx_exec_result_free(&res);
 }

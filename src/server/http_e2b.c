@@ -379,6 +379,8 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		(void)sbx_env_remove(h->ctx, id, &e2);
 		return reply_sbx_error(req, "create", e);
 	}
+	if (streq(tpl, "desktop"))
+		e2b_desktop_setup(h->ctx, id);
 	snprintf(rec.id, sizeof(rec.id), "%s", id);
 	_cleanup_json_ json_t *info = NULL;
 	if (sbx_env_inspect(h->ctx, id, &info, &e) == 0) {

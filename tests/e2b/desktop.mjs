@@ -36,6 +36,18 @@ try {
 	check(await s.waitAndVerify('test -s /tmp/typed', (r) => r.exitCode === 0, 10), 'typed line written');
 	const typed = await s.files.read('/tmp/typed');
 	check(typed === 'hello $(id) `x`', 'typed text', typed);
+	if (process.env.SBX_DESKTOP_STREAM === '1') {
+		// The live view: x11vnc and noVNC inside, noVNC's page through the port proxy.
+		await s.stream.start();
+		check(s.stream.getUrl().includes(`6080-${s.sandboxId}`), 'stream URL', s.stream.getUrl());
+		const res = await fetch(`${process.env.E2B_SANDBOX_URL}/vnc.html`, {
+			headers: { 'E2b-Sandbox-Id': s.sandboxId, 'E2b-Sandbox-Port': '6080', 'E2b-Traffic-Access-Token': s.trafficAccessToken ?? '' },
+		});
+		const page = await res.text();
+		check(res.status === 200 && page.includes('noVNC'), 'noVNC page through the proxy', [res.status, page.slice(0, 100)]);
+		await s.stream.stop();
+		console.log('stream ok');
+	}
 	console.log('desktop ok');
 } finally {
 	if (s) await s.kill();

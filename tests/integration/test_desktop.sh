@@ -170,9 +170,13 @@ t_desktop_e2b_sdk() {
 		command -v "$p" > /dev/null || skip "$p is not installed (scripts/deps.sh test installs xfce4-session xfwm4 xfdesktop4 x11-utils x11-xserver-utils)"
 	done
 	need_e2b_sdk @e2b/desktop
+	# The live view needs x11vnc, noVNC (Debian's novnc) and netstat (the SDK's port check).
+	local stream=1
+	command -v x11vnc > /dev/null && command -v netstat > /dev/null && [ -f /usr/share/novnc/vnc.html ] || stream=0
 	e2b_start
-	out=$(E2B_NODE_TIMEOUT=150 e2b_node desktop.mjs 2>&1) || fail "desktop.mjs: $out"
+	out=$(SBX_DESKTOP_STREAM=$stream E2B_NODE_TIMEOUT=150 e2b_node desktop.mjs 2>&1) || fail "desktop.mjs: $out"
 	echo "$out"
 	assert_contains "$out" "desktop ok"
+	[ $stream = 0 ] || assert_contains "$out" "stream ok"
 	e2b_alive
 }
