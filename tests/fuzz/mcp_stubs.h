@@ -356,6 +356,18 @@ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *policy, json_t
 {
 	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool");
 }
+int sbx_pool_set_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o, json_t **ret,
+		      sbx_err **err)
+{
+	*ret = json_pack("{s:s,s:s,s:s,s:i,s:b}", "pool", "0123456789abcdef", "kind", "template", "source",
+			 source, "size", size, "code", o && o->code);
+	return *ret ? 0 : -ENOMEM;
+}
+int sbx_pool_remove_opts(sbx_ctx *ctx, const char *source, const sbx_pool_opts *o, json_t **ret,
+			 sbx_err **err)
+{
+	return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no pool");
+}
 
 const char *sbx_version(void)
 {
