@@ -37,7 +37,7 @@ LAYERS = [
     # its states, and a create without the warm pool.
     "env_core env_start env_wake env_create",
     # 2, the features (api.h).
-    "exec files env_fs port process pause phase egress pool pool_owned snap packages copy diff diff_entry store_admin registry"
+    "exec files env_fs port process pause phase egress pool pool_files pool_admin pool_owned snap packages copy diff diff_entry store_admin registry"
     " code code_conn code_events",
     # 3, features over features (trace_api.h): a traced run execs,
     # snapshots, reads files and diffs.

@@ -15,13 +15,11 @@
  * and sbx pool set start a detached refiller, which creates entries until
  * the pool is full, the host-wide maximum (SBX_POOL_MAX, default 64 ready
  * entries in this store) is reached or less memory than SBX_POOL_MIN_FREE
- * (default 1g) is available. */
-/* The key's SHA-256 through the low-level interface: EVP_sha256's first
- * use fetches a provider and loads the OpenSSL configuration and error
- * strings (about 1 ms of a CLI create that takes an entry, measured). */
-#define OPENSSL_SUPPRESS_DEPRECATED
-#include <openssl/sha.h>
-
+ * (default 1g) is available.
+ *
+ * This file: the refiller and take; pool_files.c: keys, paths, a pool's
+ * configuration and removal; pool_admin.c: set, list, gc (pool_internal.h
+ * the calls between them). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,19 +38,15 @@
 
 #include "api/api.h"
 #include "api/code.h"
+#include "api/pool_internal.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/startup_trace.h"
-#include "policy/policy.h"
-#include "store/digest.h"
-#include "store/storefs.h"
 #include "util/clock.h"
 #include "util/fs.h"
 #include "util/json.h"
 #include "util/macro.h"
 #include "util/proc.h"
 #include "util/syscalls.h"
-
-#define POOL_SIZE_MAX 256
 
 /* A create matches a pool when it names the same source and policy and
  * nothing else that would change what is built (pure). */
@@ -86,128 +80,6 @@ bool pool_opts_code(const sbx_create_opts *o)
 	return o && o->version >= 9 && o->code;
 }
 
-/* The first 16 hex digits of h's SHA-256, into ret. */
-static void pool_hex16(SHA256_CTX *h, char ret[17])
-{
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	SHA256_Final(md, h);
-	for (int i = 0; i < 8; i++)
-		snprintf(ret + 2 * i, 3, "%02x", md[i]);
-}
-
-/* The pool key of (kind, source, policy, code): the first 16 hex digits of
- * the SHA-256 of "kind\nsource\npolicy", followed by "\ncode" for a code
- * pool (so a plain pool's key is what it was before code pools). */
-static void pool_key(const char *kind, const char *source, const char *pol, bool code, char ret[17])
-{
-	char buf[8192];
-	int n =
-	    snprintf(buf, sizeof(buf), "%s\n%s\n%s%s", kind, source, pol ? pol : "", code ? "\ncode" : "");
-	SHA256_CTX h;
-	SHA256_Init(&h);
-	SHA256_Update(&h, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-	pool_hex16(&h, ret);
-}
-
-/* host and dir:PATH name templates, never a snapshot. */
-static bool pool_source_builtin(const char *source)
-{
-	return streq(source, "host") || startswith(source, "dir:");
-}
-
-/* What may change under a pool's name (docs/warm.md "What a pool is keyed
- * by"): the snapshot a template name points to, and a policy file's content.
- * An entry records their digest (16 hex digits) when it is built, and a take
- * skips (and removes) an entry whose digest is not the one of now. "" when
- * the pool names neither: host, dir:PATH, a snapshot digest, a built-in
- * profile or an inline policy are the key itself. */
-static void pool_inputs(sbx_ctx *ctx, const char *tmpl, const char *pol, char ret[17])
-{
-	ret[0] = 0;
-	bool named = tmpl && !pool_source_builtin(tmpl) && !startswith(tmpl, "oci:");
-	bool file = pol && !policy_spec_is_profile(pol) && pol[0] != '{';
-	if (!named && !file)
-		return;
-	_cleanup_free_ char *target = NULL, *buf = NULL;
-	size_t len = 0;
-	if (named && sbx_template_resolve(ctx, tmpl, &target, NULL) < 0)
-		target = NULL;
-	if (file && fs_read_file(pol, 1 << 20, &buf, &len) < 0)
-		buf = mfree(buf), len = 0;
-	SHA256_CTX h;
-	SHA256_Init(&h);
-	SHA256_Update(&h, target ?: "-", strlen(target ?: "-"));
-	SHA256_Update(&h, "\n", 1);
-	SHA256_Update(&h, buf ?: "-", buf ? len : 1);
-	pool_hex16(&h, ret);
-}
-
-/* Whether entry id was built from the inputs want (pool_inputs). */
-static bool pool_entry_current(const sbx_ctx *ctx, const char *id, const char *want)
-{
-	_cleanup_json_ json_t *st = NULL;
-	return env_state_read(ctx, id, &st) == 0 && streq(json_str(st, "pool_inputs") ?: "", want);
-}
-
-static char *pool_path(const sbx_ctx *ctx, const char *key, const char *suffix)
-{
-	char *p = NULL;
-	return asprintf(&p, "%s/pools/%s%s", ctx->root, key, suffix) < 0 ? NULL : p;
-}
-
-/* Whether the manifest of snapshot digest is in the store: a label names a
- * digest without it (sbx_snapshot_resolve reads only the label), and a
- * snapshot gone from the store must not be forked from its pool when a
- * cold fork of it fails. */
-static bool pool_snapshot_present(const sbx_ctx *ctx, const char *digest)
-{
-	const char *hex = store_digest_hex(digest);
-	char p[4400];
-	if (!hex ||
-	    snprintf(p, sizeof(p), "%s/" STORE_DIR_SNAPSHOTS "/%s.json", ctx->root, hex) >= (int)sizeof(p))
-		return false;
-	return access(p, F_OK) == 0;
-}
-
-/* (kind, source) of a create: a snapshot by digest (present in the store),
- * else the template. */
-static int pool_source_of(sbx_ctx *ctx, const sbx_create_opts *o, const char **ret_kind, char **ret_source,
-			  sbx_err **err)
-{
-	if (o && o->snapshot) {
-		*ret_kind = "snapshot";
-		/* A digest is its own source: only its manifest's presence is
-		 * checked, not its hash (which sbx_snapshot_resolve re-derives:
-		 * OpenSSL's initialisation, about 1 ms of a CLI fork; sbx fsck
-		 * checks hashes). A label or prefix is resolved. */
-		if (store_digest_valid(o->snapshot)) {
-			if (!(*ret_source = strdup(o->snapshot)))
-				return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-		} else if (sbx_snapshot_resolve(ctx, o->snapshot, ret_source, err) < 0)
-			return -1;
-		if (pool_snapshot_present(ctx, *ret_source))
-			return 0;
-		*ret_source = mfree(*ret_source);
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "snapshot '%s' is missing", o->snapshot);
-	}
-	*ret_kind = "template";
-	*ret_source = strdup(o && o->template_spec ? o->template_spec : "host");
-	return *ret_source ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-}
-
-static int64_t pool_env_int(const char *name, int64_t def)
-{
-	const char *v = getenv(name);
-	int64_t n;
-	if (!v || !*v)
-		return def;
-	if (streq(name, "SBX_POOL_MIN_FREE"))
-		return sbx_parse_size(v, &n, NULL) == 0 ? n : def;
-	char *end;
-	n = strtoll(v, &end, 10);
-	return *end || n < 0 ? def : n;
-}
-
 static int64_t mem_available(void)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -215,24 +87,6 @@ static int64_t mem_available(void)
 		return -1;
 	const char *p = strstr(buf, "MemAvailable:");
 	return p ? strtoll(p + strlen("MemAvailable:"), NULL, 10) * 1024 : -1;
-}
-
-static bool endswith(const char *s, const char *suffix)
-{
-	size_t a = strlen(s), b = strlen(suffix);
-	return a >= b && streq(s + a - b, suffix);
-}
-
-static size_t count_tokens(const char *dir)
-{
-	DIR *d = opendir(dir);
-	size_t n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)))
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
 }
 
 /* Ready entries of every pool of this store. */
@@ -244,33 +98,14 @@ static size_t pool_total(const sbx_ctx *ctx)
 	size_t n = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d)))
-		if (endswith(de->d_name, ".d")) {
+		if (pool_endswith(de->d_name, ".d")) {
 			char q[4600];
 			snprintf(q, sizeof(q), "%s/%s", p, de->d_name);
-			n += count_tokens(q);
+			n += pool_count_tokens(q);
 		}
 	if (d)
 		closedir(d);
 	return n;
-}
-
-static int pool_read(const sbx_ctx *ctx, const char *key, json_t **ret)
-{
-	_cleanup_free_ char *p = pool_path(ctx, key, ".json"), *buf = NULL;
-	int r = p ? fs_read_file(p, 1 << 16, &buf, NULL) : -ENOMEM;
-	if (r < 0)
-		return r;
-	*ret = json_loads(buf, 0, NULL);
-	return *ret ? 0 : -EBADMSG;
-}
-
-/* Removes an entry (hidden from other lookups: env_state.h ENV_POOL_MARK). */
-static int pool_remove_entry(sbx_ctx *ctx, const char *id, sbx_err **err)
-{
-	env_see_pool_entries(true);
-	int r = sbx_env_remove(ctx, id, err);
-	env_see_pool_entries(false);
-	return r;
 }
 
 /* Whether the pool of key wants another entry and the caps allow one. */
@@ -279,7 +114,7 @@ static bool pool_wants_more(sbx_ctx *ctx, const char *key, const char *dir)
 	_cleanup_json_ json_t *cfg = NULL;
 	if (pool_read(ctx, key, &cfg) < 0)
 		return false; /* removed meanwhile */
-	if (count_tokens(dir) >= (size_t)json_int(cfg, "size", 0) ||
+	if (pool_count_tokens(dir) >= (size_t)json_int(cfg, "size", 0) ||
 	    pool_total(ctx) >= (size_t)pool_env_int("SBX_POOL_MAX", 64))
 		return false;
 	int64_t avail = mem_available();
@@ -358,7 +193,7 @@ static void pool_wait_quiet(const sbx_ctx *ctx, const char *key, pool_watch *w, 
 {
 	int64_t quiet = pool_env_int("SBX_POOL_QUIET_MS", 50);
 	_cleanup_free_ char *cfg = pool_path(ctx, key, ".json");
-	for (int i = 0; i < 10000 && cfg && count_tokens(dir) * 4 > size; i++) {
+	for (int i = 0; i < 10000 && cfg && pool_count_tokens(dir) * 4 > size; i++) {
 		int64_t left = w->last_take + quiet - clock_ms(CLOCK_MONOTONIC);
 		if (left <= 0 || !pool_watch_wait(w, left))
 			if (clock_ms(CLOCK_MONOTONIC) >= w->last_take + quiet)
@@ -498,7 +333,7 @@ static void pool_fill(sbx_ctx *ctx, const char *key, int64_t linger_ms)
 }
 
 /* Starts a detached refiller (not our child: it outlives the caller). */
-static void pool_refill_async(sbx_ctx *ctx, const char *key)
+void pool_refill_async(sbx_ctx *ctx, const char *key)
 {
 	if (pool_env_int("SBX_POOL_SYNC", 0)) {
 		pool_fill(ctx, key, 0);
@@ -588,7 +423,7 @@ static bool pool_any(const sbx_ctx *ctx)
 	struct dirent *de;
 	bool any = false;
 	while (!any && (de = readdir(d)))
-		any = de->d_name[0] != '.' && endswith(de->d_name, ".d");
+		any = de->d_name[0] != '.' && pool_endswith(de->d_name, ".d");
 	closedir(d);
 	return any;
 }
@@ -813,252 +648,4 @@ _public_ bool sbx_env_from_pool(sbx_ctx *ctx, const char *id)
 {
 	bool pooled = false;
 	return sbx_env_origin(ctx, id, NULL, &pooled, NULL) == 0 && pooled;
-}
-
-int pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, bool code, const json_t *owner,
-	     json_t **ret, sbx_err **err)
-{
-	if (!source || !*source)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "no template or snapshot given for the pool");
-	if (size < 0 || size > POOL_SIZE_MAX)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "invalid pool size %d: 0 to %d", size,
-			       POOL_SIZE_MAX);
-	/* host and dir:PATH are templates; else a snapshot (digest, prefix or
-	 * label) if it resolves as one, else a template name. */
-	_cleanup_free_ char *digest = NULL, *tdigest = NULL;
-	bool builtin = pool_source_builtin(source);
-	bool snap = !builtin && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
-	struct stat dst;
-	if (startswith(source, "dir:") && (stat(source + 4, &dst) < 0 || !S_ISDIR(dst.st_mode)))
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "template '%s': '%s' is not a directory (dir:PATH names a root "
-			       "filesystem tree)",
-			       source, source + 4);
-	/* Else a template: host, dir:PATH or one that resolves (a name that is
-	 * neither, e.g. a mistyped label, would make a pool that never fills). */
-	if (!snap && !builtin && sbx_template_resolve(ctx, source, &tdigest, NULL) < 0)
-		return err_set(err, SBX_E_NOT_FOUND, ENOENT,
-			       "no snapshot or template '%s' (a snapshot's digest, prefix or label; host, "
-			       "dir:PATH or a template name)",
-			       source);
-	if (pol_spec) {
-		_cleanup_policy_ struct policy *pol = NULL;
-		if (policy_load_spec(pol_spec, &pol, err) < 0)
-			return -1; /* "policy '...': ..." says what */
-	}
-	const char *kind = snap ? "snapshot" : "template";
-	const char *src = snap ? digest : source;
-	char key[17];
-	pool_key(kind, src, pol_spec, code, key);
-	char d[4300];
-	snprintf(d, sizeof(d), "%s/pools/%s.taken", ctx->root, key);
-	int r = fs_mkdir_p(d, 0700);
-	if (r < 0)
-		return err_errnum(err, r, "create '%s'", d);
-	snprintf(d, sizeof(d), "%s/pools/%s.d", ctx->root, key);
-	r = fs_mkdir_p(d, 0700);
-	if (r < 0)
-		return err_errnum(err, r, "create '%s'", d);
-	/* The entries' writable layer: the disk (as a cold create's), or with
-	 * SBX_POOL_LAYER=tmpfs (root) a tmpfs of each entry's own (docs/warm.md). */
-	const char *layer =
-	    !ctx->rootless && streq(getenv("SBX_POOL_LAYER") ?: "", "tmpfs") ? "tmpfs" : "disk";
-	_cleanup_json_ json_t *cfg =
-	    json_pack("{s:s,s:s,s:s,s:i,s:s?,s:s,s:b,s:O*}", "pool", key, "kind", kind, "source", src, "size",
-		      size, "policy", pol_spec, "layer", layer, "code", code, "owner", owner);
-	_cleanup_free_ char *txt = cfg ? json_dumps(cfg, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	_cleanup_free_ char *p = pool_path(ctx, key, ".json");
-	if (!txt || !p)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if ((r = fs_write_atomic(p, txt, strlen(txt), 0600)) < 0)
-		return err_errnum(err, r, "write '%s'", p);
-	/* Shrinking: the entries beyond the new size go now. */
-	for (size_t n = count_tokens(d); n > (size_t)size; n--) {
-		DIR *dd = opendir(d);
-		struct dirent *de;
-		while (dd && (de = readdir(dd)))
-			if (de->d_name[0] != '.') {
-				char tok[4600];
-				snprintf(tok, sizeof(tok), "%s/%s", d, de->d_name);
-				if (unlink(tok) == 0) {
-					pool_remove_entry(ctx, de->d_name, NULL);
-					break;
-				}
-			}
-		if (dd)
-			closedir(dd);
-	}
-	pool_refill_async(ctx, key);
-	*ret = json_incref(cfg);
-	return 0;
-}
-
-_public_ int sbx_pool_set(sbx_ctx *ctx, const char *source, int size, const char *pol_spec, json_t **ret,
-			  sbx_err **err)
-{
-	return pool_set(ctx, source, size, pol_spec, false, NULL, ret, err);
-}
-
-_public_ int sbx_pool_set_opts(sbx_ctx *ctx, const char *source, int size, const sbx_pool_opts *o,
-			       json_t **ret, sbx_err **err)
-{
-	return pool_set(ctx, source, size, o ? o->policy : NULL, o && o->code, NULL, ret, err);
-}
-
-int pool_config_read(const sbx_ctx *ctx, const char *kind, const char *source, const char *pol_spec,
-		     bool code, char ret_key[17], json_t **ret)
-{
-	pool_key(kind, source, pol_spec, code, ret_key);
-	return pool_read(ctx, ret_key, ret);
-}
-
-static json_t *pool_entry_json(const sbx_ctx *ctx, const char *name)
-{
-	char key[17];
-	snprintf(key, sizeof(key), "%.16s", name);
-	_cleanup_json_ json_t *cfg = NULL;
-	if (pool_read(ctx, key, &cfg) < 0)
-		return NULL;
-	_cleanup_free_ char *dir = pool_path(ctx, key, ".d");
-	json_object_set_new(cfg, "ready", json_integer(dir ? (json_int_t)count_tokens(dir) : 0));
-	if (!json_object_get(cfg, "code")) /* set before code pools */
-		json_object_set_new(cfg, "code", json_false());
-	return json_incref(cfg);
-}
-
-_public_ int sbx_pool_list(sbx_ctx *ctx, json_t **ret, sbx_err **err)
-{
-	char p[4300];
-	snprintf(p, sizeof(p), "%s/pools", ctx->root);
-	json_t *a = json_array();
-	DIR *d = opendir(p);
-	struct dirent *de;
-	while (a && d && (de = readdir(d)))
-		if (endswith(de->d_name, ".json") && strlen(de->d_name) == 16 + 5) {
-			json_t *e = pool_entry_json(ctx, de->d_name);
-			if (e)
-				json_array_append_new(a, e);
-		}
-	if (d)
-		closedir(d);
-	*ret = json_pack("{s:o,s:I}", "pools", a, "max_ready", (json_int_t)pool_env_int("SBX_POOL_MAX", 64));
-	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-}
-
-/* Every environment of pool key (or of pools that no longer exist, key
- * NULL) that has not been taken: removed. */
-static json_t *pool_remove_entries(sbx_ctx *ctx, const char *key)
-{
-	json_t *removed = json_array();
-	_cleanup_strv_free_ char **ids = env_list_ids(ctx);
-	for (char **i = ids; i && *i; i++) {
-		_cleanup_json_ json_t *st = NULL;
-		const char *k;
-		if (env_state_read(ctx, *i, &st) < 0 || !(k = json_str(st, "pool")))
-			continue;
-		_cleanup_json_ json_t *cfg = NULL;
-		if (key ? !streq(k, key) : pool_read(ctx, k, &cfg) == 0)
-			continue;
-		char tok[4400];
-		snprintf(tok, sizeof(tok), "%s/pools/%s.d/%s", ctx->root, k, *i);
-		(void)unlink(tok);
-		if (pool_remove_entry(ctx, *i, NULL) == 0 && removed)
-			json_array_append_new(removed, json_string(*i));
-	}
-	return removed;
-}
-
-_public_ int sbx_pool_remove(sbx_ctx *ctx, const char *source, const char *pol_spec, json_t **ret,
-			     sbx_err **err)
-{
-	sbx_pool_opts o = SBX_POOL_OPTS_INIT;
-	o.policy = pol_spec;
-	return sbx_pool_remove_opts(ctx, source, &o, ret, err);
-}
-
-_public_ int sbx_pool_remove_opts(sbx_ctx *ctx, const char *source, const sbx_pool_opts *o, json_t **ret,
-				  sbx_err **err)
-{
-	const char *pol_spec = o ? o->policy : NULL;
-	bool code = o && o->code;
-	_cleanup_free_ char *digest = NULL;
-	bool snap =
-	    source && !pool_source_builtin(source) && sbx_snapshot_resolve(ctx, source, &digest, NULL) == 0;
-	char key[17];
-	pool_key(snap ? "snapshot" : "template", snap ? digest : source ? source : "", pol_spec, code, key);
-	_cleanup_free_ char *p = pool_path(ctx, key, ".json"), *dir = pool_path(ctx, key, ".d"),
-			    *lp = pool_path(ctx, key, ".lock");
-	if (!p || !dir || !lp)
-		return err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	if (unlink(p) < 0)
-		return errno == ENOENT
-			   ? err_set(err, SBX_E_NOT_FOUND, ENOENT,
-				     "no pool for '%s'%s%s%s (sbx pool ls lists the pools; one set "
-				     "with --policy or --code is removed with the same options)",
-				     source ? source : "", pol_spec ? " with policy " : "",
-				     pol_spec ? pol_spec : "", code ? " with code" : "")
-			   : err_errno(err, "remove '%s'", p);
-	/* A refiller sees the pool gone before its next entry; wait for it. */
-	_cleanup_close_ int lk = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lk >= 0)
-		(void)flock(lk, LOCK_EX);
-	json_t *removed = pool_remove_entries(ctx, key);
-	(void)fs_rm_rf(dir);
-	_cleanup_free_ char *taken = pool_path(ctx, key, ".taken");
-	if (taken)
-		(void)fs_rm_rf(taken);
-	(void)unlink(lp);
-	*ret = json_pack("{s:s,s:o}", "pool", key, "removed", removed ?: json_array());
-	return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-}
-
-/* Claims in pools/<key>.taken/ older than SBX_POOL_CLAIM_STALE_S
- * (default POOL_CLAIM_STALE_S; tests set 0) seconds (a take
- * lasts well under a millisecond; rename sets the token's ctime, so its
- * age is the claim's): the taker died. An entry still hidden ("pool" in
- * its state) was never handed out and is removed; else the claim is only
- * dropped. */
-#define POOL_CLAIM_STALE_S 10
-static void pool_gc_claims(sbx_ctx *ctx, json_t *removed)
-{
-	int64_t stale = pool_env_int("SBX_POOL_CLAIM_STALE_S", POOL_CLAIM_STALE_S);
-	char p[4300];
-	snprintf(p, sizeof(p), "%s/pools", ctx->root);
-	DIR *d = opendir(p);
-	struct dirent *de;
-	while (d && (de = readdir(d))) {
-		if (!endswith(de->d_name, ".taken"))
-			continue;
-		char td[4600];
-		snprintf(td, sizeof(td), "%s/%s", p, de->d_name);
-		DIR *t = opendir(td);
-		struct dirent *ce;
-		while (t && (ce = readdir(t))) {
-			char c[4900];
-			struct stat sb;
-			snprintf(c, sizeof(c), "%s/%s", td, ce->d_name);
-			if (ce->d_name[0] == '.' || lstat(c, &sb) < 0 || time(NULL) - sb.st_ctime < stale)
-				continue;
-			_cleanup_json_ json_t *st = NULL;
-			if (env_valid_id(ce->d_name) && env_state_read(ctx, ce->d_name, &st) == 0 &&
-			    json_str(st, "pool") && pool_remove_entry(ctx, ce->d_name, NULL) == 0 && removed)
-				json_array_append_new(removed, json_string(ce->d_name));
-			(void)unlink(c);
-		}
-		if (t)
-			closedir(t);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* sbx gc: entries of pools that no longer exist (a pool rm that died) and
- * entries whose taker died (pool_gc_claims). */
-void pool_gc(sbx_ctx *ctx, json_t *removed)
-{
-	pool_gc_claims(ctx, removed);
-	json_t *r = pool_remove_entries(ctx, NULL);
-	json_array_extend(removed, r);
-	json_decref(r);
 }
