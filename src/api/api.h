@@ -12,7 +12,8 @@
 #include "api/core.h"
 
 /* The warm pool (src/api/pool.c): a ready entry for a create (1, or 0
- * if none matches); sbx gc's removal of entries of pools that are gone. */
+ * if none matches); sbx gc's removal of entries of pools that are gone
+ * (pool_admin.c, as pool_set and pool_config_read). */
 int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **ret_warnings);
 void pool_gc(sbx_ctx *ctx, json_t *removed);
 /* sbx_pool_set with an owner ({pid, start}: pool_owned.c) kept in the
