@@ -1,5 +1,8 @@
-/* Policy documents: parse, validate, compose (see policy.h). */
+/* Policy documents: parse, validate, the profiles, the canonical form (see
+ * policy.h); composition is policy_merge.c (policy_internal.h the calls
+ * between them). */
 #include "policy/policy.h"
+#include "policy/policy_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,8 +23,7 @@
 #define POLICY_PATH_MAX 4096
 #define POLICY_LIST_MAX 256
 
-static int bad(sbx_err **err, const char *field, const char *fmt, ...) _printf_(3, 4);
-static int bad(sbx_err **err, const char *field, const char *fmt, ...)
+int policy_bad(sbx_err **err, const char *field, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -31,7 +33,7 @@ static int bad(sbx_err **err, const char *field, const char *fmt, ...)
 	return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", field, msg);
 }
 
-static int oom(sbx_err **err)
+int policy_oom(sbx_err **err)
 {
 	return err_set(err, SBX_E_LIMIT_EXCEEDED, ENOMEM, "out of memory");
 }
@@ -62,7 +64,7 @@ policy *policy_free(policy *p)
 	return NULL;
 }
 
-static policy *policy_new(void)
+policy *policy_new(void)
 {
 	policy *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -97,7 +99,7 @@ static const char *path_invalid(const char *s)
 	return NULL;
 }
 
-static size_t strv_len(char *const *v)
+size_t policy_strv_len(char *const *v)
 {
 	size_t n = 0;
 	while (v && v[n])
@@ -105,7 +107,7 @@ static size_t strv_len(char *const *v)
 	return n;
 }
 
-static bool strv_has(char *const *v, const char *s)
+bool policy_strv_has(char *const *v, const char *s)
 {
 	for (; v && *v; v++)
 		if (streq(*v, s))
@@ -114,9 +116,9 @@ static bool strv_has(char *const *v, const char *s)
 }
 
 /* Appends a copy of s (v may be NULL). Returns 0 or -ENOMEM. */
-static int strv_push_copy_n(char ***v, const char *s)
+int policy_strv_push_copy_n(char ***v, const char *s)
 {
-	size_t n = strv_len(*v);
+	size_t n = policy_strv_len(*v);
 	char **nv = realloc(*v, (n + 2) * sizeof(char *));
 	if (!nv)
 		return -ENOMEM;
@@ -129,13 +131,13 @@ static int strv_push_copy_n(char ***v, const char *s)
 	return 0;
 }
 
-static int strv_copy(char *const *src, char ***ret)
+int policy_strv_copy(char *const *src, char ***ret)
 {
 	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
 	if (!v)
 		return -ENOMEM;
 	for (; src && *src; src++)
-		if (strv_push_copy_n(&v, *src) < 0)
+		if (policy_strv_push_copy_n(&v, *src) < 0)
 			return -ENOMEM;
 	*ret = TAKE_PTR(v);
 	return 0;
@@ -151,7 +153,7 @@ static int check_keys(const json_t *obj, const char *field, const char *const *k
 		for (const char *const *q = known; *q; q++)
 			ok |= streq(*q, k);
 		if (!ok)
-			return bad(err, field, "unknown field '%.64s'", k);
+			return policy_bad(err, field, "unknown field '%.64s'", k);
 	}
 	return 0;
 }
@@ -159,12 +161,12 @@ static int check_keys(const json_t *obj, const char *field, const char *const *k
 static int parse_paths(const json_t *a, const char *field, bool so, char ***ret, sbx_err **err)
 {
 	if (!json_is_array(a))
-		return bad(err, field, "must be an array of absolute paths");
+		return policy_bad(err, field, "must be an array of absolute paths");
 	if (json_array_size(a) > POLICY_LIST_MAX)
-		return bad(err, field, "more than %d entries", POLICY_LIST_MAX);
+		return policy_bad(err, field, "more than %d entries", POLICY_LIST_MAX);
 	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
 	if (!v)
-		return oom(err);
+		return policy_oom(err);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
@@ -173,15 +175,15 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 		snprintf(f, sizeof(f), "%s[%zu]", field, i);
 		const char *s = jstr(e, POLICY_PATH_MAX);
 		if (!s)
-			return bad(err, f, "must be a path string (at most %d bytes, no NUL)",
-				   POLICY_PATH_MAX);
+			return policy_bad(err, f, "must be a path string (at most %d bytes, no NUL)",
+					  POLICY_PATH_MAX);
 		const char *why = path_invalid(s);
 		if (why)
-			return bad(err, f, "'%.200s' %s", s, why);
+			return policy_bad(err, f, "'%.200s' %s", s, why);
 		if (so && (strlen(s) < 4 || strcmp(s + strlen(s) - 3, ".so") != 0))
-			return bad(err, f, "'%.200s' is not a shared object (.so)", s);
-		if (strv_push_copy_n(&v, s) < 0)
-			return oom(err);
+			return policy_bad(err, f, "'%.200s' is not a shared object (.so)", s);
+		if (policy_strv_push_copy_n(&v, s) < 0)
+			return policy_oom(err);
 	}
 	*ret = TAKE_PTR(v);
 	return 0;
@@ -191,11 +193,11 @@ static int parse_paths(const json_t *a, const char *field, bool so, char ***ret,
 static int parse_plugins(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a))
-		return bad(err, "plugins",
-			   "must be an array of shared object paths or {path, config} objects");
+		return policy_bad(err, "plugins",
+				  "must be an array of shared object paths or {path, config} objects");
 	_cleanup_json_ json_t *paths = json_array();
 	if (!paths)
-		return oom(err);
+		return policy_oom(err);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
@@ -207,9 +209,9 @@ static int parse_plugins(const json_t *a, policy *p, sbx_err **err)
 			return -EINVAL;
 		json_t *path = json_is_object(e) ? json_object_get(e, "path") : e;
 		if (!path)
-			return bad(err, f, "needs a \"path\"");
+			return policy_bad(err, f, "needs a \"path\"");
 		if (json_array_append(paths, path) < 0)
-			return oom(err);
+			return policy_oom(err);
 	}
 	if (parse_paths(paths, "plugins", true, &p->plugins, err) < 0)
 		return -EINVAL;
@@ -217,14 +219,14 @@ static int parse_plugins(const json_t *a, policy *p, sbx_err **err)
 	{
 		for (size_t j = 0; j < i; j++)
 			if (streq(p->plugins[j], p->plugins[i]))
-				return bad(err, "plugins", "'%.200s' is named twice", p->plugins[i]);
+				return policy_bad(err, "plugins", "'%.200s' is named twice", p->plugins[i]);
 		json_t *cfg = json_is_object(e) ? json_object_get(e, "config") : NULL;
 		if (!cfg)
 			continue;
 		if (!p->plugin_config && !(p->plugin_config = json_object()))
-			return oom(err);
+			return policy_oom(err);
 		if (json_object_set(p->plugin_config, p->plugins[i], cfg) < 0)
-			return oom(err);
+			return policy_oom(err);
 	}
 	return 0;
 }
@@ -233,7 +235,7 @@ static int parse_network(const json_t *n, policy *p, sbx_err **err)
 {
 	static const char *const keys[] = {"mode", "allow", NULL};
 	if (!json_is_object(n))
-		return bad(err, "network", "must be an object");
+		return policy_bad(err, "network", "must be an object");
 	if (check_keys(n, "network", keys, err) < 0)
 		return -EINVAL;
 	json_t *m = json_object_get(n, "mode");
@@ -246,20 +248,21 @@ static int parse_network(const json_t *n, policy *p, sbx_err **err)
 		else if (s && streq(s, "open"))
 			p->net_mode = POLICY_NET_OPEN;
 		else
-			return bad(err, "network.mode", "must be \"none\", \"allow\" or \"open\"");
+			return policy_bad(err, "network.mode", "must be \"none\", \"allow\" or \"open\"");
 	}
 	json_t *a = json_object_get(n, "allow");
 	if (!a)
 		return 0;
 	if (!json_is_array(a))
-		return bad(err, "network.allow", "must be an array of host[:port] patterns");
+		return policy_bad(err, "network.allow", "must be an array of host[:port] patterns");
 	if (json_array_size(a) > EGRESS_RULES_MAX)
-		return bad(err, "network.allow", "more than %d patterns", EGRESS_RULES_MAX);
+		return policy_bad(err, "network.allow", "more than %d patterns", EGRESS_RULES_MAX);
 	if (p->net_mode == POLICY_NET_NONE && json_array_size(a) > 0)
-		return bad(err, "network.allow", "network mode \"none\" allows no hosts; use mode \"allow\"");
+		return policy_bad(err, "network.allow",
+				  "network mode \"none\" allows no hosts; use mode \"allow\"");
 	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
 	if (!v)
-		return oom(err);
+		return policy_oom(err);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
@@ -268,14 +271,14 @@ static int parse_network(const json_t *n, policy *p, sbx_err **err)
 		snprintf(f, sizeof(f), "network.allow[%zu]", i);
 		const char *s = jstr(e, EGRESS_PATTERN_MAX);
 		if (!s)
-			return bad(err, f, "must be a host[:port] string of at most %d bytes",
-				   EGRESS_PATTERN_MAX);
+			return policy_bad(err, f, "must be a host[:port] string of at most %d bytes",
+					  EGRESS_PATTERN_MAX);
 		egress_rule r;
 		_cleanup_err_ sbx_err *e2 = NULL;
 		if (egress_rule_parse(s, &r, &e2) < 0)
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s: %s", f, sbx_err_message(e2));
-		if (strv_push_copy_n(&v, r.text) < 0)
-			return oom(err);
+		if (policy_strv_push_copy_n(&v, r.text) < 0)
+			return policy_oom(err);
 	}
 	p->allow = TAKE_PTR(v);
 	if (p->net_mode == POLICY_NET_UNSET)
@@ -287,7 +290,7 @@ static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
 {
 	static const char *const keys[] = {"volumes", "hidden", NULL};
 	if (!json_is_object(f))
-		return bad(err, "filesystem", "must be an object");
+		return policy_bad(err, "filesystem", "must be an object");
 	if (check_keys(f, "filesystem", keys, err) < 0)
 		return -EINVAL;
 	json_t *h = json_object_get(f, "hidden");
@@ -297,12 +300,12 @@ static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
 	if (!vs)
 		return 0;
 	if (!json_is_array(vs))
-		return bad(err, "filesystem.volumes", "must be an array of {host, path, readonly}");
+		return policy_bad(err, "filesystem.volumes", "must be an array of {host, path, readonly}");
 	if (json_array_size(vs) > POLICY_LIST_MAX)
-		return bad(err, "filesystem.volumes", "more than %d entries", POLICY_LIST_MAX);
+		return policy_bad(err, "filesystem.volumes", "more than %d entries", POLICY_LIST_MAX);
 	p->volumes = calloc(json_array_size(vs) + 1, sizeof(policy_volume));
 	if (!p->volumes)
-		return oom(err);
+		return policy_oom(err);
 	p->volumes_set = true;
 	size_t i;
 	json_t *v;
@@ -312,32 +315,32 @@ static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
 		char fld[64];
 		snprintf(fld, sizeof(fld), "filesystem.volumes[%zu]", i);
 		if (!json_is_object(v))
-			return bad(err, fld, "must be an object {host, path, readonly}");
+			return policy_bad(err, fld, "must be an object {host, path, readonly}");
 		if (check_keys(v, fld, vkeys, err) < 0)
 			return -EINVAL;
 		const char *host = jstr(json_object_get(v, "host"), POLICY_PATH_MAX);
 		const char *path = jstr(json_object_get(v, "path"), POLICY_PATH_MAX);
 		json_t *ro = json_object_get(v, "readonly");
 		if (!host)
-			return bad(err, fld, "host must be a path string");
+			return policy_bad(err, fld, "host must be a path string");
 		if (!path)
-			return bad(err, fld, "path must be a path string");
+			return policy_bad(err, fld, "path must be a path string");
 		const char *why = path_invalid(host);
 		if (why)
-			return bad(err, fld, "host '%.200s' %s", host, why);
+			return policy_bad(err, fld, "host '%.200s' %s", host, why);
 		if ((why = path_invalid(path)))
-			return bad(err, fld, "path '%.200s' %s", path, why);
+			return policy_bad(err, fld, "path '%.200s' %s", path, why);
 		if (ro && !json_is_boolean(ro))
-			return bad(err, fld, "readonly must be true or false");
+			return policy_bad(err, fld, "readonly must be true or false");
 		for (size_t j = 0; j < p->n_volumes; j++)
 			if (streq(p->volumes[j].path, path))
-				return bad(err, fld, "path '%.200s' is mounted twice", path);
+				return policy_bad(err, fld, "path '%.200s' is mounted twice", path);
 		policy_volume *pv = &p->volumes[p->n_volumes];
 		pv->readonly = ro ? json_is_true(ro) : true; /* read-only unless asked */
 		if (!(pv->host = strdup(host)) || !(pv->path = strdup(path))) {
 			free(pv->host);
 			pv->host = NULL;
-			return oom(err);
+			return policy_oom(err);
 		}
 		p->n_volumes++;
 	}
@@ -346,10 +349,7 @@ static int parse_filesystem(const json_t *f, policy *p, sbx_err **err)
 
 /* The integer limits (cpus is a double, apart): one table for parsing and
  * for composition, so that a new limit cannot reach one and not the other. */
-static const struct {
-	const char *key;
-	size_t off;
-} limit_ints[] = {
+const policy_limit_int policy_limit_ints[] = {
     {"memory_bytes", offsetof(policy_limits, memory_bytes)},
     {"pids", offsetof(policy_limits, pids)},
     {"timeout_ms", offsetof(policy_limits, timeout_ms)},
@@ -358,6 +358,7 @@ static const struct {
     {"output_bytes", offsetof(policy_limits, output_bytes)},
     {"disk_bytes", offsetof(policy_limits, disk_bytes)},
 };
+const size_t policy_n_limit_ints = ARRAY_SIZE(policy_limit_ints);
 
 static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 {
@@ -365,24 +366,25 @@ static int parse_limits(const json_t *l, policy *p, sbx_err **err)
 	    "memory_bytes",    "pids", "cpus", "timeout_ms", "ttl_ms", "output_bytes", "disk_bytes",
 	    "idle_suspend_ms", NULL};
 	if (!json_is_object(l))
-		return bad(err, "limits", "must be an object");
+		return policy_bad(err, "limits", "must be an object");
 	if (check_keys(l, "limits", keys, err) < 0)
 		return -EINVAL;
-	for (size_t i = 0; i < ARRAY_SIZE(limit_ints); i++) {
-		json_t *v = json_object_get(l, limit_ints[i].key);
+	for (size_t i = 0; i < policy_n_limit_ints; i++) {
+		json_t *v = json_object_get(l, policy_limit_ints[i].key);
 		if (!v)
 			continue;
 		char f[64];
-		snprintf(f, sizeof(f), "limits.%s", limit_ints[i].key);
+		snprintf(f, sizeof(f), "limits.%s", policy_limit_ints[i].key);
 		if (!json_is_integer(v) || json_integer_value(v) <= 0)
-			return bad(err, f, "must be a positive integer");
-		*(int64_t *)((char *)&p->limits + limit_ints[i].off) = (int64_t)json_integer_value(v);
+			return policy_bad(err, f, "must be a positive integer");
+		*(int64_t *)((char *)&p->limits + policy_limit_ints[i].off) = (int64_t)json_integer_value(v);
 	}
 	json_t *c = json_object_get(l, "cpus");
 	if (c) {
 		double d = json_number_value(c);
 		if (!json_is_number(c) || !(d > 0) || d > 4096 || !isfinite(d))
-			return bad(err, "limits.cpus", "must be a number greater than 0 (at most 4096)");
+			return policy_bad(err, "limits.cpus",
+					  "must be a number greater than 0 (at most 4096)");
 		p->limits.cpus = d;
 	}
 	return 0;
@@ -398,7 +400,7 @@ static bool env_name_ok(const char *k)
 	return true;
 }
 
-static int cmp_str(const void *a, const void *b)
+int policy_cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -406,12 +408,12 @@ static int cmp_str(const void *a, const void *b)
 static int parse_env(const json_t *e, policy *p, sbx_err **err)
 {
 	if (!json_is_object(e))
-		return bad(err, "env", "must be an object of \"NAME\": \"value\"");
+		return policy_bad(err, "env", "must be an object of \"NAME\": \"value\"");
 	if (json_object_size(e) > POLICY_LIST_MAX)
-		return bad(err, "env", "more than %d variables", POLICY_LIST_MAX);
+		return policy_bad(err, "env", "more than %d variables", POLICY_LIST_MAX);
 	_cleanup_strv_free_ char **v = calloc(1, sizeof(char *));
 	if (!v)
-		return oom(err);
+		return policy_oom(err);
 	const char *k;
 	json_t *val;
 	json_object_foreach((json_t *)e, k, val)
@@ -419,17 +421,18 @@ static int parse_env(const json_t *e, policy *p, sbx_err **err)
 		char f[300];
 		snprintf(f, sizeof(f), "env.%.64s", k);
 		if (!env_name_ok(k))
-			return bad(
+			return policy_bad(
 			    err, f,
 			    "invalid variable name (letters, digits and '_', not starting with a digit)");
 		const char *s = jstr(val, 128 * 1024);
 		if (!s)
-			return bad(err, f, "value must be a string without NUL bytes (at most 128 KiB)");
+			return policy_bad(err, f,
+					  "value must be a string without NUL bytes (at most 128 KiB)");
 		_cleanup_free_ char *kv = NULL;
-		if (asprintf(&kv, "%s=%s", k, s) < 0 || strv_push_copy_n(&v, kv) < 0)
-			return oom(err);
+		if (asprintf(&kv, "%s=%s", k, s) < 0 || policy_strv_push_copy_n(&v, kv) < 0)
+			return policy_oom(err);
 	}
-	qsort(v, strv_len(v), sizeof(char *), cmp_str);
+	qsort(v, policy_strv_len(v), sizeof(char *), policy_cmp_str);
 	p->env = TAKE_PTR(v);
 	return 0;
 }
@@ -437,13 +440,13 @@ static int parse_env(const json_t *e, policy *p, sbx_err **err)
 static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
 {
 	if (!json_is_object(s))
-		return bad(err, "secrets",
-			   "must be an object of \"NAME\": {\"env\": true} or {\"file\": \"/path\"}");
+		return policy_bad(err, "secrets",
+				  "must be an object of \"NAME\": {\"env\": true} or {\"file\": \"/path\"}");
 	if (json_object_size(s) > POLICY_LIST_MAX)
-		return bad(err, "secrets", "more than %d secrets", POLICY_LIST_MAX);
+		return policy_bad(err, "secrets", "more than %d secrets", POLICY_LIST_MAX);
 	p->secrets = calloc(json_object_size(s) + 1, sizeof(policy_secret));
 	if (!p->secrets)
-		return oom(err);
+		return policy_oom(err);
 	p->secrets_set = true;
 	const char *k;
 	json_t *v;
@@ -453,36 +456,37 @@ static int parse_secrets(const json_t *s, policy *p, sbx_err **err)
 		char f[300];
 		snprintf(f, sizeof(f), "secrets.%.64s", k);
 		if (!env_name_ok(k))
-			return bad(
+			return policy_bad(
 			    err, f,
 			    "invalid secret name (letters, digits and '_', not starting with a digit)");
 		if (!json_is_object(v))
-			return bad(err, f,
-				   "must be {\"env\": true} or {\"file\": \"/path\"}; values are never "
-				   "stored in a policy");
+			return policy_bad(
+			    err, f,
+			    "must be {\"env\": true} or {\"file\": \"/path\"}; values are never "
+			    "stored in a policy");
 		if (check_keys(v, f, keys, err) < 0)
 			return -EINVAL;
 		json_t *ev = json_object_get(v, "env"), *fv = json_object_get(v, "file");
 		if (ev && !json_is_true(ev))
-			return bad(err, f,
-				   "env must be true (take the value from the host variable of that name)");
+			return policy_bad(
+			    err, f, "env must be true (take the value from the host variable of that name)");
 		if (!!ev == !!fv)
-			return bad(err, f, "set exactly one of env or file");
+			return policy_bad(err, f, "set exactly one of env or file");
 		policy_secret *ps = &p->secrets[p->n_secrets];
 		if (fv) {
 			const char *path = jstr(fv, POLICY_PATH_MAX), *why;
 			if (!path)
-				return bad(err, f, "file must be a path string");
+				return policy_bad(err, f, "file must be a path string");
 			if ((why = path_invalid(path)))
-				return bad(err, f, "file '%.200s' %s", path, why);
+				return policy_bad(err, f, "file '%.200s' %s", path, why);
 			if (!(ps->file = strdup(path)))
-				return oom(err);
+				return policy_oom(err);
 		}
 		ps->from_env = ev != NULL;
 		if (!(ps->name = strdup(k))) {
 			free(ps->file);
 			ps->file = NULL;
-			return oom(err);
+			return policy_oom(err);
 		}
 		p->n_secrets++;
 	}
@@ -500,14 +504,15 @@ static int parse_user(const json_t *v, policy *p, sbx_err **err)
 	} else if (json_is_string(v))
 		s = jstr(v, 256);
 	if (!s)
-		return bad(err, "user",
-			   "must be a string (\"UID[:GID]\" or a user name) or a non-negative integer uid");
+		return policy_bad(
+		    err, "user",
+		    "must be a string (\"UID[:GID]\" or a user name) or a non-negative integer uid");
 	user_spec us;
 	_cleanup_err_ sbx_err *e = NULL;
 	if (user_spec_parse(s, &us, &e) < 0)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "%s", sbx_err_message(e));
 	if (!(p->user = strdup(s)))
-		return oom(err);
+		return policy_oom(err);
 	return 0;
 }
 
@@ -515,8 +520,8 @@ static int parse_user(const json_t *v, policy *p, sbx_err **err)
 static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a) || json_array_size(a) > 64)
-		return bad(err, "capabilities",
-			   "must be an array of capability names (within " CAPS_SAFE_NAMES ")");
+		return policy_bad(err, "capabilities",
+				  "must be an array of capability names (within " CAPS_SAFE_NAMES ")");
 	size_t i;
 	json_t *v;
 	uint64_t set = 0;
@@ -526,7 +531,7 @@ static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 		snprintf(f, sizeof(f), "capabilities[%zu]", i);
 		const char *n = jstr(v, 64);
 		if (!n)
-			return bad(err, f, "must be a capability name such as CHOWN");
+			return policy_bad(err, f, "must be a capability name such as CHOWN");
 		const char *const one[] = {n, NULL};
 		uint64_t bit;
 		if (caps_parse_list(one, false, f, &bit, err) < 0)
@@ -542,8 +547,9 @@ static int parse_caps(const json_t *a, policy *p, sbx_err **err)
 static int parse_devices(const json_t *a, policy *p, sbx_err **err)
 {
 	if (!json_is_array(a) || json_array_size(a) > 256 || !(p->devices = json_to_strv(a)))
-		return bad(err, "devices",
-			   "must be an array of CDI device names (vendor/class=name, vendor/class=*, *)");
+		return policy_bad(
+		    err, "devices",
+		    "must be an array of CDI device names (vendor/class=name, vendor/class=*, *)");
 	for (size_t i = 0; p->devices[i]; i++) {
 		char f[64], *k = NULL, *n = NULL, q[600];
 		snprintf(f, sizeof(f), "devices[%zu]", i);
@@ -554,9 +560,10 @@ static int parse_devices(const json_t *a, policy *p, sbx_err **err)
 		if (len >= 2 && len <= 590 && streq(q + len - 2, "=*"))
 			q[len - 1] = 'x'; /* "kind=*": the kind is checked as a name's */
 		if (len > 590 || cdi_name_parse(q, &k, &n, NULL) < 0)
-			return bad(err, f,
-				   "'%.200s' is not a CDI device name (vendor/class=name, vendor/class=*, *)",
-				   p->devices[i]);
+			return policy_bad(
+			    err, f,
+			    "'%.200s' is not a CDI device name (vendor/class=name, vendor/class=*, *)",
+			    p->devices[i]);
 		free(k);
 		free(n);
 	}
@@ -571,23 +578,23 @@ int policy_from_json(const json_t *doc, policy **ret, sbx_err **err)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL, "policy: must be a JSON object");
 	_cleanup_policy_ policy *p = policy_new();
 	if (!p)
-		return oom(err);
+		return policy_oom(err);
 	if (check_keys(doc, "policy", keys, err) < 0)
 		return -EINVAL;
 	json_t *v;
 	if ((v = json_object_get(doc, "name"))) {
 		const char *s = jstr(v, 128);
 		if (!s || !*s)
-			return bad(err, "name", "must be a non-empty string of at most 128 bytes");
+			return policy_bad(err, "name", "must be a non-empty string of at most 128 bytes");
 		for (const char *q = s; *q; q++)
 			if (!(isalnum((unsigned char)*q) || strchr("-_.+", *q)))
-				return bad(err, "name", "only letters, digits and '-_.+'");
+				return policy_bad(err, "name", "only letters, digits and '-_.+'");
 		if (!(p->name = strdup(s)))
-			return oom(err);
+			return policy_oom(err);
 	}
 	if ((v = json_object_get(doc, "override"))) {
 		if (!json_is_boolean(v))
-			return bad(err, "override", "must be true or false");
+			return policy_bad(err, "override", "must be true or false");
 		p->override = json_is_true(v);
 	}
 	if ((v = json_object_get(doc, "network")) && parse_network(v, p, err) < 0)
@@ -680,220 +687,12 @@ int policy_profile(const char *name, policy **ret, sbx_err **err)
 	return policy_parse(doc, strlen(doc), ret, err);
 }
 
-/* ---- merge ---------------------------------------------------------------- */
+/* ---- output ------------------------------------------------------------------ */
 
-static const char *mode_name(policy_net_mode m)
+const char *policy_mode_name(policy_net_mode m)
 {
 	return m == POLICY_NET_OPEN ? "open" : m == POLICY_NET_ALLOW ? "allow" : "none";
 }
-
-#define WIDEN_HINT "; set \"override\": true to widen"
-
-int policy_merge(const policy *base, const policy *later, policy **ret, sbx_err **err)
-{
-	bool ov = later->override;
-	_cleanup_policy_ policy *m = policy_new();
-	if (!m)
-		return oom(err);
-	const char *name = later->name ? later->name : base->name;
-	if (name && !(m->name = strdup(name)))
-		return oom(err);
-
-	/* network */
-	policy_net_mode bm = base->net_mode == POLICY_NET_UNSET ? POLICY_NET_NONE : base->net_mode;
-	policy_net_mode lm = later->net_mode == POLICY_NET_UNSET ? bm : later->net_mode;
-	if (!ov && lm > bm)
-		return bad(err, "network.mode", "\"%s\" is wider than the base's \"%s\"" WIDEN_HINT,
-			   mode_name(lm), mode_name(bm));
-	m->net_mode = lm;
-	char *const *allow = later->allow ? later->allow : base->allow;
-	if (!ov && later->allow && lm == POLICY_NET_ALLOW && bm == POLICY_NET_ALLOW) {
-		for (size_t i = 0; later->allow[i]; i++) {
-			egress_rule li;
-			if (egress_rule_parse(later->allow[i], &li, NULL) < 0)
-				return bad(err, "network.allow", "invalid pattern");
-			bool covered = false;
-			for (size_t j = 0; base->allow && base->allow[j] && !covered; j++) {
-				egress_rule bj;
-				covered = egress_rule_parse(base->allow[j], &bj, NULL) == 0 &&
-					  egress_rule_covers(&bj, &li);
-			}
-			if (!covered)
-				return err_set(
-				    err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				    "network.allow[%zu]: '%s' is not allowed by the base policy" WIDEN_HINT,
-				    i, later->allow[i]);
-		}
-	}
-	if (lm != POLICY_NET_NONE && allow && strv_copy(allow, &m->allow) < 0)
-		return oom(err);
-
-	/* limits */
-	for (size_t i = 0; i < ARRAY_SIZE(limit_ints); i++) {
-		int64_t b = *(const int64_t *)((const char *)&base->limits + limit_ints[i].off);
-		int64_t l = *(const int64_t *)((const char *)&later->limits + limit_ints[i].off);
-		if (!ov && l > 0 && b > 0 && l > b)
-			return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				       "limits.%s: %lld is larger than the base's %lld" WIDEN_HINT,
-				       limit_ints[i].key, (long long)l, (long long)b);
-		*(int64_t *)((char *)&m->limits + limit_ints[i].off) = l > 0 ? l : b;
-	}
-	if (!ov && later->limits.cpus > 0 && base->limits.cpus > 0 && later->limits.cpus > base->limits.cpus)
-		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "limits.cpus: %g is larger than the base's %g" WIDEN_HINT, later->limits.cpus,
-			       base->limits.cpus);
-	m->limits.cpus = later->limits.cpus > 0 ? later->limits.cpus : base->limits.cpus;
-
-	/* volumes: later may drop volumes or make them read-only */
-	const policy *vsrc = later->volumes_set ? later : base;
-	if (!ov && later->volumes_set)
-		for (size_t i = 0; i < later->n_volumes; i++) {
-			const policy_volume *lv = &later->volumes[i];
-			const policy_volume *bv = NULL;
-			for (size_t j = 0; j < base->n_volumes && !bv; j++)
-				if (streq(base->volumes[j].host, lv->host) &&
-				    streq(base->volumes[j].path, lv->path))
-					bv = &base->volumes[j];
-			if (!bv)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "filesystem.volumes[%zu]: '%.200s' is not mounted by the base "
-					       "policy" WIDEN_HINT,
-					       i, lv->path);
-			if (bv->readonly && !lv->readonly)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "filesystem.volumes[%zu]: '%.200s' is read-only in the base "
-					       "policy" WIDEN_HINT,
-					       i, lv->path);
-		}
-	m->volumes_set = vsrc->volumes_set;
-	if (vsrc->n_volumes) {
-		m->volumes = calloc(vsrc->n_volumes, sizeof(policy_volume));
-		if (!m->volumes)
-			return oom(err);
-		for (size_t i = 0; i < vsrc->n_volumes; i++) {
-			m->volumes[i].readonly = vsrc->volumes[i].readonly;
-			m->volumes[i].host = strdup(vsrc->volumes[i].host);
-			m->volumes[i].path = strdup(vsrc->volumes[i].path);
-			m->n_volumes++;
-			if (!m->volumes[i].host || !m->volumes[i].path)
-				return oom(err);
-		}
-	}
-
-	/* hidden: union (hiding more only narrows) */
-	if (base->hidden || later->hidden) {
-		if (strv_copy(base->hidden, &m->hidden) < 0)
-			return oom(err);
-		for (char *const *h = later->hidden; h && *h; h++)
-			if (!strv_has(m->hidden, *h) && strv_push_copy_n(&m->hidden, *h) < 0)
-				return oom(err);
-	}
-
-	/* env: union, later wins */
-	if (base->env || later->env) {
-		if (strv_copy(later->env, &m->env) < 0)
-			return oom(err);
-		for (char *const *e = base->env; e && *e; e++) {
-			size_t kl = strcspn(*e, "=");
-			bool dup = false;
-			for (char *const *q = later->env; q && *q && !dup; q++)
-				dup = strncmp(*q, *e, kl + 1) == 0;
-			if (!dup && strv_push_copy_n(&m->env, *e) < 0)
-				return oom(err);
-		}
-		qsort(m->env, strv_len(m->env), sizeof(char *), cmp_str);
-	}
-
-	/* secrets: later may only keep a subset, from the same source */
-	const policy *ssrc = later->secrets_set ? later : base;
-	if (!ov && later->secrets_set)
-		for (size_t i = 0; i < later->n_secrets; i++) {
-			const policy_secret *ls = &later->secrets[i];
-			bool ok = false;
-			for (size_t j = 0; j < base->n_secrets && !ok; j++) {
-				const policy_secret *bs = &base->secrets[j];
-				ok = streq(bs->name, ls->name) && bs->from_env == ls->from_env &&
-				     (!bs->file) == (!ls->file) && (!bs->file || streq(bs->file, ls->file));
-			}
-			if (!ok)
-				return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-					       "secrets.%.64s: not granted by the base policy" WIDEN_HINT,
-					       ls->name);
-		}
-	m->secrets_set = ssrc->secrets_set;
-	if (ssrc->n_secrets) {
-		m->secrets = calloc(ssrc->n_secrets, sizeof(policy_secret));
-		if (!m->secrets)
-			return oom(err);
-		for (size_t i = 0; i < ssrc->n_secrets; i++) {
-			m->secrets[i].from_env = ssrc->secrets[i].from_env;
-			m->secrets[i].name = strdup(ssrc->secrets[i].name);
-			m->secrets[i].file = ssrc->secrets[i].file ? strdup(ssrc->secrets[i].file) : NULL;
-			m->n_secrets++;
-			if (!m->secrets[i].name || (ssrc->secrets[i].file && !m->secrets[i].file))
-				return oom(err);
-		}
-	}
-
-	/* plugins: host code loaded into the supervisor; only a subset */
-	if (!ov && later->plugins)
-		for (size_t i = 0; later->plugins[i]; i++)
-			if (!strv_has(base->plugins, later->plugins[i]))
-				return err_set(
-				    err, SBX_E_INVALID_ARGUMENT, EINVAL,
-				    "plugins[%zu]: '%.200s' is not loaded by the base policy" WIDEN_HINT, i,
-				    later->plugins[i]);
-	char *const *plugins = later->plugins ? later->plugins : base->plugins;
-	if (plugins && strv_copy(plugins, &m->plugins) < 0)
-		return oom(err);
-	/* a plugin's config: the base's, unless the later one (with override, or
-	 * saying exactly the same) sets it; a config is part of what a plugin
-	 * enforces, so changing it is not a narrowing sbx can check */
-	for (size_t i = 0; plugins && plugins[i]; i++) {
-		json_t *bc = json_object_get(base->plugin_config, plugins[i]);
-		json_t *lc = json_object_get(later->plugin_config, plugins[i]);
-		if (!ov && lc && !json_equal(lc, bc))
-			return err_set(
-			    err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			    "plugins[%zu]: '%.200s': the config differs from the base policy's" WIDEN_HINT, i,
-			    plugins[i]);
-		json_t *c = lc ? lc : bc;
-		if (c && ((!m->plugin_config && !(m->plugin_config = json_object())) ||
-			  json_object_set(m->plugin_config, plugins[i], c) < 0))
-			return oom(err);
-	}
-	/* capabilities: a ceiling; later keeps a subset */
-	if (!ov && later->caps_set && base->caps_set && (later->caps & ~base->caps)) {
-		int c = __builtin_ctzll(later->caps & ~base->caps);
-		return bad(err, "capabilities", "%s is not kept by the base policy" WIDEN_HINT, caps_name(c));
-	}
-	m->caps_set = later->caps_set || base->caps_set;
-	m->caps = later->caps_set ? later->caps : base->caps;
-	/* devices: an allowlist; later's entries must each be allowed by the
-	 * base's (unset: none) */
-	for (char **d = later->devices; !ov && d && *d; d++)
-		if (!cdi_allowed((const char *const *)base->devices, *d))
-			return bad(err, "devices", "'%.200s' is not allowed by the base policy" WIDEN_HINT,
-				   *d);
-	char **devs = later->devices ? later->devices : base->devices;
-	_cleanup_json_ json_t *dj = devs ? json_from_strv((const char *const *)devs) : NULL;
-	if (devs && (!dj || !(m->devices = json_to_strv(dj))))
-		return oom(err);
-
-	/* user: later's if set; root where the base's user is not root widens */
-	user_spec bu, lu;
-	if (!ov && later->user && base->user && user_spec_parse(base->user, &bu, NULL) == 0 &&
-	    user_spec_parse(later->user, &lu, NULL) == 0 && !user_spec_is_root(&bu) && user_spec_is_root(&lu))
-		return bad(err, "user", "'%.64s' (root) is wider than the base's '%.64s'" WIDEN_HINT,
-			   later->user, base->user);
-	const char *user = later->user ? later->user : base->user;
-	if (user && !(m->user = strdup(user)))
-		return oom(err);
-	*ret = TAKE_PTR(m);
-	return 0;
-}
-
-/* ---- output ------------------------------------------------------------------ */
 
 json_t *policy_to_json(const policy *p)
 {
@@ -907,7 +706,7 @@ json_t *policy_to_json(const policy *p)
 	if (p->net_mode != POLICY_NET_UNSET || p->allow) {
 		json_t *n = json_object();
 		if (p->net_mode != POLICY_NET_UNSET)
-			json_object_set_new(n, "mode", json_string(mode_name(p->net_mode)));
+			json_object_set_new(n, "mode", json_string(policy_mode_name(p->net_mode)));
 		if (p->allow && p->net_mode != POLICY_NET_NONE)
 			json_object_set_new(n, "allow", json_from_strv((const char *const *)p->allow));
 		json_object_set_new(o, "network", n);
@@ -1002,7 +801,7 @@ int policy_secret_value(const policy_secret *s, char **ret, sbx_err **err)
 				       s->name, s->name);
 		char *d = strdup(v);
 		if (!d)
-			return oom(err);
+			return policy_oom(err);
 		*ret = d;
 		return 0;
 	}
