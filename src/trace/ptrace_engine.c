@@ -1,8 +1,9 @@
 /* The ptrace engine's stop loop: forks the command, PTRACE_SEIZEs it before
- * exec, follows its descendants, hands each stop to the recorder (records
- * here) or to the determinism answers (determ_answer.c; notifications in
- * determ_notif.c). How each control works, where it stops, and the virtual
- * time invariant: docs/trace.md ("Virtual time", "The ptrace engine"). */
+ * exec, follows its descendants, hands each stop to the recorder (records:
+ * ptrace_rec.c) or to the determinism answers (determ_answer.c;
+ * notifications in determ_notif.c). How each control works, where it stops,
+ * and the virtual time invariant: docs/trace.md ("Virtual time", "The ptrace
+ * engine"). */
 #include "trace/ptrace_priv.h"
 
 #include <errno.h>
@@ -37,190 +38,6 @@
 #if defined(__x86_64__)
 
 #include <linux/seccomp.h>
-
-/* ---- tracee memory ---- */
-
-ssize_t ptrace_mem_read(pid_t tid, uint64_t addr, void *buf, size_t n)
-{
-	struct iovec l = {buf, n}, r = {(void *)(uintptr_t)addr, n};
-	return process_vm_readv(tid, &l, 1, &r, 1, 0);
-}
-
-int ptrace_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t n)
-{
-	struct iovec l = {(void *)buf, n}, r = {(void *)(uintptr_t)addr, n};
-	ssize_t w = process_vm_writev(tid, &l, 1, &r, 1, 0);
-	return w == (ssize_t)n ? 0 : -EFAULT;
-}
-
-/* A NUL-terminated string of at most cap-1 bytes, read page by page (the
- * string may end just before an unmapped page). Returns its length incl. the
- * NUL, or -EFAULT; *trunc when it was longer (or unreadable past a point). */
-int ptrace_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap, bool *trunc)
-{
-	size_t got = 0;
-	*trunc = false;
-	if (!addr)
-		return -EFAULT;
-	while (got < cap) { /* cap bytes: a NUL in the last one is an exact fit */
-		size_t page = 4096 - ((addr + got) & 4095), want = cap - got < page ? cap - got : page;
-		ssize_t r = ptrace_mem_read(tid, addr + got, buf + got, want);
-		if (r <= 0)
-			break;
-		void *z = memchr(buf + got, 0, (size_t)r);
-		if (z)
-			return (int)((char *)z - buf) + 1;
-		got += (size_t)r;
-		if ((size_t)r < want)
-			break;
-	}
-	if (got == 0)
-		return -EFAULT;
-	got = got < cap ? got : cap - 1;
-	buf[got] = 0;
-	*trunc = true;
-	return (int)got + 1;
-}
-
-/* ---- records ---- */
-
-static void rec_flush(engine *e)
-{
-	if (e->rfd >= 0 && e->rlen > 0 && !e->rerr) {
-		if (fd_write_all(e->rfd, e->rbuf, e->rlen) < 0)
-			e->rerr = errno ? errno : EIO;
-	}
-	e->rlen = 0;
-}
-
-static void rec_put(engine *e, const void *rec, size_t len)
-{
-	if (e->rfd < 0 || !e->rbuf || e->rerr)
-		return;
-	if (e->rlen + len > REC_BUF)
-		rec_flush(e);
-	memcpy(e->rbuf + e->rlen, rec, len);
-	e->rlen += len;
-	e->res.records++;
-}
-
-static struct trace_rec rec_hdr(uint16_t type, size_t len, pid_t pid, pid_t tid, uint32_t flags)
-{
-	return (struct trace_rec){.type = type,
-				  .len = (uint16_t)len,
-				  .pid = (uint32_t)pid,
-				  .tid = (uint32_t)tid,
-				  .flags = flags,
-				  .ts_ns = engine_now_ns(CLOCK_MONOTONIC)};
-}
-
-/* ts: when the substitution happened, 0 = now. A record written after the
- * reply (the tracee may have run on) carries the time of the request, so
- * that merged with the eBPF stream it lands before the call's exit, always. */
-void ptrace_rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len,
-			  uint64_t ts)
-{
-	if (e->rfd < 0)
-		return;
-	uint8_t buf[sizeof(struct trace_determ) + TRACE_DETERM_MAX_VALUE] = {0};
-	uint32_t flags = 0;
-	if (len > TRACE_DETERM_MAX_VALUE) {
-		len = TRACE_DETERM_MAX_VALUE;
-		flags |= TRACE_DETERM_TRUNC;
-	}
-	size_t total = TRACE_ALIGN(sizeof(struct trace_determ) + len);
-	struct trace_determ d = {.h = rec_hdr(TR_DETERM, total, t ? t->tgid : 0, t ? t->tid : 0, flags),
-				 .kind = kind,
-				 .value_len = (uint32_t)len,
-				 .nr = nr};
-	if (ts)
-		d.h.ts_ns = ts;
-	memcpy(buf, &d, sizeof(d));
-	memcpy(buf + sizeof(d), val, len);
-	rec_put(e, buf, total);
-}
-
-void ptrace_rec_determ(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len)
-{
-	ptrace_rec_determ_at(e, t, kind, nr, val, len, 0);
-}
-
-static void rec_syscall(engine *e, task *t, bool has_ret, int64_t ret)
-{
-	uint8_t buf[sizeof(struct trace_syscall) + 2 * TRACE_MAX_STR + 8] = {0};
-	size_t total = TRACE_ALIGN(sizeof(struct trace_syscall) + t->slen[0] + t->slen[1]);
-	uint32_t flags = t->sflags | (has_ret ? TRS_HAS_RET : 0) | (t->emulated ? TRS_EMULATED : 0);
-	struct trace_syscall s = {.h = rec_hdr(TR_SYSCALL, total, t->tgid, t->tid, flags),
-				  .nr = t->nr,
-				  .str0_len = t->slen[0],
-				  .str1_len = t->slen[1],
-				  .ret = has_ret ? ret : 0,
-				  .enter_ns = t->enter_ns};
-	memcpy(s.args, t->args, sizeof(s.args));
-	memcpy(buf, &s, sizeof(s));
-	memcpy(buf + sizeof(s), t->str[0], t->slen[0]);
-	memcpy(buf + sizeof(s) + t->slen[0], t->str[1], t->slen[1]);
-	rec_put(e, buf, total);
-	t->in_sys = false;
-}
-
-static void rec_fork(engine *e, const task *child, const task *parent, bool thread)
-{
-	struct trace_fork f = {.h = rec_hdr(TR_FORK, sizeof(f), child->tgid, child->tid, thread ? 1 : 0),
-			       .parent_pid = (uint32_t)(parent ? parent->tgid : 0),
-			       .parent_tid = (uint32_t)(parent ? parent->tid : 0)};
-	rec_put(e, &f, sizeof(f));
-}
-
-static void rec_exit(engine *e, pid_t tgid, pid_t tid, int status)
-{
-	struct trace_exit x = {.h = rec_hdr(TR_EXIT, sizeof(x), tgid, tid, tid == tgid ? 1 : 0),
-			       .status = status};
-	rec_put(e, &x, sizeof(x));
-}
-
-static void rec_exec(engine *e, const task *t)
-{
-	if (e->rfd < 0)
-		return;
-	char path[64], file[TRACE_MAX_STR], argv[TRACE_MAX_ARGV];
-	ssize_t fl;
-	if (t->in_sys && (t->nr == SYS_execve || t->nr == SYS_execveat) && t->slen[0] > 0) {
-		/* recording: the name as given to execve (a script's, not its interpreter's) */
-		fl = t->slen[0] - 1;
-		memcpy(file, t->str[0], (size_t)fl + 1);
-	} else {
-		snprintf(path, sizeof(path), "/proc/%d/exe", t->tid);
-		fl = readlink(path, file, sizeof(file) - 1);
-		fl = fl < 0 ? 0 : fl;
-		file[fl] = 0;
-	}
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", t->tid);
-	ssize_t al = 0;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		al = read(fd, argv, sizeof(argv));
-		al = al < 0 ? 0 : al;
-	}
-	uint32_t flags = 0, argc = 0;
-	char more;
-	if (al == (ssize_t)sizeof(argv) && read(fd, &more, 1) == 1)
-		flags |= 1;
-	while (al > 0 && argv[al - 1] != 0)
-		al--; /* whole strings only */
-	for (ssize_t i = 0; i < al; i++)
-		argc += argv[i] == 0;
-	uint8_t buf[sizeof(struct trace_exec) + sizeof(file) + sizeof(argv) + 8] = {0};
-	size_t total = TRACE_ALIGN(sizeof(struct trace_exec) + (size_t)fl + 1 + (size_t)al);
-	struct trace_exec x = {.h = rec_hdr(TR_EXEC, total, t->tgid, t->tid, flags),
-			       .filename_len = (uint16_t)(fl + 1),
-			       .argv_len = (uint16_t)al,
-			       .argc = argc};
-	memcpy(buf, &x, sizeof(x));
-	memcpy(buf + sizeof(x), file, (size_t)fl + 1);
-	memcpy(buf + sizeof(x) + fl + 1, argv, (size_t)al);
-	rec_put(e, buf, total);
-}
 
 /* ---- tasks ---- */
 
@@ -323,32 +140,6 @@ void ptrace_set_arg(task *t, const uint64_t *args, int i, uint64_t v)
 
 /* ---- syscall stops (record mode, and exit stops asked for above) ---- */
 
-static void capture_entry(engine *e, task *t, int nr, const uint64_t *args)
-{
-	t->nr = nr;
-	memcpy(t->args, args, sizeof(t->args));
-	t->enter_ns = engine_now_ns(CLOCK_MONOTONIC);
-	t->sflags = 0;
-	t->slen[0] = t->slen[1] = 0;
-	t->emulated = false;
-	uint8_t bits = trace_sys_str_args(nr);
-	for (int i = 0, k = 0; i < 6 && k < 2; i++) {
-		if (!(bits & (1u << i)))
-			continue;
-		bool trunc;
-		int n = ptrace_mem_read_str(t->tid, args[i], t->str[k], TRACE_MAX_STR, &trunc);
-		if (n < 0)
-			t->sflags |= k ? TRS_STR1_FAULT : TRS_STR0_FAULT;
-		else {
-			t->slen[k] = (uint16_t)n;
-			if (trunc)
-				t->sflags |= k ? TRS_STR1_TRUNC : TRS_STR0_TRUNC;
-		}
-		k++;
-	}
-	t->in_sys = true;
-}
-
 static void on_syscall_stop(engine *e, task *t)
 {
 	struct __ptrace_syscall_info si;
@@ -364,13 +155,13 @@ static void on_syscall_stop(engine *e, task *t)
 			e->started = true;
 		}
 		if (t->in_sys)
-			rec_syscall(e, t, false, 0);
-		capture_entry(e, t, (int)si.entry.nr, si.entry.args);
+			ptrace_rec_syscall(e, t, false, 0);
+		ptrace_rec_capture(e, t, (int)si.entry.nr, si.entry.args);
 	} else if (si.op == PTRACE_SYSCALL_INFO_EXIT) {
 		if (t->want_exit)
 			determ_on_exit_action(e, t, t->nr, si.exit.rval);
 		if (t->in_sys)
-			rec_syscall(e, t, true, si.exit.rval);
+			ptrace_rec_syscall(e, t, true, si.exit.rval);
 		t->emulated = false;
 	}
 }
@@ -395,7 +186,7 @@ static void on_exec(engine *e, task *t)
 	threaded_forget(e, t->tgid);
 	if (e->det)
 		determ_on_exec(e, t);
-	rec_exec(e, t);
+	ptrace_rec_exec(e, t);
 }
 
 /* ---- new tasks ---- */
@@ -415,7 +206,7 @@ static void on_new_task(engine *e, task *parent, int ev)
 			return;
 	}
 	thread = c->tgid != c->tid;
-	rec_fork(e, c, parent, thread);
+	ptrace_rec_fork(e, c, parent, thread);
 	if (e->det && !c->p) {
 		/* Its clock starts from its parent's here, where the parent is
 		 * stopped at the fork: a function of the parent's own events. */
@@ -453,7 +244,7 @@ static void on_new_task(engine *e, task *parent, int ev)
 static void detach(engine *e, task *t, int sig)
 {
 	if (t->in_sys)
-		rec_syscall(e, t, false, 0);
+		ptrace_rec_syscall(e, t, false, 0);
 	(void)ptrace(PTRACE_DETACH, t->tid, 0, (void *)(long)sig);
 	task_remove(e, t);
 }
@@ -533,8 +324,8 @@ static void on_wait(engine *e, pid_t pid, int status)
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		if (t) {
 			if (t->in_sys)
-				rec_syscall(e, t, false, 0);
-			rec_exit(e, t->tgid, t->tid, status);
+				ptrace_rec_syscall(e, t, false, 0);
+			ptrace_rec_exit(e, t->tgid, t->tid, status);
 			if (t->tid == t->tgid) {
 				threaded_forget(e, t->tgid);
 				if (t->p)
@@ -969,7 +760,7 @@ int ptrace_engine_run_ex(const ptrace_opts *o, char **argv, char **envp, ptrace_
 		while (e.n_tasks > 0 && waitpid(-1, NULL, __WALL) > 0)
 			;
 	}
-	rec_flush(&e);
+	ptrace_rec_flush(&e);
 	if (r >= 0 && sock >= 0) {
 		child_msg m = {0};
 		if (recv(sock, &m, sizeof(m), MSG_DONTWAIT) == (ssize_t)sizeof(m) && m.kind == 2)

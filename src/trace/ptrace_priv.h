@@ -1,5 +1,6 @@
-/* The ptrace engine's private state, shared by its three files:
- *   ptrace_engine.c   the stop loop: fork, attach, follow tasks, records
+/* The ptrace engine's private state, shared by its four files:
+ *   ptrace_engine.c   the stop loop: fork, attach, follow tasks
+ *   ptrace_rec.c      tracee memory, a call's arguments, the records
  *   determ_answer.c   determinism answers at ptrace stops (clocks, sleeps,
  *                     timeouts, stat times, uname, waits, rdtsc, exec)
  *   determ_notif.c    the seccomp-notification thread (clocks, getrandom,
@@ -118,13 +119,24 @@ static inline uint64_t engine_now_ns(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* ptrace_engine.c: tracee memory, records, tasks, register edits. */
+/* ptrace_rec.c: tracee memory, a call's arguments, records. */
 ssize_t ptrace_mem_read(pid_t tid, uint64_t addr, void *buf, size_t n);
 int ptrace_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t n);
 int ptrace_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap, bool *trunc);
+/* Writes out the buffered records (an error is kept in e->rerr). */
+void ptrace_rec_flush(engine *e);
 void ptrace_rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len,
 			  uint64_t ts);
 void ptrace_rec_determ(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len);
+/* The call t is entering (its number, arguments, time, string arguments);
+ * t->in_sys until ptrace_rec_syscall writes it. */
+void ptrace_rec_capture(engine *e, task *t, int nr, const uint64_t *args);
+void ptrace_rec_syscall(engine *e, task *t, bool has_ret, int64_t ret);
+void ptrace_rec_fork(engine *e, const task *child, const task *parent, bool thread);
+void ptrace_rec_exit(engine *e, pid_t tgid, pid_t tid, int status);
+void ptrace_rec_exec(engine *e, const task *t);
+
+/* ptrace_engine.c: tasks, register edits. */
 task *ptrace_task_find(engine *e, pid_t tid);
 void ptrace_skip_call(engine *e, task *t, int64_t ret);
 void ptrace_set_arg(task *t, const uint64_t *args, int i, uint64_t v);
