@@ -14,10 +14,13 @@
 #include <stdint.h>
 
 #include "sbx.h"
+#include "server/e2b_events.h"
 #include "server/http_server.h"
 
 /* The library context of the server (borrowed). */
 sbx_ctx *e2b_req_ctx(const http_request *req);
+/* The sandboxes' events, their logs (borrowed; e2b_events_ref to keep). */
+e2b_events *e2b_req_events(const http_request *req);
 /* The --domain of `sbx serve` (NULL: none; Host routing is off). */
 const char *e2b_req_domain(const http_request *req);
 

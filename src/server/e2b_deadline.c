@@ -15,6 +15,7 @@
 struct e2b_deadline {
 	sbx_ctx *ctx;
 	e2b_store *store;
+	e2b_events *events;   /* a reference */
 	pthread_mutex_t lock; /* guards stopping; the thread waits on cond under it */
 	pthread_cond_t cond;
 	pthread_t thread;
@@ -35,9 +36,12 @@ static void expire(e2b_deadline *d, e2b_record *r)
 		int p = sbx_env_pause(d->ctx, r->id, &out, &e);
 		if (p < 0 && sbx_err_code(e) == SBX_E_NOT_FOUND) {
 			e2b_store_remove(d->store, r->id);
+			e2b_events_drop(d->events, r->id);
 			return;
 		}
 		if (p == 0) {
+			e2b_events_add(d->events, r->id, E2B_LOG_INFO, "sandbox paused: its timeout passed",
+				       (const char *const[]){"onTimeout", "pause"}, 2);
 			r->paused = true;
 			if (e2b_store_put(d->store, r, &e) == 0)
 				return;
@@ -46,6 +50,7 @@ static void expire(e2b_deadline *d, e2b_record *r)
 		int x = sbx_env_remove(d->ctx, r->id, &e);
 		if (x == 0 || sbx_err_code(e) == SBX_E_NOT_FOUND) {
 			e2b_store_remove(d->store, r->id);
+			e2b_events_drop(d->events, r->id); /* gone: its logs with it */
 			return;
 		}
 	}
@@ -81,18 +86,20 @@ static void *deadline_main(void *arg)
 	return NULL;
 }
 
-int e2b_deadline_start(sbx_ctx *ctx, e2b_store *store, e2b_deadline **ret, sbx_err **err)
+int e2b_deadline_start(sbx_ctx *ctx, e2b_store *store, e2b_events *events, e2b_deadline **ret, sbx_err **err)
 {
 	e2b_deadline *d = calloc(1, sizeof(*d));
 	if (!d)
 		return err_oom(err);
 	d->ctx = ctx;
 	d->store = store;
+	d->events = e2b_events_ref(events);
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->cond, NULL);
 	if (pthread_create(&d->thread, NULL, deadline_main, d) != 0) {
 		pthread_cond_destroy(&d->cond);
 		pthread_mutex_destroy(&d->lock);
+		e2b_events_unref(d->events);
 		free(d);
 		return err_set(err, SBX_E_INTERNAL, EAGAIN, "cannot start the E2B deadline thread");
 	}
@@ -120,5 +127,6 @@ void e2b_deadline_stop(e2b_deadline *d)
 	pthread_join(d->thread, NULL);
 	pthread_cond_destroy(&d->cond);
 	pthread_mutex_destroy(&d->lock);
+	e2b_events_unref(d->events);
 	free(d);
 }

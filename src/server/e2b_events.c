@@ -330,8 +330,8 @@ void e2b_events_add_at(e2b_events *t, const char *id, int64_t ts_ms, e2b_log_lev
 	pthread_mutex_unlock(&t->lock);
 }
 
-void e2b_events_add(e2b_events *t, const char *id, e2b_log_level level, const char *msg, const char *const *kv,
-		    size_t n_kv)
+void e2b_events_add(e2b_events *t, const char *id, e2b_log_level level, const char *msg,
+		    const char *const *kv, size_t n_kv)
 {
 	e2b_events_add_at(t, id, clock_ms(CLOCK_REALTIME), level, msg, kv, n_kv);
 }

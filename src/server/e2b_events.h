@@ -22,12 +22,12 @@
 #define E2B_EVENT_FIELDS 4
 #define E2B_EVENT_KEY_MAX 16
 #define E2B_EVENT_VAL_MAX 128
-#define E2B_EVENT_ID_MAX 64	 /* as E2B_ID_MAX */
-#define E2B_LOGS_LIMIT_MAX 1000	 /* the spec's maximum (and default) limit */
-#define E2B_LOGS_SEARCH_MAX 256	 /* the spec's maxLength of search */
-#define E2B_METRICS_IDS_MAX 100	 /* sandbox_ids: the spec's maxItems */
-#define E2B_REFRESH_MAX_S 3600	 /* refreshes' duration: the spec's maximum */
-#define E2B_RESUME_DEFAULT_S 15	 /* ResumedSandbox's default timeout */
+#define E2B_EVENT_ID_MAX 64	/* as E2B_ID_MAX */
+#define E2B_LOGS_LIMIT_MAX 1000 /* the spec's maximum (and default) limit */
+#define E2B_LOGS_SEARCH_MAX 256 /* the spec's maxLength of search */
+#define E2B_METRICS_IDS_MAX 100 /* sandbox_ids: the spec's maxItems */
+#define E2B_REFRESH_MAX_S 3600	/* refreshes' duration: the spec's maximum */
+#define E2B_RESUME_DEFAULT_S 15 /* ResumedSandbox's default timeout */
 
 typedef enum e2b_log_level {
 	E2B_LOG_DEBUG,
@@ -112,8 +112,8 @@ e2b_events *e2b_events_ref(e2b_events *t);
 void e2b_events_unref(e2b_events *t); /* NULL is a no-op */
 /* Adds an event (e2b_event_make's arguments) to sandbox id's ring, now:
  * best effort (out of memory, it is lost). t NULL is a no-op. */
-void e2b_events_add(e2b_events *t, const char *id, e2b_log_level level, const char *msg, const char *const *kv,
-		    size_t n_kv);
+void e2b_events_add(e2b_events *t, const char *id, e2b_log_level level, const char *msg,
+		    const char *const *kv, size_t n_kv);
 void e2b_events_add_at(e2b_events *t, const char *id, int64_t ts_ms, e2b_log_level level, const char *msg,
 		       const char *const *kv, size_t n_kv);
 /* Forgets id's ring. */

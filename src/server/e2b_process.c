@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -36,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "server/e2b_data.h"
+#include "server/e2b_events.h"
 #include "server/e2b_proc_util.h"
 #include "server/e2b_rpc.h"
 #include "util/clock.h"
@@ -71,6 +74,7 @@ typedef struct eproc {
 	pthread_cond_t cond;
 	int refs;
 	sbx_ctx *ctx;
+	e2b_events *events; /* the sandbox's logs (a reference; NULL: none) */
 	char *sandbox;
 	uint32_t pid; /* 0 until it runs (atomic: set by on_start, read anywhere) */
 	e2b_start_req req;
@@ -129,6 +133,7 @@ static void proc_unref(eproc *p)
 	json_decref(p->in);
 	free(p->user);
 	free(p->sandbox);
+	e2b_events_unref(p->events);
 	pthread_mutex_destroy(&p->in_lock);
 	pthread_cond_destroy(&p->cond);
 	pthread_mutex_destroy(&p->lock);
@@ -215,11 +220,29 @@ static void on_output(void *userdata, int stream, const char *buf, size_t len)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* One of the sandbox's events (its logs) about p: pid, cmd and the pair k=v. */
+static void proc_event(eproc *p, e2b_log_level level, const char *msg, const char *k, const char *v)
+{
+	if (!p->events)
+		return;
+	char pid[16], cmd[E2B_EVENT_VAL_MAX];
+	snprintf(pid, sizeof(pid), "%u", pid_of(p));
+	size_t n = 0;
+	cmd[0] = 0;
+	for (char **a = p->req.argv; a && *a && n < sizeof(cmd) - 1; a++) {
+		int w = snprintf(cmd + n, sizeof(cmd) - n, "%s%s", n ? " " : "", *a);
+		n = w < 0 ? n : n + (size_t)w >= sizeof(cmd) ? sizeof(cmd) - 1 : n + (size_t)w;
+	}
+	const char *kv[] = {"pid", pid, "cmd", cmd, k, v};
+	e2b_events_add(p->events, p->sandbox, level, msg, kv, k ? 6 : 4);
+}
+
 static void on_start(void *userdata, int64_t pid)
 {
 	eproc *p = userdata;
 	__atomic_store_n(&p->pid, pid > 0 && pid <= (int64_t)UINT32_MAX ? (uint32_t)pid : UINT32_MAX,
 			 __ATOMIC_RELEASE);
+	proc_event(p, E2B_LOG_INFO, "process started", NULL, NULL);
 	pthread_mutex_lock(&p->lock);
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
@@ -272,6 +295,16 @@ static void *proc_main(void *arg)
 		}
 	}
 	p->in_r = safe_close(p->in_r);
+	char st[32];
+	if (r < 0)
+		proc_event(p, E2B_LOG_ERROR, "process failed", "error", e ? sbx_err_message(e) : "?");
+	else if (res.signal > 0) {
+		snprintf(st, sizeof(st), "%d", res.signal);
+		proc_event(p, E2B_LOG_WARN, "process exited", "signal", st);
+	} else {
+		snprintf(st, sizeof(st), "%d", res.exit_code);
+		proc_event(p, res.exit_code ? E2B_LOG_WARN : E2B_LOG_INFO, "process exited", "exitCode", st);
+	}
 	pthread_mutex_lock(&p->lock);
 	p->done = true;
 	p->res =
@@ -402,6 +435,7 @@ static int proc_new(e2b_call *c, const json_t *in, eproc **ret, sbx_err **err)
 	p->refs = 1;
 	p->in_w = p->in_r = p->sig_r = p->sig_w = p->winch_r = p->winch_w = p->size_fd = -1;
 	p->ctx = c->ctx;
+	p->events = e2b_events_ref(c->events);
 	p->in = json_deep_copy(in);
 	p->sandbox = strdup(c->sandbox_id);
 	p->user = c->user ? strdup(c->user) : NULL;

@@ -80,6 +80,7 @@ static void stream_unref(e2b_stream *s)
 	free(s->buf);
 	free(s->sandbox);
 	free(s->user);
+	e2b_events_unref(s->call.events);
 	free(s);
 }
 
@@ -440,6 +441,7 @@ static http_result start_stream(http_request *req, const e2b_method *m, e2b_call
 	s->call.sandbox_id = s->sandbox;
 	s->call.user = s->user;
 	s->call.req = NULL; /* the method outlives the handler */
+	s->call.events = e2b_events_ref(call->events);
 	if (!s->sandbox || (call->user && !s->user)) {
 		stream_unref(s);
 		return reply_stream_error(req, CONNECT_RESOURCE_EXHAUSTED, "out of memory");
@@ -492,6 +494,7 @@ http_result e2b_rpc_body(http_request *req)
 	    .user = e2b_user_for(e2b_req_ctx(req), e2b_req_sandbox(req), auth ? user : NULL),
 	    .deadline_ms = cr.timeout_ms >= 0 ? mono_ms() + cr.timeout_ms : -1,
 	    .req = req,
+	    .events = e2b_req_events(req),
 	};
 	if (stream)
 		return start_stream(req, m, &call, in);

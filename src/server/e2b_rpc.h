@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "sbx.h"
+#include "server/e2b_events.h"
 #include "server/http_server.h"
 
 typedef struct e2b_stream e2b_stream;
@@ -35,6 +36,7 @@ typedef struct e2b_call {
 	int64_t deadline_ms;	 /* CLOCK_MONOTONIC ms at which the call is due, or -1 */
 	const http_request *req; /* for headers (Keepalive-Ping-Interval); not valid in a stream
 				  * method after it returned */
+	e2b_events *events;	 /* the sandboxes' logs (a stream holds a reference) */
 } e2b_call;
 
 typedef struct e2b_method {

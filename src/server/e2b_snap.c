@@ -26,7 +26,6 @@
 #define MIB (1024 * 1024)
 #define TIMEOUT_DEFAULT_S 300
 #define TIMEOUT_MAX_S ((int64_t)30 * 24 * 3600)
-#define CPU_WINDOW_MS 200 /* the CPU figure: the usage over this window, measured now */
 
 enum {
 	STATUS_CREATED = 201,
@@ -101,6 +100,11 @@ static int sandbox_get(const e2b_plane *p, const char *id, e2b_record *rec, json
 	return 0;
 }
 
+int e2b_plane_sandbox(const e2b_plane *p, const char *id, e2b_record *rec, json_t **info, sbx_err **err)
+{
+	return sandbox_get(p, id, rec, info, err);
+}
+
 /* sandbox_get, or the reply that says why not in *ret. */
 static bool sandbox_or_reply(http_request *req, const e2b_plane *p, const char *id, e2b_record *rec,
 			     json_t **info, http_result *ret)
@@ -130,8 +134,36 @@ static int query_seconds(http_request *req, const char *name, int64_t *ret)
 	return 1;
 }
 
+json_t *e2b_metric_json(const e2b_plane *p, const json_t *a, const json_t *b, int cpus, int64_t t0,
+			int64_t t1)
+{
+	json_t *u0 = json_object_get(a, "usage"), *u1 = json_object_get(b, "usage");
+	int64_t c0 = json_int(u0, "cpu_usage_us", -1), c1 = json_int(u1, "cpu_usage_us", -1);
+	double pct = 0;
+	if (c0 >= 0 && c1 >= c0 && t1 > t0)
+		pct = (double)(c1 - c0) / (double)((t1 - t0) * 1000) / cpus * 100.0;
+	if (pct > 100)
+		pct = 100;
+	json_t *lim = json_object_get(b, "limits"), *disk = json_object_get(b, "disk");
+	int64_t mem_total = json_int(lim, "memory_bytes", 0);
+	if (mem_total <= 0)
+		mem_total = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
+	int64_t disk_total = json_int(disk, "size_bytes", json_int(disk, "quota_bytes", 0));
+	int64_t disk_used = json_int(disk, "used_bytes", 0);
+	struct statvfs sv;
+	if (disk_total <= 0 && statvfs(sbx_ctx_root(p->ctx), &sv) == 0)
+		disk_total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
+	char ts[32];
+	clock_iso_ms(t1, ts);
+	return json_pack("{s:s,s:I,s:i,s:f,s:I,s:I,s:I,s:I,s:I}", "timestamp", ts, "timestampUnix",
+			 (json_int_t)(t1 / 1000), "cpuCount", cpus, "cpuUsedPct", pct, "memUsed",
+			 (json_int_t)json_int(u1, "memory_bytes", 0), "memTotal", (json_int_t)mem_total,
+			 "memCache", (json_int_t)0, "diskUsed", (json_int_t)disk_used, "diskTotal",
+			 (json_int_t)disk_total);
+}
+
 /* One sample, now: sbx keeps no history. cpuUsedPct is the cgroup's CPU
- * time over CPU_WINDOW_MS, as a share of cpuCount CPUs; memUsed the
+ * time over E2B_CPU_WINDOW_MS, as a share of cpuCount CPUs; memUsed the
  * cgroup's memory.current (page cache included: memCache is not measured
  * apart, 0); disk the quota's figures, or without a quota the store's
  * filesystem size and 0 used. [] when the window [start, end] excludes
@@ -157,7 +189,7 @@ static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const
 	if (!json_object_get(a, "usage") || now_s + 1 < start || now_s - 1 > end)
 		return e2b_reply_json(req, HTTP_STATUS_OK, out);
 	http_request_busy(req, true);
-	usleep(CPU_WINDOW_MS * 1000);
+	usleep(E2B_CPU_WINDOW_MS * 1000);
 	http_request_busy(req, false);
 	_cleanup_err_ sbx_err *e = NULL;
 	if (sbx_env_inspect(p->ctx, id, &b, &e) < 0) {
@@ -165,30 +197,7 @@ static http_result e2b_snap_metrics(http_request *req, const e2b_plane *p, const
 		return reply_sbx_error(req, "metrics", e);
 	}
 	int64_t t1 = clock_ms(CLOCK_REALTIME);
-	json_t *u0 = json_object_get(a, "usage"), *u1 = json_object_get(b, "usage");
-	int64_t c0 = json_int(u0, "cpu_usage_us", -1), c1 = json_int(u1, "cpu_usage_us", -1);
-	double pct = 0;
-	if (c0 >= 0 && c1 >= c0 && t1 > t0)
-		pct = (double)(c1 - c0) / (double)((t1 - t0) * 1000) / cpus * 100.0;
-	if (pct > 100)
-		pct = 100;
-	json_t *lim = json_object_get(b, "limits"), *disk = json_object_get(b, "disk");
-	int64_t mem_total = json_int(lim, "memory_bytes", 0);
-	if (mem_total <= 0)
-		mem_total = (int64_t)sysconf(_SC_PHYS_PAGES) * (int64_t)sysconf(_SC_PAGESIZE);
-	int64_t disk_total = json_int(disk, "size_bytes", json_int(disk, "quota_bytes", 0));
-	int64_t disk_used = json_int(disk, "used_bytes", 0);
-	struct statvfs sv;
-	if (disk_total <= 0 && statvfs(sbx_ctx_root(p->ctx), &sv) == 0)
-		disk_total = (int64_t)sv.f_blocks * (int64_t)sv.f_frsize;
-	char ts[32];
-	clock_iso_ms(t1, ts);
-	json_array_append_new(out, json_pack("{s:s,s:I,s:i,s:f,s:I,s:I,s:I,s:I,s:I}", "timestamp", ts,
-					     "timestampUnix", (json_int_t)(t1 / 1000), "cpuCount", cpus,
-					     "cpuUsedPct", pct, "memUsed",
-					     (json_int_t)json_int(u1, "memory_bytes", 0), "memTotal",
-					     (json_int_t)mem_total, "memCache", (json_int_t)0, "diskUsed",
-					     (json_int_t)disk_used, "diskTotal", (json_int_t)disk_total));
+	json_array_append_new(out, e2b_metric_json(p, a, b, cpus, t0, t1));
 	return e2b_reply_json(req, HTTP_STATUS_OK, out);
 }
 

@@ -18,18 +18,30 @@
 
 #include "sbx.h"
 #include "server/e2b_deadline.h"
+#include "server/e2b_events.h"
 #include "server/e2b_store.h"
 #include "server/http_server.h"
 
 #define E2B_FORK_MAX 10 /* most sandboxes one fork call makes (count 1..10) */
 #define E2B_SNAP_LIST_LIMIT 100
+#define E2B_CPU_WINDOW_MS 200 /* the CPU figure: the usage over this window, measured now */
 
 /* What the calls need of the E2B server (http_e2b.c's own state). */
 typedef struct e2b_plane {
 	sbx_ctx *ctx;
 	e2b_store *store;
 	e2b_deadline *deadline;
+	e2b_events *events; /* the sandboxes' logs (e2b_events.h) */
 } e2b_plane;
+
+/* Sandbox id's record (*rec, e2b_record_clear it) and sbx_env_inspect of
+ * exactly that environment (*info): 0; -ENOENT (not an E2B sandbox, or
+ * gone); -1 with *err. */
+int e2b_plane_sandbox(const e2b_plane *p, const char *id, e2b_record *rec, json_t **info, sbx_err **err);
+/* One SandboxMetric of a running sandbox of cpus CPUs from two
+ * sbx_env_inspect answers, a at t0 and b at t1 (unix ms); NULL: ENOMEM. */
+json_t *e2b_metric_json(const e2b_plane *p, const json_t *a, const json_t *b, int cpus, int64_t t0,
+			int64_t t1);
 
 /* The Sandbox body of create and connect (http_e2b.c), as req's server
  * writes it (its --domain). */

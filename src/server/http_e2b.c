@@ -18,8 +18,10 @@
 
 #include "server/e2b_auth.h"
 #include "server/e2b_base.h"
+#include "server/e2b_ctl_extra.h"
 #include "server/e2b_data.h"
 #include "server/e2b_deadline.h"
+#include "server/e2b_events.h"
 #include "server/e2b_desktop.h"
 #include "server/e2b_files.h"
 #include "server/e2b_filter.h"
@@ -62,6 +64,7 @@ typedef struct http_e2b {
 	size_t key_len;
 	e2b_store *store;
 	e2b_deadline *deadline; /* the thread that ends sandboxes at their deadlines */
+	e2b_events *events;	/* each sandbox's events: its logs (e2b_events.h) */
 	e2b_netcap netcap;	/* --policy's network: what clients may ask (e2b_network.h) */
 } http_e2b;
 
@@ -403,6 +406,8 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 			 : e2b_reply_error(req, HTTP_STATUS_INTERNAL_SERVER_ERROR, "out of memory");
 	}
 	timer_poke(h);
+	e2b_events_add(h->events, id, E2B_LOG_INFO, "sandbox created",
+		       (const char *const[]){"templateID", tpl}, 2);
 	http_result r = e2b_reply_json(req, HTTP_STATUS_CREATED, sandbox_json(h, &rec));
 	e2b_record_clear(&rec);
 	return r;
@@ -517,6 +522,7 @@ static http_result handle_kill(http_e2b *h, http_request *req, const char *id)
 	if (r < 0 && sbx_err_code(e) != SBX_E_NOT_FOUND)
 		return reply_sbx_error(req, "kill", e);
 	e2b_store_remove(h->store, id);
+	e2b_events_drop(h->events, id);
 	return r < 0 ? reply_not_found(req, id) : reply_empty(req, HTTP_STATUS_NO_CONTENT);
 }
 
@@ -560,6 +566,7 @@ static http_result handle_pause(http_e2b *h, http_request *req, const char *id)
 		res = reply_sbx_error(req, "pause", e);
 	else {
 		rec.paused = true;
+		e2b_events_add(h->events, id, E2B_LOG_INFO, "sandbox paused", NULL, 0);
 		res = e2b_store_put(h->store, &rec, &e) < 0 ? reply_sbx_error(req, "pause", e)
 							    : reply_empty(req, HTTP_STATUS_NO_CONTENT);
 		timer_poke(h);
@@ -597,6 +604,8 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 		}
 		rec.paused = false;
 		rec.end_ms = end;
+		e2b_events_add(h->events, id, E2B_LOG_INFO, "sandbox resumed",
+			       (const char *const[]){"via", "connect"}, 2);
 	} else if (has && end > rec.end_ms)
 		rec.end_ms = end;
 	r = e2b_store_put(h->store, &rec, &e);
@@ -612,22 +621,12 @@ static http_result handle_connect(http_e2b *h, http_request *req, const char *id
 static http_result snap_routes(http_request *req)
 {
 	http_e2b *h = req->data;
-	return e2b_snap_route(req, &(e2b_plane){h->ctx, h->store, h->deadline});
+	return e2b_snap_route(req, &(e2b_plane){h->ctx, h->store, h->deadline, h->events});
 }
 
 json_t *e2b_sandbox_body(const http_request *req, const e2b_record *r)
 {
 	return sandbox_json(req->data, r);
-}
-
-/* E2B calls under /sandboxes/{id}/ that sbx does not serve yet. */
-static bool known_unbuilt(const char *op)
-{
-	static const char *const ops[] = {"logs", "refreshes", "resume"};
-	for (size_t i = 0; i < ARRAY_SIZE(ops); i++)
-		if (streq(op, ops[i]))
-			return true;
-	return false;
 }
 
 /* PUT /sandboxes/{id}/network: an E2B sandbox of this server (e2b_network.c). */
@@ -681,12 +680,15 @@ static http_result control(http_request *req)
 	bool post = streq(req->method, "POST"), put = streq(req->method, "PUT");
 	if ((post || put) && !(b = body_object(req, &ret)))
 		return ret;
+	e2b_plane pl = {h->ctx, h->store, h->deadline, h->events};
 	if (!id[0]) {
 		if (post)
 			return handle_create(h, req, b);
 		if (streq(req->method, "GET"))
 			return handle_list(h, req, v2);
 	} else if (!op[0]) {
+		if (streq(req->method, "GET") && !v2 && streq(id, "metrics"))
+			return e2b_ctl_metrics(req, &pl);
 		if (streq(req->method, "GET") && !v2)
 			return handle_info(h, req, id);
 		if (streq(req->method, "DELETE") && !v2)
@@ -698,12 +700,15 @@ static http_result control(http_request *req)
 	else if (post && streq(op, "pause") && !v2)
 		return handle_pause(h, req, id);
 	else if (!v2 && (streq(op, "metrics") || streq(op, "snapshots") || streq(op, "fork")))
-		return e2b_snap_op(req, &(e2b_plane){h->ctx, h->store, h->deadline}, id, op, b);
+		return e2b_snap_op(req, &pl, id, op, b);
 	else if (put && streq(op, "network") && !v2)
 		return handle_network(h, req, id, b);
-	else if (known_unbuilt(op))
-		return e2b_reply_error(req, HTTP_STATUS_NOT_IMPLEMENTED,
-				       "not implemented yet in sbx: %.16s %.200s", req->method, req->path);
+	else if (post && streq(op, "resume") && !v2)
+		return e2b_ctl_resume(req, &pl, id, b);
+	else if (post && streq(op, "refreshes") && !v2)
+		return e2b_ctl_refresh(req, &pl, id, b);
+	else if (streq(req->method, "GET") && streq(op, "logs"))
+		return e2b_ctl_logs(req, &pl, id, v2);
 	return e2b_reply_error(req, HTTP_STATUS_NOT_FOUND, "no such E2B call: %.16s %.200s", req->method,
 			       req->path);
 }
@@ -795,6 +800,11 @@ sbx_ctx *e2b_req_ctx(const http_request *req)
 	return ((const http_e2b *)req->data)->ctx;
 }
 
+e2b_events *e2b_req_events(const http_request *req)
+{
+	return ((const http_e2b *)req->data)->events;
+}
+
 const char *e2b_req_domain(const http_request *req)
 {
 	return ((const http_e2b *)req->data)->domain;
@@ -875,6 +885,7 @@ static void e2b_release(void *data)
 	http_e2b *h = data;
 	e2b_stop(h);
 	e2b_store_free(h->store);
+	e2b_events_unref(h->events);
 	e2b_netcap_clear(&h->netcap);
 	free(h->key);
 	free(h->domain);
@@ -887,6 +898,10 @@ int http_e2b_add(http_server *hs, sbx_ctx *ctx, const http_e2b_opts *opts, sbx_e
 	if (!h)
 		return err_oom(err);
 	h->ctx = ctx;
+	if (!(h->events = e2b_events_new())) {
+		free(h);
+		return err_oom(err);
+	}
 	_cleanup_free_ char *dir = fs_path_join(sbx_ctx_root(ctx), "e2b");
 	if (!dir) {
 		e2b_release(h);
@@ -918,7 +933,7 @@ int http_e2b_add(http_server *hs, sbx_ctx *ctx, const http_e2b_opts *opts, sbx_e
 		e2b_release(h);
 		return -1;
 	}
-	if (e2b_deadline_start(ctx, h->store, &h->deadline, err) < 0) {
+	if (e2b_deadline_start(ctx, h->store, h->events, &h->deadline, err) < 0) {
 		e2b_release(h);
 		return -1;
 	}

@@ -13,10 +13,15 @@
  *   PUT    /sandboxes/{id}/network                   egress within --policy (e2b_network.h)
  *   GET    /sandboxes/{id}/metrics, POST .../snapshots, .../fork,
  *   GET    /snapshots, DELETE /templates/{id}        e2b_snap.h
+ *   POST   /sandboxes/{id}/resume, .../refreshes,
+ *   GET    /sandboxes/{id}/logs, /v2/.../logs,
+ *   GET    /sandboxes/metrics                        e2b_ctl_extra.h
  * A sandbox is the sbx environment of the same id; what E2B adds (its
  * access token, metadata, deadline) is kept in $SBX_ROOT/e2b (e2b_store.h).
  * A thread ends (or pauses, with autoPause) each sandbox at its deadline
- * while the server runs; one found overdue at start is ended then.
+ * while the server runs; one found overdue at start is ended then. What
+ * happens to each sandbox (created, commands, paused, resumed) is kept in
+ * a bounded ring in memory, served as its logs (e2b_events.h).
  *
  * The data plane (envd's protocol): any request with an E2b-Sandbox-Id
  * header, or with --domain D a Host of {port}-{id}.D. GET /health -> 204
