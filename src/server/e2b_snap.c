@@ -565,6 +565,8 @@ static int fork_one(const e2b_plane *p, const e2b_record *parent, const char *di
 		(void)sbx_env_remove(p->ctx, id, &e2);
 		return err && *err ? -1 : err_oom(err);
 	}
+	e2b_events_add(p->events, rec.id, E2B_LOG_INFO, "sandbox created",
+		       (const char *const[]){"templateID", rec.template_id, "forkOf", parent->id}, 4);
 	*ret = rec;
 	return 0;
 }

@@ -166,6 +166,14 @@ t_e2b_ctl_logs() {
 	out=$(api GET "/sandboxes/$other/logs" | cut -d' ' -f2-)
 	assert_eq "$(jq -r '.logEntries | length' <<< "$out")" 128
 	assert_eq "$(jq -r '.logEntries[-1].fields.cmd' <<< "$out")" "/bin/bash -l -c true #69"
+	# a fork starts its own logs, naming its parent
+	local fork
+	out=$(api POST "/sandboxes/$id/fork" '{}')
+	assert_eq "${out%% *}" 201 "fork: $out"
+	fork=$(jq -r '.[0].sandbox.sandboxID' <<< "${out#* }")
+	assert_eq "$(api GET "/sandboxes/$fork/logs" | cut -d' ' -f2- | jq -r '.logEntries | map(.message + " " + .fields.forkOf) | join("|")')" \
+		"sandbox created $id"
+	assert_eq "$(status DELETE "/sandboxes/$fork")" 204
 	# killed: its logs go with it
 	assert_eq "$(status DELETE "/sandboxes/$id")" 204
 	assert_eq "$(status GET "/sandboxes/$id/logs")" 404 "logs of a killed sandbox"
