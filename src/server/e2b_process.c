@@ -54,6 +54,7 @@
 #define E2B_INPUT_WAIT_MS 10000		   /* SendInput waits this long for a full pipe */
 #define E2B_PROC_TICK_MS 200		   /* a waiting stream looks at its client this often */
 #define E2B_PROC_GRACE_MS 1000		   /* after the deadline, the exec's own timeout first */
+#define E2B_KILL_WAIT_MS 2000		   /* SendSignal(SIGKILL) answers once the process ended */
 
 typedef struct chunk {
 	struct chunk *next;
@@ -305,6 +306,9 @@ static void *proc_main(void *arg)
 		snprintf(st, sizeof(st), "%d", res.exit_code);
 		proc_event(p, res.exit_code ? E2B_LOG_WARN : E2B_LOG_INFO, "process exited", "exitCode", st);
 	}
+	/* Out of the registry (List) before done is told: whoever waited for
+	 * the end (a SIGKILL's SendSignal) then finds it gone from List too. */
+	reg_remove(p);
 	pthread_mutex_lock(&p->lock);
 	p->done = true;
 	p->res =
@@ -316,7 +320,6 @@ static void *proc_main(void *arg)
 	pthread_cond_broadcast(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 	sbx_exec_result_free(&res);
-	reg_remove(p);
 	proc_unref(p); /* the registry's */
 	proc_unref(p); /* this thread's */
 	return NULL;
@@ -610,9 +613,26 @@ static int proc_signal(e2b_call *c, const json_t *in, json_t **out, sbx_err **er
 		return -1;
 	unsigned char b = (unsigned char)sig;
 	ssize_t n = write(p->sig_w, &b, 1);
-	proc_unref(p);
-	if (n != 1)
+	if (n != 1) {
+		proc_unref(p);
 		return err_errno(err, "signal");
+	}
+	/* SIGKILL cannot be caught: answer once the process has ended and been
+	 * reaped, so that List and `kill -0` right after the SDK's kill() agree
+	 * with it (a process stuck in the kernel: after E2B_KILL_WAIT_MS). */
+	if (sig == SIGKILL) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += E2B_KILL_WAIT_MS / 1000;
+		until.tv_nsec += (long)(E2B_KILL_WAIT_MS % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L)
+			until.tv_sec++, until.tv_nsec -= 1000000000L;
+		pthread_mutex_lock(&p->lock);
+		while (!p->done && pthread_cond_timedwait(&p->cond, &p->lock, &until) != ETIMEDOUT)
+			;
+		pthread_mutex_unlock(&p->lock);
+	}
+	proc_unref(p);
 	*out = json_object();
 	return 0;
 }

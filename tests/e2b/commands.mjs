@@ -131,6 +131,28 @@ const cases = {
 		check(ev.indexOf('keepalive') > ev.indexOf('data'), 'between the outputs', ev);
 	},
 
+	// kill() answers once the process is gone: list() right after it no
+	// longer shows it, and its pid no longer exists in the sandbox (the
+	// example agent loop checks this with no wait in between).
+	async kill_is_final() {
+		const s = await create();
+		for (let i = 0; i < 10; i++) {
+			const h = await s.commands.run('sleep 600', { background: true });
+			check(await s.commands.kill(h.pid), 'kill() answers true', i);
+			const left = (await s.commands.list()).filter((p) => p.pid === h.pid);
+			check(left.length === 0, 'list() right after kill() does not show it', { i, left });
+		}
+		const h = await s.commands.run('sleep 600', { background: true });
+		check(await s.commands.kill(h.pid), 'kill() answers true');
+		let e;
+		try {
+			await s.commands.run(`kill -0 ${h.pid}`);
+		} catch (x) {
+			e = x;
+		}
+		check(e instanceof CommandExitError, 'the killed pid is gone from the sandbox', String(e));
+	},
+
 	async background() {
 		const s = await create();
 		const h = await s.commands.run('echo started; sleep 30', { background: true });

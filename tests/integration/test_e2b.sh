@@ -159,6 +159,12 @@ t_e2b_commands_background_connect_list_kill() {
 	e2b_cmd background
 }
 
+t_e2b_commands_kill_is_final() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd kill_is_final
+}
+
 t_e2b_commands_stdin() {
 	need_e2b_sdk
 	e2b_start
