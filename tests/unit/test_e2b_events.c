@@ -17,7 +17,7 @@ TEST(ring_keeps_the_newest)
 	e2b_ring r;
 	e2b_ring_init(&r, 5);
 	for (int i = 0; i < 12; i++) {
-		char m[8];
+		char m[16];
 		snprintf(m, sizeof(m), "m%d", i);
 		push(&r, i, E2B_LOG_INFO, m);
 	}
