@@ -67,13 +67,14 @@ $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 # ---- end of BPF recorder -------------------------------------------------------
 
 # ---- code interpreter bridge (src/interp/) -----------------------------------
-# The Python program that serves the code interpreter inside an environment,
-# embedded into the library with .incbin (docs/code.md); src/api/code_bridge.c
-# writes it into the environment when none runs there.
+# The Python program that serves the code interpreter inside an environment
+# and the kernels it starts for javascript, typescript and bash,
+# embedded into the library with .incbin (docs/code.md); src/api/code_conn.c
+# writes them into the environment when no bridge runs there.
 CODE_BRIDGE_EMBED := $(BUILD)/src/interp/code_bridge_obj.o
 LIB_OBJ += $(CODE_BRIDGE_EMBED)
 
-$(CODE_BRIDGE_EMBED): src/interp/code_bridge_obj.S src/interp/code_bridge.py
+$(CODE_BRIDGE_EMBED): src/interp/code_bridge_obj.S src/interp/code_bridge.py src/interp/code_kernels.py src/interp/code_node.js
 	@mkdir -p $(dir $@)
 	@echo "  AS $<"
 	@$(CC) -c $< -o $@ -Wa,-Isrc/interp

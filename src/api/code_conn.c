@@ -27,6 +27,20 @@
 #include "util/strbuf.h"
 
 extern const unsigned char sbx_code_bridge_py[], sbx_code_bridge_py_end[];
+extern const unsigned char sbx_code_kernels_py[], sbx_code_kernels_py_end[];
+extern const unsigned char sbx_code_node_js[], sbx_code_node_js_end[];
+
+/* What a bridge start writes into the environment: the bridge, and beside
+ * it the kernels it makes known for javascript, typescript and bash
+ * (code_bridge.py install_kernel_specs finds them by these names). */
+static const struct {
+	const char *path;
+	const unsigned char *data, *end;
+} bridge_files[] = {
+    {CODE_BRIDGE_PATH, sbx_code_bridge_py, sbx_code_bridge_py_end},
+    {"/tmp/.sbx-code-kernels.py", sbx_code_kernels_py, sbx_code_kernels_py_end},
+    {"/tmp/.sbx-code-node.js", sbx_code_node_js, sbx_code_node_js_end},
+};
 
 #define START_POLL_MS 20
 #define NEEDS "the code interpreter needs python3 with jupyter_client and ipykernel in the environment"
@@ -71,9 +85,13 @@ static bool nothing_listens(const sbx_err *e)
 /* Starts the bridge and waits until it answers: 0 with *ret_fd connected. */
 static int bridge_start(sbx_ctx *ctx, const char *ref, int *ret_fd, sbx_err **err)
 {
-	size_t len = (size_t)(sbx_code_bridge_py_end - sbx_code_bridge_py);
-	if (sbx_env_write_file(ctx, ref, CODE_BRIDGE_PATH, sbx_code_bridge_py, len, 0644, err) < 0)
-		return err_wrap(err, "start the code interpreter: write %s", CODE_BRIDGE_PATH);
+	for (size_t i = 0; i < ARRAY_SIZE(bridge_files); i++) {
+		const char *path = bridge_files[i].path;
+		const unsigned char *data = bridge_files[i].data;
+		size_t len = (size_t)(bridge_files[i].end - data);
+		if (sbx_env_write_file(ctx, ref, path, data, len, 0644, err) < 0)
+			return err_wrap(err, "start the code interpreter: write %s", path);
+	}
 	static const char *const argv[] = {"python3", CODE_BRIDGE_PATH, "--port", "49999", NULL};
 	sbx_exec_opts x = SBX_EXEC_OPTS_INIT;
 	x.argv = argv;

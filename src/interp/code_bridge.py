@@ -31,15 +31,21 @@ would hide that.
 
 Standard library plus jupyter_client (Debian's python3-jupyter-client: it starts, interrupts and restarts kernels),
 pyzmq (python3-zmq, which ipykernel needs: the bridge speaks to kernels over it directly) and a kernel
-(python3-ipykernel).
+(python3-ipykernel). sbx's own kernels for javascript, typescript and bash (code_kernels.py and
+code_node.js, written beside this file as .sbx-code-kernels.py and .sbx-code-node.js) are made known to
+jupyter_client by kernel specs this bridge writes under its state directory (JUPYTER_PATH), each only
+where what it drives is installed: node, bash with python3-pexpect.
 """
 
 import datetime
 import hashlib
 import hmac
 import http.server
+import importlib.util
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import socketserver
@@ -74,6 +80,64 @@ MIME_FIELDS = {
 
 LANGUAGE_ALIASES = {"python3": "python", "py": "python", "js": "javascript", "ts": "typescript",
                     "sh": "bash", "shell": "bash"}
+
+
+# sbx's kernels (code_kernels.py) and what each needs in the environment.
+SBX_KERNELS = {
+    "javascript": ("node", None, "node (Debian: nodejs)"),
+    "typescript": ("node", None, "node (Debian: nodejs) and node-typescript"),
+    "bash": ("bash", "pexpect", "bash and python3-pexpect"),
+}
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def install_kernel_specs(state_dir):
+    """Writes the kernel specs of sbx's kernels whose needs are met under state_dir/kernels and puts
+    state_dir first on JUPYTER_PATH. Returns {language: what it needs} for those left out."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    module = os.path.join(here, ".sbx-code-kernels.py")
+    missing = {}
+    for lang, (program, pymod, needs) in SBX_KERNELS.items():
+        if not os.path.exists(module) or not shutil.which(program) or (
+                pymod and importlib.util.find_spec(pymod) is None):
+            missing[lang] = needs
+            continue
+        d = os.path.join(state_dir, "kernels", "sbx-" + lang)
+        os.makedirs(d, exist_ok=True)
+        spec = {"argv": [sys.executable, module, lang, "-f", "{connection_file}"],
+                "display_name": "sbx " + lang, "language": lang, "interrupt_mode": "signal"}
+        with open(os.path.join(d, "kernel.json"), "w") as f:
+            json.dump(spec, f)
+    os.environ["JUPYTER_PATH"] = os.pathsep.join([state_dir] + [p for p in os.environ.get(
+        "JUPYTER_PATH", "").split(os.pathsep) if p])
+    return missing
+
+
+def env_code(language, env_vars):
+    """(set, restore): silent code in `language` that sets env_vars for one run, then puts back what
+    was there before; None where the language has no such code (the run is refused)."""
+    if language == "python":
+        return ("import os as _sbx_os\n_sbx_env_saved = {k: _sbx_os.environ.get(k) for k in %r}\n"
+                "_sbx_os.environ.update(%r)" % (list(env_vars), dict(env_vars)),
+                "for _k, _v in _sbx_env_saved.items():\n"
+                "    (_sbx_os.environ.pop(_k, None) if _v is None else _sbx_os.environ.__setitem__(_k, _v))\n"
+                "del _sbx_env_saved, _k, _v")
+    if language in ("javascript", "typescript"):
+        return ("globalThis.__sbxEnvSaved = Object.fromEntries(%s.map((k) => [k, process.env[k]]));\n"
+                "Object.assign(process.env, %s);" % (json.dumps(list(env_vars)), json.dumps(env_vars)),
+                "for (const [k, v] of Object.entries(globalThis.__sbxEnvSaved || {})) {\n"
+                "  if (v === undefined) delete process.env[k]; else process.env[k] = v;\n"
+                "}\ndelete globalThis.__sbxEnvSaved;")
+    if language == "bash":
+        bad = [k for k in env_vars if not SHELL_NAME.match(k)]
+        if bad:
+            raise BridgeError(400, "env_vars: '%s' is not a shell variable name" % bad[0][:100])
+        names = " ".join(env_vars)
+        quoted = lambda v: "'" + v.replace("'", "'\\''") + "'"
+        return ("__sbx_env_saved=$(declare -p %s 2>/dev/null)\n" % names +
+                "".join("export %s=%s\n" % (k, quoted(v)) for k, v in env_vars.items()),
+                "unset %s\neval \"$__sbx_env_saved\"\nunset __sbx_env_saved\n" % names)
+    return None
 
 
 def normalize_language(language):
@@ -274,19 +338,20 @@ class Context:
             emit({"type": "error", "name": "KernelDied", "value": self.dead + "; restart the context",
                   "traceback": ""})
             return
-        if env_vars and self.language != "python":
-            raise BridgeError(400, "env_vars are supported in python contexts only")
+        env_set = env_restore = None
+        if env_vars:
+            codes = env_code(self.language, env_vars)
+            if codes is None:
+                raise BridgeError(400, "env_vars are not supported in %s contexts" % self.language)
+            env_set, env_restore = codes
         with self.lock:
-            if env_vars:
-                self._silent("import os as _sbx_os\n_sbx_env_saved = {k: _sbx_os.environ.get(k) for k in %r}\n"
-                             "_sbx_os.environ.update(%r)" % (list(env_vars), dict(env_vars)))
+            if env_set:
+                self._silent(env_set)
             try:
                 self._run(code, emit, timeout_ms, client, flush)
             finally:
-                if env_vars and not self.dead:
-                    self._silent("for _k, _v in _sbx_env_saved.items():\n"
-                                 "    (_sbx_os.environ.pop(_k, None) if _v is None else _sbx_os.environ.__setitem__(_k, _v))\n"
-                                 "del _sbx_env_saved, _k, _v")
+                if env_restore and not self.dead:
+                    self._silent(env_restore)
 
     def interrupt(self):
         try:
@@ -416,6 +481,7 @@ class Bridge:
         self.contexts = {}
         self.defaults = {}  # language -> context id
         self.lock = threading.Lock()
+        self.missing = install_kernel_specs(state_dir)  # language -> what its kernel needs
 
     def kernel_for(self, language):
         from jupyter_client.kernelspec import KernelSpecManager
@@ -423,9 +489,14 @@ class Bridge:
         specs = KernelSpecManager().get_all_specs()
         if language == "python" and "python3" in specs:
             return "python3"
+        if "sbx-" + language in specs:  # sbx's own, whose env_vars code the bridge knows
+            return "sbx-" + language
         for name, s in sorted(specs.items()):
             if normalize_language(s["spec"].get("language")) == language:
                 return name
+        if language in self.missing:
+            raise BridgeError(400, "no kernel for language '%s': it needs %s in the environment" % (
+                language, self.missing[language]))
         raise BridgeError(400, "no kernel for language '%s' is installed (have: %s)" % (
             language, ", ".join(sorted({normalize_language(s["spec"].get("language")) for s in specs.values()}))))
 

@@ -1,17 +1,24 @@
 /* The code interpreter's bridge (code_bridge.py, run by python3 inside an
- * environment), embedded read-only in the library; src/api/code_bridge.c
- * writes it into an environment that has none running. The assembler finds
- * the file through -I (src/interp, see the Makefile). Hidden: not part of
- * the ABI. */
-	.section .rodata.sbx_code_bridge, "a"
-	.globl sbx_code_bridge_py
-	.hidden sbx_code_bridge_py
-	.type sbx_code_bridge_py, %object
-sbx_code_bridge_py:
-	.incbin "code_bridge.py"
-	.globl sbx_code_bridge_py_end
-	.hidden sbx_code_bridge_py_end
-sbx_code_bridge_py_end:
-	.size sbx_code_bridge_py, sbx_code_bridge_py_end - sbx_code_bridge_py
+ * environment) and sbx's kernels for javascript, typescript and bash that it
+ * starts (code_kernels.py, with code_node.js its node child), embedded
+ * read-only in the library; src/api/code_conn.c writes them into an
+ * environment that has no bridge running. The assembler finds the files
+ * through -I (src/interp, see the Makefile). Hidden: not part of the ABI. */
+	.macro sbx_embed name, file
+	.section .rodata.\name, "a"
+	.globl \name
+	.hidden \name
+	.type \name, %object
+\name:
+	.incbin "\file"
+	.globl \name\()_end
+	.hidden \name\()_end
+\name\()_end:
+	.size \name, \name\()_end - \name
+	.endm
+
+	sbx_embed sbx_code_bridge_py, "code_bridge.py"
+	sbx_embed sbx_code_kernels_py, "code_kernels.py"
+	sbx_embed sbx_code_node_js, "code_node.js"
 
 	.section .note.GNU-stack, "", %progbits
