@@ -735,18 +735,34 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     allow_reuse_address = True
 
 
+def default_cwd():
+    """Where a context starts when none is asked: E2B's /home/user in an environment that has E2B's
+    user (uid 1000 `user`, home /home/user: a sandbox of sbx serve, where E2B's kernels start there),
+    else this process's home."""
+    import pwd
+
+    try:
+        e2b = pwd.getpwnam("user")
+        if e2b.pw_uid == 1000 and e2b.pw_dir == "/home/user" and os.path.isdir(e2b.pw_dir):
+            return e2b.pw_dir
+    except KeyError:
+        pass
+    return os.path.expanduser("~")
+
+
 def main(argv):
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--port", type=int, default=49999)
     p.add_argument("--state-dir", default="/tmp/.sbx-code")
-    p.add_argument("--cwd", default=os.path.expanduser("~"))
+    p.add_argument("--cwd", default=None, help="contexts' default working directory (default: see default_cwd)")
     p.add_argument("--no-default", action="store_true", help="start no python context ahead")
     a = p.parse_args(argv)
     os.makedirs(a.state_dir, mode=0o700, exist_ok=True)
     os.environ.setdefault("JUPYTER_RUNTIME_DIR", os.path.join(a.state_dir, "runtime"))
-    bridge = Bridge(a.state_dir, a.cwd if os.path.isdir(a.cwd) else "/")
+    cwd = a.cwd or default_cwd()
+    bridge = Bridge(a.state_dir, cwd if os.path.isdir(cwd) else "/")
     Handler.bridge = bridge
     if not a.no_default:
         # One silent cell (no output, no history, the execution count unchanged): a kernel's first

@@ -150,6 +150,128 @@ const cases = {
 		check(Date.now() - t0 < 5000, 'the context was free at once', Date.now() - t0);
 	},
 
+	// JavaScript (sbx's node kernel): E2B's own test suite's cases, the
+	// sandbox's and a run's env vars, an error, a timeout that keeps state.
+	async js() {
+		const s = await create({ envs: { SBX_SANDBOX_VAR: 'from-create' } });
+		const js = { language: 'js' };
+		let r = await s.runCode('console.log("Hello, World!")', js);
+		check(JSON.stringify(r.logs.stdout) === '["Hello, World!\\n"]', 'console.log: one chunk', r.logs);
+		check(r.error === undefined && r.results.length === 0, 'no result for undefined', r.toJSON());
+		r = await s.runCode('const add = (x, y) => x + y;\nadd(1, 2)', js);
+		check(r.results[0] && r.results[0].text === '3', 'add(1, 2)', r.toJSON());
+		r = await s.runCode("async function main() {\n  return 'Hello, World!'\n}\nawait main()", js);
+		check(r.results[0] && r.results[0].text === 'Hello, World!', 'top-level await: a string as it is', r.toJSON());
+		await s.runCode('const z = 1', js);
+		r = await s.runCode('z', js);
+		check(r.text === '1', 'a const of one cell in the next', r.toJSON());
+		r = await s.runCode('const w = await Promise.resolve(41); w + z', js);
+		check(r.text === '42', 'await with a declaration', r.toJSON());
+		check((await s.runCode('w', js)).text === '41', "an awaited cell's const stays");
+		check((await s.runCode("require('path').join('a', 'b')", js)).text === 'a/b', 'require of a built-in');
+		check((await s.runCode('({ a: [1, 2] })', js)).text === '{ a: [ 1, 2 ] }', 'objects via util.inspect');
+		r = await s.runCode('process.cwd()', js);
+		check(r.text === '/home/user', 'cwd /home/user', r.toJSON());
+		check((await s.runCode('import os; os.getcwd()')).text === "'/home/user'", 'python: cwd /home/user');
+		// Env vars: per run, restored after it; the sandbox's own seen, overridden for one run only.
+		r = await s.runCode('process.env.FOO', { ...js, envs: { FOO: 'bar' } });
+		check(r.text === 'bar', 'envs for the run', r.toJSON());
+		r = await s.runCode("process.env.FOO || 'default'", js);
+		check(r.text === 'default', 'envs restored after the run', r.toJSON());
+		check((await s.runCode('process.env.SBX_SANDBOX_VAR', js)).text === 'from-create', "the sandbox's envs");
+		r = await s.runCode('process.env.SBX_SANDBOX_VAR', { ...js, envs: { SBX_SANDBOX_VAR: 'run' } });
+		check(r.text === 'run', "a run's value overrides the sandbox's", r.toJSON());
+		check((await s.runCode('process.env.SBX_SANDBOX_VAR', js)).text === 'from-create', "the sandbox's value back");
+		// An error: name, value, a traceback through the cell's function; the context goes on.
+		r = await s.runCode("function boom() {\n  throw new TypeError('bad thing')\n}\nboom()", js);
+		check(r.error && r.error.name === 'TypeError' && r.error.value === 'bad thing', 'error name and value', r.error);
+		check(/at boom/.test(r.error.traceback), 'traceback', r.error.traceback);
+		r = await s.runCode('undefinedThing + 1', js);
+		check(r.error && r.error.name === 'ReferenceError', 'ReferenceError', r.error);
+		// A cell past its timeout is interrupted (busy or awaiting); the context and its state stay.
+		for (const code of ['while (true) {}', 'await new Promise((res) => setTimeout(res, 60000))']) {
+			let failed;
+			try {
+				await s.runCode(code, { ...js, timeoutMs: 1500 });
+			} catch (e) {
+				failed = e;
+			}
+			check(failed && failed.name === 'TimeoutError', `TimeoutError: ${code}`, String(failed));
+			const t0 = Date.now();
+			r = await s.runCode('z + 1', js);
+			check(r.text === '2', `state kept after interrupting ${code}`, r.toJSON());
+			check(Date.now() - t0 < 5000, 'the context was free at once', Date.now() - t0);
+		}
+		// A context of its own, with its own cwd and state.
+		const c = await s.createCodeContext({ cwd: '/home', language: 'js' });
+		check((await s.runCode('process.cwd()', { context: c })).text === '/home', "the context's cwd");
+		r = await s.runCode('typeof z', { context: c });
+		check(r.text === 'undefined', 'contexts do not share state', r.toJSON());
+		// The python context is untouched by all this.
+		check((await s.runCode('1 + 1')).text === '2', 'python still runs');
+	},
+
+	// TypeScript: transpiled (types not checked), state kept like JavaScript's.
+	async ts() {
+		const s = await create();
+		let r = await s.runCode('function subtract(x: number, y: number): number {\n  return x - y;\n}\nsubtract(1, 2)', {
+			language: 'ts',
+		});
+		check(r.results[0] && r.results[0].text === '-1', 'subtract(1, 2)', r.toJSON());
+		await s.runCode('interface P { name: string }\nconst p: P = { name: "ts" }', { language: 'typescript' });
+		r = await s.runCode('const q: string = await Promise.resolve(p.name + "!"); q', { language: 'typescript' });
+		check(r.text === 'ts!', 'state and top-level await in TypeScript', r.toJSON());
+	},
+
+	// Bash: env vars per run, the sandbox's own, state (variables, cwd), a timeout that keeps it.
+	async bash() {
+		const s = await create({ envs: { SBX_SANDBOX_VAR: 'from-create' } });
+		const sh = { language: 'bash' };
+		let r = await s.runCode('echo $FOO', { ...sh, envs: { FOO: 'bar' } });
+		check(r.logs.stdout[0] === 'bar\n', 'envs for the run', r.logs);
+		r = await s.runCode('echo ${FOO:-default}', sh);
+		check(r.logs.stdout[0] === 'default\n', 'envs restored after the run', r.logs);
+		r = await s.runCode('echo $SBX_SANDBOX_VAR', sh);
+		check(r.logs.stdout[0] === 'from-create\n', "the sandbox's envs", r.logs);
+		await s.runCode('x=5\ncd /tmp', sh);
+		r = await s.runCode('echo $x; pwd', sh);
+		check(r.logs.stdout.join('') === '5\n/tmp\n', 'variables and cwd kept', r.logs);
+		let failed;
+		try {
+			await s.runCode('sleep 60', { ...sh, timeoutMs: 1500 });
+		} catch (e) {
+			failed = e;
+		}
+		check(failed && failed.name === 'TimeoutError', 'TimeoutError', String(failed));
+		const t0 = Date.now();
+		r = await s.runCode('echo $x', sh);
+		check(r.logs.stdout.join('') === '5\n', 'state kept after the interrupt', r.logs);
+		check(Date.now() - t0 < 5000, 'the context was free at once', Date.now() - t0);
+		r = await s.runCode('echo out; ls /nonexistent-dir', sh);
+		// A terminal has one output: stderr comes as stdout (as in bash_kernel, E2B's).
+		check(/^out\nls: .*nonexistent-dir/.test(r.logs.stdout.join('')), 'output of a failing command', r.logs);
+		check(r.error && r.error.name === 'ExitStatus' && /status 2/.test(r.error.value), 'a failing last command is an error', r.toJSON());
+	},
+
+	// Code in one sandbox cannot read another's files, in any language.
+	async walls() {
+		const a = await create();
+		const b = await create();
+		const secret = `secret-${Date.now()}-${Math.random()}`;
+		await b.files.write('/home/user/secret.txt', secret);
+		check((await b.runCode("require('fs').readFileSync('/home/user/secret.txt', 'utf8')", { language: 'js' })).text === secret, 'b reads its own');
+		let r = await a.runCode("require('fs').readFileSync('/home/user/secret.txt', 'utf8')", { language: 'js' });
+		check(r.error && r.error.name === 'Error' && /ENOENT/.test(r.error.value), "a does not see b's file", r.toJSON());
+		// The server's own state (where every sandbox lives) is not there either.
+		const home = process.env.SBX_ROOT;
+		check(home, 'SBX_ROOT is set');
+		r = await a.runCode(`require('fs').readdirSync(${JSON.stringify(home)})`, { language: 'js' });
+		check(r.error && /ENOENT|EACCES|EPERM/.test(r.error.value), "the server's state dir is out of reach", r.toJSON());
+		r = await a.runCode(`cat /home/user/secret.txt; ls ${home}`, { language: 'bash' });
+		const all = r.logs.stdout.join('') + r.logs.stderr.join('');
+		check(!all.includes(secret) && r.error, "bash in a does not see b's file", r.toJSON());
+	},
+
 	// Another sandbox's token, a wrong token, no token: the code port refuses.
 	async auth() {
 		const a = await create();

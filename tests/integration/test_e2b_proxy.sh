@@ -29,6 +29,29 @@ t_e2b_code_error() { code_case error; }
 t_e2b_code_contexts() { code_case contexts; }
 t_e2b_code_timeout() { code_case timeout; }
 t_e2b_code_auth() { code_case auth; }
+# sbx's kernels for the other languages E2B's SDK names (docs/code.md
+# "Languages"): node for js and ts, Debian's node-typescript, bash with
+# python3-pexpect, all from the host's /usr (scripts/deps.sh test).
+need_node_kernel() {
+	command -v node > /dev/null || skip "node is not installed (Debian: nodejs)"
+}
+t_e2b_code_javascript() {
+	need_node_kernel
+	code_case js
+}
+t_e2b_code_typescript() {
+	need_node_kernel
+	[ -d /usr/share/nodejs/typescript ] || skip "node-typescript is not installed (scripts/deps.sh test)"
+	code_case ts
+}
+t_e2b_code_bash() {
+	/usr/bin/python3 -c 'import pexpect' 2> /dev/null || skip "python3-pexpect is not installed (scripts/deps.sh test)"
+	code_case bash
+}
+t_e2b_code_walls_hold_in_every_language() {
+	need_node_kernel
+	code_case walls
+}
 # A client that hangs up mid-cell interrupts it: needs the library's cancel
 # (sbx_code_opts.cancel_fd, SBX_CODE_OPTS_VERSION 2).
 t_e2b_code_hangup_interrupts() {
