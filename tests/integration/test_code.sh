@@ -71,6 +71,113 @@ pd.DataFrame({"a": [1, 2], "b": [3, 4]})' > "$TMPDIR_TEST/df.json"
 	sbx rm "$id"
 }
 
+# sbx's kernels for javascript, typescript and bash (docs/code.md
+# "Languages"), through the CLI: state, results, --env, errors, a timeout
+# that keeps the state, and the environment's walls around every one.
+t_code_javascript_typescript_bash() {
+	need_kernel
+	command -v node > /dev/null || skip "node is not installed (Debian: nodejs)"
+	/usr/bin/python3 -c 'import pexpect' 2> /dev/null || skip "python3-pexpect is not installed (scripts/deps.sh test)"
+	id=$(sbx create)
+	assert_eq "$(sbx code "$id" --lang js -- 'console.log("Hello, World!")')" "Hello, World!"
+	assert_eq "$(sbx code "$id" --lang js -- 'const add = (x, y) => x + y;
+add(1, 2)')" "3"
+	assert_eq "$(sbx code "$id" --lang javascript -- 'add(40, 2)')" "42"
+	assert_eq "$(sbx code "$id" --lang js -- "async function main() { return 'Hello, World!' }
+await main()")" "Hello, World!"
+	sbx code "$id" --lang js --json -- 'add(1, 1)' > "$TMPDIR_TEST/js.json"
+	assert_eq "$(jget "$TMPDIR_TEST/js.json" "d['language']")" "javascript"
+	assert_eq "$(jget "$TMPDIR_TEST/js.json" "d['results'][0]['text']")" "2"
+	assert_eq "$(sbx code "$id" --lang js --env FOO=bar -- 'process.env.FOO')" "bar"
+	assert_eq "$(sbx code "$id" --lang js -- "process.env.FOO || 'default'")" "default"
+	# An error: its name, value and the cell's frames.
+	expect_status 1 sbx code "$id" --lang js -- "function boom() { throw new RangeError('too far') }
+boom()"
+	assert_contains "$ERR" "RangeError"
+	assert_contains "$ERR" "at boom"
+	sbx code "$id" --lang js --json -- 'null.x' > "$TMPDIR_TEST/jserr.json" || true
+	assert_eq "$(jget "$TMPDIR_TEST/jserr.json" "d['error']['name']")" "TypeError"
+	# A timeout interrupts the cell (busy, then awaiting); the state stays.
+	expect_status 124 sbx code "$id" --lang js --timeout 1s -- 'while (true) {}'
+	expect_status 124 sbx code "$id" --lang js --timeout 1s -- 'await new Promise(() => {})'
+	assert_eq "$(sbx code "$id" --lang js -- 'add(2, 2)')" "4"
+	# TypeScript, when Debian's node-typescript is there.
+	if [ -d /usr/share/nodejs/typescript ]; then
+		assert_eq "$(sbx code "$id" --lang ts -- 'function subtract(x: number, y: number): number { return x - y; }
+subtract(1, 2)')" "-1"
+	fi
+	# Bash: state (variables, cwd), --env for one run, a timeout that keeps the state.
+	assert_eq "$(sbx code "$id" --lang bash --env FOO=bar -- 'echo $FOO')" "bar"
+	assert_eq "$(sbx code "$id" --lang bash -- 'echo ${FOO:-default}')" "default"
+	sbx code "$id" --lang bash -- 'x=5; cd /tmp' > /dev/null
+	assert_eq "$(sbx code "$id" --lang bash -- 'echo $x; pwd')" "5
+/tmp"
+	expect_status 124 sbx code "$id" --lang bash --timeout 1s -- 'sleep 60'
+	expect_status 124 sbx code "$id" --lang bash --timeout 1s -- 'while :; do :; done'
+	assert_eq "$(sbx code "$id" --lang bash -- 'echo $x')" "5"
+	expect_status 1 sbx code "$id" --lang bash -- 'false'
+	# The walls: a file of the host (and another environment's) is not there.
+	echo "host-secret-$$" > "$TMPDIR_TEST/host-secret"
+	id2=$(sbx create)
+	sbx exec "$id2" -- sh -c "echo env2-secret-$$ > /tmp/env2-secret"
+	expect_status 1 sbx code "$id" --lang js -- "require('fs').readFileSync('$TMPDIR_TEST/host-secret', 'utf8')"
+	assert_contains "$ERR" "ENOENT"
+	expect_status 1 sbx code "$id" --lang js -- "require('fs').readFileSync('/tmp/env2-secret', 'utf8')"
+	assert_contains "$ERR" "ENOENT"
+	out=$(sbx code "$id" --lang bash -- "cat '$TMPDIR_TEST/host-secret' /tmp/env2-secret" 2>&1 || true)
+	case "$out" in *secret-$$*) fail "bash read another's file: $out" ;; esac
+	# The python context is untouched by all this; contexts list the languages.
+	assert_eq "$(sbx code "$id" -- '1 + 1')" "2"
+	out=$(sbx code "$id" --contexts)
+	assert_contains "$out" "javascript"
+	assert_contains "$out" "bash"
+	sbx rm "$id" "$id2"
+}
+
+# The same kernels over MCP: environment_run_code's language and env, a
+# context of its own made with environment_context_create {language, cwd}.
+t_code_mcp_javascript_and_bash() {
+	need_kernel
+	command -v node > /dev/null || skip "node is not installed (Debian: nodejs)"
+	/usr/bin/python3 -c 'import pexpect' 2> /dev/null || skip "python3-pexpect is not installed (scripts/deps.sh test)"
+	out=$(python3 - "$SBX_BIN" << 'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--warm", "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+n = [0]
+def rpc(method, params):
+    n[0] += 1
+    p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": n[0], "method": method, "params": params}) + "\n")
+    p.stdin.flush()
+    while True:
+        j = json.loads(p.stdout.readline())
+        if j.get("id") == n[0]:
+            return j
+call = lambda name, args: rpc("tools/call", {"name": name, "arguments": args})["result"]["structuredContent"]
+rpc("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+e = call("environment_create", {})["environment_id"]
+run = lambda **a: call("environment_run_code", dict(environment_id=e, **a))
+out = []
+out.append(run(code="const z = 20", language="js").get("results"))
+out.append(run(code="z + 1", language="javascript")["results"][0]["text"])
+out.append(run(code="process.env.FOO", language="js", env={"FOO": "bar"})["results"][0]["text"])
+r = run(code="throw new SyntaxError('nope')", language="js")
+out.append([r["error"]["name"], r["error"]["value"]])
+r = run(code="while (true) {}", language="js", timeout_ms=800)
+out.append(r["timed_out"])
+out.append(run(code="z", language="js")["results"][0]["text"])
+out.append(run(code="echo $FOO", language="bash", env={"FOO": "bar"})["stdout"])
+out.append(run(code="echo ${FOO:-default}", language="bash")["stdout"])
+c = call("environment_context_create", {"environment_id": e, "language": "js", "cwd": "/tmp"})
+out.append([c["language"], run(code="process.cwd()", context_id=c["context_id"])["results"][0]["text"]])
+call("environment_destroy", {"environment_id": e})
+print(json.dumps(out))
+p.stdin.close()
+p.wait()
+PY
+)
+	assert_eq "$out" '[[], "21", "bar", ["SyntaxError", "nope"], true, "20", "bar\n", "default\n", ["javascript", "/tmp"]]'
+}
+
 t_code_streams_output_before_the_cell_ends() {
 	need_kernel
 	id=$(sbx create)
