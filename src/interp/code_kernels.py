@@ -60,8 +60,15 @@ def spawn_with_sigint(start):
 
 
 def end_kernel(status):
-    """The child holding the state is gone: so is the kernel (its output is given time to go out)."""
+    """The child holding the state is gone: so is the kernel, the same way (its exit status, or
+    killed by the same signal), once its output has had time to go out."""
     time.sleep(0.2)
+    if isinstance(status, int) and status < 0:
+        try:
+            signal.signal(-status, signal.SIG_DFL)  # refused for SIGKILL and SIGSTOP, never caught
+        except (OSError, ValueError):
+            pass
+        os.kill(os.getpid(), -status)
     os._exit(status if isinstance(status, int) and 0 < status < 256 else 1)
 
 
@@ -120,19 +127,30 @@ class NodeKernel(Kernel):
                 while self._stream(key.data, key.fileobj, silent):
                     pass
 
+    def _node_gone(self, silent):
+        """node exited (process.exit(), a crash, the OOM killer): what it wrote goes out, then the
+        kernel ends with its status, as its state is gone."""
+        self._drain(silent)
+        end_kernel(self.node.wait())
+
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
         self.next_id += 1
         req = {"id": self.next_id, "code": code, "lang": self.language}
-        self.ctl.sendall(json.dumps(req).encode() + b"\n")
+        try:
+            self.ctl.sendall(json.dumps(req).encode() + b"\n")
+        except OSError:
+            self._node_gone(silent)
         answer = None
         while answer is None:
             try:
                 for key, _ in self.sel.select(0.5):
                     if key.data == "ctl":
-                        data = self.ctl.recv(1 << 20)
+                        try:
+                            data = self.ctl.recv(1 << 20)
+                        except OSError:  # ECONNRESET: it died with a request unread
+                            data = b""
                         if not data:
-                            self._drain(silent)
-                            end_kernel(self.node.wait())
+                            self._node_gone(silent)
                         self.ctl_buf += data
                         while b"\n" in self.ctl_buf:
                             line, self.ctl_buf = self.ctl_buf.split(b"\n", 1)

@@ -131,6 +131,15 @@ subtract(1, 2)')" "-1"
 	out=$(sbx code "$id" --contexts)
 	assert_contains "$out" "javascript"
 	assert_contains "$out" "bash"
+	# A node that exits (or is killed) ends its kernel, said as such.
+	expect_status 1 sbx code "$id" --lang js -- 'process.exit(3)'
+	assert_contains "$ERR" "KernelDied"
+	assert_contains "$ERR" "exit status 3"
+	c=$(sbx code "$id" --new-context --lang js)
+	expect_status 1 sbx code "$id" --context "$c" -- 'process.kill(process.pid, "SIGKILL")'
+	assert_contains "$ERR" "SIGKILL"
+	sbx code "$id" --restart "$c"
+	assert_eq "$(sbx code "$id" --context "$c" -- '6 * 7')" "42"
 	sbx rm "$id" "$id2"
 }
 
