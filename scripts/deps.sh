@@ -14,6 +14,9 @@ what=${1:-build}
 # man-db: tests/integration/test_install.sh renders the man pages with man -l.
 # strace: tests/integration/test_coldstart.sh checks the cold path's syscalls.
 # json-schema-test-suite: test_jschema runs the MCP argument checker against the official cases.
+# node-typescript, node-acorn, python3-pexpect: the code interpreter's kernels for typescript
+# (transpiled by Debian's tsc library), javascript (acorn: Debian's nodejs parses top-level await
+# with it) and bash (docs/code.md "Languages"); node itself is nodejs, below.
 # acl: setfacl/getfacl, the ACL round trips of test_snapshot.sh and test_oci.sh.
 # xvfb, xdotool, scrot, openbox: desktops (docs/desktop.md), the X server, input, screenshots
 # and window manager that environment_screenshot/environment_input run inside an environment;
@@ -21,7 +24,7 @@ what=${1:-build}
 # x11-xserver-utils, dbus-x11: what @e2b/desktop starts and probes in E2B's template desktop;
 # x11vnc, novnc, net-tools: its live view (stream.start() checks the port with netstat).
 build_pkgs="gcc make libc6-dev pkg-config libseccomp-dev libjansson-dev libyaml-dev libmicrohttpd-dev libssl-dev zlib1g-dev libzstd-dev libcurl4-openssl-dev clang libbpf-dev libelf-dev e2fsprogs"
-test_pkgs="clang-format libcap2-bin acl python3 python3-cryptography python3-pip python3-setuptools python3-venv openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo docker-registry curl clang libclang-rt-14-dev chromium file man-db strace json-schema-test-suite python3-ipykernel python3-zmq python3-jupyter-client python3-matplotlib python3-pandas xvfb xdotool scrot openbox xterm xfce4-session xfwm4 xfdesktop4 x11-utils x11-xserver-utils dbus-x11 x11vnc novnc net-tools"
+test_pkgs="clang-format libcap2-bin acl python3 python3-cryptography python3-pip python3-setuptools python3-venv openssl zstd busybox-static util-linux bsdutils procps passwd nodejs npm valgrind umoci skopeo docker-registry curl clang libclang-rt-14-dev chromium file man-db strace json-schema-test-suite python3-ipykernel python3-zmq python3-jupyter-client python3-matplotlib python3-pandas node-typescript node-acorn python3-pexpect xvfb xdotool scrot openbox xterm xfce4-session xfwm4 xfdesktop4 x11-utils x11-xserver-utils dbus-x11 x11vnc novnc net-tools"
 # linux-perf and bpftool profile the eBPF recorder (docs/BENCHMARKS.md, tracing).
 bench_pkgs="bubblewrap crun busybox-static hyperfine zstd nodejs npm strace python3 openssl linux-perf bpftool"
 # containerd, runc, crun, docker.io, podman, conmon: test_runc.sh drives
