@@ -22,6 +22,7 @@ import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -135,7 +136,8 @@ class NodeKernel(Kernel):
 
     def do_execute(self, code, silent, store_history=True, user_expressions=None, allow_stdin=False, **kwargs):
         self.next_id += 1
-        req = {"id": self.next_id, "code": code, "lang": self.language}
+        req = {"id": self.next_id, "code": code, "lang": self.language,
+               "cell": 0 if silent else self.execution_count}  # names the cell's frames
         try:
             self.ctl.sendall(json.dumps(req).encode() + b"\n")
         except OSError:
@@ -201,7 +203,14 @@ class BashKernel(Kernel):
         import pexpect
 
         self.pexpect = pexpect
-        self.dir = tempfile.mkdtemp(prefix="sbx-bash-")
+        # Beside the kernel's connection file (the bridge's state directory), not in the user's /tmp.
+        runtime = os.environ.get("JUPYTER_RUNTIME_DIR")
+        if runtime:
+            try:
+                os.makedirs(runtime, mode=0o700, exist_ok=True)
+            except OSError:
+                runtime = None
+        self.dir = tempfile.mkdtemp(prefix="sbx-bash-", dir=runtime or None)
         self.cell = os.path.join(self.dir, "cell")
         self.marker = "SBXPROMPT" + uuid.uuid4().hex
         self.prompt = re.compile(re.escape(self.marker) + r":(\d+):")
@@ -233,8 +242,10 @@ class BashKernel(Kernel):
             f.write(code)
             if not code.endswith("\n"):
                 f.write("\n")
-        # Sourced, so that its variables, functions and cd stay; one prompt comes at its end.
-        self.child.sendline(" . %s" % self.cell)
+        # Sourced, so that its variables, functions and cd stay; one prompt comes at its end, with
+        # the status of the cell's last command (the prompt is set again each time: a cell may
+        # change PS1).
+        self.child.sendline(' . %s; PS1="%s:$?:"' % (self.cell, self.marker))
         buf = ""
         interrupted = False
         while True:
@@ -274,6 +285,7 @@ class BashKernel(Kernel):
             self.child.close(force=True)
         except Exception:
             pass
+        shutil.rmtree(self.dir, ignore_errors=True)
         return {"status": "ok", "restart": restart}
 
 

@@ -2,9 +2,10 @@
 // kernels (code_kernels.py, docs/code.md). It runs INSIDE an environment, started as
 //   node --expose-internals code_node.js
 // with SBX_NODE_CTL_FD naming a socket to its kernel. Requests arrive on that socket, one JSON line
-// each: {"id": N, "code": "...", "lang": "javascript"|"typescript"}; for each, one JSON line answers
-// once the cell is done: {"id": N, "ok": true, "text"?: "..."} (text: the last expression's value) or
-// {"id": N, "ok": false, "ename", "evalue", "traceback": [...]}. What the cell prints goes to this
+// each: {"id": N, "code": "...", "lang": "javascript"|"typescript", "cell": its execution count (0:
+// a silent one)}; for each, one JSON line answers once the cell is done: {"id": N, "ok": true,
+// "text"?: "..."} (text: the last expression's value) or {"id": N, "ok": false, "ename", "evalue",
+// "traceback": [...]}. What the cell prints goes to this
 // process's own stdout and stderr (pipes, written synchronously on Linux), which the kernel streams:
 // all of a cell's output is in the pipes before its answer is sent.
 //
@@ -96,11 +97,11 @@ function display(value) {
 	return typeof value === 'string' ? value : util.inspect(value, { depth: 4, maxArrayLength: 200 });
 }
 
-let count = 0;
 async function run(req) {
 	let code = req.code;
 	if (req.lang === 'typescript') code = transpile(code);
-	const filename = `<cell ${++count}>`;
+	// A traceback's frames name the cell by its execution count, as IPython's do.
+	const filename = req.cell ? `<cell ${req.cell}>` : '<sbx>';
 	let wrapped = null;
 	if (/\bawait\b/.test(code)) {
 		if (!processTopLevelAwait) {
@@ -123,7 +124,7 @@ async function run(req) {
 	} catch (e) {
 		// A static import in JavaScript: TypeScript's transpiler turns it into require.
 		if (req.lang !== 'typescript' && /Cannot use import statement/.test(String(e && e.message)) && typescript())
-			return run({ code: transpile(req.code), lang: 'javascript-transpiled' });
+			return run({ ...req, code: transpile(req.code), lang: 'javascript-transpiled' });
 		throw e;
 	}
 	let value = script.runInThisContext({ breakOnSigint: true, displayErrors: false });
