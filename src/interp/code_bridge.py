@@ -109,7 +109,7 @@ def install_kernel_specs(state_dir):
         with open(os.path.join(d, "kernel.json"), "w") as f:
             json.dump(spec, f)
     os.environ["JUPYTER_PATH"] = os.pathsep.join([state_dir] + [p for p in os.environ.get(
-        "JUPYTER_PATH", "").split(os.pathsep) if p])
+        "JUPYTER_PATH", "").split(os.pathsep) if p and p != state_dir])
     return missing
 
 
@@ -486,6 +486,8 @@ class Bridge:
     def kernel_for(self, language):
         from jupyter_client.kernelspec import KernelSpecManager
 
+        if language in self.missing:  # installed since? (an agent's apt-get install nodejs)
+            self.missing = install_kernel_specs(self.state_dir)
         specs = KernelSpecManager().get_all_specs()
         if language == "python" and "python3" in specs:
             return "python3"
