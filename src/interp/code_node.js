@@ -18,6 +18,7 @@
 
 const net = require('net');
 const path = require('path');
+const url = require('url');
 const util = require('util');
 const vm = require('vm');
 const Module = require('module');
@@ -46,6 +47,52 @@ function typescript() {
 	}
 	return ts;
 }
+
+// `import()` in a cell: vm scripts get no module loader before node 21 (it throws
+// ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING_FLAG without --experimental-vm-modules), so each
+// `import(...)` expression (found by acorn, node's own parser, or Debian's node-acorn) calls
+// __sbxImport instead: the specifier resolved from the working directory, then imported here.
+function requireFirst(names) {
+	for (const n of names) {
+		try {
+			return require(n);
+		} catch (e) {
+			// the next
+		}
+	}
+	return null;
+}
+const acorn = requireFirst(['internal/deps/acorn/acorn/dist/acorn', 'acorn', '/usr/share/nodejs/acorn']);
+const walk = requireFirst(['internal/deps/acorn/acorn-walk/dist/walk', 'acorn-walk', '/usr/share/nodejs/acorn-walk']);
+
+function rewriteImports(code) {
+	if (!acorn || !walk || !/\bimport\s*\(/.test(code)) return code;
+	const starts = [];
+	try {
+		const ast = acorn.parse(code, {
+			ecmaVersion: 'latest', sourceType: 'script', allowAwaitOutsideFunction: true,
+			allowReturnOutsideFunction: true, allowHashBang: true,
+		});
+		walk.full(ast, (node) => {
+			if (node.type === 'ImportExpression') starts.push(node.start);
+		});
+	} catch (e) {
+		return code; // not parsable here: compiled as it is, for the real error
+	}
+	for (const at of starts.sort((a, b) => b - a))
+		if (code.startsWith('import', at)) code = `${code.slice(0, at)}__sbxImport${code.slice(at + 6)}`;
+	return code;
+}
+
+globalThis.__sbxImport = (spec) => {
+	let target = String(spec);
+	try {
+		if (!Module.isBuiltin(target)) target = url.pathToFileURL(globalThis.require.resolve(target)).href;
+	} catch (e) {
+		// an ES-only package, a URL, ...: node resolves it as it is
+	}
+	return import(target);
+};
 
 class CellError extends Error {}
 
@@ -102,6 +149,7 @@ async function run(req) {
 	if (req.lang === 'typescript') code = transpile(code);
 	// A traceback's frames name the cell by its execution count, as IPython's do.
 	const filename = req.cell ? `<cell ${req.cell}>` : '<sbx>';
+	code = rewriteImports(code);
 	let wrapped = null;
 	if (/\bawait\b/.test(code)) {
 		if (!processTopLevelAwait) {
@@ -137,7 +185,8 @@ async function run(req) {
 		});
 		value = value ? value.value : undefined;
 	}
-	return value;
+	// Boxed: a promise that is the cell's value is shown as such (as in node's REPL), not awaited.
+	return { value };
 }
 
 function errorReply(e) {
@@ -171,7 +220,7 @@ ctl.on('end', () => process.exit(0));
 async function answer(req) {
 	let reply;
 	try {
-		const value = await run(req);
+		const { value } = await run(req);
 		reply = { id: req.id, ok: true };
 		if (value !== undefined) reply.text = display(value);
 	} catch (e) {

@@ -169,6 +169,8 @@ const cases = {
 		check(r.text === '42', 'await with a declaration', r.toJSON());
 		check((await s.runCode('w', js)).text === '41', "an awaited cell's const stays");
 		check((await s.runCode("require('path').join('a', 'b')", js)).text === 'a/b', 'require of a built-in');
+		r = await s.runCode("const os = await import('node:os'); os.platform()", js);
+		check(r.text === 'linux', 'import() of a built-in', r.toJSON());
 		check((await s.runCode('({ a: [1, 2] })', js)).text === '{ a: [ 1, 2 ] }', 'objects via util.inspect');
 		r = await s.runCode('process.cwd()', js);
 		check(r.text === '/home/user', 'cwd /home/user', r.toJSON());

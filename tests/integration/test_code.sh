@@ -88,6 +88,10 @@ await main()")" "Hello, World!"
 	sbx code "$id" --lang js --json -- 'add(1, 1)' > "$TMPDIR_TEST/js.json"
 	assert_eq "$(jget "$TMPDIR_TEST/js.json" "d['language']")" "javascript"
 	assert_eq "$(jget "$TMPDIR_TEST/js.json" "d['results'][0]['text']")" "2"
+	# Modules: require, import() (node before 21 has no loader for vm scripts), a promise shown as such.
+	assert_eq "$(sbx code "$id" --lang js -- "const os = await import('node:os'); os.platform()")" "linux"
+	assert_eq "$(sbx code "$id" --lang js -- "require('path').join('a', 'b')")" "a/b"
+	assert_eq "$(sbx code "$id" --lang js -- "Promise.resolve(1)")" "Promise { 1 }"
 	assert_eq "$(sbx code "$id" --lang js --env FOO=bar -- 'process.env.FOO')" "bar"
 	assert_eq "$(sbx code "$id" --lang js -- "process.env.FOO || 'default'")" "default"
 	# An error: its name, value and the cell's frames.
@@ -105,6 +109,8 @@ boom()"
 	if [ -d /usr/share/nodejs/typescript ]; then
 		assert_eq "$(sbx code "$id" --lang ts -- 'function subtract(x: number, y: number): number { return x - y; }
 subtract(1, 2)')" "-1"
+		# A static import, turned into require by the same transpiler, in JavaScript too.
+		assert_eq "$(sbx code "$id" --lang js -- "import { basename } from 'node:path'; basename('/x/y.js')")" "y.js"
 	fi
 	# Bash: state (variables, cwd), --env for one run, a timeout that keeps the state.
 	assert_eq "$(sbx code "$id" --lang bash --env FOO=bar -- 'echo $FOO')" "bar"
