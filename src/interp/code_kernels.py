@@ -50,6 +50,16 @@ def error_reply(kernel, silent, ename, evalue, traceback):
     return dict(content, status="error", execution_count=kernel.execution_count)
 
 
+def die_with_kernel():
+    """In the child before exec: SIGKILL when the kernel dies (killed by a restart or the bridge's
+    end), so that no node or bash outlives it, a busy one included (it would never see its
+    socket or pty close)."""
+    import ctypes
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+
+
 def spawn_with_sigint(start):
     """start()'s child with SIGINT at its default: the kernel app ignores it outside a cell, and an
     ignored signal stays ignored across exec (bash would pass that on to every command it runs)."""
@@ -96,7 +106,8 @@ class NodeKernel(Kernel):
         # Its own session: only this kernel signals it (jupyter_client signals the kernel's group).
         self.node = spawn_with_sigint(lambda: subprocess.Popen(
             ["node", "--expose-internals", NODE_EVAL], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, env=env, pass_fds=[child.fileno()], start_new_session=True))
+            stderr=subprocess.PIPE, env=env, pass_fds=[child.fileno()], start_new_session=True,
+            preexec_fn=die_with_kernel))
         child.close()
         self.ctl = parent
         self.ctl_buf = b""
@@ -218,7 +229,7 @@ class BashKernel(Kernel):
         env.pop("HISTFILE", None)
         self.child = spawn_with_sigint(lambda: pexpect.spawn(
             "bash", ["--norc", "--noprofile", "--noediting", "-i"], echo=False, encoding="utf-8",
-            codec_errors="replace", env=env, dimensions=(50, 500)))
+            codec_errors="replace", env=env, dimensions=(50, 500), preexec_fn=die_with_kernel))
         # $? expands when the prompt is shown: the status of the cell's last command.
         self.child.sendline("unset HISTFILE; set +o history; PROMPT_COMMAND=; PS2=; PS1='%s:$?:'" % self.marker)
         self.child.expect(self.prompt, timeout=30)

@@ -149,6 +149,20 @@ subtract(1, 2)')" "-1"
 	sbx rm "$id" "$id2"
 }
 
+# A JavaScript cell that SIGINT cannot stop (a loop after an await) gets its
+# kernel restarted; its node, busy, goes with the kernel it belonged to.
+t_code_javascript_restart_leaves_no_node_behind() {
+	need_kernel
+	command -v node > /dev/null || skip "node is not installed (Debian: nodejs)"
+	id=$(sbx create)
+	sbx code "$id" --lang js -- 'const before = 1' > /dev/null
+	expect_status 124 sbx code "$id" --lang js --timeout 1s -- 'await 0; while (true) {}'
+	assert_contains "$ERR" "KernelRestarted"
+	assert_eq "$(sbx code "$id" --lang js -- 'typeof before')" "undefined"
+	assert_eq "$(sbx ps "$id" | grep -c '[s]bx-code-node')" "1"
+	sbx rm "$id"
+}
+
 # The same kernels over MCP: environment_run_code's language and env, a
 # context of its own made with environment_context_create {language, cwd}.
 t_code_mcp_javascript_and_bash() {
