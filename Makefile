@@ -133,7 +133,7 @@ asan:
 # out here: its timing-heavy determinism cases run 3-10x slower under ASan
 # and it runs in the normal suite; so are the files whose clients time out
 # under ASan's slowdown (test_statedir's 16 creates through one server).
-ASAN_CI_FILES ?= test_lifecycle test_exec test_badinput test_cp test_mcp_tools test_mcp_hardening test_attest test_process
+ASAN_CI_FILES ?= test_lifecycle test_exec test_badinput test_cp test_mcp_tools test_mcp_hardening test_attest test_process test_e2b_ctl
 asan-ci:
 	$(ASAN_MAKE)
 	$(ASAN_ENV) SBX_UNIT_EXCLUDE=test_ptrace_engine tests/run --unit
