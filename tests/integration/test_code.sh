@@ -262,9 +262,22 @@ t_code_mcp_cancel_interrupts_the_cell() {
 	id=$(sbx create)
 	sbx code "$id" -- 'kept = "yes"' > /dev/null
 	timeout 60 /usr/bin/python3 - "$SBX_BIN" "$id" << 'EOF'
-import json, subprocess, sys, time
+import json, os, subprocess, sys, threading, time
 sbx, env = sys.argv[1], sys.argv[2]
 p = subprocess.Popen([sbx, "mcp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+step = "start"
+def stuck():
+    # A hang says where it was and what the environment runs, instead of
+    # only the outer timeout's kill.
+    print("stuck at step: %s" % step, file=sys.stderr)
+    for argv in ([sbx, "code", env, "--contexts"], [sbx, "exec", env, "--", "ps", "-eo", "pid,stat,etime,args"]):
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        print("$ %s\n%s%s" % (" ".join(argv[1:]), r.stdout, r.stderr), file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(3)
+watchdog = threading.Timer(45, stuck)
+watchdog.daemon = True
+watchdog.start()
 def send(m):
     p.stdin.write(json.dumps(m) + "\n")
     p.stdin.flush()
@@ -279,6 +292,7 @@ send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 p.stdout.readline()
 call(1, "print('spinning', flush=True)\nwhile True: pass", token="t1")
 # The cell runs once its first line comes back as progress.
+step = "waiting for the first cell's output as progress"
 while True:
     m = json.loads(p.stdout.readline())
     assert m.get("id") != 1, "the endless cell answered: %s" % m
@@ -289,6 +303,7 @@ send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"request
 # The next run in the same context waits for the context's kernel: it
 # answers once the cancelled cell was interrupted, with the state kept (a
 # kernel restarted after ignoring the interrupt for 5 s would have lost it).
+step = "waiting for the answer to the next cell after the cancel"
 call(2, "print(kept)")
 while True:
     m = json.loads(p.stdout.readline())
@@ -302,6 +317,7 @@ sc = r["structuredContent"]
 assert sc["stdout"] == "yes\n" and "error" not in sc, sc
 print("next cell answered %.2f s after the cancel" % took)
 assert took < 4, "took %.2f s" % took
+step = "waiting for sbx mcp to exit"
 p.stdin.close()
 p.wait(timeout=30)
 EOF
