@@ -5,7 +5,8 @@
 //    after a warm-up run that makes the server's demand hot: docs/warm.md)
 //  - peers: MCP create -> execute -> destroy over one stdio session (`sbx mcp`, its own warm set)
 //    and over CLIENTS concurrent HTTP sessions of the same `sbx serve`
-//  - commands.run('true') on a live sandbox, median and p90 over N calls; peers: MCP
+//  - commands.run('true') on a live sandbox, median and p90 over N calls back to back, and over N/3
+//    calls BENCH_E2B_PACE_MS (50) apart, as an agent calls; peers: MCP
 //    environment_execute over stdio of /bin/true and of what the SDK runs, /bin/bash -l -c true
 //  - host memory per idle sandbox, PSS of supervisor + init (/proc/PID/smaps_rollup, as bench/run):
 //    MEM E2B sandboxes and MEM `sbx create` environments, idle side by side
@@ -28,6 +29,7 @@ const { StreamableHTTPClientTransport } = mcpRequire('@modelcontextprotocol/sdk/
 const [sbx, nArg, secArg, clientsArg, memArg, mcpUrl, tokenFile] = process.argv.slice(2);
 const N = Number(nArg || 300);
 const SECONDS = Number(secArg || 10);
+const PACE_MS = Number(process.env.BENCH_E2B_PACE_MS || 50);
 const CLIENTS = Number(clientsArg || 8);
 const MEM = Number(memArg || 8);
 const WARMUP = Math.min(SECONDS, 3);
@@ -48,9 +50,11 @@ async function rate(loops, secs, cycle) {
 	const cpu = process.cpuUsage(cpu0);
 	return [n / ((Date.now() - start) / 1000), n, n ? (cpu.user + cpu.system) / 1000 / n : 0];
 }
-async function timed(n, call) {
+// gap: ms to wait before each call, untimed (an agent's pace between commands).
+async function timed(n, call, gap = 0) {
 	const t = [];
 	for (let i = 0; i < n + 20; i++) {
+		if (gap) await new Promise((r) => setTimeout(r, gap));
 		const t0 = process.hrtime.bigint();
 		await call();
 		if (i >= 20) t.push(Number(process.hrtime.bigint() - t0) / 1e6);
@@ -115,6 +119,10 @@ out.probe = PROBE;
 {
 	const s = await Sandbox.create();
 	[out.e2b_run_median_ms, out.e2b_run_p90_ms] = await timed(N, () => s.commands.run('true'));
+	// The same at an agent's pace (PACE_MS between calls): what the spare login shell is for
+	// (docs/e2b.md "Spare shells"); back to back, each call waits for the previous one's.
+	out.pace_ms = PACE_MS;
+	[out.e2b_run_paced_median_ms, out.e2b_run_paced_p90_ms] = await timed(Math.ceil(N / 3), () => s.commands.run('true'), PACE_MS);
 	await s.kill();
 }
 

@@ -41,3 +41,8 @@ const char *e2b_req_sandbox(const http_request *req);
 /* The port the request is for: the Host's {port}, or E2b-Sandbox-Port;
  * HTTP_E2B_ENVD_PORT (49983) when it names none. */
 uint16_t e2b_req_port(const http_request *req);
+
+/* Ends the sandbox's spare login shell, if it has one (e2b_process.c,
+ * e2b_spare.h): called for every request that may change the sandbox's
+ * files (e2b_spare_invalidated_by), before it is served. */
+void e2b_proc_spare_drop(const char *sandbox_id);

@@ -187,6 +187,8 @@ static int call_setup(http_request *req, files_call *c, http_result *ret)
 	} else {
 		snprintf(c->id, sizeof(c->id), "%s", e2b_req_sandbox(req) ?: "");
 	}
+	if (!streq(req->method, "GET") && !streq(req->method, "HEAD"))
+		e2b_proc_spare_drop(c->id); /* an upload may change what a login shell reads */
 	const char *u = http_request_query(req, "username");
 	if (u && *u) {
 		user_spec us;

@@ -30,6 +30,7 @@
 #include "server/e2b_reply.h"
 #include "server/e2b_rpc.h"
 #include "server/e2b_snap.h"
+#include "server/e2b_spare.h"
 #include "server/e2b_store.h"
 #include "server/e2b_user.h"
 #include "server/http_parse.h"
@@ -792,6 +793,8 @@ static http_result data_auth(http_request *req)
 	if (!ok)
 		return e2b_reply_error(req, HTTP_STATUS_UNAUTHORIZED,
 				       "unauthorized: X-Access-Token must be this sandbox's envdAccessToken");
+	if (e2b_spare_invalidated_by(e2b_req_port(req), req->method, req->path))
+		e2b_proc_spare_drop(id);
 	return HTTP_OK;
 }
 

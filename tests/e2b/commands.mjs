@@ -232,6 +232,88 @@ const cases = {
 		check(r.stdout === 'done\n', 'a quiet command', r.stdout);
 	},
 
+	// The spare login shell (docs/e2b.md "Spare shells"): a command after a
+	// pause is served by a bash -l started ahead, and does what a fresh one
+	// would: its pid, its output (what the profile printed first), stdin,
+	// exit codes, syntax errors, timeouts, kill; a profile changed through
+	// the files API is read again.
+	async spare() {
+		const s = await create();
+		// How long the shell running a command has lived, in seconds.
+		const age = 'echo "$$ $(cut -d" " -f1 /proc/uptime) $(cut -d" " -f22 /proc/$$/stat) $(getconf CLK_TCK)"';
+		const ageOf = (out) => {
+			const [pid, up, start, hz] = out.trim().split(' ').map(Number);
+			return { pid, age: up - start / hz };
+		};
+		await s.commands.run('true');
+		await sleep(600);
+		const h = await s.commands.run(age, { background: true });
+		const r = await h.wait();
+		const a = ageOf(r.stdout);
+		check(a.pid === h.pid, 'the shell is the process the SDK was told of', { out: r.stdout, pid: h.pid });
+		check(a.age >= 0.3, 'a command after a pause runs in a shell started ahead', a);
+		await sleep(600);
+		const v = await s.commands.run('echo "[$BASH_EXECUTION_STRING] $0 $# $-"; declare -p __sbx_c 2>&1 | wc -l');
+		check(v.stdout === '[echo "[$BASH_EXECUTION_STRING] $0 $# $-"; declare -p __sbx_c 2>&1 | wc -l] /bin/bash 0 hBc\n1\n',
+			'as bash -c: its command, $0, no arguments, no variable of the spare', v.stdout);
+		await sleep(600);
+		let e;
+		try {
+			await s.commands.run('echo out; echo err >&2; exit 7');
+		} catch (x) {
+			e = x;
+		}
+		check(e instanceof CommandExitError && e.exitCode === 7 && e.stdout === 'out\n' && e.stderr === 'err\n',
+			'an exit code and both streams', { e: String(e), out: e?.stdout, err: e?.stderr });
+		await sleep(600);
+		e = undefined;
+		try {
+			await s.commands.run('if then');
+		} catch (x) {
+			e = x;
+		}
+		check(e instanceof CommandExitError && e.exitCode === 2 && /syntax error/.test(e.stderr), 'a syntax error', e?.stderr);
+		// stdin after the command is the command's
+		await sleep(600);
+		const c = await s.commands.run('cat; ' + age, { background: true, stdin: true });
+		await s.commands.sendStdin(c.pid, 'to-cat\n');
+		await s.commands.closeStdin(c.pid);
+		const cr = await c.wait();
+		check(cr.stdout.startsWith('to-cat\n') && ageOf(cr.stdout.split('\n')[1]).age >= 0.3, 'stdin through a spare', cr.stdout);
+		// its deadline, and kill
+		await sleep(600);
+		const t0 = Date.now();
+		e = undefined;
+		try {
+			await s.commands.run('sleep 30', { timeoutMs: 1500 });
+		} catch (x) {
+			e = x;
+		}
+		check(e instanceof TimeoutError && Date.now() - t0 < 10000, 'a spare keeps the deadline', String(e));
+		await until('the timed-out process gone', async () => (await s.commands.list()).length === 0);
+		await s.commands.run('true');
+		await sleep(600);
+		const k = await s.commands.run('sleep 30', { background: true });
+		check((await s.commands.list()).some((p) => p.pid === k.pid && p.args[2] === 'sleep 30'), 'listed with its own command');
+		check(await s.commands.kill(k.pid), 'kill');
+		check((await s.commands.list()).length === 0, 'gone once killed');
+		// A profile written through the files API is read by the next command,
+		// and what it prints comes first, once.
+		const prof = (await s.commands.run('cat ~/.profile 2>/dev/null || true')).stdout;
+		await sleep(600);
+		await s.files.write('/home/user/.profile', prof + '\nexport SPARE_MARK=seen\necho profile-said >&2\n');
+		const m = await s.commands.run('echo "mark=$SPARE_MARK"');
+		check(m.stdout === 'mark=seen\n' && m.stderr === 'profile-said\n', 'a profile changed by files.write', m);
+		await sleep(600);
+		const m2 = await s.commands.run(age);
+		check(m2.stderr === 'profile-said\n' && ageOf(m2.stdout).age >= 0.3, "a spare's profile output, once", m2);
+		// a command with envs or another cwd is not the spare's, and drops it
+		await sleep(600);
+		await s.files.write('/home/user/.profile', prof);
+		const n = await s.commands.run('echo "mark=$SPARE_MARK"; ' + age, { envs: { X: '1' } });
+		check(n.stdout.startsWith('mark=\n') && ageOf(n.stdout.split('\n')[1]).age < 0.3, 'envs: a fresh shell', n.stdout);
+	},
+
 	async pty() {
 		const s = await create();
 		const chunks = [];

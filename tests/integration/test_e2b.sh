@@ -177,6 +177,14 @@ t_e2b_commands_timeout() {
 	e2b_cmd timeout
 }
 
+# The spare login shell serves a command after a pause exactly as a fresh
+# bash -l -c would (docs/e2b.md "Spare shells").
+t_e2b_commands_spare_shell() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd spare
+}
+
 t_e2b_pty_create_input_resize_kill() {
 	need_e2b_sdk
 	e2b_start
