@@ -90,6 +90,7 @@ void eproc_unref(eproc *p)
 	safe_close(p->deadline_fd);
 	sbx_err_free(p->fail);
 	e2b_start_req_clear(&p->req);
+	e2b_start_req_clear(&p->spare_req);
 	json_decref(p->in);
 	free(p->user);
 	free(p->sandbox);
@@ -536,7 +537,7 @@ eproc *eproc_spare_take(sbx_ctx *ctx, const char *sandbox, const char *user, int
 		if (ok) {
 			/* Now the command's: listed, its request, its subscriber
 			 * from the first byte (what the profile printed). */
-			e2b_start_req_clear(&q->req);
+			q->spare_req = q->req; /* its exec may still be reading it */
 			q->req = req;
 			req = (e2b_start_req){0};
 			me->cursor = 0;

@@ -52,12 +52,13 @@ typedef struct eproc {
 	int in_r; /* the exec's */
 	int sig_r, sig_w;
 	int winch_r, winch_w;
-	int size_fd;	 /* a pty master holding the size (pty) */
-	bool spare;	 /* untaken spare (p->lock; set before it is shared) */
-	bool ended;	 /* its exec returned (p->lock) */
-	bool asked_root; /* it runs as root because its user does not exist */
-	int64_t born_ms; /* a spare's start */
-	int deadline_fd; /* a spare's: a timerfd, armed when it is taken (-1) */
+	int size_fd;		 /* a pty master holding the size (pty) */
+	bool spare;		 /* untaken spare (p->lock; set before it is shared) */
+	bool ended;		 /* its exec returned (p->lock) */
+	bool asked_root;	 /* it runs as root because its user does not exist */
+	int64_t born_ms;	 /* a spare's start */
+	int deadline_fd;	 /* a spare's: a timerfd, armed when it is taken (-1) */
+	e2b_start_req spare_req; /* a taken spare's own request: what its exec was started with */
 } eproc;
 
 /* Drops a reference (the last frees it). */

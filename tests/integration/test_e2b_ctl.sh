@@ -108,7 +108,7 @@ t_e2b_ctl_logs() {
 		try { await s.commands.run('exit 3'); } catch (e) {}
 		await s.pause();
 		await Sandbox.connect('$id');
-	" 2>&1) || fail "SDK: $out"
+	" 2>&1) || fail "SDK: $out; the server said: $(tail -60 "$TMPDIR_TEST/serve.err")"
 	out=$(api GET "/sandboxes/$id/logs")
 	assert_eq "${out%% *}" 200 "logs: $out"
 	local body=${out#* }
@@ -162,7 +162,7 @@ t_e2b_ctl_logs() {
 		import { Sandbox } from 'e2b';
 		const s = await Sandbox.connect('$other');
 		for (let i = 0; i < 70; i++) await s.commands.run('true #' + i);
-	" 2>&1) || fail "SDK flood: $out"
+	" 2>&1) || fail "SDK flood: $out; the server said: $(tail -60 "$TMPDIR_TEST/serve.err")"
 	out=$(api GET "/sandboxes/$other/logs" | cut -d' ' -f2-)
 	assert_eq "$(jq -r '.logEntries | length' <<< "$out")" 128
 	assert_eq "$(jq -r '.logEntries[-1].fields.cmd' <<< "$out")" "/bin/bash -l -c true #69"
