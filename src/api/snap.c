@@ -334,8 +334,10 @@ static int restore_by_standby(sbx_ctx *ctx, const char *id, const env_record *re
 	record_restarted(st, info);
 	(void)env_state_write(ctx, id, st);
 	startup_mark("restore: done by the standby");
-	*ret = json_pack("{s:s,s:s,s:f,s:b}", "environment_id", id, "snapshot_id", digest, "restore_ms",
-			 now_ms() - t0, "standby", 1);
+	/* standby_waited: it was still being built when the restore came. */
+	*ret = json_pack("{s:s,s:s,s:f,s:b,s:b}", "environment_id", id, "snapshot_id", digest, "restore_ms",
+			 now_ms() - t0, "standby", 1, "standby_waited",
+			 json_bool(info, "standby_waited", false));
 	return *ret ? 0 : (err_oom(err), -2);
 }
 

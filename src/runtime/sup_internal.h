@@ -69,6 +69,21 @@ typedef struct sup_exec {
 	bool stop_after, linger;
 } sup_exec;
 
+/* One standby init (docs/warm.md "Restore"): pid, pidfd and sock once its
+ * helper has reported (-1 before); ready: its "ready" report, NULL while
+ * it builds; warnings: what preparing its trees warned of (send_go); dir:
+ * its writable layer is envs/<id>/standby/<dir>/{upper,work}. */
+typedef struct sup_standby {
+	pid_t pid;
+	int pidfd, sock, proxy;
+	json_t *ready, *warnings;
+	int dir;
+} sup_standby;
+/* How many standby inits an environment keeps (docs/warm.md "Restore"):
+ * two, so that restores back to back each find one ready while the next
+ * builds. */
+#define SUP_STANDBYS 2
+
 typedef struct supervisor {
 	env_config *c;
 	int ep, listen_fd, init_sock, sig_fd, ttl_fd;
@@ -115,29 +130,32 @@ typedef struct supervisor {
 	int restart_conn;
 	size_t n_base_warnings;
 	bool loop_reset;
-	/* A standby init (docs/warm.md "Restore"): built in the background
-	 * after an in-place restart, for the same layers; the next restore to
-	 * sb_snapshot makes it the active init. sb_sock >= 0 while one exists;
-	 * sb_ready is its "ready" report, NULL while it builds. old_init_pid:
-	 * the init it replaced, killed and not reaped yet (SIGCHLD reaps it).
-	 * old_mnt_ns: the replaced init's mount namespace, held so that its
-	 * overlays' unmount (which syncs the upper's filesystem) is not the
-	 * dying init's, on the next command's way: the next standby's helper
-	 * lets it go, at SCHED_IDLE, once it has reported (ns_helper: that
-	 * helper, not reaped yet). */
-	pid_t sb_pid, old_init_pid, ns_helper;
+	/* Standby inits (docs/warm.md "Restore"): built in the background
+	 * after an in-place restart, for the same layers (sb_snapshot), one at
+	 * a time, up to SUP_STANDBYS; the next restore to sb_snapshot makes
+	 * sb[0] the active init (sb[1] is then the next). n_sb exist, the last
+	 * of them building while sb_helper_fd >= 0 or its ready is NULL.
+	 * old_init_pid: the init it replaced, killed and not reaped yet (SIGCHLD
+	 * reaps it). old_mnt_ns: the replaced init's mount namespace, held so
+	 * that its overlays' unmount (which syncs the upper's filesystem) is not
+	 * the dying init's, on the next command's way: the next standby's helper,
+	 * or a releaser forked for it, lets it go at SCHED_IDLE (ns_helpers:
+	 * those, not reaped yet; 0: a free place). */
+	sup_standby sb[SUP_STANDBYS];
+	size_t n_sb;
+	pid_t old_init_pid, ns_helpers[4];
 	int old_mnt_ns;
 	/* The next standby, not started yet (standby_defer): its snapshot, and
-	 * the timer that starts it if no command comes first (-1 if none). */
+	 * the timer that starts it if no command comes first (-1 if none);
+	 * sb_quick: a restore came before the deferred build started (restores
+	 * back to back: the next one is built at once, not deferred). */
 	char *sb_deferred;
 	int sb_defer_fd;
-	int sb_pidfd, sb_sock, sb_proxy;
-	json_t *sb_ready;
+	bool sb_quick;
 	char *sb_snapshot;
-	pid_t sb_helper;     /* the helper process that spawns it (standby_build), or -1 */
+	pid_t sb_helper;     /* the helper process that spawns the last one (standby_build), or -1 */
 	int sb_helper_fd;    /* its report, or -1 */
-	json_t *sb_warnings; /* what preparing its trees warned of (send_go) */
-	int sb_waiter;	     /* a restore_standby that came while it builds, or -1 */
+	int sb_waiter;	     /* a restore_standby that came while sb[0] builds, or -1 */
 	json_t *sb_waiter_m; /* its request */
 	/* A pool entry owned by a one-shot taker (CTL_OP_OWN) whose hand-out
 	 * (env_config.handout) is still to come: when it was owned (realtime
@@ -316,15 +334,24 @@ bool sup_restore_end(supervisor *s, int conn);
 /* CTL_OP_START after sup_restore_end: a new init on m's layers; on failure
  * the environment is over. conn is answered; the caller closes it. */
 void sup_restore_start(supervisor *s, int conn, const json_t *m);
-/* CTL_OP_RESTORE_STANDBY: the standby init becomes the environment's;
+/* CTL_OP_RESTORE_STANDBY: the first standby init becomes the environment's;
  * returns whether conn is kept (a standby still building answers it once
  * ready). */
 bool sup_restore_standby(supervisor *s, int conn, const json_t *m);
 /* The standby's helper reported (s->sb_helper_fd readable). */
 void sup_restore_standby_spawned(supervisor *s);
-/* The standby reported ready, or failed (s->sb_sock readable). */
-void sup_restore_standby_event(supervisor *s);
-/* Ends the standby, if any, and forgets it (a waiting restore is refused). */
+/* Whether fd is a standby's socket; its report (ready, or failed). */
+bool sup_restore_standby_owns(const supervisor *s, int fd);
+void sup_restore_standby_event(supervisor *s, int fd);
+/* A child reaped by the loop: whether it was the standbys' (a standby,
+ * then all are dropped, or a helper that let a replaced init's mounts go). */
+bool sup_restore_reaped(supervisor *s, pid_t dead);
+/* Waits for the helpers that still unmount a replaced init's overlays. */
+void sup_restore_wait_helpers(supervisor *s);
+/* inspect's "standby": the next one's pid, snapshot, ready, and how many
+ * exist and are ready; NULL if none. */
+json_t *sup_restore_standby_info(const supervisor *s);
+/* Ends every standby, if any, and forgets them (a waiting restore is refused). */
 void sup_restore_standby_drop(supervisor *s);
 /* Builds the deferred standby now, if one waits (s->sb_deferred). */
 void sup_restore_standby_deferred(supervisor *s);

@@ -9,11 +9,14 @@
  *                 background for the same snapshot after the last restore,
  *                 the environment's init (sup_restore_standby).
  *
- * The standby's life: deferred until the first command after a restore is
- * served, or a short timer fires (standby_defer), built by a helper child
- * at SCHED_IDLE (standby_build), spawned and ready as events of the loop,
- * dropped when it would be stale or is gone (a two-step restart, the phase
- * switch, its death, the teardown). */
+ * The standbys' life: two are kept (SUP_STANDBYS), built one at a time, so
+ * that restores in a loop each find one ready while the next builds; a
+ * build after a restore is deferred until the first command after it is
+ * served, or a short timer fires (standby_defer), but not when restores
+ * come back to back (sb_quick); built by a helper child at SCHED_IDLE
+ * (standby_build), spawned and ready as events of the loop, all dropped
+ * when they would be stale or one is gone (a two-step restart, the phase
+ * switch, a death, the teardown). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -37,7 +40,7 @@
 #include "util/log.h"
 #include "util/syscalls.h"
 
-static void standby_build(supervisor *s, const char *sid);
+static void standby_build(supervisor *s);
 static void restart_forget(supervisor *s);
 static void standby_defer(supervisor *s, char *sid);
 
@@ -186,12 +189,12 @@ void sup_restore_start(supervisor *s, int conn, const json_t *m)
 		standby_defer(s, strdup(sid));
 }
 
-/* ---- standby init (docs/warm.md "Restore"; CTL_OP_RESTORE_STANDBY) -------- */
+/* ---- standby inits (docs/warm.md "Restore"; CTL_OP_RESTORE_STANDBY) ------- */
 
 /* Memory a standby init is charged (its few pages, and the kernel objects
  * of its namespaces and mounts: docs/warm.md), added to the environment's
- * memory limit while one exists, as its one process is to the pids limit:
- * the commands get what they get without a standby. */
+ * memory limit for each one that exists, as its one process is to the pids
+ * limit: the commands get what they get without a standby. */
 #define SUP_STANDBY_MEMORY (8LL << 20)
 
 /* How long a restore by the standby waits for the replaced init's
@@ -203,22 +206,32 @@ void sup_restore_start(supervisor *s, int conn, const json_t *m)
  * before it is built anyway (standby_defer). */
 #define SUP_STANDBY_DEFER_MS 100
 
-static void standby_limits(supervisor *s, bool with)
+/* The limits raised for exactly the standbys that exist (s->n_sb). */
+static void standby_limits(supervisor *s)
 {
 	cgroup_limits l = s->c->limits;
-	if (with && l.pids > 0)
-		l.pids += 1;
-	if (with && l.memory_bytes > 0)
-		l.memory_bytes += SUP_STANDBY_MEMORY;
+	if (l.pids > 0)
+		l.pids += (int64_t)s->n_sb;
+	if (l.memory_bytes > 0)
+		l.memory_bytes += SUP_STANDBY_MEMORY * (int64_t)s->n_sb;
 	_cleanup_err_ sbx_err *e = NULL;
 	if (s->cg && (l.pids > 0 || l.memory_bytes > 0) && cgroup_set_limits(s->cg, &l, &e) < 0)
 		log_debug("standby: limits: %s", sbx_err_message(e));
 }
 
-/* $SBX_ROOT/envs/<id>/standby: the standby's own upper/ and work/. */
-static void standby_dir(const supervisor *s, const char *sub, char *buf, size_t n)
+/* $SBX_ROOT/envs/<id>/standby[/<dir>[/sub]]: a standby's own upper/ and work/. */
+static void standby_dir(const supervisor *s, int dir, const char *sub, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/standby%s%s", s->c->env_dir, sub ? "/" : "", sub ?: "");
+	if (dir < 0)
+		snprintf(buf, n, "%s/standby", s->c->env_dir);
+	else
+		snprintf(buf, n, "%s/standby/%d%s%s", s->c->env_dir, dir, sub ? "/" : "", sub ?: "");
+}
+
+/* Whether the last standby is still being built (no "ready" yet). */
+static bool standby_building(const supervisor *s)
+{
+	return s->sb_helper_fd >= 0 || (s->n_sb > 0 && !s->sb[s->n_sb - 1].ready);
 }
 
 /* The standby builds at SCHED_IDLE (root only: an unprivileged process
@@ -233,25 +246,70 @@ static void standby_idle(pid_t pid)
 		(void)sched_setscheduler(pid, SCHED_IDLE, &sp);
 }
 
-static bool standby_boost(supervisor *s)
+static bool standby_boost(supervisor *s, const sup_standby *b)
 {
 	struct sched_param sp = {0};
 	int pol = sched_getscheduler(0);
 	if (pol == SCHED_FIFO || pol == SCHED_RR)
 		(void)sched_getparam(0, &sp);
-	/* A restore waits: the helper too, if it has not reported yet (the
-	 * clone, the maps and the trees are its; starved at SCHED_IDLE on a
-	 * busy host they took most of such a wait). It goes back to
-	 * SCHED_IDLE itself once it has reported (standby_build). */
-	if (pol >= 0 && s->sb_helper > 0)
+	/* A restore waits: the helper too, if it has not reported yet and
+	 * builds this one (the clone, the maps and the trees are its; starved
+	 * at SCHED_IDLE on a busy host they took most of such a wait). It goes
+	 * back to SCHED_IDLE itself once it has reported (standby_build). */
+	if (pol >= 0 && s->sb_helper > 0 && b == &s->sb[s->n_sb - 1])
 		(void)sched_setscheduler(s->sb_helper, pol, &sp);
-	if (pol < 0 || sched_getscheduler(s->sb_pid) == pol)
+	if (b->pid <= 0)
 		return pol >= 0;
-	return sched_setscheduler(s->sb_pid, pol, &sp) == 0;
+	if (pol < 0 || sched_getscheduler(b->pid) == pol)
+		return pol >= 0;
+	return sched_setscheduler(b->pid, pol, &sp) == 0;
 }
 
-/* Ends the standby (killed and reaped: it is in the environment's cgroup)
- * and forgets it; its directory stays until the next one is built. */
+/* Lets the replaced init's mount namespace go (s->old_mnt_ns) in a child at
+ * SCHED_IDLE, where no standby's helper takes it: its overlays' unmount
+ * syncs the upper's filesystem, off the loop and the commands' CPU. Here
+ * if no child can be forked or tracked. */
+static void release_old_ns(supervisor *s)
+{
+	if (s->old_mnt_ns < 0)
+		return;
+	size_t k = 0;
+	while (k < ARRAY_SIZE(s->ns_helpers) && s->ns_helpers[k] > 0)
+		k++;
+	pid_t p = k < ARRAY_SIZE(s->ns_helpers) && !s->stopping ? fork() : -1;
+	if (p == 0) {
+		sup_ports_close_copies(s); /* it may outlive the supervisor: not with its ports */
+		standby_idle(0);
+		safe_close(s->old_mnt_ns);
+		_exit(0);
+	}
+	if (p > 0)
+		s->ns_helpers[k] = p;
+	s->old_mnt_ns = safe_close(s->old_mnt_ns);
+}
+
+/* One standby killed and reaped (it is in the environment's cgroup), its
+ * descriptors closed; its directory stays until another is built there. */
+static void standby_end(supervisor *s, sup_standby *b)
+{
+	if (b->pidfd >= 0)
+		(void)sys_pidfd_send_signal(b->pidfd, SIGKILL, NULL, 0);
+	else if (b->pid > 0)
+		(void)kill(b->pid, SIGKILL);
+	if (b->pid > 0)
+		(void)RETRY_EINTR(waitpid(b->pid, NULL, 0));
+	if (b->sock >= 0)
+		sup_ep_del(s, b->sock);
+	safe_close(b->sock);
+	safe_close(b->pidfd);
+	safe_close(b->proxy);
+	json_decref(b->ready);
+	json_decref(b->warnings);
+	*b = (sup_standby){.pid = -1, .pidfd = -1, .sock = -1, .proxy = -1};
+}
+
+/* Ends every standby (one that dies or fails takes the others with it: the
+ * next restore takes the two steps and starts afresh) and forgets them. */
 void sup_restore_standby_drop(supervisor *s)
 {
 	if (s->sb_defer_fd >= 0) {
@@ -260,9 +318,10 @@ void sup_restore_standby_drop(supervisor *s)
 		s->loop_reset = true;
 	}
 	s->sb_deferred = mfree(s->sb_deferred);
-	if (!s->stopping) /* no helper will take it: unmounted here (stopping: teardown's) */
-		s->old_mnt_ns = safe_close(s->old_mnt_ns);
-	if (s->sb_sock < 0 && s->sb_pid <= 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
+	s->sb_quick = false;
+	if (!s->stopping) /* no helper will take it (stopping: teardown's) */
+		release_old_ns(s);
+	if (s->n_sb == 0 && s->sb_helper_fd < 0 && !s->sb_snapshot)
 		return;
 	if (s->sb_helper > 0) { /* what it spawned gets no "go" from anyone and fails */
 		(void)kill(s->sb_helper, SIGKILL);
@@ -273,14 +332,9 @@ void sup_restore_standby_drop(supervisor *s)
 		sup_ep_del(s, s->sb_helper_fd);
 		s->sb_helper_fd = safe_close(s->sb_helper_fd);
 	}
-	json_decref(s->sb_warnings);
-	s->sb_warnings = NULL;
-	if (s->sb_pidfd >= 0)
-		(void)sys_pidfd_send_signal(s->sb_pidfd, SIGKILL, NULL, 0);
-	else if (s->sb_pid > 0)
-		(void)kill(s->sb_pid, SIGKILL);
-	if (s->sb_pid > 0)
-		(void)RETRY_EINTR(waitpid(s->sb_pid, NULL, 0));
+	for (size_t i = 0; i < s->n_sb; i++)
+		standby_end(s, &s->sb[i]);
+	s->n_sb = 0;
 	if (s->sb_waiter >= 0) { /* refused: it takes the two steps */
 		_cleanup_err_ sbx_err *e = NULL;
 		err_set(&e, SBX_E_UNAVAILABLE, ENOENT, "the standby init failed");
@@ -290,50 +344,50 @@ void sup_restore_standby_drop(supervisor *s)
 	}
 	json_decref(s->sb_waiter_m);
 	s->sb_waiter_m = NULL;
-	if (s->sb_sock >= 0)
-		sup_ep_del(s, s->sb_sock);
-	s->sb_sock = safe_close(s->sb_sock);
-	s->sb_pidfd = safe_close(s->sb_pidfd);
-	s->sb_proxy = safe_close(s->sb_proxy);
-	s->sb_pid = -1;
-	json_decref(s->sb_ready);
-	s->sb_ready = NULL;
-	free(s->sb_snapshot);
-	s->sb_snapshot = NULL;
-	standby_limits(s, false);
-	s->loop_reset = true; /* sb_sock may be in this batch's events */
+	s->sb_snapshot = mfree(s->sb_snapshot);
+	standby_limits(s);
+	s->loop_reset = true; /* a standby's sock may be in this batch's events */
 	startup_mark("standby: dropped");
 }
 
-/* Starts a standby init for the current layers (c->layers, those of
- * snapshot sid) by the sup_init_spawn a cold start runs, on an empty writable
- * layer of its own; its "ready" comes as an event (sup_restore_standby_event). Where
- * it cannot be built as a cold start would build it (network allow: the
+/* Starts the next standby init for the current layers (c->layers, those of
+ * s->sb_snapshot), if fewer than SUP_STANDBYS exist and none builds, by the
+ * sup_init_spawn a cold start runs, on an empty writable layer of its own;
+ * its "ready" comes as an event (sup_restore_standby_event). Where it
+ * cannot be built as a cold start would build it (network allow: the
  * proxy's thread would be running at the clone; no pid namespace), or
  * fails, there is simply none. */
-static void standby_build(supervisor *s, const char *sid)
+static void standby_build(supervisor *s)
 {
 	env_config *c = s->c;
 	_cleanup_err_ sbx_err *e = NULL;
+	if (!s->sb_snapshot || s->n_sb >= SUP_STANDBYS || standby_building(s))
+		return;
 	if (c->degraded || streq(c->network, "allow") || s->plugins || c->cdi || c->disk_bytes ||
 	    c->agent_phase || s->stopping || thread_count() != 1)
 		return;
 	startup_mark("standby: build begin");
+	int dir = 0; /* a directory no standby that exists uses */
+	for (size_t i = 0; i < s->n_sb; i++)
+		if (s->sb[i].dir == dir)
+			dir++, i = (size_t)-1;
 	char d[4300];
-	standby_dir(s, NULL, d, sizeof(d));
-	(void)fs_rm_rf(d); /* a dropped one's: a few directories */
+	standby_dir(s, dir, NULL, d, sizeof(d));
+	(void)fs_rm_rf(d); /* a used one's: a few directories */
 	startup_mark("standby: directory emptied");
+	standby_dir(s, -1, NULL, d, sizeof(d));
+	if (mkdir(d, 0755) < 0 && errno != EEXIST)
+		return;
 	static const char *const subs[] = {NULL, "upper", "work"};
 	for (size_t i = 0; i < ARRAY_SIZE(subs); i++) {
-		standby_dir(s, subs[i], d, sizeof(d));
+		standby_dir(s, dir, subs[i], d, sizeof(d));
 		if ((mkdir(d, 0755) < 0 && errno != EEXIST) ||
 		    (i > 0 && !c->rootless && chown(d, c->host_uid, c->host_gid) < 0))
 			return;
 	}
-	if (!(s->sb_snapshot = strdup(sid)))
-		return;
-	standby_limits(s, true);
-	standby_dir(s, NULL, d, sizeof(d));
+	s->sb[s->n_sb++] = (sup_standby){.pid = -1, .pidfd = -1, .sock = -1, .proxy = -1, .dir = dir};
+	standby_limits(s);
+	standby_dir(s, dir, NULL, d, sizeof(d));
 	/* The clone (of every namespace: milliseconds on a busy host), the maps,
 	 * the trees and the cgroup are a helper's, a child of ours that exits
 	 * once it has reported: our loop answers the environment's commands
@@ -380,7 +434,7 @@ static void standby_build(supervisor *s, const char *sid)
 	startup_mark("standby: helper forked");
 }
 
-/* After a restore by the standby, the next one is built once the first
+/* After a restore by a standby, the next one is built once the first
  * command after it has been served (or SUP_STANDBY_DEFER_MS without one, or
  * at once when a restore asks for it): its construction (a clone of every
  * namespace, the root's assembly) shares the machine with whatever runs,
@@ -410,13 +464,16 @@ void sup_restore_standby_deferred(supervisor *s)
 		s->sb_defer_fd = safe_close(s->sb_defer_fd);
 		s->loop_reset = true;
 	}
-	if (sid)
-		standby_build(s, sid);
-	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: unmounted here */
+	if (sid && s->sb_snapshot && !streq(sid, s->sb_snapshot))
+		sup_restore_standby_drop(s); /* built for another snapshot */
+	if (sid && !s->sb_snapshot)
+		s->sb_snapshot = TAKE_PTR(sid);
+	standby_build(s);
+	release_old_ns(s); /* no helper took it */
 }
 
-/* The helper reported: the standby exists and builds its root (its
- * "ready" comes on sb_sock), or it could not be spawned (dropped). */
+/* The helper reported: the last standby exists and builds its root (its
+ * "ready" comes on its sock), or it could not be spawned (dropped). */
 void sup_restore_standby_spawned(supervisor *s)
 {
 	int fds[1] = {-1};
@@ -426,49 +483,108 @@ void sup_restore_standby_spawned(supervisor *s)
 	/* It exits after this, after unmounting a replaced init's overlays
 	 * if it was given them (then SIGCHLD or teardown reaps it). */
 	if (RETRY_EINTR(waitpid(s->sb_helper, NULL, WNOHANG)) == 0) {
-		if (s->ns_helper > 0) /* an earlier one, still unmounting */
-			(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
-		s->ns_helper = s->sb_helper;
+		size_t k = 0;
+		while (k < ARRAY_SIZE(s->ns_helpers) && s->ns_helpers[k] > 0)
+			k++;
+		if (k == ARRAY_SIZE(s->ns_helpers)) /* all busy: wait for the first */
+			(void)RETRY_EINTR(waitpid(s->ns_helpers[k = 0], NULL, 0));
+		s->ns_helpers[k] = s->sb_helper;
 	}
 	s->sb_helper = -1;
 	sup_ep_del(s, s->sb_helper_fd);
 	s->sb_helper_fd = safe_close(s->sb_helper_fd);
+	sup_standby *b = s->n_sb > 0 ? &s->sb[s->n_sb - 1] : NULL;
 	pid_t pid = r > 0 ? (pid_t)json_int(m, CTL_F_PID, -1) : -1;
-	if (pid > 0) /* our child, not reaped: the pid is its own */
-		s->sb_pid = pid;
-	if (r <= 0 || n != 1 || !json_bool(m, CTL_F_OK, false) || pid <= 0 ||
-	    (s->sb_pidfd = sys_pidfd_open(pid, 0)) < 0) {
+	if (b && pid > 0) /* our child, not reaped: the pid is its own */
+		b->pid = pid;
+	if (!b || r <= 0 || n != 1 || !json_bool(m, CTL_F_OK, false) || pid <= 0 ||
+	    (b->pidfd = sys_pidfd_open(pid, 0)) < 0) {
 		if (n == 1)
 			safe_close(fds[0]);
 		sup_restore_standby_drop(s);
 		return;
 	}
-	s->sb_sock = fds[0];
-	s->sb_warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
-	sup_ep_add(s, s->sb_sock);
-	if (s->sb_waiter >= 0) /* a restore waits for it */
-		(void)standby_boost(s);
+	b->sock = fds[0];
+	b->warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
+	sup_ep_add(s, b->sock);
+	if (s->sb_waiter >= 0 && b == &s->sb[0]) /* a restore waits for it */
+		(void)standby_boost(s, b);
 	startup_mark("standby: spawned, building");
 }
 
-/* The standby reported: ready (kept), or failed or died (dropped). */
-void sup_restore_standby_event(supervisor *s)
+bool sup_restore_standby_owns(const supervisor *s, int fd)
+{
+	for (size_t i = 0; fd >= 0 && i < s->n_sb; i++)
+		if (s->sb[i].sock == fd)
+			return true;
+	return false;
+}
+
+/* A standby reported: ready (kept), or failed or died (all dropped). */
+void sup_restore_standby_event(supervisor *s, int fd)
 {
 	_cleanup_err_ sbx_err *e = NULL;
 	json_t *m = NULL;
-	if (s->sb_ready || sup_init_ready_read(s->sb_sock, &m, &s->sb_proxy, &e) < 0) {
+	size_t i = 0;
+	while (i < s->n_sb && s->sb[i].sock != fd)
+		i++;
+	if (i == s->n_sb)
+		return;
+	sup_standby *b = &s->sb[i];
+	if (b->ready || sup_init_ready_read(b->sock, &m, &b->proxy, &e) < 0) {
 		sup_restore_standby_drop(s);
 		return;
 	}
-	s->sb_ready = m;
+	b->ready = m;
 	startup_mark("standby: ready");
-	if (s->sb_waiter >= 0) { /* a restore waited for it */
+	if (i == 0 && s->sb_waiter >= 0) { /* a restore waited for it */
 		int conn = s->sb_waiter;
 		_cleanup_json_ json_t *req = TAKE_PTR(s->sb_waiter_m);
 		s->sb_waiter = -1;
 		if (!sup_restore_standby(s, conn, req))
 			sup_close_conn(s, conn);
 	}
+	if (!s->sb_deferred) /* the next, unless a command after a restore is due first */
+		standby_build(s);
+}
+
+bool sup_restore_reaped(supervisor *s, pid_t dead)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(s->ns_helpers); k++)
+		if (s->ns_helpers[k] == dead) {
+			s->ns_helpers[k] = 0;
+			return true;
+		}
+	for (size_t i = 0; i < s->n_sb; i++)
+		if (s->sb[i].pid == dead) {
+			s->sb[i].pid = -1; /* a dead standby is dropped, the others with it */
+			sup_restore_standby_drop(s);
+			return true;
+		}
+	return false;
+}
+
+void sup_restore_wait_helpers(supervisor *s)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(s->ns_helpers); k++)
+		if (s->ns_helpers[k] > 0) {
+			(void)RETRY_EINTR(waitpid(s->ns_helpers[k], NULL, 0));
+			s->ns_helpers[k] = 0;
+		}
+}
+
+json_t *sup_restore_standby_info(const supervisor *s)
+{
+	if (s->n_sb == 0 || s->sb[0].pid <= 0)
+		return NULL;
+	size_t exist = 0, ready = 0;
+	for (size_t i = 0; i < s->n_sb; i++) {
+		exist += s->sb[i].pid > 0;
+		ready += s->sb[i].ready != NULL;
+	}
+	return json_pack("{s:i,s:s,s:b,s:I,s:I}", "pid", (int)s->sb[0].pid, "snapshot_id",
+			 s->sb_snapshot ?: "", "ready", s->sb[0].ready != NULL, "count", (json_int_t)exist,
+			 "ready_count", (json_int_t)ready);
 }
 
 /* A trash name the client gave: one component, of the reclaimer's form. */
@@ -489,11 +605,10 @@ static int standby_renames(char (*from)[4400], char (*to)[4400], size_t n)
 		}
 	return 0;
 }
-
-/* A restore to the snapshot the standby was built for, in one step
- * (ctl_proto.h CTL_OP_RESTORE_STANDBY). Returns whether conn is kept (a
- * standby still building answers it when ready); false: conn is answered,
- * the caller closes it. */
+/* A restore to the snapshot the standbys were built for, in one step
+ * (ctl_proto.h CTL_OP_RESTORE_STANDBY): sb[0] becomes init. Returns whether
+ * conn is kept (a standby still building answers it when ready); false:
+ * conn is answered, the caller closes it. */
 bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 {
 	_cleanup_err_ sbx_err *e = NULL;
@@ -502,22 +617,29 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	json_t *tr = json_object_get(m, "trash");
 	const char *t0 = json_string_value(json_array_get(tr, 0)),
 		   *t1 = json_string_value(json_array_get(tr, 1));
-	if (s->sb_deferred && sid && streq(sid, s->sb_deferred))
-		sup_restore_standby_deferred(s); /* no command since the last restore: now, and wait */
+	if (s->sb_deferred && sid && streq(sid, s->sb_deferred)) {
+		/* No command since the last restore: the next standby now, and
+		 * after this restore at once too (sb_quick: back to back). */
+		s->sb_quick = true;
+		sup_restore_standby_deferred(s);
+	}
+	bool same = sid && s->n_sb > 0 && streq(sid, s->sb_snapshot ?: "");
+	sup_standby *b = &s->sb[0];
 	if (!trash_name_ok(t0) || !trash_name_ok(t1) || streq(t0, t1))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "restore_standby: bad trash names");
-	else if ((s->sb_pid > 0 || s->sb_helper_fd >= 0) && !s->sb_ready && sid &&
-		 streq(sid, s->sb_snapshot ?: "") && s->sb_waiter < 0) {
+	else if (same && !b->ready && s->sb_waiter < 0) {
 		/* Still building (milliseconds): answered once it is ready. */
-		(void)standby_boost(s);
+		(void)standby_boost(s, b);
 		s->sb_waiter = conn;
 		s->sb_waiter_m = json_deep_copy(m);
+		if (s->sb_waiter_m)
+			json_object_set_new(s->sb_waiter_m, "waited", json_true());
 		return s->sb_waiter_m != NULL || (s->sb_waiter = -1, false);
-	} else if (!s->sb_ready || !sid || !streq(sid, s->sb_snapshot ?: ""))
+	} else if (!same || !b->ready)
 		err_set(&e, SBX_E_UNAVAILABLE, ENOENT, "no standby init ready for this snapshot");
 	else if (s->restart_conn >= 0 || s->freeze_conn >= 0 || s->phase_pending || s->stopping)
 		err_set(&e, SBX_E_CONFLICT, EBUSY, "the environment is busy (restore, snapshot or phase)");
-	else if (!standby_boost(s)) {
+	else if (!standby_boost(s, b)) {
 		sup_restore_standby_drop(s);
 		err_set(&e, SBX_E_UNAVAILABLE, EPERM, "the standby init's scheduling could not be restored");
 	}
@@ -530,14 +652,15 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	snprintf(to[0], sizeof(to[0]), "%.*s/%s", envs_len, c->env_dir, t0 ?: "");
 	snprintf(from[1], sizeof(from[1]), "%s/work", c->env_dir);
 	snprintf(to[1], sizeof(to[1]), "%.*s/%s", envs_len, c->env_dir, t1 ?: "");
-	standby_dir(s, "upper", from[2], sizeof(from[2]));
+	standby_dir(s, b->dir, "upper", from[2], sizeof(from[2]));
 	snprintf(to[2], sizeof(to[2]), "%s", from[0]);
-	standby_dir(s, "work", from[3], sizeof(from[3]));
+	standby_dir(s, b->dir, "work", from[3], sizeof(from[3]));
 	snprintf(to[3], sizeof(to[3]), "%s", from[1]);
 	int r = e ? 0 : standby_renames(from, to, 4);
 	if (r < 0)
 		err_errnum(&e, r, "restore_standby: switch the writable layer");
 	if (e) {
+		s->sb_quick = false;
 		sup_send_json(conn, sup_err_json(e), NULL, 0);
 		return false;
 	}
@@ -553,8 +676,8 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	 * it later, teardown waits for it). Its mount namespace is held
 	 * first: its last process's exit would otherwise unmount the
 	 * overlays, which syncs the upper's filesystem (a disk flush per
-	 * overlay), in the next command's way; the next standby's helper
-	 * lets it go (standby_build). */
+	 * overlay), in the next command's way; the next standby's helper, or
+	 * a releaser, lets it go (standby_build, release_old_ns). */
 	if (s->old_init_pid > 0)
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
 	s->old_mnt_ns = safe_close(s->old_mnt_ns); /* no helper took it: here, then */
@@ -573,24 +696,24 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	sup_ep_del(s, s->init_sock);
 	safe_close(s->init_sock);
 	restart_forget(s);
-	/* The standby is init. */
-	s->init_pid = s->sb_pid;
-	s->init_pidfd = s->sb_pidfd;
-	s->init_sock = s->sb_sock;
-	s->sb_pid = -1, s->sb_pidfd = s->sb_sock = -1;
+	/* The standby is init; the next one, if any, is next. */
+	s->init_pid = b->pid;
+	s->init_pidfd = b->pidfd;
+	s->init_sock = b->sock;
+	b->pid = -1, b->pidfd = b->sock = -1;
 	sup_ep_add(s, s->init_sock);
 	while (json_array_size(s->warnings) > s->n_base_warnings)
 		json_array_remove(s->warnings, json_array_size(s->warnings) - 1);
 	s->landlock_abi = 0;
 	json_t *w;
 	size_t wi;
-	json_array_foreach(s->sb_warnings, wi, w) sup_add_warning(s, "%s", json_string_value(w) ?: "");
-	json_decref(s->sb_warnings);
-	s->sb_warnings = NULL;
-	_cleanup_json_ json_t *ready = TAKE_PTR(s->sb_ready);
+	json_array_foreach(b->warnings, wi, w) sup_add_warning(s, "%s", json_string_value(w) ?: "");
+	_cleanup_json_ json_t *ready = TAKE_PTR(b->ready);
 	(void)sup_init_ready_apply(s, ready, NULL); /* no proxy: network allow has no standby */
-	_cleanup_free_ char *snap_id = TAKE_PTR(s->sb_snapshot);
-	standby_limits(s, false);
+	standby_end(s, b);			    /* what is left of it: its warnings */
+	memmove(&s->sb[0], &s->sb[1], (s->n_sb - 1) * sizeof(s->sb[0]));
+	s->n_sb--;
+	standby_limits(s);
 	s->loop_reset = true;
 	sup_arm_ttl(s);
 	if (old_pidfd >= 0) {
@@ -602,10 +725,16 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	startup_mark("standby: the replaced init's processes are gone");
 	startup_mark("standby: switched");
 	sup_send_json(conn,
-		      json_pack("{s:s,s:i,s:i,s:O,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid",
+		      json_pack("{s:s,s:i,s:i,s:O,s:b,s:b}", CTL_F_EV, CTL_EV_RESTARTED, "init_pid",
 				(int)s->init_pid, CTL_F_LANDLOCK_ABI, s->landlock_abi, CTL_F_WARNINGS,
-				s->warnings, "standby", 1),
+				s->warnings, "standby", 1, "standby_waited", json_bool(m, "waited", false)),
 		      NULL, 0);
-	standby_defer(s, TAKE_PTR(snap_id));
+	if (s->sb_quick) { /* restores back to back: the next one at once */
+		s->sb_quick = false;
+		standby_build(s);
+		release_old_ns(s); /* no helper took it: one is building already */
+	} else {
+		standby_defer(s, strdup(s->sb_snapshot));
+	}
 	return false;
 }

@@ -118,8 +118,7 @@ void sup_teardown_reap(supervisor *s)
 		(void)RETRY_EINTR(waitpid(s->old_init_pid, NULL, 0));
 	if (s->linger_ns < 0) /* else let go with the dead init's, after the reply */
 		s->old_mnt_ns = safe_close(s->old_mnt_ns);
-	if (s->ns_helper > 0) /* unmounting a replaced init's overlays */
-		(void)RETRY_EINTR(waitpid(s->ns_helper, NULL, 0));
+	sup_restore_wait_helpers(s); /* unmounting a replaced init's overlays */
 	startup_mark("teardown: init reaped");
 	/* Without a pid namespace, init's death does not take its descendants
 	 * with it; as their subreaper we find and kill them all. */

@@ -208,10 +208,9 @@ static json_t *info_json(supervisor *s)
 					      (json_int_t)st.oom_kills, "pids", (json_int_t)st.pids_current,
 					      "cpu_usage_us", (json_int_t)st.cpu_usage_us));
 	json_object_set_new(j, "running_commands", json_integer((json_int_t)s->n_execs));
-	if (s->sb_pid > 0) /* docs/warm.md "Restore" */
-		json_object_set_new(j, "standby",
-				    json_pack("{s:i,s:s,s:b}", "pid", (int)s->sb_pid, "snapshot_id",
-					      s->sb_snapshot ?: "", "ready", s->sb_ready != NULL));
+	json_t *sb = sup_restore_standby_info(s); /* docs/warm.md "Restore" */
+	if (sb)
+		json_object_set_new(j, "standby", sb);
 	json_object_set_new(j, "paused", json_boolean(s->paused));
 	json_object_set_new(j, CTL_F_EV, json_string(CTL_EV_INFO));
 	return j;
@@ -587,14 +586,9 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 	s->egress_log = -1;
 	s->restart_conn = -1;
 	s->linger_ns = -1;
-	s->sb_pid = -1;
 	s->old_init_pid = -1;
-	s->ns_helper = -1;
 	s->old_mnt_ns = -1;
 	s->sb_defer_fd = -1;
-	s->sb_pidfd = -1;
-	s->sb_sock = -1;
-	s->sb_proxy = -1;
 	s->sb_helper = -1;
 	s->sb_helper_fd = -1;
 	s->sb_waiter = -1;
@@ -728,8 +722,8 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 					sup_ep_add(s, conn);
 			} else if (fd == s->init_sock) {
 				init_event(s);
-			} else if (fd == s->sb_sock && fd >= 0) {
-				sup_restore_standby_event(s);
+			} else if (sup_restore_standby_owns(s, fd)) {
+				sup_restore_standby_event(s, fd);
 			} else if (fd == s->sb_helper_fd && fd >= 0) {
 				sup_restore_standby_spawned(s);
 			} else if (fd == s->sig_fd) {
@@ -746,11 +740,8 @@ _noreturn_ void supervisor_main(env_config *c, int ready_fd)
 						sup_begin_stop(s, -1);
 					} else if (dead == s->old_init_pid) {
 						s->old_init_pid = -1;
-					} else if (dead == s->ns_helper) {
-						s->ns_helper = -1;
-					} else if (dead == s->sb_pid) {
-						s->sb_pid = -1; /* a dead standby is dropped */
-						sup_restore_standby_drop(s);
+					} else {
+						(void)sup_restore_reaped(s, dead);
 					}
 			} else if (fd == watch_fd) {
 				uint64_t t;

@@ -79,7 +79,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 	snap=$(sbx snapshot "$id")
 	sup=$(sup_pid "$id")
 	sbx restore "$id" "$snap" > /dev/null
-	sb_ready "$id" # the same state at both counts: the next standby built
+	sb_all_ready "$id" # the same state at both counts: the next two standbys built
 	fds=$(ls /proc/"$sup"/fd | wc -l)
 	cgs=$(ls -d /sys/fs/cgroup/*/sbx/"$id"* /sys/fs/cgroup/sbx/"$id"* 2> /dev/null | wc -l)
 	slots=$(grep -rl "$SBX_ROOT/envs/$id" /run/sbx-uidslots 2> /dev/null | wc -l)
@@ -88,7 +88,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 		sbx restore "$id" "$snap" > /dev/null
 	done
 	assert_eq "$(sup_pid "$id")" "$sup" "restore started a new supervisor"
-	sb_ready "$id"
+	sb_all_ready "$id"
 	assert_eq "$(ls /proc/"$sup"/fd | wc -l)" "$fds" "supervisor descriptors"
 	assert_eq "$(awk '/^Threads:/ {print $2}' /proc/"$sup"/status)" "1" "supervisor threads"
 	assert_eq "$(sbx ps --json "$id" | python3 -c 'import json,sys; j=json.load(sys.stdin); print(len(j["processes"]), sorted(set(b["state"] for b in j["background"])))')" "1 ['exited']" "processes inside, background records"
@@ -98,7 +98,7 @@ t_restore_in_place_repeated_leaks_nothing() {
 	out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks
 i = sys.argv[2]
 print(len(sbxleaks.env_procs({i})), len(sbxleaks.mounts("/" + i)))' "$SBX_SRC/tests/integration" "$id")
-	assert_eq "$out" "2 0" "processes in its cgroup (init and the standby init), host mounts naming it"
+	assert_eq "$out" "3 0" "processes in its cgroup (init and the two standby inits), host mounts naming it"
 	sbx rm "$id"
 	out=$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import sbxleaks, json; print(json.dumps(sbxleaks.env_leaks(sys.argv[2], [sys.argv[3]])))' "$SBX_SRC/tests/integration" "$SBX_ROOT" "$id")
 	assert_eq "$out" '{"processes": [], "cgroups": [], "uid_slots": [], "mounts": []}' "left after rm"
@@ -301,6 +301,15 @@ sb_ready() {
 	done
 	fail "no standby became ready for $1"
 }
+# Until both standby inits (docs/warm.md "Restore": two are kept) are ready.
+sb_all_ready() {
+	local i
+	for i in $(seq 200); do
+		sbx inspect "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("standby"); sys.exit(0 if s and s["count"] == 2 and s["ready_count"] == 2 else 1)' && return 0
+		sleep 0.05
+	done
+	fail "the two standbys of $1 did not become ready"
+}
 sb_pid() { sbx inspect "$1" | python3 -c 'import json,sys; s=json.load(sys.stdin).get("standby"); print(s["pid"] if s else "")'; }
 used_standby() { python3 -c 'import json,sys; print(json.load(sys.stdin).get("standby", False))'; }
 
@@ -379,9 +388,9 @@ print(json.loads(r.stdout).get("standby"), left)' "$SBX_SRC/tests/integration" "
 	sbx rm "$id"
 }
 
-# The standby is one process of the environment's cgroup: the limits grow by
-# what it takes while it exists, so the commands can start as many processes
-# as without one.
+# Each standby is one process of the environment's cgroup: the limits grow by
+# what they take while they exist, so the commands can start as many
+# processes as without one.
 t_restore_standby_same_limits() {
 	a=$(sbx create --pids 20 --memory 64m)
 	b=$(sbx create --pids 20 --memory 64m)
@@ -389,7 +398,7 @@ t_restore_standby_same_limits() {
 	sb=$(sbx snapshot "$b")
 	sbx restore "$a" "$sa" > /dev/null
 	SBX_RESTORE_STANDBY=0 sbx restore "$b" "$sb" > /dev/null
-	sb_ready "$a"
+	sb_all_ready "$a"
 	count='import os, time
 n, kids = 0, []
 while n < 40:
@@ -410,7 +419,7 @@ for p in kids:
 	[ "$nb" -gt 5 ] && [ "$nb" -lt 25 ] || fail "the pids limit was not enforced: $nb processes"
 	assert_eq "$na" "$nb" "processes a command can start, with a standby and without"
 	if is_root && [ -d /sys/fs/cgroup/memory/sbx ]; then
-		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$a"/memory.limit_in_bytes)" "$((72 * 1024 * 1024))" "memory limit with a standby (64m + its 8m)"
+		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$a"/memory.limit_in_bytes)" "$((80 * 1024 * 1024))" "memory limit with two standbys (64m + 8m each)"
 		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$b"/memory.limit_in_bytes)" "$((64 * 1024 * 1024))" "memory limit without"
 	fi
 	sbx rm "$a" "$b"
@@ -441,6 +450,41 @@ t_restore_standby_killed_or_other_snapshot() {
 	assert_eq "$(sbx restore --json "$id" "$s2" | used_standby)" "True"
 	assert_eq "$(sbx exec "$id" -- cat /root/f)" "s2"
 	sbx rm "$id"
+}
+
+# The RL loop (docs/warm.md "Restore"): restore -> exec -> restore, and
+# restores back to back, are all served by a standby after the first (the
+# two steps); two are kept, so with both ready two restores in a row find
+# one ready each (standby_waited false: the second is the spare, not one
+# built while it waited). Functional, not timed.
+t_restore_standby_loop() {
+	id=$(sbx create --pids 30 --memory 256m)
+	sbx exec "$id" -- sh -c 'echo base > /root/f'
+	s=$(sbx snapshot "$id")
+	assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "False" "the first restore (two steps)"
+	for i in $(seq 8); do
+		assert_eq "$(sbx exec "$id" -- sh -c 'cat /root/f; echo dirty > /root/f; echo $$')" "base
+2" "episode $i: the snapshot's file, the first pid"
+		assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True" "loop restore $i"
+	done
+	for i in $(seq 8); do
+		assert_eq "$(sbx restore --json "$id" "$s" | used_standby)" "True" "back-to-back restore $i"
+	done
+	assert_eq "$(sbx exec "$id" -- cat /root/f)" "base"
+	waited() { python3 -c 'import json,sys; j=json.load(sys.stdin); print(j.get("standby"), j.get("standby_waited"))'; }
+	sb_all_ready "$id"
+	assert_eq "$(sbx restore --json "$id" "$s" | waited)" "True False" "first of two in a row, both ready"
+	assert_eq "$(sbx restore --json "$id" "$s" | waited)" "True False" "second of two in a row: the spare"
+	sb_all_ready "$id"
+	if is_root && [ -d /sys/fs/cgroup/memory/sbx ]; then
+		assert_eq "$(cat /sys/fs/cgroup/memory/sbx/"$id"/memory.limit_in_bytes)" "$(((256 + 16) * 1024 * 1024))" "memory limit: 8m for each standby"
+		[ ! -f /sys/fs/cgroup/pids/sbx/"$id"/pids.max ] ||
+			assert_eq "$(cat /sys/fs/cgroup/pids/sbx/"$id"/pids.max)" "32" "pids limit: one for each standby"
+	fi
+	# The writable layers are the environment's and the two standbys' only.
+	assert_eq "$(ls "$SBX_ROOT/envs/$id/standby" | sort | tr '\n' ' ')" "0 1 " "the standbys' directories"
+	sbx rm "$id"
+	[ ! -e "$SBX_ROOT/envs/$id" ] || fail "rm left the environment's directory"
 }
 
 # Pause, snapshot, idle suspend, rm, gc, a supervisor killed: nothing of the
