@@ -385,6 +385,11 @@ static void standby_build(supervisor *s)
 		    (i > 0 && !c->rootless && chown(d, c->host_uid, c->host_gid) < 0))
 			return;
 	}
+	/* The next restore's (none other exists) builds at our own policy: at
+	 * SCHED_IDLE a busy host starved it for 100 ms and more, and that
+	 * restore waited for it; a spare, behind one that exists, at
+	 * SCHED_IDLE (boosted once it is next: the switch, standby_spawned). */
+	bool idle = s->n_sb > 0;
 	s->sb[s->n_sb++] = (sup_standby){.pid = -1, .pidfd = -1, .sock = -1, .proxy = -1, .dir = dir};
 	standby_limits(s);
 	standby_dir(s, dir, NULL, d, sizeof(d));
@@ -401,7 +406,8 @@ static void standby_build(supervisor *s)
 	if (h == 0) {
 		safe_close(rp[0]);
 		sup_ports_close_copies(s); /* it may outlive the supervisor: not with its ports */
-		standby_idle(0);	   /* the helper, and what it clones, from the start */
+		if (idle)
+			standby_idle(0); /* the helper, and what it clones, from the start */
 		size_t nw = json_array_size(s->warnings);
 		pid_t pid = -1;
 		int pidfd = -1, sock = -1;
@@ -507,7 +513,7 @@ void sup_restore_standby_spawned(supervisor *s)
 	b->sock = fds[0];
 	b->warnings = json_incref(json_object_get(m, CTL_F_WARNINGS));
 	sup_ep_add(s, b->sock);
-	if (s->sb_waiter >= 0 && b == &s->sb[0]) /* a restore waits for it */
+	if (b == &s->sb[0]) /* the next restore's: lifted if it was cloned at SCHED_IDLE */
 		(void)standby_boost(s, b);
 	startup_mark("standby: spawned, building");
 }
@@ -713,6 +719,8 @@ bool sup_restore_standby(supervisor *s, int conn, const json_t *m)
 	standby_end(s, b);			    /* what is left of it: its warnings */
 	memmove(&s->sb[0], &s->sb[1], (s->n_sb - 1) * sizeof(s->sb[0]));
 	s->n_sb--;
+	if (s->n_sb > 0 && !s->sb[0].ready) /* a spare still building is now the next restore's */
+		(void)standby_boost(s, &s->sb[0]);
 	standby_limits(s);
 	s->loop_reset = true;
 	sup_arm_ttl(s);
