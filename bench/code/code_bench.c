@@ -15,7 +15,12 @@
  * is full before each round (so no refill competes with the round), and the
  * round counts as pooled only if its create took an entry; cold: no pool, the
  * first run starts the bridge and its kernel. Prints one JSON object: median,
- * p90 and max (ms), and how many rounds came from the pool. */
+ * p90 and max (ms), and how many rounds came from the pool.
+ *   code_bench --stdin ID
+ * One sbx_run_code of `x+1` in ID per line read on stdin (the line: the
+ * context to run it in, empty: the default one), its time (ms) printed as
+ * one line: bench/code/later.mjs interleaves it with the same cell through
+ * MCP and E2B's SDK, round by round. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,10 +58,11 @@ static void die(const char *what, sbx_err *e)
 	exit(1);
 }
 
-static double run_cell(sbx_ctx *ctx, const char *id)
+static double run_cell(sbx_ctx *ctx, const char *id, const char *context_id)
 {
 	sbx_code_opts o = SBX_CODE_OPTS_INIT;
 	o.code = "x+1";
+	o.context_id = context_id;
 	json_t *r = NULL;
 	sbx_err *e = NULL;
 	double t0 = now_ms();
@@ -158,8 +164,22 @@ int main(int argc, char **argv)
 		sbx_ctx_free(ctx);
 		return r;
 	}
+	if (argc == 3 && strcmp(argv[1], "--stdin") == 0) {
+		sbx_ctx *ctx = NULL;
+		sbx_err *e = NULL;
+		if (sbx_ctx_open(&ctx, &e) < 0)
+			die("open", e);
+		char line[256];
+		while (fgets(line, sizeof(line), stdin)) {
+			line[strcspn(line, "\n")] = 0;
+			printf("%.3f\n", run_cell(ctx, argv[2], line[0] ? line : NULL));
+			fflush(stdout);
+		}
+		sbx_ctx_free(ctx);
+		return 0;
+	}
 	if (argc != 3) {
-		fprintf(stderr, "usage: code_bench ID ROUNDS | code_bench --first pool|cold ROUNDS\n");
+		fprintf(stderr, "usage: code_bench ID ROUNDS | code_bench --first pool|cold ROUNDS | code_bench --stdin ID\n");
 		return 2;
 	}
 	const char *id = argv[1];
@@ -176,11 +196,11 @@ int main(int argc, char **argv)
 		die("calloc", NULL);
 	/* Warm-up, untimed: the first of each pays for page faults and caches. */
 	for (int i = 0; i < 3; i++) {
-		run_cell(ctx, id);
+		run_cell(ctx, id, NULL);
 		run_exec(ctx, id);
 	}
 	for (int i = 0; i < n; i++) {
-		code[i] = run_cell(ctx, id);
+		code[i] = run_cell(ctx, id, NULL);
 		exec[i] = run_exec(ctx, id);
 		ratio[i] = code[i] / exec[i];
 	}
