@@ -74,7 +74,7 @@ $(BUILD)/src/trace/bpf_rec.o: $(wildcard src/trace/bpf/*.h)
 CODE_BRIDGE_EMBED := $(BUILD)/src/interp/code_bridge_obj.o
 LIB_OBJ += $(CODE_BRIDGE_EMBED)
 
-$(CODE_BRIDGE_EMBED): src/interp/code_bridge_obj.S src/interp/code_bridge.py src/interp/code_kernels.py src/interp/code_node.js
+$(CODE_BRIDGE_EMBED): src/interp/code_bridge_obj.S src/interp/code_bridge.py src/interp/code_kernels.py src/interp/code_node.js src/interp/code_python.py
 	@mkdir -p $(dir $@)
 	@echo "  AS $<"
 	@$(CC) -c $< -o $@ -Wa,-Isrc/interp

@@ -29,10 +29,12 @@
 extern const unsigned char sbx_code_bridge_py[], sbx_code_bridge_py_end[];
 extern const unsigned char sbx_code_kernels_py[], sbx_code_kernels_py_end[];
 extern const unsigned char sbx_code_node_js[], sbx_code_node_js_end[];
+extern const unsigned char sbx_code_python_py[], sbx_code_python_py_end[];
 
 /* What a bridge start writes into the environment: the bridge, and beside
  * it the kernels it makes known for javascript, typescript and bash
- * (code_bridge.py install_kernel_specs finds them by these names). */
+ * (code_bridge.py install_kernel_specs finds them by these names) and the
+ * launcher of its Python kernel (code_bridge.py fast_python). */
 static const struct {
 	const char *path;
 	const unsigned char *data, *end;
@@ -40,6 +42,7 @@ static const struct {
     {CODE_BRIDGE_PATH, sbx_code_bridge_py, sbx_code_bridge_py_end},
     {"/tmp/.sbx-code-kernels.py", sbx_code_kernels_py, sbx_code_kernels_py_end},
     {"/tmp/.sbx-code-node.js", sbx_code_node_js, sbx_code_node_js_end},
+    {"/tmp/.sbx-code-ipykernel_launcher.py", sbx_code_python_py, sbx_code_python_py_end},
 };
 
 #define START_POLL_MS 20

@@ -31,7 +31,8 @@ would hide that.
 
 Standard library plus jupyter_client (Debian's python3-jupyter-client: it starts, interrupts and restarts kernels),
 pyzmq (python3-zmq, which ipykernel needs: the bridge speaks to kernels over it directly) and a kernel
-(python3-ipykernel). sbx's own kernels for javascript, typescript and bash (code_kernels.py and
+(python3-ipykernel), which starts through sbx's launcher (code_python.py, written beside this file as
+.sbx-code-ipykernel_launcher.py). sbx's own kernels for javascript, typescript and bash (code_kernels.py and
 code_node.js, written beside this file as .sbx-code-kernels.py and .sbx-code-node.js) are made known to
 jupyter_client by kernel specs this bridge writes under its state directory (JUPYTER_PATH), each only
 where what it drives is installed: node, bash with python3-pexpect.
@@ -111,6 +112,17 @@ def install_kernel_specs(state_dir):
     os.environ["JUPYTER_PATH"] = os.pathsep.join([state_dir] + [p for p in os.environ.get(
         "JUPYTER_PATH", "").split(os.pathsep) if p and p != state_dir])
     return missing
+
+
+def fast_python(spec):
+    """ipykernel's own spec (`PYTHON -m ipykernel_launcher ARGS`) started as `PYTHON code_python.py ARGS`
+    instead, where that launcher is beside this file: ipykernel less three per-cell costs the bridge
+    does not need (code_python.py). Any other spec is left as it is."""
+    # Named so that the kernel's command line still says ipykernel_launcher (pgrep -f finds it).
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".sbx-code-ipykernel_launcher.py")
+    argv = list(spec.argv)
+    if argv[1:3] == ["-m", "ipykernel_launcher"] and os.path.exists(launcher):
+        spec.argv = [argv[0], launcher] + argv[3:]
 
 
 def env_code(language, env_vars):
@@ -256,6 +268,8 @@ class Context:
         env.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
         env.pop("JPY_PARENT_PID", None)
         self.km = KernelManager(kernel_name=kernel_name)
+        if language == "python":
+            fast_python(self.km.kernel_spec)
         # Per cell, ipykernel writes its history database on disk (about half a cell's time, and files
         # left behind) and sleeps 0.5 ms so that clients which order output by the shell reply see the
         # streams first; the history is kept in memory instead (In, Out, _ and the execution count work
