@@ -10,9 +10,13 @@
 //    `sbx serve` (E2B_API_URL, E2B_SANDBOX_URL, E2B_API_KEY), in a sandbox of its own.
 // The library and both MCP clients run in environment ID (whose default context ran `x = 1`); each
 // `sbx mcp` is its own process on the same store (SBX_ROOT).
+// Each front end also runs the cell, in the same rounds, in a second context whose kernel is
+// ipykernel as it ships (`python3 -m ipykernel_launcher`: the bridge's launcher, code_python.py,
+// removed from the environment before that context starts): the `_plain` figures, what the
+// launcher saves.
 //   node later.mjs SBX CODE_BENCH ID ROUNDS      prints one JSON object (ms)
 import { createRequire } from 'node:module';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import readline from 'node:readline';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,6 +28,14 @@ const { StdioClientTransport } = mcpReq('@modelcontextprotocol/sdk/client/stdio.
 const { Sandbox } = createRequire(path.join(here, '../../tests/e2b/package.json'))('@e2b/code-interpreter');
 const [sbx, codeBench, id, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg || 200);
+
+// A context of environment ENV whose kernel starts without the launcher; it runs `x = 1`.
+function plainContext(env) {
+	execFileSync(sbx, ['exec', env, '--user', '0', '--', 'rm', '-f', '/tmp/.sbx-code-ipykernel_launcher.py']);
+	const ctx = execFileSync(sbx, ['code', env, '--new-context']).toString().trim();
+	execFileSync(sbx, ['code', env, '--context', ctx, '--', 'x = 1']);
+	return ctx;
+}
 
 // A child answering one line per line written.
 function lineChild(cmd, args) {
@@ -39,8 +51,8 @@ function lineChild(cmd, args) {
 }
 
 const lib = lineChild(codeBench, ['--stdin', id]);
-async function libCell() {
-	lib.write('\n');
+async function libCell(ctx = '') {
+	lib.write(`${ctx}\n`);
 	return Number(await lib.next());
 }
 
@@ -48,9 +60,10 @@ const transport = new StdioClientTransport({ command: sbx, args: ['mcp', '--warm
 const client = new Client({ name: 'sbx-bench-code', version: '1' });
 await client.connect(transport);
 await client.listTools(); // the SDK validates a tool's results against its output schema once listed
-async function sdkCell(code = 'x+1') {
+const args = (ctx) => ({ environment_id: id, code: 'x+1', ...(ctx ? { context_id: ctx } : {}) });
+async function sdkCell(ctx) {
 	const t0 = performance.now();
-	const r = await client.callTool({ name: 'environment_run_code', arguments: { environment_id: id, code } });
+	const r = await client.callTool({ name: 'environment_run_code', arguments: args(ctx) });
 	const t = performance.now() - t0;
 	if (r.isError || r.structuredContent.results[0]?.text !== '2')
 		throw new Error(`MCP SDK: ${JSON.stringify(r.structuredContent)}`);
@@ -69,9 +82,9 @@ async function rawCall(method, params) {
 }
 await rawCall('initialize', { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } });
 raw.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) + '\n');
-async function rawCell() {
+async function rawCell(ctx) {
 	const t0 = performance.now();
-	const m = await rawCall('tools/call', { name: 'environment_run_code', arguments: { environment_id: id, code: 'x+1' } });
+	const m = await rawCall('tools/call', { name: 'environment_run_code', arguments: args(ctx) });
 	const t = performance.now() - t0;
 	if (m.error || m.result.structuredContent.results[0]?.text !== '2') throw new Error(`MCP raw: ${JSON.stringify(m)}`);
 	return t;
@@ -79,15 +92,18 @@ async function rawCell() {
 
 const sb = await Sandbox.create('code-interpreter-v1');
 await sb.runCode('x = 1');
-async function e2bCell() {
+const plain = { env: plainContext(id), e2b: plainContext(sb.sandboxId) };
+const e2bPlain = (await sb.listCodeContexts()).find((c) => c.id === plain.e2b);
+async function e2bCell(ctx) {
 	const t0 = performance.now();
-	const ex = await sb.runCode('x+1');
+	const ex = await sb.runCode('x+1', ctx ? { context: e2bPlain } : {});
 	const t = performance.now() - t0;
 	if (ex.text !== '2') throw new Error(`E2B: x+1 answered ${JSON.stringify(ex.text)}`);
 	return t;
 }
 
 const fronts = { library: libCell, mcp_sdk: sdkCell, mcp_raw: rawCell, e2b: e2bCell };
+for (const [k, f] of Object.entries({ ...fronts })) fronts[`${k}_plain`] = () => f(k === 'e2b' ? plain.e2b : plain.env);
 const times = Object.fromEntries(Object.keys(fronts).map((k) => [k, []]));
 for (let i = 0; i < 3; i++) for (const f of Object.values(fronts)) await f(); // warm-up, untimed
 for (let i = 0; i < rounds; i++) for (const [k, f] of Object.entries(fronts)) times[k].push(await f());
