@@ -434,6 +434,27 @@ static size_t running_in(const char *sandbox)
 	return n;
 }
 
+/* Whether any process of sandbox runs or it has a spare (reg_lock held). */
+static bool sandbox_busy(const char *sandbox)
+{
+	bool busy = running_in(sandbox) > 0;
+	for (eproc *q = spares; q && !busy; q = q->next)
+		busy = streq(q->sandbox, sandbox);
+	return busy;
+}
+
+/* proc_main on a detached thread of its own: pthread_create's result. */
+static int run_detached(eproc *p)
+{
+	pthread_attr_t at;
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_t t;
+	int r = pthread_create(&t, &at, proc_main, p);
+	pthread_attr_destroy(&at);
+	return r;
+}
+
 /* Starts sandbox's spare as user, unless it has one or any of its
  * processes runs. Failures are silent: the next command starts as usual. */
 static void spare_start(sbx_ctx *ctx, e2b_events *events, const char *sandbox, const char *user)
@@ -441,9 +462,7 @@ static void spare_start(sbx_ctx *ctx, e2b_events *events, const char *sandbox, c
 	if (!spares_on())
 		return;
 	pthread_mutex_lock(&reg_lock);
-	bool busy = running_in(sandbox) > 0;
-	for (eproc *q = spares; q && !busy; q = q->next)
-		busy = streq(q->sandbox, sandbox);
+	bool busy = sandbox_busy(sandbox);
 	pthread_mutex_unlock(&reg_lock);
 	if (busy)
 		return;
@@ -463,9 +482,7 @@ static void spare_start(sbx_ctx *ctx, e2b_events *events, const char *sandbox, c
 		return;
 	}
 	pthread_mutex_lock(&reg_lock);
-	busy = running_in(sandbox) > 0;
-	for (eproc *q = spares; q && !busy; q = q->next)
-		busy = streq(q->sandbox, sandbox);
+	busy = sandbox_busy(sandbox);
 	if (!busy) {
 		p->next = spares; /* the list has the first reference */
 		spares = p;
@@ -476,12 +493,7 @@ static void spare_start(sbx_ctx *ctx, e2b_events *events, const char *sandbox, c
 		eproc_unref(p);
 		return;
 	}
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &at, proc_main, p);
-	pthread_attr_destroy(&at);
+	int r = run_detached(p);
 	if (r != 0) {
 		if (reg_remove(p))
 			eproc_unref(p);
@@ -643,12 +655,7 @@ int eproc_launch(eproc *p, sub *me, sbx_err **err)
 	p->subs = me;
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_unlock(&reg_lock);
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &at, proc_main, p);
-	pthread_attr_destroy(&at);
+	int r = run_detached(p);
 	if (r != 0) {
 		reg_remove(p);
 		pthread_mutex_lock(&p->lock);
