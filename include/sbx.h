@@ -85,8 +85,10 @@ typedef struct sbx_create_opts {
 	int64_t timeout_ms;   /* default per-command timeout; 0: none */
 	int64_t ttl_ms;	      /* idle lifetime; 0: none */
 	int64_t output_bytes; /* default captured output cap per stream; 0: default */
-	const char *network;  /* "none" (default), "open", "allow" (the hosts in network_allow), or
-			       * "allow=HOST[:PORT],..." (the CLI's form of the same, split at commas) */
+	const char *network;  /* "none" (default), "open" (the host's network), "allow" (the hosts in
+			       * network_allow), "allow=HOST[:PORT],..." (the CLI's form of the same,
+			       * split at commas), or "internet" (every public host and port through
+			       * the egress proxy; network_allow, if given, adds internal addresses) */
 	bool ephemeral;	      /* writable layer on tmpfs, removed with the env */
 	const char *snapshot; /* fork: start from this snapshot (digest, prefix or label) */
 	const char *policy;   /* "strict", "dev", "open", a policy file, or inline JSON; the options
@@ -299,6 +301,13 @@ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
  * policy's; without one, the agent phase's plan gets the same list.
  * ret (may be NULL): {"environment_id","network","network_allow","live"}. */
 int sbx_env_egress_set(sbx_ctx *ctx, const char *ref, const char *const *allow, json_t **ret, sbx_err **err);
+/* The same with the mode too: network "allow" (allow is the allowlist) or
+ * "internet" (every public host and port; allow lists the internal
+ * addresses it may still reach). An environment whose only route out is the
+ * egress proxy (created with network allow or internet) moves between the
+ * two live; the rules of sbx_env_egress_set apply. */
+int sbx_env_network_set(sbx_ctx *ctx, const char *ref, const char *network, const char *const *allow,
+			json_t **ret, sbx_err **err);
 
 /* Phases (docs/secrets.md): an environment starts in the "setup" phase;
  * switching to "agent" is once and for good: every process of the setup
@@ -662,10 +671,10 @@ typedef struct sbx_build_opts {
 	unsigned version;
 	const char *dockerfile; /* the Dockerfile's text */
 	size_t dockerfile_len;
-	const char *dockerfile_name;   /* in error messages ("Dockerfile") */
-	const char *context;	       /* the host directory COPY/ADD read from (.dockerignore honoured) */
-	const char *tag;	       /* the template name to create or replace */
-	const char *network;	       /* RUN's network: "none" (default), "open", "allow=HOST,..." */
+	const char *dockerfile_name; /* in error messages ("Dockerfile") */
+	const char *context;	     /* the host directory COPY/ADD read from (.dockerignore honoured) */
+	const char *tag;	     /* the template name to create or replace */
+	const char *network; /* RUN's network: "none" (default), "internet", "open", "allow=HOST,..." */
 	const char *const *build_args; /* NULL-terminated "K=V" for ARG */
 	const char *const *secrets;    /* as sbx_create_opts.secrets: given to RUN, never stored */
 	bool no_cache;

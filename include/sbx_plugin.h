@@ -84,7 +84,7 @@ typedef struct sbx_plugin_create {
 	const char *environment_id;	  /* 12 hex characters */
 	const char *name;		  /* NULL if unnamed */
 	const char *template_spec;	  /* "host", "dir:PATH", an image template */
-	const char *network;		  /* "none", "allow" or "open" */
+	const char *network;		  /* "none", "allow", "internet" or "open" */
 	const char *const *network_allow; /* NULL-terminated host[:port] patterns (allow) */
 	sbx_plugin_limits limits;
 	const sbx_plugin_volume *volumes;

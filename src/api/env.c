@@ -16,6 +16,7 @@
 #include "api/api.h"
 #include "api/reclaim.h"
 #include "api/trace_api.h"
+#include "policy/egress_match.h"
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
 #include "runtime/ctl_proto.h"
@@ -197,10 +198,13 @@ _public_ int sbx_env_inspect(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 			    json_string(streq(net, "open") ? "open: the host's network (unsafe)"
 					: streq(net, "allow")
 					    ? "loopback only; egress through the sbx proxy to the allowlist"
+					: streq(net, "internet")
+					    ? "loopback only; egress through the sbx proxy to every public "
+					      "host and port (internal addresses only by IP rule)"
 					    : "loopback only"));
 	if (st.network_allow)
 		json_object_set(iso, "network_allow", st.network_allow);
-	if (streq(net, "allow")) {
+	if (net_proxied(net)) {
 		char lp[4300];
 		snprintf(lp, sizeof(lp), "%s/%s/egress.log", ctx->run, id);
 		json_object_set_new(iso, "egress_log", json_string(lp));
@@ -356,11 +360,11 @@ _public_ int sbx_env_net_log(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_er
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
 	if (env_record_load(ctx, ref, &id, &st, err) < 0)
 		return -1;
-	if (!streq(st.network ?: "none", "allow"))
+	if (!net_proxied(st.network))
 		return err_set(
 		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
-		    "environment '%s' has network '%s': only network allow goes through the egress proxy, "
-		    "which keeps the log",
+		    "environment '%s' has network '%s': only network allow and internet go through the "
+		    "egress proxy, which keeps the log",
 		    id, st.network ?: "none");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/%s/egress.log", ctx->run, id);

@@ -19,6 +19,7 @@
 #include "api/publish.h"
 #include "api/secrets.h"
 #include "api/snap_base.h"
+#include "policy/egress_match.h"
 #include "runtime/caps.h"
 #include "runtime/quota.h"
 #include "runtime/runtime.h"
@@ -795,8 +796,8 @@ int opts_from_state(const json_t *st, sbx_create_opts *o, sbx_volume *vols, size
 	if (r.env && !(*env = json_to_strv(r.env)))
 		return -ENOMEM;
 	o->network = r.network ?: "none";
-	if (streq(o->network, "allow")) {
-		if (!(*net_allow = json_to_strv(r.network_allow)))
+	if (net_proxied(o->network)) {
+		if (!(*net_allow = json_to_strv(r.network_allow ?: json_array())))
 			return -ENOMEM;
 		o->network_allow = (const char *const *)*net_allow;
 	}

@@ -51,9 +51,25 @@ int api_network_opts(const sbx_create_opts *o, const char **ret_mode, char ***re
 {
 	const char *spec = o ? o->network : NULL;
 	const char *const *list = o && o->version >= 6 ? o->network_allow : NULL;
-	if (list && (!spec || !streq(spec, "allow")))
+	if (list && (!spec || !net_proxied(spec)))
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "network_allow needs network \"allow\" (network is '%s')", spec ?: "none");
+			       "network_allow needs network \"allow\" or \"internet\" (network is '%s')",
+			       spec ?: "none");
+	if (spec && streq(spec, "internet")) {
+		/* Every public host and port through the proxy; a list only adds
+		 * internal addresses (IP rules: egress_match.h). */
+		_cleanup_strv_free_ char **v = NULL;
+		size_t n = 0;
+		for (const char *const *p = list; p && *p; p++)
+			if (strv_push_copy(&v, &n, *p) < 0)
+				return err_oom(err);
+		_cleanup_egress_allowlist_ egress_allowlist *al = NULL;
+		if (egress_allowlist_parse_open((const char *const *)v, &al, err) < 0)
+			return err_wrap(err, "network allowlist");
+		*ret_mode = "internet";
+		*ret_allow = TAKE_PTR(v);
+		return 0;
+	}
 	if (!spec || streq(spec, "none") || streq(spec, "open")) {
 		*ret_mode = spec && streq(spec, "open") ? "open" : "none";
 		*ret_allow = NULL;
@@ -80,7 +96,8 @@ int api_network_opts(const sbx_create_opts *o, const char **ret_mode, char ***re
 		return err_oom(err);
 	if (!n && !list)
 		return err_set(err, SBX_E_INVALID_ARGUMENT, EINVAL,
-			       "invalid network '%s': expected none, open or allow=HOST[:PORT],...", spec);
+			       "invalid network '%s': expected none, internet, open or allow=HOST[:PORT],...",
+			       spec);
 	_cleanup_egress_allowlist_ egress_allowlist *al = NULL;
 	if (egress_allowlist_parse((const char *const *)v, &al, err) < 0)
 		return err_wrap(err, "network allowlist");

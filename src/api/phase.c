@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "api/api.h"
+#include "policy/egress_match.h"
 #include "policy/policy.h"
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
@@ -132,7 +133,7 @@ _public_ int sbx_env_phase(sbx_ctx *ctx, const char *ref, const char *phase, jso
 	st.phase = "agent";
 	st.secrets = secrets;
 	st.network = net;
-	st.network_allow = streq(net, "allow") ? json_object_get(plan, "network_allow") : NULL;
+	st.network_allow = net_proxied(net) ? json_object_get(plan, "network_allow") : NULL;
 	env_record_limits_update(&st, json_object_get(plan, "limits"));
 	if (json_object_get(plan, "env"))
 		st.env = json_object_get(plan, "env");

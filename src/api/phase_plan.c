@@ -13,14 +13,17 @@
 #include "runtime/user.h"
 #include "util/json.h"
 
+/* A policy's network mode "open" is "internet": every public host and port
+ * through the proxy; only an environment made without a policy has the
+ * host's network ("open", which no phase narrows). */
 static int net_rank(const char *m)
 {
-	return streq(m, "open") ? 2 : streq(m, "allow") ? 1 : 0;
+	return streq(m, "open") ? 3 : streq(m, "internet") ? 2 : streq(m, "allow") ? 1 : 0;
 }
 
 static const char *mode_name(policy_net_mode m)
 {
-	return m == POLICY_NET_OPEN ? "open" : m == POLICY_NET_ALLOW ? "allow" : "none";
+	return m == POLICY_NET_OPEN ? "internet" : m == POLICY_NET_ALLOW ? "allow" : "none";
 }
 
 /* A limit of the agent policy (<= 0: unset) is a ceiling, as any policy's:
@@ -41,11 +44,14 @@ static int narrow(const char *field, int64_t agent, int64_t setup_pol, int64_t *
 	return 0;
 }
 
-static bool covered_by(const char *rule, char *const *by)
+/* Is `rule` within `by`, or within network mode internet where `internet`? */
+static bool covered_in(const char *rule, bool internet, char *const *by)
 {
 	egress_rule r;
 	if (egress_rule_parse(rule, &r, NULL) < 0)
 		return false;
+	if (internet && egress_rule_public(&r))
+		return true;
 	for (; by && *by; by++) {
 		egress_rule b;
 		if (egress_rule_parse(*by, &b, NULL) == 0 && egress_rule_covers(&b, &r))
@@ -134,7 +140,7 @@ int phase_plan(const env_config *c, const char *setup_spec, const char *spec, js
 			for (size_t i = 0;
 			     sp && sp->net_mode == POLICY_NET_ALLOW && sp->allow && a->allow && a->allow[i];
 			     i++)
-				if (!covered_by(a->allow[i], sp->allow))
+				if (!covered_in(a->allow[i], false, sp->allow))
 					return err_set(
 					    err, SBX_E_INVALID_ARGUMENT, EPERM,
 					    "network.allow[%zu]: '%s' is not allowed by the setup policy", i,
@@ -150,14 +156,17 @@ int phase_plan(const env_config *c, const char *setup_spec, const char *spec, js
 				json_object_set_new(plan, "network",
 						    json_string(streq(net, "open") ? "open" : "none"));
 				json_object_set_new(plan, "network_allow", json_array());
-			} else if (streq(am, "allow") && a->allow && streq(net, "allow")) {
-				/* Both lists' rules that the other covers: within both. */
+			} else if (net_proxied(am) && net_proxied(net)) {
+				/* Both lists' rules that the other covers: within both.
+				 * Internet on one side covers the other's names and public
+				 * addresses; on both, the lists are internal addresses. */
+				bool a_int = streq(am, "internet"), n_int = streq(net, "internet");
 				json_t *both = json_array();
-				for (char **r = a->allow; *r; r++)
-					if (covered_by(*r, c->network_allow))
+				for (char **r = a->allow; r && *r; r++)
+					if (covered_in(*r, n_int, c->network_allow))
 						json_array_append_new(both, json_string(*r));
 				for (char **r = c->network_allow; r && *r; r++)
-					if (covered_by(*r, a->allow)) {
+					if (covered_in(*r, a_int, a->allow)) {
 						bool dup = false;
 						size_t i;
 						json_t *v;
@@ -167,6 +176,8 @@ int phase_plan(const env_config *c, const char *setup_spec, const char *spec, js
 							json_array_append_new(both, json_string(*r));
 					}
 				json_object_set_new(plan, "network_allow", both);
+				json_object_set_new(plan, "network",
+						    json_string(a_int && n_int ? "internet" : "allow"));
 			}
 		}
 		const policy_limits *l = &a->limits, *sl = sp ? &sp->limits : NULL;

@@ -114,7 +114,10 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
 				       "cpus: the policy allows at most %g", l->cpus);
 	}
-	/* Network: none < allow (a subset of the policy's rules) < open. */
+	/* Network: none < allow (a subset of the policy's rules) < internet (the
+	 * policy's mode "open": every public host and port through the proxy,
+	 * internal addresses only by the policy's IP rules). The host's network
+	 * (network "open") is beyond every policy. */
 	const char *want = NULL;
 	_cleanup_strv_free_ char **want_allow = NULL;
 	if (o->network && api_network_opts(o, &want, &want_allow, err) < 0) /* api/limits.c */
@@ -126,9 +129,9 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 		o->network = "none";
 		o->network_allow = NULL;
 	} else if (p->net_mode == POLICY_NET_ALLOW) {
-		if (want && streq(want, "open"))
+		if (want && (streq(want, "open") || streq(want, "internet")))
 			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
-				       "network open: the policy only allows its host list");
+				       "network %s: the policy only allows its host list", want);
 		if (want && streq(want, "allow")) {
 			/* Every requested rule must be covered by one of the policy's. */
 			for (char **t = want_allow; *t; t++) {
@@ -157,8 +160,42 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 			o->network = "allow";
 			o->network_allow = (const char *const *)keep->network_allow;
 		}
-	} else if (!want)
-		o->network = "open";
+	} else {
+		/* Mode open: what was asked within public hosts, or every one. */
+		if (want && streq(want, "open"))
+			return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+				       "network open (the host's own network): beyond the policy, which "
+				       "allows public hosts through the egress proxy; ask for network "
+				       "internet");
+		for (char **t = want_allow; t && *t; t++) {
+			/* An internal address only where the policy's rules name it. */
+			egress_rule r;
+			if (egress_rule_parse(*t, &r, err) < 0)
+				return err_wrap(err, "network");
+			bool covered = false;
+			for (char **a = p->allow; a && *a && !covered; a++) {
+				egress_rule pr;
+				covered =
+				    egress_rule_parse(*a, &pr, NULL) == 0 && egress_rule_covers(&pr, &r);
+			}
+			if (!covered && !egress_rule_public(&r))
+				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
+					       "network %s '%s': an internal address the policy does not "
+					       "allow",
+					       want, *t);
+		}
+		if (!want) {
+			size_t n = 0;
+			for (char **a = p->allow; a && *a; a++)
+				if (strv_push_copy(&keep->network_allow, &n, *a) < 0)
+					return err_oom(err);
+			o->network = "internet";
+			o->network_allow = (const char *const *)keep->network_allow;
+		} else if (streq(want, "internet")) {
+			o->network = "internet";
+			o->network_allow = (const char *const *)(keep->network_allow = TAKE_PTR(want_allow));
+		}
+	}
 	/* Volumes: a policy that sets them lists all that are allowed. */
 	if (p->volumes_set) {
 		for (size_t i = 0; i < o->n_volumes; i++) {

@@ -25,6 +25,7 @@
 #include "api/api.h"
 #include "api/readset_io.h"
 #include "api/trace_api.h"
+#include "policy/egress_match.h"
 #include "runtime/caps.h"
 #include "store/layer.h"
 #include "trace/trace_read.h"
@@ -271,10 +272,11 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 		/* the recorded network: its mode and allowlist as they are */
 		const char *net = json_str(envj, "network") ?: "none";
 		_cleanup_strv_free_ char **net_allow =
-		    streq(net, "allow") ? json_to_strv(json_object_get(envj, "network_allow")) : NULL;
+		    net_proxied(net) ? json_to_strv(json_object_get(envj, "network_allow") ?: json_array())
+				     : NULL;
 		size_t nv = json_array_size(json_object_get(envj, "volumes"));
 		_cleanup_free_ sbx_volume *vols = calloc(nv + 1, sizeof(*vols));
-		if (!vols || (streq(net, "allow") && !net_allow))
+		if (!vols || (net_proxied(net) && !net_allow))
 			return err_errnum(err, ENOMEM, "replay");
 		for (size_t i = 0; i < nv; i++) {
 			json_t *v = json_array_get(json_object_get(envj, "volumes"), i);

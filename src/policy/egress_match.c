@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ static const char *const WHY_PORT =
     "no rule allows this port for the host (a rule without a port allows only 80 and 443)";
 static const char *const WHY_INTERNAL =
     "it resolves to an internal address (loopback, private or link-local), which only an IP rule allows";
-static const char *const RULE_OPEN = "network mode open";
+static const char *const RULE_OPEN = "network internet (every public host)";
 static const char *const RULE_PUBLIC = "public address";
 
 /* Lowercases s into buf, drops one trailing dot. Returns the length or -1. */
@@ -316,16 +317,24 @@ int egress_check(const egress_allowlist *al, const char *host, int port, const c
  * forms where `embedded`) or IPv6 (16 bytes). Returns 4, 16 or 0. */
 static int sa_addr(const struct sockaddr *sa, uint8_t out[16], int *ret_port)
 {
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)sa;
-		memcpy(out, &s4->sin_addr, 4);
-		*ret_port = ntohs(s4->sin_port);
+	/* Read through memcpy: the object is a sockaddr_in, _in6 or _storage,
+	 * and reading it through another struct type lets the compiler drop the
+	 * caller's stores (strict aliasing; gcc 12 did, for a sockaddr_in built
+	 * on the stack beside the call). */
+	sa_family_t fam;
+	memcpy(&fam, (const char *)sa + offsetof(struct sockaddr, sa_family), sizeof(fam));
+	if (fam == AF_INET) {
+		struct sockaddr_in s4;
+		memcpy(&s4, sa, sizeof(s4));
+		memcpy(out, &s4.sin_addr, 4);
+		*ret_port = ntohs(s4.sin_port);
 		return 4;
 	}
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
-		memcpy(out, s6->sin6_addr.s6_addr, 16);
-		*ret_port = ntohs(s6->sin6_port);
+	if (fam == AF_INET6) {
+		struct sockaddr_in6 s6;
+		memcpy(&s6, sa, sizeof(s6));
+		memcpy(out, s6.sin6_addr.s6_addr, 16);
+		*ret_port = ntohs(s6.sin6_port);
 		static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 		if (memcmp(out, mapped, 12) == 0) {
 			memmove(out, out + 12, 4);
@@ -420,6 +429,21 @@ static bool port_covers(int outer, int inner)
 	if (inner == EGRESS_PORT_WEB)
 		return false;
 	return outer == inner;
+}
+
+bool egress_rule_public(const egress_rule *r)
+{
+	if (r->kind == EGRESS_RULE_IP4) {
+		struct sockaddr_in s4 = {.sin_family = AF_INET};
+		memcpy(&s4.sin_addr, r->addr, 4);
+		return !egress_addr_is_internal((const struct sockaddr *)&s4);
+	}
+	if (r->kind == EGRESS_RULE_IP6) {
+		struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+		memcpy(&s6.sin6_addr, r->addr, 16);
+		return !egress_addr_is_internal((const struct sockaddr *)&s6);
+	}
+	return true;
 }
 
 bool egress_rule_covers(const egress_rule *outer, const egress_rule *inner)

@@ -22,9 +22,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "sbx.h"
+
+/* Network modes whose only route out is the egress proxy: "allow" (to an
+ * allowlist) and "internet" (every public host and port:
+ * egress_allowlist_parse_open). "none" has no route, "open" is the host's. */
+static inline bool net_proxied(const char *mode)
+{
+	return mode && (strcmp(mode, "allow") == 0 || strcmp(mode, "internet") == 0);
+}
 
 #define EGRESS_HOST_MAX 253
 #define EGRESS_PATTERN_MAX 300
@@ -88,6 +97,10 @@ bool egress_addr_is_internal(const struct sockaddr *sa);
 /* Does every target `inner` allows also pass `outer`? (policy merge: a later
  * allowlist may only narrow) */
 bool egress_rule_covers(const egress_rule *outer, const egress_rule *inner);
+/* Does network mode "internet" (every public host and port) allow every
+ * target `r` allows? Names and public addresses: yes; internal addresses:
+ * only through an IP rule of their own. */
+bool egress_rule_public(const egress_rule *r);
 
 /* Normalizes a target host for egress_check: lowercase, no trailing dot, no
  * IPv6 brackets. Returns 0, or -EINVAL if it is not a valid name or IP literal. */

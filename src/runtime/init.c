@@ -22,6 +22,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "policy/egress_match.h"
 #include "runtime/devices.h"
 #include "runtime/caps.h"
 #include "runtime/ctl_proto.h"
@@ -90,7 +91,7 @@ static char **build_env(const env_config *c, char **extra, bool tty, const char 
 	    user_env,
 	    (const char *const[]){host, tty ? "TERM=xterm-256color" : "TERM=dumb", NULL},
 	    c->degraded ? degraded_env : NULL,
-	    streq(c->network, "allow") ? proxy_env : NULL,
+	    net_proxied(c->network) ? proxy_env : NULL,
 	    (const char *const *)c->env,
 	    (const char *const *)c->secret_env,
 	    (const char *const *)extra};
@@ -791,7 +792,7 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 		c->env = env;
 	}
 	const char *net = json_str(m, "network");
-	if (net && streq(net, "none") && streq(c->network, "allow")) {
+	if (net && streq(net, "none") && net_proxied(c->network)) {
 		char *none = strdup("none"); /* no proxy variables any more: it refuses everything */
 		if (none) {
 			free(c->network);

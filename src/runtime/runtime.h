@@ -66,8 +66,12 @@ typedef struct env_config {
 	int64_t ttl_ms;
 	int64_t idle_suspend_ms; /* suspend after this long idle (docs/warm.md); 0: never */
 	int64_t disk_bytes; /* quota on the writable layer (0: none): quota.h; ephemeral: the tmpfs's size */
-	char *network;	    /* "none", "allow" (through the egress proxy) or "open" (host network) */
-	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h) */
+	/* "none"; "allow" (through the egress proxy, to the allowlist); "internet"
+	 * (through the egress proxy, to every public host and port); "open" (the
+	 * host's network). */
+	char *network;
+	char **network_allow; /* allow: host[:port] patterns (policy/egress_match.h);
+			       * internet: internal addresses it may still reach */
 	json_t *plugins; /* [{"path", "config"?}] loaded in a plugin host (plugin/plugin.h); NULL: none */
 	/* Secrets, hidden paths, phases (docs/secrets.md; secrets.h, hide.h). Secret
 	 * values live only here, in memory: never in state.json. */

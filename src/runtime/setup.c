@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "policy/egress_match.h"
 #include "runtime/caps.h"
 #include "runtime/cgroup.h"
 #include "runtime/ctl_proto.h"
@@ -344,11 +345,11 @@ _noreturn_ void setup_child(env_config *c, int sock)
 		err_errno(&e, "sethostname"), fail(sock, e);
 	if (!streq(c->network, "open") && netns_loopback_up(&e) < 0)
 		fail(sock, e);
-	/* network allow: the egress proxy's listening socket is made here, in
-	 * the environment's network namespace, and served from outside by the
-	 * supervisor; the only route out. */
-	_cleanup_close_ int proxy_fd = streq(c->network, "allow") ? netns_proxy_socket(&e) : -1;
-	if (streq(c->network, "allow") && proxy_fd < 0)
+	/* network allow and internet: the egress proxy's listening socket is
+	 * made here, in the environment's network namespace, and served from
+	 * outside by the supervisor; the only route out. */
+	_cleanup_close_ int proxy_fd = net_proxied(c->network) ? netns_proxy_socket(&e) : -1;
+	if (net_proxied(c->network) && proxy_fd < 0)
 		fail(sock, e);
 
 	/* 8. Resource limits that cgroups do not cover: no core dumps (a piped

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "plugin/plugin.h"
+#include "policy/egress_match.h"
 #include "policy/proxy.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/sup_internal.h"
@@ -63,11 +64,12 @@ static void *proxy_main(void *arg)
  * stopped (connections of the setup phase end), the allowlist replaced and
  * the thread started again on the same listening socket, whose backlog keeps
  * what arrives meanwhile. */
-int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err)
+int sup_egress_swap(supervisor *s, const json_t *allow, bool open, sbx_err **err)
 {
 	_cleanup_strv_free_ char **v = json_to_strv(allow);
 	egress_allowlist *al = NULL;
-	if (!v || egress_allowlist_parse((const char *const *)v, &al, err) < 0)
+	if (!v || (open ? egress_allowlist_parse_open((const char *const *)v, &al, err)
+			: egress_allowlist_parse((const char *const *)v, &al, err)) < 0)
 		return v ? err_wrap(err, "network allowlist")
 			 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	uint64_t one = 1, drain;
@@ -88,18 +90,29 @@ void sup_egress_set(supervisor *s, int conn, const json_t *m)
 {
 	_cleanup_err_ sbx_err *e = NULL;
 	const json_t *allow = json_object_get(m, "network_allow");
+	/* "network": "internet" or "allow" (the default): a live environment
+	 * moves between the two, both behind this proxy. */
+	const char *mode = json_str(m, "network") ?: "allow";
 	_cleanup_strv_free_ char **v = json_is_array(allow) ? json_to_strv(allow) : NULL;
-	if (!json_is_array(allow))
+	_cleanup_free_ char *mode_copy = strdup(mode);
+	if (!net_proxied(mode))
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "network: allow or internet");
+	else if (!mode_copy)
+		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	else if (!json_is_array(allow))
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL,
 			"network_allow: an array of host[:port] patterns");
 	else if (!v)
 		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory");
 	else if (!s->proxy_running)
 		err_set(&e, SBX_E_CONFLICT, ENOTCONN,
-			"the environment has no egress proxy (it was not created with network allow)");
-	else if (sup_egress_swap(s, allow, &e) == 0) {
+			"the environment has no egress proxy (it was not created with network allow "
+			"or internet)");
+	else if (sup_egress_swap(s, allow, streq(mode, "internet"), &e) == 0) {
 		strv_free(s->c->network_allow);
 		s->c->network_allow = TAKE_PTR(v);
+		free(s->c->network);
+		s->c->network = TAKE_PTR(mode_copy);
 	}
 	sup_send_json(conn,
 		      e ? sup_err_json(e) : json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_EGRESS, CTL_F_OK, 1),
@@ -110,7 +123,11 @@ int sup_egress_start(supervisor *s, sbx_err **err)
 {
 	if (s->proxy_listen < 0)
 		return err_set(err, SBX_E_INTERNAL, EPROTO, "no egress proxy socket from the environment");
-	if (egress_allowlist_parse((const char *const *)s->c->network_allow, &s->allow, err) < 0)
+	/* internet: every public host and port; its list only adds internal
+	 * addresses (egress_match.h). */
+	if ((streq(s->c->network, "internet")
+		 ? egress_allowlist_parse_open((const char *const *)s->c->network_allow, &s->allow, err)
+		 : egress_allowlist_parse((const char *const *)s->c->network_allow, &s->allow, err)) < 0)
 		return err_wrap(err, "network allowlist");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/egress.log", s->c->run_dir);

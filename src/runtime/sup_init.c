@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "policy/egress_match.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/devices.h"
 #include "runtime/startup_trace.h"
@@ -339,7 +340,7 @@ int sup_init_ready_apply(supervisor *s, const json_t *m, sbx_err **err)
 	json_t *cw;
 	size_t wi;
 	json_array_foreach(e.warnings, wi, cw) sup_add_warning(s, "%s", json_string_value(cw) ?: "");
-	if (streq(c->network, "allow") && sup_egress_start(s, err) < 0)
+	if (net_proxied(c->network) && sup_egress_start(s, err) < 0)
 		return -1;
 	if (streq(c->network, "open"))
 		sup_add_warning(

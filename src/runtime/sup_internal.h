@@ -264,7 +264,7 @@ int sup_egress_start(supervisor *s, sbx_err **err);
 /* The agent phase's allowlist: the thread is stopped (the setup phase's
  * connections end), the allowlist replaced, the thread started again on
  * the same socket. */
-int sup_egress_swap(supervisor *s, const json_t *allow, sbx_err **err);
+int sup_egress_swap(supervisor *s, const json_t *allow, bool open, sbx_err **err);
 /* CTL_OP_EGRESS (sbx_env_egress_set): the running proxy's allowlist
  * replaced as sup_egress_swap does, and kept for a later start of init;
  * answers conn with egress {ok} or an error. */

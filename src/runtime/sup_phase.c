@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/timerfd.h>
 
+#include "policy/egress_match.h"
 #include "runtime/sup_internal.h"
 #include "util/json.h"
 
@@ -36,7 +37,7 @@ bool sup_phase_begin(supervisor *s, int conn, json_t *m)
 		err_set(&e, SBX_E_LIMIT_EXCEEDED, EAGAIN, "too many requests waiting for this environment");
 	json_t *allow = json_object_get(m, "network_allow");
 	if (!e && s->proxy_running && json_is_array(allow))
-		(void)sup_egress_swap(s, allow, &e);
+		(void)sup_egress_swap(s, allow, streq(json_str(m, "network") ?: "", "internet"), &e);
 	if (!e) {
 		json_t *l = json_object_get(m, "limits");
 		c->timeout_ms = json_int(l, "timeout_ms", c->timeout_ms);

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "policy/egress_match.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/startup_trace.h"
 #include "runtime/sup_internal.h"
@@ -363,7 +364,7 @@ static void standby_build(supervisor *s)
 	_cleanup_err_ sbx_err *e = NULL;
 	if (!s->sb_snapshot || s->n_sb >= SUP_STANDBYS || standby_building(s))
 		return;
-	if (c->degraded || streq(c->network, "allow") || s->plugins || c->cdi || c->disk_bytes ||
+	if (c->degraded || net_proxied(c->network) || s->plugins || c->cdi || c->disk_bytes ||
 	    c->agent_phase || s->stopping || thread_count() != 1)
 		return;
 	startup_mark("standby: build begin");

@@ -243,14 +243,13 @@ int e2b_net_cap_parse(const json_t *network, e2b_net *ret, char *why, size_t cap
 		return 0;
 	}
 	if (streq(mode, "open")) {
+		/* every public host; its list: the internal addresses it adds */
 		n.mode = E2B_NET_OPEN;
 		n.internet = true;
-		*ret = n;
-		return 0;
-	}
-	if (!streq(mode, "allow"))
+	} else if (streq(mode, "allow"))
+		n.mode = E2B_NET_ALLOW;
+	else
 		return fail(why, cap, "network.mode '%.32s': none, allow or open", mode);
-	n.mode = E2B_NET_ALLOW;
 	size_t i;
 	const json_t *x;
 	json_array_foreach(json_object_get(network, "allow"), i, x)
@@ -269,7 +268,7 @@ int e2b_net_cap_parse(const json_t *network, e2b_net *ret, char *why, size_t cap
 static void describe(const e2b_net *cap, char *buf, size_t n)
 {
 	if (cap->mode == E2B_NET_OPEN) {
-		snprintf(buf, n, "open");
+		snprintf(buf, n, "every public host");
 		return;
 	}
 	if (cap->mode != E2B_NET_ALLOW || cap->n == 0) {
@@ -287,7 +286,8 @@ int e2b_net_within(const e2b_net *cap, const e2b_net *req, const char *cap_name,
 {
 	char d[512];
 	describe(cap, d, sizeof(d));
-	if (req->mode == E2B_NET_DEFAULT || req->mode == E2B_NET_NONE || cap->mode == E2B_NET_OPEN)
+	if (req->mode == E2B_NET_DEFAULT || req->mode == E2B_NET_NONE ||
+	    (cap->mode == E2B_NET_OPEN && req->mode == E2B_NET_OPEN))
 		return 0;
 	if (req->mode == E2B_NET_OPEN) {
 		snprintf(why, n,
@@ -303,6 +303,8 @@ int e2b_net_within(const e2b_net *cap, const e2b_net *req, const char *cap_name,
 		bool covered = false;
 		if (egress_rule_parse(req->allow[i], &r, NULL) < 0)
 			covered = false;
+		else if (cap->mode == E2B_NET_OPEN && egress_rule_public(&r))
+			covered = true; /* an internal address needs the cap's own IP rule */
 		else
 			for (size_t k = 0; k < cap->n && !covered; k++) {
 				egress_rule c;

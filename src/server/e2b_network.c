@@ -95,13 +95,17 @@ int e2b_network_create_opts(http_request *req, const e2b_netcap *cap, const json
 		e2b_net_clear(&n); /* no proxy: nothing could be allowed later anyway */
 		n.mode = E2B_NET_NONE;
 	}
-	o->network = n.mode == E2B_NET_OPEN ? "open" : n.mode == E2B_NET_ALLOW ? "allow" : "none";
+	/* All traffic is every public host and port through the proxy (network
+	 * internet): the host's own network, its loopback services and the
+	 * cloud's metadata address stay out of reach. */
+	o->network = n.mode == E2B_NET_OPEN ? "internet" : n.mode == E2B_NET_ALLOW ? "allow" : "none";
 	o->network_allow = n.mode == E2B_NET_ALLOW ? (const char *const *)n.allow : NULL;
 	*keep = n;
 	return 0;
 }
 
-/* The environment's network mode ("none", "allow", "open"); NULL if gone. */
+/* The environment's network mode ("none", "allow", "internet", "open"); NULL
+ * if gone. */
 static char *env_network(sbx_ctx *ctx, const char *id, sbx_err **err)
 {
 	_cleanup_json_ json_t *info = NULL;
@@ -122,11 +126,12 @@ void e2b_network_describe(sbx_ctx *ctx, const char *id, json_t *detail)
 		return;
 	const char *net = json_string_value(json_object_get(info, "network")) ?: "none";
 	json_t *d = json_object();
-	if (d && !streq(net, "open"))
+	bool all = streq(net, "open") || streq(net, "internet");
+	if (d && !all)
 		json_object_set_new(d, "denyOut", json_pack("[s]", "0.0.0.0/0"));
 	if (d && streq(net, "allow"))
 		json_object_set(d, "allowOut", json_object_get(info, "network_allow") ?: json_array());
-	json_object_set_new(detail, "allowInternetAccess", json_boolean(streq(net, "open")));
+	json_object_set_new(detail, "allowInternetAccess", json_boolean(all));
 	if (d)
 		json_object_set_new(detail, "network", d);
 }
@@ -147,19 +152,20 @@ http_result e2b_network_update(http_request *req, sbx_ctx *ctx, const e2b_netcap
 									  : HTTP_STATUS_INTERNAL_SERVER_ERROR,
 				       "update network: %s", sbx_err_message(e));
 	}
-	/* open is the host's network stack, a list is a proxy in a namespace
-	 * of its own: a live sandbox cannot move between the two. */
-	if (n.mode == E2B_NET_OPEN || streq(cur, "open")) {
-		bool same = n.mode == E2B_NET_OPEN && streq(cur, "open");
+	/* open is the host's network stack (a sandbox made outside the E2B API),
+	 * all traffic and a list are the proxy in a namespace of its own: a live
+	 * sandbox moves between the last two, never to or from the first. */
+	if (streq(cur, "open")) {
+		bool same = n.mode == E2B_NET_OPEN;
 		e2b_net_clear(&n);
 		if (same)
 			return http_respond(req, STATUS_NO_CONTENT, http_response_empty());
 		return e2b_reply_error(
 		    req, STATUS_CONFLICT,
-		    "update network: sandbox %s has %s; sbx cannot move a live sandbox "
-		    "between all traffic (the host's network) and a list of hosts: create it "
-		    "with the network it needs",
-		    id, streq(cur, "open") ? "all traffic allowed" : "a list of hosts");
+		    "update network: sandbox %s has the host's own network (sbx network open); sbx "
+		    "cannot move a live sandbox from it to a list of hosts: create it with the "
+		    "network it needs",
+		    id);
 	}
 	if (streq(cur, "none")) {
 		bool nothing = n.n == 0;
@@ -174,7 +180,11 @@ http_result e2b_network_update(http_request *req, sbx_ctx *ctx, const e2b_netcap
 	}
 	static const char *const none[] = {NULL};
 	http_request_busy(req, true);
-	int r = sbx_env_egress_set(ctx, id, n.allow ? (const char *const *)n.allow : none, NULL, &e);
+	int r = sbx_env_network_set(ctx, id, n.mode == E2B_NET_OPEN ? "internet" : "allow",
+				    n.mode == E2B_NET_OPEN ? none
+				    : n.allow		   ? (const char *const *)n.allow
+							   : none,
+				    NULL, &e);
 	http_request_busy(req, false);
 	e2b_net_clear(&n);
 	if (r < 0)

@@ -69,8 +69,10 @@ const char tool_environment_create_in[] =
     "...]}: "
     "HTTP(S) through the sbx egress proxy (HTTP_PROXY/HTTPS_PROXY are set inside) to exactly these hosts "
     "(*.example.com for subdomains; a rule without a port allows 80 and 443); no DNS and no other route. "
-    "open: "
-    "the host network, unisolated.','oneOf':[{'type':'string','enum':['none','open']},{'type':'object',"
+    "internet: the same proxy to every public host and port (loopback, private and link-local addresses "
+    "such as cloud metadata stay unreachable). open: "
+    "the host network, "
+    "unisolated.','oneOf':[{'type':'string','enum':['none','internet','open']},{'type':'object',"
     "'additionalProperties':false,'required':['allow'],'properties':{'allow':{'type':'array','minItems':1,"
     "'items':{'type':'string','minLength':1}}}}]},"
     "'volumes':{'type':'array','description':'Host directories to bind inside.','items':{'type':"
@@ -218,7 +220,7 @@ int tool_environment_create(tool_call *c, json_t **ret, sbx_err **err)
 	if (o.snapshot && sbx_snapshot_resolve(c->ctx, o.snapshot, &base, err) < 0)
 		return err_wrap(err, "snapshot '%s' (call snapshot_list to see the snapshots)", o.snapshot);
 	o.name = json_str(a, "name");
-	/* network: "none" | "open" | {"allow": [patterns]}: the patterns go to
+	/* network: "none" | "internet" | "open" | {"allow": [patterns]}: the patterns go to
 	 * the library as they are (network_allow; each checked there, never split) */
 	_cleanup_strv_free_ char **net_allow = NULL;
 	json_t *nj = json_object_get(a, "network");

@@ -102,7 +102,8 @@ const char tool_template_build_in[] =
     "to "
     "create or replace (environment_create template: NAME).'},"
     "'build_args':{'type':'object','description':'ARG values {NAME: value}.'},"
-    "'network':{'type':'string','description':'RUN network: none (default), open, or allow=HOST[:PORT],...'},"
+    "'network':{'type':'string','description':'RUN network: none (default), internet, open, or "
+    "allow=HOST[:PORT],...'},"
     "'no_cache':{'type':'boolean','description':'Run every step even if cached (default false).'}}}";
 
 const char tool_template_build_out[] =

@@ -152,6 +152,38 @@ const cases = {
 		const b2 = await Sandbox.connect(b.sandboxId);
 		check((await fetchHost(b2, port)) === 'hello from the host 200', 'the list survives pause and resume', await fetchHost(b2, port));
 	},
+
+	// Under a cap of every public host (sbx serve --policy open), all traffic
+	// is the egress proxy to public hosts: the host's own loopback services
+	// and the cloud's metadata address stay out of reach, directly and
+	// through the proxy; the live sandbox moves between that and a list.
+	async internet() {
+		const port = process.env.PORT;
+		const s = await create({ allowInternetAccess: true });
+		const d = await create({});
+		for (const [x, what] of [[s, 'allowInternetAccess'], [d, "the cap's default"]]) {
+			check((await x.getInfo()).allowInternetAccess === true, `${what}: getInfo().allowInternetAccess`, await x.getInfo());
+			const host = await fetchHost(x, port);
+			check(/ 403$/.test(host), `${what}: the host's loopback through the proxy is refused`, host);
+			const direct = await x.commands.run(`curl -s --max-time 5 --noproxy '*' -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/ || echo " failed"`);
+			check(/failed/.test(direct.stdout), `${what}: the host's loopback directly is unreachable`, direct.stdout);
+		}
+		const md = await s.commands.run(`curl -s --max-time 10 -x "$HTTP_PROXY" http://169.254.169.254/latest/meta-data/ || true`);
+		check(/refused/.test(md.stdout) && /internal address|IP rule/.test(md.stdout), 'cloud metadata refused by the proxy', md.stdout);
+		// Any name passes the first gate (it fails only to resolve here); a
+		// list refuses it at the first.
+		const name = () => s.commands.run(`curl -s --max-time 10 -x "$HTTP_PROXY" http://no-such-host.invalid/ || true`);
+		check(/cannot resolve/.test((await name()).stdout), 'every public name is allowed', (await name()).stdout);
+		await s.updateNetwork({ allowOut: ['example.com'], denyOut: [ALL_TRAFFIC] });
+		check((await s.getInfo()).allowInternetAccess === false, 'a list after updateNetwork', await s.getInfo());
+		check(/no rule allows it/.test((await name()).stdout), 'a list refuses other names', (await name()).stdout);
+		await s.updateNetwork({ allowInternetAccess: true });
+		check(/cannot resolve/.test((await name()).stdout), 'all traffic again, live', (await name()).stdout);
+		check(/ 403$/.test(await fetchHost(s, port)), 'and still not the host', await fetchHost(s, port));
+		// internal addresses stay beyond this cap, in a list too
+		const e = await refusal(() => s.updateNetwork({ allowOut: ['127.0.0.1'], denyOut: [ALL_TRAFFIC] }));
+		check(e && /403/.test(e.message) && /127\.0\.0\.1/.test(e.message), 'an internal address beyond the cap: 403', String(e));
+	},
 };
 
 const fn = cases[name];

@@ -383,6 +383,20 @@ t_e2b_network_egress_and_update() {
 	kill $SRV
 }
 
+# All traffic under a cap of every public host (--policy open) is the egress
+# proxy, not the host's network: the host's loopback and the metadata address
+# stay out of reach, and updateNetwork moves a live sandbox to a list and back.
+t_e2b_network_internet_is_not_the_host() {
+	need_e2b_sdk
+	command -v curl > /dev/null || skip "curl is not installed"
+	start_server
+	export PORT
+	e2b_start --policy open
+	e2b_node network.mjs internet
+	e2b_alive
+	kill $SRV
+}
+
 # Sandbox.list's metadata filter with a key and no '=' (or an empty value)
 # crashed the server: the decoding wrote to a string literal. Every such
 # query answers, and the server lives on.

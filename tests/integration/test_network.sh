@@ -1,5 +1,6 @@
 # Network modes: none (loopback only), allow (the egress proxy, only route
-# out), open (host network, flagged). Servers run on the host's 127.0.0.1.
+# out), internet (the same proxy, every public host), open (host network,
+# flagged). Servers run on the host's 127.0.0.1.
 
 
 # curl through the proxy, ignoring no_proxy for 127.0.0.1 (inside, 127.0.0.1 is the environment's own loopback).
@@ -104,9 +105,57 @@ t_network_open_is_flagged() {
 	kill $SRV
 }
 
+# The policy profile "open" promised every public host through the proxy
+# with internal addresses blocked, and gave the host's network: the host's
+# loopback services (and a cloud's metadata address) were reachable.
+t_internet_reaches_public_hosts_only() {
+	command -v curl > /dev/null || skip "curl is not installed"
+	start_server
+	local how
+	for how in "--policy open" "--network internet"; do
+		# shellcheck disable=SC2086
+		ID=$(sbx create $how 2> "$TMPDIR_TEST/warn")
+		assert_not_contains "$(cat "$TMPDIR_TEST/warn")" "host's network"
+		assert_contains "$(sbx inspect "$ID")" "every public host"
+		assert_contains "$(sbx exec "$ID" -- sh -c 'echo $HTTPS_PROXY')" "127.0.0.1:3128"
+		# Straight out: no route (the environment's own loopback only).
+		out=$(sbx exec "$ID" -- python3 -c "
+import socket
+try:
+    socket.create_connection(('127.0.0.1', $PORT), 2); print('host reached')
+except Exception as e: print('blocked', e)")
+		assert_contains "$out" "blocked" "$how"
+		# Through the proxy: the host's loopback, a name resolving to it, the
+		# metadata address, private ranges: refused, saying why.
+		for url in "http://127.0.0.1:$PORT/" "http://localhost:$PORT/" "http://169.254.169.254/latest/" \
+			"http://10.0.0.1/" "http://[::1]:$PORT/"; do
+			out=$(via_proxy -i "$url" || true)
+			assert_contains "$out" "403" "$how $url"
+			assert_not_contains "$out" "hello from the host" "$how $url"
+		done
+		assert_contains "$(via_proxy "http://localhost:$PORT/")" "internal address"
+		# Any name passes the first gate: this one only fails to resolve.
+		assert_contains "$(via_proxy "http://no-such-host.invalid/" || true)" "cannot resolve"
+		sbx logs "$ID" --net | grep -q "every public host" || fail "$how: the log names the rule"
+		sbx rm "$ID" > /dev/null
+	done
+	# The host's network is beyond a policy of public hosts.
+	expect_status 125 sbx create --policy open --network open
+	assert_contains "$ERR" "ask for network internet"
+	# An internal address is reachable only where the policy names it.
+	expect_status 125 sbx create --policy open --network "allow=127.0.0.1:$PORT"
+	assert_contains "$ERR" "internal address the policy does not allow"
+	echo "{\"network\": {\"mode\": \"open\", \"allow\": [\"127.0.0.1:$PORT\"]}}" > "$TMPDIR_TEST/pol.json"
+	ID=$(sbx create --policy "$TMPDIR_TEST/pol.json")
+	assert_eq "$(via_proxy "http://127.0.0.1:$PORT/")" "hello from the host"
+	assert_contains "$(via_proxy -i "http://127.0.0.1:$((PORT + 1))/" || true)" "403"
+	sbx rm "$ID" > /dev/null
+	kill $SRV
+}
+
 t_bad_network_specs() {
 	expect_status 125 sbx create --network sometimes
-	assert_contains "$ERR" "expected none, open or allow="
+	assert_contains "$ERR" "expected none, internet, open or allow="
 	expect_status 125 sbx create --network "allow=*"
 	expect_status 125 sbx create --network "allow=a.com:99999"
 	expect_status 125 sbx create --network "allow="

@@ -360,6 +360,15 @@ const cases = {
 		check(e.code === 'invalid_argument' && e.message.includes('allow'), 'too broad an allowlist is refused', e);
 		e = await toolError(client, 'environment_create', { network: { allow: [3] } });
 		check(e.code === 'invalid_argument', 'non-string pattern refused', e);
+		// internet: the egress proxy to every public host; a name resolving to
+		// an internal address is refused by it, with the reason.
+		await withEnv(client, async (id) => {
+			const x = await ok(client, 'environment_execute', {
+				environment_id: id,
+				command: 'echo "$HTTPS_PROXY"; curl -s --max-time 10 --noproxy "" -x "$HTTP_PROXY" http://localhost:1/ || true',
+			});
+			check(x.stdout.includes('127.0.0.1:3128') && x.stdout.includes('internal address'), 'network internet is the proxy, internal addresses refused', x);
+		}, { network: 'internet' });
 		// Dotted alias through tools/call.
 		const r = await ok(client, 'environment.list', {});
 		check(Array.isArray(r.environments), 'dotted alias in tools/call', r);

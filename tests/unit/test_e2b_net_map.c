@@ -154,5 +154,15 @@ TEST(the_cap)
 	CHECK(map("{\"allowOut\":[\"evil.test:443\"],\"denyOut\":[\"0.0.0.0/0\"]}", true, &req, why) == 0);
 	CHECK(e2b_net_within(&dev, &req, "C", why, 512) == -EPERM && strstr(why, "evil.test:443"));
 	e2b_net_clear(&req);
+	/* open is every public host: an internal address needs the cap's own rule */
+	CHECK(map("{\"allowOut\":[\"127.0.0.1\"],\"denyOut\":[\"0.0.0.0/0\"]}", true, &req, why) == 0);
+	CHECK(e2b_net_within(&open, &req, "C", why, 512) == -EPERM && strstr(why, "'127.0.0.1:*'") &&
+	      strstr(why, "every public host"));
+	e2b_net clo;
+	CHECK(cap_of("{\"mode\":\"open\",\"allow\":[\"127.0.0.1:*\"]}", &clo) == 0 &&
+	      clo.mode == E2B_NET_OPEN);
+	CHECK(e2b_net_within(&clo, &req, "C", why, 512) == 0);
+	e2b_net_clear(&clo);
+	e2b_net_clear(&req);
 	e2b_net_clear(&dev);
 }

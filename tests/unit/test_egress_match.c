@@ -187,7 +187,7 @@ TEST(open_mode)
 	CHECK(egress_allowlist_parse_open(p, &al, NULL) == 0);
 	const char *rule;
 	CHECK(egress_check(al, "anything.example", 22, &rule) == 1);
-	CHECK_STREQ(rule, "network mode open");
+	CHECK_STREQ(rule, "network internet (every public host)");
 	struct sockaddr_storage s = sa("10.0.0.1", 22);
 	CHECK(egress_check_addr(al, (struct sockaddr *)&s, &rule) == 0); /* still no SSRF */
 	s = sa("127.0.0.1", 5432);
@@ -226,6 +226,14 @@ TEST(covers)
 	CHECK(COV("10.0.0.1:*", "10.0.0.1:80"));
 	CHECK(!COV("10.0.0.1", "10.0.0.2"));
 #undef COV
+	/* Within network internet (every public host): names and public
+	 * addresses, never an internal one. */
+#define PUB(x) (egress_rule_parse(x, &a, NULL) == 0 && egress_rule_public(&a))
+	CHECK(PUB("example.com:22") && PUB("*.example.com") && PUB("93.184.216.34:*") &&
+	      PUB("[2606:4700::1]:443"));
+	CHECK(!PUB("127.0.0.1") && !PUB("10.0.0.5:5432") && !PUB("169.254.169.254") && !PUB("[::1]:80") &&
+	      !PUB("[fd00::1]") && !PUB("192.168.1.1:*"));
+#undef PUB
 }
 
 TEST(request_parse_connect)

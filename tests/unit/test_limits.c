@@ -143,7 +143,18 @@ TEST(network_array_is_taken_whole)
 	CHECK(v && !v[0] && mode && streq(mode, "allow"));
 	strv_free(v);
 	v = net_of("allow=", NULL, &mode, msg, sizeof(msg));
-	CHECK(!v && !mode && strstr(msg, "expected none, open"));
+	CHECK(!v && !mode && strstr(msg, "expected none, internet, open"));
+	/* internet: every public host through the proxy; a list only adds
+	 * internal addresses, checked as patterns. */
+	v = net_of("internet", NULL, &mode, msg, sizeof(msg));
+	CHECK(!v && mode && streq(mode, "internet"));
+	const char *const inner[] = {"10.0.0.5:5432", NULL};
+	v = net_of("internet", inner, &mode, msg, sizeof(msg));
+	CHECK(v && mode && streq(mode, "internet") && streq(v[0], "10.0.0.5:5432") && !v[1]);
+	strv_free(v);
+	const char *const star[] = {"*", NULL};
+	v = net_of("internet", star, &mode, msg, sizeof(msg));
+	CHECK(!v && !mode && strstr(msg, "too broad"));
 	/* A caller of an older version has no network_allow: never read. */
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	o.version = 5;
