@@ -680,9 +680,14 @@ static int create_prepare(void *arg, env_config *c, sbx_err **err)
 	unsigned slot = 0;
 	bool have_slot = false;
 	_cleanup_json_ json_t *st = NULL;
-	if (create_on_disk(a->ctx, c, a->q, &slot, &have_slot, err) == 0 &&
-	    create_record(a->ctx, c, a->q, a->sec_state, a->base_id, slot, &st, err) == 0)
-		return 0;
+	startup_mark("prepare: begin");
+	if (create_on_disk(a->ctx, c, a->q, &slot, &have_slot, err) == 0) {
+		startup_mark("prepare: on disk");
+		if (create_record(a->ctx, c, a->q, a->sec_state, a->base_id, slot, &st, err) == 0) {
+			startup_mark("prepare: state written");
+			return 0;
+		}
+	}
 	env_remove_files(a->ctx, c->id, NULL);
 	if (c->name)
 		env_name_unregister(a->ctx, c->name, c->id);
