@@ -375,7 +375,9 @@ class Sandbox(CodeMixin, DesktopMixin):
     ) -> "Sandbox":
         """A new environment. ``timeout`` is each command's default timeout
         (seconds), ``ttl`` the idle time after which it is destroyed;
-        ``network`` is "none" (default), "open" or {"allow": ["host[:port]"]};
+        ``network`` is "none" (default), {"allow": ["host[:port]"]},
+        "internet" (the egress proxy to every public host) or "open" (the
+        host's network);
         ``volumes`` [{"host": DIR, "path": "/work", "readonly": True}]. With
         ``url`` (or $SBX_URL) it talks to ``sbx serve``; otherwise to an
         ``sbx mcp`` child started on first use."""
