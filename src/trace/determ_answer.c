@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -105,10 +106,10 @@ void determ_procs_free(engine *e)
 
 /* wait4/waitid reaped a child: its clock is final (the kernel lets the real
  * parent reap only after the tracer has seen the exit), and the parent's
- * clock moves up to it. So "a; b" in a shell runs b after a on the virtual
- * clock too, and the join of several children is their maximum whatever
- * order they were reaped in. A stopped or continued child (WUNTRACED,
- * WCONTINUED) is not joined: where it stopped is timing. */
+ * clock moves up to it; its CPU time (t and its own children's) is added to
+ * the parent's children's (cvt), in any order the same sum. So "a; b" in a shell runs b after a on the
+ * virtual clock too, and the join of several children is their maximum whatever order they were reaped in. A
+ * stopped or continued child (WUNTRACED, WCONTINUED) is not joined: where it stopped is timing. */
 static void on_wait_exit(engine *e, task *t, int nr, int64_t rval)
 {
 	pid_t pid = 0;
@@ -120,10 +121,18 @@ static void on_wait_exit(engine *e, task *t, int nr, int64_t rval)
 			pid = si.si_pid;
 	}
 	dproc *c = pid > 0 ? determ_proc_find(e, pid) : NULL, *p = determ_proc_of(e, t);
+	if (pid > 0 && t->xrus) {
+		/* The child's own rusage and its reaped children's (RUSAGE_BOTH),
+		 * as getrusage answers them; a stopped child's so far. */
+		struct rusage ru;
+		determ_rusage(&ru, c && c != p ? c->clk.vt + c->cvt : 0);
+		(void)ptrace_mem_write(t->tid, t->xrus, &ru, sizeof(ru));
+	}
 	if (!c || !c->dead || c == p)
 		return;
 	if (c->clk.vt > p->clk.vt)
 		p->clk.vt = c->clk.vt;
+	p->cvt += c->clk.vt + c->cvt;
 	for (size_t i = 0; i < e->n_procs; i++)
 		if (e->procs[i] == c) {
 			e->procs[i] = e->procs[--e->n_procs];
@@ -204,13 +213,24 @@ static bool answer_clock(engine *e, task *t, pid_t tid, int nr, const uint64_t *
 		*ret = a[0] ? ptrace_mem_write(tid, a[0], v, 8) : 0;
 		if (*ret == 0)
 			*ret = v[0];
-	} else { /* times: struct tms in clock ticks (USER_HZ 100), returns ticks since "boot" */
+	} else if (nr ==
+		   SYS_times) { /* struct tms in clock ticks (USER_HZ 100), returns ticks since "boot" */
 		uint64_t mono = determ_clock_read(c, DETERM_CLK_MONO);
 		v[0] = (int64_t)(c->vt / 10000000ULL); /* tms_utime: all virtual time was user time */
+		v[2] = (int64_t)(determ_proc_of(e, t)->cvt / 10000000ULL); /* tms_cutime; stimes 0 */
 		vlen = 32;
 		*ret = a[0] ? ptrace_mem_write(tid, a[0], v, 32) : 0;
 		if (*ret == 0)
 			*ret = (int64_t)(mono / 10000000ULL);
+	} else { /* getrusage: a CPU clock read, as times (determ_rusage: what it holds) */
+		int who = (int)a[0];
+		if (who != RUSAGE_SELF && who != RUSAGE_CHILDREN && who != RUSAGE_THREAD)
+			return false; /* the kernel says EINVAL */
+		struct rusage ru;
+		uint64_t self = determ_clock_read(c, DETERM_CLK_CPU); /* threads share the process's clock */
+		determ_rusage(&ru, who == RUSAGE_CHILDREN ? determ_proc_of(e, t)->cvt : self);
+		*ret = ptrace_mem_write(tid, a[1], &ru, sizeof(ru));
+		v[0] = ru.ru_utime.tv_sec, v[1] = ru.ru_utime.tv_usec;
 	}
 	ptrace_rec_determ(e, t, TRACE_DETERM_CLOCK, nr, v, vlen);
 	return true;
@@ -252,6 +272,7 @@ bool determ_answer(engine *e, task *t, pid_t tid, int nr, const uint64_t *a, int
 	case SYS_gettimeofday:
 	case SYS_time:
 	case SYS_times:
+	case SYS_getrusage:
 		return answer_clock(e, t, tid, nr, a, ret);
 	case SYS_getrandom:
 		return answer_getrandom(e, t, tid, a, ret);
@@ -396,6 +417,7 @@ void determ_on_seccomp(engine *e, task *t)
 	case SYS_gettimeofday:
 	case SYS_time:
 	case SYS_times:
+	case SYS_getrusage:
 	case SYS_getrandom:
 	case SYS_sysinfo:
 	case SYS_getcpu: {
@@ -439,6 +461,7 @@ void determ_on_seccomp(engine *e, task *t)
 	case SYS_waitid:
 		/* At the exit: the reaped child's clock joins the parent's. */
 		t->xact = X_WAIT, t->xaddr = nr == SYS_waitid ? a[2] : 0, t->want_exit = true;
+		t->xrus = nr == SYS_waitid ? a[4] : a[3];
 		break;
 	case SYS_uname:
 		if (e->o->hostname)

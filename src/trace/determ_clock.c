@@ -6,6 +6,7 @@
  * pure function of the call order. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "trace/ptrace_engine.h"
 
@@ -72,6 +73,13 @@ void determ_clock_advance_to(determ_clock *c, int kind, uint64_t target)
 	uint64_t now = determ_clock_peek(c, kind);
 	if (target > now)
 		c->vt += target - now;
+}
+
+void determ_rusage(struct rusage *ru, uint64_t cpu_ns)
+{
+	memset(ru, 0, sizeof(*ru));
+	ru->ru_utime.tv_sec = (time_t)(cpu_ns / 1000000000ULL);
+	ru->ru_utime.tv_usec = (suseconds_t)((cpu_ns % 1000000000ULL) / 1000ULL);
 }
 
 int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp)

@@ -2,7 +2,7 @@
  * the calls it must see stop (TRACE), so everything else runs at full speed:
  *  - answered by the engine as user notifications (no ptrace stop, no
  *    registers to change): clock_gettime, clock_getres, gettimeofday, time,
- *    times, getrandom, getcpu, sysinfo; nanosleep (the virtual clock advances, then
+ *    times, getrusage, getrandom, getcpu, sysinfo; nanosleep (the virtual clock advances, then
  *    the kernel sleeps);
  *  - let through, then fixed up at their exit stop: stat family (file times),
  *    uname (nodename); clock_nanosleep (absolute deadlines become relative);
@@ -96,12 +96,14 @@ static void label(bld *b, int l)
 int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
 {
 	bld b = {.f = out, .cap = cap};
-	/* wait4/waitid: the reaped child's clock joins the parent's at the exit */
+	/* wait4/waitid: the reaped child's clock joins the parent's at the exit
+	 * (and its rusage, if asked for, is rewritten) */
 	static const int trace[] = {SYS_clock_nanosleep, SYS_stat,  SYS_fstat, SYS_lstat,
 				    SYS_newfstatat,	 SYS_statx, SYS_wait4, SYS_waitid};
 	static const int notif[] = {SYS_clock_gettime, SYS_gettimeofday, SYS_time,    SYS_clock_getres,
 				    SYS_times,	       SYS_getrandom,	 SYS_getcpu,  SYS_nanosleep,
-				    SYS_open,	       SYS_openat,	 SYS_openat2, SYS_sysinfo};
+				    SYS_open,	       SYS_openat,	 SYS_openat2, SYS_sysinfo,
+				    SYS_getrusage};
 
 	ld(&b, offsetof(struct seccomp_data, arch));
 	jne(&b, AUDIT_ARCH_X86_64, L_ALLOW);

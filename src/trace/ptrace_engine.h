@@ -106,6 +106,15 @@ uint64_t determ_clock_res(int64_t clockid);
 uint64_t determ_clock_tsc(determ_clock *c);
 /* Moves the clock forward to `kind` reading `target` (no-op if already past). */
 void determ_clock_advance_to(determ_clock *c, int kind, uint64_t target);
+/* CPU accounting (determ_clock.c): a process's CPU time is its virtual time
+ * t (all of it user time, as the CPU clocks read it); its children's is the
+ * sum, over the children it reaped, of what each would have reported for
+ * itself and its own reaped children at its end (the kernel's cutime). Fills
+ * a struct rusage with utime = cpu_ns in microseconds and everything else 0
+ * (stime, maxrss, faults, swaps, block I/O, messages, signals, context
+ * switches): none of them is a function of the program's events alone. */
+struct rusage;
+void determ_rusage(struct rusage *ru, uint64_t cpu_ns);
 /* rdtsc/rdtscp at these bytes: returns the instruction length (2 or 3) and sets *rdtscp; 0 if neither. */
 int determ_tsc_insn(const uint8_t *code, size_t n, bool *rdtscp);
 

@@ -33,6 +33,7 @@ typedef struct dproc {
 	pid_t tgid;
 	bool dead;	  /* its last task exited: clk is final (a waiting parent joins it) */
 	determ_clock clk; /* its virtual clock; a child starts from its parent's at the fork */
+	uint64_t cvt;	  /* its reaped children's CPU time (each one's t + cvt at its end): cutime */
 	uint64_t id;	  /* its place in the fork tree: a function of the parents' fork counts */
 	uint64_t n_forks, n_exec, n_urandom, rand_pos;
 	uint64_t n_uuid; /* opens of /proc/sys/kernel/random/uuid answered */
@@ -47,6 +48,7 @@ typedef struct task {
 	bool want_exit; /* stop at this call's exit (PTRACE_SYSCALL instead of PTRACE_CONT) */
 	enum xact xact; /* what to do at that exit */
 	uint64_t xaddr; /* the call's result buffer */
+	uint64_t xrus;	/* X_WAIT: the struct rusage wait4/waitid fills (0: none) */
 	int xclk;	/* X_RESTORE: on ETIMEDOUT advance this clock to xtarget */
 	uint64_t xtarget;
 	int n_saved; /* argument registers changed at entry, restored at exit */

@@ -114,6 +114,36 @@ print(sum(1 for e in json.load(sys.stdin)["events"] if e["type"] == "determ" and
 	sbx rm "$ID"
 }
 
+# CPU accounting is virtual (docs/trace.md, "CPU accounting"): getrusage,
+# wait4's rusage and times report the virtual clock (a busy loop costs
+# nothing, a child's sleep counts), every counter 0, and replay MATCH.
+t_replay_rusage_matches() {
+	ID=$(sbx create)
+	out=$(sbx exec --json --trace "$ID" -- python3 -S -c 'import os, resource, time
+sum(range(2000000))
+s = resource.getrusage(resource.RUSAGE_SELF)
+pid = os.fork()
+if pid == 0:
+  time.sleep(0.2); os._exit(0)
+_, st, w = os.wait4(pid, 0)
+c = resource.getrusage(resource.RUSAGE_CHILDREN)
+t = os.times()
+print(s.ru_utime, s.ru_stime, s.ru_maxrss, s.ru_minflt, s.ru_nvcsw, s.ru_nivcsw)
+print(w.ru_utime, c.ru_utime, c.ru_maxrss, t.user, t.system, t.children_user)')
+	tid=$(echo "$out" | jget trace_id)
+	echo "$out" | jget stdout > "$TMPDIR_TEST/rusage.out"
+	python3 - "$TMPDIR_TEST/rusage.out" <<'PY' || fail "rusage values: $(cat "$TMPDIR_TEST/rusage.out")"
+import sys
+a, b = [l.split() for l in open(sys.argv[1]).read().split("\n")[:2]]
+assert float(a[0]) < 0.05 and a[1:] == ["0.0", "0", "0", "0", "0"], a
+assert 0.2 <= float(b[0]) == float(b[1]) < 0.3 and b[2] == "0" and b[4] == "0.0", b
+assert 0.2 <= float(b[5]) < 0.3, b
+PY
+	r=$(sbx replay --json "$tid") || fail "replay of getrusage/times diverged: $r"
+	assert_eq "$(echo "$r" | jget verdict)" match
+	sbx rm "$ID"
+}
+
 # Virtual time is exact: clock-heavy programs replayed several times each,
 # with busy loops on every CPU (scheduling differences are what expose a
 # clock that depends on the order the engine sees stops in). The 50-run

@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -101,6 +102,12 @@ TEST(virtual_clock)
 	determ_clock_advance_to(&c, DETERM_CLK_REAL, EPOCH); /* the past: no-op */
 	CHECK(c.vt == 1000000000ULL);
 	CHECK(determ_clock_res(CLOCK_MONOTONIC) == 1 && determ_clock_res(CLOCK_REALTIME_COARSE) == 4000000);
+	struct rusage ru;
+	memset(&ru, 0xff, sizeof(ru));
+	determ_rusage(&ru, 2345678999ULL);
+	CHECK(ru.ru_utime.tv_sec == 2 && ru.ru_utime.tv_usec == 345678);
+	CHECK(ru.ru_stime.tv_sec == 0 && ru.ru_stime.tv_usec == 0 && ru.ru_maxrss == 0 && ru.ru_minflt == 0 &&
+	      ru.ru_nvcsw == 0 && ru.ru_nivcsw == 0);
 }
 
 TEST(tsc_instruction_decode)
@@ -264,6 +271,7 @@ TEST(seccomp_program)
 	CHECK(verdict(f, n, SYS_clock_gettime, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_getrandom, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_sysinfo, 0, 0) == SECCOMP_RET_USER_NOTIF);
+	CHECK(verdict(f, n, SYS_getrusage, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_clock_nanosleep, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_newfstatat, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_TRACE);
@@ -1507,6 +1515,47 @@ TEST(det_sysinfo_is_virtual)
 		fprintf(stderr, "  output: %s\n", a.out);
 	CHECK(strcmp(a.out, "0 1001 [0, 0, 0] 1 True True\n0 1002 [0, 0, 0] 1 True True\n") == 0);
 	run_free(&a);
+}
+
+/* getrusage, wait4's rusage and times as determ_rusage says: CPU time from
+ * the virtual clock (a busy loop costs none), children's from the reaped
+ * children's, every counter 0; the same on every run. */
+static const char rusage_py[] =
+    "import os, resource, time\n"
+    "sum(range(3000000))\n"
+    "s = resource.getrusage(resource.RUSAGE_SELF)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "  time.sleep(0.3); sum(range(1000000)); os._exit(0)\n"
+    "_, st, w = os.wait4(pid, 0)\n"
+    "c = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "th = resource.getrusage(resource.RUSAGE_THREAD)\n"
+    "t = os.times()\n"
+    "n = lambda r: (r.ru_stime, r.ru_maxrss, r.ru_ixrss, r.ru_idrss, r.ru_isrss, r.ru_minflt,\n"
+    "  r.ru_majflt, r.ru_nswap, r.ru_inblock, r.ru_oublock, r.ru_msgsnd, r.ru_msgrcv,\n"
+    "  r.ru_nsignals, r.ru_nvcsw, r.ru_nivcsw)\n"
+    "for r in (s, c, th, w): print(r.ru_utime, n(r))\n"
+    "print(t.user, t.system, t.children_user, t.children_system)\n"
+    "zero = all(v == 0 for r in (s, c, th, w) for v in n(r))\n"
+    "print('VERDICT', s.ru_utime < 0.05, 0.3 <= w.ru_utime == c.ru_utime < 0.4, th.ru_utime > s.ru_utime,\n"
+    "  zero, t.system == 0 and t.children_system == 0, 0.3 <= t.children_user < 0.4)\n";
+
+TEST(det_rusage_is_virtual)
+{
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char *argv[] = {"/usr/bin/python3", "-S", "-c", (char *)rusage_py, NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(43);
+	run a, b;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
+	if (!strstr(a.out, "VERDICT True True True True True True\n") || strcmp(a.out, b.out) != 0)
+		fprintf(stderr, "  run 0:\n%s  run 1:\n%s", a.out, b.out);
+	CHECK(strstr(a.out, "VERDICT True True True True True True\n") != NULL);
+	CHECK(strcmp(a.out, b.out) == 0);
+	run_free(&a);
+	run_free(&b);
 }
 
 TEST(det_procfs_uuid_survives_interrupted_opens)
