@@ -73,7 +73,7 @@ dproc *determ_proc_fork(engine *e, dproc *parent, pid_t child)
 	dproc *c = proc_add(e, child);
 	if (!c)
 		return NULL;
-	c->clk.vt = parent->clk.vt;
+	c->clk.vt = c->start_vt = parent->clk.vt;
 	c->id = determ_proc_child_id(parent->id, parent->n_forks++);
 	return c;
 }

@@ -126,8 +126,8 @@ static void pfs_close(engine *e)
 static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64_t flags)
 {
 	int k = determ_procfs_candidate(path);
-	if (k == DETERM_PROCFS_NONE)
-		return k;
+	if (k == DETERM_PROCFS_NONE || k == DETERM_PROCFS_PID_STAT)
+		return k; /* a process's stat: pid_stat_content looks further */
 	pfs_init(e);
 	if (e->pfs.fd[k] < 0)
 		return DETERM_PROCFS_NONE;
@@ -137,10 +137,55 @@ static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64
 	struct stat st;
 	struct statfs sf;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 ||
-	    sf.f_type != PROC_SUPER_MAGIC || st.st_ino != e->pfs.ino[k] ||
-	    (determ_procfs_is_sysctl(k) && st.st_dev != e->pfs.dev[k]))
+	    sf.f_type != PROC_SUPER_MAGIC)
+		return DETERM_PROCFS_NONE;
+	if (k == DETERM_PROCFS_STAT && st.st_ino != e->pfs.ino[k])
+		return DETERM_PROCFS_PID_STAT; /* "stat" relative to a process directory */
+	if (st.st_ino != e->pfs.ino[k] || (determ_procfs_is_sysctl(k) && st.st_dev != e->pfs.dev[k]))
 		return DETERM_PROCFS_NONE;
 	return k;
+}
+
+/* The stat line of a process of the command, as the tracee `t` names it
+ * (determ_procfs_pid_stat: what is virtual in it), or 0 to let the kernel
+ * answer: a process the engine does not follow (init, sbx's helpers), a
+ * "self" it cannot place, anything that is not a stat line. The process is
+ * the one the kernel's line names (its first field), so any spelling that
+ * resolves to it counts. Read by the engine, which traces the process: the
+ * kernel shows it the fields it hides from readers without ptrace access
+ * (startcode, endcode, startstack, wchan, kstkesp, kstkeip) too. */
+static size_t pid_stat_content(engine *e, const task *t, int dirfd, const char *path, uint64_t flags,
+			       char *buf, size_t cap)
+{
+	char sub[4096 + 64], full[4096 + 128], real[DETERM_PROCFS_MAX];
+	/* "self" and "thread-self" would name the engine, which opens the path */
+	if (!t)
+		return 0;
+	if (strncmp(path, "/proc/self/", 11) == 0)
+		snprintf(sub, sizeof(sub), "/proc/%d/%s", t->tgid, path + 11);
+	else if (strncmp(path, "/proc/thread-self/", 18) == 0)
+		snprintf(sub, sizeof(sub), "/proc/%d/task/%d/%s", t->tgid, t->tid, path + 18);
+	else
+		snprintf(sub, sizeof(sub), "%s", path);
+	if (strstr(sub, "self"))
+		return 0; /* "self" relative to a dirfd, after "..": the kernel answers */
+	tracee_path(full, sizeof(full), t->tid, dirfd, sub);
+	_cleanup_close_ int fd = open(full, O_RDONLY | O_CLOEXEC | (flags & O_NOFOLLOW ? O_NOFOLLOW : 0));
+	struct stat st;
+	struct statfs sf;
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != PROC_SUPER_MAGIC)
+		return 0;
+	ssize_t n = read(fd, real, sizeof(real) - 1);
+	if (n <= 0)
+		return 0;
+	real[n] = 0;
+	const task *owner = ptrace_task_find(e, (pid_t)strtol(real, NULL, 10));
+	if (!owner || !owner->p)
+		return 0;
+	const dproc *dp = owner->p;
+	determ_pid_stat ps = {.cpu_ns = dp->clk.vt, .child_ns = dp->cvt, .start_ns = dp->start_vt};
+	return determ_procfs_pid_stat(real, (size_t)n, &ps, buf, cap);
 }
 
 /* A read-only fd of `content`: a sealed memfd (no write, grow or shrink), so
@@ -188,12 +233,14 @@ static bool answer_procfs(engine *e, task *t, uint64_t id, pid_t tid, int nr, in
 	dproc *dp = determ_proc_of(e, t);
 	determ_procfs_src src = {
 	    .clk = &dp->clk, .rng = &e->rng, .proc_id = dp->id, .uuid_index = dp->n_uuid};
-	/* the record's value: the path, a NUL, the content */
-	char val[DETERM_PROCFS_MAX + 64];
-	const char *kp = determ_procfs_path(k);
+	/* the record's value: the path (a process's stat: as the program named it), a NUL, the content */
+	char val[DETERM_PROCFS_MAX + 4096 + 64];
+	const char *kp = k == DETERM_PROCFS_PID_STAT ? path : determ_procfs_path(k);
 	size_t pl = strlen(kp) + 1;
 	memcpy(val, kp, pl);
-	size_t n = determ_procfs_content(k, &src, val + pl, sizeof(val) - pl);
+	size_t n = k == DETERM_PROCFS_PID_STAT
+		       ? pid_stat_content(e, t, dirfd, path, flags, val + pl, sizeof(val) - pl)
+		       : determ_procfs_content(k, &src, val + pl, sizeof(val) - pl);
 	if (n == 0)
 		return false;
 	int fd = procfs_fd(val + pl, n, flags);

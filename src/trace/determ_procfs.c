@@ -39,7 +39,7 @@ int determ_procfs_candidate(const char *path)
 	const char *slash = strrchr(path, '/'), *last = slash ? slash + 1 : path;
 	int kind = DETERM_PROCFS_NONE;
 	for (int k = 1; k < DETERM_PROCFS_N; k++)
-		if (strcmp(last, kinds[k].name) == 0)
+		if (kinds[k].name && strcmp(last, kinds[k].name) == 0)
 			kind = k;
 	if (kind != DETERM_PROCFS_STAT || !slash)
 		return kind;
@@ -50,7 +50,7 @@ int determ_procfs_candidate(const char *path)
 	const char *start = end;
 	while (start > path && start[-1] != '/')
 		start--;
-	return is_pid_dir(start, (size_t)(end - start)) ? DETERM_PROCFS_NONE : kind;
+	return is_pid_dir(start, (size_t)(end - start)) ? DETERM_PROCFS_PID_STAT : kind;
 }
 
 const char *determ_procfs_path(int kind)
@@ -152,6 +152,64 @@ size_t determ_procfs_content(int kind, const determ_procfs_src *s, char *buf, si
 	default:
 		return 0;
 	}
+}
+
+size_t determ_procfs_pid_stat(const char *real, size_t len, const determ_pid_stat *s, char *buf, size_t cap)
+{
+	/* comm ends at the last ')': it may hold spaces and parentheses itself */
+	const char *close = NULL;
+	for (size_t i = 0; i < len; i++)
+		if (real[i] == ')')
+			close = real + i;
+	if (!close || close + 2 > real + len || close[1] != ' ' || len >= cap)
+		return 0;
+	size_t head = (size_t)(close + 1 - real), o = head;
+	memcpy(buf, real, head);
+	const char *p = close + 1, *end = real + len;
+	int field = 2; /* comm */
+	while (p < end && *p == ' ') {
+		const char *v = ++p;
+		while (p < end && *p != ' ' && *p != '\n')
+			p++;
+		field++;
+		uint64_t x = 0;
+		bool set = true;
+		switch (field) {
+		case 14:
+			x = s->cpu_ns / NS_PER_TICK;
+			break;
+		case 16:
+			x = s->child_ns / NS_PER_TICK;
+			break;
+		case 22:
+			x = (DETERM_MONO_BASE_NS + s->start_ns) / NS_PER_TICK;
+			break;
+		case 10:
+		case 11:
+		case 12:
+		case 13:
+		case 15:
+		case 17:
+		case 24:
+		case 39:
+		case 42:
+		case 43:
+		case 44:
+			break;
+		default:
+			set = false;
+		}
+		int n = set ? snprintf(buf + o, cap - o, " %" PRIu64, x)
+			    : snprintf(buf + o, cap - o, " %.*s", (int)(p - v), v);
+		if (n < 0 || (size_t)n >= cap - o)
+			return 0;
+		o += (size_t)n;
+	}
+	if (field < 44 || p >= end || *p != '\n' || o + 2 > cap)
+		return 0; /* not a stat line (44 fields since Linux 2.6.24) */
+	buf[o++] = '\n';
+	buf[o] = 0;
+	return o;
 }
 
 void determ_sysinfo_virtual(struct sysinfo *si, const determ_clock *c)

@@ -22,6 +22,10 @@
  *                                 for the process's i-th open
  *   /proc/sys/kernel/random/boot_id  one version 4 UUID per run, from
  *                                 determ_stream(0, DETERM_STREAM_BOOT_ID, 0)
+ *   /proc/PID/stat, /proc/PID/task/TID/stat (and through self, thread-self):
+ *                                 the kernel's line for a process of the command
+ *                                 (fs/proc/array.c) with its accounting fields from
+ *                                 its virtual clock: determ_procfs_pid_stat
  * And sysinfo(2), the same report as a system call (determ_sysinfo_virtual).
  * x86_64 or not, these need nothing from the engine. */
 #pragma once
@@ -39,11 +43,14 @@ enum {
 	DETERM_PROCFS_STAT,
 	DETERM_PROCFS_UUID,
 	DETERM_PROCFS_BOOT_ID,
+	DETERM_PROCFS_PID_STAT, /* no fixed file: determ_procfs_path is NULL */
 	DETERM_PROCFS_N
 };
 
-/* Room for any content (the longest, /proc/stat, is under 300 bytes). */
-#define DETERM_PROCFS_MAX 512
+/* Room for any content (/proc/stat is under 300 bytes, a process's stat
+ * line under 400 with the longest comm and values of 52 fields at most 20
+ * digits each: 1100). */
+#define DETERM_PROCFS_MAX 1536
 
 /* The kind a path string may name, from the string alone: the cheap test run
  * on every open before anything is resolved. It looks at the last component
@@ -52,8 +59,9 @@ enum {
  * name all pass and are then resolved (a symlink under another name is not
  * caught). "stat" under a process directory ("/proc/self/stat",
  * "/proc/12/task/12/stat") is NONE: those are the far more common opens of
- * that name, and never /proc/stat. A trailing slash is NONE (the kernel says
- * ENOTDIR). */
+ * that name, and never /proc/stat: they are PID_STAT, which the engine then
+ * identifies by the content (a process of the command or not). A trailing
+ * slash is NONE (the kernel says ENOTDIR). */
 int determ_procfs_candidate(const char *path);
 
 /* The file of a kind as the engine opens it itself to learn its identity. */
@@ -80,6 +88,28 @@ size_t determ_procfs_content(int kind, const determ_procfs_src *s, char *buf, si
 /* A version 4 UUID from 16 random bytes, as the kernel prints it (lowercase,
  * 8-4-4-4-12, then "\n"): out gets 37 bytes and a NUL. */
 void determ_procfs_uuid(const uint8_t r[16], char out[38]);
+
+/* A process's stat line as the engine serves it: the kernel's line `real`
+ * (len bytes: "pid (comm) state ppid ...", comm may hold spaces and
+ * parentheses) with, counting fields from 1 as proc(5) does,
+ *   utime (14)     = cpu_ns, in USER_HZ ticks (as times() reports it)
+ *   cutime (16)    = child_ns, in ticks (the reaped children's)
+ *   starttime (22) = the virtual CLOCK_BOOTTIME when the process started
+ *                    (DETERM_MONO_BASE_NS + start_ns), in ticks: so ps's
+ *                    ELAPSED (uptime - starttime) is its virtual age
+ *   0 for stime (15), cstime (17), minflt, cminflt, majflt, cmajflt
+ *   (10-13), rss (24), processor (39: getcpu answers 0),
+ *   delayacct_blkio_ticks (42), guest_time and cguest_time (43, 44)
+ * and every other field as the kernel wrote it (identity, state, priority,
+ * threads, vsize, rlimit, the addresses, which ASLR-off makes repeatable;
+ * signal masks, exit code). Writes it into buf and returns its length; 0
+ * when `real` does not parse as a stat line or buf is too small. */
+typedef struct determ_pid_stat {
+	uint64_t cpu_ns;   /* the process's virtual t */
+	uint64_t child_ns; /* its reaped children's CPU time (dproc.cvt) */
+	uint64_t start_ns; /* its t when it started (its parent's at the fork) */
+} determ_pid_stat;
+size_t determ_procfs_pid_stat(const char *real, size_t len, const determ_pid_stat *s, char *buf, size_t cap);
 
 /* sysinfo(2) as the kernel would fill it on the virtual clock: uptime = the
  * virtual CLOCK_BOOTTIME in seconds, a partial second rounded up (as

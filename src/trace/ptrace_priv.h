@@ -31,10 +31,11 @@ enum xact { X_NONE, X_RESTORE, X_STAT, X_STATX, X_UNAME, X_WAIT };
  * children), never at events of other processes or at the engine's timing. */
 typedef struct dproc {
 	pid_t tgid;
-	bool dead;	  /* its last task exited: clk is final (a waiting parent joins it) */
-	determ_clock clk; /* its virtual clock; a child starts from its parent's at the fork */
-	uint64_t cvt;	  /* its reaped children's CPU time (each one's t + cvt at its end): cutime */
-	uint64_t id;	  /* its place in the fork tree: a function of the parents' fork counts */
+	bool dead;	   /* its last task exited: clk is final (a waiting parent joins it) */
+	determ_clock clk;  /* its virtual clock; a child starts from its parent's at the fork */
+	uint64_t cvt;	   /* its reaped children's CPU time (each one's t + cvt at its end): cutime */
+	uint64_t start_vt; /* t when it started (its parent's, after the fork's tick): starttime */
+	uint64_t id;	   /* its place in the fork tree: a function of the parents' fork counts */
 	uint64_t n_forks, n_exec, n_urandom, rand_pos;
 	uint64_t n_uuid; /* opens of /proc/sys/kernel/random/uuid answered */
 } dproc;

@@ -251,7 +251,7 @@ t_attest_verify_replay() {
 	expect_status 0 sbx verify "$TMPDIR_TEST/env.json" --key "$K.pub" --replay
 	assert_contains "$OUT" "replay MATCH"
 	# A run whose replay cannot match: verify alone holds, --replay refuses.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat; sleep 0.01' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/schedstat; sleep 0.01' | jget trace_id)
 	sbx attest "$tid" --key "$K" -o "$TMPDIR_TEST/u.json"
 	expect_status 0 sbx verify "$TMPDIR_TEST/u.json" --key "$K.pub"
 	expect_status 1 sbx verify "$TMPDIR_TEST/u.json" --key "$K.pub" --replay

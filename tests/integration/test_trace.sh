@@ -144,6 +144,34 @@ PY
 	sbx rm "$ID"
 }
 
+# A process's stat line is virtual (docs/trace.md, "procfs files"): utime,
+# cutime and starttime from the virtual clock, faults and rss 0; cat and a
+# Python reader of /proc/self/stat and /proc/PID/stat replay MATCH.
+# /proc/self/schedstat (real ns on the CPU) stays the canary that diverges.
+t_replay_pid_stat_matches() {
+	ID=$(sbx create)
+	out=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat; python3 -S -c "import os, time
+sum(range(2000000)); time.sleep(0.3)
+print(open(\"/proc/%d/stat\" % os.getpid()).read().rsplit(\") \", 1)[1].split()[7:22])"')
+	tid=$(echo "$out" | jget trace_id)
+	echo "$out" | jget stdout > "$TMPDIR_TEST/pidstat.out"
+	python3 - "$TMPDIR_TEST/pidstat.out" <<'PY' || fail "stat values: $(cat "$TMPDIR_TEST/pidstat.out")"
+import ast, sys
+l = open(sys.argv[1]).read().split("\n")
+f = l[0].rsplit(") ", 1)[1].split()
+assert f[7:11] == ["0"] * 4 and f[12] == "0" and f[14] == "0" and f[21] == "0", f
+assert int(f[11]) < 5 and int(f[19]) == 100000, f
+p = ast.literal_eval(l[1])
+assert p[:4] == ["0"] * 4 and 30 <= int(p[4]) < 40 and p[5] == "0" and int(p[12]) == 100000, p
+PY
+	r=$(sbx replay --json "$tid") || fail "replay of /proc/PID/stat readers diverged: $r"
+	assert_eq "$(echo "$r" | jget verdict)" match
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat; cat /proc/self/schedstat' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" diverged "the schedstat canary: $r"
+	sbx rm "$ID"
+}
+
 # Virtual time is exact: clock-heavy programs replayed several times each,
 # with busy loops on every CPU (scheduling differences are what expose a
 # clock that depends on the order the engine sees stops in). The 50-run
@@ -184,9 +212,9 @@ $tid run $k: $r"; break; }
 t_replay_detects_changed_result() {
 	ID=$(sbx create)
 	# Reads real time through a path the engine does not virtualize: its own
-	# /proc/self/stat, whose starttime counts clock ticks since the host's
-	# boot. The replay must not hide the difference.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat; sleep 0.01' | jget trace_id)
+	# /proc/self/schedstat, whose first field is the ns the process really
+	# ran on a CPU (its stat's times are virtual). The replay must not hide the difference.
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/schedstat; sleep 0.01' | jget trace_id)
 	expect_status 1 sbx replay "$tid"
 	assert_contains "$OUT" "DIVERGED: stdout"
 	r=$(sbx replay --json "$tid" || true)
@@ -226,7 +254,7 @@ t_replay_stdin_and_filesystem() {
 	expect_status 0 sbx replay "$tid"
 	# A fs change that differs: the program writes the clock's real value
 	# obtained through a file the engine cannot virtualize.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat > /root/up' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/schedstat > /root/up' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	sbx rm "$ID"
@@ -287,7 +315,7 @@ t_trace_one_shot_run_replays_after_it_is_gone() {
 # What a run leaves in the filesystem is more than paths and the first bytes
 # of the first files: modes, owners, xattrs and every byte of every changed
 # file. A program that sets them from a value the engine does not virtualize
-# (its /proc/self/stat starttime, host clock ticks) must not replay as a
+# (its /proc/self/schedstat run time, real ns on the CPU) must not replay as a
 # match; nor one whose nondeterministic bytes lie past the first 256 MiB of
 # a (sparse) file. Plain python, one process: its syscall sequence is the
 # same in both runs, only the filesystem can tell.
@@ -295,24 +323,24 @@ t_replay_detects_nondeterministic_file_metadata() {
 	ID=$(sbx create)
 	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
 import os
-t = int(open("/proc/self/stat").read().split()[21])
+t = int(open("/proc/self/schedstat").read().split()[0])
 open("/root/meta", "w").close()
 os.chmod("/root/meta", 0o400 | t % 256)
 os.chown("/root/meta", 1 + t % 60000, 1 + t % 60000)
 os.setxattr("/root/meta", "user.t", str(t).encode())' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
-	assert_eq "$(echo "$r" | jget verdict)" diverged "metadata from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget verdict)" diverged "metadata from /proc/self/schedstat: $r"
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	assert_contains "$(echo "$r" | jget divergence.expected)" /root/meta
 	# past the first 256 MiB of a sparse file
 	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c '
-f = open("/root/big", "wb"); f.seek(256 << 20); f.write(open("/proc/self/stat", "rb").read()); f.close()' | jget trace_id)
+f = open("/root/big", "wb"); f.seek(256 << 20); f.write(open("/proc/self/schedstat", "rb").read()); f.close()' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget verdict)" diverged "bytes past 256 MiB: $r"
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	assert_contains "$(echo "$r" | jget divergence.expected)" /root/big
 	# a content change names its file too (the paths alone are the same)
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat > /root/c' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/schedstat > /root/c' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	assert_contains "$(echo "$r" | jget divergence.expected)" /root/c
@@ -327,14 +355,14 @@ os.setxattr("/root/meta2", "user.t", b"v"); os.symlink("meta2", "/root/lnk2"); o
 
 # Concurrency forgives the order in which processes ran, not what they ran:
 # a command substitution makes the shell and its child run at once, and
-# must not turn an exec whose argument comes from /proc/self/stat (the
-# host's clock ticks) into a match. A pipeline whose processes do the same
+# must not turn an exec whose argument comes from /proc/self/schedstat (real
+# ns on the CPU) into a match. A pipeline whose processes do the same
 # things in another order still matches (t_replay_clock_programs_exact).
 t_replay_concurrency_does_not_hide_exec_differences() {
 	ID=$(sbx create)
-	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(cut -d" " -f22 /proc/self/stat)' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c '/bin/true $(cut -d" " -f1 /proc/self/schedstat)' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
-	assert_eq "$(echo "$r" | jget verdict)" diverged "an exec argument from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget verdict)" diverged "an exec argument from /proc/self/schedstat: $r"
 	assert_eq "$(echo "$r" | jget divergence.kind)" syscall
 	assert_contains "$(echo "$r" | jget divergence.expected)" "exec"
 	# the same shape with a fixed argument matches
@@ -371,9 +399,9 @@ t_replay_killed_leaves_no_environment() {
 # A file written there from an unvirtualized value must diverge, named.
 t_replay_detects_tmpfs_outputs() {
 	ID=$(sbx create)
-	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c 'open("/tmp/state", "w").write(open("/proc/self/stat").read())' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- python3 -S -c 'open("/tmp/state", "w").write(open("/proc/self/schedstat").read())' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
-	assert_eq "$(echo "$r" | jget verdict)" diverged "a /tmp file from /proc/self/stat: $r"
+	assert_eq "$(echo "$r" | jget verdict)" diverged "a /tmp file from /proc/self/schedstat: $r"
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem
 	assert_eq "$(echo "$r" | jget divergence.path)" /tmp/state
 	tid=$(sbx exec --json --trace "$ID" -- sh -c 'echo fixed > /tmp/same; mkdir -p /dev/shm/d; date > /dev/shm/d/t' | jget trace_id)
@@ -390,7 +418,7 @@ t_replay_truncated_output_matches() {
 	assert_eq "$(echo "$out" | jget stdout_truncated)" True
 	tid=$(echo "$out" | jget trace_id)
 	r=$(sbx replay --json "$tid") || fail "a deterministic 10.6 MB output diverged: $(echo "$r" | head -c 600)"
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cut -d" " -f22 /proc/self/stat; yes abcdefgh | head -c 10600000' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cut -d" " -f1 /proc/self/schedstat; yes abcdefgh | head -c 10600000' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" stdout
 	sbx rm "$ID"

@@ -244,7 +244,7 @@ const cases = {
 			const rep2 = await ok(client, 'environment.replay', { trace_id: r.trace_id.slice(7, 19) });
 			check(rep2.verdict === 'match', 'replay by prefix through the dotted alias', rep2);
 			// A run that reads a source the engine cannot control diverges, and says where.
-			const bad = await ok(client, 'environment_execute', { environment_id: id, command: 'cat /proc/self/stat', trace: true });
+			const bad = await ok(client, 'environment_execute', { environment_id: id, command: 'cat /proc/self/schedstat', trace: true });
 			const d = await ok(client, 'environment_replay', { trace_id: bad.trace_id });
 			check(d.verdict === 'diverged' && d.divergence.kind === 'stdout' && typeof d.divergence.expected === 'string', 'nondeterministic run diverges', d);
 			// Traces are resources: the manifest and the events.

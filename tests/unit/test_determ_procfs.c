@@ -51,12 +51,16 @@ TEST(candidates_from_the_path_string)
 	    {"/proc/sys/kernel/random/uuid", DETERM_PROCFS_UUID},
 	    {"random/uuid", DETERM_PROCFS_UUID},
 	    {"/proc/sys/kernel/random/boot_id", DETERM_PROCFS_BOOT_ID},
-	    /* a process's own stat, and everything else, costs nothing more */
-	    {"/proc/self/stat", DETERM_PROCFS_NONE},
-	    {"/proc/thread-self/stat", DETERM_PROCFS_NONE},
-	    {"/proc/1234/stat", DETERM_PROCFS_NONE},
-	    {"/proc/1234//stat", DETERM_PROCFS_NONE},
-	    {"/proc/1/task/1/stat", DETERM_PROCFS_NONE},
+	    /* a process's stat: told apart from /proc/stat by the path */
+	    {"/proc/self/stat", DETERM_PROCFS_PID_STAT},
+	    {"/proc/thread-self/stat", DETERM_PROCFS_PID_STAT},
+	    {"/proc/1234/stat", DETERM_PROCFS_PID_STAT},
+	    {"/proc/1234//stat", DETERM_PROCFS_PID_STAT},
+	    {"/proc/1/task/1/stat", DETERM_PROCFS_PID_STAT},
+	    {"self/stat", DETERM_PROCFS_PID_STAT},
+	    /* everything else costs nothing more */
+	    {"/proc/self/status", DETERM_PROCFS_NONE},
+	    {"/proc/self/schedstat", DETERM_PROCFS_NONE},
 	    {"/proc/uptime/", DETERM_PROCFS_NONE},
 	    {"/proc/uptimex", DETERM_PROCFS_NONE},
 	    {"/etc/passwd", DETERM_PROCFS_NONE},
@@ -258,6 +262,10 @@ TEST(content_refuses_what_it_cannot_hold)
 	determ_procfs_src s = {.clk = &c, .rng = &rng};
 	char b[DETERM_PROCFS_MAX];
 	for (int k = 1; k < DETERM_PROCFS_N; k++) {
+		if (k == DETERM_PROCFS_PID_STAT) { /* made from the kernel's line: determ_procfs_pid_stat */
+			CHECK(determ_procfs_content(k, &s, b, sizeof(b)) == 0);
+			continue;
+		}
 		CHECK(determ_procfs_content(k, &s, b, sizeof(b)) > 0);
 		CHECK(determ_procfs_content(k, &s, b, 8) == 0);
 	}
@@ -308,4 +316,33 @@ TEST(sysinfo_on_the_virtual_clock)
 	char b[DETERM_PROCFS_MAX];
 	content(DETERM_PROCFS_UPTIME, 5000000000ULL, 1, 0, 0, b);
 	CHECK_STREQ(b, "1005.00 1000.00\n");
+}
+
+TEST(pid_stat_accounting_from_the_virtual_clock)
+{
+	/* a comm with a space and parentheses; the fields of a 6.x kernel (52) */
+	static const char real[] =
+	    "4321 (a) b (c)) R 4320 4321 4320 34816 4321 4194304 917 12 3 4 55 66 77 88 20 0 1 0 "
+	    "123456789 26394624 1234 18446744073709551615 94000000000000 94000000100000 140000000000000 "
+	    "0 0 0 0 0 0 0 0 0 17 5 0 0 9 10 11 94000000200000 94000000300000 94000000400000 "
+	    "140000000100000 140000000100100 140000000100100 140000000200000 0\n";
+	determ_pid_stat s = {.cpu_ns = 2345678901ULL, .child_ns = 300000000ULL, .start_ns = 1500000000ULL};
+	char b[DETERM_PROCFS_MAX];
+	size_t n = determ_procfs_pid_stat(real, strlen(real), &s, b, sizeof(b));
+	CHECK(n == strlen(b));
+	CHECK_STREQ(b, "4321 (a) b (c)) R 4320 4321 4320 34816 4321 4194304 0 0 0 0 234 0 30 0 20 0 1 0 "
+		       "100150 26394624 0 18446744073709551615 94000000000000 94000000100000 140000000000000 "
+		       "0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94000000200000 94000000300000 94000000400000 "
+		       "140000000100000 140000000100100 140000000100100 140000000200000 0\n");
+	/* this process's own line parses, and the time fields are replaced */
+	char me[DETERM_PROCFS_MAX];
+	ssize_t m = read_host("/proc/self/stat", me, sizeof(me));
+	CHECK(m > 0);
+	s = (determ_pid_stat){0};
+	n = determ_procfs_pid_stat(me, (size_t)m, &s, b, sizeof(b));
+	CHECK(n > 0 && strstr(b, ") R ") != NULL);
+	/* not a stat line, or no room: 0 */
+	CHECK(determ_procfs_pid_stat("Name:\tcat\n", 10, &s, b, sizeof(b)) == 0);
+	CHECK(determ_procfs_pid_stat("1 (x) R 0\n", 10, &s, b, sizeof(b)) == 0);
+	CHECK(determ_procfs_pid_stat(real, strlen(real), &s, b, 100) == 0);
 }

@@ -1558,6 +1558,50 @@ TEST(det_rusage_is_virtual)
 	run_free(&b);
 }
 
+/* A process's stat line (determ_procfs_pid_stat): its accounting fields
+ * from the virtual clock, however the path names it; the same every run.
+ * The child's clock starts at its parent's (0.5 s), and it sleeps 0.3 s:
+ * the parent's cutime is 80 ticks. */
+static const char pid_stat_py[] =
+    "import os, time\n"
+    "f = lambda p, **k: os.read(os.open(p, os.O_RDONLY, **k), 4096).decode().rsplit(') ', 1)[1].split()\n"
+    "sum(range(3000000))\n"
+    "a = f('/proc/self/stat')\n"
+    "time.sleep(0.5)\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "  c = f('/proc/self/stat'); p = f('/proc/%d/stat' % os.getppid()); time.sleep(0.3)\n"
+    "  print('child', c[19], p[19], c[11]); os._exit(0)\n"
+    "os.waitpid(pid, 0)\n"
+    "b = f('/proc/thread-self/stat')\n"
+    "d = f('stat', dir_fd=os.open('/proc/self', os.O_RDONLY))\n"
+    "e = f('/proc/%d/task/%d/stat' % (os.getpid(), os.getpid()))\n"
+    "z = lambda x: [x[i] for i in (7, 8, 9, 10, 12, 14, 21, 36, 39, 40, 41)]\n"
+    "print(a[11], a[12], a[13], a[14], a[19], b[11], b[13], b[19], d[11], e[11])\n"
+    "print('VERDICT', a[19] == '100000', int(b[11]) >= 50, b[13] == '80', d[13] == e[13] == '80',\n"
+    "  set(z(a) + z(b) + z(d) + z(e)) == {'0'})\n";
+
+TEST(det_pid_stat_is_virtual)
+{
+	if (access("/usr/bin/python3", X_OK) != 0)
+		SKIP("no /usr/bin/python3");
+	char *argv[] = {"/usr/bin/python3", "-S", "-c", (char *)pid_stat_py, NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(44);
+	run a, b;
+	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
+	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
+	const char *want = "VERDICT True True True True True\n";
+	if (!strstr(a.out, want) || strcmp(a.out, b.out) != 0)
+		fprintf(stderr, "  run 0:\n%s  run 1:\n%s", a.out, b.out);
+	CHECK(strstr(a.out, want) != NULL);
+	CHECK(strstr(a.out, "child 100050 100000 50\n") !=
+	      NULL); /* starttimes: after the 0.5 s sleep, and 0 */
+	CHECK(strcmp(a.out, b.out) == 0);
+	run_free(&a);
+	run_free(&b);
+}
+
 TEST(det_procfs_uuid_survives_interrupted_opens)
 {
 	/* A signal storm (a 50 us real-time itimer) interrupts opens while the
