@@ -184,7 +184,8 @@ static size_t pid_stat_content(engine *e, const task *t, int dirfd, const char *
 	if (!owner || !owner->p)
 		return 0;
 	const dproc *dp = owner->p;
-	determ_pid_stat ps = {.cpu_ns = dp->clk.vt, .child_ns = dp->cvt, .start_ns = dp->start_vt};
+	determ_pid_stat ps = {
+	    .cpu_ns = dp->clk.vt, .child_ns = dp->cvt, .start_ns = dp->start_vt, .running = dp == t->p};
 	return determ_procfs_pid_stat(real, (size_t)n, &ps, buf, cap);
 }
 

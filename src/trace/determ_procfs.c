@@ -199,8 +199,12 @@ size_t determ_procfs_pid_stat(const char *real, size_t len, const determ_pid_sta
 		default:
 			set = false;
 		}
+		const char *str = v;
+		int slen = (int)(p - v);
+		if (field == 3 && s->running)
+			str = "R", slen = 1;
 		int n = set ? snprintf(buf + o, cap - o, " %" PRIu64, x)
-			    : snprintf(buf + o, cap - o, " %.*s", (int)(p - v), v);
+			    : snprintf(buf + o, cap - o, " %.*s", slen, str);
 		if (n < 0 || (size_t)n >= cap - o)
 			return 0;
 		o += (size_t)n;

@@ -97,6 +97,7 @@ void determ_procfs_uuid(const uint8_t r[16], char out[38]);
  *   starttime (22) = the virtual CLOCK_BOOTTIME when the process started
  *                    (DETERM_MONO_BASE_NS + start_ns), in ticks: so ps's
  *                    ELAPSED (uptime - starttime) is its virtual age
+ *   state (3)      = R when `running` (below)
  *   0 for stime (15), cstime (17), minflt, cminflt, majflt, cmajflt
  *   (10-13), rss (24), processor (39: getcpu answers 0),
  *   delayacct_blkio_ticks (42), guest_time and cguest_time (43, 44)
@@ -108,6 +109,8 @@ typedef struct determ_pid_stat {
 	uint64_t cpu_ns;   /* the process's virtual t */
 	uint64_t child_ns; /* its reaped children's CPU time (dproc.cvt) */
 	uint64_t start_ns; /* its t when it started (its parent's at the fork) */
+	bool running;	   /* the reader's own process: state (3) reads R, as the kernel shows a
+			    * reader itself (the engine reads while it waits: S) */
 } determ_pid_stat;
 size_t determ_procfs_pid_stat(const char *real, size_t len, const determ_pid_stat *s, char *buf, size_t cap);
 

@@ -160,7 +160,7 @@ import ast, sys
 l = open(sys.argv[1]).read().split("\n")
 f = l[0].rsplit(") ", 1)[1].split()
 assert f[7:11] == ["0"] * 4 and f[12] == "0" and f[14] == "0" and f[21] == "0", f
-assert int(f[11]) < 5 and int(f[19]) == 100000, f
+assert int(f[11]) < 5 and int(f[19]) == 100000 and f[0] == "R", f
 p = ast.literal_eval(l[1])
 assert p[:4] == ["0"] * 4 and 30 <= int(p[4]) < 40 and p[5] == "0" and int(p[12]) == 100000, p
 PY

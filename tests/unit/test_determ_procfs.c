@@ -322,11 +322,12 @@ TEST(pid_stat_accounting_from_the_virtual_clock)
 {
 	/* a comm with a space and parentheses; the fields of a 6.x kernel (52) */
 	static const char real[] =
-	    "4321 (a) b (c)) R 4320 4321 4320 34816 4321 4194304 917 12 3 4 55 66 77 88 20 0 1 0 "
+	    "4321 (a) b (c)) S 4320 4321 4320 34816 4321 4194304 917 12 3 4 55 66 77 88 20 0 1 0 "
 	    "123456789 26394624 1234 18446744073709551615 94000000000000 94000000100000 140000000000000 "
 	    "0 0 0 0 0 0 0 0 0 17 5 0 0 9 10 11 94000000200000 94000000300000 94000000400000 "
 	    "140000000100000 140000000100100 140000000100100 140000000200000 0\n";
-	determ_pid_stat s = {.cpu_ns = 2345678901ULL, .child_ns = 300000000ULL, .start_ns = 1500000000ULL};
+	determ_pid_stat s = {
+	    .cpu_ns = 2345678901ULL, .child_ns = 300000000ULL, .start_ns = 1500000000ULL, .running = true};
 	char b[DETERM_PROCFS_MAX];
 	size_t n = determ_procfs_pid_stat(real, strlen(real), &s, b, sizeof(b));
 	CHECK(n == strlen(b));
@@ -334,6 +335,9 @@ TEST(pid_stat_accounting_from_the_virtual_clock)
 		       "100150 26394624 0 18446744073709551615 94000000000000 94000000100000 140000000000000 "
 		       "0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94000000200000 94000000300000 94000000400000 "
 		       "140000000100000 140000000100100 140000000100100 140000000200000 0\n");
+	/* another process's state is left as the kernel saw it */
+	s.running = false;
+	CHECK(determ_procfs_pid_stat(real, strlen(real), &s, b, sizeof(b)) == n && strstr(b, ") S 4320 "));
 	/* this process's own line parses, and the time fields are replaced */
 	char me[DETERM_PROCFS_MAX];
 	ssize_t m = read_host("/proc/self/stat", me, sizeof(me));
