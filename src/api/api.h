@@ -42,6 +42,11 @@ int api_file_call(sbx_ctx *ctx, const char *ref, json_t *req, json_t **ret, int 
  * (snap.c; docs/runtime.md "Restore in place"), or NULL if its live one
  * can start the new init. Pure. */
 const char *snap_in_place_refusal(const env_record *rec, const struct store_snapshot *snap);
+/* sbx_env_snapshot for a traced run (snap.c): where the capture finds the
+ * writable layer exactly as the environment's last snapshot captured it
+ * (and the record gives the same manifest), that snapshot's id, nothing
+ * written ("reused": true in *ret); otherwise a new snapshot. */
+int api_env_snapshot_or_last(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err);
 
 /* The store half of sbx_gc (store_admin.c): objects nothing reaches, added
  * to result's "removed". */

@@ -39,7 +39,58 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static bool strv_same(char *const *a, char *const *b)
+{
+	size_t i = 0;
+	for (; a && b && a[i] && b[i]; i++)
+		if (!streq(a[i], b[i]))
+			return false;
+	return (!a || !a[i]) && (!b || !b[i]);
+}
+
+static bool str_same(const char *a, const char *b)
+{
+	return a == b || (a && b && streq(a, b));
+}
+
+/* The capture found the writable layer exactly as the environment's last
+ * snapshot (cap->parent) captured it (a delta with nothing to store: the
+ * index's stat records all match, racy ones excepted; docs/store.md
+ * "Incremental snapshots"). That snapshot then is this state if what the
+ * manifest takes from the environment's record is also the same: layers,
+ * environment variables, user, template and image config. Returns the
+ * parent's manifest, or NULL where a new snapshot must be written. */
+static store_snapshot *unchanged_parent(sbx_ctx *ctx, const env_record *st, const snap_capture *cap,
+					char *const *env, const char *icfg)
+{
+	if (!cap->delta || cap->new_layer || !cap->parent)
+		return NULL;
+	store_snapshot *ps = NULL;
+	if (store_snapshot_read(ctx->root, cap->parent, &ps, NULL) < 0)
+		return NULL;
+	if (strv_same(ps->layers, cap->layers) && strv_same(ps->env, env) &&
+	    str_same(ps->user, st->user ?: "root") && str_same(ps->base_template, st->template_spec) &&
+	    str_same(ps->config, icfg))
+		return ps;
+	store_snapshot_free(ps);
+	return NULL;
+}
+
+static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool reuse, json_t **ret,
+			sbx_err **err);
+
 _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, json_t **ret, sbx_err **err)
+{
+	return env_snapshot(ctx, ref, label, false, ret, err);
+}
+
+int api_env_snapshot_or_last(sbx_ctx *ctx, const char *ref, json_t **ret, sbx_err **err)
+{
+	return env_snapshot(ctx, ref, NULL, true, ret, err);
+}
+
+static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool reuse, json_t **ret,
+			sbx_err **err)
 {
 	double t0 = now_ms();
 	_cleanup_free_ char *id = NULL;
@@ -76,6 +127,7 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	} else
 		quiesced = !env_is_live(ctx, id);
 
+	startup_mark("snapshot: frozen");
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
 	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -95,11 +147,13 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	store_progress_begin(ctx->progress, ctx->progress_ud, "snapshot", 0, 0);
 	r = snap_delta_capture(ctx, id, st.json, ufd, &ids, quiesced, &cap, err);
 	store_progress_end();
+	startup_mark("snapshot: captured");
 	if (fc >= 0) {
 		_cleanup_json_ json_t *req = json_pack("{s:s}", CTL_F_OP, CTL_OP_THAW), *rep = NULL;
 		if (json_send(fc, req, NULL, 0) == 0)
 			(void)json_recv(fc, &rep, NULL, NULL);
 	}
+	startup_mark("snapshot: thawed");
 	if (r < 0)
 		return err_wrap(err, "snapshot '%s'", id);
 
@@ -111,6 +165,25 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 		nl++;
 	store_layer_info li = cap.new_layer ? cap.li : (store_layer_info){.existed = true};
 	_cleanup_strv_free_ char **env = json_to_strv(st.env);
+	/* The image config the environment was made with goes on (docker commit keeps it). */
+	_cleanup_free_ char *icfg =
+	    json_is_object(json_object_get(st.json, "image"))
+		? json_dumps(json_object_get(st.json, "image"), JSON_COMPACT | JSON_SORT_KEYS)
+		: NULL;
+	static char *empty[] = {NULL};
+	_cleanup_snapshot_ store_snapshot *same =
+	    reuse ? unchanged_parent(ctx, &st, &cap, env ? env : empty, icfg) : NULL;
+	if (same) {
+		/* Nothing to write: the index stays that snapshot's. */
+		startup_mark("snapshot: unchanged since the last one");
+		*ret =
+		    json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o,s:b,s:b}", "snapshot_id", cap.parent,
+			      "size_bytes", (json_int_t)same->size_bytes, "new_bytes", (json_int_t)0, "files",
+			      (json_int_t)0, "snapshot_ms", now_ms() - t0, "layer", nl ? layers[nl - 1] : "",
+			      "frozen", frozen, "layers", json_from_strv((const char *const *)layers),
+			      "incremental", true, "reused", true);
+		return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	}
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
 	_cleanup_free_ char *osr = snap_os_release(envdir);
@@ -121,7 +194,6 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	gmtime_r(&t, &tm);
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	char *labels[2] = {(char *)label, NULL};
-	static char *empty[] = {NULL};
 	snap.parent = cap.parent ? cap.parent : (char *)st.snapshot_id;
 	snap.layers = layers;
 	snap.base_template = (char *)st.template_spec;
@@ -132,11 +204,6 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 	snap.packages = pkgs;
 	snap.labels = label ? labels : empty;
 	snap.created_at = created;
-	/* The image config the environment was made with goes on (docker commit keeps it). */
-	_cleanup_free_ char *icfg =
-	    json_is_object(json_object_get(st.json, "image"))
-		? json_dumps(json_object_get(st.json, "image"), JSON_COMPACT | JSON_SORT_KEYS)
-		: NULL;
 	snap.config = icfg;
 	/* Size: the sum of the layers' tar sizes, i.e. the parent's (whose layers
 	 * are this stack without its top) plus the new layer's. */
@@ -147,10 +214,12 @@ _public_ int sbx_env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, 
 			total += ps->size_bytes;
 	}
 	snap.size_bytes = total;
+	startup_mark("snapshot: manifest built");
 	char sid[STORE_DIGEST_SIZE];
 	if (store_snapshot_write(ctx->root, &snap, sid, err) < 0)
 		return err_wrap(err, "snapshot '%s'", id);
 	snap_delta_commit(ctx, id, st.json, &cap, sid);
+	startup_mark("snapshot: written");
 	if (label && store_ref_set(ctx->root, label, sid, err) < 0)
 		return err_wrap(err, "label snapshot %s", sid);
 	*ret =

@@ -26,6 +26,8 @@
 #include "api/api.h"
 #include "api/readset_io.h"
 #include "api/trace_api.h"
+#include "runtime/startup_trace.h"
+#include "store/delta.h"
 #include "store/layer.h"
 #include "store/storefs.h"
 #include "trace/determ_tsc.h"
@@ -254,10 +256,43 @@ int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, s
  * through init, inside the walls); and meta_digest, what every changed
  * entry is (api_env_diff_meta: mode, owner, xattrs, all bytes). Times are
  * not part of either. */
+/* The writable layer is, by its index's stat records, what snapshot
+ * captured (snap_delta_unchanged: every entry's inode, ctime, mtime, size,
+ * mode, owner and links as then; ctime cannot be set from user space and
+ * changes with every write, chmod, chown, xattr change, link and rename).
+ * Then the diff against snapshot is empty, and reading both trees to find
+ * that out would cost as much as the files they hold. */
+static bool fs_unchanged_since(sbx_ctx *ctx, const char *ref, const char *snapshot)
+{
+	_cleanup_free_ char *id = NULL;
+	_cleanup_env_record_ env_record st = {.uid_slot = -1};
+	if (getenv("SBX_TRACE_FULL_DIGEST") || sbx_env_resolve(ctx, ref, &id, NULL) < 0 ||
+	    env_record_read(ctx, id, &st) < 0 || st.ephemeral || st.degraded)
+		return false;
+	char p[4300];
+	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
+	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return ufd >= 0 && snap_delta_unchanged(ctx, id, st.json, ufd, snapshot) == 1;
+}
+
+/* What api_env_diff_meta gives where nothing changed. */
+static json_t *empty_diff(void)
+{
+	char dg[STORE_DIGEST_SIZE];
+	if (store_digest_buf("", 0, dg, NULL) < 0)
+		return NULL;
+	return json_pack("{s:[],s:[],s:[],s:[],s:s}", "added", "modified", "deleted", "meta", "meta_digest",
+			 dg);
+}
+
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *d = NULL;
-	if (api_env_diff_meta(ctx, id, snapshot, &d, err) < 0)
+	if (fs_unchanged_since(ctx, id, snapshot)) {
+		startup_mark("trace: fs unchanged since the snapshot (stat only)");
+		if (!(d = empty_diff()))
+			return err_errnum(err, ENOMEM, "filesystem changes");
+	} else if (api_env_diff_meta(ctx, id, snapshot, &d, err) < 0)
 		return err_wrap(err, "filesystem changes");
 	_cleanup_hasher_ store_hasher *h = store_hasher_new(err);
 	if (!h)
@@ -401,19 +436,21 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	if (env_record_read(ctx, id, &st) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
 
+	startup_mark("trace: begin");
 	/* 1. The state the run starts from. */
 	_cleanup_free_ char *snap = NULL;
 	if (tp->snapshot_id) {
 		snap = strdup(tp->snapshot_id);
 	} else {
 		_cleanup_json_ json_t *sj = NULL;
-		if (sbx_env_snapshot(ctx, id, NULL, &sj, err) < 0)
+		if (api_env_snapshot_or_last(ctx, id, &sj, err) < 0)
 			return err_wrap(err, "trace: snapshot the environment first");
 		snap = strdup(json_str(sj, "snapshot_id") ?: "");
 	}
 	if (!snap)
 		return err_errnum(err, ENOMEM, "trace");
 
+	startup_mark("trace: snapshot taken");
 	/* 2. stdin is an input of the run: it is stored, so read it all first. */
 	_cleanup_free_ char *in_buf = NULL;
 	size_t in_len = 0;
@@ -453,6 +490,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		json_array_append_new(inputs, one);
 	}
 
+	startup_mark("trace: volumes digested");
 	/* 3. Where the recorders write. The eBPF recorder's drain thread writes
 	 *    as fast as the command makes syscalls (~100 bytes each), on the
 	 *    command's CPUs: to memory, not through the store's filesystem. */
@@ -500,6 +538,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	int r = exec_core(ctx, id, &so, &x, &res, err);
 	safe_close(x.fds[0]); /* if it was never sent */
 	_cleanup_json_ json_t *started = x.started, *exitm = x.exit;
+	startup_mark("trace: command done");
 	if (r < 0)
 		return -1;
 
@@ -523,6 +562,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		goto fail;
 	if (trace_stream_count(merged, mlen, &counts, err) < 0)
 		goto fail;
+	startup_mark("trace: streams merged");
 	/* The files it read from outside its snapshot, digested now (readset_io.c). */
 	double t_rs = now_ms_mono();
 	/* Without one (an unreadable layer, a malformed stream) the trace is still
@@ -531,20 +571,25 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 			   &rs_err) < 0)
 		read_set = vol_writes = NULL;
 	t_rs = now_ms_mono() - t_rs;
+	startup_mark("trace: read set");
 	if (trace_compress(merged, mlen, &z, &zlen, err) < 0)
 		goto fail;
 
+	startup_mark("trace: compressed");
 	/* 5. Blobs and the result's filesystem digest. */
 	if (put_blob(ctx, z, zlen, &ev, err) < 0 ||
 	    put_blob(ctx, res.stdout_buf, res.stdout_len, &outj, err) < 0 ||
 	    put_blob(ctx, res.stderr_buf, res.stderr_len, &errj, err) < 0 ||
 	    (have_stdin && put_blob(ctx, in_buf, in_len, &inj, err) < 0))
 		goto fail;
+	startup_mark("trace: blobs stored");
 	if (trace_fs_digest(ctx, id, snap, &fsj, err) < 0)
 		goto fail;
+	startup_mark("trace: fs digest");
 	json_t *tw = tmpfs_writes(ctx, id, merged, mlen, command_cwd(o, &st));
 	if (tw)
 		json_object_set_new(fsj, "tmpfs_writes", tw);
+	startup_mark("trace: tmpfs writes");
 	json_object_set_new(ev, "compression", json_string("zstd"));
 	json_object_set_new(ev, "uncompressed_size", json_integer((json_int_t)mlen));
 	json_object_set_new(ev, "records", json_integer((json_int_t)counts.records));
@@ -598,6 +643,7 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	char tid[STORE_DIGEST_SIZE];
 	if (trace_store_put(ctx->root, m, tid, err) < 0)
 		goto fail;
+	startup_mark("trace: manifest stored");
 	res.trace_id = strdup(tid);
 	res.trace_lost = counts.lost;
 	if (out) {

@@ -484,6 +484,45 @@ int snap_delta_capture(sbx_ctx *ctx, const char *id, const json_t *st, int ufd, 
 	return 0;
 }
 
+/* The root's own record: its children are compared by the walk, not it. */
+static bool same_root(const sd_rec *o, const sd_rec *n)
+{
+	return !(o->flags & SD_RACY) && o->ino == n->ino && o->mode == n->mode && o->uid == n->uid &&
+	       o->gid == n->gid && o->mtime_sec == n->mtime_sec && o->mtime_nsec == n->mtime_nsec &&
+	       o->ctime_sec == n->ctime_sec && o->ctime_nsec == n->ctime_nsec &&
+	       (o->flags & SD_OPAQUE) == (n->flags & SD_OPAQUE);
+}
+
+int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd, const char *snapshot_id)
+{
+	_cleanup_free_ char *lock = sd_env_file(ctx, id, SD_LOCK);
+	if (!lock)
+		return 0;
+	/* Shared: no snapshot or restore rewrites the index meanwhile. */
+	_cleanup_close_ int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (lfd < 0 || flock(lfd, LOCK_SH) < 0)
+		return 0;
+	_cleanup_(sd_index_freep) struct snapd_index *oi = NULL;
+	const char *e = sd_index_load(ctx, id, st, ufd, &oi);
+	if (e || !streq(json_str(oi->hdr, "snapshot_id") ?: "", snapshot_id)) {
+		log_debug("%s: no index of snapshot %s: %s", id, snapshot_id, e ? e : "another snapshot's");
+		return 0;
+	}
+	/* Phases 1 and 2 of a delta capture (lstat only): what it would stage. */
+	_cleanup_(sd_walk_clear) walk w = {.ctx = ctx, .st = st, .oi = oi, .ufd = ufd, .host_fd = -1};
+	bool ropq = false;
+	int r = sd_walk_root(&w, ufd, &ropq);
+	if (r == 0)
+		r = sd_walk_dir(&w, ufd, 0, 0, M_CMP, !ropq, 0);
+	if (r == 0)
+		r = sd_close_delta(&w);
+	if (r < 0 || w.staged || !same_root(&oi->r[0], &w.ni->r[0])) {
+		log_debug("%s: changed since snapshot %s (%" PRIu64 " entries)", id, snapshot_id, w.staged);
+		return 0;
+	}
+	return 1;
+}
+
 void snap_delta_commit(sbx_ctx *ctx, const char *id, const json_t *st, snap_capture *cap,
 		       const char *snapshot_id)
 {

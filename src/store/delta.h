@@ -49,5 +49,16 @@ int snap_delta_capture(sbx_ctx *ctx, const char *id, const json_t *st, int upper
 void snap_delta_commit(sbx_ctx *ctx, const char *id, const json_t *st, snap_capture *cap,
 		       const char *snapshot_id);
 void snap_capture_clear(snap_capture *cap);
+/* 1 when upper_fd (environment id, state st) is, by lstat alone, exactly
+ * the writable layer that snapshot snapshot_id captured: the environment's
+ * index is that snapshot's, valid (snap_delta_capture's checks: this
+ * environment, this boot, not restored since, the same writable layer) and
+ * every entry matches its record (none racy, none new, none gone, the
+ * root's own metadata too): then the environment's files are that
+ * snapshot's and a diff against it is empty. 0 otherwise (changed, no
+ * valid index of that snapshot, an error). Stat only, nothing is written;
+ * not frozen: what runs meanwhile may change the layer right after. */
+int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int upper_fd,
+			 const char *snapshot_id);
 /* Drops the environment's index (restore: the writable layer starts again). */
 void snap_delta_forget(sbx_ctx *ctx, const char *id);
