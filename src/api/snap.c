@@ -53,27 +53,47 @@ static bool str_same(const char *a, const char *b)
 	return a == b || (a && b && streq(a, b));
 }
 
-/* The capture found the writable layer exactly as the environment's last
- * snapshot (cap->parent) captured it (a delta with nothing to store: the
- * index's stat records all match, racy ones excepted; docs/store.md
- * "Incremental snapshots"). That snapshot then is this state if what the
- * manifest takes from the environment's record is also the same: layers,
- * environment variables, user, template and image config. Returns the
- * parent's manifest, or NULL where a new snapshot must be written. */
-static store_snapshot *unchanged_parent(sbx_ctx *ctx, const env_record *st, const snap_capture *cap,
-					char *const *env, const char *icfg)
+/* The image config the environment was made with (docker commit keeps it). */
+static char *image_config(const env_record *st)
 {
-	if (!cap->delta || cap->new_layer || !cap->parent)
+	json_t *img = json_object_get(st->json, "image");
+	return json_is_object(img) ? json_dumps(img, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+}
+
+/* The environment's last snapshot, if it is the environment as it is now:
+ * its writable layer is, entry by entry, what that snapshot captured
+ * (snap_delta_unchanged: the incremental-snapshot index's lstat records,
+ * none racy; docs/store.md "Incremental snapshots"), and what the manifest
+ * takes from the record is the same (environment variables, user,
+ * template, image config). Not frozen: a change can only move ctime
+ * forward, so an entry that matches when the walk reaches it matched when
+ * the walk began, and the state at that moment is the snapshot's; what
+ * changes later is after the snapshot, as after any. The result JSON, or
+ * NULL where a snapshot must be taken. */
+static json_t *unchanged_last(sbx_ctx *ctx, const char *id, const env_record *st, double t0)
+{
+	char p[4300], last[STORE_DIGEST_SIZE];
+	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
+	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ufd < 0 || snap_delta_unchanged(ctx, id, st->json, ufd, NULL, last) != 1)
 		return NULL;
-	store_snapshot *ps = NULL;
-	if (store_snapshot_read(ctx->root, cap->parent, &ps, NULL) < 0)
+	_cleanup_snapshot_ store_snapshot *ps = NULL;
+	if (store_snapshot_read(ctx->root, last, &ps, NULL) < 0)
 		return NULL;
-	if (strv_same(ps->layers, cap->layers) && strv_same(ps->env, env) &&
-	    str_same(ps->user, st->user ?: "root") && str_same(ps->base_template, st->template_spec) &&
-	    str_same(ps->config, icfg))
-		return ps;
-	store_snapshot_free(ps);
-	return NULL;
+	_cleanup_strv_free_ char **env = json_to_strv(st->env);
+	_cleanup_free_ char *icfg = image_config(st);
+	static char *empty[] = {NULL};
+	if (!strv_same(ps->env, env ? env : empty) || !str_same(ps->user, st->user ?: "root") ||
+	    !str_same(ps->base_template, st->template_spec) || !str_same(ps->config, icfg))
+		return NULL;
+	size_t nl = 0;
+	while (ps->layers && ps->layers[nl])
+		nl++;
+	return json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o,s:b,s:b}", "snapshot_id", last, "size_bytes",
+			 (json_int_t)ps->size_bytes, "new_bytes", (json_int_t)0, "files", (json_int_t)0,
+			 "snapshot_ms", now_ms() - t0, "layer", nl ? ps->layers[nl - 1] : "", "frozen", false,
+			 "layers", json_from_strv((const char *const *)ps->layers), "incremental", true,
+			 "reused", true);
 }
 
 static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool reuse, json_t **ret,
@@ -109,6 +129,11 @@ static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool r
 		    "environment '%s' cannot be snapshotted (one-shot runs and environments without user "
 		    "namespaces have no persistent writable layer)",
 		    id);
+
+	if (reuse && (*ret = unchanged_last(ctx, id, &st, t0))) {
+		startup_mark("snapshot: unchanged since the last one");
+		return 0;
+	}
 
 	/* Freeze for a consistent capture; the freeze lasts as long as this
 	 * connection, so a crash here thaws it. Not live: nothing to freeze. */
@@ -165,25 +190,7 @@ static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool r
 		nl++;
 	store_layer_info li = cap.new_layer ? cap.li : (store_layer_info){.existed = true};
 	_cleanup_strv_free_ char **env = json_to_strv(st.env);
-	/* The image config the environment was made with goes on (docker commit keeps it). */
-	_cleanup_free_ char *icfg =
-	    json_is_object(json_object_get(st.json, "image"))
-		? json_dumps(json_object_get(st.json, "image"), JSON_COMPACT | JSON_SORT_KEYS)
-		: NULL;
-	static char *empty[] = {NULL};
-	_cleanup_snapshot_ store_snapshot *same =
-	    reuse ? unchanged_parent(ctx, &st, &cap, env ? env : empty, icfg) : NULL;
-	if (same) {
-		/* Nothing to write: the index stays that snapshot's. */
-		startup_mark("snapshot: unchanged since the last one");
-		*ret =
-		    json_pack("{s:s,s:I,s:I,s:I,s:f,s:s,s:b,s:o,s:b,s:b}", "snapshot_id", cap.parent,
-			      "size_bytes", (json_int_t)same->size_bytes, "new_bytes", (json_int_t)0, "files",
-			      (json_int_t)0, "snapshot_ms", now_ms() - t0, "layer", nl ? layers[nl - 1] : "",
-			      "frozen", frozen, "layers", json_from_strv((const char *const *)layers),
-			      "incremental", true, "reused", true);
-		return *ret ? 0 : err_set(err, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	}
+	_cleanup_free_ char *icfg = image_config(&st);
 	char envdir[4300];
 	snprintf(envdir, sizeof(envdir), "%s/envs/%s", ctx->root, id);
 	_cleanup_free_ char *osr = snap_os_release(envdir);
@@ -194,6 +201,7 @@ static int env_snapshot(sbx_ctx *ctx, const char *ref, const char *label, bool r
 	gmtime_r(&t, &tm);
 	strftime(created, sizeof(created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	char *labels[2] = {(char *)label, NULL};
+	static char *empty[] = {NULL};
 	snap.parent = cap.parent ? cap.parent : (char *)st.snapshot_id;
 	snap.layers = layers;
 	snap.base_template = (char *)st.template_spec;

@@ -272,7 +272,7 @@ static bool fs_unchanged_since(sbx_ctx *ctx, const char *ref, const char *snapsh
 	char p[4300];
 	snprintf(p, sizeof(p), "%s/envs/%s/upper", ctx->root, id);
 	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return ufd >= 0 && snap_delta_unchanged(ctx, id, st.json, ufd, snapshot) == 1;
+	return ufd >= 0 && snap_delta_unchanged(ctx, id, st.json, ufd, snapshot, NULL) == 1;
 }
 
 /* What api_env_diff_meta gives where nothing changed. */

@@ -493,7 +493,8 @@ static bool same_root(const sd_rec *o, const sd_rec *n)
 	       (o->flags & SD_OPAQUE) == (n->flags & SD_OPAQUE);
 }
 
-int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd, const char *snapshot_id)
+int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd, const char *snapshot_id,
+			 char ret_snapshot_id[STORE_DIGEST_SIZE])
 {
 	_cleanup_free_ char *lock = sd_env_file(ctx, id, SD_LOCK);
 	if (!lock)
@@ -504,8 +505,10 @@ int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd
 		return 0;
 	_cleanup_(sd_index_freep) struct snapd_index *oi = NULL;
 	const char *e = sd_index_load(ctx, id, st, ufd, &oi);
-	if (e || !streq(json_str(oi->hdr, "snapshot_id") ?: "", snapshot_id)) {
-		log_debug("%s: no index of snapshot %s: %s", id, snapshot_id, e ? e : "another snapshot's");
+	const char *sid = e ? NULL : json_str(oi->hdr, "snapshot_id");
+	if (!sid || strlen(sid) >= STORE_DIGEST_SIZE || (snapshot_id && !streq(sid, snapshot_id))) {
+		log_debug("%s: no index of snapshot %s: %s", id, snapshot_id ?: "(any)",
+			  e ? e : "another snapshot's");
 		return 0;
 	}
 	/* Phases 1 and 2 of a delta capture (lstat only): what it would stage. */
@@ -517,9 +520,11 @@ int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd
 	if (r == 0)
 		r = sd_close_delta(&w);
 	if (r < 0 || w.staged || !same_root(&oi->r[0], &w.ni->r[0])) {
-		log_debug("%s: changed since snapshot %s (%" PRIu64 " entries)", id, snapshot_id, w.staged);
+		log_debug("%s: changed since snapshot %s (%" PRIu64 " entries)", id, sid, w.staged);
 		return 0;
 	}
+	if (ret_snapshot_id)
+		memcpy(ret_snapshot_id, sid, strlen(sid) + 1);
 	return 1;
 }
 

@@ -50,15 +50,16 @@ void snap_delta_commit(sbx_ctx *ctx, const char *id, const json_t *st, snap_capt
 		       const char *snapshot_id);
 void snap_capture_clear(snap_capture *cap);
 /* 1 when upper_fd (environment id, state st) is, by lstat alone, exactly
- * the writable layer that snapshot snapshot_id captured: the environment's
- * index is that snapshot's, valid (snap_delta_capture's checks: this
- * environment, this boot, not restored since, the same writable layer) and
- * every entry matches its record (none racy, none new, none gone, the
- * root's own metadata too): then the environment's files are that
- * snapshot's and a diff against it is empty. 0 otherwise (changed, no
- * valid index of that snapshot, an error). Stat only, nothing is written;
- * not frozen: what runs meanwhile may change the layer right after. */
+ * the writable layer that the snapshot of the environment's index captured
+ * (snapshot_id, or any when NULL; its id in ret_snapshot_id when given):
+ * the index is valid (snap_delta_capture's checks: this environment, this
+ * boot, not restored since, the same writable layer) and every entry
+ * matches its record (none racy, none new, none gone, the root's own
+ * metadata too): then the environment's files are that snapshot's and a
+ * diff against it is empty. 0 otherwise (changed, no valid index of that
+ * snapshot, an error). Stat only, nothing is written; not frozen: what
+ * runs meanwhile may change the layer right after. */
 int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int upper_fd,
-			 const char *snapshot_id);
+			 const char *snapshot_id, char ret_snapshot_id[STORE_DIGEST_SIZE]);
 /* Drops the environment's index (restore: the writable layer starts again). */
 void snap_delta_forget(sbx_ctx *ctx, const char *id);
