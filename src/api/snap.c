@@ -77,9 +77,11 @@ static json_t *unchanged_last(sbx_ctx *ctx, const char *id, const env_record *st
 	_cleanup_close_ int ufd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ufd < 0 || snap_delta_unchanged(ctx, id, st->json, ufd, NULL, last) != 1)
 		return NULL;
+	startup_mark("snapshot: the writable layer is the last snapshot's");
 	_cleanup_snapshot_ store_snapshot *ps = NULL;
 	if (store_snapshot_read(ctx->root, last, &ps, NULL) < 0)
 		return NULL;
+	startup_mark("snapshot: its manifest read");
 	_cleanup_strv_free_ char **env = json_to_strv(st->env);
 	_cleanup_free_ char *icfg = image_config(st);
 	static char *empty[] = {NULL};

@@ -80,6 +80,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/startup_trace.h"
 #include "store/delta_internal.h"
 #include "store/storefs.h"
 #include "store/tar.h"
@@ -511,6 +512,7 @@ int snap_delta_unchanged(sbx_ctx *ctx, const char *id, const json_t *st, int ufd
 			  e ? e : "another snapshot's");
 		return 0;
 	}
+	startup_mark("snapshot index: loaded");
 	/* Phases 1 and 2 of a delta capture (lstat only): what it would stage. */
 	_cleanup_(sd_walk_clear) walk w = {.ctx = ctx, .st = st, .oi = oi, .ufd = ufd, .host_fd = -1};
 	bool ropq = false;
