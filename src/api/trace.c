@@ -30,6 +30,7 @@
 #include "store/delta.h"
 #include "store/layer.h"
 #include "store/storefs.h"
+#include "trace/determ_cpuid.h"
 #include "trace/determ_tsc.h"
 #include "trace/readset.h"
 #include "trace/trace_format.h"
@@ -618,10 +619,13 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	if (envj && st.capabilities)
 		json_object_set(envj, "capabilities", st.capabilities);
 	/* rdtsc_trapped: false where the machine ignores PR_SET_TSC (determ_tsc.h):
-	 * rdtsc then read the real counter, so a replay may diverge on it. */
-	json_t *detj = json_pack("{s:b,s:I,s:I,s:s,s:I,s:b}", "enabled", det, "epoch_ns", (json_int_t)epoch,
-				 "seed", (json_int_t)seed, "hostname", hostname, "engine_pid",
-				 (json_int_t)engine_pid, "rdtsc_trapped", det && determ_tsc_traps());
+	 * rdtsc then read the real counter, so a replay may diverge on it.
+	 * rdrand_visible: the CPU offers rdrand/rdseed and the engine does not
+	 * hide them (determ_cpuid.h): a program may read the hardware generator. */
+	json_t *detj = json_pack("{s:b,s:I,s:I,s:s,s:I,s:b,s:b}", "enabled", det, "epoch_ns",
+				 (json_int_t)epoch, "seed", (json_int_t)seed, "hostname", hostname,
+				 "engine_pid", (json_int_t)engine_pid, "rdtsc_trapped",
+				 det && determ_tsc_traps(), "rdrand_visible", det && determ_cpu_has_rdrand());
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);
 	if (resj)
 		set_result_json(resj, &res);

@@ -94,7 +94,7 @@ t_replay_on_a_reused_snapshot_still_catches_changes() {
 	ID=$(sbx create)
 	traced "$ID" /bin/true > /dev/null
 	# Real time through a path the engine does not virtualize, into a file.
-	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/stat > /root/up' | jget trace_id)
+	tid=$(sbx exec --json --trace "$ID" -- sh -c 'cat /proc/self/schedstat > /root/up' | jget trace_id)
 	r=$(sbx replay --json "$tid" || true)
 	assert_eq "$(echo "$r" | jget divergence.kind)" filesystem "$r"
 	sbx rm "$ID"
