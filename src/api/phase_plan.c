@@ -48,16 +48,8 @@ static int narrow(const char *field, int64_t agent, int64_t setup_pol, int64_t *
 static bool covered_in(const char *rule, bool internet, char *const *by)
 {
 	egress_rule r;
-	if (egress_rule_parse(rule, &r, NULL) < 0)
-		return false;
-	if (internet && egress_rule_public(&r))
-		return true;
-	for (; by && *by; by++) {
-		egress_rule b;
-		if (egress_rule_parse(*by, &b, NULL) == 0 && egress_rule_covers(&b, &r))
-			return true;
-	}
-	return false;
+	return egress_rule_parse(rule, &r, NULL) == 0 &&
+	       egress_rule_within(&r, internet, (const char *const *)by);
 }
 
 static bool secret_exists(const env_config *c, const char *name)

@@ -138,13 +138,7 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 				egress_rule r;
 				if (egress_rule_parse(*t, &r, err) < 0)
 					return err_wrap(err, "network");
-				bool covered = false;
-				for (char **a = p->allow; a && *a && !covered; a++) {
-					egress_rule pr;
-					covered = egress_rule_parse(*a, &pr, NULL) == 0 &&
-						  egress_rule_covers(&pr, &r);
-				}
-				if (!covered)
+				if (!egress_rule_within(&r, false, (const char *const *)p->allow))
 					return err_set(
 					    err, SBX_E_INVALID_ARGUMENT, EPERM,
 					    "network allow '%s': not within the policy's allowlist", *t);
@@ -172,13 +166,7 @@ int policy_apply(const policy *p, sbx_create_opts *o, policy_storage *keep, sbx_
 			egress_rule r;
 			if (egress_rule_parse(*t, &r, err) < 0)
 				return err_wrap(err, "network");
-			bool covered = false;
-			for (char **a = p->allow; a && *a && !covered; a++) {
-				egress_rule pr;
-				covered =
-				    egress_rule_parse(*a, &pr, NULL) == 0 && egress_rule_covers(&pr, &r);
-			}
-			if (!covered && !egress_rule_public(&r))
+			if (!egress_rule_within(&r, true, (const char *const *)p->allow))
 				return err_set(err, SBX_E_INVALID_ARGUMENT, EPERM,
 					       "network %s '%s': an internal address the policy does not "
 					       "allow",

@@ -446,6 +446,18 @@ bool egress_rule_public(const egress_rule *r)
 	return true;
 }
 
+bool egress_rule_within(const egress_rule *r, bool internet, const char *const *patterns)
+{
+	if (internet && egress_rule_public(r))
+		return true;
+	for (; patterns && *patterns; patterns++) {
+		egress_rule o;
+		if (egress_rule_parse(*patterns, &o, NULL) == 0 && egress_rule_covers(&o, r))
+			return true;
+	}
+	return false;
+}
+
 bool egress_rule_covers(const egress_rule *outer, const egress_rule *inner)
 {
 	if (!port_covers(outer->port, inner->port))

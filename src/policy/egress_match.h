@@ -101,6 +101,11 @@ bool egress_rule_covers(const egress_rule *outer, const egress_rule *inner);
  * target `r` allows? Names and public addresses: yes; internal addresses:
  * only through an IP rule of their own. */
 bool egress_rule_public(const egress_rule *r);
+/* Is every target `r` allows within one of `patterns` (NULL-terminated;
+ * those that do not parse are skipped), or, where `internet`, within
+ * network mode internet (egress_rule_public)? The one test of "a request
+ * within a ceiling": policies, agent phases, the E2B cap. */
+bool egress_rule_within(const egress_rule *r, bool internet, const char *const *patterns);
 
 /* Normalizes a target host for egress_check: lowercase, no trailing dot, no
  * IPv6 brackets. Returns 0, or -EINVAL if it is not a valid name or IP literal. */

@@ -299,19 +299,10 @@ int e2b_net_within(const e2b_net *cap, const e2b_net *req, const char *cap_name,
 		return -EPERM;
 	}
 	for (size_t i = 0; i < req->n; i++) {
+		/* Under open, an internal address needs the cap's own IP rule. */
 		egress_rule r;
-		bool covered = false;
-		if (egress_rule_parse(req->allow[i], &r, NULL) < 0)
-			covered = false;
-		else if (cap->mode == E2B_NET_OPEN && egress_rule_public(&r))
-			covered = true; /* an internal address needs the cap's own IP rule */
-		else
-			for (size_t k = 0; k < cap->n && !covered; k++) {
-				egress_rule c;
-				covered = egress_rule_parse(cap->allow[k], &c, NULL) == 0 &&
-					  egress_rule_covers(&c, &r);
-			}
-		if (!covered) {
+		if (egress_rule_parse(req->allow[i], &r, NULL) < 0 ||
+		    !egress_rule_within(&r, cap->mode == E2B_NET_OPEN, (const char *const *)cap->allow)) {
 			snprintf(why, n, "network.allowOut: '%s' is beyond this server's cap (%s: %s)%s",
 				 req->allow[i], cap_name, d,
 				 strstr(req->allow[i], ":*") ? "; E2B's rules cover every port: ask for one "
