@@ -34,6 +34,7 @@
 #include "util/fd.h"
 #include "util/json.h"
 #include "util/log.h"
+#include "util/thread.h"
 
 #define BUF_SIZE (64 * 1024)
 #define DRAIN_MS 2000
@@ -409,13 +410,7 @@ static void start_resolve(server *s, conn *c)
 		atomic_fetch_sub(&j->refs, 1); /* the thread never starts */
 		return fail(s, c, "502 Bad Gateway", "cannot resolve", strerror(errno));
 	}
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
-	pthread_t t;
-	int r = pthread_create(&t, &attr, resolve_thread, j);
-	pthread_attr_destroy(&attr);
+	int r = thread_start_detached(resolve_thread, j, 256 * 1024);
 	if (r != 0) {
 		atomic_fetch_sub(&j->refs, 1);
 		return fail(s, c, "502 Bad Gateway", "cannot resolve", strerror(r));

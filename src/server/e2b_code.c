@@ -32,6 +32,7 @@
 #include "util/json.h"
 #include "util/macro.h"
 #include "util/strbuf.h"
+#include "util/thread.h"
 
 /* How long /execute waits for a first event before it answers 200: a run
  * that fails at once (a bad context) still gets its own status. */
@@ -335,13 +336,7 @@ http_result e2b_code_execute(http_request *req)
 		return e2b_reply_message(req, HTTP_STATUS_SERVICE_UNAVAILABLE,
 					 "cannot make a pipe for the run");
 	}
-	pthread_attr_t attr;
-	pthread_t t;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int pc = pthread_create(&t, &attr, run_main, r);
-	pthread_attr_destroy(&attr);
-	if (pc != 0) {
+	if (thread_start_detached(run_main, r, 0) != 0) {
 		r->refs = 1;
 		return e2b_reply_message(req, HTTP_STATUS_SERVICE_UNAVAILABLE,
 					 "cannot start a thread for the run");

@@ -48,6 +48,7 @@
 #include "util/fd.h"
 #include "util/json.h"
 #include "util/macro.h"
+#include "util/thread.h"
 
 #define E2B_PROC_LOG_MAX ((size_t)1 << 20) /* unsent output before the command waits */
 #define E2B_PROCS_PER_SANDBOX 256	   /* running processes of one sandbox */
@@ -446,13 +447,7 @@ static bool sandbox_busy(const char *sandbox)
 /* proc_main on a detached thread of its own: pthread_create's result. */
 static int run_detached(eproc *p)
 {
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &at, proc_main, p);
-	pthread_attr_destroy(&at);
-	return r;
+	return thread_start_detached(proc_main, p, 0);
 }
 
 /* Starts sandbox's spare as user, unless it has one or any of its

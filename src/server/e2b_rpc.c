@@ -32,6 +32,7 @@
 #include "util/json.h"
 #include "util/log.h"
 #include "util/macro.h"
+#include "util/thread.h"
 
 #define E2B_RPC_MESSAGE_MAX E2B_RPC_BODY_MAX /* a request message */
 #define E2B_STREAM_BUF_MAX ((size_t)1 << 20) /* unsent bytes before e2b_stream_send blocks */
@@ -454,12 +455,7 @@ static http_result start_stream(http_request *req, const e2b_method *m, e2b_call
 	http_response_header(resp, "Content-Type", "application/connect+json");
 	req->state = s; /* e2b_req_state_done lets go of it (stream_release) */
 	s->refs++;	/* the method's thread */
-	pthread_attr_t at;
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	pthread_t t;
-	int r = pthread_create(&t, &at, stream_main, s);
-	pthread_attr_destroy(&at);
+	int r = thread_start_detached(stream_main, s, 0);
 	if (r != 0) {
 		s->refs--;
 		pthread_mutex_lock(&s->lock);

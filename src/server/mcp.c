@@ -17,6 +17,7 @@
 #include "util/err.h"
 #include "util/json.h"
 #include "util/macro.h"
+#include "util/thread.h"
 
 /* Oldest first; initialize echoes the client's if listed, else the latest
  * handshake revision. */
@@ -395,13 +396,7 @@ static void call_start(mcp_server *s, mcp_call *c)
 	pthread_mutex_unlock(&s->lock);
 
 	if (s->threaded) {
-		pthread_attr_t attr;
-		pthread_t th;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		int r = pthread_create(&th, &attr, call_thread, c);
-		pthread_attr_destroy(&attr);
-		if (r == 0)
+		if (thread_start_detached(call_thread, c, 0) == 0)
 			return;
 	}
 	call_run(c); /* unthreaded, or no thread to be had: serve it here */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "util/macro.h"
+#include "util/thread.h"
 
 typedef struct reap_item {
 	sbx_ctx *ctx;
@@ -51,13 +52,7 @@ static void *reaper_main(void *arg)
 static unsigned reaper_start_locked(void)
 {
 	while (n_workers < REAPER_THREADS) {
-		pthread_t t;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		int r = pthread_create(&t, &a, reaper_main, NULL);
-		pthread_attr_destroy(&a);
-		if (r != 0)
+		if (thread_start_detached(reaper_main, NULL, 0) != 0)
 			break;
 		n_workers++;
 	}
