@@ -1540,20 +1540,27 @@ static const char rusage_py[] =
     "print('VERDICT', s.ru_utime < 0.05, 0.3 <= w.ru_utime == c.ru_utime < 0.4, th.ru_utime > s.ru_utime,\n"
     "  zero, t.system == 0 and t.children_system == 0, 0.3 <= t.children_user < 0.4)\n";
 
+/* A Python program run twice under determinism with one seed: both runs
+ * end well, print `want`, and print the same. */
+static void py_twice(const char *prog, uint64_t seed, const char *want, run *a, run *b)
+{
+	char *argv[] = {"/usr/bin/python3", "-S", "-c", (char *)prog, NULL};
+	run_cfg cfg = {.cwd = "/"};
+	ptrace_opts o = det_opts(seed);
+	CHECK(run_cmd(&o, argv, &cfg, a) && exited_ok(a));
+	CHECK(run_cmd(&o, argv, &cfg, b) && exited_ok(b));
+	if (!strstr(a->out, want) || strcmp(a->out, b->out) != 0)
+		fprintf(stderr, "  run 0:\n%s  run 1:\n%s", a->out, b->out);
+	CHECK(strstr(a->out, want) != NULL);
+	CHECK(strcmp(a->out, b->out) == 0);
+}
+
 TEST(det_rusage_is_virtual)
 {
 	if (access("/usr/bin/python3", X_OK) != 0)
 		SKIP("no /usr/bin/python3");
-	char *argv[] = {"/usr/bin/python3", "-S", "-c", (char *)rusage_py, NULL};
-	run_cfg cfg = {.cwd = "/"};
-	ptrace_opts o = det_opts(43);
 	run a, b;
-	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
-	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
-	if (!strstr(a.out, "VERDICT True True True True True True\n") || strcmp(a.out, b.out) != 0)
-		fprintf(stderr, "  run 0:\n%s  run 1:\n%s", a.out, b.out);
-	CHECK(strstr(a.out, "VERDICT True True True True True True\n") != NULL);
-	CHECK(strcmp(a.out, b.out) == 0);
+	py_twice(rusage_py, 43, "VERDICT True True True True True True\n", &a, &b);
 	run_free(&a);
 	run_free(&b);
 }
@@ -1585,19 +1592,10 @@ TEST(det_pid_stat_is_virtual)
 {
 	if (access("/usr/bin/python3", X_OK) != 0)
 		SKIP("no /usr/bin/python3");
-	char *argv[] = {"/usr/bin/python3", "-S", "-c", (char *)pid_stat_py, NULL};
-	run_cfg cfg = {.cwd = "/"};
-	ptrace_opts o = det_opts(44);
 	run a, b;
-	CHECK(run_cmd(&o, argv, &cfg, &a) && exited_ok(&a));
-	CHECK(run_cmd(&o, argv, &cfg, &b) && exited_ok(&b));
-	const char *want = "VERDICT True True True True True True\n";
-	if (!strstr(a.out, want) || strcmp(a.out, b.out) != 0)
-		fprintf(stderr, "  run 0:\n%s  run 1:\n%s", a.out, b.out);
-	CHECK(strstr(a.out, want) != NULL);
-	CHECK(strstr(a.out, "child 100050 100000 50\n") !=
-	      NULL); /* starttimes: after the 0.5 s sleep, and 0 */
-	CHECK(strcmp(a.out, b.out) == 0);
+	py_twice(pid_stat_py, 44, "VERDICT True True True True True True\n", &a, &b);
+	/* starttimes: after the 0.5 s sleep, and 0 */
+	CHECK(strstr(a.out, "child 100050 100000 50\n") != NULL);
 	run_free(&a);
 	run_free(&b);
 }
