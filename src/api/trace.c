@@ -251,12 +251,6 @@ int trace_decompress(const char *buf, size_t len, char **ret, size_t *ret_len, s
 	return 0;
 }
 
-/* A digest of what the command changed in the filesystem, relative to the
- * snapshot it started from: every added/modified/deleted path and, for up
- * to TRACE_FS_FILES_MAX changed regular files, a digest of the content (read
- * through init, inside the walls); and meta_digest, what every changed
- * entry is (api_env_diff_meta: mode, owner, xattrs, all bytes). Times are
- * not part of either. */
 /* The writable layer is, by its index's stat records, what snapshot
  * captured (snap_delta_unchanged: every entry's inode, ctime, mtime, size,
  * mode, owner and links as then; ctime cannot be set from user space and
@@ -286,6 +280,12 @@ static json_t *empty_diff(void)
 			 dg);
 }
 
+/* A digest of what the command changed in the filesystem, relative to the
+ * snapshot it started from: every added/modified/deleted path and, for up
+ * to TRACE_FS_FILES_MAX changed regular files, a digest of the content (read
+ * through init, inside the walls); and meta_digest, what every changed
+ * entry is (api_env_diff_meta: mode, owner, xattrs, all bytes). Times are
+ * not part of either. */
 int trace_fs_digest(sbx_ctx *ctx, const char *id, const char *snapshot, json_t **ret, sbx_err **err)
 {
 	_cleanup_json_ json_t *d = NULL;
