@@ -123,6 +123,21 @@ static void pfs_close(engine *e)
  * entry's inode number is the same on every procfs mount of the boot, a
  * sysctl's is made with its inode, which the engine's O_PATH fd keeps (so
  * also the same device). */
+/* path opened as tracee tid names it (relative to its dirfd, cwd, root),
+ * with open_flags, if it is a regular file on a procfs: the fd, else -1. */
+static int open_procfs_file(pid_t tid, int dirfd, const char *path, uint64_t flags, int open_flags,
+			    struct stat *st)
+{
+	char full[4096 + 128];
+	tracee_path(full, sizeof(full), tid, dirfd, path);
+	_cleanup_close_ int fd = open(full, open_flags | O_CLOEXEC | (flags & O_NOFOLLOW ? O_NOFOLLOW : 0));
+	struct statfs sf;
+	if (fd < 0 || fstat(fd, st) < 0 || !S_ISREG(st->st_mode) || fstatfs(fd, &sf) < 0 ||
+	    sf.f_type != PROC_SUPER_MAGIC)
+		return -1;
+	return TAKE_FD(fd);
+}
+
 static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64_t flags)
 {
 	int k = determ_procfs_candidate(path);
@@ -131,13 +146,9 @@ static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64
 	pfs_init(e);
 	if (e->pfs.fd[k] < 0)
 		return DETERM_PROCFS_NONE;
-	char full[4096 + 64];
-	tracee_path(full, sizeof(full), tid, dirfd, path);
-	_cleanup_close_ int fd = open(full, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW ? O_NOFOLLOW : 0));
 	struct stat st;
-	struct statfs sf;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 ||
-	    sf.f_type != PROC_SUPER_MAGIC)
+	_cleanup_close_ int fd = open_procfs_file(tid, dirfd, path, flags, O_PATH, &st);
+	if (fd < 0)
 		return DETERM_PROCFS_NONE;
 	if (k == DETERM_PROCFS_STAT && st.st_ino != e->pfs.ino[k])
 		return DETERM_PROCFS_PID_STAT; /* "stat" relative to a process directory */
@@ -157,7 +168,7 @@ static int procfs_kind(engine *e, pid_t tid, int dirfd, const char *path, uint64
 static size_t pid_stat_content(engine *e, const task *t, int dirfd, const char *path, uint64_t flags,
 			       char *buf, size_t cap)
 {
-	char sub[4096 + 64], full[4096 + 128], real[DETERM_PROCFS_MAX];
+	char sub[4096 + 64], real[DETERM_PROCFS_MAX];
 	/* "self" and "thread-self" would name the engine, which opens the path */
 	if (!t)
 		return 0;
@@ -169,12 +180,9 @@ static size_t pid_stat_content(engine *e, const task *t, int dirfd, const char *
 		snprintf(sub, sizeof(sub), "%s", path);
 	if (strstr(sub, "self"))
 		return 0; /* "self" relative to a dirfd, after "..": the kernel answers */
-	tracee_path(full, sizeof(full), t->tid, dirfd, sub);
-	_cleanup_close_ int fd = open(full, O_RDONLY | O_CLOEXEC | (flags & O_NOFOLLOW ? O_NOFOLLOW : 0));
 	struct stat st;
-	struct statfs sf;
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstatfs(fd, &sf) < 0 ||
-	    sf.f_type != PROC_SUPER_MAGIC)
+	_cleanup_close_ int fd = open_procfs_file(t->tid, dirfd, sub, flags, O_RDONLY, &st);
+	if (fd < 0)
 		return 0;
 	ssize_t n = read(fd, real, sizeof(real) - 1);
 	if (n <= 0)
