@@ -5,8 +5,8 @@
  * getrandom (which the engine answers). That needs CPUID faulting
  * (arch_prctl(ARCH_SET_CPUID, 0): Intel's CPUID faulting, exposed by few
  * hypervisors), and the kernel turns it off again at every execve, so the
- * engine would have to set it in the tracee after each exec. Not done yet:
- * this reports whether it could be (docs/trace.md "Determinism"). */
+ * engine would have to set it in the tracee after each exec. The engine does
+ * not hide them; this reports whether it could (docs/trace.md "Determinism"). */
 #pragma once
 #include <stdbool.h>
 #include <stdint.h>

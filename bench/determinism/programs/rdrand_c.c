@@ -1,7 +1,7 @@
 /* rdrand and rdseed where cpuid advertises them: the CPU's hardware
  * generator, which the engine cannot see or answer. It could only hide them
  * (cpuid answered with the bits cleared) where the machine has CPUID
- * faulting, and does not yet (docs/trace.md "Determinism"): reported. */
+ * faulting, and does not hide them (docs/trace.md "Determinism"): reported. */
 #include <cpuid.h>
 #include <stdio.h>
 int main(void)
