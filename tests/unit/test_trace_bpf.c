@@ -54,37 +54,50 @@ typedef struct traced {
 	uint64_t dev, ino; /* its pid namespace */
 } traced;
 
-/* Forks: child unshares CLONE_NEWPID and forks fn's process. Returns 0 once
- * that process is blocked reading the go pipe, so nothing it does before the
- * recorder starts can show up (or be half-recorded). */
-static int traced_spawn(traced *t, int (*fn)(int data_fd))
+/* The fds a traced child finds its pipes on after the exec below. */
+enum { CHILD_GO_FD = 200, CHILD_DATA_FD, CHILD_ID_FD, CHILD_PHASE2_FD };
+#define CHILD_ENV "SBX_TEST_TRACED_FN"
+
+static int phase2[2]; /* two_phases's second pipe: its own test sets it */
+
+extern char **environ;
+
+/* Forks a child that only execs this binary again (traced_child_main, at the
+ * end of this file, takes over there): it unshares CLONE_NEWPID and forks the
+ * process named `fn`. The exec matters: this process has threads (the
+ * recorder's linger and drain threads), and a child forked from it may
+ * inherit a lock one of them held, such as ASan's allocator lock, which
+ * pthread_create or fork in the child would then wait on forever. Returns 0
+ * once the traced process is blocked reading the go pipe, so nothing it does
+ * before the recorder starts can show up (or be half-recorded). */
+static int traced_spawn(traced *t, const char *fn)
 {
 	int go[2], data[2], idp[2];
 	if (pipe2(go, O_CLOEXEC) < 0 || pipe2(data, O_CLOEXEC) < 0 || pipe2(idp, O_CLOEXEC) < 0)
 		return -1;
+	/* everything the child needs is made before the fork: after it, only
+	 * dup2 and execve */
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	_cleanup_free_ char **envp = calloc(n + 2, sizeof(*envp));
+	char var[64], self[] = "/proc/self/exe";
+	if (!envp)
+		return -1;
+	memcpy(envp, environ, n * sizeof(*envp));
+	snprintf(var, sizeof(var), "%s=%s", CHILD_ENV, fn);
+	envp[n] = var;
+	char *argv[] = {self, NULL};
 	fflush(NULL);
 	t->outer = fork();
 	if (t->outer < 0)
 		return -1;
 	if (t->outer == 0) {
-		if (unshare(CLONE_NEWPID) < 0)
-			_exit(120);
-		pid_t p = fork();
-		if (p < 0)
-			_exit(121);
-		if (p == 0) {
-			char c;
-			close(go[1]);
-			close(data[0]);
-			if (read(go[0], &c, 1) != 1)
-				_exit(122);
-			_exit(fn(data[1]));
-		}
-		(void)!write(idp[1], &p, sizeof(p));
-		int st;
-		if (waitpid(p, &st, 0) < 0)
-			_exit(123);
-		_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 124);
+		if (dup2(go[0], CHILD_GO_FD) < 0 || dup2(data[1], CHILD_DATA_FD) < 0 ||
+		    dup2(idp[1], CHILD_ID_FD) < 0 || (phase2[0] >= 0 && dup2(phase2[0], CHILD_PHASE2_FD) < 0))
+			_exit(119);
+		execve(self, argv, envp);
+		_exit(118);
 	}
 	close(go[0]);
 	close(data[1]);
@@ -261,7 +274,7 @@ TEST(records_scenario)
 {
 	SKIP_UNLESS_AVAILABLE();
 	_cleanup_traced_ traced t = {.go_fd = -1, .out_fd = -1};
-	CHECK(traced_spawn(&t, scenario) == 0);
+	CHECK(traced_spawn(&t, "scenario") == 0);
 	_cleanup_close_ int out = memfd_create("trace", MFD_CLOEXEC);
 	CHECK(out >= 0);
 	_cleanup_rec_ bpf_rec *rec = NULL;
@@ -391,7 +404,7 @@ TEST(exec_from_a_thread)
 {
 	SKIP_UNLESS_AVAILABLE();
 	_cleanup_traced_ traced t = {.go_fd = -1, .out_fd = -1};
-	CHECK(traced_spawn(&t, thread_exec) == 0);
+	CHECK(traced_spawn(&t, "thread_exec") == 0);
 	_cleanup_close_ int out = memfd_create("trace", MFD_CLOEXEC);
 	CHECK(out >= 0);
 	_cleanup_rec_ bpf_rec *rec = NULL;
@@ -445,7 +458,7 @@ TEST(lost_events_are_counted_exactly)
 {
 	SKIP_UNLESS_AVAILABLE();
 	_cleanup_traced_ traced t = {.go_fd = -1, .out_fd = -1};
-	CHECK(traced_spawn(&t, burst) == 0);
+	CHECK(traced_spawn(&t, "burst") == 0);
 	_cleanup_close_ int out = memfd_create("trace", MFD_CLOEXEC);
 	CHECK(out >= 0);
 	char page[32];
@@ -641,7 +654,7 @@ TEST(recorder_is_loaded_once_and_recordings_stay_apart)
 	CHECK(pipe2(phase2, O_CLOEXEC) == 0);
 	_cleanup_close_ int p2r = phase2[0], p2w = phase2[1];
 	_cleanup_traced_ traced t = {.go_fd = -1, .out_fd = -1};
-	CHECK(traced_spawn(&t, two_phases) == 0);
+	CHECK(traced_spawn(&t, "two_phases") == 0);
 	close(TAKE_FD(p2r));
 	_cleanup_close_ int out1 = memfd_create("trace1", MFD_CLOEXEC),
 			    out2 = memfd_create("trace2", MFD_CLOEXEC);
@@ -700,4 +713,47 @@ TEST(recorder_is_loaded_once_and_recordings_stay_apart)
 	CHECK(held_fds("anon_inode:bpf_link") == 5 && held_progs(&ids2) == n1 && ids2 == ids1);
 	CHECK(bpf_rec_stop(TAKE_PTR(rec), &st2, NULL) == 0);
 	CHECK(st2.lost == 0);
+}
+
+/* The exec'd child of traced_spawn: unshares its pid namespace, forks the
+ * traced process (pid 1 there), tells the test its pid, and exits with its
+ * status. The traced process waits for the go pipe, then runs its scenario. */
+__attribute__((constructor)) static void traced_child_main(void)
+{
+	const char *name = getenv(CHILD_ENV);
+	if (!name)
+		return;
+	static const struct {
+		const char *name;
+		int (*fn)(int data_fd);
+	} fns[] = {{"scenario", scenario},
+		   {"thread_exec", thread_exec},
+		   {"burst", burst},
+		   {"two_phases", two_phases}};
+	int (*fn)(int) = NULL;
+	for (size_t i = 0; i < ARRAY_SIZE(fns); i++)
+		if (strcmp(fns[i].name, name) == 0)
+			fn = fns[i].fn;
+	if (!fn || unshare(CLONE_NEWPID) < 0)
+		_exit(120);
+	pid_t p = fork();
+	if (p < 0)
+		_exit(121);
+	if (p == 0) {
+		char c;
+		close(CHILD_ID_FD);
+		phase2[0] = fcntl(CHILD_PHASE2_FD, F_GETFD) == 0 ? CHILD_PHASE2_FD : -1;
+		if (read(CHILD_GO_FD, &c, 1) != 1)
+			_exit(122);
+		_exit(fn(CHILD_DATA_FD));
+	}
+	close(CHILD_GO_FD);
+	close(CHILD_DATA_FD);
+	close(CHILD_PHASE2_FD);
+	(void)!write(CHILD_ID_FD, &p, sizeof(p));
+	close(CHILD_ID_FD);
+	int st;
+	if (waitpid(p, &st, 0) < 0)
+		_exit(123);
+	_exit(WIFEXITED(st) ? WEXITSTATUS(st) : 124);
 }
