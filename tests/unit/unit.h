@@ -2,9 +2,12 @@
  * (or those named on the command line) and ends with the line
  * "N passed, N failed, N skipped" that tests/run sums up. */
 #pragma once
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct unit_test {
 	const char *name;
@@ -69,9 +72,46 @@ static inline int unit_strict(void)
 		return;                                                                                      \
 	} while (0)
 
+/* A watchdog per test: one that does not end within SBX_UNIT_TEST_TIMEOUT
+ * seconds (300 by default) fails, named, and the binary ends with its summary
+ * line, instead of holding the whole run until CI's limit. It is a POSIX
+ * timer on SIGRTMAX, not alarm(): tests use SIGALRM themselves, and a timer
+ * is neither inherited by the processes they fork nor a thread beside them. */
+static const char *unit_current;
+static int unit_passed, unit_failed, unit_skipped;
+
+static void unit_timeout(int sig)
+{
+	(void)sig;
+	char buf[512];
+	int n =
+	    snprintf(buf, sizeof(buf),
+		     "  timed out: %s still running after %s s\nFAIL %s\n%d passed, %d failed, %d skipped\n",
+		     unit_current, getenv("SBX_UNIT_TEST_TIMEOUT") ? getenv("SBX_UNIT_TEST_TIMEOUT") : "300",
+		     unit_current, unit_passed, unit_failed + 1, unit_skipped);
+	if (n > 0)
+		(void)!write(STDOUT_FILENO, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	_exit(1);
+}
+
+static timer_t unit_watchdog(void)
+{
+	struct sigaction sa = {.sa_handler = unit_timeout};
+	sigaction(SIGRTMAX, &sa, NULL);
+	struct sigevent ev = {.sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGRTMAX};
+	timer_t t = 0;
+	if (timer_create(CLOCK_MONOTONIC, &ev, &t) < 0) {
+		perror("unit: timer_create");
+		exit(2);
+	}
+	return t;
+}
+
 int main(int argc, char **argv)
 {
-	int passed = 0, failed = 0, skipped = 0;
+	timer_t watchdog = unit_watchdog();
+	const char *limit = getenv("SBX_UNIT_TEST_TIMEOUT");
+	long secs = limit && atol(limit) > 0 ? atol(limit) : 300;
 	for (int i = 0; i < unit_n; i++) {
 		if (argc > 1) {
 			int want = 0;
@@ -81,17 +121,20 @@ int main(int argc, char **argv)
 				continue;
 		}
 		unit_failed_now = unit_skipped_now = 0;
+		unit_current = unit_tests[i].name;
+		timer_settime(watchdog, 0, &(struct itimerspec){.it_value = {.tv_sec = secs}}, NULL);
 		unit_tests[i].fn();
+		timer_settime(watchdog, 0, &(struct itimerspec){0}, NULL);
 		const char *st = unit_failed_now ? "FAIL" : unit_skipped_now ? "SKIP" : "ok";
 		printf("%-4s %s\n", st, unit_tests[i].name);
 		fflush(stdout);
 		if (unit_failed_now)
-			failed++;
+			unit_failed++;
 		else if (unit_skipped_now)
-			skipped++;
+			unit_skipped++;
 		else
-			passed++;
+			unit_passed++;
 	}
-	printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
-	return failed ? 1 : 0;
+	printf("%d passed, %d failed, %d skipped\n", unit_passed, unit_failed, unit_skipped);
+	return unit_failed ? 1 : 0;
 }
