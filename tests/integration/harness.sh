@@ -10,18 +10,56 @@ result=$2
 source "$(dirname "$0")/lib.sh"
 source "$file"
 passed=0 failed=0 skipped=0
+
+# The process $1 and every process below it, one pid a line.
+harness_tree() {
+	ps -e -o pid=,ppid= | awk -v root="$1" '
+		{ kids[$2] = kids[$2] " " $1 }
+		END {
+			n = split(root, q, " ")
+			for (i = 1; i <= n; i++) {
+				print q[i]
+				m = split(kids[q[i]], k, " ")
+				for (j = 1; j <= m; j++) q[++n] = k[j]
+			}
+		}'
+}
+
+# A watchdog per test: one still running after SBX_TEST_TIMEOUT seconds (900
+# by default) is killed with every process under it and fails, named, instead
+# of holding the whole run until CI's limit. It is the harness's child, not
+# the test's, so a test's bare `wait` does not wait for it. $1: the test's
+# directory, where the test writes its pid; $2: its name.
+harness_watchdog() {
+	local limit=${SBX_TEST_TIMEOUT:-900} s pid
+	sleep "$limit" &
+	s=$!
+	trap 'kill $s 2> /dev/null; exit 0' TERM
+	wait $s
+	pid=$(cat "$1/pid" 2> /dev/null) || exit 0
+	echo "harness: $2 still running after ${limit}s: killed" >> "$1/out"
+	# stopped first, so none of them forks past the second look
+	kill -STOP $(harness_tree "$pid") 2> /dev/null
+	kill -KILL $(harness_tree "$pid") 2> /dev/null
+}
+
 tests=$(declare -F | awk '{print $3}' | grep '^t_' || true)
 for t in $tests; do
 	[ -n "${SBX_TEST_ONLY:-}" ] && [[ "$t" != *"$SBX_TEST_ONLY"* ]] && continue
 	tmp=$(mktemp -d /tmp/sbxtest.XXXXXX)
 	chmod 755 "$tmp"
 	start=$(date +%s.%N)
+	harness_watchdog "$tmp" "$t" &
+	watchdog=$!
 	(
+		echo "$BASHPID" > "$tmp/pid"
 		export SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" TMPDIR_TEST="$tmp"
 		set -e
 		$t
 	) > "$tmp/out" 2>&1
 	rc=$?
+	kill $watchdog 2> /dev/null
+	wait $watchdog 2> /dev/null
 	# Hygiene: after the test, gc must leave nothing behind.
 	if [ $rc = 0 ]; then
 		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" check_clean "$tmp" >> "$tmp/out" 2>&1 || rc=1
