@@ -39,6 +39,7 @@
 #include "api/api.h"
 #include "api/code.h"
 #include "api/pool_internal.h"
+#include "build/image_config.h"
 #include "runtime/ctl_proto.h"
 #include "runtime/startup_trace.h"
 #include "util/clock.h"
@@ -49,14 +50,19 @@
 #include "util/syscalls.h"
 
 /* A create matches a pool when it names the same source and policy and
- * nothing else that would change what is built (pure). */
+ * nothing else that would change what is built (pure). Variables do not:
+ * they are the environment's to hand commands, given to an entry as it is
+ * handed out (pool_take), except to a code entry, whose kernel was started
+ * with the entry's own, and to a one-shot take, which its supervisor hands
+ * out itself. */
 bool pool_opts_plain(const sbx_create_opts *o)
 {
 	if (!o)
 		return true;
-	bool plain = !o->name && !o->env && o->n_volumes == 0 && (!o->network || streq(o->network, "none")) &&
-		     o->memory_bytes == 0 && o->pids == 0 && o->cpus == 0 && o->timeout_ms == 0 &&
-		     o->ttl_ms == 0 && o->output_bytes == 0;
+	bool oneshot = o->version >= 7 && o->one_shot, code = o->version >= 9 && o->code;
+	bool plain = !o->name && (!o->env || !(oneshot || code)) && o->n_volumes == 0 &&
+		     (!o->network || streq(o->network, "none")) && o->memory_bytes == 0 && o->pids == 0 &&
+		     o->cpus == 0 && o->timeout_ms == 0 && o->ttl_ms == 0 && o->output_bytes == 0;
 	if (o->version >= 2)
 		plain = plain && !o->keep_identity;
 	if (o->version >= 3)
@@ -468,12 +474,14 @@ static int pool_own(sbx_ctx *ctx, const char *id, int *ret_sock, json_t **ret_wa
 
 /* An entry's state as handed out: no longer a pool entry; created at
  * taken_ms (realtime), from the pool. Into *ret_st if given. */
-static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, json_t **ret_st)
+static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, json_t *env, json_t **ret_st)
 {
 	_cleanup_json_ json_t *st = NULL;
 	int r = env_state_read(ctx, id, &st);
 	if (r < 0)
 		return r;
+	if (env)
+		json_object_set(st, "env", env);
 	char created[32];
 	time_t sec = (time_t)(taken_ms / 1000);
 	struct tm tm;
@@ -496,10 +504,40 @@ static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, js
 	return r;
 }
 
+/* The create's variables given to entry id, over those it was built with
+ * (an image's Env, a snapshot's), as a cold create merges them
+ * (env_create.c): the supervisor and init take them (ctl_proto.h
+ * CTL_OP_ENV), and *ret is what the state records. */
+static int pool_entry_env(sbx_ctx *ctx, const char *id, const char *const *env, json_t **ret)
+{
+	_cleanup_json_ json_t *st = NULL, *reply = NULL;
+	int r = env_state_read(ctx, id, &st);
+	if (r < 0)
+		return r;
+	_cleanup_strv_free_ char **built = json_to_strv(json_object_get(st, "env"));
+	const image_layer img = {.env = (const char *const *)built}, cre = {.env = env};
+	image_merged m;
+	if (image_merge((const image_layer *const[]){&img, &cre}, 2, &m, NULL) < 0)
+		return -ENOMEM;
+	json_t *merged = json_from_strv((const char *const *)m.env);
+	free(m.env);
+	_cleanup_json_ json_t *req =
+	    merged ? json_pack("{s:s,s:o}", CTL_F_OP, CTL_OP_ENV, "env", merged) : NULL;
+	if (!req)
+		return -ENOMEM;
+	env_see_pool_entries(true);
+	r = env_call(ctx, id, req, &reply, NULL);
+	env_see_pool_entries(false);
+	if (r < 0)
+		return -EIO;
+	*ret = json_incref(json_object_get(req, "env"));
+	return 0;
+}
+
 /* ctx.h pool_handout: env_config.handout (runtime.h) of a pool entry. */
 static int pool_handout(void *arg, const char *id, int64_t taken_ms)
 {
-	return pool_state_handout(arg, id, taken_ms, NULL);
+	return pool_state_handout(arg, id, taken_ms, NULL, NULL);
 }
 
 /* Whether code entry id (still hidden) has its bridge and a pristine, live
@@ -600,8 +638,10 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		return 0;
 	}
 	if (sock < 0) { /* ours to hand out */
-		_cleanup_json_ json_t *st = NULL;
-		int r = pool_state_handout(ctx, got, now_ms_real(), &st);
+		_cleanup_json_ json_t *st = NULL, *env = NULL;
+		int r = o && o->env ? pool_entry_env(ctx, got, o->env, &env) : 0;
+		if (r == 0)
+			r = pool_state_handout(ctx, got, now_ms_real(), env, &st);
 		if (r < 0)
 			pool_remove_entry(ctx, got, NULL);
 		(void)unlink(claim); /* handed out (or removed) */

@@ -89,6 +89,14 @@
  * handout). */
 #define CTL_OP_OWN "own"
 #define CTL_EV_OWNED "owned"
+/* client -> supervisor: {env: ["K=V", ...]}, the environment's own variables
+ * from now on (replacing the ones it was started with): a warm pool's entry
+ * handed out to a create that names some (docs/warm.md). The supervisor
+ * keeps them for every init it starts later, drops a standby init built with
+ * the old ones, and passes them on to init ahead of any later request ->
+ * "env" {ok}. */
+#define CTL_OP_ENV "env"
+#define CTL_EV_ENV "env"
 
 /* ---- events and replies ---- */
 #define CTL_EV_ERROR "error"

@@ -814,6 +814,17 @@ static void handle_phase(env_config *c, int sock, json_t *m)
 		(void)json_send(sock, r, NULL, 0);
 }
 
+/* The environment's own variables, replaced (ctl_proto.h CTL_OP_ENV; the
+ * supervisor checked them). */
+static void handle_env(env_config *c, const json_t *m)
+{
+	char **env = json_to_strv(json_object_get(m, "env"));
+	if (env) {
+		strv_free(c->env);
+		c->env = env;
+	}
+}
+
 _noreturn_ void init_main(env_config *c, int sock)
 {
 	g_config = c;
@@ -877,6 +888,8 @@ _noreturn_ void init_main(env_config *c, int sock)
 				handle_stop_all(sock, m);
 			else if (streq(op, CTL_OP_PHASE))
 				handle_phase(c, sock, m);
+			else if (streq(op, CTL_OP_ENV))
+				handle_env(c, m);
 			for (size_t i = 0; i < n; i++)
 				safe_close(fds[i]);
 			json_decref(m);

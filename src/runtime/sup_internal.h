@@ -313,6 +313,9 @@ bool sup_phase_begin(supervisor *s, int conn, json_t *m);
 /* Init's reply to the switch: the cgroup limits lowered (an error goes
  * into reply as limits_error). */
 void sup_phase_end(supervisor *s, json_t *reply);
+/* CTL_OP_ENV: the environment's variables replaced, here and in init;
+ * answers conn. */
+void sup_env_set(supervisor *s, int conn, const json_t *m);
 
 /* ---- sup_teardown.c: the environment's end ---------------------------------- */
 

@@ -8,6 +8,7 @@
 #include <sys/timerfd.h>
 
 #include "policy/egress_match.h"
+#include "runtime/ctl_proto.h"
 #include "runtime/sup_internal.h"
 #include "util/json.h"
 
@@ -77,4 +78,35 @@ void sup_phase_end(supervisor *s, json_t *reply)
 	}
 	json_decref(s->phase_limits);
 	s->phase_limits = NULL;
+}
+
+/* Not a phase, but the same kind of change to what later commands get: the
+ * environment's own variables, replaced whole (ctl_proto.h CTL_OP_ENV). Init
+ * gets them on its socket ahead of any later spawn, so the reply can go at
+ * once. */
+void sup_env_set(supervisor *s, int conn, const json_t *m)
+{
+	_cleanup_err_ sbx_err *e = NULL;
+	json_t *env = json_object_get(m, "env"), *v;
+	size_t i;
+	bool ok = json_is_array(env);
+	json_array_foreach(env, i, v) ok =
+	    ok && json_is_string(v) && strchr(json_string_value(v), '=') && json_string_value(v)[0] != '=';
+	char **strv = ok ? json_to_strv(env) : NULL;
+	_cleanup_json_ json_t *fwd = ok ? json_pack("{s:s,s:O}", CTL_F_OP, CTL_OP_ENV, "env", env) : NULL;
+	if (!ok)
+		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "env: an array of K=V strings");
+	else if (!strv || !fwd)
+		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory");
+	else if (json_send(s->init_sock, fwd, NULL, 0) < 0)
+		err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
+	if (e) {
+		strv_free(strv);
+		sup_send_json(conn, sup_err_json(e), NULL, 0);
+		return;
+	}
+	strv_free(s->c->env);
+	s->c->env = strv;
+	sup_restore_standby_drop(s); /* its init has the old ones */
+	sup_send_json(conn, json_pack("{s:s,s:b}", CTL_F_EV, CTL_EV_ENV, CTL_F_OK, 1), NULL, 0);
 }

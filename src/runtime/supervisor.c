@@ -391,6 +391,9 @@ static void client_request(supervisor *s, int conn)
 			keep = sup_phase_begin(s, conn, m);
 	} else if (streq(op, CTL_OP_EGRESS)) {
 		sup_egress_set(s, conn, m);
+	} else if (streq(op, CTL_OP_ENV)) {
+		if (sup_warm_gate(s, conn, m)) /* init, which a pause has frozen, takes them */
+			sup_env_set(s, conn, m);
 	} else if (streq(op, CTL_OP_INFO)) {
 		sup_send_json(conn, info_json(s), NULL, 0);
 	} else if (streq(op, CTL_OP_STOP)) {

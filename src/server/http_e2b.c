@@ -344,8 +344,9 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 		}
 		i++;
 	}
-	/* Only when there are some: an env (even empty) makes the create not plain, so
-	 * neither served from nor counted by the server's warm set (docs/warm.md). */
+	/* Only when there are some: a create with variables is served from the
+	 * server's warm set (the entry is given them as it is handed out), except
+	 * a code-interpreter one, whose kernel has the entry's (docs/warm.md). */
 	if (n_env > 0)
 		o.env = (const char *const *)env;
 

@@ -278,20 +278,31 @@ t_e2b_creates_use_the_servers_warm_set() {
 		import { execFileSync } from 'node:child_process';
 		import fs from 'node:fs';
 		for (let i = 0; i < 8; i++) await (await Sandbox.create()).kill();
-		let ready = 0;
-		for (let i = 0; i < 300 && ready < 1; i++) {
-			const { pools } = JSON.parse(execFileSync(process.env.SBX_BIN, ['pool', 'ls', '--json'], { encoding: 'utf8' }));
-			// as root, base is E2B's base snapshot (docs/e2b.md "Templates"); rootless, host
-			ready = pools.filter((p) => p.owner && (p.source === 'host' || p.source.startsWith('sha256:'))).reduce((n, p) => n + p.ready, 0);
-			if (ready < 1) await new Promise((r) => setTimeout(r, 100));
-		}
+		const waitReady = async () => {
+			let ready = 0;
+			for (let i = 0; i < 300 && ready < 1; i++) {
+				const { pools } = JSON.parse(execFileSync(process.env.SBX_BIN, ['pool', 'ls', '--json'], { encoding: 'utf8' }));
+				// as root, base is E2B's base snapshot (docs/e2b.md "Templates"); rootless, host
+				ready = pools.filter((p) => p.owner && (p.source === 'host' || p.source.startsWith('sha256:'))).reduce((n, p) => n + p.ready, 0);
+				if (ready < 1) await new Promise((r) => setTimeout(r, 100));
+			}
+			return ready >= 1;
+		};
+		const fromPool = (s) => JSON.parse(fs.readFileSync(process.env.SBX_ROOT + '/envs/' + s.sandboxId + '/state.json', 'utf8')).from_pool;
+		let ready = await waitReady();
 		const s = await Sandbox.create();
-		const st = JSON.parse(fs.readFileSync(process.env.SBX_ROOT + '/envs/' + s.sandboxId + '/state.json', 'utf8'));
 		const r = await s.commands.run('whoami');
+		console.log('ready ' + ready + ' from_pool ' + fromPool(s) + ' ' + r.stdout.trim());
 		await s.kill();
-		console.log('ready ' + (ready >= 1) + ' from_pool ' + st.from_pool + ' ' + r.stdout.trim());
+		// envs given at the create: from the warm set too, every command gets them
+		ready = await waitReady();
+		const e = await Sandbox.create({ envs: { GREETING: 'hi there', OTHER: 'x=y' } });
+		const er = await e.commands.run('echo \"\$GREETING|\$OTHER\"; whoami');
+		console.log('ready ' + ready + ' from_pool ' + fromPool(e) + ' ' + er.stdout.trim().split('\n').join(' '));
+		await e.kill();
 	" 2>&1) || fail "$out"
-	assert_eq "$out" "ready true from_pool true user"
+	assert_eq "$out" "ready true from_pool true user
+ready true from_pool true hi there|x=y user"
 }
 
 # A base sandbox is a fork of E2B's base snapshot (the host template with

@@ -117,7 +117,7 @@ t_pool_entry_equals_cold_create() {
 	sleep 1 # it waited
 	read -r pid fp <<< "$(sbx create --json --policy dev | from_pool)"
 	assert_eq "$fp" "True"
-	read -r cid fp <<< "$(sbx create --json --policy dev --env X=1 | from_pool)"
+	read -r cid fp <<< "$(sbx create --json --policy dev --output-limit 64m | from_pool)"
 	assert_eq "$fp" "False"
 	view='echo $$; hostname; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb|Uid|Gid):" /proc/self/status; awk "{print \$1, \$3}" /proc/self/uid_map /proc/self/gid_map; ulimit -a; ls /proc/self/ns | wc -l'
 	assert_eq "$(sbx exec "$pid" -- sh -c "$view")" "$(sbx exec "$cid" -- sh -c "$view")"
@@ -438,7 +438,7 @@ t_pool_fork_equals_cold_fork() {
 	sleep 1 # it waited
 	read -r pid fp <<< "$(sbx fork --json "$sid" --policy dev | from_pool)"
 	assert_eq "$fp" "True"
-	read -r cid fp <<< "$(sbx fork --json "$sid" --policy dev --env X=1 | from_pool)"
+	read -r cid fp <<< "$(sbx fork --json "$sid" --policy dev --output-limit 64m | from_pool)"
 	assert_eq "$fp" "False"
 	view='hostname; grep -E "^(Seccomp|Seccomp_filters|NoNewPrivs|CapInh|CapPrm|CapEff|CapBnd|CapAmb|Uid|Gid):" /proc/self/status; awk "{print \$1, \$3}" /proc/self/uid_map /proc/self/gid_map; ulimit -a; ls /proc/self/ns | wc -l; cat /root/b'
 	for round in fork restore; do
@@ -474,7 +474,7 @@ t_pool_fork_names_one_pool() {
 	ready "$sid" 2
 	read -r cfid fp <<< "$(sbx create --snapshot fbase --json | from_pool)"
 	assert_eq "$fp" "True" "sbx create --snapshot did not take an entry"
-	read -r cold fp <<< "$(sbx fork --json "$sid" --env X=1 | from_pool)"
+	read -r cold fp <<< "$(sbx fork --json "$sid" --output-limit 10m | from_pool)"
 	assert_eq "$fp" "False"
 	# Exactly the snapshot's files (a fork's machine id is its own, as a cold fork's).
 	assert_eq "$(sbx diff "$cfid")" "M /etc/machine-id" "a pooled fork differs from its snapshot"
@@ -553,6 +553,42 @@ t_pool_fork_of_a_deleted_snapshot() {
 # Options a pool's entries were not built with build cold, so they get what
 # a cold create does: a fork naming another template is refused, a device
 # is looked up (and refused when no CDI spec has it).
+# Variables do not change what an entry is: a create naming some takes one
+# and its commands get them over the entry's own (a snapshot's), as a cold
+# create's would; they last across an in-place restore and are in the
+# state (inspect); the entry refilled after it has none of them. A code
+# create and a one-shot run with variables still build cold: the kernel was
+# started with the entry's variables, and a one-shot entry is handed out by
+# its supervisor.
+t_pool_env_given_at_handout() {
+	src=$(sbx create --env FROMSNAP=s --env KEEP=old)
+	sid=$(sbx snapshot "$src")
+	sbx pool set "$sid" --size 1 > /dev/null
+	ready "$sid" 1
+	read -r pid fp <<< "$(sbx fork --json "$sid" --env KEEP=new --env ADDED='a b' | from_pool)"
+	assert_eq "$fp" "True" "a fork with variables did not take an entry"
+	read -r cid fp <<< "$(sbx fork --json "$sid" --env KEEP=new --env ADDED='a b' --output-limit 10m | from_pool)"
+	assert_eq "$fp" "False"
+	view='echo "$FROMSNAP|$KEEP|$ADDED"'
+	assert_eq "$(sbx exec "$pid" -- sh -c "$view")" "s|new|a b"
+	assert_eq "$(sbx exec "$cid" -- sh -c "$view")" "s|new|a b"
+	env_of() { sbx inspect "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["env"])'; }
+	assert_eq "$(env_of "$pid")" "$(env_of "$cid")" "the state's variables differ"
+	sbx restore "$pid" "$sid" > /dev/null
+	assert_eq "$(sbx exec "$pid" -- sh -c "$view")" "s|new|a b" "after a restore in place"
+	ready "$sid" 1
+	read -r plain fp <<< "$(sbx fork --json "$sid" | from_pool)"
+	assert_eq "$fp" "True"
+	assert_eq "$(sbx exec "$plain" -- sh -c "$view")" "s|old|" "the refilled entry has the last create's variables"
+	sbx rm "$src" "$pid" "$cid" "$plain"
+	sbx pool rm "$sid" > /dev/null
+	sbx pool set host --size 1 > /dev/null
+	ready host 1
+	assert_eq "$(sbx run --json --env X=1 -- sh -c 'echo $X' | python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["from_pool"], j["stdout"].strip())')" "False 1"
+	assert_eq "$(sbx run --json -- true | python3 -c 'import json,sys; print(json.load(sys.stdin)["from_pool"])')" "True"
+	sbx pool rm host > /dev/null
+}
+
 t_pool_other_options_build_cold() {
 	sbx pool set host --size 1 > /dev/null
 	ready host 1
