@@ -352,7 +352,7 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 
 		/* 3. Outcomes, in order. */
 		json_t *got = json_object_get(oc.manifest, "result");
-		int64_t pid = (int64_t)json_int(detj, "engine_pid", 0) + 1;
+		int64_t pid = json_int(detj, "command_pid", 0) ?: json_int(detj, "engine_pid", 0) + 1;
 		_cleanup_free_ char *ws = status_str(want), *gs = status_str(got);
 		if (!streq(ws ?: "", gs ?: ""))
 			div = divergence("exit", 0, pid, ws, gs);

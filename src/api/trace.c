@@ -86,8 +86,10 @@ static int read_scratch(int fd, char **ret, size_t *ret_len, sbx_err **err)
 /* Drops the records of processes that are the runtime's, not the
  * command's: init (pid 1), the engine that spawned the command, and what the
  * command's own process did before its first exec (the engine's set-up in
- * the child: signal resets, personality, affinity, the seccomp filter). */
-static void drop_runtime_records(char *buf, size_t *len, uint32_t engine_pid)
+ * the child: signal resets, personality, affinity, the seccomp filter; or
+ * init's, when no engine ran). pid: the engine's, or with engine false the
+ * command's own (init spawned it directly). */
+static void drop_runtime_records(char *buf, size_t *len, uint32_t pid, bool engine)
 {
 	if (*len < sizeof(struct trace_file_header))
 		return;
@@ -108,7 +110,8 @@ static void drop_runtime_records(char *buf, size_t *len, uint32_t engine_pid)
 		if (h.type == TR_FORK && h.len >= sizeof(struct trace_fork) && !mine) {
 			struct trace_fork f;
 			memcpy(&f, buf + in, sizeof(f));
-			bool parent_mine = n_tree == 0 ? f.parent_pid == engine_pid : false;
+			bool parent_mine =
+			    n_tree == 0 ? (engine ? f.parent_pid == pid : h.pid == pid) : false;
 			for (size_t i = 0; i < n_tree && !parent_mine; i++)
 				parent_mine = tree[i] == f.parent_pid;
 			if (parent_mine && n_tree < ARRAY_SIZE(tree))
@@ -553,10 +556,16 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	trace_counts counts = {0};
 	json_t *tinfo = json_object_get(exitm, "trace");
 	const char *recorder = json_str(started, "recorder") ?: "ptrace";
-	uint32_t engine_pid = (uint32_t)json_int(started, "pid", 0);
+	uint32_t spawned = (uint32_t)json_int(started, "pid", 0);
+	/* Without an engine (the eBPF recorder alone) the command is init's own
+	 * child: the manifest gives its pid instead. A replay runs the engine and
+	 * does not reach that pid: as before, a recording without determinism
+	 * may differ from its replay in pids (t_replay_without_determinism_diverges). */
+	bool engine = json_bool(started, "engine", true);
+	uint32_t engine_pid = engine ? spawned : 0, command_pid = engine ? 0 : spawned;
 	if (read_scratch(bpf_out, &bbuf, &blen, err) < 0 || read_scratch(det_out, &dbuf, &dlen, err) < 0)
 		goto fail;
-	drop_runtime_records(bbuf, &blen, engine_pid);
+	drop_runtime_records(bbuf, &blen, spawned, engine);
 	if (streq(recorder, "bpf"))
 		keep_only_determ(dbuf, &dlen);
 	if (merge_streams(bbuf, blen, dbuf, dlen, &merged, &mlen, err) < 0)
@@ -622,10 +631,11 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	 * rdtsc then read the real counter, so a replay may diverge on it.
 	 * rdrand_visible: the CPU offers rdrand/rdseed and the engine does not
 	 * hide them (determ_cpuid.h): a program may read the hardware generator. */
-	json_t *detj = json_pack("{s:b,s:I,s:I,s:s,s:I,s:b,s:b}", "enabled", det, "epoch_ns",
-				 (json_int_t)epoch, "seed", (json_int_t)seed, "hostname", hostname,
-				 "engine_pid", (json_int_t)engine_pid, "rdtsc_trapped",
-				 det && determ_tsc_traps(), "rdrand_visible", det && determ_cpu_has_rdrand());
+	json_t *detj =
+	    json_pack("{s:b,s:I,s:I,s:s,s:I,s:I,s:b,s:b}", "enabled", det, "epoch_ns", (json_int_t)epoch,
+		      "seed", (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid,
+		      "command_pid", (json_int_t)command_pid, "rdtsc_trapped", det && determ_tsc_traps(),
+		      "rdrand_visible", det && determ_cpu_has_rdrand());
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);
 	if (resj)
 		set_result_json(resj, &res);

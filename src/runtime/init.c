@@ -133,6 +133,7 @@ typedef struct spawn_user {
  * tracee and exits with the command's status. */
 typedef struct spawn_trace {
 	bool on;
+	bool engine; /* false: the eBPF recorder alone, the command spawned as an untraced one */
 	ptrace_opts po;
 	int fd; /* the engine's record stream, -1 none */
 } spawn_trace;
@@ -199,8 +200,9 @@ static uint64_t init_ignored; /* bit s-1: signal s was ignored when init started
  * it runs with is the same: credentials, capabilities, seccomp and Landlock
  * (inherited), rlimits, time namespace, environment, cwd.
  *
- * A traced command forks (report NULL, errpipe): its child runs the ptrace
- * engine for as long as the command runs, without exec. So does an ASan
+ * A command under the ptrace engine (recorded with ptrace, or deterministic)
+ * forks (report NULL, errpipe): its child runs the engine for as long as the
+ * command runs, without exec. So does an ASan
  * build: the sanitizer's stack bookkeeping does not follow the switch. */
 #if defined(__SANITIZE_ADDRESS__)
 #define INIT_SPAWN_VM 0
@@ -518,6 +520,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	if (json_is_object(tj)) {
 		int64_t kt = json_int(m, "trace_fd", -1);
 		tr.on = true;
+		tr.engine = json_bool(tj, "engine", true);
 		tr.fd = kt >= 0 && (size_t)kt < n_fds ? fds[kt] : -1;
 		tr.po = (ptrace_opts)PTRACE_OPTS_INIT;
 		tr.po.deterministic = json_bool(tj, "deterministic", false);
@@ -539,7 +542,8 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 	}
 	spawn_err se;
 	bool failed;
-	if (INIT_SPAWN_VM && !tr.on) {
+	bool engine = tr.on && tr.engine;
+	if (INIT_SPAWN_VM && !engine) {
 		spawn_vm_args va = {.argv = argv,
 				    .envp = envp,
 				    .cwd = cwd,
@@ -575,7 +579,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		if (pid == 0) {
 			safe_close(ep[0]);
 			child_exec(argv, envp, cwd, in, out, errfd, tty ? tty_path : NULL, ep[1], NULL,
-				   tr.on ? &tr : NULL, &su);
+				   engine ? &tr : NULL, &su);
 		}
 		safe_close(ep[1]);
 		ssize_t n = RETRY_EINTR(read(ep[0], &se, sizeof(se)));

@@ -73,6 +73,12 @@ static int start_trace(supervisor *s, sup_exec *x, json_t *tr, json_t *m, int *f
 		}
 	}
 	json_object_set_new(tr, "record", json_boolean(!use_bpf && json_object_get(m, "trace_fd")));
+	/* The engine is needed to record (ptrace), for determinism and for a
+	 * replay's pids; the eBPF recorder alone sees the command spawned as an
+	 * untraced one is, without the engine's fork, set-up and ptrace stops
+	 * (most of a short traced command's cost). */
+	x->engine = !use_bpf || json_bool(tr, "deterministic", false) || json_int(tr, "first_pid", 0) > 0;
+	json_object_set_new(tr, "engine", json_boolean(x->engine));
 	x->traced = true;
 	x->recorder = use_bpf ? "bpf" : "ptrace";
 	return 0;

@@ -61,6 +61,7 @@ typedef struct sup_exec {
 	int64_t timeout_ms;   /* the timeout that applies (the command's or the environment's), 0: none */
 	bool traced;	      /* holds the environment's one recorder slot */
 	const char *recorder; /* "bpf" or "ptrace" when traced */
+	bool engine;	      /* traced: init runs it under the ptrace engine (sup_exec.c start_trace) */
 	struct timespec start;
 	struct itimerspec paused_left; /* the timeout's remaining time while paused */
 	sup_proc *bg; /* a background process (docs/processes.md): no client, output to files */

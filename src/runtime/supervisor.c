@@ -479,8 +479,10 @@ static void init_event(supervisor *s)
 		x->started = true;
 		_cleanup_json_ json_t *o =
 		    json_pack("{s:s,s:I}", CTL_F_EV, CTL_EV_STARTED, CTL_F_PID, (json_int_t)e.pid);
-		if (o && x->traced)
+		if (o && x->traced) {
 			json_object_set_new(o, "recorder", json_string(x->recorder));
+			json_object_set_new(o, "engine", json_boolean(x->engine));
+		}
 		if (x->conn >= 0 && o)
 			(void)json_send(x->conn, o, fds, n);
 		else

@@ -237,6 +237,40 @@ t_replay_without_determinism_diverges() {
 	sbx rm "$ID"
 }
 
+# Without determinism the eBPF recorder alone records: the command is init's
+# own child as an untraced one is (no ptrace engine between them, whose
+# fork, set-up and stops were most of a short command's cost), nothing of
+# init shows but the fork of the command, and the pid a replay's engine
+# reaches is the one before the command's, so a replay's command has the
+# recorded pid. With determinism the engine is the command's parent.
+t_trace_without_determinism_runs_no_engine() {
+	is_root || skip_ok "rootless traces record with ptrace, which is the engine"
+	ID=$(sbx create)
+	sbx exec "$ID" -- true # the command below is not the first pid after init's
+	out=$(sbx exec --json --trace --no-deterministic "$ID" -- sh -c 'echo $PPID; cat /etc/hostname > /dev/null; exit 4' || true)
+	assert_eq "$(echo "$out" | jget exit_code)" 4
+	assert_eq "$(echo "$out" | jget stdout)" 1 "the command's parent is not init"
+	tid=$(echo "$out" | jget trace_id)
+	assert_eq "$(sbx trace inspect "$tid" | jget events.recorder)" bpf
+	show=$(sbx trace show "$tid")
+	echo "$show" | grep -E '\+\+\+ exec .*cat' > /dev/null || fail "the exec of cat is missing"
+	echo "$show" | grep -E 'exit_group\(4\)' > /dev/null || fail "exit_group(4) is missing"
+	leaked=$(echo "$show" | grep -E '^ *[0-9.]+ \[1\]' | grep -v '+++ fork child' || true)
+	[ -z "$leaked" ] || fail "init's own records leaked into the trace: $leaked"
+	echo "$show" | grep -E ' (setsid|close_range|umask)\(' && fail "the spawn's set-up before exec is in the trace"
+	# The manifest names the command's pid (there is no engine's); a replay,
+	# which runs the engine, of a program that does the same every time matches.
+	out=$(sbx exec --json --trace --no-deterministic "$ID" -- sh -c 'echo $$; cat /etc/hostname')
+	tid=$(echo "$out" | jget trace_id)
+	assert_eq "$(sbx trace inspect "$tid" | jget determinism.command_pid)" "$(echo "$out" | jget stdout | head -n 1)"
+	assert_eq "$(sbx trace inspect "$tid" | jget determinism.engine_pid)" 0
+	tid=$(sbx exec --json --trace --no-deterministic "$ID" -- sh -c 'cat /etc/hostname; ls /' | jget trace_id)
+	r=$(sbx replay --json "$tid" || true)
+	assert_eq "$(echo "$r" | jget verdict)" match "$r"
+	assert_eq "$(sbx exec --trace "$ID" -- sh -c 'test $PPID != 1 && echo engine')" engine "with determinism the engine is the parent"
+	sbx rm "$ID"
+}
+
 t_replay_reports_changed_volume_input() {
 	mkdir -p "$TMPDIR_TEST/vol"
 	echo one > "$TMPDIR_TEST/vol/in.txt"
