@@ -64,7 +64,16 @@ for t in $tests; do
 	if [ $rc = 0 ]; then
 		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" check_clean "$tmp" >> "$tmp/out" 2>&1 || rc=1
 	else
-		# A failed test may have left live environments: remove them too.
+		# A failed test may have left pools (whose refiller may still be
+		# making an entry) and live environments: remove them too, pools first.
+		SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" pool ls --json 2> /dev/null |
+			python3 -c 'import json, sys
+for p in json.load(sys.stdin)["pools"]:
+    print(" ".join([p["source"]] + (["--policy", p["policy"]] if p.get("policy") else []) + (["--code"] if p.get("code") else [])))' 2> /dev/null |
+			while read -r args; do
+				# shellcheck disable=SC2086
+				SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" pool rm $args > /dev/null 2>&1 || true
+			done
 		for id in $(ls "$tmp/root/envs" 2> /dev/null | grep -E '^[0-9a-f]{12}$'); do
 			SBX_ROOT="$tmp/root" SBX_RUN="$tmp/run" timeout 30 "$SBX_BIN" rm "$id" > /dev/null 2>&1 || true
 		done
