@@ -436,6 +436,12 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		return err_set(
 		    err, SBX_E_INVALID_ARGUMENT, EINVAL,
 		    "a traced command cannot run on a terminal (-t): terminal input is not replayable");
+	/* rdtsc_trapped: false where the machine ignores PR_SET_TSC (determ_tsc.h):
+	 * rdtsc then reads the real counter, so a replay may diverge on it. Probed
+	 * (in a forked child, once) before this run holds anything on the heap:
+	 * under valgrind the child's exit checks its copy of the heap for leaks,
+	 * where what this function held only in registers at the fork looks lost. */
+	bool tsc_trapped = tp->deterministic && determ_tsc_traps();
 	_cleanup_env_record_ env_record st = {.uid_slot = -1};
 	if (env_record_read(ctx, id, &st) < 0)
 		return err_set(err, SBX_E_NOT_FOUND, ENOENT, "no such environment: '%s'", id);
@@ -627,15 +633,13 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 		json_object_set_new(cmd, "user", json_string(tuser));
 	if (envj && st.capabilities)
 		json_object_set(envj, "capabilities", st.capabilities);
-	/* rdtsc_trapped: false where the machine ignores PR_SET_TSC (determ_tsc.h):
-	 * rdtsc then read the real counter, so a replay may diverge on it.
-	 * rdrand_visible: the CPU offers rdrand/rdseed and the engine does not
+	/* rdrand_visible: the CPU offers rdrand/rdseed and the engine does not
 	 * hide them (determ_cpuid.h): a program may read the hardware generator. */
 	json_t *detj =
 	    json_pack("{s:b,s:I,s:I,s:s,s:I,s:I,s:b,s:b}", "enabled", det, "epoch_ns", (json_int_t)epoch,
 		      "seed", (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid,
-		      "command_pid", (json_int_t)command_pid, "rdtsc_trapped", det && determ_tsc_traps(),
-		      "rdrand_visible", det && determ_cpu_has_rdrand());
+		      "command_pid", (json_int_t)command_pid, "rdtsc_trapped", tsc_trapped, "rdrand_visible",
+		      det && determ_cpu_has_rdrand());
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);
 	if (resj)
 		set_result_json(resj, &res);
