@@ -60,9 +60,12 @@ bool pool_opts_plain(const sbx_create_opts *o)
 	if (!o)
 		return true;
 	bool oneshot = o->version >= 7 && o->one_shot, code = o->version >= 9 && o->code;
-	bool plain = !o->name && (!o->env || !(oneshot || code)) && o->n_volumes == 0 &&
-		     (!o->network || streq(o->network, "none")) && o->memory_bytes == 0 && o->pids == 0 &&
-		     o->cpus == 0 && o->timeout_ms == 0 && o->ttl_ms == 0 && o->output_bytes == 0;
+	bool env_ok = !o->env || !(oneshot || code);
+	for (const char *const *e = o->env; env_ok && e && *e; e++) /* the cold create says why */
+		env_ok = strchr(*e, '=') && **e != '=';
+	bool plain = !o->name && env_ok && o->n_volumes == 0 && (!o->network || streq(o->network, "none")) &&
+		     o->memory_bytes == 0 && o->pids == 0 && o->cpus == 0 && o->timeout_ms == 0 &&
+		     o->ttl_ms == 0 && o->output_bytes == 0;
 	if (o->version >= 2)
 		plain = plain && !o->keep_identity;
 	if (o->version >= 3)
@@ -472,16 +475,44 @@ static int pool_own(sbx_ctx *ctx, const char *id, int *ret_sock, json_t **ret_wa
 	return streq(json_str(m, CTL_F_CODE) ?: "", "conflict") ? 0 : -1;
 }
 
+/* The create's variables given to entry id, over those it was built with
+ * (st's: an image's Env, a snapshot's), as a cold create merges them
+ * (env_create.c): the supervisor and init take them (ctl_proto.h
+ * CTL_OP_ENV), and st records them. */
+static int pool_entry_env(sbx_ctx *ctx, const char *id, json_t *st, const char *const *env)
+{
+	_cleanup_strv_free_ char **built = json_to_strv(json_object_get(st, "env"));
+	const image_layer img = {.env = (const char *const *)built}, cre = {.env = env};
+	image_merged m;
+	if (image_merge((const image_layer *const[]){&img, &cre}, 2, &m, NULL) < 0)
+		return -ENOMEM;
+	json_t *merged = json_from_strv((const char *const *)m.env);
+	free(m.env);
+	_cleanup_json_ json_t *reply = NULL,
+			      *req =
+				  merged ? json_pack("{s:s,s:o}", CTL_F_OP, CTL_OP_ENV, "env", merged) : NULL;
+	if (!req)
+		return -ENOMEM;
+	env_see_pool_entries(true);
+	int r = env_call(ctx, id, req, &reply, NULL);
+	env_see_pool_entries(false);
+	if (r < 0)
+		return -EIO;
+	return json_object_set(st, "env", json_object_get(req, "env")) < 0 ? -ENOMEM : 0;
+}
+
 /* An entry's state as handed out: no longer a pool entry; created at
- * taken_ms (realtime), from the pool. Into *ret_st if given. */
-static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, json_t *env, json_t **ret_st)
+ * taken_ms (realtime), from the pool, with the create's variables if any
+ * (pool_entry_env). Into *ret_st if given. */
+static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, const char *const *env,
+			      json_t **ret_st)
 {
 	_cleanup_json_ json_t *st = NULL;
 	int r = env_state_read(ctx, id, &st);
+	if (r == 0 && env)
+		r = pool_entry_env(ctx, id, st, env);
 	if (r < 0)
 		return r;
-	if (env)
-		json_object_set(st, "env", env);
 	char created[32];
 	time_t sec = (time_t)(taken_ms / 1000);
 	struct tm tm;
@@ -502,36 +533,6 @@ static int pool_state_handout(sbx_ctx *ctx, const char *id, int64_t taken_ms, js
 	if (r == 0 && ret_st)
 		*ret_st = TAKE_PTR(st);
 	return r;
-}
-
-/* The create's variables given to entry id, over those it was built with
- * (an image's Env, a snapshot's), as a cold create merges them
- * (env_create.c): the supervisor and init take them (ctl_proto.h
- * CTL_OP_ENV), and *ret is what the state records. */
-static int pool_entry_env(sbx_ctx *ctx, const char *id, const char *const *env, json_t **ret)
-{
-	_cleanup_json_ json_t *st = NULL, *reply = NULL;
-	int r = env_state_read(ctx, id, &st);
-	if (r < 0)
-		return r;
-	_cleanup_strv_free_ char **built = json_to_strv(json_object_get(st, "env"));
-	const image_layer img = {.env = (const char *const *)built}, cre = {.env = env};
-	image_merged m;
-	if (image_merge((const image_layer *const[]){&img, &cre}, 2, &m, NULL) < 0)
-		return -ENOMEM;
-	json_t *merged = json_from_strv((const char *const *)m.env);
-	free(m.env);
-	_cleanup_json_ json_t *req =
-	    merged ? json_pack("{s:s,s:o}", CTL_F_OP, CTL_OP_ENV, "env", merged) : NULL;
-	if (!req)
-		return -ENOMEM;
-	env_see_pool_entries(true);
-	r = env_call(ctx, id, req, &reply, NULL);
-	env_see_pool_entries(false);
-	if (r < 0)
-		return -EIO;
-	*ret = json_incref(json_object_get(req, "env"));
-	return 0;
 }
 
 /* ctx.h pool_handout: env_config.handout (runtime.h) of a pool entry. */
@@ -638,10 +639,8 @@ int pool_take(sbx_ctx *ctx, const sbx_create_opts *o, char **ret_id, json_t **re
 		return 0;
 	}
 	if (sock < 0) { /* ours to hand out */
-		_cleanup_json_ json_t *st = NULL, *env = NULL;
-		int r = o && o->env ? pool_entry_env(ctx, got, o->env, &env) : 0;
-		if (r == 0)
-			r = pool_state_handout(ctx, got, now_ms_real(), env, &st);
+		_cleanup_json_ json_t *st = NULL;
+		int r = pool_state_handout(ctx, got, now_ms_real(), o ? o->env : NULL, &st);
 		if (r < 0)
 			pool_remove_entry(ctx, got, NULL);
 		(void)unlink(claim); /* handed out (or removed) */

@@ -93,12 +93,11 @@ void sup_env_set(supervisor *s, int conn, const json_t *m)
 	json_array_foreach(env, i, v) ok =
 	    ok && json_is_string(v) && strchr(json_string_value(v), '=') && json_string_value(v)[0] != '=';
 	char **strv = ok ? json_to_strv(env) : NULL;
-	_cleanup_json_ json_t *fwd = ok ? json_pack("{s:s,s:O}", CTL_F_OP, CTL_OP_ENV, "env", env) : NULL;
 	if (!ok)
 		err_set(&e, SBX_E_INVALID_ARGUMENT, EINVAL, "env: an array of K=V strings");
-	else if (!strv || !fwd)
+	else if (!strv)
 		err_set(&e, SBX_E_INTERNAL, ENOMEM, "out of memory");
-	else if (json_send(s->init_sock, fwd, NULL, 0) < 0)
+	else if (json_send(s->init_sock, m, NULL, 0) < 0) /* init reads only its env */
 		err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment init is not answering");
 	if (e) {
 		strv_free(strv);

@@ -18,6 +18,13 @@ TEST(variables_are_served_except_to_code_and_one_shot)
 	CHECK(pool_opts_plain(&o));
 	o.env = env;
 	CHECK(!pool_opts_plain(&o)); /* its supervisor hands the entry out */
+	/* malformed variables are left to the cold create, which says why */
+	o.one_shot = false;
+	const char *const bad[] = {"NOEQUALS", NULL}, *const blank[] = {"=v", NULL};
+	o.env = bad;
+	CHECK(!pool_opts_plain(&o));
+	o.env = blank;
+	CHECK(!pool_opts_plain(&o));
 	/* an older caller's struct: no code or one_shot fields to read */
 	sbx_create_opts old = SBX_CREATE_OPTS_INIT;
 	old.version = 6;
