@@ -213,6 +213,66 @@ static const char *pattern_alien(const char *p)
 	return NULL;
 }
 
+/* How many nodes glibc's regcomp builds for pattern p, roughly: it copies
+ * a quantified atom once per repetition it must spell out (a+ is aa*,
+ * a{2,5} five copies), so nested quantified groups multiply, and its time
+ * and memory grow faster than the count (a{0,1999}: 0.1 s and 33 MB;
+ * a{0,4999}: 0.5 s and 200 MB; three {0,32000}: 100 s and 24 GB). The
+ * tools' own patterns cost about 130. Saturates at PATTERN_COST_MAX; -1
+ * for groups nested deeper than the stack. Called on a pattern
+ * pattern_alien() accepted (bounds are well formed). */
+#define PATTERN_COST_MAX 2000UL
+static long pattern_cost(const char *p)
+{
+	enum { DEPTH = 32 };
+	unsigned long sum[DEPTH] = {0}, last[DEPTH] = {0};
+	int d = 0;
+	for (; *p; p++) {
+		unsigned long atom = 1, mult = 0;
+		if (*p == '(') {
+			if (++d == DEPTH)
+				return -1;
+			sum[d] = last[d] = 0;
+			continue;
+		} else if (*p == ')' && d > 0) {
+			atom = sum[d--];
+		} else if (*p == '+') {
+			mult = 2;
+		} else if (*p == '*' || *p == '?') {
+			mult = 1;
+		} else if (*p == '{') {
+			char *end;
+			unsigned long lo = strtoul(p + 1, &end, 10), hi = lo;
+			if (*end == ',')
+				hi = end[1] == '}' ? lo + 1 : strtoul(end + 1, &end, 10);
+			p = strchr(p, '}') ? strchr(p, '}') : p + strlen(p) - 1;
+			mult = hi > 0 ? hi : 1;
+		} else if (*p == '|') {
+			last[d] = 0;
+			continue;
+		} else if (*p == '\\' && p[1]) {
+			p++;
+		} else if (*p == '[') {
+			p = strchr(p + 1, ']') ? strchr(p + 1, ']') : p + strlen(p) - 1;
+		}
+		if (mult) { /* the quantifier repeats the previous atom */
+			unsigned long extra = last[d] * (mult - 1);
+			if (mult - 1 && extra / (mult - 1) != last[d])
+				extra = PATTERN_COST_MAX;
+			sum[d] = sum[d] + extra > PATTERN_COST_MAX ? PATTERN_COST_MAX : sum[d] + extra;
+			last[d] = last[d] + extra > PATTERN_COST_MAX ? PATTERN_COST_MAX : last[d] + extra;
+			continue;
+		}
+		last[d] = atom;
+		sum[d] = sum[d] + atom > PATTERN_COST_MAX ? PATTERN_COST_MAX : sum[d] + atom;
+	}
+	while (d > 0) { /* an unclosed group: regcomp refuses it; count it anyway */
+		unsigned long inner = sum[d--];
+		sum[d] = sum[d] + inner > PATTERN_COST_MAX ? PATTERN_COST_MAX : sum[d] + inner;
+	}
+	return (long)sum[0];
+}
+
 /* The schemas' "pattern", as a POSIX extended regular expression: the
  * patterns in the table keep to what ERE and ECMA-262 read alike (anchors,
  * bracket expressions, bounded repeats), which tools_schema_supported checks
@@ -422,16 +482,24 @@ static int supported(const json_t *s, const char *path, char **msg)
 					return ap ? -1 : fail(msg, "out of memory");
 			}
 		} else if (streq(k, "pattern")) {
-			regex_t re;
-			if (!json_is_string(v) ||
-			    regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
-				return fail(msg, "%s: pattern is not a POSIX extended regular expression",
-					    path);
-			regfree(&re);
+			/* The lexical checks first: regcomp of a pattern such as
+			 * ((a+)+)+... or a+++++ takes seconds and gigabytes. */
+			if (!json_is_string(v))
+				return fail(msg, "%s: pattern must be a string", path);
 			const char *why = pattern_alien(json_string_value(v));
 			if (why)
 				return fail(msg, "%s: pattern %s: ERE and ECMA-262 read it differently: %s",
 					    path, json_string_value(v), why);
+			long cost = pattern_cost(json_string_value(v));
+			if (cost < 0 || (unsigned long)cost >= PATTERN_COST_MAX)
+				return fail(msg,
+					    "%s: pattern %s: too large once its repetitions are spelled out",
+					    path, json_string_value(v));
+			regex_t re;
+			if (regcomp(&re, json_string_value(v), REG_EXTENDED | REG_NOSUB) != 0)
+				return fail(msg, "%s: pattern is not a POSIX extended regular expression",
+					    path);
+			regfree(&re);
 		} else if (streq(k, "type")) {
 			bool ok =
 			    json_is_string(v) ? known_type(json_string_value(v)) : json_array_size(v) > 0;

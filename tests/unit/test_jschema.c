@@ -161,6 +161,29 @@ TEST(patterns_read_alike)
 	CHECK(val("{\"pattern\":\"^(ab|cd)+\\\\.x?$\"}", "\"abXd.x\"", "pattern") == -1);
 }
 
+/* glibc's regcomp spells out repetitions (a+ as aa*, a{0,99} as 99
+ * optional copies), so nested quantified groups multiply: the fuzzer's
+ * "^ax?mum++++...+*" took 2 GB before the lexical checks ran. Such a
+ * pattern is refused before regcomp sees it, and says why. */
+TEST(patterns_too_large_refused_before_regcomp)
+{
+	char pat[200] = "^ax?mum", schema[300];
+	memset(pat + 7, '+', 60);
+	strcpy(pat + 67, "*");
+	snprintf(schema, sizeof(schema), "{\"pattern\":\"%s\"}", pat);
+	CHECK(sup(schema, "quantifier after a quantifier") == -1);
+	const char *large[] = {"((a{0,99}){0,99}){0,99}",
+			       "(((((((((((((((((a+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+)+",
+			       "(a{0,1500})(b{0,1500})", "a{0,32000}b{0,32000}c{0,32000}"};
+	for (size_t i = 0; i < sizeof(large) / sizeof(large[0]); i++) {
+		snprintf(schema, sizeof(schema), "{\"pattern\":\"%s\"}", large[i]);
+		CHECK(sup(schema, "too large") == -1);
+	}
+	/* Below the bound they compile and match as before. */
+	CHECK(val("{\"pattern\":\"^((a{0,9}){0,9}b)+$\"}", "\"aaab\"", NULL) == 0);
+	CHECK(val("{\"pattern\":\"^(((a+)+)+)+$\"}", "\"aa\"", NULL) == 0);
+}
+
 /* ---- the JSON-Schema-Test-Suite ----------------------------------------------
  * Debian's json-schema-test-suite (scripts/deps.sh test installs it) holds
  * the official cases of each draft, one file per keyword: {description,
