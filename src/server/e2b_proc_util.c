@@ -281,6 +281,11 @@ json_t *e2b_end_event(int exit_code, int signal, const char *error)
 		snprintf(status, sizeof(status), "exit status %d", exit_code);
 	json_t *end = json_pack("{s:i,s:b,s:s}", "exitCode", signal > 0 ? -1 : exit_code, "exited",
 				signal <= 0, "status", status);
+	/* envd's error is Go's cmd.Wait() error: its text is the status
+	 * ("exit status 7", "signal: killed") when the command did not exit 0;
+	 * the SDK's CommandExitError carries it as its message. */
+	if (!error && (signal > 0 || exit_code != 0))
+		error = status;
 	if (end && error)
 		json_object_set_new(end, "error", json_string(error));
 	return end ? json_pack("{s:{s:o}}", "event", "end", end) : NULL;

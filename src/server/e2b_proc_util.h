@@ -58,7 +58,9 @@ int e2b_input_parse(const json_t *in, unsigned char **ret, size_t *ret_len, bool
 
 /* The end event of a process that exited with exit_code, or was killed by
  * signal (exit_code then ignored), as envd (Go's os.ProcessState) words
- * it: {"event":{"end":{"exitCode","exited","status","error"?}}}. */
+ * it: {"event":{"end":{"exitCode","exited","status","error"?}}}; error
+ * (NULL: the status when it is not "exit status 0", as Go's cmd.Wait()
+ * error reads). */
 json_t *e2b_end_event(int exit_code, int signal, const char *error);
 /* {"event":{"data":{"stdout"|"stderr"|"pty": base64}}}: kind 1 stdout, 2 stderr, 3 pty. */
 json_t *e2b_data_event(int kind, const void *data, size_t len);

@@ -80,6 +80,9 @@ const cases = {
 		}
 		check(e instanceof CommandExitError, 'a non-zero exit is CommandExitError', String(e));
 		check(e.exitCode === 7 && e.stdout === 'before\n', 'its exit code and output', { code: e.exitCode, out: e.stdout });
+		// envd's end event carries Go's exec error text: the error's message
+		check(e.error === 'exit status 7' && e.message === 'exit status 7', "its error is envd's 'exit status 7'",
+			{ error: e.error, message: e.message });
 		// binary output comes through unchanged (bytes, not text)
 		const b = await s.commands.run("printf '\\x00\\x01\\xff' | od -An -tx1");
 		check(b.stdout.trim() === '00 01 ff', 'bytes through a pipe', b.stdout);
@@ -172,6 +175,7 @@ const cases = {
 			e = x;
 		}
 		check(e instanceof CommandExitError && e.exitCode === -1, 'the killed command ends with -1', String(e));
+		check(e.error === 'signal: killed', "its error is envd's 'signal: killed'", e.error);
 		await until('the process to leave list()', async () => !(await s.commands.list()).some((p) => p.pid === h.pid));
 		check((await s.commands.kill(h.pid)) === false, 'kill() of a gone process answers false');
 		let ce;

@@ -153,6 +153,18 @@ TEST(events)
 		       "\"signal: killed\"}}}");
 	free(s);
 	json_decref(e);
+	/* Go's cmd.Wait() error text, as envd sends it */
+	e = e2b_end_event(7, 0, NULL);
+	s = json_dumps(e, JSON_COMPACT | JSON_SORT_KEYS);
+	CHECK_STREQ(s, "{\"event\":{\"end\":{\"error\":\"exit status 7\",\"exitCode\":7,\"exited\":true,"
+		       "\"status\":\"exit status 7\"}}}");
+	free(s);
+	json_decref(e);
+	e = e2b_end_event(0, SIGTERM, NULL);
+	CHECK_STREQ(
+	    json_string_value(json_object_get(json_object_get(json_object_get(e, "event"), "end"), "error")),
+	    "signal: terminated");
+	json_decref(e);
 	e = e2b_data_event(2, "hi\n", 3);
 	s = json_dumps(e, JSON_COMPACT);
 	CHECK_STREQ(s, "{\"event\":{\"data\":{\"stderr\":\"aGkK\"}}}");
