@@ -7,7 +7,9 @@
  *             and pokes a socketpair
  *   CONNECT   non-blocking connect to each allowed address in turn
  *   HELLO     after "200", read the ClientHello and check its SNI
- *   RELAY     both directions through 64 KiB buffers
+ *   RELAY     both directions through 64 KiB buffers; a direction that
+ *             fills its buffer moves on to splice(2) through a pipe, so
+ *             bulk bytes never enter user space (proxy_splice_start)
  *   REFUSE    flush an error response, then DRAIN: shut down, read the
  *             client's leftovers briefly so the response is not lost to a RST
  * Connections closed while handling a batch of events are freed only after
@@ -85,6 +87,8 @@ typedef struct tag {
 typedef struct dir {
 	uint8_t *buf;
 	size_t off, len; /* pending bytes: buf[off..off+len) */
+	int pr, pw;	 /* a pipe once the direction splices (-1 before) */
+	size_t inpipe;	 /* pending bytes in the pipe */
 	bool eof;	 /* the source sent FIN */
 	bool shut;	 /* FIN passed on to the sink */
 	uint64_t bytes;
@@ -145,13 +149,28 @@ static int watch(server *s, int fd, tag *t, uint32_t *cur, uint32_t ev)
 	return 0;
 }
 
+/* A socket out of the epoll set (park()): EPOLLHUP is reported whatever
+ * the interest, so a hung-up socket whose bytes must wait stays out. */
+#define PARKED UINT32_MAX
+
 static void set_interest(server *s, int fd, uint32_t *cur, uint32_t want, tag *t)
 {
-	if (fd < 0 || *cur == want)
+	if (fd < 0 || *cur == want || (*cur == PARKED && !want))
 		return;
 	struct epoll_event ev = {.events = want, .data.ptr = t};
-	if (epoll_ctl(s->ep, EPOLL_CTL_MOD, fd, &ev) == 0)
+	if (epoll_ctl(s->ep, *cur == PARKED ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &ev) == 0)
 		*cur = want;
+}
+
+static void park(server *s, int fd, uint32_t *cur)
+{
+	if (*cur != PARKED && epoll_ctl(s->ep, EPOLL_CTL_DEL, fd, NULL) == 0)
+		*cur = PARKED;
+}
+
+static size_t dir_pending(const dir *d)
+{
+	return d->len + d->inpipe;
 }
 
 static void update_interest(server *s, conn *c)
@@ -166,13 +185,13 @@ static void update_interest(server *s, conn *c)
 		uw = EPOLLOUT;
 		break;
 	case ST_RELAY:
-		if (!c->up.len && !c->up.eof)
+		if (!dir_pending(&c->up) && !c->up.eof)
 			cw |= EPOLLIN;
-		if (c->down.len)
+		if (dir_pending(&c->down))
 			cw |= EPOLLOUT;
-		if (!c->down.len && !c->down.eof)
+		if (!dir_pending(&c->down) && !c->down.eof)
 			uw |= EPOLLIN;
-		if (c->up.len)
+		if (dir_pending(&c->up))
 			uw |= EPOLLOUT;
 		break;
 	case ST_REFUSE:
@@ -227,6 +246,10 @@ static void conn_close(server *s, conn *c, const char *reason)
 	c->cfd = safe_close(c->cfd);
 	c->ufd = safe_close(c->ufd);
 	c->jfd = safe_close(c->jfd);
+	c->up.pr = safe_close(c->up.pr);
+	c->up.pw = safe_close(c->up.pw);
+	c->down.pr = safe_close(c->down.pr);
+	c->down.pw = safe_close(c->down.pw);
 	rjob_unref(c->job);
 	c->job = NULL;
 	if (c->prev)
@@ -505,7 +528,21 @@ static void connect_progress(server *s, conn *c)
 
 /* ---- relaying ------------------------------------------------------------ */
 
-/* Writes pending bytes of d to fd. Returns 0, or -1 if the connection closed. */
+/* Moves d to splice(2) once it has filled its buffer (bulk data): a pipe
+ * with room for 1 MiB where the system allows. Without one (out of fds,
+ * or pipes refused) the direction goes on through its buffer. */
+static void dir_splice_start(dir *d)
+{
+	int p[2];
+	if (d->pw >= 0 || pipe2(p, O_NONBLOCK | O_CLOEXEC) < 0)
+		return;
+	(void)fcntl(p[1], F_SETPIPE_SZ, 1 << 20); /* the default 64 KiB where refused */
+	d->pr = p[0];
+	d->pw = p[1];
+}
+
+/* Writes pending bytes of d to fd (the buffer's, then the pipe's). Returns
+ * 0, or -1 if the connection closed. */
 static int dir_flush(server *s, conn *c, dir *d, int fd, bool count)
 {
 	while (d->len) {
@@ -524,14 +561,49 @@ static int dir_flush(server *s, conn *c, dir *d, int fd, bool count)
 			d->bytes += (uint64_t)n;
 	}
 	d->off = 0;
+	while (d->inpipe) {
+		ssize_t n = splice(d->pr, NULL, fd, NULL, d->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				return 0;
+			conn_close(s, c, strerror(errno));
+			return -1;
+		}
+		d->inpipe -= (size_t)n;
+		if (count)
+			d->bytes += (uint64_t)n;
+	}
 	return 0;
 }
 
 /* Reads into an empty d from fd. Returns 0, or -1 if the connection closed. */
 static int dir_fill(server *s, conn *c, dir *d, int fd, bool count)
 {
-	if (d->len || d->eof)
+	if (dir_pending(d) || d->eof)
 		return 0;
+	if (d->pw >= 0) {
+		ssize_t n =
+		    RETRY_EINTR(splice(fd, NULL, d->pw, NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK));
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		if (n < 0 && errno == EINVAL) { /* a socket that cannot splice: the buffer */
+			d->pr = safe_close(d->pr);
+			d->pw = safe_close(d->pw);
+			return dir_fill(s, c, d, fd, count);
+		}
+		if (n < 0) {
+			conn_close(s, c, strerror(errno));
+			return -1;
+		}
+		if (n == 0)
+			d->eof = true;
+		d->inpipe = (size_t)n;
+		if (count)
+			d->bytes += (uint64_t)n;
+		return 0;
+	}
 	ssize_t n = RETRY_EINTR(recv(fd, d->buf, BUF_SIZE, MSG_DONTWAIT));
 	if (n < 0) {
 		if (errno == EAGAIN)
@@ -545,6 +617,8 @@ static int dir_fill(server *s, conn *c, dir *d, int fd, bool count)
 	d->len = (size_t)n;
 	if (count)
 		d->bytes += (uint64_t)n;
+	if (d->len == BUF_SIZE && c->st == ST_RELAY)
+		dir_splice_start(d);
 	return 0;
 }
 
@@ -559,11 +633,11 @@ static void relay_pump(server *s, conn *c)
 		if (dir_fill(s, c, &c->down, c->ufd, true) < 0 ||
 		    dir_flush(s, c, &c->down, c->cfd, false) < 0)
 			return;
-		if (c->up.eof && !c->up.len && !c->up.shut) {
+		if (c->up.eof && !dir_pending(&c->up) && !c->up.shut) {
 			shutdown(c->ufd, SHUT_WR); /* pass the client's FIN on */
 			c->up.shut = true;
 		}
-		if (c->down.eof && !c->down.len && !c->down.shut) {
+		if (c->down.eof && !dir_pending(&c->down) && !c->down.shut) {
 			shutdown(c->cfd, SHUT_WR);
 			c->down.shut = true;
 		}
@@ -748,9 +822,18 @@ static void on_event(server *s, tag *t, uint32_t ev)
 			return conn_close(s, c, strerror(e ? e : EIO));
 		}
 		relay_pump(s, c);
-		/* HUP: that socket is finished both ways; nothing more can move */
-		if (!c->dead && (ev & EPOLLHUP))
-			conn_close(s, c, "connection hung up");
+		if (!c->dead && (ev & EPOLLHUP)) {
+			/* HUP: that socket's peer sent its FIN and its write side
+			 * is shut. What it sent is still read to its EOF; while
+			 * those bytes wait on the other side, the socket leaves the
+			 * epoll set (HUP would fire on every wait), and comes back
+			 * once they are through (update_interest). */
+			dir *from = t->role == 0 ? &c->up : &c->down;
+			if (dir_pending(from))
+				park(s, t->role == 0 ? c->cfd : c->ufd, t->role == 0 ? &c->cev : &c->uev);
+			else if (from->shut)
+				return conn_close(s, c, "connection hung up");
+		}
 		break;
 	case ST_DRAIN: {
 		char junk[4096];
@@ -791,6 +874,7 @@ static void on_accept(server *s, int lfd)
 		if (s->n_conns < cap && (c = calloc(1, sizeof(*c)))) {
 			c->up.buf = malloc(BUF_SIZE);
 			c->down.buf = malloc(BUF_SIZE);
+			c->up.pr = c->up.pw = c->down.pr = c->down.pw = -1;
 		}
 		if (!c || !c->up.buf || !c->down.buf) {
 			static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "

@@ -67,7 +67,17 @@ static void *origin_conn(void *arg)
 	sscanf(buf, "%*s %255s", path);
 	int one = 1;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (streq(path, "/big")) {
+	if (streq(path, "/echo")) {
+		/* Echoes what follows the head until the client's FIN, then closes. */
+		char *end = strstr(buf, "\r\n\r\n") + 4;
+		if (buf + n > end)
+			(void)!write(fd, end, (size_t)(buf + n - end));
+		static __thread char e[128 * 1024];
+		ssize_t k;
+		while ((k = read(fd, e, sizeof(e))) > 0)
+			if (write(fd, e, (size_t)k) != k)
+				break;
+	} else if (streq(path, "/big")) {
 		char hdr[128];
 		int h = snprintf(hdr, sizeof(hdr),
 				 "HTTP/1.1 200 OK\r\nContent-Length: %lld\r\nConnection: close\r\n\r\n",
@@ -293,6 +303,77 @@ TEST(connect_allowed_end_to_end)
 	CHECK(json_integer_value(json_object_get(ev, "bytes_up")) > 30);
 	CHECK(json_integer_value(json_object_get(ev, "bytes_down")) == (json_int_t)strlen(resp) - 39);
 	free(resp);
+	CHECK(proxy_stop(p) == 0);
+}
+
+/* Bulk bytes both ways through a tunnel (each direction moves on to
+ * splice once it fills a buffer): every byte arrives, in order, the FIN
+ * travels on, and the log counts exactly what went each way. */
+#define ECHO_BYTES (8 << 20)
+static uint8_t echo_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 12));
+}
+
+static void *echo_writer(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	static uint8_t chunk[100000];
+	for (size_t off = 0; off < ECHO_BYTES;) {
+		size_t n = ECHO_BYTES - off < sizeof(chunk) ? ECHO_BYTES - off : sizeof(chunk);
+		for (size_t i = 0; i < n; i++)
+			chunk[i] = echo_byte(off + i);
+		ssize_t k = write(fd, chunk, n);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	shutdown(fd, SHUT_WR);
+	return NULL;
+}
+
+TEST(bulk_both_ways_arrives_whole_and_counted)
+{
+	origin_start();
+	char r1[64], r2[64], req[256];
+	snprintf(r1, sizeof(r1), "allowed.test:%d", origin_port);
+	snprintf(r2, sizeof(r2), "127.0.0.1:%d", origin_port);
+	const char *allow[] = {r1, r2, NULL};
+	proxy_run *p = proxy_start(allow, false, 0);
+	CHECK(p);
+	int fd = dial(p->port);
+	CHECK(fd >= 0);
+	int k = snprintf(req, sizeof(req),
+			 "CONNECT allowed.test:%d HTTP/1.1\r\n\r\nGET /echo HTTP/1.1\r\n\r\n", origin_port);
+	size_t connect_len = (size_t)(strstr(req, "\r\n\r\n") + 4 - req);
+	CHECK(write(fd, req, (size_t)k) == k);
+	pthread_t w;
+	CHECK(pthread_create(&w, NULL, echo_writer, (void *)(intptr_t)fd) == 0);
+	static uint8_t buf[256 * 1024];
+	size_t got = 0, bad = 0, skip = 39; /* "HTTP/1.1 200 Connection established\r\n\r\n" */
+	ssize_t r;
+	while ((r = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < r; i++) {
+			if (skip) {
+				skip--;
+				continue;
+			}
+			bad += buf[i] != echo_byte(got);
+			got++;
+		}
+	}
+	pthread_join(w, NULL);
+	close(fd);
+	if (got != ECHO_BYTES)
+		fprintf(stderr, "  got %zu of %d bytes back (%zd, %s)\n", got, ECHO_BYTES, r,
+			strerror(errno));
+	CHECK(got == ECHO_BYTES);
+	CHECK(bad == 0);
+	json_t *ev = proxy_event(p, 0);
+	CHECK(ev);
+	CHECK(json_integer_value(json_object_get(ev, "bytes_up")) ==
+	      (json_int_t)(k - connect_len + ECHO_BYTES));
+	CHECK(json_integer_value(json_object_get(ev, "bytes_down")) == ECHO_BYTES);
 	CHECK(proxy_stop(p) == 0);
 }
 
