@@ -290,6 +290,25 @@ typedef struct upload {
 	unsigned status; /* an answer other than the error's status, 0 if none */
 } upload;
 
+/* Removes the file's user.e2b.* attributes: an upload replaces the
+ * file's metadata with its own (none when it sends none), as envd's
+ * write does; other attributes stay. 0, or -errno. */
+static int metadata_clear(int fd)
+{
+	ssize_t n = flistxattr(fd, NULL, 0);
+	if (n <= 0)
+		return n < 0 && errno != ENOTSUP ? -errno : 0;
+	_cleanup_free_ char *names = malloc((size_t)n);
+	if (!names)
+		return -ENOMEM;
+	if ((n = flistxattr(fd, names, (size_t)n)) < 0)
+		return -errno;
+	for (const char *p = names; p < names + n; p += strlen(p) + 1)
+		if (strncmp(p, "user.e2b.", 9) == 0 && fremovexattr(fd, p) < 0 && errno != ENODATA)
+			return -errno;
+	return 0;
+}
+
 static int upload_open(upload *u, const char *path)
 {
 	if (!*path)
@@ -303,7 +322,11 @@ static int upload_open(upload *u, const char *path)
 	if (sbx_env_file_open(u->c->ctx, u->c->id, path, &o, &u->fd, NULL, &u->e) < 0)
 		return -1;
 	/* The metadata, on the file just opened inside (the descriptor is the
-	 * file's, whatever its path): user.e2b.<key>, as envd stores it. */
+	 * file's, whatever its path): user.e2b.<key>, as envd stores it; an
+	 * overwritten file's earlier metadata goes first. */
+	int r = metadata_clear(u->fd);
+	if (r < 0)
+		return err_errnum(&u->e, -r, "metadata of '%.200s'", path);
 	const char *k;
 	json_t *v;
 	json_object_foreach(u->c->metadata, k, v)

@@ -138,12 +138,21 @@ static int fs_move(e2b_call *c, const json_t *in, json_t **out, sbx_err **err)
 	return reply_entry(e, out, err);
 }
 
+/* envd's Remove is Go's os.RemoveAll: a path that is not there is removed
+ * already (success, as the SDK's own tests expect), not not_found. */
 static int fs_remove(e2b_call *c, const json_t *in, json_t **out, sbx_err **err)
 {
 	const char *p = NULL;
 	sbx_fs_opts o = opts_of(c);
-	if (path_of(in, "path", &p, err) < 0 || sbx_env_remove_path(c->ctx, c->sandbox_id, p, &o, err) < 0)
+	if (path_of(in, "path", &p, err) < 0)
 		return -1;
+	_cleanup_err_ sbx_err *e = NULL;
+	if (sbx_env_remove_path(c->ctx, c->sandbox_id, p, &o, &e) < 0) {
+		if (sbx_err_code(e) != SBX_E_NOT_FOUND || sbx_err_errno(e) != ENOENT) {
+			*err = TAKE_PTR(e);
+			return -1;
+		}
+	}
 	*out = json_object();
 	return *out ? 0 : err_oom(err);
 }
