@@ -26,6 +26,7 @@
 
 #include "server/e2b_data.h"
 #include "server/e2b_ports.h"
+#include "server/e2b_reply.h"
 #include "server/http_e2b.h"
 #include "server/proxy_http.h"
 #include "store/digest.h"
@@ -272,10 +273,19 @@ http_result e2b_proxy_body(http_request *req)
 	http_request_busy(req, true);
 	if (sbx_env_port_connect(e2b_req_ctx(req), e2b_req_sandbox(req), port, PROXY_CONNECT_TIMEOUT_MS,
 				 &c->up, &e) < 0) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "The sandbox is running but port is not open: %s",
-			 sbx_err_message(e));
-		return reply_502(req, msg, port);
+		/* E2B's proxy: this exact message (its SDK tests compare it),
+		 * the reason beside it; a browser gets a page. */
+		if (e2b_req_browser(req)) {
+			char text[640];
+			snprintf(text, sizeof(text),
+				 "The sandbox %s is running but nothing listens on port %u (%s).",
+				 e2b_req_sandbox(req), (unsigned)port, sbx_err_message(e));
+			return e2b_reply_page(req, HTTP_STATUS_BAD_GATEWAY, "Closed Port Error", text);
+		}
+		json_t *j = json_pack("{s:s,s:s,s:i,s:i,s:s}", "sandboxId", e2b_req_sandbox(req), "message",
+				      "The sandbox is running but port is not open", "port", (int)port,
+				      "code", HTTP_STATUS_BAD_GATEWAY, "detail", sbx_err_message(e));
+		return e2b_reply_json(req, HTTP_STATUS_BAD_GATEWAY, j);
 	}
 	if (fd_write_all(c->up, head.p, head.len) < 0 ||
 	    (req->body_len && fd_write_all(c->up, req->body, req->body_len) < 0))

@@ -5,6 +5,7 @@
  * when the reply cannot be built (out of memory). */
 #pragma once
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "server/http_server.h"
 #include "util/macro.h"
@@ -19,3 +20,9 @@ http_result e2b_reply_json_paged(http_request *req, unsigned status, json_t *bod
 http_result e2b_reply_message(http_request *req, unsigned status, const char *msg);
 /* The same, the message formatted (cut at 1023 bytes). */
 http_result e2b_reply_error(http_request *req, unsigned status, const char *fmt, ...) _printf_(3, 4);
+/* A browser, as E2B's proxy tells one from an SDK: its User-Agent names
+ * one (mozilla, chrome, safari, firefox, edge, opera, msie; any case). */
+bool e2b_req_browser(const http_request *req);
+/* E2B's proxy error as a browser sees it: an HTML page titled title (its
+ * <title>, which E2B's tests look for) saying text, both escaped here. */
+http_result e2b_reply_page(http_request *req, unsigned status, const char *title, const char *text);

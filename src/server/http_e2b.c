@@ -746,6 +746,11 @@ static bool names_sandbox(const http_request *req)
 
 static http_result reply_no_sandbox(http_request *req, const char *id)
 {
+	if (e2b_req_browser(req)) {
+		char text[200];
+		snprintf(text, sizeof(text), "The sandbox %.64s was not found.", id);
+		return e2b_reply_page(req, HTTP_STATUS_BAD_GATEWAY, "Sandbox Not Found", text);
+	}
 	return e2b_reply_json(req, HTTP_STATUS_BAD_GATEWAY,
 			      json_pack("{s:s,s:s,s:i}", "sandboxId", id, "message",
 					"The sandbox was not found", "code", HTTP_STATUS_BAD_GATEWAY));

@@ -157,6 +157,17 @@ const cases = {
 		let r = await fetch(new URL('/', url), { headers: hdrs(a, 8001) });
 		let j = await r.json();
 		check(r.status === 502 && j.code === 502 && j.port === 8001 && j.sandboxId === a.sandboxId, '502 when nothing listens', j);
+		// E2B's own tests compare the message exactly; a browser gets E2B's page title
+		check(j.message === 'The sandbox is running but port is not open', "E2B's exact message", j);
+		const BROWSER = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36';
+		r = await fetch(new URL('/', url), { headers: hdrs(a, 8001, { 'User-Agent': BROWSER }) });
+		let page = await r.text();
+		check(r.status === 502 && /text\/html/.test(r.headers.get('content-type')) && page.includes('<title>Closed Port Error</title>'),
+			'a browser gets the closed port page', [r.status, page.slice(0, 200)]);
+		r = await fetch(new URL('/', url), { headers: { ...hdrs(a, 8001, { 'User-Agent': BROWSER }), 'E2b-Sandbox-Id': 'nosuchsandbox0' } });
+		page = await r.text();
+		check(r.status === 502 && page.includes('<title>Sandbox Not Found</title>') && page.includes('nosuchsandbox0'),
+			'a browser gets the not found page', [r.status, page.slice(0, 200)]);
 		for (const p of ['0', '65536', '99999', 'x', '-1', '80 80'])
 			check((await fetch(new URL('/', url), { headers: { ...hdrs(a), 'E2b-Sandbox-Port': p } })).status === 400, `port ${p} is 400`);
 		r = await fetch(new URL('/echo', url), { headers: { ...hdrs(a), 'X-Access-Token': b.envdAccessToken } });
