@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "server/e2b_user.h"
 #include "util/err.h"
@@ -17,6 +19,16 @@
 #define HOST_FILE_MAX (1 << 20)
 /* Bump when what the snapshot holds changes (another user line, a file). */
 #define BASE_VERSION "1"
+/* E2B's base image has `python`; a Debian host without python-is-python3
+ * has only python3: the snapshot gains this link to it. */
+#define PYTHON_LINK "/usr/local/bin/python"
+#define PYTHON3 "/usr/bin/python3"
+
+static bool python_link_wanted(void)
+{
+	return access("/usr/bin/python", F_OK) < 0 && access(PYTHON_LINK, F_OK) < 0 &&
+	       access(PYTHON3, X_OK) == 0 && access("/usr/local/bin", F_OK) == 0;
+}
 
 /* 64-bit FNV-1a: a name for contents, not a defence (the host's own files). */
 static uint64_t fnv(uint64_t h, const char *s, size_t n)
@@ -28,7 +40,7 @@ static uint64_t fnv(uint64_t h, const char *s, size_t n)
 	return h;
 }
 
-void e2b_base_label(const char *passwd, const char *group, char ret[E2B_BASE_LABEL_MAX])
+void e2b_base_label(const char *passwd, const char *group, bool python_link, char ret[E2B_BASE_LABEL_MAX])
 {
 	const char *parts[] = {BASE_VERSION, E2B_USER_PASSWD, E2B_USER_GROUP, passwd, group};
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -36,6 +48,8 @@ void e2b_base_label(const char *passwd, const char *group, char ret[E2B_BASE_LAB
 		/* a missing file differs from an empty one; each part is delimited */
 		h = parts[i] ? fnv(h, parts[i], strlen(parts[i]) + 1) : fnv(h, "\xff", 1);
 	}
+	if (python_link) /* a host without it keeps the label it had */
+		h = fnv(h, PYTHON_LINK, sizeof(PYTHON_LINK));
 	snprintf(ret, E2B_BASE_LABEL_MAX, E2B_BASE_LABEL_PREFIX "%016llx", (unsigned long long)h);
 }
 
@@ -54,7 +68,25 @@ void e2b_base_forget(void)
 
 /* Makes the snapshot: a host environment, E2B's user, a snapshot labelled
  * label, the environment removed. */
-static int base_make(sbx_ctx *ctx, const char *label, char **ret_digest, sbx_err **err)
+/* The link, made as the environment's root (the file calls make no links). */
+static int python_link(sbx_ctx *ctx, const char *id, sbx_err **err)
+{
+	const char *argv[] = {"ln", "-s", PYTHON3, PYTHON_LINK, NULL};
+	sbx_exec_opts xo = SBX_EXEC_OPTS_INIT;
+	xo.argv = argv;
+	xo.user = "0";
+	xo.capture = true;
+	sbx_exec_result res = {0};
+	int r = sbx_env_exec(ctx, id, &xo, &res, err);
+	if (r == 0 && res.exit_code != 0)
+		r = err_set(err, SBX_E_INTERNAL, EIO,
+			    "E2B's base template: ln -s " PYTHON3 " " PYTHON_LINK ": %.200s",
+			    res.stderr_buf ?: "failed");
+	sbx_exec_result_free(&res);
+	return r;
+}
+
+static int base_make(sbx_ctx *ctx, const char *label, bool want_python, char **ret_digest, sbx_err **err)
 {
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;
 	o.template_spec = "host";
@@ -63,6 +95,8 @@ static int base_make(sbx_ctx *ctx, const char *label, char **ret_digest, sbx_err
 		return err_wrap(err, "E2B's base template: create");
 	_cleanup_json_ json_t *snap = NULL;
 	int r = e2b_user_setup(ctx, id, err);
+	if (r == 0 && want_python)
+		r = python_link(ctx, id, err);
 	if (r == 0 && sbx_env_snapshot(ctx, id, label, &snap, err) < 0)
 		r = err_wrap(err, "E2B's base template: snapshot");
 	_cleanup_err_ sbx_err *e = NULL;
@@ -86,7 +120,8 @@ int e2b_base_snapshot(sbx_ctx *ctx, char **ret_digest, sbx_err **err)
 	(void)fs_read_file("/etc/passwd", HOST_FILE_MAX, &passwd, NULL);
 	(void)fs_read_file("/etc/group", HOST_FILE_MAX, &group, NULL);
 	char label[E2B_BASE_LABEL_MAX];
-	e2b_base_label(passwd, group, label);
+	bool want_python = python_link_wanted();
+	e2b_base_label(passwd, group, want_python, label);
 
 	pthread_mutex_lock(&base_lock);
 	int r = 0;
@@ -101,7 +136,7 @@ int e2b_base_snapshot(sbx_ctx *ctx, char **ret_digest, sbx_err **err)
 				*err = TAKE_PTR(e);
 				r = err_wrap(err, "E2B's base template: look up %s", label);
 			} else {
-				r = base_make(ctx, label, &base_digest, err);
+				r = base_make(ctx, label, want_python, &base_digest, err);
 			}
 		}
 		if (r == 0)

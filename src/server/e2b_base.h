@@ -9,6 +9,7 @@
  * Rootless there is no such snapshot (only uid 0 exists, e2b_user_setup
  * makes no user): creates stay on `host`. */
 #pragma once
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sbx.h"
@@ -17,8 +18,10 @@
 #define E2B_BASE_LABEL_MAX 40
 
 /* The label the base snapshot has for these contents of the host's
- * /etc/passwd and /etc/group (either may be NULL: missing). Pure. */
-void e2b_base_label(const char *passwd, const char *group, char ret[E2B_BASE_LABEL_MAX]);
+ * /etc/passwd and /etc/group (either may be NULL: missing), and whether it
+ * holds the link /usr/local/bin/python -> /usr/bin/python3 (made when the
+ * host has python3 but no python, as E2B's image has one). Pure. */
+void e2b_base_label(const char *passwd, const char *group, bool python_link, char ret[E2B_BASE_LABEL_MAX]);
 
 /* The base snapshot's digest in *ret_digest (malloc'd), made first if the
  * store has none for today's host files; NULL (and 0) rootless. Serialized

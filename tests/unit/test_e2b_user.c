@@ -52,20 +52,24 @@ TEST(nothing_when_present)
 TEST(base_label_follows_the_host_files)
 {
 	char a[E2B_BASE_LABEL_MAX], b[E2B_BASE_LABEL_MAX];
-	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", a);
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", false, a);
 	CHECK(strncmp(a, E2B_BASE_LABEL_PREFIX, strlen(E2B_BASE_LABEL_PREFIX)) == 0);
 	CHECK(strlen(a) == strlen(E2B_BASE_LABEL_PREFIX) + 16);
 	for (const char *p = a + strlen(E2B_BASE_LABEL_PREFIX); *p; p++)
 		CHECK((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'));
-	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", b);
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", false, b);
 	CHECK_STREQ(a, b);
 	/* a user more, or the same bytes moved from one file to the other: another label */
-	e2b_base_label("root:x:0:0::/root:/bin/sh\nu:x:5:5::/:/bin/sh\n", "root:x:0:\n", b);
+	e2b_base_label("root:x:0:0::/root:/bin/sh\nu:x:5:5::/:/bin/sh\n", "root:x:0:\n", false, b);
 	CHECK(!streq(a, b));
-	e2b_base_label("root:x:0:0::/root:/bin/sh\nroot:x:0:\n", "", b);
+	e2b_base_label("root:x:0:0::/root:/bin/sh\nroot:x:0:\n", "", false, b);
 	CHECK(!streq(a, b));
 	/* a missing file is not an empty one */
-	e2b_base_label(NULL, "root:x:0:\n", a);
-	e2b_base_label("", "root:x:0:\n", b);
+	e2b_base_label(NULL, "root:x:0:\n", false, a);
+	e2b_base_label("", "root:x:0:\n", false, b);
+	CHECK(!streq(a, b));
+	/* the python link is part of what it holds */
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", false, a);
+	e2b_base_label("root:x:0:0::/root:/bin/sh\n", "root:x:0:\n", true, b);
 	CHECK(!streq(a, b));
 }
