@@ -9,6 +9,7 @@
 
 #include "server/e2b_auth.h"
 #include "util/err.h"
+#include "util/fd.h"
 #include "util/macro.h"
 
 #define PASSWD_MAX (1 << 20)
@@ -173,4 +174,23 @@ const char *e2b_user_for(sbx_ctx *ctx, const char *id, const char *asked)
 	snprintf(known[known_next++ % KNOWN_MAX], E2B_ID_MAX + 1, "%s", id);
 	pthread_mutex_unlock(&known_lock);
 	return E2B_USER;
+}
+
+int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, sbx_err **err)
+{
+	const struct {
+		const char *path, *text;
+	} marks[] = {{"/run/e2b/.E2B_SANDBOX", "true"}, {"/run/e2b/.E2B_SANDBOX_ID", id}};
+	sbx_fs_opts o = SBX_FS_OPTS_INIT;
+	o.user = "0";
+	o.parents = true;
+	o.write = true;
+	for (size_t i = 0; i < ARRAY_SIZE(marks); i++) {
+		_cleanup_close_ int fd = -1;
+		if (sbx_env_file_open(ctx, id, marks[i].path, &o, &fd, NULL, err) < 0)
+			return err_wrap(err, "envd's marks: %s", marks[i].path);
+		if (fd_write_all(fd, marks[i].text, strlen(marks[i].text)) < 0)
+			return err_errno(err, "envd's marks: write %s", marks[i].path);
+	}
+	return 0;
 }

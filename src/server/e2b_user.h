@@ -1,4 +1,5 @@
-/* E2B's user (docs/e2b.md): E2B's base image has a user `user` (uid and
+/* E2B's user (docs/e2b.md), and envd's /run/e2b marks (e2b_sandbox_marks,
+ * below). E2B's base image has a user `user` (uid and
  * gid 1000, home /home/user, bash) that commands and file calls run as
  * unless a call names another. Sandboxes the E2B API makes from the base
  * (host) template get it in the environment's own /etc/passwd and
@@ -29,6 +30,11 @@ char *e2b_user_add_line(const char *text, const char *line, bool *ret_oom);
  * and chowned as root). Nothing to do when rootless (only uid 0 exists
  * there: commands then run as root) or when the user exists already. */
 int e2b_user_setup(sbx_ctx *ctx, const char *id, sbx_err **err);
+
+/* envd's marks in every sandbox it runs: /run/e2b/.E2B_SANDBOX ("true")
+ * and /run/e2b/.E2B_SANDBOX_ID (the id), written as root over whatever a
+ * snapshot brought (a fork's parent's id). Two file calls. */
+int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, sbx_err **err);
 
 /* The user a data-plane call of sandbox id runs as: asked (Authorization:
  * Basic) when given; else E2B's `user` when the sandbox has it; else NULL
