@@ -53,6 +53,7 @@ struct e2b_stream {
 	bool closed; /* the client went, the request ended, or the deadline cut it */
 	bool ended;  /* the end-stream envelope is in buf: nothing follows */
 	bool sent;   /* a message was sent (keepalives only after the first) */
+	bool cut;    /* e2b_stream_cut: no end-stream; the connection is dropped */
 	uint8_t *buf;
 	size_t off, len, cap;
 	int64_t last_send_ms, keepalive_ms, deadline_ms;
@@ -148,10 +149,21 @@ bool e2b_stream_closed(const e2b_stream *s)
 	return c;
 }
 
+void e2b_stream_cut(e2b_stream *s)
+{
+	pthread_mutex_lock(&s->lock);
+	if (!s->ended) {
+		s->cut = true;
+		s->closed = true; /* stream_read drops the connection once buf is out */
+	}
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* The end-stream envelope, once; the caller holds the lock. */
 static void stream_end(e2b_stream *s, connect_code code, const char *msg)
 {
-	if (s->ended)
+	if (s->ended || s->cut)
 		return;
 	_cleanup_err_ sbx_err *e = NULL;
 	_cleanup_free_ char *js = connect_end_stream_json(code, msg, NULL, &e);

@@ -54,6 +54,11 @@ typedef struct e2b_method {
 int e2b_stream_send(e2b_stream *s, const json_t *msg);
 /* True once the client has gone, or the server stops. */
 bool e2b_stream_closed(const e2b_stream *s);
+/* Ends the stream by cutting the connection once what was sent is out: no
+ * end-stream follows, whatever the method returns (envd's streams when its
+ * sandbox goes with them: the client sees the transport break, and E2B's
+ * SDK then asks /health whether the sandbox is gone). */
+void e2b_stream_cut(e2b_stream *s);
 
 /* The services' tables (each module's), ended by an entry of NULL service. */
 extern const e2b_method e2b_process_methods[];
