@@ -234,9 +234,14 @@ static bool no_such_user(const sbx_err *e)
 
 static int proc_exec(eproc *p, sbx_exec_result *res, sbx_err **err)
 {
+	/* envd's defaults under the request's own (a spare's too: a command
+	 * it serves has no envs of its own) */
+	_cleanup_strv_free_ char **env = e2b_env_with_defaults(p->req.env, p->sandbox);
+	if (!env)
+		return err_oom(err);
 	sbx_exec_opts o = SBX_EXEC_OPTS_INIT;
 	o.argv = (const char *const *)p->req.argv;
-	o.env = (const char *const *)p->req.env;
+	o.env = (const char *const *)env;
 	o.cwd = p->req.cwd;
 	o.user = p->user;
 	o.timeout_ms = p->timeout_ms;

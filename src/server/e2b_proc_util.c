@@ -34,6 +34,45 @@ void e2b_start_req_clear(e2b_start_req *r)
 	*r = (e2b_start_req){0};
 }
 
+static bool env_sets(char *const *env, const char *name)
+{
+	size_t n = strlen(name);
+	for (; env && *env; env++)
+		if (strncmp(*env, name, n) == 0 && (*env)[n] == '=')
+			return true;
+	return false;
+}
+
+char **e2b_env_with_defaults(char *const *env, const char *sandbox)
+{
+	size_t n = 0;
+	while (env && env[n])
+		n++;
+	char **v = calloc(n + 3, sizeof(char *));
+	if (!v)
+		return NULL;
+	size_t k = 0;
+	if (!env_sets(env, "E2B_SANDBOX") && !(v[k++] = strdup("E2B_SANDBOX=true")))
+		goto oom;
+	if (!env_sets(env, "E2B_SANDBOX_ID") && asprintf(&v[k++], "E2B_SANDBOX_ID=%s", sandbox) < 0) {
+		v[k - 1] = NULL;
+		goto oom;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!(v[k++] = strdup(env[i])))
+			goto oom;
+	return v;
+oom:
+	strv_free(v);
+	return NULL;
+}
+
+bool e2b_env_went(const sbx_err *e)
+{
+	return e && sbx_err_code(e) == SBX_E_UNAVAILABLE &&
+	       (sbx_err_errno(e) == ESRCH || sbx_err_errno(e) == EPIPE);
+}
+
 static bool text_ok(const char *s)
 {
 	return s && strlen(s) < 65536;
@@ -123,7 +162,7 @@ int e2b_start_parse(const json_t *in, const char *home, e2b_start_req *ret, sbx_
 	const char *tag = json_string_value(tagv);
 	if (tag && !(r.tag = strdup(tag)))
 		goto oom;
-	r.stdin_open = json_is_true(stdinv);
+	r.stdin_open = !stdinv || json_is_null(stdinv) || json_is_true(stdinv); /* envd's default */
 	const json_t *pty = json_object_get(in, "pty");
 	if (pty && !json_is_null(pty)) {
 		if (e2b_pty_size_parse(in, "pty", &r.cols, &r.rows, err) < 0) {

@@ -4,7 +4,9 @@
  * No I/O; unit-tested in tests/unit/test_e2b_proc_util.c.
  *
  * Start's request: {"process":{"cmd","args":[...],"envs":{K:V},"cwd"},
- * "pty":{"size":{"cols","rows"}}, "tag", "stdin"}; cmd is required; a cwd
+ * "pty":{"size":{"cols","rows"}}, "tag", "stdin"}; cmd is required; stdin
+ * absent (or null) is open, as envd keeps it for clients older than the
+ * field (handler.go: `req.Stdin == nil || req.GetStdin()`); a cwd
  * that is not absolute is under the user's home (envd's rule); envs keys
  * are non-empty without '=' or NUL. A ProcessSelector is {"pid":N} (a
  * number, or a string of digits: proto3 JSON writes uint32 as a number but
@@ -38,6 +40,16 @@ const char *e2b_user_home(const char *user, char *buf, size_t size);
  * (invalid_argument) for a malformed one. */
 int e2b_start_parse(const json_t *in, const char *home, e2b_start_req *ret, sbx_err **err);
 void e2b_start_req_clear(e2b_start_req *r);
+/* The environment of a command of sandbox: envd's defaults (E2B_SANDBOX=true,
+ * E2B_SANDBOX_ID=<sandbox>) then env, a name env sets leaving its default
+ * out (the request's own win). A new NULL-terminated list (strv_free), or
+ * NULL when out of memory. */
+char **e2b_env_with_defaults(char *const *env, const char *sandbox);
+/* Whether a command's failure is its environment going under it (killed,
+ * removed at its deadline, restored from a snapshot, its supervisor gone):
+ * sbx_env_exec's unavailable with ESRCH (the supervisor's "the environment
+ * was stopped while the command ran") or EPIPE (its socket closed). */
+bool e2b_env_went(const sbx_err *e);
 
 typedef struct e2b_selector {
 	uint32_t pid; /* 0: by tag */

@@ -100,9 +100,14 @@ static int follow(e2b_call *c, eproc *p, sub *me, e2b_stream *s, sbx_err **err)
 		if (r < 0)
 			return -1;
 	}
-	if (p->fail)
+	if (p->fail) {
+		/* The environment stopped under the command (killed, or its
+		 * deadline): envd's connection goes with its VM, so cut ours. */
+		if (e2b_env_went(p->fail))
+			e2b_stream_cut(s);
 		return err_set(err, sbx_err_code(p->fail), sbx_err_errno(p->fail), "%s",
 			       sbx_err_message(p->fail));
+	}
 	if (p->res.timed_out)
 		return err_set(err, SBX_E_UNAVAILABLE, ETIMEDOUT,
 			       "the command ran past its timeout and was killed");

@@ -5,7 +5,7 @@
 // E2B_API_KEY pointing at the server. Exits non-zero with a message on the
 // first failed check. Every case kills what it creates.
 import { readFileSync } from 'node:fs';
-import { CommandExitError, Sandbox, TimeoutError } from 'e2b';
+import { CommandExitError, Sandbox, SandboxError, TimeoutError } from 'e2b';
 
 const [name] = process.argv.slice(2);
 const url = process.env.E2B_SANDBOX_URL;
@@ -340,6 +340,82 @@ const cases = {
 			e = x;
 		}
 		check(e instanceof CommandExitError, 'the killed pty ends', String(e));
+	},
+
+	// A sandbox killed under a running command: the stream is cut (no
+	// end-stream), as when envd's VM goes, so the SDK checks /health, sees
+	// 502 and says the sandbox was killed (sandboxKilledDuringRun.test.ts).
+	async killed_during_run() {
+		const killedMsg = 'sandbox was killed or reached its end of life';
+		const s = await create();
+		const h = await s.commands.run('sleep 60', { background: true });
+		await s.kill();
+		const e = await h.wait().catch((x) => x);
+		check(e instanceof SandboxError && e.message.includes(killedMsg), 'wait(): the killed message', String(e));
+		// a foreground run, the sandbox killed from another client meanwhile
+		const f = await create();
+		const run = f.commands.run('echo up; sleep 60').catch((x) => x);
+		await until('the command to run', async () => (await f.commands.list()).length > 0);
+		await Sandbox.kill(f.sandboxId);
+		const fe = await run;
+		check(fe instanceof SandboxError && fe.message.includes(killedMsg), 'run(): the killed message', String(fe));
+	},
+
+	// envd opens stdin when a Start request has no stdin field (handler.go:
+	// `req.Stdin == nil || req.GetStdin()`): cat runs on and reads SendInput.
+	async stdin_absent() {
+		const s = await create();
+		const h = { 'E2b-Sandbox-Id': s.sandboxId, 'E2b-Sandbox-Port': '49983', 'Content-Type': 'application/connect+json', 'X-Access-Token': s.envdAccessToken };
+		const res = await fetch(`${url}/process.Process/Start`, { method: 'POST', headers: h, body: envelope(0, { process: { cmd: 'cat' } }) });
+		const rd = res.body.getReader();
+		let buf = Buffer.alloc(0);
+		const events = [];
+		const next = async (what) => {
+			for (;;) {
+				while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
+					const n = buf.readUInt32BE(1);
+					const env = { flags: buf[0], json: JSON.parse(buf.subarray(5, 5 + n).toString()) };
+					buf = buf.subarray(5 + n);
+					events.push(env);
+					if (env.flags & 2 || (env.json.event && !env.json.event.keepalive)) return env;
+				}
+				const { value, done } = await rd.read();
+				check(!done, `the stream goes on until ${what}`, events);
+				buf = Buffer.concat([buf, Buffer.from(value)]);
+			}
+		};
+		const st = await next('start');
+		const pid = st.json.event?.start?.pid;
+		check(pid > 0, 'first: start', events);
+		await sleep(300);
+		check((await s.commands.list()).some((p) => p.pid === pid), 'cat still runs (its stdin is open)');
+		const input = JSON.stringify({ process: { pid }, input: { stdin: Buffer.from('hello\n').toString('base64') } });
+		const r = await rpc(s, '/process.Process/SendInput', input);
+		check(r.status === 200, 'SendInput answers 200', r.body.toString());
+		const d = await next('its output');
+		check(Buffer.from(d.json.event?.data?.stdout || '', 'base64').toString() === 'hello\n', 'cat echoed the input', events);
+		const c = await rpc(s, '/process.Process/CloseStdin', JSON.stringify({ process: { pid } }));
+		check(c.status === 200, 'CloseStdin answers 200', c.body.toString());
+		const end = await next('its end');
+		check(end.json.event?.end, 'cat ended at the end of its stdin', events);
+		// stdin: false is closed: cat ends at once
+		const r2 = await rpc(s, '/process.Process/Start', envelope(0, { process: { cmd: 'cat' }, stdin: false }), { type: 'application/connect+json' });
+		const ev = envelopes(r2.body);
+		check(ev.some((e) => e.json.event?.end), 'stdin false: cat ends at once', ev);
+	},
+
+	// envd's default variables and files (envVars.test.ts, "default env vars").
+	async default_envs() {
+		const s = await create();
+		const r = await s.commands.run('echo "$E2B_SANDBOX $E2B_SANDBOX_ID"');
+		check(r.stdout === `true ${s.sandboxId}\n`, 'E2B_SANDBOX and E2B_SANDBOX_ID', r.stdout);
+		const o = await s.commands.run('echo "$E2B_SANDBOX"', { envs: { E2B_SANDBOX: 'mine' } });
+		check(o.stdout === 'mine\n', "a request's own envs win", o.stdout);
+		const b = await s.commands.run('echo "$E2B_SANDBOX_ID"', { background: true, user: 'root' });
+		check((await b.wait()).stdout === `${s.sandboxId}\n`, 'as root, in the background too');
+		const f = await s.commands.run('cat /run/e2b/.E2B_SANDBOX; echo; cat /run/e2b/.E2B_SANDBOX_ID');
+		check(f.stdout.split('\n')[0].trim() === 'true' && f.stdout.split('\n')[1].trim() === s.sandboxId,
+			'/run/e2b/.E2B_SANDBOX and .E2B_SANDBOX_ID', f.stdout);
 	},
 
 	// Raw requests: the dispatcher's refusals.

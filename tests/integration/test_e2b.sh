@@ -185,6 +185,27 @@ t_e2b_commands_spare_shell() {
 	e2b_cmd spare
 }
 
+# A sandbox killed under a command: the SDK's "sandbox was killed" error.
+t_e2b_commands_killed_during_run() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd killed_during_run
+}
+
+# A Start without a stdin field opens stdin, as envd.
+t_e2b_commands_stdin_absent_is_open() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd stdin_absent
+}
+
+# E2B_SANDBOX, E2B_SANDBOX_ID and their files under /run/e2b.
+t_e2b_commands_default_envs() {
+	need_e2b_sdk
+	e2b_start
+	e2b_cmd default_envs
+}
+
 t_e2b_pty_create_input_resize_kill() {
 	need_e2b_sdk
 	e2b_start

@@ -55,7 +55,51 @@ TEST(start_as_the_sdk_sends_it)
 	e2b_start_req_clear(&r);
 	CHECK(parse("{\"process\":{\"cmd\":\"ls\",\"cwd\":\"/tmp\"}}", "/root", &r) == 0);
 	CHECK_STREQ(r.cwd, "/tmp");
+	/* no stdin field: open, as envd keeps it for older clients */
+	CHECK(r.stdin_open);
 	e2b_start_req_clear(&r);
+	CHECK(parse("{\"process\":{\"cmd\":\"cat\"},\"stdin\":null}", "/root", &r) == 0);
+	CHECK(r.stdin_open);
+	e2b_start_req_clear(&r);
+}
+
+TEST(env_defaults)
+{
+	char **v = e2b_env_with_defaults(NULL, "abc");
+	CHECK(v && v[0] && v[1] && !v[2]);
+	CHECK_STREQ(v[0], "E2B_SANDBOX=true");
+	CHECK_STREQ(v[1], "E2B_SANDBOX_ID=abc");
+	strv_free(v);
+	/* the request's own win; E2B_SANDBOX_IDX is another name */
+	char *env[] = {"E2B_SANDBOX=mine", "E2B_SANDBOX_IDX=1", "A=b", NULL};
+	v = e2b_env_with_defaults(env, "abc");
+	CHECK(v && v[4] == NULL);
+	CHECK_STREQ(v[0], "E2B_SANDBOX_ID=abc");
+	CHECK_STREQ(v[1], "E2B_SANDBOX=mine");
+	CHECK_STREQ(v[2], "E2B_SANDBOX_IDX=1");
+	CHECK_STREQ(v[3], "A=b");
+	strv_free(v);
+}
+
+TEST(env_went)
+{
+	sbx_err *e = NULL;
+	CHECK(!e2b_env_went(NULL));
+	err_set(&e, SBX_E_UNAVAILABLE, EPIPE, "environment 'x' stopped while the command ran");
+	CHECK(e2b_env_went(e));
+	sbx_err_free(e);
+	e = NULL;
+	err_set(&e, SBX_E_UNAVAILABLE, ESRCH, "the environment was stopped while the command ran");
+	CHECK(e2b_env_went(e));
+	sbx_err_free(e);
+	e = NULL;
+	err_set(&e, SBX_E_UNAVAILABLE, ETIMEDOUT, "the command ran past its timeout");
+	CHECK(!e2b_env_went(e));
+	sbx_err_free(e);
+	e = NULL;
+	err_set(&e, SBX_E_NOT_FOUND, EPIPE, "no");
+	CHECK(!e2b_env_went(e));
+	sbx_err_free(e);
 }
 
 TEST(start_refusals)
