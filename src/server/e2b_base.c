@@ -18,7 +18,7 @@
 
 #define HOST_FILE_MAX (1 << 20)
 /* Bump when what the snapshot holds changes (another user line, a file). */
-#define BASE_VERSION "1"
+#define BASE_VERSION "2"
 /* E2B's base image has `python`; a Debian host without python-is-python3
  * has only python3: the snapshot gains this link to it. */
 #define PYTHON_LINK "/usr/local/bin/python"
@@ -97,6 +97,8 @@ static int base_make(sbx_ctx *ctx, const char *label, bool want_python, char **r
 	int r = e2b_user_setup(ctx, id, err);
 	if (r == 0 && want_python)
 		r = python_link(ctx, id, err);
+	if (r == 0) /* envd's marks: the id is each sandbox's own, written at its create */
+		r = e2b_sandbox_marks(ctx, id, false, err);
 	if (r == 0 && sbx_env_snapshot(ctx, id, label, &snap, err) < 0)
 		r = err_wrap(err, "E2B's base template: snapshot");
 	_cleanup_err_ sbx_err *e = NULL;

@@ -550,7 +550,7 @@ static int fork_one(const e2b_plane *p, const e2b_record *parent, const char *di
 	snprintf(rec.id, sizeof(rec.id), "%s", id);
 	_cleanup_json_ json_t *info = NULL;
 	_cleanup_err_ sbx_err *ie = NULL;
-	if (e2b_sandbox_marks(p->ctx, id, &ie) < 0) { /* over the parent's: told in the fork's logs */
+	if (e2b_sandbox_marks(p->ctx, id, false, &ie) < 0) { /* over the parent's: told in the fork's logs */
 		e2b_events_add(p->events, id, E2B_LOG_WARN, "sandbox marks not written",
 			       (const char *const[]){"error", sbx_err_message(ie)}, 2);
 		sbx_err_free(TAKE_PTR(ie));

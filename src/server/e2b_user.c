@@ -176,7 +176,7 @@ const char *e2b_user_for(sbx_ctx *ctx, const char *id, const char *asked)
 	return E2B_USER;
 }
 
-int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, sbx_err **err)
+int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, bool id_only, sbx_err **err)
 {
 	const struct {
 		const char *path, *text;
@@ -185,7 +185,7 @@ int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, sbx_err **err)
 	o.user = "0";
 	o.parents = true;
 	o.write = true;
-	for (size_t i = 0; i < ARRAY_SIZE(marks); i++) {
+	for (size_t i = id_only ? 1 : 0; i < ARRAY_SIZE(marks); i++) {
 		_cleanup_close_ int fd = -1;
 		if (sbx_env_file_open(ctx, id, marks[i].path, &o, &fd, NULL, err) < 0)
 			return err_wrap(err, "envd's marks: %s", marks[i].path);

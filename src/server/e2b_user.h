@@ -33,8 +33,10 @@ int e2b_user_setup(sbx_ctx *ctx, const char *id, sbx_err **err);
 
 /* envd's marks in every sandbox it runs: /run/e2b/.E2B_SANDBOX ("true")
  * and /run/e2b/.E2B_SANDBOX_ID (the id), written as root over whatever a
- * snapshot brought (a fork's parent's id). Two file calls. */
-int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, sbx_err **err);
+ * snapshot brought (a fork's parent's id). A file call each; id_only: the
+ * sandbox has the first already (a fork of E2B's base snapshot, which
+ * holds it: e2b_base.h), one call. */
+int e2b_sandbox_marks(sbx_ctx *ctx, const char *id, bool id_only, sbx_err **err);
 
 /* The user a data-plane call of sandbox id runs as: asked (Authorization:
  * Basic) when given; else E2B's `user` when the sandbox has it; else NULL

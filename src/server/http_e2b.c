@@ -386,7 +386,8 @@ static http_result handle_create(http_e2b *h, http_request *req, const json_t *b
 	}
 	if (streq(tpl, "desktop"))
 		e2b_desktop_setup(h->ctx, id);
-	if (e2b_sandbox_marks(h->ctx, id, &e) < 0) { /* the sandbox works without them: told in its logs */
+	if (e2b_sandbox_marks(h->ctx, id, base != NULL, &e) <
+	    0) { /* the sandbox works without them: told in its logs */
 		e2b_events_add(h->events, id, E2B_LOG_WARN, "sandbox marks not written",
 			       (const char *const[]){"error", sbx_err_message(e)}, 2);
 		sbx_err_free(TAKE_PTR(e));
