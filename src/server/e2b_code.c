@@ -161,8 +161,25 @@ static void iso_now(char buf[40])
 	snprintf(buf + n, 40 - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
+/* A result as E2B's server gives it: its text/plain with one pair of
+ * surrounding single quotes stripped (E2B's api/models/result.py: a Python
+ * string's repr 'bar' reads bar; "it's" and 'a' + "'" keep theirs), so that
+ * programs written for E2B see the same text. Only this door does it: sbx's
+ * own results (CLI, MCP, library) keep Jupyter's repr (docs/e2b.md). */
+static json_t *result_e2b(const json_t *ev)
+{
+	json_t *out = json_deep_copy(ev);
+	const json_t *t = json_object_get(out, "text");
+	size_t n = json_is_string(t) ? json_string_length(t) : 0;
+	const char *s = n ? json_string_value(t) : NULL;
+	if (out && s && s[0] == '\'' && s[n - 1] == '\'') /* "'" alone becomes "", as there */
+		json_object_set_new(out, "text", json_stringn(s + 1, n >= 2 ? n - 2 : 0));
+	return out;
+}
+
 /* sbx_run_code's on_output: E2B's events are sbx's, but for stdout and
- * stderr's timestamp; sbx's own (timeout, truncated) are not E2B's. */
+ * stderr's timestamp and a result's text (result_e2b); sbx's own (timeout,
+ * truncated) are not E2B's. */
 static void on_event(const json_t *ev, void *ud)
 {
 	code_run *r = ud;
@@ -174,7 +191,9 @@ static void on_event(const json_t *ev, void *ud)
 		iso_now(ts);
 		run_push(r, json_pack("{s:s,s:O,s:s}", "type", type, "text", json_object_get(ev, "text"),
 				      "timestamp", ts));
-	} else if (streq(type, "result") || streq(type, "error"))
+	} else if (streq(type, "result"))
+		run_push(r, result_e2b(ev));
+	else if (streq(type, "error"))
 		run_push(r, json_deep_copy(ev));
 }
 

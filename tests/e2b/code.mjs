@@ -50,7 +50,34 @@ const cases = {
 		check(r.logs.stderr.join('') === 'err\n', 'stderr', r.logs);
 		// env_vars for this run only
 		r = await s.runCode('import os; os.environ.get("FOO")', { envs: { FOO: 'bar' } });
-		check(r.text === "'bar'", 'envs', r.toJSON());
+		check(r.text === 'bar', 'envs', r.toJSON());
+	},
+
+	// A result's text/plain as E2B's server gives it: one pair of surrounding
+	// single quotes stripped (its api/models/result.py), nothing else touched.
+	async strings() {
+		const s = await create();
+		// E2B's own test (js/tests/envVars.test.ts).
+		let r = await s.runCode("import os; os.getenv('FOO')", { envs: { FOO: 'bar' } });
+		check(r.results[0] && r.results[0].text === 'bar', 'a string without its quotes', r.toJSON());
+		const cases = [
+			['"it" + "\'s"', '"it\'s"'], // repr in double quotes: kept
+			['\'a"b\'', 'a"b'], // repr 'a"b': only the outer pair goes
+			["''", ''],
+			['"\'q\'"', '"\'q\'"'], // the string 'q' with its quotes, repr "'q'": kept
+			['42', '42'],
+			['[1, "x"]', "[1, 'x']"],
+		];
+		for (const [code, want] of cases) {
+			r = await s.runCode(code);
+			check(r.results.length === 1 && r.results[0].text === want, `text of ${code}`, r.toJSON());
+		}
+		r = await s.runCode("from IPython.display import display\ndisplay('shown')\n'main'");
+		check(r.results.map((x) => x.text).join(',') === 'shown,main', 'display() results too', r.toJSON());
+		if (process.env.SBX_TEST_HAS_NODE === '1') {
+			r = await s.runCode("\"'quoted'\"", { language: 'js' });
+			check(r.text === 'quoted', 'a javascript string', r.toJSON());
+		}
 	},
 
 	// A matplotlib chart as a PNG, a DataFrame as HTML and text.
@@ -92,7 +119,7 @@ const cases = {
 		const c = await s.createCodeContext({ cwd: '/tmp' });
 		check(c.id && c.language === 'python' && c.cwd === '/tmp', 'createCodeContext', c);
 		let r = await s.runCode('import os; os.getcwd()', { context: c });
-		check(r.text === "'/tmp'", 'cwd of the context', r.toJSON());
+		check(r.text === '/tmp', 'cwd of the context', r.toJSON());
 		r = await s.runCode('y', { context: c });
 		check(r.error && r.error.name === 'NameError', 'contexts are isolated', r.toJSON());
 		await s.runCode('z = 5', { context: c });
@@ -111,7 +138,7 @@ const cases = {
 			failed = e;
 		}
 		check(failed && failed.name === 'NotFoundError', 'a removed context is NotFoundError', String(failed));
-		check((await s.runCode('y')).text === "'default'", 'the default context kept its state');
+		check((await s.runCode('y')).text === 'default', 'the default context kept its state');
 	},
 
 	// The SDK's timeoutMs ends the request; the server goes on serving.
@@ -174,7 +201,7 @@ const cases = {
 		check((await s.runCode('({ a: [1, 2] })', js)).text === '{ a: [ 1, 2 ] }', 'objects via util.inspect');
 		r = await s.runCode('process.cwd()', js);
 		check(r.text === '/home/user', 'cwd /home/user', r.toJSON());
-		check((await s.runCode('import os; os.getcwd()')).text === "'/home/user'", 'python: cwd /home/user');
+		check((await s.runCode('import os; os.getcwd()')).text === '/home/user', 'python: cwd /home/user');
 		// Env vars: per run, restored after it; the sandbox's own seen, overridden for one run only.
 		r = await s.runCode('process.env.FOO', { ...js, envs: { FOO: 'bar' } });
 		check(r.text === 'bar', 'envs for the run', r.toJSON());

@@ -19,7 +19,11 @@ code_case() {
 	need_e2b_sdk @e2b/code-interpreter
 	need_ipykernel
 	e2b_start
-	e2b_node code.mjs "$1"
+	# Cases with javascript parts run them where the host has node (the
+	# code-interpreter-v1 template shows the host's /usr).
+	local has_node=0
+	command -v node > /dev/null && has_node=1
+	SBX_TEST_HAS_NODE=$has_node e2b_node code.mjs "$1"
 	e2b_alive
 }
 
@@ -29,6 +33,7 @@ t_e2b_code_error() { code_case error; }
 t_e2b_code_contexts() { code_case contexts; }
 t_e2b_code_timeout() { code_case timeout; }
 t_e2b_code_auth() { code_case auth; }
+t_e2b_code_string_results_as_e2b() { code_case strings; }
 # sbx's kernels for the other languages E2B's SDK names (docs/code.md
 # "Languages"): node for js and ts, Debian's node-typescript, bash with
 # python3-pexpect, all from the host's /usr (scripts/deps.sh test).
