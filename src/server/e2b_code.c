@@ -12,7 +12,8 @@
  * {execution_count} and end_of_execution. The run goes on a thread of its
  * own; the response's reader takes the lines as they come. A run that fails
  * before its first event (no such context: 404) answers with the error's
- * status; one that fails later ends its stream with an error event.
+ * status; one that fails later ends its stream with an error event, or,
+ * where its sandbox went under it (killed, paused), is cut unfinished.
  * Errors are {"code", "message"}: the SDK turns 404 into NotFoundError,
  * 502 into TimeoutError, anything else into SandboxError. */
 #include <errno.h>
@@ -39,6 +40,10 @@
 #define FIRST_EVENT_WAIT_MS 1000
 #define STREAM_BLOCK 65536
 #define CLIENT_CHECK_MS 500
+/* How long a run that broke looks for its sandbox's end: a kill breaks the
+ * connection to the kernel a moment before the sandbox stops being running. */
+#define GONE_WAIT_MS 1500
+#define GONE_POLL_MS 50
 
 static unsigned status_of(const sbx_err *e)
 {
@@ -98,6 +103,7 @@ typedef struct code_run {
 	bool finished;	/* the run is over and its last lines are in q */
 	bool gone;	/* the request ended (the client left, or read it all) */
 	bool streaming; /* the handler answered 200: an error is then an event */
+	bool aborted;	/* the sandbox went under the run: the stream ends unfinished */
 	int status;	/* the error's status when finished with err and no event came */
 	char *errmsg;
 	int client;    /* the client's socket, watched for a hang-up; -1 unknown */
@@ -197,6 +203,28 @@ static void on_event(const json_t *ev, void *ud)
 		run_push(r, json_deep_copy(ev));
 }
 
+/* True once sandbox id is gone or not running (killed, timed out, paused),
+ * looked at for up to GONE_WAIT_MS while it still says running. */
+static bool sandbox_gone(sbx_ctx *ctx, const char *id)
+{
+	for (int waited = 0;; waited += GONE_POLL_MS) {
+		_cleanup_json_ json_t *info = NULL;
+		_cleanup_err_ sbx_err *e = NULL;
+		if (sbx_env_inspect(ctx, id, &info, &e) < 0) {
+			if (sbx_err_code(e) == SBX_E_NOT_FOUND)
+				return true;
+		} else {
+			const char *eid = json_str(info, "environment_id"), *st = json_str(info, "state");
+			if (!eid || !streq(eid, id) || !st || !streq(st, "running"))
+				return true;
+		}
+		if (waited >= GONE_WAIT_MS)
+			return false;
+		struct timespec d = {.tv_nsec = GONE_POLL_MS * 1000000L};
+		nanosleep(&d, NULL);
+	}
+}
+
 static void *run_main(void *arg)
 {
 	code_run *r = arg;
@@ -224,7 +252,13 @@ static void *run_main(void *arg)
 		r->errmsg = strdup(sbx_err_message(e));
 	}
 	pthread_mutex_unlock(&r->lock);
-	if (rc < 0 && streamed)
+	/* A sandbox killed (or paused) under its cell ends the stream unfinished,
+	 * as E2B's proxy does: the SDK sees the connection close, asks
+	 * isRunning() (/health: 502) and rejects with its TimeoutError "the
+	 * sandbox was killed while the request was in progress". Any other
+	 * failure is an error event the run resolves with. */
+	bool aborted = rc < 0 && streamed && sandbox_gone(r->ctx, r->sandbox);
+	if (rc < 0 && streamed && !aborted)
 		run_push(r, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", "SbxError", "value",
 				      sbx_err_message(e), "traceback", sbx_err_message(e)));
 	if (rc == 0) {
@@ -232,9 +266,10 @@ static void *run_main(void *arg)
 		run_push(r, json_pack("{s:s,s:O}", "type", "number_of_executions", "execution_count",
 				      json_is_integer(n) ? n : json_null()));
 	}
-	if (rc == 0 || streamed)
+	if (rc == 0 || (streamed && !aborted))
 		run_push(r, json_pack("{s:s}", "type", "end_of_execution"));
 	pthread_mutex_lock(&r->lock);
+	r->aborted = aborted;
 	r->finished = true;
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
@@ -268,7 +303,7 @@ static ssize_t run_read(void *cls, char *buf, size_t max)
 			return HTTP_STREAM_ERROR;
 		}
 	}
-	ssize_t n = HTTP_STREAM_END;
+	ssize_t n = r->aborted ? HTTP_STREAM_ERROR : HTTP_STREAM_END; /* no last chunk: see run_main */
 	if (r->q_off < r->q.len) {
 		size_t k = r->q.len - r->q_off < max ? r->q.len - r->q_off : max;
 		memcpy(buf, r->q.p + r->q_off, k);

@@ -80,6 +80,27 @@ const cases = {
 		}
 	},
 
+	// E2B's killedSandbox.test.ts: a sandbox killed under a running cell makes
+	// runCode reject with the SDK's TimeoutError (the connection aborted, then
+	// isRunning() false), not resolve with an error.
+	async killed() {
+		const s = await create();
+		await s.runCode('1');
+		const execution = s.runCode('import time; time.sleep(60)');
+		const settled = execution.then(
+			(r) => ({ ok: r }),
+			(e) => ({ err: e }),
+		);
+		await new Promise((res) => setTimeout(res, 2000));
+		await s.kill();
+		const t0 = Date.now();
+		const got = await settled;
+		check(got.err, 'runCode rejected', got.ok && got.ok.toJSON());
+		check(got.err.name === 'TimeoutError', 'a TimeoutError', String(got.err));
+		check(/sandbox was killed while the request was in progress/.test(got.err.message), 'the message', String(got.err));
+		check(Date.now() - t0 < 10000, 'at once', Date.now() - t0);
+	},
+
 	// A matplotlib chart as a PNG, a DataFrame as HTML and text.
 	async rich() {
 		const s = await create();
