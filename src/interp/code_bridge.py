@@ -25,6 +25,10 @@ API (E2B's, plus the fields marked sbx):
   GET    /contexts                   [{id, language, cwd}]
   DELETE /contexts/{id}              204
   POST   /contexts/{id}/restart      204 (a dead kernel too)
+Each language's default context (the one a run by language uses) has the language's name as its id
+("python", "javascript"), fixed before its kernel starts: a client may name it (E2B's SDK lists default
+contexts and runs in them by id) while its kernel starts only on first use. A run in it starts it; a
+restart or remove of one not started is a no-op.
 A kernel that dies is reported on the run that saw it (error name "KernelDied") and every later run in
 that context answers the same until the context is restarted: its state is gone, and a silent restart
 would hide that.
@@ -251,10 +255,10 @@ class KernelClient:
 class Context:
     """One kernel: its manager (start, interrupt, restart), our client of it, one execution at a time."""
 
-    def __init__(self, language, cwd, kernel_name, state_dir):
+    def __init__(self, language, cwd, kernel_name, state_dir, cid=None):
         from jupyter_client import KernelManager  # imported here: the module loads in ~0.2 s
 
-        self.id = str(uuid.uuid4())
+        self.id = cid or str(uuid.uuid4())
         self.language = language
         self.cwd = cwd
         self.lock = threading.Lock()
@@ -516,12 +520,15 @@ class Bridge:
         raise BridgeError(400, "no kernel for language '%s' is installed (have: %s)" % (
             language, ", ".join(sorted({normalize_language(s["spec"].get("language")) for s in specs.values()}))))
 
-    def create(self, language, cwd):
+    def _make(self, language, cwd, cid=None):
         language = normalize_language(language)
         cwd = cwd or self.default_cwd
         if not os.path.isdir(cwd):
             raise BridgeError(400, "cwd '%s' is not a directory" % cwd)
-        ctx = Context(language, cwd, self.kernel_for(language), self.state_dir)
+        return Context(language, cwd, self.kernel_for(language), self.state_dir, cid)
+
+    def create(self, language, cwd):
+        ctx = self._make(language, cwd)
         with self.lock:
             self.contexts[ctx.id] = ctx
         return ctx
@@ -537,15 +544,22 @@ class Bridge:
             if not existing.ran and not existing.alive():
                 existing.restart()
             return existing
-        ctx = self.create(language, None)
+        ctx = self._make(language, None, cid=language)  # its id is its language's: see the API above
         with self.lock:
-            if self.defaults.get(language) in self.contexts:  # another request made it meanwhile
-                ctx_other = self.contexts[self.defaults[language]]
-                self.contexts.pop(ctx.id, None)
-                ctx.shutdown()
-                return ctx_other
-            self.defaults[language] = ctx.id
+            other = self.contexts.get(ctx.id)
+            if not other:
+                self.contexts[ctx.id] = ctx
+                self.defaults[language] = ctx.id
+        if other:  # another request made it meanwhile
+            ctx.shutdown()
+            return other
         return ctx
+
+    def is_default_id(self, cid):
+        """A default context's id (a language's name) whose kernel has not started."""
+        with self.lock:
+            started = cid in self.contexts
+        return not started and (cid == "python" or cid in SBX_KERNELS)
 
     def pristine_default(self):
         """The default python context, if its kernel is alive and nothing has run in it (or None)."""
@@ -554,13 +568,22 @@ class Bridge:
         return ctx if ctx and not ctx.ran and not ctx.dead and ctx.alive() else None
 
     def get(self, cid):
+        if self.is_default_id(cid):
+            return self.default(cid)
         with self.lock:
             ctx = self.contexts.get(cid)
         if not ctx:
             raise BridgeError(404, "Context %s not found" % cid)
         return ctx
 
+    def restart(self, cid):
+        if self.is_default_id(cid):  # a fresh kernel is what a restart gives
+            return
+        self.get(cid).restart()
+
     def remove(self, cid):
+        if self.is_default_id(cid):  # nothing started: the default is there again for the next run
+            return
         with self.lock:
             ctx = self.contexts.pop(cid, None)
             for lang, d in list(self.defaults.items()):
@@ -645,7 +668,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.bridge.remove(parts[1])
                 return self.send_empty()
             if len(parts) == 3 and parts[0] == "contexts" and parts[2] == "restart" and method == "POST":
-                self.bridge.get(parts[1]).restart()
+                self.bridge.restart(parts[1])
                 return self.send_empty()
             raise BridgeError(404, "no route %s %s" % (method, path))
         except BridgeError as e:

@@ -428,6 +428,44 @@ static json_t *context_e2b(const json_t *c)
 			 json_object_get(c, "language"), "cwd", json_object_get(c, "cwd"));
 }
 
+/* Default contexts: E2B's server starts one for python and one for
+ * javascript with itself, and its SDK's listCodeContexts() shows them. Here
+ * a default context's id is its language's name (the bridge's, which starts
+ * its kernel on first use: code_bridge.py), so that the list names it before
+ * any kernel runs, or any bridge. javascript is listed where node is there
+ * to run it: code-interpreter-v1 is the host template, which shows the
+ * host's /usr. */
+#define DEFAULT_CWD "/home/user" /* the bridge's default in a sandbox with E2B's user */
+
+static bool has_node(void)
+{
+	static const char *const paths[] = {"/usr/local/bin/node", "/usr/bin/node"};
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++)
+		if (access(paths[i], X_OK) == 0)
+			return true;
+	return false;
+}
+
+static bool is_default_id(const char *id)
+{
+	return streq(id, "python") || streq(id, "javascript");
+}
+
+/* Adds to list (E2B's contexts) the default contexts it lacks. */
+static void add_defaults(json_t *list)
+{
+	const char *langs[] = {"python", has_node() ? "javascript" : NULL};
+	for (size_t i = 0; i < ARRAY_SIZE(langs) && langs[i]; i++) {
+		bool there = false;
+		size_t k;
+		json_t *c;
+		json_array_foreach(list, k, c) there = there || streq(json_str(c, "id") ?: "", langs[i]);
+		if (!there)
+			json_array_append_new(list, json_pack("{s:s,s:s,s:s}", "id", langs[i], "language",
+							      langs[i], "cwd", DEFAULT_CWD));
+	}
+}
+
 http_result e2b_code_contexts(http_request *req)
 {
 	sbx_ctx *ctx = e2b_req_ctx(req);
@@ -459,6 +497,7 @@ http_result e2b_code_contexts(http_request *req)
 			json_t *c;
 			json_array_foreach(json_object_get(out, "contexts"), i, c)
 			    json_array_append_new(list, context_e2b(c));
+			add_defaults(list);
 			return e2b_reply_json(req, HTTP_STATUS_OK, list);
 		}
 		return e2b_reply_message(req, HTTP_STATUS_METHOD_NOT_ALLOWED, "/contexts: GET or POST");
@@ -482,6 +521,10 @@ http_result e2b_code_contexts(http_request *req)
 		return e2b_reply_message(req, HTTP_STATUS_NOT_FOUND, "no such context call");
 	}
 	http_request_busy(req, false);
+	/* A default context whose bridge does not run yet: nothing to restart or
+	 * remove (the next run starts it fresh). */
+	if (r < 0 && sbx_err_code(e) == SBX_E_NOT_FOUND && is_default_id(id))
+		r = 0;
 	return r < 0 ? reply_sbx_error(req, e) : http_respond(req, 204, http_response_empty());
 }
 

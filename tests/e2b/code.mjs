@@ -101,6 +101,39 @@ const cases = {
 		check(Date.now() - t0 < 10000, 'at once', Date.now() - t0);
 	},
 
+	// E2B's "list contexts": a fresh sandbox lists its default contexts
+	// (python, and javascript where node is there) before anything ran; each
+	// is the context a run by language uses, and runs by its id.
+	async default_contexts() {
+		const s = await create();
+		const list = await s.listCodeContexts();
+		const langs = list.map((c) => c.language);
+		check(langs.includes('python'), 'python listed', list);
+		const js = process.env.SBX_TEST_HAS_NODE === '1';
+		check(langs.includes('javascript') === js, `javascript listed: ${js}`, list);
+		const py = list.find((c) => c.language === 'python');
+		check(py.id && py.cwd === '/home/user', 'the python context', py);
+		check(JSON.stringify(await s.listCodeContexts()) === JSON.stringify(list), 'the same list again');
+		let r = await s.runCode('d = 7', { context: py });
+		check(!r.error, 'runs in the listed python context', r.toJSON());
+		check((await s.runCode('d')).text === '7', 'it is the default context');
+		check((await s.listCodeContexts()).some((c) => c.id === py.id), 'still listed with its id');
+		if (js) {
+			const jc = list.find((c) => c.language === 'javascript');
+			await s.runCode('var jj = 5', { context: jc });
+			r = await s.runCode('jj + 1', { language: 'javascript' });
+			check(r.text === '6', 'the listed javascript context is the default', r.toJSON());
+			check((await s.listCodeContexts()).filter((c) => c.language === 'javascript').length === 1, 'one javascript context');
+		}
+		await s.restartCodeContext(py);
+		r = await s.runCode('d');
+		check(r.error && r.error.name === 'NameError', 'the default restarted', r.toJSON());
+		const other = await create();
+		const l2 = await other.listCodeContexts();
+		await other.restartCodeContext(l2.find((c) => c.language === 'python'));
+		check((await other.runCode('1 + 1')).text === '2', 'a restart of a default not started yet');
+	},
+
 	// A matplotlib chart as a PNG, a DataFrame as HTML and text.
 	async rich() {
 		const s = await create();
