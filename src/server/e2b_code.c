@@ -40,10 +40,8 @@
 #define FIRST_EVENT_WAIT_MS 1000
 #define STREAM_BLOCK 65536
 #define CLIENT_CHECK_MS 500
-/* How long a run that broke looks for its sandbox's end: a kill breaks the
- * connection to the kernel a moment before the sandbox stops being running. */
+/* How long a run that broke looks for its sandbox's end (e2b_sandbox_gone_within). */
 #define GONE_WAIT_MS 1500
-#define GONE_POLL_MS 50
 
 static unsigned status_of(const sbx_err *e)
 {
@@ -203,28 +201,6 @@ static void on_event(const json_t *ev, void *ud)
 		run_push(r, json_deep_copy(ev));
 }
 
-/* True once sandbox id is gone or not running (killed, timed out, paused),
- * looked at for up to GONE_WAIT_MS while it still says running. */
-static bool sandbox_gone(sbx_ctx *ctx, const char *id)
-{
-	for (int waited = 0;; waited += GONE_POLL_MS) {
-		_cleanup_json_ json_t *info = NULL;
-		_cleanup_err_ sbx_err *e = NULL;
-		if (sbx_env_inspect(ctx, id, &info, &e) < 0) {
-			if (sbx_err_code(e) == SBX_E_NOT_FOUND)
-				return true;
-		} else {
-			const char *eid = json_str(info, "environment_id"), *st = json_str(info, "state");
-			if (!eid || !streq(eid, id) || !st || !streq(st, "running"))
-				return true;
-		}
-		if (waited >= GONE_WAIT_MS)
-			return false;
-		struct timespec d = {.tv_nsec = GONE_POLL_MS * 1000000L};
-		nanosleep(&d, NULL);
-	}
-}
-
 static void *run_main(void *arg)
 {
 	code_run *r = arg;
@@ -257,7 +233,7 @@ static void *run_main(void *arg)
 	 * isRunning() (/health: 502) and rejects with its TimeoutError "the
 	 * sandbox was killed while the request was in progress". Any other
 	 * failure is an error event the run resolves with. */
-	bool aborted = rc < 0 && streamed && sandbox_gone(r->ctx, r->sandbox);
+	bool aborted = rc < 0 && streamed && e2b_sandbox_gone_within(r->ctx, r->sandbox, GONE_WAIT_MS);
 	if (rc < 0 && streamed && !aborted)
 		run_push(r, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", "SbxError", "value",
 				      sbx_err_message(e), "traceback", sbx_err_message(e)));

@@ -17,6 +17,16 @@
 #include "server/e2b_events.h"
 #include "server/http_server.h"
 
+/* Whether sandbox id runs (e2b_alive.c): 1 running (exactly that id), 0
+ * not running or gone (killed, timed out, paused), -1 unknown (inspect
+ * failed otherwise). */
+int e2b_sandbox_state(sbx_ctx *ctx, const char *id);
+/* Whether it is not running within max_ms, looked at every 50 ms: a kill
+ * breaks a command's or a cell's connection a moment before the sandbox
+ * stops being running, and the SDK asks /health (502 once not running)
+ * right after a stream is cut. */
+bool e2b_sandbox_gone_within(sbx_ctx *ctx, const char *id, int max_ms);
+
 /* The library context of the server (borrowed). */
 sbx_ctx *e2b_req_ctx(const http_request *req);
 /* The sandboxes' events, their logs (borrowed; e2b_events_ref to keep). */

@@ -99,17 +99,6 @@ bool e2b_files_signed(const http_request *req)
 	return streq(req->path, "/files") && http_request_query(req, "signature") != NULL;
 }
 
-/* Whether sandbox id runs (exactly that id). */
-static bool sandbox_running(sbx_ctx *ctx, const char *id)
-{
-	_cleanup_json_ json_t *info = NULL;
-	_cleanup_err_ sbx_err *e = NULL;
-	if (sbx_env_inspect(ctx, id, &info, &e) < 0)
-		return false;
-	return streq(json_str(info, "environment_id") ?: "", id) &&
-	       streq(json_str(info, "state") ?: "", "running");
-}
-
 /* The sandbox a signed request is for (see the top): 0 with its id in
  * ret_id, or an answer given. */
 static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_result *ret)
@@ -148,7 +137,7 @@ static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_r
 		}
 	}
 	e2b_records_free(v, n);
-	if (want && (!named_found || !sandbox_running(ctx, want))) {
+	if (want && (!named_found || e2b_sandbox_state(ctx, want) != 1)) {
 		*ret = e2b_reply_json(req, ST_BAD_GATEWAY,
 				      json_pack("{s:s,s:s,s:i}", "sandboxId", want, "message",
 						"The sandbox was not found", "code", ST_BAD_GATEWAY));
@@ -160,7 +149,7 @@ static int signed_sandbox(http_request *req, char ret_id[E2B_ID_MAX + 1], http_r
 							       : "invalid signature");
 		return -1;
 	}
-	if (!want && !sandbox_running(ctx, ret_id)) {
+	if (!want && e2b_sandbox_state(ctx, ret_id) != 1) {
 		*ret = e2b_reply_json(req, ST_BAD_GATEWAY,
 				      json_pack("{s:s,s:s,s:i}", "sandboxId", ret_id, "message",
 						"The sandbox was not found", "code", ST_BAD_GATEWAY));

@@ -103,8 +103,11 @@ static int follow(e2b_call *c, eproc *p, sub *me, e2b_stream *s, sbx_err **err)
 	if (p->fail) {
 		/* The environment stopped under the command (killed, or its
 		 * deadline): envd's connection goes with its VM, so cut ours. */
-		if (e2b_env_went(p->fail))
+		if (e2b_env_went(p->fail)) {
+			/* after /health says so: the SDK asks it at once */
+			(void)e2b_sandbox_gone_within(c->ctx, c->sandbox_id, 1500);
 			e2b_stream_cut(s);
+		}
 		return err_set(err, sbx_err_code(p->fail), sbx_err_errno(p->fail), "%s",
 			       sbx_err_message(p->fail));
 	}

@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "server/e2b_data.h"
 #include "server/e2b_rpc.h"
 #include "server/e2b_watch_map.h"
 #include "util/clock.h"
@@ -265,14 +266,10 @@ static int watch_read(watch *w, void (*emit)(void *ud, const char *name, const c
 	return 0;
 }
 
-/* Whether the call's sandbox still runs. */
+/* Whether the call's sandbox still runs: only a sure "gone" ends a watch. */
 static bool sandbox_live(e2b_call *c)
 {
-	_cleanup_json_ json_t *info = NULL;
-	_cleanup_err_ sbx_err *e = NULL;
-	if (sbx_env_inspect(c->ctx, c->sandbox_id, &info, &e) < 0)
-		return sbx_err_code(e) != SBX_E_NOT_FOUND; /* only a sure "gone" ends it */
-	return streq(json_str(info, "state") ?: "", "running");
+	return e2b_sandbox_state(c->ctx, c->sandbox_id) != 0;
 }
 
 /* envd's FilesystemEvent {name, type, entry?}: the entry (when asked for
