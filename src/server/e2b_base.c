@@ -66,26 +66,15 @@ void e2b_base_forget(void)
 	pthread_mutex_unlock(&base_lock);
 }
 
-/* Makes the snapshot: a host environment, E2B's user, a snapshot labelled
- * label, the environment removed. */
 /* The link, made as the environment's root (the file calls make no links). */
 static int python_link(sbx_ctx *ctx, const char *id, sbx_err **err)
 {
 	const char *argv[] = {"ln", "-s", PYTHON3, PYTHON_LINK, NULL};
-	sbx_exec_opts xo = SBX_EXEC_OPTS_INIT;
-	xo.argv = argv;
-	xo.user = "0";
-	xo.capture = true;
-	sbx_exec_result res = {0};
-	int r = sbx_env_exec(ctx, id, &xo, &res, err);
-	if (r == 0 && res.exit_code != 0)
-		r = err_set(err, SBX_E_INTERNAL, EIO,
-			    "E2B's base template: ln -s " PYTHON3 " " PYTHON_LINK ": %.200s",
-			    res.stderr_buf ?: "failed");
-	sbx_exec_result_free(&res);
-	return r;
+	return e2b_root_exec(ctx, id, argv, "E2B's base template", err);
 }
 
+/* Makes the snapshot: a host environment, E2B's user, a snapshot labelled
+ * label, the environment removed. */
 static int base_make(sbx_ctx *ctx, const char *label, bool want_python, char **ret_digest, sbx_err **err)
 {
 	sbx_create_opts o = SBX_CREATE_OPTS_INIT;

@@ -126,18 +126,27 @@ int e2b_user_setup(sbx_ctx *ctx, const char *id, sbx_err **err)
 	/* Owned by the user: a chown as the environment's root (the file
 	 * calls cannot give away what they make). */
 	const char *argv[] = {"chown", "1000:1000", E2B_USER_HOME, NULL};
+	return e2b_root_exec(ctx, id, argv, "E2B's user", err);
+}
+
+int e2b_root_exec(sbx_ctx *ctx, const char *id, const char *const *argv, const char *what, sbx_err **err)
+{
 	sbx_exec_opts xo = SBX_EXEC_OPTS_INIT;
 	xo.argv = argv;
 	xo.user = "0";
 	xo.capture = true;
 	sbx_exec_result res = {0};
 	int r = sbx_env_exec(ctx, id, &xo, &res, err);
-	bool ok = r == 0 && res.exit_code == 0;
-	if (r == 0 && !ok)
-		err_set(err, SBX_E_INTERNAL, EPERM, "E2B's user: chown " E2B_USER_HOME ": %.200s",
-			res.stderr_buf ?: "failed");
+	if (r == 0 && res.exit_code != 0) {
+		char cmd[256];
+		size_t w = 0;
+		for (size_t i = 0; argv[i] && w < sizeof(cmd); i++)
+			w += (size_t)snprintf(cmd + w, sizeof(cmd) - w, "%s%s", i ? " " : "", argv[i]);
+		r = err_set(err, SBX_E_INTERNAL, EPERM, "%s: %s: %.200s", what, cmd,
+			    res.stderr_buf ?: "failed");
+	}
 	sbx_exec_result_free(&res);
-	return ok ? 0 : -1;
+	return r < 0 ? -1 : 0;
 }
 
 static pthread_mutex_t known_lock = PTHREAD_MUTEX_INITIALIZER;

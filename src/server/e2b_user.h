@@ -31,6 +31,11 @@ char *e2b_user_add_line(const char *text, const char *line, bool *ret_oom);
  * there: commands then run as root) or when the user exists already. */
 int e2b_user_setup(sbx_ctx *ctx, const char *id, sbx_err **err);
 
+/* Runs argv in sandbox id as its root, output captured; a non-zero exit is
+ * an error "<what>: <argv>: <its stderr>". For what the file calls cannot
+ * do (give a file away, make a link). */
+int e2b_root_exec(sbx_ctx *ctx, const char *id, const char *const *argv, const char *what, sbx_err **err);
+
 /* envd's marks in every sandbox it runs: /run/e2b/.E2B_SANDBOX ("true")
  * and /run/e2b/.E2B_SANDBOX_ID (the id), written as root over whatever a
  * snapshot brought (a fork's parent's id). A file call each; id_only: the
