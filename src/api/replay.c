@@ -343,6 +343,7 @@ _public_ int sbx_trace_replay_inputs(sbx_ctx *ctx, const char *ref, const char *
 				   .seed = (uint64_t)json_int(detj, "seed", 0),
 				   .hostname = json_str(detj, "hostname"),
 				   .first_pid = (uint32_t)json_int(detj, "engine_pid", 0),
+				   .inodes = json_bool(detj, "inodes", false),
 				   .snapshot_id = snap,
 				   .replay_of = tid};
 		int r = trace_run(ctx, eid, &eo, &tp, &oc, &res, err);

@@ -524,9 +524,13 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	 * the replay's environment is created with the same one. */
 	const char *hostname = tp->hostname ? tp->hostname : st.hostname ?: "sbx";
 
-	_cleanup_json_ json_t *fields = json_pack(
-	    "{s:{s:b,s:I,s:I,s:s,s:I}}", "trace", "deterministic", det, "epoch_ns", (json_int_t)epoch, "seed",
-	    (json_int_t)seed, "hostname", hostname, "first_pid", (json_int_t)tp->first_pid);
+	/* Inode numbers are virtual in every deterministic recording; a trace
+	 * from before they were replays with the real ones, as it recorded. */
+	bool inodes = det && (tp->replay ? tp->inodes : true);
+	_cleanup_json_ json_t *fields =
+	    json_pack("{s:{s:b,s:I,s:I,s:s,s:I,s:b}}", "trace", "deterministic", det, "epoch_ns",
+		      (json_int_t)epoch, "seed", (json_int_t)seed, "hostname", hostname, "first_pid",
+		      (json_int_t)tp->first_pid, "inodes", inodes);
 	if (!fields)
 		return err_errnum(err, ENOMEM, "trace");
 	if (tp->recorder)
@@ -636,10 +640,10 @@ int trace_run(sbx_ctx *ctx, const char *id, const sbx_exec_opts *o, const trace_
 	/* rdrand_visible: the CPU offers rdrand/rdseed and the engine does not
 	 * hide them (determ_cpuid.h): a program may read the hardware generator. */
 	json_t *detj =
-	    json_pack("{s:b,s:I,s:I,s:s,s:I,s:I,s:b,s:b}", "enabled", det, "epoch_ns", (json_int_t)epoch,
+	    json_pack("{s:b,s:I,s:I,s:s,s:I,s:I,s:b,s:b,s:b}", "enabled", det, "epoch_ns", (json_int_t)epoch,
 		      "seed", (json_int_t)seed, "hostname", hostname, "engine_pid", (json_int_t)engine_pid,
 		      "command_pid", (json_int_t)command_pid, "rdtsc_trapped", tsc_trapped, "rdrand_visible",
-		      det && determ_cpu_has_rdrand());
+		      det && determ_cpu_has_rdrand(), "inodes", inodes);
 	json_t *resj = json_pack("{s:O,s:O,s:O}", "stdout", outj, "stderr", errj, "fs", fsj);
 	if (resj)
 		set_result_json(resj, &res);

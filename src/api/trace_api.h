@@ -15,7 +15,8 @@ typedef struct trace_params {
 	int64_t epoch_ns;
 	uint64_t seed;
 	const char *hostname;
-	uint32_t first_pid;	 /* the engine's pid in the recording (replay burns pids up to it) */
+	uint32_t first_pid; /* the engine's pid in the recording (replay burns pids up to it) */
+	bool inodes;	    /* replay: the recording virtualized inode numbers (a recording always does) */
 	const char *snapshot_id; /* the run starts from this (replay: the fresh environment's base) */
 	const char *replay_of;	 /* trace id this run replays */
 	const char *recorder;	 /* force "bpf" or "ptrace"; NULL: the best available */

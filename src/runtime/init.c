@@ -529,6 +529,7 @@ static void handle_spawn(env_config *c, int sock, json_t *m, int *fds, size_t n_
 		tr.po.epoch_ns = (uint64_t)json_int(tj, "epoch_ns", 0);
 		tr.po.seed = (uint64_t)json_int(tj, "seed", 0);
 		tr.po.hostname = json_str(tj, "hostname");
+		tr.po.inodes = json_bool(tj, "inodes", false);
 		/* Replay: the engine gets the pid it had in the recording, so the
 		 * command's pids match too (pids are handed out in order). */
 		int64_t first = json_int(tj, "first_pid", 0);

@@ -398,6 +398,25 @@ static void on_timerfd(engine *e, task *t, const uint64_t *a, uint64_t sp)
 	ptrace_set_arg(t, a, 2, at);
 }
 
+/* A call that removes a name (unlink, rmdir, the target of a rename): the
+ * file's inode number may now be free for the file system to reuse, so the
+ * file is forgotten once the call succeeds (determ_inode.h), whether or not
+ * it keeps other names: its link count is no guide (an overlay keeps showing
+ * a lower layer's count after one of its names goes, its upper layer not),
+ * and a number must not depend on which layer holds a file. */
+static void on_remove(engine *e, task *t, int dirfd, uint64_t path_addr)
+{
+	char path[4096], full[4096 + 64];
+	bool trunc;
+	struct stat st;
+	if (!e->o->inodes || ptrace_mem_read_str(t->tid, path_addr, path, sizeof(path), &trunc) < 0 || trunc)
+		return;
+	tracee_path(full, sizeof(full), t->tid, dirfd, path);
+	if (lstat(full, &st) < 0)
+		return;
+	t->xact = X_REMOVE, t->xdev = st.st_dev, t->xino = st.st_ino, t->want_exit = true;
+}
+
 void determ_on_seccomp(engine *e, task *t)
 {
 	struct __ptrace_syscall_info si;
@@ -467,6 +486,28 @@ void determ_on_seccomp(engine *e, task *t)
 		if (e->o->hostname)
 			t->xact = X_UNAME, t->xaddr = a[0], t->want_exit = true;
 		break;
+	case SYS_getdents64:
+	case SYS_getdents:
+		if (e->o->inodes)
+			t->xact = X_DIRENTS, t->xaddr = a[1], t->xfd = (int)a[0], t->want_exit = true;
+		break;
+	case SYS_unlink:
+	case SYS_rmdir:
+		on_remove(e, t, AT_FDCWD, a[0]);
+		break;
+	case SYS_unlinkat:
+		on_remove(e, t, (int)a[0], a[1]);
+		break;
+	case SYS_rename:
+		on_remove(e, t, AT_FDCWD, a[1]);
+		break;
+	case SYS_renameat2:
+		if (a[4] & RENAME_EXCHANGE)
+			break; /* both names stay */
+			       /* fall through */
+	case SYS_renameat:
+		on_remove(e, t, (int)a[2], a[3]);
+		break;
 	default:
 		break;
 	}
@@ -523,11 +564,71 @@ static bool not_a_file(mode_t m)
 	return !S_ISREG(m) && !S_ISDIR(m) && !S_ISLNK(m);
 }
 
+/* Virtual inode and device numbers (determ_inode.h) in a stat result: the
+ * new values are written back by the caller's ranges (st_dev, st_ino lead
+ * struct stat; statx's are written here), and recorded as {dev, ino}. */
+static void fix_ident(engine *e, task *t, int nr, uint64_t *dev, uint64_t *ino)
+{
+	uint64_t v[2];
+	v[1] = *ino = determ_ino_map(&e->imap, *dev, *ino);
+	v[0] = *dev = determ_dev_map(&e->imap, *dev);
+	ptrace_rec_determ(e, t, TRACE_DETERM_INODE, nr, v, sizeof(v));
+}
+
+static void fix_stat_ident(engine *e, task *t, int nr, struct stat *st)
+{
+	if (!e->o->inodes)
+		return;
+	uint64_t dev = st->st_dev, ino = st->st_ino;
+	fix_ident(e, t, nr, &dev, &ino);
+	st->st_dev = dev, st->st_ino = ino;
+	size_t to = offsetof(struct stat, st_ino) + sizeof(st->st_ino);
+	(void)ptrace_mem_write(t->tid, t->xaddr, st, to);
+}
+
+static void fix_statx_ident(engine *e, task *t, int nr, struct statx *sx)
+{
+	if (!e->o->inodes)
+		return;
+	uint64_t dev = makedev(sx->stx_dev_major, sx->stx_dev_minor), ino = sx->stx_ino;
+	fix_ident(e, t, nr, &dev, &ino);
+	if (sx->stx_mask & STATX_INO) {
+		sx->stx_ino = ino;
+		(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_ino), &sx->stx_ino,
+				       sizeof(sx->stx_ino));
+	}
+	sx->stx_dev_major = major(dev), sx->stx_dev_minor = minor(dev);
+	(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_dev_major), &sx->stx_dev_major,
+			       2 * sizeof(sx->stx_dev_major));
+}
+
+/* A directory listing's d_ino, keyed by the directory's real device (the
+ * engine's own stat of the tracee's fd, through /proc). */
+static void fix_dirents(engine *e, task *t, int nr, int64_t len)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)t->tid, t->xfd);
+	if (len <= 0 || stat(path, &st) < 0)
+		return;
+	_cleanup_free_ uint8_t *buf = malloc((size_t)len);
+	if (!buf || ptrace_mem_read(t->tid, t->xaddr, buf, (size_t)len) != (ssize_t)len)
+		return;
+	uint64_t out[TRACE_DETERM_MAX_VALUE / sizeof(uint64_t) + 1];
+	size_t n = determ_dirents_map(&e->imap, st.st_dev, buf, (size_t)len, out, ARRAY_SIZE(out));
+	if (n && ptrace_mem_write(t->tid, t->xaddr, buf, (size_t)len) == 0)
+		ptrace_rec_determ(e, t, TRACE_DETERM_INODE, nr, out,
+				  (n < ARRAY_SIZE(out) ? n : ARRAY_SIZE(out)) * 8);
+}
+
 static void fix_stat(engine *e, task *t, int nr)
 {
 	struct stat st;
 	if (ptrace_mem_read(t->tid, t->xaddr, &st, sizeof(st)) != (ssize_t)sizeof(st))
 		return;
+	struct stat real = st; /* the times are keyed by the real numbers */
+	fix_stat_ident(e, t, nr, &st);
+	st.st_dev = real.st_dev, st.st_ino = real.st_ino;
 	if (not_a_file(st.st_mode) || st.st_dev == e->pseudo_dev[0] || st.st_dev == e->pseudo_dev[1]) {
 		struct timespec ep = {(time_t)(e->o->epoch_ns / 1000000000u),
 				      (long)(e->o->epoch_ns % 1000000000u)};
@@ -562,7 +663,9 @@ static void fix_statx(engine *e, task *t, int nr)
 	struct statx sx;
 	if (ptrace_mem_read(t->tid, t->xaddr, &sx, sizeof(sx)) != (ssize_t)sizeof(sx))
 		return;
-	uint64_t dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	uint64_t dev = makedev(sx.stx_dev_major, sx.stx_dev_minor), ino = sx.stx_ino;
+	fix_statx_ident(e, t, nr, &sx);
+	sx.stx_ino = ino; /* the times are keyed by the real numbers */
 	if (((sx.stx_mask & STATX_TYPE) && not_a_file(sx.stx_mode)) || dev == e->pseudo_dev[0] ||
 	    dev == e->pseudo_dev[1]) {
 		struct statx_timestamp ep = {.tv_sec = (int64_t)(e->o->epoch_ns / 1000000000u),
@@ -599,7 +702,7 @@ static void fix_statx(engine *e, task *t, int nr)
 			    bit[i] == STATX_BTIME ? 0 : sz; /* a birth time stays put as the file grows */
 			which[n++] = i;
 		}
-	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, sx.stx_ino, ver, sec, nsec, n))
+	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, ino, ver, sec, nsec, n))
 		return;
 	for (int j = 0; j < n; j++) {
 		ts[which[j]]->tv_sec = sec[j];
@@ -633,6 +736,13 @@ void determ_on_exit_action(engine *e, task *t, int nr, int64_t rval)
 			(void)ptrace(PTRACE_POKEUSER, t->tid, t->saved[i].off, (void *)t->saved[i].val);
 		if (rval == 0)
 			fix_statx(e, t, nr);
+		break;
+	case X_DIRENTS:
+		fix_dirents(e, t, nr, rval);
+		break;
+	case X_REMOVE:
+		if (rval == 0)
+			determ_ino_forget(&e->imap, t->xdev, t->xino);
 		break;
 	case X_UNAME:
 		if (rval == 0) {

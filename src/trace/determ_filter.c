@@ -5,7 +5,10 @@
  *    times, getrusage, getrandom, getcpu, sysinfo; nanosleep (the virtual clock advances, then
  *    the kernel sleeps);
  *  - let through, then fixed up at their exit stop: stat family (file times),
- *    uname (nodename); clock_nanosleep (absolute deadlines become relative);
+ *    uname (nodename); getdents64 and getdents (inode numbers, when the
+ *    engine virtualizes them: determ_inode.h), and the calls that remove a
+ *    name (unlink, rmdir, rename over: a removed file's number may be
+ *    reused); clock_nanosleep (absolute deadlines become relative);
  *  - absolute timeouts the kernel would compare against its real clocks:
  *    futex waits with a timeout (WAIT_BITSET, LOCK_PI, LOCK_PI2,
  *    WAIT_REQUEUE_PI; plain FUTEX_WAIT is relative and passes), futex_waitv
@@ -93,7 +96,7 @@ static void label(bld *b, int l)
 	b->label[l] = (long)b->n;
 }
 
-int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
+int determ_filter_build(struct sock_filter *out, size_t cap, unsigned flags)
 {
 	bld b = {.f = out, .cap = cap};
 	/* wait4/waitid: the reaped child's clock joins the parent's at the exit
@@ -112,8 +115,14 @@ int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
 	fixup(&b, L_ALLOW, 0);
 	for (size_t i = 0; i < sizeof(trace) / sizeof(trace[0]); i++)
 		jeq(&b, (uint32_t)trace[i], L_TRACE);
-	if (trap_uname)
+	if (flags & DETERM_FILTER_UNAME)
 		jeq(&b, SYS_uname, L_TRACE);
+	if (flags & DETERM_FILTER_INODES) {
+		static const int ino[] = {SYS_getdents64, SYS_getdents, SYS_unlink,   SYS_unlinkat,
+					  SYS_rmdir,	  SYS_rename,	SYS_renameat, SYS_renameat2};
+		for (size_t i = 0; i < sizeof(ino) / sizeof(ino[0]); i++)
+			jeq(&b, (uint32_t)ino[i], L_TRACE);
+	}
 	for (size_t i = 0; i < sizeof(notif) / sizeof(notif[0]); i++)
 		jeq(&b, (uint32_t)notif[i], L_NOTIF);
 	jeq(&b, SYS_rseq, L_NOSYS);
@@ -170,7 +179,7 @@ int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
 
 #else
 
-int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname)
+int determ_filter_build(struct sock_filter *out, size_t cap, unsigned flags)
 {
 	return -1; /* the engine's determinism mode is x86_64 only */
 }

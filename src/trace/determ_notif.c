@@ -60,17 +60,6 @@ static void rs_drain(rstream *r)
 		;
 }
 
-/* `path` as the tracee would open it, through its root, cwd or dirfd. */
-static void tracee_path(char *full, size_t cap, pid_t tid, int dirfd, const char *path)
-{
-	if (path[0] == '/')
-		snprintf(full, cap, "/proc/%d/root%s", tid, path);
-	else if (dirfd == AT_FDCWD)
-		snprintf(full, cap, "/proc/%d/cwd/%s", tid, path);
-	else
-		snprintf(full, cap, "/proc/%d/fd/%d/%s", tid, dirfd, path);
-}
-
 /* True when `path` as the tracee would open it is /dev/random or /dev/urandom. */
 static bool is_random_dev(pid_t tid, int dirfd, const char *path, uint64_t flags)
 {

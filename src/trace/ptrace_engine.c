@@ -477,7 +477,9 @@ _noreturn_ static void child_main(const ptrace_opts *o, char **argv, char **envp
 			child_fail(sock, stage);
 		stage = 6;
 		struct sock_filter insns[DETERM_FILTER_MAX];
-		int n = determ_filter_build(insns, ARRAY_SIZE(insns), o->hostname != NULL);
+		int n = determ_filter_build(insns, ARRAY_SIZE(insns),
+					    (o->hostname ? DETERM_FILTER_UNAME : 0) |
+						(o->inodes ? DETERM_FILTER_INODES : 0));
 		if (n < 0) {
 			errno = EINVAL;
 			child_fail(sock, stage);
@@ -534,6 +536,7 @@ static void engine_free(engine *e)
 	free(e->threaded);
 	free(e->rbuf);
 	determ_timemap_free(&e->tmap);
+	determ_inomap_free(&e->imap);
 	safe_close(e->lfd);
 	safe_close(e->wake_efd);
 }

@@ -39,6 +39,10 @@ typedef struct ptrace_opts {
 	uint64_t seed;	      /* seeds getrandom, /dev/urandom, /dev/random and AT_RANDOM */
 	uint32_t first_pid;   /* nonzero: fork-and-reap dummies first until the command gets this pid */
 	const char *hostname; /* deterministic nodename reported by uname(), NULL = leave */
+	/* virtual inode and device numbers in stat results and directory
+	 * listings (determ_inode.h); traces recorded before they existed replay
+	 * without, as they were recorded */
+	bool inodes;
 } ptrace_opts;
 /* clang-format off */
 #define PTRACE_OPTS_INIT {.record_fd = -1}
@@ -181,11 +185,14 @@ void determ_chacha20_block(const uint32_t key[8], uint64_t counter, uint64_t non
  * for the calls answered from values alone (clocks, getrandom, getcpu,
  * sysinfo, nanosleep) and for open/openat/openat2 (so /dev/urandom and the
  * procfs files of determ_procfs.h can be answered with an fd, ADDFD); TRACE
- * for the calls fixed up at their exit (stat family, uname) or whose
+ * for the calls fixed up at their exit (stat family, uname with
+ * DETERM_FILTER_UNAME, getdents64/getdents, unlink/rmdir/rename with DETERM_FILTER_INODES) or whose
  * arguments change (clock_nanosleep, absolute futex/timerfd timeouts); ERRNO
  * ENOSYS for rseq (keeps the CPU number virtual); ALLOW for the rest and for
  * other ABIs (sbx's own filter kills those). Returns the length, or -1 if
  * `cap` is too small. */
 struct sock_filter;
-int determ_filter_build(struct sock_filter *out, size_t cap, bool trap_uname);
+#define DETERM_FILTER_UNAME 0x1u  /* uname stops (o->hostname) */
+#define DETERM_FILTER_INODES 0x2u /* directory reads and removals stop (o->inodes) */
+int determ_filter_build(struct sock_filter *out, size_t cap, unsigned flags);
 #define DETERM_FILTER_MAX 96

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "trace/determ_inode.h"
 #include "trace/determ_procfs.h"
 #include "trace/ptrace_engine.h"
 
@@ -22,7 +23,7 @@
 #define SCRATCH_BELOW_SP 512 /* past the 128-byte red zone, with room for what we write */
 #define RS_MSG 65536	     /* one /dev/urandom read returns at most this much (one message) */
 
-enum xact { X_NONE, X_RESTORE, X_STAT, X_STATX, X_UNAME, X_WAIT };
+enum xact { X_NONE, X_RESTORE, X_STAT, X_STATX, X_UNAME, X_WAIT, X_DIRENTS, X_REMOVE };
 
 /* One process of the command under determinism: what its virtual clock and
  * random streams are a function of. Invariant (docs/trace.md, "Virtual
@@ -42,15 +43,17 @@ typedef struct dproc {
 
 typedef struct task {
 	pid_t tid, tgid;
-	dproc *p;	/* determinism: its process (NULL until the creating fork event is seen) */
-	bool held;	/* determinism: first stop seen before its parent's fork event; resumed there */
-	bool in_sys;	/* record: entry seen, exit not yet */
-	bool emulated;	/* the current call was answered by the engine */
-	bool want_exit; /* stop at this call's exit (PTRACE_SYSCALL instead of PTRACE_CONT) */
-	enum xact xact; /* what to do at that exit */
-	uint64_t xaddr; /* the call's result buffer */
-	uint64_t xrus;	/* X_WAIT: the struct rusage wait4/waitid fills (0: none) */
-	int xclk;	/* X_RESTORE: on ETIMEDOUT advance this clock to xtarget */
+	dproc *p;	     /* determinism: its process (NULL until the creating fork event is seen) */
+	bool held;	     /* determinism: first stop seen before its parent's fork event; resumed there */
+	bool in_sys;	     /* record: entry seen, exit not yet */
+	bool emulated;	     /* the current call was answered by the engine */
+	bool want_exit;	     /* stop at this call's exit (PTRACE_SYSCALL instead of PTRACE_CONT) */
+	enum xact xact;	     /* what to do at that exit */
+	uint64_t xaddr;	     /* the call's result buffer */
+	uint64_t xrus;	     /* X_WAIT: the struct rusage wait4/waitid fills (0: none) */
+	int xfd;	     /* X_DIRENTS: the directory read */
+	uint64_t xdev, xino; /* X_REMOVE: the file whose last name goes, if the call succeeds */
+	int xclk;	     /* X_RESTORE: on ETIMEDOUT advance this clock to xtarget */
 	uint64_t xtarget;
 	int n_saved; /* argument registers changed at entry, restored at exit */
 	struct {
@@ -85,6 +88,7 @@ typedef struct engine {
 	dproc stray; /* a caller the engine does not know (should not happen): its own clock */
 	determ_timemap tmap;
 	dev_t pseudo_dev[2]; /* procfs and sysfs: their inode times are when the kernel made the inode */
+	determ_inomap imap;  /* o->inodes: virtual inode and device numbers */
 	determ_rng rng;
 	int lfd;	   /* the seccomp listener (determinism) */
 	int wake_efd;	   /* wakes the notification thread: the listener arrived, or stop */
@@ -126,6 +130,8 @@ static inline uint64_t engine_now_ns(clockid_t c)
 ssize_t ptrace_mem_read(pid_t tid, uint64_t addr, void *buf, size_t n);
 int ptrace_mem_write(pid_t tid, uint64_t addr, const void *buf, size_t n);
 int ptrace_mem_read_str(pid_t tid, uint64_t addr, char *buf, size_t cap, bool *trunc);
+/* `path` as the tracee would open it, through its root, cwd or dirfd (a /proc path). */
+void tracee_path(char *full, size_t cap, pid_t tid, int dirfd, const char *path);
 /* Writes out the buffered records (an error is kept in e->rerr). */
 void ptrace_rec_flush(engine *e);
 void ptrace_rec_determ_at(engine *e, const task *t, uint32_t kind, int nr, const void *val, size_t len,

@@ -233,3 +233,14 @@ void ptrace_rec_capture(engine *e, task *t, int nr, const uint64_t *args)
 }
 
 #endif
+
+/* `path` as the tracee would open it, through its root, cwd or dirfd. */
+void tracee_path(char *full, size_t cap, pid_t tid, int dirfd, const char *path)
+{
+	if (path[0] == '/')
+		snprintf(full, cap, "/proc/%d/root%s", tid, path);
+	else if (dirfd == AT_FDCWD)
+		snprintf(full, cap, "/proc/%d/cwd/%s", tid, path);
+	else
+		snprintf(full, cap, "/proc/%d/fd/%d/%s", tid, dirfd, path);
+}

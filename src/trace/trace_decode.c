@@ -25,8 +25,8 @@
 
 const char *trace_determ_kind_name(uint32_t kind)
 {
-	static const char *const names[] = {NULL,	 "clock",  "random",	  "rdtsc", "uname",
-					    "stat time", "getcpu", "concurrency", "procfs"};
+	static const char *const names[] = {NULL,	 "clock",  "random",	  "rdtsc",  "uname",
+					    "stat time", "getcpu", "concurrency", "procfs", "inode"};
 	return kind < ARRAY_SIZE(names) ? names[kind] : NULL;
 }
 

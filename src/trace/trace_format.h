@@ -150,6 +150,10 @@ enum {
 };
 #define TRACE_DETERM_CONCURRENCY 7
 #define TRACE_DETERM_PROCFS 8
+/*   9 inode   virtual inode and device numbers (determ_inode.h): u64 dev,
+ *             u64 ino as written into a stat result; u64 d_ino of each record
+ *             of a directory listing (getdents64, getdents), cut after 32 */
+#define TRACE_DETERM_INODE 9
 /* TR_DETERM h.flags: the value was longer than TRACE_DETERM_MAX_VALUE and is cut. */
 #define TRACE_DETERM_TRUNC 0x1
 #define TRACE_DETERM_MAX_VALUE 256

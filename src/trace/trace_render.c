@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "trace/trace_sys.h"
@@ -127,6 +128,20 @@ static const char *determ_label(const trace_ev *ev, char buf[24])
 	return buf;
 }
 
+/* Virtual inode numbers: a stat's device and inode, a listing's count. */
+static void sb_inode(trace_sbuf *b, const trace_ev *ev)
+{
+	uint64_t v[2];
+	if (ev->determ.nr >= 0 && trace_sys_name(ev->determ.nr) &&
+	    strstr(trace_sys_name(ev->determ.nr), "getdents")) {
+		trace_sb_addf(b, ": inode numbers of %" PRIu32 "%s entries", ev->determ.value_len / 8,
+			      ev->flags & TRACE_DETERM_TRUNC ? "+" : "");
+	} else if (ev->determ.value_len == sizeof(v)) {
+		memcpy(v, ev->determ.value, sizeof(v));
+		trace_sb_addf(b, ": dev %u:%u ino %" PRIu64, major(v[0]), minor(v[0]), v[1]);
+	}
+}
+
 /* The line for a record (the state already updated by it; d decoded). */
 static void show_line(trace_sbuf *b, const trace_state *st, const trace_dec *d, const trace_ev *ev)
 {
@@ -181,7 +196,8 @@ static void show_line(trace_sbuf *b, const trace_state *st, const trace_dec *d, 
 			trace_sb_lit(b, ": ");
 			trace_sb_esc(b, (const char *)ev->determ.value,
 				     strnlen((const char *)ev->determ.value, ev->determ.value_len));
-		}
+		} else if (ev->determ.kind == TRACE_DETERM_INODE)
+			sb_inode(b, ev);
 		trace_sb_lit(b, " ~~~");
 		break;
 	}

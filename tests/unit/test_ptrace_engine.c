@@ -265,8 +265,8 @@ static uint32_t verdict(const struct sock_filter *f, int n, int nr, uint64_t a1,
 TEST(seccomp_program)
 {
 	struct sock_filter f[DETERM_FILTER_MAX];
-	CHECK(determ_filter_build(f, 10, true) < 0);
-	int n = determ_filter_build(f, DETERM_FILTER_MAX, true);
+	CHECK(determ_filter_build(f, 10, DETERM_FILTER_UNAME) < 0);
+	int n = determ_filter_build(f, DETERM_FILTER_MAX, DETERM_FILTER_UNAME | DETERM_FILTER_INODES);
 	CHECK(n > 0);
 	CHECK(verdict(f, n, SYS_clock_gettime, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_getrandom, 0, 0) == SECCOMP_RET_USER_NOTIF);
@@ -279,6 +279,10 @@ TEST(seccomp_program)
 	CHECK(verdict(f, n, SYS_waitid, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_openat, 0, 0) == SECCOMP_RET_USER_NOTIF);
 	CHECK(verdict(f, n, SYS_read, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(verdict(f, n, SYS_getdents64, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_getdents, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_unlinkat, 0, 0) == SECCOMP_RET_TRACE);
+	CHECK(verdict(f, n, SYS_renameat2, 0, 0) == SECCOMP_RET_TRACE);
 	CHECK(verdict(f, n, SYS_rseq, 0, 0) == SECCOMP_RET_ERRNO);
 	/* futex: only waits with an absolute timeout */
 	CHECK(verdict(f, n, SYS_futex, 0 /* WAIT */, 0x1000) == SECCOMP_RET_ALLOW);
@@ -291,8 +295,9 @@ TEST(seccomp_program)
 	CHECK(verdict(f, n, 0x40000000 | SYS_clock_gettime, 0, 0) == SECCOMP_RET_ALLOW); /* x32: sbx kills */
 	struct seccomp_data i386 = {.nr = 13, .arch = AUDIT_ARCH_I386};
 	CHECK(bpf_run(f, n, &i386) == SECCOMP_RET_ALLOW);
-	n = determ_filter_build(f, DETERM_FILTER_MAX, false);
+	n = determ_filter_build(f, DETERM_FILTER_MAX, 0);
 	CHECK(verdict(f, n, SYS_uname, 0, 0) == SECCOMP_RET_ALLOW);
+	CHECK(verdict(f, n, SYS_getdents64, 0, 0) == SECCOMP_RET_ALLOW);
 }
 
 /* ---- whole runs ---- */
