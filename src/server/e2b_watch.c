@@ -16,7 +16,9 @@
  * and a directory made later is not watched.
  *
  * The watch ends when the client goes, the call's deadline passes, the
- * watched directory is removed or moved away, or the sandbox stops.
+ * watched directory is removed or moved away, or the sandbox stops (seen
+ * within E2B_WATCH_LIVE_CHECK_MS): then the stream is cut, with no
+ * end-stream (e2b_stream_cut), as envd's goes with its VM.
  * Watchers of the polled form: at most E2B_WATCHERS in all, each bound to
  * its sandbox (another sandbox's token cannot read or remove it), with
  * at most E2B_WATCHER_QUEUE events kept between two polls (older ones are
@@ -337,8 +339,11 @@ static int fs_watch_dir(e2b_call *c, const json_t *in, e2b_stream *s, sbx_err **
 			r = -EPIPE;
 			break;
 		}
-		if (w->root_gone)
-			break; /* the directory itself went: the watch is over */
+		if (w->root_gone) { /* the directory itself went: the watch is over */
+			if (e2b_sandbox_state(c->ctx, c->sandbox_id) == 0)
+				r = -ESRCH; /* with its sandbox */
+			break;
+		}
 		int64_t now = clock_ms(CLOCK_MONOTONIC);
 		if (c->deadline_ms >= 0 && now >= c->deadline_ms) {
 			r = -ETIMEDOUT;
@@ -359,8 +364,15 @@ static int fs_watch_dir(e2b_call *c, const json_t *in, e2b_stream *s, sbx_err **
 		return err_set(err, SBX_E_UNAVAILABLE, ECANCELED, "the client went away");
 	if (r == -ETIMEDOUT)
 		return err_set(err, SBX_E_UNAVAILABLE, ETIMEDOUT, "the call's deadline passed");
-	if (r == -ESRCH)
+	if (r == -ESRCH) {
+		/* The sandbox went under the watch (killed, timed out, paused):
+		 * envd's connection goes with its VM, so cut ours as a command's
+		 * is (e2b_process.c). The SDK then asks /health, which already
+		 * answers 502, and onExit gets its "killed" error; an end-stream,
+		 * even with an error, would say the sandbox ended the watch. */
+		e2b_stream_cut(s);
 		return err_set(err, SBX_E_UNAVAILABLE, ESRCH, "the sandbox is not running anymore");
+	}
 	return 0;
 }
 

@@ -5,7 +5,7 @@
 // pointing at the server. Exits non-zero with a message on the first failed
 // check. Every case kills what it creates.
 import net from 'node:net';
-import { FileNotFoundError, Sandbox } from 'e2b';
+import { FileNotFoundError, Sandbox, TimeoutError } from 'e2b';
 
 const [name] = process.argv.slice(2);
 const url = process.env.E2B_SANDBOX_URL;
@@ -434,6 +434,37 @@ const cases = {
 		await a.kill();
 		for (let i = 0; i < 100 && !ended; i++) await new Promise((res) => setTimeout(res, 50));
 		check(ended, 'the watch ended with its sandbox');
+	},
+
+	// A watch whose sandbox is killed (by its handle or by another client) or
+	// times out is cut, as envd's connection goes with its VM: no clean end,
+	// so the SDK asks /health (502) and onExit gets its TimeoutError "killed
+	// or reached its end of life", as for a command's stream. A watch that
+	// ended cleanly would tell the caller that nothing went wrong.
+	async watch_killed() {
+		const killedMsg = 'sandbox was killed or reached its end of life';
+		async function watched(s) {
+			await s.files.makeDir('/home/user/w');
+			const w = { ended: false, err: undefined };
+			await s.files.watchDir('/home/user/w', () => {}, { onExit: (e) => { w.ended = true; w.err = e; } });
+			return w;
+		}
+		async function ended(w, what, ms = 10_000) {
+			for (let t0 = Date.now(); !w.ended && Date.now() - t0 < ms;) await new Promise((r) => setTimeout(r, 50));
+			check(w.ended, `${what}: the watch ended`);
+			check(w.err instanceof TimeoutError && w.err.message.includes(killedMsg), `${what}: onExit has the killed error`, `${w.err?.name}: ${w.err?.message}`);
+		}
+		const a = await create();
+		const wa = await watched(a);
+		await a.kill();
+		await ended(wa, 'killed by its handle');
+		const b = await create();
+		const wb = await watched(b);
+		await Sandbox.kill(b.sandboxId);
+		await ended(wb, 'killed by another client');
+		const c = await create({ timeoutMs: 3000 });
+		const wc = await watched(c);
+		await ended(wc, 'timed out', 25_000);
 	},
 
 	// Paths that climb out, symlinks that point out, another sandbox's token,

@@ -121,6 +121,14 @@ t_e2b_files_watch() {
 	e2b_node files.mjs watch
 }
 
+# A watch whose sandbox is killed or times out is cut (no clean end), as a
+# command's stream is: the SDK's onExit gets its "killed" TimeoutError.
+t_e2b_files_watch_cut_by_kill() {
+	need_e2b_sdk
+	e2b_start
+	e2b_node files.mjs watch_killed
+}
+
 # uploadUrl/downloadUrl and their refusals: wrong, expired, another path,
 # another op, another sandbox's.
 t_e2b_files_signed_urls() {
