@@ -12,8 +12,10 @@
  * {execution_count} and end_of_execution. The run goes on a thread of its
  * own; the response's reader takes the lines as they come. A run that fails
  * before its first event (no such context: 404) answers with the error's
- * status; one that fails later ends its stream with an error event, or,
- * where its sandbox went under it (killed, paused), is cut unfinished.
+ * status; one that fails later ends its stream with an error event. A run
+ * whose sandbox went under it (killed, timed out, paused) is cut unfinished,
+ * whenever that happened, before its first event too: E2B's server answers
+ * 200 as it takes the request, so its SDK sees the same cut either way.
  * Errors are {"code", "message"}: the SDK turns 404 into NotFoundError,
  * 502 into TimeoutError, anything else into SandboxError. */
 #include <errno.h>
@@ -101,6 +103,7 @@ typedef struct code_run {
 	bool finished;	/* the run is over and its last lines are in q */
 	bool gone;	/* the request ended (the client left, or read it all) */
 	bool streaming; /* the handler answered 200: an error is then an event */
+	bool deciding;	/* the run failed before streaming: the handler waits for sandbox_went */
 	bool aborted;	/* the sandbox went under the run: the stream ends unfinished */
 	int status;	/* the error's status when finished with err and no event came */
 	char *errmsg;
@@ -201,6 +204,22 @@ static void on_event(const json_t *ev, void *ud)
 		run_push(r, json_deep_copy(ev));
 }
 
+/* Whether a run broke because its sandbox went under it (killed, timed
+ * out, paused). A kill breaks the run a moment before the sandbox stops
+ * being running, so a failure is given GONE_WAIT_MS to be seen as that;
+ * but one that says the request itself was wrong (no such context, a bad
+ * argument) while the sandbox still runs is answered at once. A sandbox
+ * that is no longer there at all is gone at once (its lookup is the one
+ * that made the run fail "no such environment"). */
+static bool sandbox_went(const code_run *r, const sbx_err *e)
+{
+	if (e2b_sandbox_state(r->ctx, r->sandbox) == 0)
+		return true;
+	if (sbx_err_code(e) == SBX_E_NOT_FOUND || sbx_err_code(e) == SBX_E_INVALID_ARGUMENT)
+		return false;
+	return e2b_sandbox_gone_within(r->ctx, r->sandbox, GONE_WAIT_MS);
+}
+
 static void *run_main(void *arg)
 {
 	code_run *r = arg;
@@ -221,19 +240,26 @@ static void *run_main(void *arg)
 	_cleanup_json_ json_t *out = NULL;
 	_cleanup_err_ sbx_err *e = NULL;
 	int rc = sbx_run_code(r->ctx, r->sandbox, &o, &out, &e);
+	/* A failure before the handler answered holds its answer until
+	 * sandbox_went says what it is: an error status, or the cut. */
+	pthread_mutex_lock(&r->lock);
+	r->deciding = rc < 0 && !r->any && !r->streaming;
+	pthread_mutex_unlock(&r->lock);
+	/* A sandbox killed (or timed out, or paused) under its cell ends the
+	 * stream unfinished, as E2B's proxy does, whether or not anything was
+	 * streamed yet: the SDK sees the connection close, asks isRunning()
+	 * (/health: 502) and rejects with its TimeoutError "the sandbox was
+	 * killed while the request was in progress". Any other failure is an
+	 * error status before the first event, an error event the run resolves
+	 * with after it. */
+	bool aborted = rc < 0 && sandbox_went(r, e);
 	pthread_mutex_lock(&r->lock);
 	bool streamed = r->any || r->streaming;
-	if (rc < 0 && !streamed) {
+	if (rc < 0 && !streamed && !aborted) {
 		r->status = (int)status_of(e);
 		r->errmsg = strdup(sbx_err_message(e));
 	}
 	pthread_mutex_unlock(&r->lock);
-	/* A sandbox killed (or paused) under its cell ends the stream unfinished,
-	 * as E2B's proxy does: the SDK sees the connection close, asks
-	 * isRunning() (/health: 502) and rejects with its TimeoutError "the
-	 * sandbox was killed while the request was in progress". Any other
-	 * failure is an error event the run resolves with. */
-	bool aborted = rc < 0 && streamed && e2b_sandbox_gone_within(r->ctx, r->sandbox, GONE_WAIT_MS);
 	if (rc < 0 && streamed && !aborted)
 		run_push(r, json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name", "SbxError", "value",
 				      sbx_err_message(e), "traceback", sbx_err_message(e)));
@@ -378,9 +404,14 @@ http_result e2b_code_execute(http_request *req)
 	until.tv_sec += FIRST_EVENT_WAIT_MS / 1000 + until.tv_nsec / 1000000000;
 	until.tv_nsec %= 1000000000;
 	pthread_mutex_lock(&r->lock);
-	while (!r->any && !r->finished)
-		if (pthread_cond_timedwait(&r->cond, &r->lock, &until) == ETIMEDOUT)
+	while (!r->any && !r->finished) {
+		if (r->deciding) /* a failure's verdict: run_main ends within GONE_WAIT_MS */
+			pthread_cond_wait(&r->cond, &r->lock);
+		else if (pthread_cond_timedwait(&r->cond, &r->lock, &until) == ETIMEDOUT && !r->deciding)
 			break;
+	}
+	/* Finished without a status (its sandbox went: run_main's aborted), the
+	 * 200 goes out and the stream is cut at once (run_read). */
 	bool failed = r->finished && r->status;
 	r->streaming = !failed;
 	unsigned status = (unsigned)r->status;

@@ -101,6 +101,32 @@ const cases = {
 		check(Date.now() - t0 < 10000, 'at once', Date.now() - t0);
 	},
 
+	// The same kill within the cell's first second, before it printed
+	// anything: E2B's server has answered 200 by then (its stream starts
+	// with the request), so the SDK sees the same cut and rejects the same
+	// way, not with an HTTP status's SandboxError. Killed from the handle
+	// and from another client, at a few moments of that first second.
+	async killed_early() {
+		for (const [ms, how] of [[100, 'handle'], [250, 'other'], [500, 'handle'], [800, 'other']]) {
+			const s = await create();
+			await s.runCode('1'); // the kernel is up: the next cell starts at once
+			const settled = s.runCode('import time; time.sleep(60)').then(
+				(r) => ({ ok: r }),
+				(e) => ({ err: e }),
+			);
+			await new Promise((res) => setTimeout(res, ms));
+			if (how === 'handle') await s.kill();
+			else await Sandbox.kill(s.sandboxId);
+			const t0 = Date.now();
+			const got = await settled;
+			const what = `killed ${ms} ms into the cell (${how})`;
+			check(got.err, `${what}: runCode rejected`, got.ok && got.ok.toJSON());
+			check(got.err.name === 'TimeoutError', `${what}: a TimeoutError`, String(got.err));
+			check(/sandbox was killed while the request was in progress/.test(got.err.message), `${what}: the message`, String(got.err));
+			check(Date.now() - t0 < 10000, `${what}: at once`, Date.now() - t0);
+		}
+	},
+
 	// E2B's "list contexts": a fresh sandbox lists its default contexts
 	// (python, and javascript where node is there) before anything ran; each
 	// is the context a run by language uses, and runs by its id.

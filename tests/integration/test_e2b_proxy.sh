@@ -35,6 +35,9 @@ t_e2b_code_timeout() { code_case timeout; }
 t_e2b_code_auth() { code_case auth; }
 t_e2b_code_string_results_as_e2b() { code_case strings; }
 t_e2b_code_killed_mid_cell_rejects() { code_case killed; }
+# Killed in the cell's first second, before any output: the same rejection
+# (no HTTP error status where E2B's server would have answered 200).
+t_e2b_code_killed_early_rejects() { code_case killed_early; }
 t_e2b_code_default_contexts_listed() { code_case default_contexts; }
 # sbx's kernels for the other languages E2B's SDK names (docs/code.md
 # "Languages"): node for js and ts, Debian's node-typescript, bash with
