@@ -37,6 +37,7 @@
 #include "trace/readset.h"
 #include "trace/trace_view.h"
 #include "util/fs.h"
+#include "util/hashmap.h"
 #include "util/json.h"
 
 #define RS_MAX_LAYERS 512
@@ -62,6 +63,7 @@ typedef struct rs_view {
 	const char *live_root;
 	rs_vol *vols;
 	size_t n_vols;
+	strmap *memo; /* lookup's answers by path (rs_memo), volumes' excepted */
 } rs_view;
 
 /* One lookup's answer. */
@@ -199,6 +201,47 @@ static int lookup(const rs_view *v, const char *rel, rs_ent *e)
 	return r == -ENOTDIR ? -ENOENT : r;
 }
 
+/* One lookup's answer, kept: a run's paths share their directories
+ * (/usr/share/...), and each lookup costs an openat2, fstat and close per
+ * layer. The view does not change while the read set is made. */
+typedef struct rs_memo {
+	int r, src;
+	struct stat st;
+	char *target;
+} rs_memo;
+
+static void memo_free(void *p)
+{
+	rs_memo *m = p;
+	if (m)
+		free(m->target);
+	free(m);
+}
+
+static int lookup_memo(const rs_view *v, const char *rel, rs_ent *e)
+{
+	void **slot = v->memo ? strmap_slot(v->memo, rel) : NULL;
+	if (slot && *slot) {
+		const rs_memo *m = *slot;
+		free(e->target);
+		*e = (rs_ent){.src = m->src, .rel = rel, .st = m->st};
+		if (m->target && !(e->target = strdup(m->target)))
+			return -ENOMEM;
+		return m->r;
+	}
+	int r = lookup(v, rel, e);
+	/* a volume's answer points into its own root: not kept */
+	if (slot && e->src != SRC_VOLUME && (r == 0 || r == -ENOENT)) {
+		rs_memo *m = calloc(1, sizeof(*m));
+		if (m && (!e->target || (m->target = strdup(e->target)))) {
+			m->r = r, m->src = e->src, m->st = e->st;
+			*slot = m;
+		} else
+			memo_free(m);
+	}
+	return r;
+}
+
 /* Resolves path (absolute, in the environment) through the view, following
  * symlinks; *e describes what holds the result (or would: -ENOENT). */
 static int resolve(const rs_view *v, const char *path, char canon[RS_PATH_MAX], rs_ent *e)
@@ -236,7 +279,7 @@ static int resolve(const rs_view *v, const char *path, char canon[RS_PATH_MAX], 
 		if (cl)
 			canon[cl++] = '/';
 		memcpy(canon + cl, comp, n + 1);
-		int r = lookup(v, canon, e);
+		int r = lookup_memo(v, canon, e);
 		if (r < 0) {
 			/* the rest, as named, for the report */
 			if (strlen(canon) + strlen(p) < RS_PATH_MAX)
@@ -262,7 +305,7 @@ static int resolve(const rs_view *v, const char *path, char canon[RS_PATH_MAX], 
 		snprintf(todo, sizeof(todo), "%s", next);
 		p = todo;
 	}
-	return lookup(v, canon, e);
+	return lookup_memo(v, canon, e);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -458,6 +501,9 @@ static void view_close(rs_view *v)
 	free(v->vols);
 	safe_close(v->live_fd);
 	strv_free(v->host_dirs);
+	if (v->memo)
+		strmap_free(v->memo, memo_free);
+	free(v->memo);
 }
 
 static int open_layer(sbx_ctx *ctx, rs_view *v, const char *digest, sbx_err **err)
@@ -477,7 +523,7 @@ static int open_layer(sbx_ctx *ctx, rs_view *v, const char *digest, sbx_err **er
 static int view_open(sbx_ctx *ctx, const char *id, const char *snapshot, const env_record *st,
 		     mask_list **mask, rs_view *v, sbx_err **err)
 {
-	*v = (rs_view){.live_fd = -1};
+	*v = (rs_view){.live_fd = -1, .memo = calloc(1, sizeof(strmap))}; /* no memo: each lookup made */
 	_cleanup_(store_snapshot_freep) store_snapshot *snap = NULL;
 	if (snapshot && store_snapshot_read(ctx->root, snapshot, &snap, NULL) == 0) {
 		size_t n = 0;
