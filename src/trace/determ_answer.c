@@ -3,6 +3,7 @@
  * at rdtsc faults and at exec. Also the process table that holds each
  * process's virtual clock (docs/trace.md, "Virtual time"). The stop loop
  * calling these is ptrace_engine.c; the notification thread determ_notif.c. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -602,8 +603,37 @@ static void fix_statx_ident(engine *e, task *t, int nr, struct statx *sx)
 			       2 * sizeof(sx->stx_dev_major));
 }
 
+#define DIR_LIST_MAX (64u << 20) /* a directory listed whole by the engine; past it, listing order */
+
+/* Numbers the new entries of the directory at path (the tracee's fd, through
+ * /proc) in name order: the engine lists it whole through a description of
+ * its own, leaving the tracee's position alone (determ_dirents_number). */
+static void number_dir(engine *e, const char *path, uint64_t dev)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t cap = 65536, len = 0;
+	_cleanup_free_ uint8_t *all = fd >= 0 ? malloc(cap) : NULL;
+	if (!all)
+		return;
+	for (;;) {
+		if (cap - len < 32768) {
+			uint8_t *g = cap * 2 <= DIR_LIST_MAX ? realloc(all, cap * 2) : NULL;
+			if (!g)
+				break;
+			all = g, cap *= 2;
+		}
+		ssize_t n = getdents64(fd, all + len, cap - len);
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	(void)determ_dirents_number(&e->imap, dev, all, len);
+}
+
 /* A directory listing's d_ino, keyed by the directory's real device (the
- * engine's own stat of the tracee's fd, through /proc). */
+ * engine's own stat of the tracee's fd, through /proc). Entries without a
+ * number yet get theirs in name order first, so the numbers do not depend on
+ * the order the file system lists them in. */
 static void fix_dirents(engine *e, task *t, int nr, int64_t len)
 {
 	char path[64];
@@ -614,6 +644,8 @@ static void fix_dirents(engine *e, task *t, int nr, int64_t len)
 	_cleanup_free_ uint8_t *buf = malloc((size_t)len);
 	if (!buf || ptrace_mem_read(t->tid, t->xaddr, buf, (size_t)len) != (ssize_t)len)
 		return;
+	if (nr == SYS_getdents64 && determ_dirents_have_new(&e->imap, st.st_dev, buf, (size_t)len))
+		number_dir(e, path, st.st_dev);
 	uint64_t out[TRACE_DETERM_MAX_VALUE / sizeof(uint64_t) + 1];
 	size_t n = determ_dirents_map(&e->imap, st.st_dev, buf, (size_t)len, out, ARRAY_SIZE(out));
 	if (n && ptrace_mem_write(t->tid, t->xaddr, buf, (size_t)len) == 0)

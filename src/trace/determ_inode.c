@@ -93,6 +93,82 @@ uint64_t determ_ino_map(determ_inomap *m, uint64_t dev, uint64_t ino)
 	return s->v;
 }
 
+bool determ_ino_known(const determ_inomap *m, uint64_t dev, uint64_t ino)
+{
+	if (ino == 0)
+		return true;
+	if (!m->cap)
+		return false;
+	const struct determ_ino_ent *s = find(m->ents, m->cap, dev, ino);
+	return s->used && !s->removed;
+}
+
+bool determ_dirents_have_new(const determ_inomap *m, uint64_t dev, const uint8_t *buf, size_t len)
+{
+	for (size_t off = 0; len - off >= 19;) {
+		uint16_t reclen;
+		uint64_t ino;
+		memcpy(&reclen, buf + off + 16, sizeof(reclen));
+		if (reclen < 19 || reclen > len - off)
+			break;
+		memcpy(&ino, buf + off, sizeof(ino));
+		if (!determ_ino_known(m, dev, ino))
+			return true;
+		off += reclen;
+	}
+	return false;
+}
+
+typedef struct named {
+	const char *name;
+	size_t len;
+	uint64_t ino;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+	const named *x = a, *y = b;
+	int c = memcmp(x->name, y->name, x->len < y->len ? x->len : y->len);
+	if (c)
+		return c;
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+size_t determ_dirents_number(determ_inomap *m, uint64_t dev, const uint8_t *buf, size_t len)
+{
+	size_t n = 0, cap = 0, done = 0;
+	named *v = NULL;
+	for (size_t off = 0; len - off >= 19;) {
+		uint16_t reclen;
+		memcpy(&reclen, buf + off + 16, sizeof(reclen));
+		if (reclen < 19 || reclen > len - off)
+			break;
+		uint64_t ino;
+		memcpy(&ino, buf + off, sizeof(ino));
+		if (!determ_ino_known(m, dev, ino)) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				named *nv = realloc(v, nc * sizeof(*nv));
+				if (!nv)
+					break; /* out of memory: the rest get numbers as they are listed */
+				v = nv, cap = nc;
+			}
+			const char *name = (const char *)buf + off + 19;
+			v[n++] = (named){name, strnlen(name, reclen - 19), ino};
+		}
+		off += reclen;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_named);
+	for (size_t i = 0; i < n; i++)
+		if (!determ_ino_known(m, dev, v[i].ino)) { /* two names of one file: the first */
+			determ_ino_map(m, dev, v[i].ino);
+			done++;
+		}
+	free(v);
+	return done;
+}
+
 void determ_ino_forget(determ_inomap *m, uint64_t dev, uint64_t ino)
 {
 	if (!m->cap)

@@ -14,6 +14,7 @@
  * two processes running at once observes a file first is timing.
  * Pure: no I/O; the engine calls it at stat and getdents exit stops. */
 #pragma once
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -40,6 +41,18 @@ uint64_t determ_ino_map(determ_inomap *m, uint64_t dev, uint64_t ino);
  * where the number is not reused (a replay's fresh environment). The file
  * itself, if it keeps another name, is then new too. */
 void determ_ino_forget(determ_inomap *m, uint64_t dev, uint64_t ino);
+/* Numbers the entries of a whole directory listing (every getdents64 record
+ * of the directory, back to back in buf) that have none yet, in the order of
+ * their names: the order the file system lists them in is its own (an
+ * overlay lists its upper layer first, ext4 by a hash of the name), and
+ * differs between a recording and its replay, whose files sit in other
+ * layers. The engine calls it before a listing that shows an entry without
+ * a number. Returns how many were numbered. */
+size_t determ_dirents_number(determ_inomap *m, uint64_t dev, const uint8_t *buf, size_t len);
+/* Whether a listing (getdents64 records) shows an entry without a number. */
+bool determ_dirents_have_new(const determ_inomap *m, uint64_t dev, const uint8_t *buf, size_t len);
+/* Whether (real dev, ino) has a number (0: always). */
+bool determ_ino_known(const determ_inomap *m, uint64_t dev, uint64_t ino);
 /* Rewrites the d_ino of every record of a getdents64 (or x86_64 getdents:
  * the same first 18 bytes) result of `len` bytes from a directory on real
  * device `dev`, in place. Writes the virtual numbers of the first `max` records

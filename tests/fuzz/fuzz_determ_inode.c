@@ -1,8 +1,8 @@
 /* libFuzzer target: the getdents rewrite of the determinism engine
  * (src/trace/determ_inode.h), the input as a kernel's getdents64 result
  * (the engine reads it from the tracee's memory, so it is the program's to
- * shape). The walk must stay inside the buffer, touch only d_ino, and map
- * one real number to one virtual number. */
+ * shape). The walks must stay inside the buffer, touch only d_ino, map one
+ * real number to one virtual number, and leave no entry unnumbered. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(orig, data, size);
 	determ_inomap m = {0};
 	uint64_t out[64];
+	if (size && (data[0] & 1)) { /* numbered by name first, as the engine does for a new directory */
+		determ_dirents_number(&m, 7, buf, size);
+		if (determ_dirents_have_new(&m, 7, buf, size))
+			abort();
+	}
 	size_t n = determ_dirents_map(&m, 7, buf, size, out, 64);
 	size_t off = 0;
 	for (size_t i = 0; i < n; i++) {

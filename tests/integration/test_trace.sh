@@ -227,7 +227,12 @@ t_replay_inode_numbers_are_virtual() {
 echo new > old && ln old old2 && ls -i'
 	sbx exec "$ID" -- sh -c "$again" > /dev/null
 	sbx exec "$ID" -- sh -c "$again" > /dev/null
-	local p="$again"' && echo x > a && ln a b && mkdir -p d && touch d/f d/g &&
+	# A directory of files from before the run, with more made in it: the
+	# recording's overlay lists it from its upper layer alone, the replay's
+	# from the snapshot's lower layer and then its upper: another order.
+	sbx exec "$ID" -- sh -c 'mkdir /root/many && cd /root/many && for i in $(seq 40); do echo $i > f$i; done'
+	local p="$again"' && (cd many && for i in $(seq 41 80); do echo $i > f$i; done && ls -i) &&
+echo x > a && ln a b && mkdir -p d && touch d/f d/g &&
 stat -c "%n %i %d %h" a b d d/f / && ls -i d && ls -id a b &&
 python3 -S -c "import os
 print(sorted((e.name, e.inode()) for e in os.scandir(\"/root/d\")), os.stat(\"/root/d/f\").st_ino, os.stat(\"/\").st_dev)"'

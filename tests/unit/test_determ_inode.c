@@ -104,3 +104,36 @@ TEST(getdents_bad_records_stop_the_walk)
 	CHECK(determ_dirents_map(&m, 1, buf, len, NULL, 0) == 1);
 	determ_inomap_free(&m);
 }
+
+/* The order a file system lists a directory in is its own (an overlay's
+ * upper layer first, ext4 by hash): numbering the new entries by name first
+ * gives the same numbers whatever the order. */
+TEST(listing_order_does_not_change_the_numbers)
+{
+	const char *names[] = {".", "..", "zeta", "alpha", "mid"};
+	uint64_t got[2][5];
+	for (int run = 0; run < 2; run++) {
+		uint8_t buf[512] = {0};
+		size_t len = 0;
+		for (int i = 0; i < 5; i++) {
+			int k = run ? 4 - i : i; /* the second run lists in reverse, other real numbers */
+			len = put_dirent(buf, len, (uint64_t)(run ? 900 : 100) + (uint64_t)k, names[k]);
+		}
+		determ_inomap m = {0};
+		CHECK(determ_dirents_have_new(&m, 3, buf, len));
+		CHECK(determ_dirents_number(&m, 3, buf, len) == 5);
+		CHECK(!determ_dirents_have_new(&m, 3, buf, len));
+		CHECK(determ_dirents_number(&m, 3, buf, len) == 0);
+		uint64_t out[5];
+		CHECK(determ_dirents_map(&m, 3, buf, len, out, 5) == 5);
+		for (int i = 0; i < 5; i++)
+			got[run][run ? 4 - i : i] = out[i];
+		determ_inomap_free(&m);
+	}
+	for (int k = 0; k < 5; k++)
+		CHECK(got[0][k] == got[1][k]);
+	/* by name: "." < ".." < "alpha" < "mid" < "zeta" */
+	CHECK(got[0][0] == DETERM_INO_FIRST && got[0][1] == DETERM_INO_FIRST + 1 &&
+	      got[0][3] == DETERM_INO_FIRST + 2 && got[0][4] == DETERM_INO_FIRST + 3 &&
+	      got[0][2] == DETERM_INO_FIRST + 4);
+}
