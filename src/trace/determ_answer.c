@@ -502,11 +502,10 @@ void determ_on_seccomp(engine *e, task *t)
 	case SYS_rename:
 		on_remove(e, t, AT_FDCWD, a[1]);
 		break;
-	case SYS_renameat2:
-		if (a[4] & RENAME_EXCHANGE)
-			break; /* both names stay */
-			       /* fall through */
 	case SYS_renameat:
+	case SYS_renameat2:
+		if (nr == SYS_renameat2 && (a[4] & RENAME_EXCHANGE))
+			break; /* both names stay */
 		on_remove(e, t, (int)a[2], a[3]);
 		break;
 	default:
@@ -565,9 +564,9 @@ static bool not_a_file(mode_t m)
 	return !S_ISREG(m) && !S_ISDIR(m) && !S_ISLNK(m);
 }
 
-/* Virtual inode and device numbers (determ_inode.h) in a stat result: the
- * new values are written back by the caller's ranges (st_dev, st_ino lead
- * struct stat; statx's are written here), and recorded as {dev, ino}. */
+/* Virtual inode and device numbers (determ_inode.h) for a stat result's
+ * real ones, recorded as {dev, ino}; the two callers below write them into
+ * the tracee's struct stat or struct statx. */
 static void fix_ident(engine *e, task *t, int nr, uint64_t *dev, uint64_t *ino)
 {
 	uint64_t v[2];
