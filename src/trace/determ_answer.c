@@ -575,31 +575,30 @@ static void fix_ident(engine *e, task *t, int nr, uint64_t *dev, uint64_t *ino)
 	ptrace_rec_determ(e, t, TRACE_DETERM_INODE, nr, v, sizeof(v));
 }
 
-static void fix_stat_ident(engine *e, task *t, int nr, struct stat *st)
+static void fix_stat_ident(engine *e, task *t, int nr, const struct stat *st)
 {
 	if (!e->o->inodes)
 		return;
-	uint64_t dev = st->st_dev, ino = st->st_ino;
-	fix_ident(e, t, nr, &dev, &ino);
-	st->st_dev = dev, st->st_ino = ino;
-	size_t to = offsetof(struct stat, st_ino) + sizeof(st->st_ino);
-	(void)ptrace_mem_write(t->tid, t->xaddr, st, to);
+	_Static_assert(offsetof(struct stat, st_dev) == 0 && offsetof(struct stat, st_ino) == 8 &&
+			   sizeof(st->st_dev) == 8 && sizeof(st->st_ino) == 8,
+		       "st_dev and st_ino lead struct stat");
+	uint64_t id[2] = {st->st_dev, st->st_ino};
+	fix_ident(e, t, nr, &id[0], &id[1]);
+	(void)ptrace_mem_write(t->tid, t->xaddr, id, sizeof(id));
 }
 
-static void fix_statx_ident(engine *e, task *t, int nr, struct statx *sx)
+static void fix_statx_ident(engine *e, task *t, int nr, const struct statx *sx)
 {
 	if (!e->o->inodes)
 		return;
 	uint64_t dev = makedev(sx->stx_dev_major, sx->stx_dev_minor), ino = sx->stx_ino;
 	fix_ident(e, t, nr, &dev, &ino);
-	if (sx->stx_mask & STATX_INO) {
-		sx->stx_ino = ino;
-		(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_ino), &sx->stx_ino,
-				       sizeof(sx->stx_ino));
-	}
-	sx->stx_dev_major = major(dev), sx->stx_dev_minor = minor(dev);
-	(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_dev_major), &sx->stx_dev_major,
-			       2 * sizeof(sx->stx_dev_major));
+	if (sx->stx_mask & STATX_INO)
+		(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_ino), &ino, sizeof(ino));
+	_Static_assert(offsetof(struct statx, stx_dev_minor) == offsetof(struct statx, stx_dev_major) + 4,
+		       "stx_dev_minor follows stx_dev_major");
+	uint32_t mm[2] = {major(dev), minor(dev)};
+	(void)ptrace_mem_write(t->tid, t->xaddr + offsetof(struct statx, stx_dev_major), mm, sizeof(mm));
 }
 
 #define DIR_LIST_MAX (64u << 20) /* a directory listed whole by the engine; past it, listing order */
@@ -657,9 +656,7 @@ static void fix_stat(engine *e, task *t, int nr)
 	struct stat st;
 	if (ptrace_mem_read(t->tid, t->xaddr, &st, sizeof(st)) != (ssize_t)sizeof(st))
 		return;
-	struct stat real = st; /* the times are keyed by the real numbers */
-	fix_stat_ident(e, t, nr, &st);
-	st.st_dev = real.st_dev, st.st_ino = real.st_ino;
+	fix_stat_ident(e, t, nr, &st); /* st keeps the real numbers: they key the times */
 	if (not_a_file(st.st_mode) || st.st_dev == e->pseudo_dev[0] || st.st_dev == e->pseudo_dev[1]) {
 		struct timespec ep = {(time_t)(e->o->epoch_ns / 1000000000u),
 				      (long)(e->o->epoch_ns % 1000000000u)};
@@ -694,9 +691,8 @@ static void fix_statx(engine *e, task *t, int nr)
 	struct statx sx;
 	if (ptrace_mem_read(t->tid, t->xaddr, &sx, sizeof(sx)) != (ssize_t)sizeof(sx))
 		return;
-	uint64_t dev = makedev(sx.stx_dev_major, sx.stx_dev_minor), ino = sx.stx_ino;
-	fix_statx_ident(e, t, nr, &sx);
-	sx.stx_ino = ino; /* the times are keyed by the real numbers */
+	uint64_t dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	fix_statx_ident(e, t, nr, &sx); /* sx keeps the real numbers: they key the times */
 	if (((sx.stx_mask & STATX_TYPE) && not_a_file(sx.stx_mode)) || dev == e->pseudo_dev[0] ||
 	    dev == e->pseudo_dev[1]) {
 		struct statx_timestamp ep = {.tv_sec = (int64_t)(e->o->epoch_ns / 1000000000u),
@@ -733,7 +729,7 @@ static void fix_statx(engine *e, task *t, int nr)
 			    bit[i] == STATX_BTIME ? 0 : sz; /* a birth time stays put as the file grows */
 			which[n++] = i;
 		}
-	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, ino, ver, sec, nsec, n))
+	if (!map_times(e, &determ_proc_of(e, t)->clk, dev, sx.stx_ino, ver, sec, nsec, n))
 		return;
 	for (int j = 0; j < n; j++) {
 		ts[which[j]]->tv_sec = sec[j];

@@ -103,19 +103,26 @@ bool determ_ino_known(const determ_inomap *m, uint64_t dev, uint64_t ino)
 	return s->used && !s->removed;
 }
 
+/* The length of the getdents record at off (its d_ino in *ino), or 0 where
+ * none fits: the end of the listing, or a record the walk must not trust. */
+static size_t rec_at(const uint8_t *buf, size_t len, size_t off, uint64_t *ino)
+{
+	uint16_t reclen;
+	if (len - off < 19)
+		return 0;
+	memcpy(&reclen, buf + off + 16, sizeof(reclen));
+	if (reclen < 19 || reclen > len - off)
+		return 0;
+	memcpy(ino, buf + off, sizeof(*ino));
+	return reclen;
+}
+
 bool determ_dirents_have_new(const determ_inomap *m, uint64_t dev, const uint8_t *buf, size_t len)
 {
-	for (size_t off = 0; len - off >= 19;) {
-		uint16_t reclen;
-		uint64_t ino;
-		memcpy(&reclen, buf + off + 16, sizeof(reclen));
-		if (reclen < 19 || reclen > len - off)
-			break;
-		memcpy(&ino, buf + off, sizeof(ino));
+	uint64_t ino;
+	for (size_t off = 0, r; (r = rec_at(buf, len, off, &ino)); off += r)
 		if (!determ_ino_known(m, dev, ino))
 			return true;
-		off += reclen;
-	}
 	return false;
 }
 
@@ -138,13 +145,8 @@ size_t determ_dirents_number(determ_inomap *m, uint64_t dev, const uint8_t *buf,
 {
 	size_t n = 0, cap = 0, done = 0;
 	named *v = NULL;
-	for (size_t off = 0; len - off >= 19;) {
-		uint16_t reclen;
-		memcpy(&reclen, buf + off + 16, sizeof(reclen));
-		if (reclen < 19 || reclen > len - off)
-			break;
-		uint64_t ino;
-		memcpy(&ino, buf + off, sizeof(ino));
+	uint64_t ino;
+	for (size_t off = 0, reclen; (reclen = rec_at(buf, len, off, &ino)); off += reclen) {
 		if (!determ_ino_known(m, dev, ino)) {
 			if (n == cap) {
 				size_t nc = cap ? cap * 2 : 64;
@@ -156,7 +158,6 @@ size_t determ_dirents_number(determ_inomap *m, uint64_t dev, const uint8_t *buf,
 			const char *name = (const char *)buf + off + 19;
 			v[n++] = (named){name, strnlen(name, reclen - 19), ino};
 		}
-		off += reclen;
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_named);
@@ -181,19 +182,13 @@ void determ_ino_forget(determ_inomap *m, uint64_t dev, uint64_t ino)
 size_t determ_dirents_map(determ_inomap *m, uint64_t dev, uint8_t *buf, size_t len, uint64_t *out, size_t max)
 {
 	size_t n = 0;
-	for (size_t off = 0; len - off >= 19;) {
-		uint16_t reclen;
-		memcpy(&reclen, buf + off + 16, sizeof(reclen));
-		if (reclen < 19 || reclen > len - off)
-			break;
-		uint64_t ino;
-		memcpy(&ino, buf + off, sizeof(ino));
+	uint64_t ino;
+	for (size_t off = 0, r; (r = rec_at(buf, len, off, &ino)); off += r) {
 		ino = determ_ino_map(m, dev, ino);
 		memcpy(buf + off, &ino, sizeof(ino));
 		if (out && n < max)
 			out[n] = ino;
 		n++;
-		off += reclen;
 	}
 	return n;
 }
